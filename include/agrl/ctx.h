@@ -1,0 +1,137 @@
+/* agrl/ctx.h — contexts: a device, its queue, a workspace, transfer counters.
+ *
+ * A context owns one device (the CPU or CUDA device N). All device work of
+ * the context (writes, gathers, ops, replays) is ordered on its queue: on a
+ * CUDA device this is one CUDA stream, on the CPU work runs at once in call
+ * order. Results of operations live in the context's workspace until
+ * ag_ctx_reset(); buffers and persistent tensors have their own lifetime.
+ *
+ * A context is used by one thread at a time.
+ */
+#ifndef AGRL_CTX_H
+#define AGRL_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agrl/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_ctx ag_ctx;
+
+typedef enum ag_device_kind {
+  AG_DEVICE_CPU = 0,
+  AG_DEVICE_CUDA = 1,
+  AG_DEVICE_AUTO = 2 /* CUDA device 0 when one is present, else the CPU */
+} ag_device_kind;
+
+/* Number of CUDA devices usable by agrl: 0 when the library was built
+ * without CUDA, when no driver is loaded or no device is present. */
+int ag_cuda_device_count(void);
+
+/* Creates a context on `kind` (device `index` for CUDA; ignored for the CPU).
+ * On success *out owns the context; free it with ag_ctx_free().
+ * Errors: AG_ERR_INVALID_ARG (out NULL, bad kind or index),
+ * AG_ERR_NO_DEVICE (no such CUDA device), AG_ERR_DEVICE. *out is untouched
+ * on error. */
+ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index);
+
+/* Waits for the context's queue, then frees every buffer and tensor still
+ * owned by the context and the context itself. NULL is accepted. */
+void ag_ctx_free(ag_ctx *ctx);
+
+/* The device the context computes on now (never AG_DEVICE_AUTO). */
+ag_device_kind ag_ctx_device(const ag_ctx *ctx);
+int ag_ctx_device_index(const ag_ctx *ctx);
+
+/* A short description of the device: "cpu" or "cuda:0 (NVIDIA H200)". */
+const char *ag_ctx_device_name(const ag_ctx *ctx);
+
+/* Switches the context to another device (S18).
+ * CUDA -> CPU: every buffer and persistent tensor on the device is first
+ * copied to host memory in parts of 16 MB; only when all copies succeeded is
+ * the device memory released and the device left. If any copy fails, the
+ * switch is aborted: the context stays on its device, every object keeps its
+ * value, and the status says what failed.
+ * CPU -> CUDA: objects stay on the host and are uploaded at their next use
+ * on the device, each into a new allocation with a new generation (S19).
+ * The workspace is reset by a switch (temporary tensors become invalid).
+ * Switching to the device already in use is a no-op. */
+ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index);
+
+/* Blocks until all work queued on the context has finished (S6: for
+ * consumers outside the context). */
+ag_status ag_ctx_sync(ag_ctx *ctx);
+
+/* The native queue: a cudaStream_t on CUDA, NULL on the CPU. For handing
+ * results to another framework; agrl keeps ownership. */
+void *ag_ctx_native_stream(const ag_ctx *ctx);
+
+/* Releases every temporary tensor of the workspace (results of operations);
+ * their handles become invalid. Buffers, persistent tensors and recordings
+ * are not affected (S17). Memory is kept for reuse. */
+void ag_ctx_reset(ag_ctx *ctx);
+
+/* Free and total memory of the context's device in bytes, as the device
+ * reports it (on the CPU: available and total physical memory). */
+ag_status ag_ctx_mem_info(ag_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* ---- transfer accounting (S20) -------------------------------------------
+ * Every byte that crosses between the caller's host memory and the context's
+ * storage is counted, per operation name ("ag_buffer_write", "ag_get_rows",
+ * "ag_buffer_read", "upload", "rescue" ...). On the CPU backend the same
+ * copies happen inside host memory and are counted alike, so that the same
+ * checks hold on both devices. */
+typedef struct ag_xfer_entry {
+  const char *op;      /* operation name; valid while the context lives */
+  uint64_t up_bytes;   /* host -> device */
+  uint64_t down_bytes; /* device -> host */
+  uint64_t up_calls;
+  uint64_t down_calls;
+} ag_xfer_entry;
+
+/* Totals over all operations since the last reset. Either pointer may be NULL. */
+void ag_xfer_total(const ag_ctx *ctx, uint64_t *up_bytes, uint64_t *down_bytes);
+
+/* Bytes for one operation name (0 and 0 if it never transferred). */
+void ag_xfer_get(const ag_ctx *ctx, const char *op, uint64_t *up_bytes,
+                 uint64_t *down_bytes);
+
+/* Number of operation names recorded, and the i-th entry (0-based). */
+int ag_xfer_count(const ag_ctx *ctx);
+ag_status ag_xfer_entry_at(const ag_ctx *ctx, int i, ag_xfer_entry *out);
+
+/* Sets every counter to zero. */
+void ag_xfer_reset(ag_ctx *ctx);
+
+/* ---- statistics ---------------------------------------------------------- */
+typedef struct ag_ctx_stats {
+  uint64_t allocs;         /* storage allocations on the current backend */
+  uint64_t frees;          /* storage releases */
+  uint64_t live_bytes;     /* bytes allocated and not yet released */
+  uint64_t workspace_bytes; /* bytes held by the workspace (in use or kept) */
+  uint64_t syncs;          /* host waits on the queue */
+} ag_ctx_stats;
+
+void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);
+
+/* ---- fault injection (for tests of error paths) --------------------------
+ * After `after` further successful operations of the kind, the next one fails
+ * once with AG_ERR_DEVICE (upload/download) or AG_ERR_OUT_OF_MEMORY
+ * (allocation). A negative `after` disarms. */
+typedef enum ag_fault {
+  AG_FAULT_ALLOC = 0,
+  AG_FAULT_UPLOAD = 1,
+  AG_FAULT_DOWNLOAD = 2,
+  AG_FAULT_COUNT_ = 3
+} ag_fault;
+
+ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_CTX_H */

@@ -1,0 +1,54 @@
+/* agrl/status.h — status codes and the per-thread error message.
+ *
+ * Every fallible agrl call returns an ag_status: AG_OK (0) on success, a
+ * negative code on failure. On failure the calling thread's last-error
+ * message says in one sentence what was wrong (which argument, which columns,
+ * how many MB ...); it stays until the next failure on that thread.
+ * A call that fails changes nothing that the caller can observe, unless its
+ * comment says otherwise.
+ */
+#ifndef AGRL_STATUS_H
+#define AGRL_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(code enum, value, name, generic description) — one table for all. */
+#define AG_STATUS_TABLE(X)                                                    \
+  X(AG_OK, 0, "AG_OK", "success")                                             \
+  X(AG_ERR_INVALID_ARG, -1, "AG_ERR_INVALID_ARG", "invalid argument")         \
+  X(AG_ERR_OUT_OF_RANGE, -2, "AG_ERR_OUT_OF_RANGE", "index or range outside the object") \
+  X(AG_ERR_SHAPE, -3, "AG_ERR_SHAPE", "shapes or dtypes do not match")        \
+  X(AG_ERR_OUT_OF_MEMORY, -4, "AG_ERR_OUT_OF_MEMORY", "not enough memory")    \
+  X(AG_ERR_FREED, -5, "AG_ERR_FREED", "the object has been freed")            \
+  X(AG_ERR_NO_DEVICE, -6, "AG_ERR_NO_DEVICE", "the requested device is not available") \
+  X(AG_ERR_DEVICE, -7, "AG_ERR_DEVICE", "the device reported an error")       \
+  X(AG_ERR_INVALIDATED, -8, "AG_ERR_INVALIDATED", "a recording reads an object that was freed") \
+  X(AG_ERR_UNSUPPORTED, -9, "AG_ERR_UNSUPPORTED", "operation not supported here") \
+  X(AG_ERR_STATE, -10, "AG_ERR_STATE", "the object is not in a state that allows this") \
+  X(AG_ERR_IO, -11, "AG_ERR_IO", "input/output error")
+
+typedef enum ag_status {
+#define AG__STATUS_ENUM(code, value, name, desc) code = value,
+  AG_STATUS_TABLE(AG__STATUS_ENUM)
+#undef AG__STATUS_ENUM
+} ag_status;
+
+/* "AG_ERR_INVALID_ARG" etc.; "AG_UNKNOWN_STATUS" for values not in the table. */
+const char *ag_status_name(ag_status s);
+
+/* A generic description of the code ("invalid argument"). */
+const char *ag_status_describe(ag_status s);
+
+/* The message of the last failure on this thread (never NULL; "" if none).
+ * The pointer stays valid until the next agrl call on this thread. */
+const char *ag_last_error(void);
+
+/* Clears this thread's last-error message. */
+void ag_clear_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_STATUS_H */

@@ -1,0 +1,50 @@
+/* cli.c — argument parsing helpers shared by the subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cli_parse_device(const char *s, ag_device_kind *kind, int *index) {
+  if (!s) return -1;
+  *index = 0;
+  if (strcmp(s, "auto") == 0) *kind = AG_DEVICE_AUTO;
+  else if (strcmp(s, "cpu") == 0) *kind = AG_DEVICE_CPU;
+  else if (strcmp(s, "cuda") == 0) *kind = AG_DEVICE_CUDA;
+  else if (strncmp(s, "cuda:", 5) == 0) {
+    int64_t v;
+    if (cli_parse_i64(s + 5, 0, 1023, &v)) return -1;
+    *kind = AG_DEVICE_CUDA;
+    *index = (int)v;
+  } else
+    return -1;
+  return 0;
+}
+
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  if (!s || !*s) return -1;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end != '\0' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_bad_usage(const char *cmd, void (*usage)(FILE *), const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "agrl %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  usage(stderr);
+  return 2;
+}
+
+int cli_fail(const char *cmd, const char *what, ag_status s) {
+  fprintf(stderr, "agrl %s: %s failed: %s: %s\n", cmd, what, ag_status_name(s), ag_last_error());
+  return 1;
+}

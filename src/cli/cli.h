@@ -1,0 +1,19 @@
+/* cli.h — helpers shared by the agrl subcommands. */
+#ifndef AGRL_CLI_H
+#define AGRL_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agrl/agrl.h"
+
+/* Parses "auto", "cpu", "cuda" or "cuda:N". Returns 0 on success. */
+int cli_parse_device(const char *s, ag_device_kind *kind, int *index);
+/* Parses a whole number in [lo, hi]. Returns 0 on success. */
+int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Prints "agrl CMD: MESSAGE" and the usage to stderr; returns 2. */
+int cli_bad_usage(const char *cmd, void (*usage)(FILE *), const char *fmt, ...);
+/* Prints "agrl CMD: <what> failed: STATUS: last error" to stderr; returns 1. */
+int cli_fail(const char *cmd, const char *what, ag_status s);
+
+#endif /* AGRL_CLI_H */

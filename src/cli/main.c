@@ -1,0 +1,38 @@
+/* main.c — the agrl command-line tool. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agrl/agrl.h"
+
+int agrl_cmd_demo(int argc, char **argv);
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: agrl <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  demo      write, gather and read a replay buffer on a device\n"
+          "  version   print the version\n"
+          "\n"
+          "Run 'agrl <command> --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("agrl %s\n", ag_version());
+    return 0;
+  }
+  if (strcmp(cmd, "demo") == 0) return agrl_cmd_demo(argc - 1, argv + 1);
+  fprintf(stderr, "agrl: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,87 @@
+/* backend.h — the backend vtable: what a device must provide.
+ *
+ * A backend is a table of plain C function pointers over an opaque state
+ * (`void *st`) opened for one device. It knows nothing of buffers, tensors or
+ * contexts: the core (src/core) validates arguments, counts transfers and
+ * injects faults, then calls here. Every call that touches device memory is
+ * ordered on the backend's queue (the CPU backend runs it at once).
+ *
+ * No CUDA type appears here, so that other backends (Vulkan later) fit.
+ * This header is included from C and from CUDA C++.
+ */
+#ifndef AGRL_CORE_BACKEND_H
+#define AGRL_CORE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agrl/status.h"
+#include "agrl/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fills or drains `len` bytes of a transfer stream starting at byte `off`
+ * (off and len are multiples of the element size). Used so that host-side
+ * conversion and copies go straight into (out of) staging memory. */
+typedef void (*ag__fill_fn)(void *host_dst, size_t off, size_t len, void *user);
+typedef void (*ag__drain_fn)(const void *host_src, size_t off, size_t len, void *user);
+
+/* dst[r, j] = (f32) src[r, clamp(idx[j], 0, capacity-1)] * scale
+ *   src [rows, capacity] src_dtype, idx [n] idx_dtype (AG_I32 / AG_I64),
+ *   dst [rows, n] f32 */
+typedef struct ag__gather_args {
+  const void *src;
+  ag_dtype src_dtype;
+  int64_t rows;
+  int64_t capacity;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t n;
+  float scale;
+  float *dst;
+} ag__gather_args;
+
+typedef struct ag__backend {
+  const char *name; /* "cpu", "cuda" */
+  ag_device_kind kind;
+
+  /* Opens device `index`; writes its state and a description ("cuda:0 (...)"). */
+  ag_status (*open)(int index, void **st, char *desc, size_t desc_len);
+  /* Waits for the queue and releases the state (memory must be freed first). */
+  void (*close)(void *st);
+  ag_status (*mem_info)(void *st, size_t *free_bytes, size_t *total_bytes);
+
+  /* Uninitialised device memory, aligned to at least 256 bytes. */
+  ag_status (*alloc)(void *st, size_t bytes, void **out);
+  /* Releases memory after the queued work that uses it. */
+  void (*release)(void *st, void *p);
+  ag_status (*zero)(void *st, void *dst, size_t bytes);
+  /* Host -> device: `fill` writes the bytes into host memory that the backend
+   * provides (staging), in parts; ordered; the caller's memory may be reused
+   * when the call returns. */
+  ag_status (*upload)(void *st, void *dst, size_t bytes, ag__fill_fn fill, void *user);
+  /* Device -> host: waits for queued work, then hands the bytes to `drain`
+   * in parts of at most AG_TRANSFER_PART_BYTES. */
+  ag_status (*download)(void *st, const void *src, size_t bytes, ag__drain_fn drain,
+                        void *user);
+  ag_status (*copy)(void *st, void *dst, const void *src, size_t bytes);
+  ag_status (*sync)(void *st);
+  /* The native queue handle (cudaStream_t) or NULL. */
+  void *(*native_stream)(void *st);
+
+  /* ---- kernels ---- */
+  ag_status (*gather)(void *st, const ag__gather_args *a);
+} ag__backend;
+
+const ag__backend *ag__cpu_backend(void);
+/* NULL when the library was built without CUDA. */
+const ag__backend *ag__cuda_backend(void);
+/* Number of CUDA devices (0 without CUDA, driver or device). */
+int ag__cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_CORE_BACKEND_H */

@@ -1,0 +1,202 @@
+/* internal.h — the structures behind the opaque handles, and the helpers
+ * that every core file shares: error reporting, the device-memory wrappers
+ * that count transfers and inject faults, stores (persistent memory that
+ * follows the context across device switches) and the workspace.
+ *
+ * Internal non-static symbols carry the double prefix ag__.
+ */
+#ifndef AGRL_CORE_INTERNAL_H
+#define AGRL_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agrl/buffer.h"
+#include "agrl/ctx.h"
+#include "agrl/status.h"
+#include "agrl/tensor.h"
+#include "core/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define AG__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define AG__PRINTF(a, b)
+#endif
+
+/* ---- errors (status.c) ---- */
+
+/* Sets this thread's message (printf-style) and returns s. */
+ag_status ag__fail(ag_status s, const char *fmt, ...) AG__PRINTF(2, 3);
+
+/* ---- dtypes (dtype.c) ---- */
+
+uint16_t ag__f32_to_f16(float f);
+float ag__f16_to_f32(uint16_t h);
+uint16_t ag__f32_to_bf16(float f);
+float ag__bf16_to_f32(uint16_t h);
+/* Element i of src as f32. */
+float ag__load_f32(const void *src, ag_dtype dt, size_t i);
+/* dst[i] = (dst_dt) src[i], for src_dt or dst_dt == AG_F32 or equal dtypes;
+ * integer targets round to nearest (values must already be checked). */
+void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, size_t n);
+/* Checks that f32 values fit dtype dt (integers: finite and in range).
+ * Returns the index of the first value that does not fit, or -1. */
+int64_t ag__first_unfit(const float *src, size_t n, ag_dtype dt);
+/* Reads element i of an index array (AG_I32 / AG_I64). */
+static inline int64_t ag__index_at(const void *idx, ag_dtype dt, int64_t i) {
+  return dt == AG_I32 ? (int64_t)((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+}
+
+/* ---- stores: persistent memory owned by a buffer or a tensor ---- */
+
+typedef enum ag__owner_kind { AG__OWNER_BUFFER = 1, AG__OWNER_TENSOR = 2 } ag__owner_kind;
+
+typedef struct ag__store {
+  struct ag__store *prev, *next; /* the context's list of live stores */
+  void *ptr;                     /* memory on backend `on`, NULL if none */
+  const ag__backend *on;         /* ctx->be (resident) or the CPU backend (host copy) */
+  size_t bytes;
+  uint64_t gen; /* generation of the current allocation (S19) */
+  ag__owner_kind owner_kind;
+  void *owner;
+} ag__store;
+
+/* ---- workspace: a bump arena of device memory plus tensor headers ---- */
+
+typedef struct ag__chunk {
+  void *ptr;
+  size_t size;
+} ag__chunk;
+
+typedef struct ag__arena {
+  ag__chunk *chunks;
+  int n_chunks, cap_chunks;
+  int cur;        /* chunk being filled */
+  size_t used;    /* bytes used in chunks[cur] */
+  size_t total;   /* bytes held in all chunks */
+} ag__arena;
+
+#define AG__TENSOR_SLAB 256
+
+typedef struct ag__tensor_slab {
+  struct ag__tensor_slab *next;
+  struct ag_tensor *items; /* AG__TENSOR_SLAB headers */
+} ag__tensor_slab;
+
+/* ---- tensors and buffers ---- */
+
+enum { AG__T_PERSISTENT = 1u, AG__T_FREED = 2u };
+
+struct ag_tensor {
+  ag_ctx *ctx;
+  int64_t rows, cols;
+  ag_dtype dtype;
+  uint32_t flags;
+  void *data;      /* temporaries: workspace memory */
+  ag__store store; /* persistent tensors only */
+};
+
+struct ag_buffer {
+  ag_ctx *ctx;
+  int64_t rows, capacity;
+  ag_dtype dtype;
+  float scale;
+  int freed;
+  ag__store store;
+  struct ag_buffer *next_handle; /* every handle of the context, freed ones too */
+};
+
+/* ---- the context ---- */
+
+#define AG__XFER_MAX 64
+
+struct ag_ctx {
+  const ag__backend *be;
+  void *st;
+  ag_device_kind kind;
+  int index;
+  char desc[128];
+
+  ag__store stores; /* sentinel of the circular list of live stores */
+  ag_buffer *handles;
+
+  ag__arena ws;
+  ag__tensor_slab *slabs;
+  ag__tensor_slab *slab_cur;
+  int slab_used;
+
+  ag_xfer_entry xfer[AG__XFER_MAX];
+  int n_xfer;
+  ag_ctx_stats stats;
+  int64_t fault_after[AG_FAULT_COUNT_];
+};
+
+/* ---- device-memory wrappers (ctx.c): every core access goes through these ---- */
+
+/* Allocates `bytes` on backend `be` (ctx->be or the CPU backend for host
+ * copies); counts, and fails when a fault is injected. */
+ag_status ag__mem_alloc(ag_ctx *ctx, const ag__backend *be, size_t bytes, void **out);
+void ag__mem_release(ag_ctx *ctx, const ag__backend *be, void *p, size_t bytes);
+/* Uploads through ctx->be, counting `bytes` up under `op`. */
+ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill,
+                         void *user);
+/* Plain copy of host memory `src` (the fill for unconverted uploads). */
+ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes);
+ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes,
+                           ag__drain_fn drain, void *user);
+/* Download of device memory into plain host memory. */
+ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src,
+                                size_t bytes);
+void ag__xfer_add(ag_ctx *ctx, const char *op, uint64_t up, uint64_t down);
+
+/* ---- stores (store.c) ---- */
+
+uint64_t ag__next_generation(void);
+/* Allocates a zero-filled store of `bytes` on the context's device and links
+ * it. `op` names the operation in the error message. */
+ag_status ag__store_init(ag_ctx *ctx, ag__store *s, size_t bytes, ag__owner_kind kind, void *owner,
+                         const char *op);
+/* Makes the store resident on ctx->be (uploading a host copy in parts). */
+ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s);
+/* Releases the memory and unlinks the store. */
+void ag__store_release(ag_ctx *ctx, ag__store *s);
+/* Copies every store on the device to the host (all or nothing, S18). */
+ag_status ag__stores_rescue(ag_ctx *ctx);
+/* Where the store's value is. */
+ag_where ag__store_where(const ag_ctx *ctx, const ag__store *s);
+
+/* ---- workspace (workspace.c) ---- */
+
+/* Device memory from the workspace, aligned to 256 bytes. */
+ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out);
+/* A temporary tensor header with memory for rows x cols of dtype. */
+ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
+                          ag_tensor **out);
+void ag__ws_reset(ag_ctx *ctx);
+void ag__ws_destroy(ag_ctx *ctx);
+
+/* The device pointer of a tensor (persistent ones are made resident). */
+ag_status ag__tensor_ptr(ag_tensor *t, void **out);
+/* Checks that a handle is a live tensor; `what` names it in the message. */
+ag_status ag__check_tensor(const ag_tensor *t, const char *fn, const char *what);
+
+/* Overflow-checked a*b*c; returns 0 on overflow. */
+static inline int ag__mul3(uint64_t a, uint64_t b, uint64_t c, size_t *out) {
+  if (a && b > SIZE_MAX / a) return 0;
+  uint64_t ab = a * b;
+  if (ab && c > SIZE_MAX / ab) return 0;
+  *out = (size_t)(ab * c);
+  return 1;
+}
+
+#define AG__MB(b) ((double)(b) / (1024.0 * 1024.0))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_CORE_INTERNAL_H */

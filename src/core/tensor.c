@@ -1,0 +1,83 @@
+/* tensor.c — persistent tensors and the accessors shared by all tensors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int dtype_ok(ag_dtype dt) { return (int)dt >= 0 && dt < AG_DTYPE_COUNT_; }
+
+ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
+                           const void *host, ag_tensor **out) {
+  static const char fn[] = "ag_tensor_create";
+  if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx and out must not be NULL", fn);
+  if (rows < 1 || cols < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rows = %lld and cols = %lld must both be positive", fn,
+                    (long long)rows, (long long)cols);
+  if (!dtype_ok(dtype)) return ag__fail(AG_ERR_INVALID_ARG, "%s: dtype %d is unknown", fn, (int)dtype);
+  size_t bytes;
+  if (!ag__mul3((uint64_t)rows, (uint64_t)cols, ag_dtype_size(dtype), &bytes))
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: %lld x %lld values of %s overflow the address space",
+                    fn, (long long)rows, (long long)cols, ag_dtype_name(dtype));
+  ag_tensor *t = calloc(1, sizeof *t);
+  if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  t->ctx = ctx;
+  t->rows = rows;
+  t->cols = cols;
+  t->dtype = dtype;
+  t->flags = AG__T_PERSISTENT;
+  ag_status s = ag__store_init(ctx, &t->store, bytes, AG__OWNER_TENSOR, t, fn);
+  if (s == AG_OK && host) s = ag__mem_upload_copy(ctx, fn, t->store.ptr, host, bytes);
+  if (s) {
+    ag__store_release(ctx, &t->store);
+    free(t);
+    return s;
+  }
+  *out = t;
+  return AG_OK;
+}
+
+void ag_tensor_free(ag_tensor *t) {
+  if (!t || !(t->flags & AG__T_PERSISTENT) || (t->flags & AG__T_FREED)) return;
+  ag__store_release(t->ctx, &t->store);
+  free(t);
+}
+
+int64_t ag_tensor_rows(const ag_tensor *t) { return t ? t->rows : 0; }
+int64_t ag_tensor_cols(const ag_tensor *t) { return t ? t->cols : 0; }
+int64_t ag_tensor_numel(const ag_tensor *t) { return t ? t->rows * t->cols : 0; }
+ag_dtype ag_tensor_dtype(const ag_tensor *t) { return t ? t->dtype : AG_F32; }
+ag_ctx *ag_tensor_ctx(const ag_tensor *t) { return t ? t->ctx : NULL; }
+
+static size_t tensor_bytes(const ag_tensor *t) {
+  return (size_t)t->rows * (size_t)t->cols * ag_dtype_size(t->dtype);
+}
+
+ag_status ag_tensor_read(const ag_tensor *t, void *dst, size_t dst_bytes) {
+  static const char fn[] = "ag_tensor_read";
+  ag_status s = ag__check_tensor(t, fn, "t");
+  if (s) return s;
+  size_t need = tensor_bytes(t);
+  if (!dst) return ag__fail(AG_ERR_INVALID_ARG, "%s: dst is NULL", fn);
+  if (dst_bytes < need)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst holds %zu bytes, the %lld x %lld %s tensor needs %zu",
+                    fn, dst_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
+  void *p;
+  s = ag__tensor_ptr((ag_tensor *)t, &p);
+  if (s) return s;
+  return ag__mem_download_copy(t->ctx, fn, dst, p, need);
+}
+
+ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes) {
+  static const char fn[] = "ag_tensor_write";
+  ag_status s = ag__check_tensor(t, fn, "t");
+  if (s) return s;
+  size_t need = tensor_bytes(t);
+  if (!src) return ag__fail(AG_ERR_INVALID_ARG, "%s: src is NULL", fn);
+  if (src_bytes != need)
+    return ag__fail(AG_ERR_SHAPE, "%s: src holds %zu bytes, the %lld x %lld %s tensor has %zu", fn,
+                    src_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
+  void *p;
+  s = ag__tensor_ptr(t, &p);
+  if (s) return s;
+  return ag__mem_upload_copy(t->ctx, fn, p, src, need);
+}

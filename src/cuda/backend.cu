@@ -1,0 +1,246 @@
+/* backend.cu — the CUDA backend: device memory, the stream, transfers.
+ *
+ * Memory comes from the stream-ordered allocator (cudaMallocAsync and
+ * cudaFreeAsync on the context's stream): a release is ordered after every
+ * queued kernel that reads the memory (S9, S16) without a host wait.
+ * Uploads are copied into a pinned staging ring and sent with
+ * cudaMemcpyAsync on the stream; the ring slot is reused only after an event
+ * says its copy is done. Downloads wait for the stream, then come back in
+ * double-buffered parts of at most 16 MB.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+
+ag_status ag__cuda_fail(cudaError_t e, const char *what) {
+  (void)cudaGetLastError(); /* clear a non-sticky error */
+  ag_status s = (e == cudaErrorMemoryAllocation) ? AG_ERR_OUT_OF_MEMORY : AG_ERR_DEVICE;
+  return ag__fail(s, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+ag_status ag__cuda_check_launch(const char *what) {
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, what);
+}
+
+void ag__cuda_enter(ag__cuda_state *st) {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess || d != st->device) cudaSetDevice(st->device);
+}
+
+unsigned ag__cuda_grid(const ag__cuda_state *st, int64_t n, int block) {
+  int64_t g = (n + block - 1) / block;
+  int64_t cap = (int64_t)st->sm_count * 32;
+  if (g > cap) g = cap;
+  return (unsigned)(g < 1 ? 1 : g);
+}
+
+extern "C" int ag__cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+/* ---- open / close ---- */
+
+static void cuda_close(void *p) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  if (!st) return;
+  ag__cuda_enter(st);
+  if (st->stream) cudaStreamSynchronize(st->stream);
+  for (int i = 0; i < AG__CUDA_RING_EVENTS; i++)
+    if (st->ring[i].ev) cudaEventDestroy(st->ring[i].ev);
+  for (int i = 0; i < 2; i++)
+    if (st->part_ev[i]) cudaEventDestroy(st->part_ev[i]);
+  if (st->staging) cudaFreeHost(st->staging);
+  if (st->stream) cudaStreamDestroy(st->stream);
+  /* give the pool's freed memory back to the device at once */
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, st->device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+  free(st);
+}
+
+static ag_status cuda_open(int index, void **out, char *desc, size_t desc_len) {
+  ag__cuda_state *st = (ag__cuda_state *)calloc(1, sizeof *st);
+  if (!st) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+  st->device = index;
+  cudaError_t e = cudaSetDevice(index);
+  cudaDeviceProp prop;
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, index);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking);
+  st->staging_size = 2 * AG_TRANSFER_PART_BYTES;
+  if (e == cudaSuccess) e = cudaMallocHost((void **)&st->staging, st->staging_size);
+  for (int i = 0; e == cudaSuccess && i < AG__CUDA_RING_EVENTS; i++)
+    e = cudaEventCreateWithFlags(&st->ring[i].ev, cudaEventDisableTiming);
+  for (int i = 0; e == cudaSuccess && i < 2; i++)
+    e = cudaEventCreateWithFlags(&st->part_ev[i], cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    ag_status s = ag__cuda_fail(e, "cuda: opening the device");
+    cuda_close(st);
+    return s;
+  }
+  st->sm_count = prop.multiProcessorCount;
+  snprintf(desc, desc_len, "cuda:%d (%s)", index, prop.name);
+  *out = st;
+  return AG_OK;
+}
+
+static ag_status cuda_mem_info(void *p, size_t *free_b, size_t *total_b) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  /* memory released to the pool is returned to the device first */
+  cudaError_t e = cudaStreamSynchronize(st->stream);
+  cudaMemPool_t pool;
+  if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, st->device);
+  if (e == cudaSuccess) e = cudaMemPoolTrimTo(pool, 0);
+  if (e == cudaSuccess) e = cudaMemGetInfo(free_b, total_b);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: reading the free memory");
+}
+
+/* ---- memory ---- */
+
+static ag_status cuda_alloc(void *p, size_t bytes, void **out) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  void *d = NULL;
+  cudaError_t e = cudaMallocAsync(&d, bytes ? bytes : 1, st->stream);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: cudaMallocAsync");
+  *out = d;
+  return AG_OK;
+}
+
+static void cuda_release(void *p, void *ptr) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  cudaFreeAsync(ptr, st->stream);
+}
+
+static ag_status cuda_zero(void *p, void *dst, size_t bytes) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  cudaError_t e = cudaMemsetAsync(dst, 0, bytes, st->stream);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: cudaMemsetAsync");
+}
+
+static ag_status cuda_copy(void *p, void *dst, const void *src, size_t bytes) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st->stream);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: device copy");
+}
+
+static ag_status cuda_sync(void *p) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  cudaError_t e = cudaStreamSynchronize(st->stream);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: waiting for the stream");
+}
+
+static void *cuda_native_stream(void *p) { return ((ag__cuda_state *)p)->stream; }
+
+/* ---- staging ring ----
+ * Entries are reserved in order; the used bytes run from the oldest entry's
+ * start to the newest entry's end, wrapping at most once. */
+
+static ag__ring_entry *ring_at(ag__cuda_state *st, int k) {
+  return &st->ring[(st->ring_first + k) % AG__CUDA_RING_EVENTS];
+}
+
+/* Drops the oldest entry, waiting for its copy when `wait`. */
+static ag_status ring_pop(ag__cuda_state *st, int wait) {
+  ag__ring_entry *o = ring_at(st, 0);
+  cudaError_t e = wait ? cudaEventSynchronize(o->ev) : cudaEventQuery(o->ev);
+  if (e == cudaErrorNotReady) return AG_ERR_STATE;
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: staging copy");
+  st->ring_first = (st->ring_first + 1) % AG__CUDA_RING_EVENTS;
+  st->ring_count--;
+  return AG_OK;
+}
+
+/* Reserves len bytes (<= staging_size / 2) of staging; writes their offset. */
+static ag_status ring_reserve(ag__cuda_state *st, size_t len, size_t *start) {
+  while (st->ring_count && ring_pop(st, 0) == AG_OK) {
+  }
+  for (;;) {
+    if (st->ring_count == 0) {
+      *start = 0;
+      return AG_OK;
+    }
+    if (st->ring_count < AG__CUDA_RING_EVENTS) {
+      size_t lo = ring_at(st, 0)->start;
+      ag__ring_entry *newest = ring_at(st, st->ring_count - 1);
+      size_t head = newest->end;
+      int wrapped = newest->start < lo;
+      if (!wrapped) {
+        if (st->staging_size - head >= len) { *start = head; return AG_OK; }
+        if (lo >= len) { *start = 0; return AG_OK; }
+      } else if (lo - head >= len) {
+        *start = head;
+        return AG_OK;
+      }
+    }
+    ag_status s = ring_pop(st, 1);
+    if (s) return s;
+  }
+}
+
+static ag_status ring_push(ag__cuda_state *st, size_t start, size_t len) {
+  ag__ring_entry *e = &st->ring[(st->ring_first + st->ring_count) % AG__CUDA_RING_EVENTS];
+  e->start = start;
+  e->end = start + len;
+  cudaError_t r = cudaEventRecord(e->ev, st->stream);
+  if (r != cudaSuccess) return ag__cuda_fail(r, "cuda: recording a staging event");
+  st->ring_count++;
+  return AG_OK;
+}
+
+static ag_status cuda_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  for (size_t off = 0; off < bytes; off += AG_TRANSFER_PART_BYTES) {
+    size_t len = bytes - off < AG_TRANSFER_PART_BYTES ? bytes - off : AG_TRANSFER_PART_BYTES;
+    size_t start;
+    ag_status s = ring_reserve(st, len, &start);
+    if (s) return s;
+    fill(st->staging + start, off, len, user);
+    cudaError_t e = cudaMemcpyAsync((char *)dst + off, st->staging + start, len, cudaMemcpyHostToDevice,
+                                    st->stream);
+    if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: upload");
+    if ((s = ring_push(st, start, len))) return s;
+  }
+  return AG_OK;
+}
+
+static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain_fn drain, void *user) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  cudaError_t e = cudaStreamSynchronize(st->stream);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: waiting for the stream before a download");
+  st->ring_count = 0; /* every staged upload is done */
+  const size_t part = AG_TRANSFER_PART_BYTES;
+  size_t nparts = (bytes + part - 1) / part;
+  for (size_t i = 0; i <= nparts && e == cudaSuccess; i++) {
+    if (i < nparts) { /* start part i into half i % 2 */
+      size_t off = i * part, len = bytes - off < part ? bytes - off : part;
+      e = cudaMemcpyAsync(st->staging + (i % 2) * part, (const char *)src + off, len,
+                          cudaMemcpyDeviceToHost, st->stream);
+      if (e == cudaSuccess) e = cudaEventRecord(st->part_ev[i % 2], st->stream);
+    }
+    if (i > 0 && e == cudaSuccess) { /* finish part i-1 */
+      size_t k = i - 1, off = k * part, len = bytes - off < part ? bytes - off : part;
+      e = cudaEventSynchronize(st->part_ev[k % 2]);
+      if (e == cudaSuccess) drain(st->staging + (k % 2) * part, off, len, user);
+    }
+  }
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: download");
+}
+
+static const ag__backend cuda_backend = {
+    "cuda",             AG_DEVICE_CUDA, cuda_open,  cuda_close, cuda_mem_info,
+    cuda_alloc,         cuda_release,   cuda_zero,  cuda_upload, cuda_download,
+    cuda_copy,          cuda_sync,      cuda_native_stream,
+    ag__cuda_gather,
+};
+
+extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -1,0 +1,48 @@
+/* cuda_internal.h — state of the CUDA backend, shared by its .cu files.
+ *
+ * One state per opened device: the context's stream (its queue), a pinned
+ * staging ring through which every upload and download passes (so a caller's
+ * memory may be reused as soon as a write returns, without a host wait), and
+ * the library handles the kernels need.
+ */
+#ifndef AGRL_CUDA_INTERNAL_H
+#define AGRL_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+
+#include "core/internal.h"
+
+#define AG__CUDA_RING_EVENTS 128
+
+typedef struct ag__ring_entry {
+  size_t start, end;
+  cudaEvent_t ev;
+} ag__ring_entry;
+
+typedef struct ag__cuda_state {
+  int device;
+  int sm_count;
+  cudaStream_t stream;
+  char *staging;       /* pinned host memory */
+  size_t staging_size; /* 2 * AG_TRANSFER_PART_BYTES */
+  ag__ring_entry ring[AG__CUDA_RING_EVENTS];
+  int ring_first, ring_count;
+  cudaEvent_t part_ev[2];
+} ag__cuda_state;
+
+/* Sets the message from a CUDA error and returns AG_ERR_DEVICE
+ * (AG_ERR_OUT_OF_MEMORY for allocation failures). */
+ag_status ag__cuda_fail(cudaError_t e, const char *what);
+
+/* Checks the last launch; `what` names the kernel. */
+ag_status ag__cuda_check_launch(const char *what);
+
+/* Makes st's device current for this thread. */
+void ag__cuda_enter(ag__cuda_state *st);
+
+/* Grid size for a grid-stride loop over n items with `block` threads. */
+unsigned ag__cuda_grid(const ag__cuda_state *st, int64_t n, int block);
+
+ag_status ag__cuda_gather(void *st, const ag__gather_args *a);
+
+#endif /* AGRL_CUDA_INTERNAL_H */

@@ -1,0 +1,42 @@
+/* agt.c — the shared test runner (see agt.h). */
+#include "agt.h"
+
+ag_device_kind agt_kind = AG_DEVICE_CPU;
+
+int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n) {
+  const char *dev = argc > 1 ? argv[1] : "cpu";
+  if (strcmp(dev, "cpu") == 0) {
+    agt_kind = AG_DEVICE_CPU;
+  } else if (strcmp(dev, "cuda") == 0) {
+    agt_kind = AG_DEVICE_CUDA;
+    if (ag_cuda_device_count() == 0) {
+      const char *req = getenv("AGRL_REQUIRE_GPU");
+      if (req && strcmp(req, "1") == 0) {
+        fprintf(stderr, "%s.cuda: FAILED: AGRL_REQUIRE_GPU=1 but no CUDA device is present\n", group);
+        return 1;
+      }
+      printf("%s.cuda: SKIPPED: no CUDA device present (%zu tests not run)\n", group, n);
+      return 77;
+    }
+  } else {
+    fprintf(stderr, "usage: %s cpu|cuda\n", argv[0]);
+    return 2;
+  }
+  char name[128];
+  snprintf(name, sizeof name, "%s.%s", group, dev);
+  return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+}
+
+ag_ctx *agt_ctx(void) {
+  ag_ctx *ctx = NULL;
+  agt_ok(ag_ctx_create(&ctx, agt_kind, 0));
+  return ctx;
+}
+
+float *agt_read_f32(const ag_tensor *t) {
+  size_t n = (size_t)ag_tensor_numel(t);
+  float *v = malloc(n * sizeof *v);
+  assert_non_null(v);
+  agt_ok(ag_tensor_read(t, v, n * sizeof *v));
+  return v;
+}

@@ -1,0 +1,67 @@
+/* agt.h — shared helpers for agrl's cmocka tests.
+ *
+ * Every test binary takes the device as its first argument ("cpu" or
+ * "cuda"). Without a CUDA device a "cuda" run prints that it skipped and
+ * exits 77 (CTest's SKIP_RETURN_CODE) — unless AGRL_REQUIRE_GPU=1, as on the
+ * GPU machine, where a missing device is a failure.
+ */
+#ifndef AGRL_TESTS_AGT_H
+#define AGRL_TESTS_AGT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agrl/agrl.h"
+
+extern ag_device_kind agt_kind;
+
+/* Parses argv[1], then runs the group (or skips, see above). */
+int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n);
+
+/* A context on the device under test (fails the test if it cannot). */
+ag_ctx *agt_ctx(void);
+
+#define agt_ok(expr)                                                                         \
+  do {                                                                                       \
+    ag_status agt_s_ = (expr);                                                               \
+    if (agt_s_ != AG_OK)                                                                     \
+      fail_msg("%s returned %s: %s", #expr, ag_status_name(agt_s_), ag_last_error());        \
+  } while (0)
+
+/* Asserts that expr fails with `status` and a message containing `part`. */
+#define agt_err(expr, status, part)                                                          \
+  do {                                                                                       \
+    ag_status agt_s_ = (expr);                                                               \
+    if (agt_s_ != (status))                                                                  \
+      fail_msg("%s returned %s, expected %s (message: %s)", #expr, ag_status_name(agt_s_),   \
+               ag_status_name(status), ag_last_error());                                     \
+    if (!strstr(ag_last_error(), (part)))                                                    \
+      fail_msg("%s: message \"%s\" does not contain \"%s\"", #expr, ag_last_error(), (part)); \
+  } while (0)
+
+/* Deterministic random numbers (xorshift64*). */
+typedef struct agt_rng {
+  uint64_t s;
+} agt_rng;
+static inline uint64_t agt_next(agt_rng *r) {
+  r->s ^= r->s >> 12;
+  r->s ^= r->s << 25;
+  r->s ^= r->s >> 27;
+  return r->s * 2685821657736338717ull;
+}
+static inline float agt_uniform(agt_rng *r, float lo, float hi) {
+  return lo + (hi - lo) * (float)((agt_next(r) >> 40) * (1.0 / 16777216.0));
+}
+static inline int64_t agt_below(agt_rng *r, int64_t n) { return (int64_t)(agt_next(r) % (uint64_t)n); }
+
+/* Reads a whole f32 tensor into a new malloc'd array. */
+float *agt_read_f32(const ag_tensor *t);
+
+#endif /* AGRL_TESTS_AGT_H */
