@@ -1,0 +1,18 @@
+# The two commands: `make run` (the main job) and `make test` (every test).
+.PHONY: run test gpu clean format
+
+run:
+	scripts/run.sh
+
+test:
+	scripts/test.sh
+
+# On a machine with a GPU: build for sm_90, run all tests and the benchmarks.
+gpu:
+	scripts/gpu_check.sh out
+
+format:
+	clang-format -i include/agrl/*.h src/*/*.c src/*/*.h src/cuda/*.cu tests/*.c tests/*.h bench/*.c bench/*.h
+
+clean:
+	rm -rf build build-asan build-gpu
