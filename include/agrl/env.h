@@ -1,0 +1,225 @@
+/* agrl/env.h — environments on the host: Gymnasium's classic-control tasks
+ * and the interface for your own, one at a time or N copies stepped at once.
+ *
+ * An environment is a handle (ag_env) around a table of three functions
+ * (ag_env_ops: reset with a seed, step, free) and a spec (ag_env_spec). The
+ * handle adds what every environment needs: argument checks, the
+ * reset/step/end-of-episode state machine, and the time limit (Gymnasium's
+ * TimeLimit wrapper: `truncated` is 1 on the max_episode_steps-th step).
+ *
+ * Built-in environments follow Gymnasium 1.x exactly (constants, integrator,
+ * float64 arithmetic in Gymnasium's order with float32 observations, rewards,
+ * termination; with glibc's libm, as numpy uses, trajectories from the same
+ * state are bit-identical to Gymnasium's, which tests/test_env.c checks):
+ *   "cartpole"    / "CartPole-v1"    discrete 2,  obs 4, 500 steps, threshold 475
+ *   "acrobot"     / "Acrobot-v1"     discrete 3,  obs 6, 500 steps, threshold -100
+ *   "mountaincar" / "MountainCar-v0" discrete 3,  obs 2, 200 steps, threshold -110
+ *   "pendulum"    / "Pendulum-v1"    continuous 1 in [-2, 2], obs 3, 200 steps
+ * Only the start states differ from Gymnasium's: they are drawn from the
+ * documented generator below instead of numpy's, from the same ranges.
+ *
+ * Seeds. ag_env_reset(env, seed, obs) draws the start state from `seed`
+ * alone: the same seed always gives the same start state, on every platform
+ * (the generator uses integer arithmetic and one multiply-add), and, the
+ * environments being deterministic, the same episode for the same actions
+ * (across platforms up to the last bits of libm's cos and sin). The
+ * start-state generator is splitmix64 started at
+ * ag_env_derive_seed(seed, 0); a uniform number in [lo, hi) is
+ * lo + (hi - lo) * (x >> 11) * 2^-53 for each 64-bit output x. To run a
+ * sequence of episodes, seed episode k with ag_env_derive_seed(base, k)
+ * (k = 0, 1, 2 ...) rather than base + k; the vector environment does exactly
+ * this for each copy (see ag_vec_env_create).
+ *
+ * Actions are floats. A discrete action (spec.n_actions > 0) is one float
+ * holding the whole index 0 .. n_actions-1; any other value is refused. A
+ * continuous action (spec.act_dim > 0) is act_dim finite floats; Pendulum
+ * clips its torque to [-2, 2] as Gymnasium does.
+ *
+ * Errors follow agrl's rules (agrl/status.h): a failing call returns the
+ * status, ag_last_error() names the argument and the bad value, and nothing
+ * observable changes (the environment's state, its step count, and every
+ * output array stay as they were). Handles are used by one thread at a time;
+ * different handles may be used from different threads. A step never
+ * allocates memory.
+ */
+#ifndef AGRL_ENV_H
+#define AGRL_ENV_H
+
+#include <stdint.h>
+
+#include "agrl/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_env ag_env;
+typedef struct ag_vec_env ag_vec_env;
+
+/* What an environment looks like. Exactly one of n_actions (discrete) and
+ * act_dim (continuous) is positive. The action bounds describe the action
+ * space; the handle does not clip to them (an environment that clips, like
+ * Pendulum, does it in its step). */
+typedef struct ag_env_spec {
+  const char *id;         /* "CartPole-v1" ... */
+  int obs_dim;            /* floats per observation */
+  int n_actions;          /* > 0: discrete, actions 0 .. n_actions-1 */
+  int act_dim;            /* > 0: continuous, act_dim floats per action */
+  const float *act_low;   /* continuous: act_dim lower bounds, or NULL (none) */
+  const float *act_high;  /* continuous: act_dim upper bounds, or NULL (none) */
+  int max_episode_steps;  /* truncation after this many steps; 0: no limit */
+  float reward_threshold; /* return at which the task counts as solved; NAN if none */
+} ag_env_spec;
+
+/* The functions of a user-defined environment. `state` is the pointer given
+ * to ag_env_create_custom. The handle checks every argument before calling
+ * them (pointers, the reset/step order, the action: a whole index in range or
+ * act_dim finite floats), so they only see valid input.
+ *   reset: put the environment in a start state drawn from `seed` (the same
+ *          seed must give the same start state) and write obs_dim floats to
+ *          obs. Required.
+ *   step:  apply `action`, write obs_dim floats to obs, the reward, and
+ *          *terminated (0 or 1; the handle sets it to 0 before the call). The
+ *          time limit is the handle's business, not the step's. A step that
+ *          fails must leave the state as it was. Required.
+ *   free:  release `state` (called once by ag_env_free). May be NULL.
+ * A function that fails returns a status other than AG_OK; the handle then
+ * returns that status with a message naming the environment. */
+typedef struct ag_env_ops {
+  ag_status (*reset)(void *state, uint64_t seed, float *obs);
+  ag_status (*step)(void *state, const float *action, float *obs, float *reward, int *terminated);
+  void (*free)(void *state);
+} ag_env_ops;
+
+/* The name and id of each built-in environment, in the order listed above:
+ * ag_env_builtin_name(i) is "cartpole", "acrobot" ...; NULL past the end. */
+const char *ag_env_builtin_name(int i);
+
+/* Creates the built-in environment called `name` (a short name or the
+ * Gymnasium id, see above). On success *out owns it; free it with
+ * ag_env_free(). It must be reset before the first step.
+ * Errors: AG_ERR_INVALID_ARG for name or out NULL, or an unknown name (the
+ * message lists the known ones); AG_ERR_OUT_OF_MEMORY. *out is untouched on
+ * error. */
+ag_status ag_env_create(const char *name, ag_env **out);
+
+/* Creates an environment from your functions. On success the handle owns
+ * `state` (ops->free releases it when the handle is freed) and keeps its own
+ * copies of *ops and of *spec (id and bounds included), so those may go away.
+ * spec->id may be NULL ("custom"); act_low and act_high are both NULL or both
+ * set with low <= high; max_episode_steps >= 0.
+ * Errors: AG_ERR_INVALID_ARG for ops, ops->reset, ops->step, spec or out
+ * NULL or a bad spec field (named in the message); AG_ERR_OUT_OF_MEMORY. On
+ * error the caller still owns `state` and *out is untouched. */
+ag_status ag_env_create_custom(const ag_env_ops *ops, void *state, const ag_env_spec *spec, ag_env **out);
+
+/* Frees the environment (and its user state). NULL is accepted. */
+void ag_env_free(ag_env *env);
+
+/* The environment's spec, valid as long as the handle; NULL for env NULL. */
+const ag_env_spec *ag_env_get_spec(const ag_env *env);
+
+/* Starts a new episode from the start state drawn from `seed` (see Seeds
+ * above) and writes its obs_dim floats to obs. Allowed at any time.
+ * Errors: AG_ERR_INVALID_ARG for env or obs NULL; for a user environment,
+ * the status of its reset — the handle then needs a successful reset before
+ * the next step. */
+ag_status ag_env_reset(ag_env *env, uint64_t seed, float *obs);
+
+/* One step: writes the next observation (obs_dim floats), the reward, and
+ * the two end flags (0 or 1). *terminated: the task's own end (the pole fell,
+ * the goal was reached). *truncated: this was the max_episode_steps-th step
+ * of the episode (both are 1 only when the task ended on that very step).
+ * After either, the episode is over: step again only after ag_env_reset.
+ * action: one float holding the index for a discrete environment, act_dim
+ * floats for a continuous one. obs must not overlap action.
+ * Errors: AG_ERR_INVALID_ARG for a NULL pointer, a discrete action that is
+ * not a whole number (0.5, NaN) or a continuous action that is not finite;
+ * AG_ERR_OUT_OF_RANGE for a discrete index outside 0 .. n_actions-1;
+ * AG_ERR_STATE before the first reset or after the episode ended; a user
+ * step's own status. Nothing changes on error. */
+ag_status ag_env_step(ag_env *env, const float *action, float *obs, float *reward, int *terminated,
+                      int *truncated);
+
+/* A seed for item `index` of a sequence started at `seed` (two rounds of
+ * splitmix64's mixer). Different (seed, index) pairs give unrelated seeds;
+ * use ag_env_derive_seed(base, k) for the k-th episode. */
+uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
+
+/* ---- vectors of environments, with same-step autoreset ---- */
+
+/* What a copy's last finished episode was (for logging). */
+typedef struct ag_episode_info {
+  double ret;     /* sum of its rewards (each as the float step returned) */
+  int64_t length; /* its number of steps */
+  int terminated; /* how it ended (the flags of its last step) */
+  int truncated;
+  int64_t episodes; /* episodes this copy has finished so far; 0: none yet
+                       (then ret, length and the flags are 0) */
+} ag_episode_info;
+
+/* Creates n copies of the built-in environment `name`, stepped together.
+ * Copy i's k-th episode (k = 0, 1 ... counted over the vector's whole life)
+ * starts from seed ag_env_derive_seed(ag_env_derive_seed(seed, i), k): a
+ * vector created with the same name, n and seed replays the same episodes
+ * for the same actions. On success *out owns the copies; free it with
+ * ag_vec_env_free(). It must be reset before the first step.
+ * Errors: AG_ERR_INVALID_ARG for name or out NULL, an unknown name, or n < 1;
+ * AG_ERR_OUT_OF_MEMORY. *out is untouched on error. */
+ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env **out);
+
+/* Like ag_vec_env_create with n environments you made (for instance with
+ * ag_env_create_custom): envs[0 .. n-1], distinct, with equal obs_dim,
+ * n_actions and act_dim (the vector reports envs[0]'s spec). Seeds as above.
+ * On success the vector owns the environments (ag_vec_env_free frees them);
+ * on error the caller still owns them and *out is untouched.
+ * Errors: AG_ERR_INVALID_ARG for envs or out NULL, n < 1, envs[i] NULL or
+ * repeated, or specs that differ (the message names the copy and field);
+ * AG_ERR_OUT_OF_MEMORY. */
+ag_status ag_vec_env_create_from(ag_env *const *envs, int n, uint64_t seed, ag_vec_env **out);
+
+/* Frees the vector and its environments. NULL is accepted. */
+void ag_vec_env_free(ag_vec_env *v);
+
+/* Number of copies (0 for v NULL); the copies' spec (NULL for v NULL). */
+int ag_vec_env_size(const ag_vec_env *v);
+const ag_env_spec *ag_vec_env_get_spec(const ag_vec_env *v);
+
+/* Starts a new episode in every copy (each from the next seed of its
+ * sequence; episodes in progress are dropped without being counted) and
+ * writes the n x obs_dim start observations, copy by copy.
+ * Errors: AG_ERR_INVALID_ARG for v or obs NULL; a user reset's status (the
+ * message names the copy; copies before it were reset, and the vector needs
+ * a successful reset before the next step). */
+ag_status ag_vec_env_reset(ag_vec_env *v, float *obs);
+
+/* Steps every copy once. actions: n rows of 1 float (discrete: the index) or
+ * act_dim floats (continuous). Writes obs (n x obs_dim), rewards (n),
+ * terminated (n) and truncated (n), as ag_env_step does for each copy.
+ * Same-step autoreset: when copy i's episode ends on this step, final_obs row
+ * i receives the observation the step produced (its last observation, what a
+ * replay buffer stores as next_obs), obs row i already holds the start
+ * observation of its next episode (next seed of its sequence), and
+ * ag_vec_env_last_episode(v, i, ...) describes the episode that just ended.
+ * For the other copies final_obs row i equals obs row i, so final_obs is
+ * always the true next observation of every transition. final_obs may be
+ * NULL when not wanted; no output may overlap actions.
+ * Errors: AG_ERR_INVALID_ARG for v, actions, obs, rewards, terminated or
+ * truncated NULL, or a bad action (the message names the copy);
+ * AG_ERR_OUT_OF_RANGE for a discrete index out of range; AG_ERR_STATE before
+ * the first reset. Every action is checked before any copy steps, so these
+ * change nothing. A user environment's failing step or reset returns its
+ * status naming the copy; copies before it have then stepped, and the
+ * vector needs ag_vec_env_reset before the next step. */
+ag_status ag_vec_env_step(ag_vec_env *v, const float *actions, float *obs, float *rewards, int *terminated,
+                          int *truncated, float *final_obs);
+
+/* The last finished episode of copy i (see ag_episode_info).
+ * Errors: AG_ERR_INVALID_ARG for v or out NULL; AG_ERR_OUT_OF_RANGE for i
+ * outside 0 .. n-1. *out is untouched on error. */
+ag_status ag_vec_env_last_episode(const ag_vec_env *v, int i, ag_episode_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_ENV_H */

@@ -1,0 +1,100 @@
+/* classic.c — the built-in classic-control environments behind ag_env: one
+ * set of ag_env_ops shared by all of them (a double state, a start state from
+ * the splitmix64 generator, the task's step), the table of names, and the
+ * test hooks ag__env_set_state and ag__env_get_state.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "env/env_internal.h"
+
+typedef struct classic_state {
+  const ag__classic *task;
+  double s[AG__MAX_STATE];
+} classic_state;
+
+static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum};
+enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]) };
+
+const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i] : NULL; }
+
+const ag__classic *ag__classic_find(const char *name) {
+  for (int i = 0; i < N_TASKS; i++)
+    if (strcmp(name, tasks[i]->name) == 0 || strcmp(name, tasks[i]->spec.id) == 0) return tasks[i];
+  return NULL;
+}
+
+void ag__classic_names(char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < N_TASKS && used < size; i++) {
+    int k = snprintf(buf + used, size - used, "%s%s (%s)", i ? ", " : "", tasks[i]->name, tasks[i]->spec.id);
+    if (k < 0) break;
+    used += (size_t)k;
+  }
+}
+
+static ag_status classic_reset(void *state, uint64_t seed, float *obs) {
+  classic_state *cs = state;
+  ag__rng r = ag__rng_seeded(seed);
+  cs->task->sample(cs->s, &r);
+  cs->task->observe(cs->s, obs);
+  return AG_OK;
+}
+
+static ag_status classic_step(void *state, const float *action, float *obs, float *reward, int *terminated) {
+  classic_state *cs = state;
+  double r = 0.0;
+  *terminated = cs->task->advance(cs->s, action, &r);
+  *reward = (float)r;
+  cs->task->observe(cs->s, obs);
+  return AG_OK;
+}
+
+static const ag_env_ops classic_ops = {classic_reset, classic_step, free};
+
+ag_status ag__classic_create(const ag__classic *c, const char *fn, ag_env **out) {
+  classic_state *cs = calloc(1, sizeof *cs);
+  if (!cs)
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for environment \"%s\"", fn, c->spec.id);
+  cs->task = c;
+  ag_status st = ag__env_new(&classic_ops, cs, &c->spec, fn, out);
+  if (st != AG_OK) free(cs);
+  return st;
+}
+
+ag_status ag__env_set_state(ag_env *env, const double *s, float *obs) {
+  static const char fn[] = "ag__env_set_state";
+  if (!env) return ag__fail(AG_ERR_INVALID_ARG, "%s: env is NULL", fn);
+  if (!s) return ag__fail(AG_ERR_INVALID_ARG, "%s: s is NULL", fn);
+  if (!obs) return ag__fail(AG_ERR_INVALID_ARG, "%s: obs is NULL", fn);
+  if (env->ops.reset != classic_reset)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: \"%s\" is a user environment; only built-in ones can be set", fn,
+                    env->id);
+  classic_state *cs = env->state;
+  for (int i = 0; i < cs->task->state_dim; i++)
+    if (!isfinite(s[i])) return ag__fail(AG_ERR_INVALID_ARG, "%s: s[%d] = %g is not finite", fn, i, s[i]);
+  memcpy(cs->s, s, (size_t)cs->task->state_dim * sizeof *s);
+  env->phase = AG__ENV_RUNNING;
+  env->steps = 0;
+  env->ended_terminated = env->ended_truncated = 0;
+  cs->task->observe(cs->s, obs);
+  return AG_OK;
+}
+
+ag_status ag__env_get_state(const ag_env *env, double *s, int *dim) {
+  static const char fn[] = "ag__env_get_state";
+  if (!env) return ag__fail(AG_ERR_INVALID_ARG, "%s: env is NULL", fn);
+  if (!s) return ag__fail(AG_ERR_INVALID_ARG, "%s: s is NULL", fn);
+  if (!dim) return ag__fail(AG_ERR_INVALID_ARG, "%s: dim is NULL", fn);
+  if (env->ops.reset != classic_reset)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: \"%s\" is a user environment; only built-in ones can be read",
+                    fn, env->id);
+  const classic_state *cs = env->state;
+  memcpy(s, cs->s, (size_t)cs->task->state_dim * sizeof *s);
+  *dim = cs->task->state_dim;
+  return AG_OK;
+}

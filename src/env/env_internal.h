@@ -1,0 +1,146 @@
+/* env_internal.h — what the environment files share: the structure behind
+ * ag_env, the start-state generator, the integrators and bounds helpers used
+ * by the classic-control dynamics, the table of built-in environments, and a
+ * hook that lets the tests place a built-in environment in a given state.
+ *
+ * Floating point: the dynamics are written operation for operation as
+ * Gymnasium writes them (float64, same order), and this library is compiled
+ * as ISO C11, where GCC and Clang do not contract a*b+c into FMA; that is
+ * what makes the trajectories bit-identical to Gymnasium's on the same libm.
+ */
+#ifndef AGRL_ENV_ENV_INTERNAL_H
+#define AGRL_ENV_ENV_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agrl/env.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the handle (env.c) ---- */
+
+typedef enum ag__env_phase {
+  AG__ENV_NEEDS_RESET = 0, /* never reset, or a user reset failed */
+  AG__ENV_RUNNING = 1,
+  AG__ENV_ENDED = 2 /* the last step terminated or truncated */
+} ag__env_phase;
+
+struct ag_env {
+  ag_env_ops ops;
+  void *state;
+  ag_env_spec spec; /* id, act_low, act_high point into the copies below */
+  char *id;
+  float *bounds;  /* act_low then act_high (2 x act_dim), or NULL */
+  float *scratch; /* obs_dim floats: steps and resets write here first */
+  ag__env_phase phase;
+  int64_t steps; /* steps of the current episode */
+  int ended_terminated, ended_truncated;
+};
+
+/* Checks `action` against the spec: a whole index in range, or act_dim
+ * finite floats. `fn` and, when copy >= 0, the copy name the call. */
+ag_status ag__env_check_action(const ag_env_spec *spec, const float *action, const char *fn, int copy);
+
+/* AG_ERR_STATE (with a message) unless env may step now. */
+ag_status ag__env_check_phase(const ag_env *env, const char *fn, int copy);
+
+/* Reset and step of a handle whose arguments are already checked (the vector
+ * environment's path). The step writes into env->scratch; the caller copies. */
+ag_status ag__env_reset_checked(ag_env *env, uint64_t seed, const char *fn, int copy);
+ag_status ag__env_step_checked(ag_env *env, const float *action, float *reward, int *terminated,
+                               int *truncated, const char *fn, int copy);
+
+/* ---- start-state generator (env_util.c): splitmix64 ---- */
+
+typedef struct ag__rng {
+  uint64_t s;
+} ag__rng;
+
+/* splitmix64's output mixer (a bijection of 64-bit words). */
+uint64_t ag__mix64(uint64_t z);
+/* A generator whose sequence is determined by `seed` (state = ag_env_derive_seed(seed, 0)). */
+ag__rng ag__rng_seeded(uint64_t seed);
+uint64_t ag__rng_next(ag__rng *r);
+/* lo + (hi - lo) * u with u = (x >> 11) * 2^-53 in [0, 1): numpy's formula. */
+double ag__rng_uniform(ag__rng *r, double lo, double hi);
+
+/* ---- integrators and bounds (env_util.c) ---- */
+
+#define AG__PI 3.141592653589793 /* the double nearest pi, as numpy.pi and math.pi */
+#define AG__MAX_ODE_DIM 8
+
+/* dy/dt at y (n values) into dydt; `ctx` carries constant inputs. */
+typedef void (*ag__deriv_fn)(const double *y, double *dydt, const void *ctx);
+
+/* Explicit Euler: y[i] = y[i] + dt * dydt[i], dydt taken at the old y. */
+void ag__euler(double *y, const double *dydt, int n, double dt);
+
+/* One classic 4th-order Runge-Kutta step of length dt (n <= AG__MAX_ODE_DIM),
+ * in the operation order of Gymnasium's acrobot.rk4:
+ * y + dt/6 * (((k1 + 2 k2) + 2 k3) + k4), stages at y + dt/2 k. */
+void ag__rk4(ag__deriv_fn f, const void *ctx, double *y, int n, double dt);
+
+/* min(max(x, lo), hi), as numpy.clip and Gymnasium's bound(). */
+double ag__clip(double x, double lo, double hi);
+float ag__clipf(float x, float lo, float hi);
+
+/* Gymnasium's wrap(): adds or subtracts (hi - lo) until lo <= x <= hi. */
+double ag__wrap(double x, double lo, double hi);
+
+/* x ** 2 as numpy computes it for a float64 (float32) scalar: libm's pow
+ * (powf), which is not always x * x; the exponent goes through a volatile so
+ * that the compiler cannot rewrite the call as x * x. */
+double ag__pow2(double x);
+float ag__pow2f(float x);
+
+/* ---- built-in environments (cartpole.c, acrobot.c, mountaincar.c, pendulum.c; classic.c) ---- */
+
+#define AG__MAX_STATE 4
+
+/* One classic-control task: its spec and its dynamics on a double state. */
+typedef struct ag__classic {
+  const char *name; /* short name: "cartpole" */
+  ag_env_spec spec;
+  int state_dim;
+  /* Draws a start state (Gymnasium's ranges) from r. */
+  void (*sample)(double *s, ag__rng *r);
+  /* The float32 observation of state s. */
+  void (*observe)(const double *s, float *obs);
+  /* Advances s by one step under a checked action; returns terminated. */
+  int (*advance)(double *s, const float *action, double *reward);
+} ag__classic;
+
+extern const ag__classic ag__cartpole, ag__acrobot, ag__mountaincar, ag__pendulum;
+
+/* The built-in task called `name` (short name or id), or NULL. */
+const ag__classic *ag__classic_find(const char *name);
+/* The i-th built-in task, or NULL past the end. */
+const ag__classic *ag__classic_at(int i);
+/* Writes the "known: ..." list of names into buf. */
+void ag__classic_names(char *buf, size_t size);
+/* Creates a handle for task c. */
+ag_status ag__classic_create(const ag__classic *c, const char *fn, ag_env **out);
+
+/* Test hook: puts a built-in environment in state s (state_dim doubles) as if
+ * a reset had produced it (step count 0), and writes its observation to obs.
+ * Errors: AG_ERR_INVALID_ARG for NULL pointers or a non-finite value;
+ * AG_ERR_UNSUPPORTED for a user environment. */
+ag_status ag__env_set_state(ag_env *env, const double *s, float *obs);
+
+/* Test hook: copies a built-in environment's state (state_dim doubles) to s
+ * and its size to *dim. Errors as ag__env_set_state. */
+ag_status ag__env_get_state(const ag_env *env, double *s, int *dim);
+
+/* ---- handles (env.c) ---- */
+
+/* Builds a handle around ops/state/spec after checking them; `fn` names the call. */
+ag_status ag__env_new(const ag_env_ops *ops, void *state, const ag_env_spec *spec, const char *fn,
+                      ag_env **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_ENV_ENV_INTERNAL_H */

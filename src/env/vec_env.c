@@ -1,0 +1,208 @@
+/* vec_env.c — N environments stepped together with same-step autoreset
+ * (Gymnasium's vector autoreset mode "same-step"): when a copy's episode
+ * ends, its final observation goes to final_obs and the copy starts its next
+ * episode at once, seeded from its own sequence
+ * ag_env_derive_seed(ag_env_derive_seed(seed, i), k). Per-copy episode
+ * returns and lengths are kept for logging.
+ *
+ * Every argument and every copy's action are checked before any copy steps;
+ * the step itself allocates nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "env/env_internal.h"
+
+struct ag_vec_env {
+  int n;
+  int started;       /* reset at least once, and no user function failed since */
+  ag_env **envs;     /* owned */
+  uint64_t *seeds;   /* per copy: ag_env_derive_seed(seed, i) */
+  uint64_t *episode; /* per copy: index k of the next episode to start */
+  double *ret;       /* per copy: return of the episode in progress */
+  int64_t *len;      /* per copy: steps of the episode in progress */
+  ag_episode_info *last;
+};
+
+/* Allocates a vector around envs (taken over on success). */
+static ag_status vec_new(ag_env *const *envs, int n, uint64_t seed, const char *fn, ag_vec_env **out) {
+  ag_vec_env *v = calloc(1, sizeof *v);
+  size_t un = (size_t)n;
+  if (v) {
+    v->envs = malloc(un * sizeof *v->envs);
+    v->seeds = malloc(un * sizeof *v->seeds);
+    v->episode = calloc(un, sizeof *v->episode);
+    v->ret = calloc(un, sizeof *v->ret);
+    v->len = calloc(un, sizeof *v->len);
+    v->last = calloc(un, sizeof *v->last);
+  }
+  if (!v || !v->envs || !v->seeds || !v->episode || !v->ret || !v->len || !v->last) {
+    if (v) {
+      free(v->envs);
+      free(v->seeds);
+      free(v->episode);
+      free(v->ret);
+      free(v->len);
+      free(v->last);
+      free(v);
+    }
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d environments", fn, n);
+  }
+  v->n = n;
+  for (int i = 0; i < n; i++) {
+    v->envs[i] = envs[i];
+    v->seeds[i] = ag_env_derive_seed(seed, (uint64_t)i);
+  }
+  *out = v;
+  return AG_OK;
+}
+
+ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env **out) {
+  static const char fn[] = "ag_vec_env_create";
+  if (!name) return ag__fail(AG_ERR_INVALID_ARG, "%s: name is NULL", fn);
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %d copies must be positive", fn, n);
+  const ag__classic *c = ag__classic_find(name);
+  if (!c) {
+    char known[256];
+    ag__classic_names(known, sizeof known);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown environment \"%.64s\"; known: %s", fn, name, known);
+  }
+  ag_env **envs = calloc((size_t)n, sizeof *envs);
+  if (!envs) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d environments", fn, n);
+  ag_status st = AG_OK;
+  for (int i = 0; i < n && st == AG_OK; i++) st = ag__classic_create(c, fn, &envs[i]);
+  if (st == AG_OK) st = vec_new(envs, n, seed, fn, out);
+  if (st != AG_OK)
+    for (int i = 0; i < n; i++) ag_env_free(envs[i]);
+  free(envs);
+  return st;
+}
+
+ag_status ag_vec_env_create_from(ag_env *const *envs, int n, uint64_t seed, ag_vec_env **out) {
+  static const char fn[] = "ag_vec_env_create_from";
+  if (!envs) return ag__fail(AG_ERR_INVALID_ARG, "%s: envs is NULL", fn);
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %d copies must be positive", fn, n);
+  for (int i = 0; i < n; i++) {
+    if (!envs[i]) return ag__fail(AG_ERR_INVALID_ARG, "%s: envs[%d] is NULL", fn, i);
+    for (int j = 0; j < i; j++)
+      if (envs[j] == envs[i])
+        return ag__fail(AG_ERR_INVALID_ARG, "%s: envs[%d] is envs[%d]; each copy needs its own environment",
+                        fn, i, j);
+    const ag_env_spec *a = &envs[0]->spec, *b = &envs[i]->spec;
+    const char *field = a->obs_dim != b->obs_dim       ? "obs_dim"
+                        : a->n_actions != b->n_actions ? "n_actions"
+                        : a->act_dim != b->act_dim     ? "act_dim"
+                                                       : NULL;
+    if (field)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: envs[%d] (\"%s\") differs from envs[0] (\"%s\") in %s", fn, i,
+                      b->id, a->id, field);
+  }
+  return vec_new(envs, n, seed, fn, out);
+}
+
+void ag_vec_env_free(ag_vec_env *v) {
+  if (!v) return;
+  for (int i = 0; i < v->n; i++) ag_env_free(v->envs[i]);
+  free(v->envs);
+  free(v->seeds);
+  free(v->episode);
+  free(v->ret);
+  free(v->len);
+  free(v->last);
+  free(v);
+}
+
+int ag_vec_env_size(const ag_vec_env *v) { return v ? v->n : 0; }
+
+const ag_env_spec *ag_vec_env_get_spec(const ag_vec_env *v) { return v ? &v->envs[0]->spec : NULL; }
+
+/* Starts copy i's next episode; its start observation is in envs[i]->scratch. */
+static ag_status start_episode(ag_vec_env *v, int i, const char *fn) {
+  ag_status st = ag__env_reset_checked(v->envs[i], ag_env_derive_seed(v->seeds[i], v->episode[i]), fn, i);
+  if (st != AG_OK) return st;
+  v->episode[i]++;
+  v->ret[i] = 0.0;
+  v->len[i] = 0;
+  return AG_OK;
+}
+
+ag_status ag_vec_env_reset(ag_vec_env *v, float *obs) {
+  static const char fn[] = "ag_vec_env_reset";
+  if (!v) return ag__fail(AG_ERR_INVALID_ARG, "%s: v is NULL", fn);
+  if (!obs) return ag__fail(AG_ERR_INVALID_ARG, "%s: obs is NULL", fn);
+  const size_t od = (size_t)v->envs[0]->spec.obs_dim;
+  for (int i = 0; i < v->n; i++) {
+    ag_status st = start_episode(v, i, fn);
+    if (st != AG_OK) {
+      v->started = 0;
+      return st;
+    }
+    memcpy(obs + (size_t)i * od, v->envs[i]->scratch, od * sizeof *obs);
+  }
+  v->started = 1;
+  return AG_OK;
+}
+
+ag_status ag_vec_env_step(ag_vec_env *v, const float *actions, float *obs, float *rewards, int *terminated,
+                          int *truncated, float *final_obs) {
+  static const char fn[] = "ag_vec_env_step";
+  if (!v) return ag__fail(AG_ERR_INVALID_ARG, "%s: v is NULL", fn);
+  if (!actions) return ag__fail(AG_ERR_INVALID_ARG, "%s: actions is NULL", fn);
+  if (!obs) return ag__fail(AG_ERR_INVALID_ARG, "%s: obs is NULL", fn);
+  if (!rewards) return ag__fail(AG_ERR_INVALID_ARG, "%s: rewards is NULL", fn);
+  if (!terminated) return ag__fail(AG_ERR_INVALID_ARG, "%s: terminated is NULL", fn);
+  if (!truncated) return ag__fail(AG_ERR_INVALID_ARG, "%s: truncated is NULL", fn);
+  if (!v->started)
+    return ag__fail(AG_ERR_STATE, "%s: the vector has not been reset; call ag_vec_env_reset first", fn);
+  const ag_env_spec *spec = &v->envs[0]->spec;
+  const size_t od = (size_t)spec->obs_dim;
+  const size_t aw = spec->n_actions > 0 ? 1u : (size_t)spec->act_dim;
+  for (int i = 0; i < v->n; i++) {
+    ag_status st = ag__env_check_phase(v->envs[i], fn, i);
+    if (st == AG_OK) st = ag__env_check_action(spec, actions + (size_t)i * aw, fn, i);
+    if (st != AG_OK) return st;
+  }
+  for (int i = 0; i < v->n; i++) {
+    ag_env *e = v->envs[i];
+    float r;
+    int term, trunc;
+    ag_status st = ag__env_step_checked(e, actions + (size_t)i * aw, &r, &term, &trunc, fn, i);
+    if (st != AG_OK) {
+      v->started = 0;
+      return st;
+    }
+    v->ret[i] += (double)r;
+    v->len[i]++;
+    rewards[i] = r;
+    terminated[i] = term;
+    truncated[i] = trunc;
+    if (final_obs) memcpy(final_obs + (size_t)i * od, e->scratch, od * sizeof *final_obs);
+    if (term || trunc) {
+      v->last[i].ret = v->ret[i];
+      v->last[i].length = v->len[i];
+      v->last[i].terminated = term;
+      v->last[i].truncated = trunc;
+      v->last[i].episodes++;
+      st = start_episode(v, i, fn);
+      if (st != AG_OK) {
+        v->started = 0;
+        return st;
+      }
+    }
+    memcpy(obs + (size_t)i * od, e->scratch, od * sizeof *obs);
+  }
+  return AG_OK;
+}
+
+ag_status ag_vec_env_last_episode(const ag_vec_env *v, int i, ag_episode_info *out) {
+  static const char fn[] = "ag_vec_env_last_episode";
+  if (!v) return ag__fail(AG_ERR_INVALID_ARG, "%s: v is NULL", fn);
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  if (i < 0 || i >= v->n)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: copy %d is outside 0..%d", fn, i, v->n - 1);
+  *out = v->last[i];
+  return AG_OK;
+}
