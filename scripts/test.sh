@@ -2,7 +2,8 @@
 # Runs every test: installs what is missing, then
 #   1. a release build, all tests through CTest (CUDA tests skip without a GPU);
 #   2. a build with AddressSanitizer + UBSan, all tests again;
-#   3. the CPU tests under valgrind memcheck (leaks and invalid accesses are errors).
+#   3. a build without CUDA, its CPU tests under valgrind memcheck (leaks and
+#      invalid accesses are errors).
 # Tests labelled "slow" run only with AGRL_SLOW=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,7 @@ scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON >/dev/nu
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure "${label_args[@]}"
 
-echo "== valgrind memcheck (CPU tests)"
-ctest --test-dir build -j"$jobs" --output-on-failure -L valgrind
+echo "== valgrind memcheck (CPU tests, in a build without CUDA)"
+scripts/build.sh build-cpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGRL_CUDA=OFF >/dev/null
+ctest --test-dir build-cpu -j"$jobs" --output-on-failure -L valgrind
 echo "all test stages passed"

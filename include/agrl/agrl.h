@@ -10,6 +10,9 @@
 #include "agrl/ctx.h"
 #include "agrl/tensor.h"
 #include "agrl/buffer.h"
+#include "agrl/graph.h"
+#include "agrl/nn.h"
+#include "agrl/capture.h"
 
 #define AGRL_VERSION_MAJOR 0
 #define AGRL_VERSION_MINOR 1

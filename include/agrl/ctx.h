@@ -114,6 +114,9 @@ typedef struct ag_ctx_stats {
   uint64_t live_bytes;     /* bytes allocated and not yet released */
   uint64_t workspace_bytes; /* bytes held by the workspace (in use or kept) */
   uint64_t syncs;          /* host waits on the queue */
+  uint64_t kernels;        /* kernels run (or recorded) */
+  uint64_t replays;        /* recordings replayed */
+  uint64_t records;        /* recordings made (first records and re-records) */
 } ag_ctx_stats;
 
 void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);

@@ -17,6 +17,7 @@
 
 #include "agrl/status.h"
 #include "agrl/tensor.h"
+#include "core/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,21 +28,6 @@ extern "C" {
  * conversion and copies go straight into (out of) staging memory. */
 typedef void (*ag__fill_fn)(void *host_dst, size_t off, size_t len, void *user);
 typedef void (*ag__drain_fn)(const void *host_src, size_t off, size_t len, void *user);
-
-/* dst[r, j] = (f32) src[r, clamp(idx[j], 0, capacity-1)] * scale
- *   src [rows, capacity] src_dtype, idx [n] idx_dtype (AG_I32 / AG_I64),
- *   dst [rows, n] f32 */
-typedef struct ag__gather_args {
-  const void *src;
-  ag_dtype src_dtype;
-  int64_t rows;
-  int64_t capacity;
-  const void *idx;
-  ag_dtype idx_dtype;
-  int64_t n;
-  float scale;
-  float *dst;
-} ag__gather_args;
 
 typedef struct ag__backend {
   const char *name; /* "cpu", "cuda" */
@@ -71,8 +57,24 @@ typedef struct ag__backend {
   /* The native queue handle (cudaStream_t) or NULL. */
   void *(*native_stream)(void *st);
 
+  /* Memory outside the stream order (cudaMalloc): for recordings, whose
+   * workspace must not be a node of the recorded graph. */
+  ag_status (*alloc_static)(void *st, size_t bytes, void **out);
+  void (*release_static)(void *st, void *p);
+
   /* ---- kernels ---- */
-  ag_status (*gather)(void *st, const ag__gather_args *a);
+  /* Runs (or, while recording, records) kernel `id` with its arguments
+   * (kernels.h); `args` may be reused when the call returns. */
+  ag_status (*run)(void *st, ag__kernel_id id, const void *args, size_t size);
+
+  /* ---- recording ----
+   * Between record_begin and record_end, kernels are recorded, not run;
+   * record_end always ends the recording and, when ok, writes a replayable
+   * handle (and its number of nodes). replay runs it on the queue. */
+  ag_status (*record_begin)(void *st);
+  ag_status (*record_end)(void *st, int ok, void **rec, int *n_nodes);
+  ag_status (*replay)(void *st, void *rec);
+  void (*record_free)(void *st, void *rec);
 } ag__backend;
 
 const ag__backend *ag__cpu_backend(void);

@@ -167,7 +167,7 @@ static ag_status gather(ag_buffer *buf, const void *dev_idx, ag_dtype idx_dt, in
   if (s) return s;
   ag__gather_args a = {buf->store.ptr, buf->dtype, buf->rows, buf->capacity, dev_idx, idx_dt, n,
                        buf->scale, (float *)res->data};
-  if ((s = buf->ctx->be->gather(buf->ctx->st, &a))) return s;
+  if ((s = ag__run(buf->ctx, AG__K_GATHER, &a, sizeof a))) return s;
   *out = res;
   return AG_OK;
 }

@@ -48,6 +48,7 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
   ctx->kind = kind;
   ctx->index = index;
   ctx->stores.next = ctx->stores.prev = &ctx->stores;
+  ctx->ws = &ctx->ws_main;
   for (int i = 0; i < AG_FAULT_COUNT_; i++) ctx->fault_after[i] = -1;
   *out = ctx;
   return AG_OK;
@@ -56,11 +57,13 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
 void ag_ctx_free(ag_ctx *ctx) {
   if (!ctx) return;
   ctx->be->sync(ctx->st);
+  ag__capture_free_all(ctx);
   /* owners of live stores: persistent tensors are freed with their header */
   while (ctx->stores.next != &ctx->stores) {
     ag__store *s = ctx->stores.next;
     if (s->owner_kind == AG__OWNER_TENSOR) {
-      ag_tensor_free((ag_tensor *)s->owner);
+      ag_tensor *t = (ag_tensor *)s->owner;
+      ag_tensor_free(t->flags & AG__T_IS_GRAD ? t->base : t); /* a gradient goes with its tensor */
     } else {
       ag_buffer_free((ag_buffer *)s->owner);
     }
@@ -70,7 +73,7 @@ void ag_ctx_free(ag_ctx *ctx) {
     free(b);
     b = next;
   }
-  ag__ws_destroy(ctx);
+  ag__ws_destroy(ctx, &ctx->ws_main);
   ctx->be->close(ctx->st);
   free(ctx);
 }
@@ -82,17 +85,21 @@ void *ag_ctx_native_stream(const ag_ctx *ctx) { return ctx ? ctx->be->native_str
 
 ag_status ag_ctx_sync(ag_ctx *ctx) {
   if (!ctx) return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_sync: ctx is NULL");
+  ag_status s = ag__not_recording(ctx, "ag_ctx_sync");
+  if (s) return s;
   ctx->stats.syncs++;
   return ctx->be->sync(ctx->st);
 }
 
 void ag_ctx_reset(ag_ctx *ctx) {
-  if (ctx) ag__ws_reset(ctx);
+  if (ctx && !ctx->recording) ag__ws_reset(ctx, &ctx->ws_main);
 }
 
 ag_status ag_ctx_mem_info(ag_ctx *ctx, size_t *free_bytes, size_t *total_bytes) {
   if (!ctx || !free_bytes || !total_bytes)
     return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_mem_info: ctx, free_bytes and total_bytes must not be NULL");
+  ag_status s = ag__not_recording(ctx, "ag_ctx_mem_info");
+  if (s) return s;
   return ctx->be->mem_info(ctx->st, free_bytes, total_bytes);
 }
 
@@ -100,6 +107,7 @@ ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index) {
   if (!ctx) return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_set_device: ctx is NULL");
   ag_status s = resolve_device("ag_ctx_set_device", &kind, &index);
   if (s) return s;
+  if ((s = ag__not_recording(ctx, "ag_ctx_set_device"))) return s;
   if (kind == ctx->kind && index == ctx->index) return AG_OK;
 
   /* open the new device first: if that fails, nothing has changed */
@@ -115,8 +123,10 @@ ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index) {
     nbe->close(nst);
     return s;
   }
-  ag__ws_destroy(ctx);
+  ag__capture_release_backend(ctx); /* recordings are made anew on the new device */
+  ag__ws_destroy(ctx, &ctx->ws_main);
   ctx->be->close(ctx->st);
+  ctx->epoch++;
   ctx->be = nbe;
   ctx->st = nst;
   ctx->kind = kind;
@@ -190,7 +200,7 @@ void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out) {
     return;
   }
   *out = ctx->stats;
-  out->workspace_bytes = ctx->ws.total;
+  out->workspace_bytes = ctx->ws_main.total;
 }
 
 ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after) {
@@ -234,8 +244,22 @@ void ag__mem_release(ag_ctx *ctx, const ag__backend *be, void *p, size_t bytes) 
   ctx->stats.live_bytes -= bytes;
 }
 
+ag_status ag__run(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size) {
+  ctx->stats.kernels++;
+  return ctx->be->run(ctx->st, id, args, size);
+}
+
+ag_status ag__not_recording(ag_ctx *ctx, const char *fn) {
+  if (!ctx->recording) return AG_OK;
+  return ag__fail(AG_ERR_STATE,
+                  "%s: not allowed while a step is being recorded (a recording moves no host data and "
+                  "never waits; give inputs as device tensors written before ag_capture_replay)", fn);
+}
+
 ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill,
                          void *user) {
+  ag_status rs = ag__not_recording(ctx, op);
+  if (rs) return rs;
   if (fault_fires(ctx, AG_FAULT_UPLOAD))
     return ag__fail(AG_ERR_DEVICE, "%s: upload of %zu bytes failed (injected fault)", op, bytes);
   ag_status s = ctx->be->upload(ctx->st, dst, bytes, fill, user);
@@ -253,6 +277,8 @@ ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void
 
 ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes,
                            ag__drain_fn drain, void *user) {
+  ag_status rs = ag__not_recording(ctx, op);
+  if (rs) return rs;
   if (fault_fires(ctx, AG_FAULT_DOWNLOAD))
     return ag__fail(AG_ERR_DEVICE, "%s: download of %zu bytes failed (injected fault)", op, bytes);
   ctx->stats.syncs++;

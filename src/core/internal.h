@@ -17,6 +17,7 @@
 #include "agrl/status.h"
 #include "agrl/tensor.h"
 #include "core/backend.h"
+#include "core/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,20 +67,12 @@ typedef struct ag__store {
   void *owner;
 } ag__store;
 
-/* ---- workspace: a bump arena of device memory plus tensor headers ---- */
+/* ---- workspace: a bump arena of device memory, tensor headers, the tape ---- */
 
 typedef struct ag__chunk {
   void *ptr;
   size_t size;
 } ag__chunk;
-
-typedef struct ag__arena {
-  ag__chunk *chunks;
-  int n_chunks, cap_chunks;
-  int cur;        /* chunk being filled */
-  size_t used;    /* bytes used in chunks[cur] */
-  size_t total;   /* bytes held in all chunks */
-} ag__arena;
 
 #define AG__TENSOR_SLAB 256
 
@@ -88,16 +81,50 @@ typedef struct ag__tensor_slab {
   struct ag_tensor *items; /* AG__TENSOR_SLAB headers */
 } ag__tensor_slab;
 
+/* One recorded operation of the autograd tape. */
+typedef struct ag__node {
+  int op;                    /* ag__op (graph.c) */
+  struct ag_tensor *in[3];
+  struct ag_tensor *out;
+  float f[2];
+  int64_t i[2];
+  void *aux;                 /* e.g. argmax indices on the device */
+} ag__node;
+
+typedef struct ag__workspace {
+  ag__chunk *chunks;
+  int n_chunks, cap_chunks;
+  int cur;        /* chunk being filled */
+  size_t used;    /* bytes used in chunks[cur] */
+  size_t total;   /* bytes held in all chunks */
+  int is_static;  /* memory from alloc_static (a recording's workspace) */
+  ag__tensor_slab *slabs, *slab_cur;
+  int slab_used;
+  ag__node *tape;
+  int n_tape, cap_tape;
+} ag__workspace;
+
 /* ---- tensors and buffers ---- */
 
-enum { AG__T_PERSISTENT = 1u, AG__T_FREED = 2u };
+enum {
+  AG__T_PERSISTENT = 1u,    /* owns a store */
+  AG__T_FREED = 2u,         /* freed, or its workspace was reset */
+  AG__T_REQUIRES_GRAD = 4u, /* gradients flow into it */
+  AG__T_GRAD_INIT = 8u,     /* its (temporary) gradient has been written */
+  AG__T_IS_GRAD = 16u       /* the persistent gradient of tensor `base` */
+};
 
 struct ag_tensor {
   ag_ctx *ctx;
   int64_t rows, cols;
+  int64_t ld;      /* leading dimension: element (r, c) at data[c * ld + r] */
   ag_dtype dtype;
   uint32_t flags;
-  void *data;      /* temporaries: workspace memory */
+  void *data;      /* temporaries and views: device memory */
+  struct ag_tensor *grad;
+  struct ag_tensor *base; /* a view's tensor, for gradients */
+  int64_t base_r0, base_c0;
+  int node;        /* tape index of the op that made it, -1 for none */
   ag__store store; /* persistent tensors only */
 };
 
@@ -125,10 +152,12 @@ struct ag_ctx {
   ag__store stores; /* sentinel of the circular list of live stores */
   ag_buffer *handles;
 
-  ag__arena ws;
-  ag__tensor_slab *slabs;
-  ag__tensor_slab *slab_cur;
-  int slab_used;
+  ag__workspace ws_main;
+  ag__workspace *ws;  /* ws_main, or a recording's while it records */
+  struct ag_capture *recording; /* the recording in progress, or NULL */
+  struct ag_capture *captures;  /* every live recording */
+  uint64_t epoch;     /* incremented by every device switch */
+  int no_grad;        /* depth of no-grad scopes */
 
   ag_xfer_entry xfer[AG__XFER_MAX];
   int n_xfer;
@@ -174,11 +203,36 @@ ag_where ag__store_where(const ag_ctx *ctx, const ag__store *s);
 
 /* Device memory from the workspace, aligned to 256 bytes. */
 ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out);
+/* A temporary tensor header over existing device memory (a view). */
+ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
+                          ag_tensor **out);
 /* A temporary tensor header with memory for rows x cols of dtype. */
 ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
                           ag_tensor **out);
-void ag__ws_reset(ag_ctx *ctx);
-void ag__ws_destroy(ag_ctx *ctx);
+void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws);
+void ag__ws_destroy(ag_ctx *ctx, ag__workspace *ws);
+/* Appends a tape node; returns its index or -1 (out of host memory). */
+int ag__tape_push(ag_ctx *ctx, const ag__node *n);
+
+/* ---- kernels (ctx.c) ---- */
+
+/* Runs (or records) a kernel on the context's backend. */
+ag_status ag__run(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size);
+/* Fails with AG_ERR_STATE when a recording is in progress (for calls that
+ * move host data or wait for the device). */
+ag_status ag__not_recording(ag_ctx *ctx, const char *fn);
+
+/* ---- recordings (capture.c) ---- */
+
+/* Notes that the recording in progress reads store s. */
+void ag__capture_note_read(ag_ctx *ctx, ag__store *s);
+/* Invalidates every recording that reads s (s is being released). */
+void ag__capture_forget(ag_ctx *ctx, ag__store *s);
+/* Frees every recording of the context. */
+void ag__capture_free_all(ag_ctx *ctx);
+/* Releases what every recording holds on the current backend (before a
+ * device switch); they are recorded again at their next replay. */
+void ag__capture_release_backend(ag_ctx *ctx);
 
 /* The device pointer of a tensor (persistent ones are made resident). */
 ag_status ag__tensor_ptr(ag_tensor *t, void **out);

@@ -61,7 +61,9 @@ static ag_status alloc_guarded(ag_ctx *ctx, size_t bytes, const char *op, void *
 ag_status ag__store_init(ag_ctx *ctx, ag__store *s, size_t bytes, ag__owner_kind kind, void *owner,
                          const char *op) {
   void *p = NULL;
-  ag_status st = alloc_guarded(ctx, bytes, op, &p);
+  ag_status st = ag__not_recording(ctx, op);
+  if (st) return st;
+  st = alloc_guarded(ctx, bytes, op, &p);
   if (st) return st;
   st = ctx->be->zero(ctx->st, p, bytes);
   if (st) {
@@ -86,6 +88,7 @@ ag_where ag__store_where(const ag_ctx *ctx, const ag__store *s) {
 }
 
 ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s) {
+  if (ctx->recording) ag__capture_note_read(ctx, s);
   if (s->on == ctx->be) return AG_OK;
   /* a host copy (after a switch) goes up in parts into a new allocation */
   void *p = NULL;
@@ -107,6 +110,7 @@ ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s) {
 }
 
 void ag__store_release(ag_ctx *ctx, ag__store *s) {
+  if (ctx->captures) ag__capture_forget(ctx, s);
   if (s->ptr) ag__mem_release(ctx, s->on, s->ptr, s->bytes);
   s->ptr = NULL;
   unlink_store(s);

@@ -23,8 +23,10 @@ ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dty
   t->ctx = ctx;
   t->rows = rows;
   t->cols = cols;
+  t->ld = rows;
   t->dtype = dtype;
   t->flags = AG__T_PERSISTENT;
+  t->node = -1;
   ag_status s = ag__store_init(ctx, &t->store, bytes, AG__OWNER_TENSOR, t, fn);
   if (s == AG_OK && host) s = ag__mem_upload_copy(ctx, fn, t->store.ptr, host, bytes);
   if (s) {
@@ -37,7 +39,11 @@ ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dty
 }
 
 void ag_tensor_free(ag_tensor *t) {
-  if (!t || !(t->flags & AG__T_PERSISTENT) || (t->flags & AG__T_FREED)) return;
+  if (!t || !(t->flags & AG__T_PERSISTENT) || (t->flags & (AG__T_FREED | AG__T_IS_GRAD))) return;
+  if (t->grad) {
+    t->grad->flags &= ~AG__T_IS_GRAD;
+    ag_tensor_free(t->grad);
+  }
   ag__store_release(t->ctx, &t->store);
   free(t);
 }

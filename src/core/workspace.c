@@ -1,9 +1,13 @@
-/* workspace.c — memory for temporary tensors (results of operations).
+/* workspace.c — memory for temporary tensors (results of operations) and
+ * the autograd tape.
  *
- * A bump arena of device memory in chunks, and slabs of tensor headers.
- * ag_ctx_reset() rewinds both; when the arena needed several chunks, they are
- * merged into one of the total size, so that a steady loop (one step, reset,
- * the next step) allocates nothing after its first pass.
+ * A workspace is a bump arena of device memory in chunks, slabs of tensor
+ * headers and the tape. ag_ctx_reset() rewinds the context's workspace; when
+ * the arena needed several chunks they are merged into one of the total size,
+ * so a steady loop (a step, reset, the next step) allocates nothing after its
+ * first pass. A recording owns a workspace of its own (ctx->ws points to it
+ * while it records), allocated outside the stream order, whose addresses the
+ * recorded kernels keep.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +19,16 @@
 
 static size_t align_up(size_t n) { return (n + AG__WS_ALIGN - 1) & ~(size_t)(AG__WS_ALIGN - 1); }
 
-static ag_status add_chunk(ag_ctx *ctx, size_t size) {
-  ag__arena *a = &ctx->ws;
-  if (a->n_chunks == a->cap_chunks) {
-    int cap = a->cap_chunks ? 2 * a->cap_chunks : 4;
-    ag__chunk *c = realloc(a->chunks, (size_t)cap * sizeof *c);
+static ag_status add_chunk(ag_ctx *ctx, ag__workspace *ws, size_t size) {
+  if (ws->n_chunks == ws->cap_chunks) {
+    int cap = ws->cap_chunks ? 2 * ws->cap_chunks : 4;
+    ag__chunk *c = realloc(ws->chunks, (size_t)cap * sizeof *c);
     if (!c) return ag__fail(AG_ERR_OUT_OF_MEMORY, "workspace: out of host memory");
-    a->chunks = c;
-    a->cap_chunks = cap;
+    ws->chunks = c;
+    ws->cap_chunks = cap;
   }
   void *p = NULL;
-  ag_status s = ag__mem_alloc(ctx, ctx->be, size, &p);
+  ag_status s = ws->is_static ? ctx->be->alloc_static(ctx->st, size, &p) : ag__mem_alloc(ctx, ctx->be, size, &p);
   if (s) {
     char why[512];
     strncpy(why, ag_last_error(), sizeof why - 1);
@@ -33,86 +36,107 @@ static ag_status add_chunk(ag_ctx *ctx, size_t size) {
     return ag__fail(s, "workspace: the device (%s) could not allocate %.1f MB for temporary tensors: %s",
                     ctx->desc, AG__MB(size), why);
   }
-  a->chunks[a->n_chunks].ptr = p;
-  a->chunks[a->n_chunks].size = size;
-  a->n_chunks++;
-  a->total += size;
+  if (ws->is_static) ctx->stats.allocs++;
+  ws->chunks[ws->n_chunks].ptr = p;
+  ws->chunks[ws->n_chunks].size = size;
+  ws->n_chunks++;
+  ws->total += size;
   return AG_OK;
 }
 
 ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out) {
-  ag__arena *a = &ctx->ws;
+  ag__workspace *ws = ctx->ws;
   size_t need = align_up(bytes ? bytes : 1);
-  while (a->cur < a->n_chunks) {
-    ag__chunk *c = &a->chunks[a->cur];
-    if (c->size - a->used >= need) {
-      *out = (char *)c->ptr + a->used;
-      a->used += need;
+  while (ws->cur < ws->n_chunks) {
+    ag__chunk *c = &ws->chunks[ws->cur];
+    if (c->size - ws->used >= need) {
+      *out = (char *)c->ptr + ws->used;
+      ws->used += need;
       return AG_OK;
     }
-    a->cur++;
-    a->used = 0;
+    ws->cur++;
+    ws->used = 0;
   }
-  size_t size = a->total > AG__WS_MIN_CHUNK ? a->total : AG__WS_MIN_CHUNK;
+  size_t size = ws->total > AG__WS_MIN_CHUNK ? ws->total : AG__WS_MIN_CHUNK;
   if (size < need) size = need;
-  ag_status s = add_chunk(ctx, size);
+  ag_status s = add_chunk(ctx, ws, size);
   if (s) return s; /* cur == n_chunks: the next call tries to grow again */
-  a->cur = a->n_chunks - 1;
-  *out = a->chunks[a->cur].ptr;
-  a->used = need;
+  ws->cur = ws->n_chunks - 1;
+  *out = ws->chunks[ws->cur].ptr;
+  ws->used = need;
   return AG_OK;
 }
 
-static void release_chunks(ag_ctx *ctx) {
-  ag__arena *a = &ctx->ws;
-  for (int i = 0; i < a->n_chunks; i++) ag__mem_release(ctx, ctx->be, a->chunks[i].ptr, a->chunks[i].size);
-  a->n_chunks = 0;
-  a->total = 0;
-  a->cur = 0;
-  a->used = 0;
+static void release_chunks(ag_ctx *ctx, ag__workspace *ws) {
+  for (int i = 0; i < ws->n_chunks; i++) {
+    if (ws->is_static) {
+      ctx->be->release_static(ctx->st, ws->chunks[i].ptr);
+      ctx->stats.frees++;
+    } else {
+      ag__mem_release(ctx, ctx->be, ws->chunks[i].ptr, ws->chunks[i].size);
+    }
+  }
+  ws->n_chunks = 0;
+  ws->total = 0;
+  ws->cur = 0;
+  ws->used = 0;
 }
 
-static void retire_headers(ag_ctx *ctx) {
-  for (ag__tensor_slab *sl = ctx->slabs; sl; sl = sl->next) {
-    int n = sl == ctx->slab_cur ? ctx->slab_used : AG__TENSOR_SLAB;
+static void retire_headers(ag__workspace *ws) {
+  for (ag__tensor_slab *sl = ws->slabs; sl; sl = sl->next) {
+    int n = sl == ws->slab_cur ? ws->slab_used : AG__TENSOR_SLAB;
     for (int i = 0; i < n; i++) sl->items[i].flags = AG__T_FREED;
-    if (sl == ctx->slab_cur) break;
+    if (sl == ws->slab_cur) break;
   }
-  ctx->slab_cur = ctx->slabs;
-  ctx->slab_used = 0;
+  ws->slab_cur = ws->slabs;
+  ws->slab_used = 0;
+  ws->n_tape = 0;
 }
 
-void ag__ws_reset(ag_ctx *ctx) {
-  ag__arena *a = &ctx->ws;
-  retire_headers(ctx);
-  if (a->n_chunks > 1) {
-    size_t total = a->total;
-    release_chunks(ctx);
-    (void)add_chunk(ctx, total); /* on failure the next alloc grows again */
+void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws) {
+  retire_headers(ws);
+  if (ws->n_chunks > 1) {
+    size_t total = ws->total;
+    release_chunks(ctx, ws);
+    (void)add_chunk(ctx, ws, total); /* on failure the next alloc grows again */
   }
-  a->cur = 0;
-  a->used = 0;
+  ws->cur = 0;
+  ws->used = 0;
 }
 
-void ag__ws_destroy(ag_ctx *ctx) {
-  retire_headers(ctx);
-  release_chunks(ctx);
-  free(ctx->ws.chunks);
-  memset(&ctx->ws, 0, sizeof ctx->ws);
-  for (ag__tensor_slab *sl = ctx->slabs; sl;) {
+void ag__ws_destroy(ag_ctx *ctx, ag__workspace *ws) {
+  retire_headers(ws);
+  release_chunks(ctx, ws);
+  free(ws->chunks);
+  for (ag__tensor_slab *sl = ws->slabs; sl;) {
     ag__tensor_slab *next = sl->next;
     free(sl->items);
     free(sl);
     sl = next;
   }
-  ctx->slabs = ctx->slab_cur = NULL;
-  ctx->slab_used = 0;
+  free(ws->tape);
+  int is_static = ws->is_static;
+  memset(ws, 0, sizeof *ws);
+  ws->is_static = is_static;
+}
+
+int ag__tape_push(ag_ctx *ctx, const ag__node *n) {
+  ag__workspace *ws = ctx->ws;
+  if (ws->n_tape == ws->cap_tape) {
+    int cap = ws->cap_tape ? 2 * ws->cap_tape : 64;
+    ag__node *t = realloc(ws->tape, (size_t)cap * sizeof *t);
+    if (!t) return -1;
+    ws->tape = t;
+    ws->cap_tape = cap;
+  }
+  ws->tape[ws->n_tape] = *n;
+  return ws->n_tape++;
 }
 
 /* A zeroed header from the slabs, or NULL when host memory runs out. */
-static ag_tensor *new_header(ag_ctx *ctx) {
-  if (!ctx->slab_cur || ctx->slab_used == AG__TENSOR_SLAB) {
-    ag__tensor_slab *next = ctx->slab_cur ? ctx->slab_cur->next : ctx->slabs;
+static ag_tensor *new_header(ag__workspace *ws) {
+  if (!ws->slab_cur || ws->slab_used == AG__TENSOR_SLAB) {
+    ag__tensor_slab *next = ws->slab_cur ? ws->slab_cur->next : ws->slabs;
     if (!next) {
       next = calloc(1, sizeof *next);
       if (next) next->items = calloc(AG__TENSOR_SLAB, sizeof *next->items);
@@ -120,15 +144,30 @@ static ag_tensor *new_header(ag_ctx *ctx) {
         free(next);
         return NULL;
       }
-      if (ctx->slab_cur) ctx->slab_cur->next = next;
-      else ctx->slabs = next;
+      if (ws->slab_cur) ws->slab_cur->next = next;
+      else ws->slabs = next;
     }
-    ctx->slab_cur = next;
-    ctx->slab_used = 0;
+    ws->slab_cur = next;
+    ws->slab_used = 0;
   }
-  ag_tensor *t = &ctx->slab_cur->items[ctx->slab_used++];
+  ag_tensor *t = &ws->slab_cur->items[ws->slab_used++];
   memset(t, 0, sizeof *t);
+  t->node = -1;
   return t;
+}
+
+ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
+                          ag_tensor **out) {
+  ag_tensor *t = new_header(ctx->ws);
+  if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "workspace: out of host memory for tensor headers");
+  t->ctx = ctx;
+  t->rows = rows;
+  t->cols = cols;
+  t->ld = ld;
+  t->dtype = dtype;
+  t->data = data;
+  *out = t;
+  return AG_OK;
 }
 
 ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, ag_tensor **out) {
@@ -138,17 +177,8 @@ ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtyp
                     (long long)rows, (long long)cols);
   void *p = NULL;
   ag_status s = ag__ws_alloc(ctx, bytes, &p);
-  if (s) return s;
-  ag_tensor *t = new_header(ctx);
-  if (!t) /* the arena bytes are reclaimed at the next reset */
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "workspace: out of host memory for tensor headers");
-  t->ctx = ctx;
-  t->rows = rows;
-  t->cols = cols;
-  t->dtype = dtype;
-  t->data = p;
-  *out = t;
-  return AG_OK;
+  if (s) return s; /* the arena bytes of a failed call are reclaimed at the next reset */
+  return ag__tensor_view(ctx, rows, cols, rows, dtype, p, out);
 }
 
 ag_status ag__check_tensor(const ag_tensor *t, const char *fn, const char *what) {

@@ -10,15 +10,54 @@
 #include <sys/sysinfo.h>
 
 #include "core/internal.h"
+#include "cpu/cpu_internal.h"
+
+/* A recorded plan: the kernel calls in order, their arguments copied into
+ * one blob. Replaying runs them without building anything again. */
+typedef struct cpu_call {
+  ag__kernel_id id;
+  size_t off;
+} cpu_call;
+
+typedef struct cpu_plan {
+  cpu_call *calls;
+  size_t n, cap;
+  unsigned char *blob;
+  size_t blob_used, blob_cap;
+  int failed; /* out of host memory while recording */
+} cpu_plan;
+
+typedef struct cpu_state {
+  cpu_plan *rec; /* the plan being recorded, or NULL */
+} cpu_state;
+
+/* Host-side memory for contexts that reach this backend without opening it
+ * (host copies made during a device switch). */
+static cpu_state cpu_default_state;
+
+static cpu_state *state_of(void *st) { return st ? (cpu_state *)st : &cpu_default_state; }
 
 static ag_status cpu_open(int index, void **st, char *desc, size_t desc_len) {
   (void)index;
-  *st = NULL;
+  cpu_state *s = calloc(1, sizeof *s);
+  if (!s) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory");
+  *st = s;
   snprintf(desc, desc_len, "cpu");
   return AG_OK;
 }
 
-static void cpu_close(void *st) { (void)st; }
+static void plan_free(cpu_plan *p) {
+  if (!p) return;
+  free(p->calls);
+  free(p->blob);
+  free(p);
+}
+
+static void cpu_close(void *st) {
+  if (!st) return;
+  plan_free(((cpu_state *)st)->rec);
+  free(st);
+}
 
 /* MemAvailable from /proc/meminfo (what can be allocated without swapping). */
 static int meminfo_available(size_t *avail) {
@@ -95,23 +134,79 @@ static void *cpu_native_stream(void *st) {
   return NULL;
 }
 
-/* ---- kernels ---- */
+/* ---- kernels and recording ---- */
 
-/* dst [rows, n] f32 = src [rows, capacity] at clamped columns idx [n] */
-static ag_status cpu_gather(void *st, const ag__gather_args *a) {
-  (void)st;
-  for (int64_t j = 0; j < a->n; j++) {
-    int64_t c = ag__index_at(a->idx, a->idx_dtype, j);
-    c = c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c); /* S13 */
-    float *out = a->dst + j * a->rows;
-    size_t base = (size_t)c * (size_t)a->rows;
-    if (a->src_dtype == AG_F32 && a->scale == 1.0f) {
-      memcpy(out, (const float *)a->src + base, (size_t)a->rows * sizeof(float));
-    } else {
-      for (int64_t r = 0; r < a->rows; r++) out[r] = ag__load_f32(a->src, a->src_dtype, base + (size_t)r) * a->scale;
+static int plan_append(cpu_plan *p, ag__kernel_id id, const void *args, size_t size) {
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 64;
+    cpu_call *c = realloc(p->calls, cap * sizeof *c);
+    if (!c) return 0;
+    p->calls = c;
+    p->cap = cap;
+  }
+  size_t off = (p->blob_used + 15u) & ~(size_t)15u;
+  if (off + size > p->blob_cap) {
+    size_t cap = p->blob_cap ? 2 * p->blob_cap : 4096;
+    while (cap < off + size) cap *= 2;
+    unsigned char *b = realloc(p->blob, cap);
+    if (!b) return 0;
+    p->blob = b;
+    p->blob_cap = cap;
+  }
+  memcpy(p->blob + off, args, size);
+  p->blob_used = off + size;
+  p->calls[p->n].id = id;
+  p->calls[p->n].off = off;
+  p->n++;
+  return 1;
+}
+
+static ag_status cpu_run(void *st, ag__kernel_id id, const void *args, size_t size) {
+  cpu_state *s = state_of(st);
+  if (s->rec) {
+    if (!plan_append(s->rec, id, args, size)) {
+      s->rec->failed = 1;
+      return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory while recording");
     }
+    return AG_OK;
+  }
+  return ag__cpu_kernels[id](args);
+}
+
+static ag_status cpu_record_begin(void *st) {
+  cpu_state *s = state_of(st);
+  if (s->rec) return ag__fail(AG_ERR_STATE, "cpu: a recording is already in progress");
+  s->rec = calloc(1, sizeof *s->rec);
+  return s->rec ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory");
+}
+
+static ag_status cpu_record_end(void *st, int ok, void **rec, int *n_nodes) {
+  cpu_state *s = state_of(st);
+  cpu_plan *p = s->rec;
+  s->rec = NULL;
+  if (!p) return ag__fail(AG_ERR_STATE, "cpu: no recording in progress");
+  if (!ok || p->failed) {
+    plan_free(p);
+    return ok ? ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory while recording") : AG_OK;
+  }
+  *rec = p;
+  *n_nodes = (int)p->n;
+  return AG_OK;
+}
+
+static ag_status cpu_replay(void *st, void *rec) {
+  (void)st;
+  const cpu_plan *p = rec;
+  for (size_t i = 0; i < p->n; i++) {
+    ag_status r = ag__cpu_kernels[p->calls[i].id](p->blob + p->calls[i].off);
+    if (r) return r;
   }
   return AG_OK;
+}
+
+static void cpu_record_free(void *st, void *rec) {
+  (void)st;
+  plan_free(rec);
 }
 
 static const ag__backend cpu_backend = {
@@ -128,7 +223,13 @@ static const ag__backend cpu_backend = {
     .copy = cpu_copy,
     .sync = cpu_sync,
     .native_stream = cpu_native_stream,
-    .gather = cpu_gather,
+    .alloc_static = cpu_alloc,
+    .release_static = cpu_release,
+    .run = cpu_run,
+    .record_begin = cpu_record_begin,
+    .record_end = cpu_record_end,
+    .replay = cpu_replay,
+    .record_free = cpu_record_free,
 };
 
 const ag__backend *ag__cpu_backend(void) { return &cpu_backend; }

@@ -13,6 +13,13 @@
 
 #include "cuda/cuda_internal.h"
 
+#define AG__CUBLAS_WS ((size_t)32 << 20)
+
+ag_status ag__cublas_fail(cublasStatus_t s, const char *what) {
+  return ag__fail(s == CUBLAS_STATUS_ALLOC_FAILED ? AG_ERR_OUT_OF_MEMORY : AG_ERR_DEVICE, "%s: %s (%s)", what,
+                  cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
 ag_status ag__cuda_fail(cudaError_t e, const char *what) {
   (void)cudaGetLastError(); /* clear a non-sticky error */
   ag_status s = (e == cudaErrorMemoryAllocation) ? AG_ERR_OUT_OF_MEMORY : AG_ERR_DEVICE;
@@ -57,6 +64,8 @@ static void cuda_close(void *p) {
   for (int i = 0; i < 2; i++)
     if (st->part_ev[i]) cudaEventDestroy(st->part_ev[i]);
   if (st->staging) cudaFreeHost(st->staging);
+  if (st->blas) cublasDestroy(st->blas);
+  if (st->blas_ws) cudaFree(st->blas_ws);
   if (st->stream) cudaStreamDestroy(st->stream);
   /* give the pool's freed memory back to the device at once */
   cudaMemPool_t pool;
@@ -78,8 +87,17 @@ static ag_status cuda_open(int index, void **out, char *desc, size_t desc_len) {
     e = cudaEventCreateWithFlags(&st->ring[i].ev, cudaEventDisableTiming);
   for (int i = 0; e == cudaSuccess && i < 2; i++)
     e = cudaEventCreateWithFlags(&st->part_ev[i], cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaMalloc(&st->blas_ws, AG__CUBLAS_WS);
   if (e != cudaSuccess) {
     ag_status s = ag__cuda_fail(e, "cuda: opening the device");
+    cuda_close(st);
+    return s;
+  }
+  cublasStatus_t b = cublasCreate(&st->blas);
+  if (b == CUBLAS_STATUS_SUCCESS) b = cublasSetStream(st->blas, st->stream);
+  if (b == CUBLAS_STATUS_SUCCESS) b = cublasSetWorkspace(st->blas, st->blas_ws, AG__CUBLAS_WS);
+  if (b != CUBLAS_STATUS_SUCCESS) {
+    ag_status s = ag__cublas_fail(b, "cuda: creating the cuBLAS handle");
     cuda_close(st);
     return s;
   }
@@ -236,11 +254,87 @@ static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain
   return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: download");
 }
 
+/* ---- memory outside the stream order ---- */
+
+static ag_status cuda_alloc_static(void *p, size_t bytes, void **out) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: cudaMalloc");
+}
+
+static void cuda_release_static(void *p, void *ptr) {
+  ag__cuda_enter((ag__cuda_state *)p);
+  cudaFree(ptr); /* waits for the device: no recorded graph still reads it */
+}
+
+/* ---- kernels ---- */
+
+static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
+    ag__cuda_gather, ag__cuda_gemm,      ag__cuda_map,  ag__cuda_map2,     ag__cuda_reduce,
+    ag__cuda_pick,   ag__cuda_pick_bwd,  ag__cuda_fill, ag__cuda_copy,     ag__cuda_adam_prep,
+    ag__cuda_adam,   ag__cuda_sumsq,     ag__cuda_axpby, ag__cuda_randint,
+};
+
+static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {
+  (void)size;
+  return launchers[id]((ag__cuda_state *)p, args);
+}
+
+/* ---- recording: stream capture into a CUDA graph ---- */
+
+static ag_status cuda_record_begin(void *p) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  cudaError_t e = cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: beginning a stream capture");
+  st->recording = 1;
+  return AG_OK;
+}
+
+static ag_status cuda_record_end(void *p, int ok, void **rec, int *n_nodes) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  cudaGraph_t graph = NULL;
+  cudaError_t e = cudaStreamEndCapture(st->stream, &graph);
+  st->recording = 0;
+  if (!ok) {
+    if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return AG_OK;
+  }
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: ending the stream capture");
+  size_t n = 0;
+  cudaGraphExec_t exec = NULL;
+  e = cudaGraphGetNodes(graph, NULL, &n);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: instantiating the recorded graph");
+  if (e == cudaSuccess) e = cudaGraphUpload(exec, st->stream);
+  if (e != cudaSuccess) {
+    cudaGraphExecDestroy(exec);
+    return ag__cuda_fail(e, "cuda: uploading the recorded graph");
+  }
+  *rec = exec;
+  *n_nodes = (int)n;
+  return AG_OK;
+}
+
+static ag_status cuda_replay(void *p, void *rec) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)rec, st->stream);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph");
+}
+
+static void cuda_record_free(void *p, void *rec) {
+  ag__cuda_enter((ag__cuda_state *)p);
+  cudaGraphExecDestroy((cudaGraphExec_t)rec);
+}
+
 static const ag__backend cuda_backend = {
-    "cuda",             AG_DEVICE_CUDA, cuda_open,  cuda_close, cuda_mem_info,
-    cuda_alloc,         cuda_release,   cuda_zero,  cuda_upload, cuda_download,
-    cuda_copy,          cuda_sync,      cuda_native_stream,
-    ag__cuda_gather,
+    "cuda",            AG_DEVICE_CUDA,    cuda_open,          cuda_close,        cuda_mem_info,
+    cuda_alloc,        cuda_release,      cuda_zero,          cuda_upload,       cuda_download,
+    cuda_copy,         cuda_sync,         cuda_native_stream, cuda_alloc_static, cuda_release_static,
+    cuda_run,          cuda_record_begin, cuda_record_end,    cuda_replay,       cuda_record_free,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -8,6 +8,7 @@
 #ifndef AGRL_CUDA_INTERNAL_H
 #define AGRL_CUDA_INTERNAL_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "core/internal.h"
@@ -28,7 +29,13 @@ typedef struct ag__cuda_state {
   ag__ring_entry ring[AG__CUDA_RING_EVENTS];
   int ring_first, ring_count;
   cudaEvent_t part_ev[2];
+  cublasHandle_t blas;
+  void *blas_ws; /* cuBLAS workspace (fixed, so that recordings need no allocation) */
+  int recording;
 } ag__cuda_state;
+
+/* A kernel launcher: checks nothing, launches on st->stream. */
+typedef ag_status (*ag__cuda_launch_fn)(ag__cuda_state *st, const void *args);
 
 /* Sets the message from a CUDA error and returns AG_ERR_DEVICE
  * (AG_ERR_OUT_OF_MEMORY for allocation failures). */
@@ -43,6 +50,23 @@ void ag__cuda_enter(ag__cuda_state *st);
 /* Grid size for a grid-stride loop over n items with `block` threads. */
 unsigned ag__cuda_grid(const ag__cuda_state *st, int64_t n, int block);
 
-ag_status ag__cuda_gather(void *st, const ag__gather_args *a);
+/* Launchers, one family a file. */
+ag_status ag__cuda_gather(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_gemm(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_map(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_map2(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_reduce(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_pick(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_pick_bwd(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_fill(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_copy(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_adam_prep(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_adam(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_randint(ag__cuda_state *st, const void *args);
+
+/* cuBLAS status to an agrl status with a message. */
+ag_status ag__cublas_fail(cublasStatus_t s, const char *what);
 
 #endif /* AGRL_CUDA_INTERNAL_H */

@@ -84,8 +84,8 @@ static void launch_dtype(ag__cuda_state *st, const ag__gather_args *a) {
   }
 }
 
-ag_status ag__cuda_gather(void *p, const ag__gather_args *a) {
-  ag__cuda_state *st = (ag__cuda_state *)p;
+ag_status ag__cuda_gather(ag__cuda_state *st, const void *args) {
+  const ag__gather_args *a = (const ag__gather_args *)args;
   if (a->idx_dtype == AG_I32) launch_dtype<int32_t>(st, a);
   else launch_dtype<int64_t>(st, a);
   return ag__cuda_check_launch("cuda: gather kernel");

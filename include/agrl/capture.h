@@ -1,0 +1,86 @@
+/* agrl/capture.h — record a step once, replay it many times; device RNG.
+ *
+ * ag_capture_create() calls a step function with recording switched on: the
+ * kernels it issues are recorded, not run (on a GPU a CUDA graph, on the CPU
+ * a plan of kernel calls with their arguments). Each ag_capture_replay() runs
+ * the whole step once, as one launch on the GPU, without building anything,
+ * allocating or moving host data.
+ *
+ * Inputs are persistent tensors that the step reads (e.g. indices, a batch
+ * size bound): write new values into them with ag_tensor_write() before a
+ * replay; the write is ordered before the replay on the queue (S6). Shapes
+ * are part of the recording: a new batch size needs a new recording (S15).
+ * Indices drawn inside the step from an ag_rng cost no transfer at all.
+ *
+ * Inside the step function, calls that move host data or wait for the
+ * device (ag_get_rows with host indices, reads, writes, syncs, creating
+ * buffers or persistent tensors) fail with AG_ERR_STATE.
+ *
+ * A recording notes every buffer and persistent tensor it reads. Freeing one
+ * invalidates it: replay returns AG_ERR_INVALIDATED (S15). When one of them
+ * gets a new allocation (a device switch and back, S19) or the context
+ * changes device, the next replay records the step again first.
+ */
+#ifndef AGRL_CAPTURE_H
+#define AGRL_CAPTURE_H
+
+#include <stdint.h>
+
+#include "agrl/buffer.h"
+#include "agrl/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_capture ag_capture;
+
+/* The step: issue the ops of one step on ctx. Return AG_OK, or a status
+ * to abandon the recording. */
+typedef ag_status (*ag_step_fn)(ag_ctx *ctx, void *user);
+
+/* Records fn(ctx, user). The step does not run yet. On error nothing is kept. */
+ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture **out);
+
+/* Runs the recorded step once on the queue (re-recording first if needed). */
+ag_status ag_capture_replay(ag_capture *cap);
+
+/* Waits for queued work, then frees the recording. NULL is accepted. */
+void ag_capture_free(ag_capture *cap);
+
+typedef struct ag_capture_info {
+  int nodes;          /* kernels and copies in the recording (CUDA graph nodes) */
+  int reads;          /* buffers and persistent tensors it reads */
+  int records;        /* times recorded (1 + re-records) */
+  uint64_t replays;
+  uint64_t workspace_bytes;
+  int valid;          /* 0 once something it reads was freed */
+} ag_capture_info;
+
+ag_status ag_capture_get_info(const ag_capture *cap, ag_capture_info *out);
+
+/* The i-th object the recording reads: a buffer (*buf set, *tensor NULL) or
+ * a persistent tensor (the reverse). */
+ag_status ag_capture_read_at(const ag_capture *cap, int i, ag_buffer **buf, ag_tensor **tensor);
+
+/* ---- device random numbers ----
+ * A Philox4x32-10 stream: a seed and a counter kept on the device. Each
+ * draw of n numbers takes the next n counter values, so the same seed gives
+ * the same numbers on the CPU and the GPU, eager or replayed. */
+typedef struct ag_rng ag_rng;
+
+ag_status ag_rng_create(ag_ctx *ctx, uint64_t seed, ag_rng **out);
+void ag_rng_free(ag_rng *rng);
+/* Sets the counter (queued). */
+ag_status ag_rng_set_counter(ag_rng *rng, uint64_t counter);
+
+/* n uniform integers in [0, bound) as an [n, 1] AG_I32 or AG_I64 tensor. */
+ag_status ag_randint(ag_rng *rng, int64_t bound, int64_t n, ag_dtype dtype, ag_tensor **out);
+/* The same with the bound read on the device from a 1 x 1 AG_I64 tensor
+ * (e.g. the number of transitions in a replay buffer); a bound < 1 gives 0. */
+ag_status ag_randint_dev(ag_rng *rng, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_CAPTURE_H */

@@ -1,0 +1,120 @@
+/* agrl/graph.h — operations on tensors, with reverse-mode gradients.
+ *
+ * Every op issues its kernel on the context's queue at once and returns a
+ * temporary tensor (released by ag_ctx_reset). When an input requires a
+ * gradient (a parameter, or a result computed from one) and no no-grad scope
+ * is open, the op is written on the context's tape, and ag_backward() walks
+ * the tape in reverse. Buffer gathers (ag_get_rows) never require gradients.
+ *
+ * Shapes: tensors are rows x cols, column by column. A batch of n vectors of
+ * d features is [d, n] (one column a sample, like a buffer). Binary ops
+ * broadcast an operand of 1 row, 1 column, or 1 x 1 to the other's shape.
+ * All ops take f32 tensors, except the index arguments of ag_pick (i32,
+ * i64, or f32 holding whole numbers).
+ *
+ * On error an op returns a status, writes nothing to *out, and queues
+ * nothing.
+ */
+#ifndef AGRL_GRAPH_H
+#define AGRL_GRAPH_H
+
+#include "agrl/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ag_axis {
+  AG_AXIS_ROWS = 0, /* reduce down each column: [r, c] -> [1, c] */
+  AG_AXIS_COLS = 1, /* reduce along each row:   [r, c] -> [r, 1] */
+  AG_AXIS_ALL = 2   /* everything:              [r, c] -> [1, 1] */
+} ag_axis;
+
+/* ---- gradients ---- */
+
+/* Makes a persistent tensor a leaf that receives gradients (a parameter):
+ * allocates its gradient, zero-filled. on = 0 stops it (the gradient is
+ * kept). Only persistent f32 tensors can require gradients. */
+ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on);
+int ag_tensor_requires_grad(const ag_tensor *t);
+/* The gradient tensor (persistent for parameters, temporary otherwise), or NULL. */
+ag_tensor *ag_tensor_grad(const ag_tensor *t);
+/* Sets the gradients of n parameters to zero (queued). */
+ag_status ag_zero_grad(ag_tensor *const *params, int n);
+
+/* Reverse mode from a [1, 1] loss: d loss / d x is added to the gradient
+ * of every parameter x the loss depends on (accumulated: zero them between
+ * steps). The tape is kept until ag_ctx_reset(); backward twice adds twice. */
+ag_status ag_backward(ag_tensor *loss);
+
+/* Between begin and end no op is taped and no result requires a gradient
+ * (targets, acting). Scopes nest. */
+void ag_no_grad_begin(ag_ctx *ctx);
+void ag_no_grad_end(ag_ctx *ctx);
+
+/* A view of x that never requires a gradient. */
+ag_status ag_detach(ag_tensor *x, ag_tensor **out);
+
+/* ---- linear algebra ---- */
+
+/* out [m, n] = op(a) op(b); op(a) = a [m, k] or a^T (a [k, m]) when trans_a. */
+ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_tensor **out);
+
+/* ---- elementwise (broadcasting b, or a) ---- */
+
+ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a + b */
+ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a - b */
+ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a * b */
+ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a / b */
+ag_status ag_scale(ag_tensor *x, float s, ag_tensor **out);    /* s * x */
+ag_status ag_affine(ag_tensor *x, float a, float b, ag_tensor **out); /* a * x + b */
+ag_status ag_relu(ag_tensor *x, ag_tensor **out);
+ag_status ag_tanh(ag_tensor *x, ag_tensor **out);
+ag_status ag_sigmoid(ag_tensor *x, ag_tensor **out);
+ag_status ag_exp(ag_tensor *x, ag_tensor **out);
+ag_status ag_log(ag_tensor *x, ag_tensor **out);
+ag_status ag_square(ag_tensor *x, ag_tensor **out);
+ag_status ag_abs(ag_tensor *x, ag_tensor **out);
+
+/* ---- reductions ---- */
+
+ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out);
+ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out);
+/* Maximum along AG_AXIS_ROWS or AG_AXIS_COLS; the gradient flows to the
+ * first maximum. */
+ag_status ag_max(ag_tensor *x, ag_axis axis, ag_tensor **out);
+/* Index of the first maximum along AG_AXIS_ROWS ([1, c] of row indices) or
+ * AG_AXIS_COLS ([r, 1] of column indices), as AG_I32 or AG_I64; no gradient. */
+ag_status ag_argmax(ag_tensor *x, ag_axis axis, ag_dtype idx_dtype, ag_tensor **out);
+
+/* ---- selection, slicing, joining ---- */
+
+/* Q(s, a): out [1, n] with out[0, j] = x[idx_j, j] for x [r, n], idx holding
+ * n indices (any shape, i32 / i64 / f32 whole numbers). Indices are clamped
+ * to 0..r-1 on the device. */
+ag_status ag_pick(ag_tensor *x, ag_tensor *idx, ag_tensor **out);
+/* Views (no copy): rows r0 .. r0+n-1, or columns c0 .. c0+n-1, of x. */
+ag_status ag_slice_rows(ag_tensor *x, int64_t r0, int64_t n, ag_tensor **out);
+ag_status ag_slice_cols(ag_tensor *x, int64_t c0, int64_t n, ag_tensor **out);
+/* A contiguous copy of x (for views that are passed where rows must be packed). */
+ag_status ag_contiguous(ag_tensor *x, ag_tensor **out);
+/* [ra + rb, n] from a [ra, n] over b [rb, n]; [r, na + nb] side by side. */
+ag_status ag_concat_rows(ag_tensor *a, ag_tensor *b, ag_tensor **out);
+ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out);
+
+/* ---- losses: [1, 1] means over all elements ---- */
+
+ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out);
+/* Huber: |d| <= delta ? d^2 / 2 : delta * (|d| - delta / 2), d = pred - target
+ * (PyTorch's smooth_l1_loss for delta = 1). */
+ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out);
+
+/* ---- values ---- */
+
+/* A temporary rows x cols f32 tensor filled with `value`. */
+ag_status ag_full(ag_ctx *ctx, int64_t rows, int64_t cols, float value, ag_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_GRAPH_H */

@@ -1,0 +1,297 @@
+/* capture.c — recordings of a step (ag_capture) and device RNG streams.
+ *
+ * A recording owns a workspace of its own, whose memory comes from outside
+ * the stream order, so that the addresses baked into the recorded kernels
+ * stay valid until the recording is freed. While it records, ctx->ws points
+ * to that workspace and every store the step touches is noted with its
+ * generation. A replay checks those notes: a freed store invalidates the
+ * recording (S15); a store with a new generation, or a context on another
+ * device, makes it record the step again first (S19).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agrl/capture.h"
+#include "core/graph_internal.h"
+
+typedef struct capture_read {
+  ag__store *store; /* NULL once released */
+  uint64_t gen;
+} capture_read;
+
+struct ag_capture {
+  ag_ctx *ctx;
+  ag_step_fn fn;
+  void *user;
+  void *rec; /* the backend's recording, NULL when it must be made (again) */
+  int nodes;
+  ag__workspace ws;
+  capture_read *reads;
+  int n_reads, cap_reads;
+  int invalid;
+  uint64_t epoch;
+  int records;
+  uint64_t replays;
+  struct ag_capture *next;
+};
+
+/* ---- notes kept while recording ---- */
+
+void ag__capture_note_read(ag_ctx *ctx, ag__store *s) {
+  ag_capture *c = ctx->recording;
+  for (int i = 0; i < c->n_reads; i++)
+    if (c->reads[i].store == s) return;
+  if (c->n_reads == c->cap_reads) {
+    int cap = c->cap_reads ? 2 * c->cap_reads : 16;
+    capture_read *r = realloc(c->reads, (size_t)cap * sizeof *r);
+    if (!r) { /* without the note the recording could outlive the store: refuse it */
+      c->invalid = 1;
+      return;
+    }
+    c->reads = r;
+    c->cap_reads = cap;
+  }
+  c->reads[c->n_reads].store = s;
+  c->reads[c->n_reads].gen = s->gen;
+  c->n_reads++;
+}
+
+void ag__capture_forget(ag_ctx *ctx, ag__store *s) {
+  for (ag_capture *c = ctx->captures; c; c = c->next)
+    for (int i = 0; i < c->n_reads; i++)
+      if (c->reads[i].store == s) {
+        c->reads[i].store = NULL;
+        c->invalid = 1;
+      }
+}
+
+/* ---- making and dropping the backend recording ---- */
+
+static void drop_recording(ag_capture *c) {
+  ag_ctx *ctx = c->ctx;
+  if (c->rec) {
+    ctx->be->sync(ctx->st); /* no queued replay may still use it */
+    ctx->be->record_free(ctx->st, c->rec);
+    c->rec = NULL;
+  }
+  ag__ws_destroy(ctx, &c->ws);
+  c->n_reads = 0;
+  c->nodes = 0;
+}
+
+/* Every store resident first: uploads cannot happen inside a recording. */
+static ag_status make_resident(ag_ctx *ctx) {
+  for (ag__store *s = ctx->stores.next; s != &ctx->stores; s = s->next) {
+    ag_status st = ag__store_ensure(ctx, s);
+    if (st) return st;
+  }
+  return AG_OK;
+}
+
+static ag_status record(ag_capture *c) {
+  ag_ctx *ctx = c->ctx;
+  drop_recording(c);
+  ag_status s = make_resident(ctx);
+  if (s) return s;
+  c->invalid = 0;
+  ctx->ws = &c->ws;
+  ctx->recording = c;
+  int saved_no_grad = ctx->no_grad;
+  if ((s = ctx->be->record_begin(ctx->st))) {
+    ctx->ws = &ctx->ws_main;
+    ctx->recording = NULL;
+    return s;
+  }
+  ag_status fs = c->fn(ctx, c->user);
+  char why[512] = "";
+  if (fs) snprintf(why, sizeof why, "%s", ag_last_error());
+  s = ctx->be->record_end(ctx->st, fs == AG_OK, &c->rec, &c->nodes);
+  ctx->ws = &ctx->ws_main;
+  ctx->recording = NULL;
+  ctx->no_grad = saved_no_grad;
+  if (fs) {
+    c->rec = NULL;
+    drop_recording(c);
+    return ag__fail(fs, "ag_capture: the step failed while recording: %s", why);
+  }
+  if (s) {
+    c->rec = NULL;
+    drop_recording(c);
+    return s;
+  }
+  if (c->invalid) {
+    drop_recording(c);
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_capture: out of host memory for the recording's notes");
+  }
+  c->epoch = ctx->epoch;
+  c->records++;
+  ctx->stats.records++;
+  return AG_OK;
+}
+
+ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture **out) {
+  static const char fn_name[] = "ag_capture_create";
+  if (!ctx || !fn || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fn and out must not be NULL", fn_name);
+  ag_status s = ag__not_recording(ctx, fn_name);
+  if (s) return s;
+  ag_capture *c = calloc(1, sizeof *c);
+  if (!c) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn_name);
+  c->ctx = ctx;
+  c->fn = fn;
+  c->user = user;
+  c->ws.is_static = 1;
+  c->next = ctx->captures;
+  ctx->captures = c;
+  if ((s = record(c))) {
+    ag_capture_free(c);
+    return s;
+  }
+  *out = c;
+  return AG_OK;
+}
+
+ag_status ag_capture_replay(ag_capture *c) {
+  static const char fn[] = "ag_capture_replay";
+  if (!c) return ag__fail(AG_ERR_INVALID_ARG, "%s: cap is NULL", fn);
+  ag_ctx *ctx = c->ctx;
+  ag_status s = ag__not_recording(ctx, fn);
+  if (s) return s;
+  if (c->invalid)
+    return ag__fail(AG_ERR_INVALIDATED,
+                    "%s: the recording reads a buffer or tensor that has been freed; record the step again", fn);
+  int again = !c->rec || c->epoch != ctx->epoch;
+  for (int i = 0; i < c->n_reads && !again; i++) {
+    ag__store *st = c->reads[i].store;
+    if ((s = ag__store_ensure(ctx, st))) return s;
+    if (st->gen != c->reads[i].gen) again = 1; /* new memory: the recorded pointers are stale */
+  }
+  if (again && (s = record(c))) return s;
+  if ((s = ctx->be->replay(ctx->st, c->rec))) return s;
+  c->replays++;
+  ctx->stats.replays++;
+  return AG_OK;
+}
+
+void ag_capture_free(ag_capture *c) {
+  if (!c) return;
+  ag_ctx *ctx = c->ctx;
+  drop_recording(c);
+  for (ag_capture **p = &ctx->captures; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  free(c->reads);
+  free(c);
+}
+
+void ag__capture_free_all(ag_ctx *ctx) {
+  while (ctx->captures) ag_capture_free(ctx->captures);
+}
+
+void ag__capture_release_backend(ag_ctx *ctx) {
+  for (ag_capture *c = ctx->captures; c; c = c->next) {
+    /* keep the notes: a freed store must still invalidate */
+    int n = c->n_reads;
+    drop_recording(c);
+    c->n_reads = n;
+  }
+}
+
+ag_status ag_capture_get_info(const ag_capture *c, ag_capture_info *out) {
+  if (!c || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_get_info: cap and out must not be NULL");
+  out->nodes = c->nodes;
+  out->reads = c->n_reads;
+  out->records = c->records;
+  out->replays = c->replays;
+  out->workspace_bytes = c->ws.total;
+  out->valid = !c->invalid;
+  return AG_OK;
+}
+
+ag_status ag_capture_read_at(const ag_capture *c, int i, ag_buffer **buf, ag_tensor **tensor) {
+  if (!c || !buf || !tensor) return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_read_at: arguments must not be NULL");
+  if (i < 0 || i >= c->n_reads)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_capture_read_at: read %d requested, the recording has %d", i, c->n_reads);
+  ag__store *s = c->reads[i].store;
+  *buf = NULL;
+  *tensor = NULL;
+  if (!s) return ag__fail(AG_ERR_FREED, "ag_capture_read_at: read %d has been freed", i);
+  if (s->owner_kind == AG__OWNER_BUFFER) *buf = s->owner;
+  else *tensor = s->owner;
+  return AG_OK;
+}
+
+/* ---- device RNG ---- */
+
+struct ag_rng {
+  ag_ctx *ctx;
+  uint64_t seed;
+  ag_tensor *counter; /* 1 x 1 i64 on the device */
+};
+
+ag_status ag_rng_create(ag_ctx *ctx, uint64_t seed, ag_rng **out) {
+  if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_rng_create: ctx and out must not be NULL");
+  ag_rng *r = calloc(1, sizeof *r);
+  if (!r) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_rng_create: out of host memory");
+  ag_status s = ag_tensor_create(ctx, 1, 1, AG_I64, NULL, &r->counter);
+  if (s) {
+    free(r);
+    return s;
+  }
+  r->ctx = ctx;
+  r->seed = seed;
+  *out = r;
+  return AG_OK;
+}
+
+void ag_rng_free(ag_rng *r) {
+  if (!r) return;
+  ag_tensor_free(r->counter);
+  free(r);
+}
+
+ag_status ag_rng_set_counter(ag_rng *r, uint64_t counter) {
+  if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_rng_set_counter: rng is NULL");
+  int64_t v = (int64_t)counter;
+  return ag_tensor_write(r->counter, &v, sizeof v);
+}
+
+static ag_status randint(ag_rng *r, ag_tensor *bound, int64_t bound_const, int64_t n, ag_dtype dtype, const char *fn,
+                         ag_tensor **out) {
+  if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: rng and out must not be NULL", fn);
+  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld must be positive", fn, (long long)n);
+  if (dtype != AG_I32 && dtype != AG_I64)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dtype %s is not i32 or i64", fn, ag_dtype_name(dtype));
+  ag_status s;
+  void *bp = NULL;
+  if (bound) {
+    if ((s = ag__check_tensor(bound, fn, "bound"))) return s;
+    if (bound->dtype != AG_I64 || bound->rows * bound->cols != 1)
+      return ag__fail(AG_ERR_SHAPE, "%s: bound must be a 1 x 1 i64 tensor", fn);
+    if (bound->ctx != r->ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: bound belongs to another context", fn);
+    if ((s = ag__tensor_ptr(bound, &bp))) return s;
+  } else if (bound_const < 1) {
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: bound = %lld must be positive", fn, (long long)bound_const);
+  } else if (dtype == AG_I32 && bound_const > INT32_MAX + 1LL) {
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: bound = %lld does not fit i32 indices", fn, (long long)bound_const);
+  }
+  void *cp;
+  if ((s = ag__tensor_ptr(r->counter, &cp))) return s;
+  ag_tensor *y;
+  if ((s = ag__tensor_temp(r->ctx, n, 1, dtype, &y))) return s;
+  ag__randint_args a = {r->seed, cp, bp, bound_const, n, y->data, dtype};
+  if ((s = ag__run(r->ctx, AG__K_RANDINT, &a, sizeof a))) return s;
+  *out = y;
+  return AG_OK;
+}
+
+ag_status ag_randint(ag_rng *r, int64_t bound, int64_t n, ag_dtype dtype, ag_tensor **out) {
+  return randint(r, NULL, bound, n, dtype, "ag_randint", out);
+}
+
+ag_status ag_randint_dev(ag_rng *r, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out) {
+  if (!bound) return ag__fail(AG_ERR_INVALID_ARG, "ag_randint_dev: bound is NULL");
+  return randint(r, bound, 0, n, dtype, "ag_randint_dev", out);
+}

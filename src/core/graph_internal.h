@@ -1,0 +1,36 @@
+/* graph_internal.h — shared by graph.c (forward), autograd.c (backward),
+ * the nn layer and the capture layer. */
+#ifndef AGRL_CORE_GRAPH_INTERNAL_H
+#define AGRL_CORE_GRAPH_INTERNAL_H
+
+#include "agrl/graph.h"
+#include "core/internal.h"
+#include "core/kernels.h"
+
+/* Tape ops: what a node's backward does (autograd.c). */
+enum {
+  AG__OP_MAP = 1,  /* i[0]: ag__map_op, f: its parameters */
+  AG__OP_ADD,
+  AG__OP_SUB,
+  AG__OP_MUL,
+  AG__OP_DIV,
+  AG__OP_MATMUL,   /* i: trans_a, trans_b */
+  AG__OP_SUM,      /* i[0]: axis, f[0]: scale */
+  AG__OP_MAX,      /* i[0]: axis, aux: argmax (i32) */
+  AG__OP_PICK,     /* in[1]: the index tensor */
+  AG__OP_VIEW,     /* i: r0, c0 in the base */
+  AG__OP_COPY,
+  AG__OP_CONCAT    /* i[0]: 1 by rows, 0 by columns */
+};
+
+/* An f32 operand as a kernel matrix (persistent tensors made resident). */
+ag_status ag__operand(ag_tensor *t, const char *fn, const char *what, ag__mat *m);
+/* The matrix of a temporary (or any resident) tensor. */
+ag__mat ag__mat_of_temp(ag_tensor *t);
+int ag__needs_grad(const ag_tensor *t);
+ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, const float f[2],
+                   const int64_t i[2], void *aux);
+ag_status ag__unary(ag_tensor *x, ag__map_op op, float p0, float p1, const char *fn, ag_tensor **out);
+ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const void **p, int64_t *stride);
+
+#endif /* AGRL_CORE_GRAPH_INTERNAL_H */

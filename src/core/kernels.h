@@ -1,0 +1,241 @@
+/* kernels.h — the kernels every backend provides, and their arguments.
+ *
+ * The core calls a kernel as be->run(st, AG__K_x, &args, sizeof args). The
+ * arguments are plain values and device pointers (no host pointers that must
+ * stay alive), so that a backend can record a call and replay it later: the
+ * CPU backend keeps a copy of the arguments in its plan, the CUDA backend's
+ * stream capture bakes them into the graph. The CPU implementation in
+ * src/cpu/cpu_kernels.c is the reference each CUDA kernel is tested against.
+ *
+ * Matrices are f32, column-major with a leading dimension: element (r, c) of
+ * an ag__mat m is m.p[c * m.ld + r]. An operand of 1 row (or 1 column) is
+ * broadcast along that axis to the output's shape.
+ *
+ * This header is included from C and from CUDA C++.
+ */
+#ifndef AGRL_CORE_KERNELS_H
+#define AGRL_CORE_KERNELS_H
+
+#include <stdint.h>
+
+#include "agrl/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ag__kernel_id {
+  AG__K_GATHER = 0,
+  AG__K_GEMM,
+  AG__K_MAP,
+  AG__K_MAP2,
+  AG__K_REDUCE,
+  AG__K_PICK,
+  AG__K_PICK_BWD,
+  AG__K_FILL,
+  AG__K_COPY,
+  AG__K_ADAM_PREP,
+  AG__K_ADAM,
+  AG__K_SUMSQ,
+  AG__K_AXPBY,
+  AG__K_RANDINT,
+  AG__K_COUNT
+} ag__kernel_id;
+
+typedef struct ag__mat {
+  float *p;
+  int64_t rows, cols, ld;
+} ag__mat;
+
+/* AG__K_GATHER: dst[r, j] = (f32) src[r, clamp(idx[j], 0, capacity-1)] * scale
+ *   src [rows, capacity] src_dtype, idx [n] idx_dtype (AG_I32 / AG_I64),
+ *   dst [rows, n] f32 contiguous */
+typedef struct ag__gather_args {
+  const void *src;
+  ag_dtype src_dtype;
+  int64_t rows;
+  int64_t capacity;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t n;
+  float scale;
+  float *dst;
+} ag__gather_args;
+
+/* AG__K_GEMM: C [m, n] = alpha * op(A) op(B) + beta * C
+ *   op(A) [m, k] (A stored [k, m] when trans_a), op(B) [k, n] (B [n, k] when trans_b).
+ *   beta = 0 never reads C. */
+typedef struct ag__gemm_args {
+  int trans_a, trans_b;
+  int64_t m, n, k;
+  float alpha, beta;
+  const float *a;
+  int64_t lda;
+  const float *b;
+  int64_t ldb;
+  float *c;
+  int64_t ldc;
+} ag__gemm_args;
+
+/* Unary functions: y = f(x; p0, p1). */
+typedef enum ag__map_op {
+  AG__MAP_IDENT = 0, /* x */
+  AG__MAP_AFFINE,    /* p0 * x + p1 */
+  AG__MAP_RELU,      /* max(x, 0) */
+  AG__MAP_TANH,
+  AG__MAP_SIGMOID,   /* 1 / (1 + exp(-x)) */
+  AG__MAP_EXP,
+  AG__MAP_LOG,
+  AG__MAP_SQUARE,    /* x * x */
+  AG__MAP_ABS,
+  AG__MAP_HUBER,     /* |x| <= p0 ? x^2 / 2 : p0 * (|x| - p0 / 2) */
+  AG__MAP_COUNT
+} ag__map_op;
+
+/* AG__K_MAP: out (+)= f(x), elementwise over out's shape (x broadcast).
+ *   accumulate = 0: out = f(x); 1: out += f(x) */
+typedef struct ag__map_args {
+  ag__map_op op;
+  float p0, p1;
+  ag__mat x;
+  ag__mat out;
+  int accumulate;
+} ag__map_args;
+
+/* Binary functions: y = alpha * f(a, b; p0). */
+typedef enum ag__map2_op {
+  AG__MAP2_ADD = 0,     /* a + b */
+  AG__MAP2_SUB,         /* a - b */
+  AG__MAP2_MUL,         /* a * b */
+  AG__MAP2_DIV,         /* a / b */
+  AG__MAP2_MAX,         /* max(a, b) */
+  AG__MAP2_RELU_BWD,    /* b > 0 ? a : 0           (a: grad, b: input or output) */
+  AG__MAP2_TANH_BWD,    /* a * (1 - b * b)          (b: tanh output) */
+  AG__MAP2_SIGMOID_BWD, /* a * b * (1 - b)          (b: sigmoid output) */
+  AG__MAP2_HUBER_BWD,   /* a * clamp(b, -p0, p0)    (b: input) */
+  AG__MAP2_ABS_BWD,     /* a * sign(b) */
+  AG__MAP2_COUNT
+} ag__map2_op;
+
+/* AG__K_MAP2: out (+)= alpha * f(a, b), a and b broadcast to out's shape. */
+typedef struct ag__map2_args {
+  ag__map2_op op;
+  float alpha, p0;
+  ag__mat a, b;
+  ag__mat out;
+  int accumulate;
+} ag__map2_args;
+
+typedef enum ag__reduce_op { AG__RED_SUM = 0, AG__RED_MAX, AG__RED_COUNT } ag__reduce_op;
+
+/* AG__K_REDUCE over x [rows, cols]:
+ *   axis 0: out [1, cols] (down each column); axis 1: out [rows, 1]; axis 2: out [1, 1].
+ *   SUM: out (+)= scale * sum.  MAX: out = max (accumulate ignored); when
+ *   arg != NULL also arg[k] = index of the first maximum (axis 0: a row index,
+ *   axis 1: a column index), of dtype arg_dtype (AG_I32 or AG_I64). Axis 2 MAX
+ *   is not provided. */
+typedef struct ag__reduce_args {
+  ag__reduce_op op;
+  int axis;
+  float scale;
+  ag__mat x;
+  ag__mat out;
+  void *arg;
+  ag_dtype arg_dtype;
+  int accumulate;
+} ag__reduce_args;
+
+/* AG__K_PICK, axis 0: out[0, j] = x[clamp(i_j, 0, rows-1), j] for x [rows, n], out [1, n];
+ *   axis 1: out[j, 0] = x[j, clamp(i_j, 0, cols-1)] for x [n, cols], out [n, 1].
+ *   i_j = idx[j * idx_stride] of idx_dtype (AG_I32, AG_I64, or AG_F32 holding
+ *   whole numbers: truncated toward zero, NaN as 0). */
+typedef struct ag__pick_args {
+  int axis;
+  ag__mat x;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t idx_stride;
+  ag__mat out;
+  int accumulate;
+} ag__pick_args;
+
+/* AG__K_PICK_BWD, axis 0: dx[r, j] (+)= (r == clamp(i_j)) ? g[0, j] : 0, dx [rows, n];
+ *   axis 1: dx[j, c] (+)= (c == clamp(i_j)) ? g[j, 0] : 0, dx [n, cols]. */
+typedef struct ag__pick_bwd_args {
+  int axis;
+  ag__mat g;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t idx_stride;
+  ag__mat dx;
+  int accumulate;
+} ag__pick_bwd_args;
+
+/* AG__K_FILL: out = value. */
+typedef struct ag__fill_args {
+  ag__mat out;
+  float value;
+} ag__fill_args;
+
+/* AG__K_COPY: out (+)= x, same shape (no broadcast). */
+typedef struct ag__copy_args {
+  ag__mat x;
+  ag__mat out;
+  int accumulate;
+} ag__copy_args;
+
+/* Multi-tensor arguments: up to AG__MT_MAX tensors of n floats each. */
+#define AG__MT_MAX 48
+
+typedef struct ag__mt_entry {
+  float *p; /* parameter (AXPBY: y) */
+  float *g; /* gradient (AXPBY: x) */
+  float *m; /* first moment */
+  float *v; /* second moment */
+  int64_t n;
+} ag__mt_entry;
+
+/* Optimizer state on the device (floats):
+ *   [0] step t, [1] sum of squared gradients (SUMSQ accumulates, ADAM_PREP
+ *   clears), [2] 1 - b1^t, [3] 1 - b2^t, [4] clip coefficient. */
+enum { AG__OPT_T = 0, AG__OPT_SUMSQ, AG__OPT_BC1, AG__OPT_BC2, AG__OPT_COEF, AG__OPT_STATE_N };
+
+/* AG__K_SUMSQ: state[SUMSQ] += sum over entries of g[i]^2. */
+/* AG__K_ADAM_PREP (one thread): t += 1; BC1 = 1 - b1^t; BC2 = 1 - b2^t;
+ *   COEF = max_norm > 0 ? min(1, max_norm / (sqrt(SUMSQ) + 1e-6)) : 1; SUMSQ = 0. */
+/* AG__K_ADAM, elementwise: g = COEF * grad + wd * p; m = b1 m + (1-b1) g;
+ *   v = b2 v + (1-b2) g^2; p -= lr * (m / BC1) / (sqrt(v / BC2) + eps). */
+typedef struct ag__adam_args {
+  int sgd; /* ADAM kernel as plain SGD: p -= lr * (COEF * grad + wd * p) */
+  int count;
+  ag__mt_entry t[AG__MT_MAX];
+  float lr, b1, b2, eps, wd, max_norm;
+  float *state;
+} ag__adam_args;
+
+/* AG__K_AXPBY: y_i = a * x_i + b * y_i for every entry (y = p, x = g). */
+typedef struct ag__axpby_args {
+  int count;
+  ag__mt_entry t[AG__MT_MAX];
+  float a, b;
+} ag__axpby_args;
+
+/* AG__K_RANDINT: out[i] = floor(u_i * bound), u_i uniform in [0, 1) from
+ *   Philox4x32-10 (philox.h) with key = seed and counter = (*counter + i);
+ *   afterwards *counter += n. bound = *bound_dev when bound_dev != NULL
+ *   (an AG_I64 on the device; values < 1 give 0), else bound_const.
+ *   out: n values of out_dtype (AG_I32 / AG_I64). */
+typedef struct ag__randint_args {
+  uint64_t seed;
+  uint64_t *counter;
+  const int64_t *bound_dev;
+  int64_t bound_const;
+  int64_t n;
+  void *out;
+  ag_dtype out_dtype;
+} ag__randint_args;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_CORE_KERNELS_H */

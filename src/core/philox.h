@@ -1,0 +1,53 @@
+/* philox.h — the Philox4x32-10 counter-based generator (Salmon et al.,
+ * "Parallel random numbers: as easy as 1, 2, 3", SC 2011), shared by the CPU
+ * and CUDA backends so that both draw the same numbers from the same seed
+ * and counter. Included from C and CUDA C++.
+ */
+#ifndef AGRL_CORE_PHILOX_H
+#define AGRL_CORE_PHILOX_H
+
+#include <stdint.h>
+
+#include "core/hd.h"
+
+typedef struct ag__u32x4 {
+  uint32_t v[4];
+} ag__u32x4;
+
+AG__HD uint32_t ag__mulhilo32(uint32_t a, uint32_t b, uint32_t *hi) {
+  uint64_t p = (uint64_t)a * (uint64_t)b;
+  *hi = (uint32_t)(p >> 32);
+  return (uint32_t)p;
+}
+
+/* Philox4x32 with 10 rounds on counter c and key (k0, k1). */
+AG__HD ag__u32x4 ag__philox4x32_10(ag__u32x4 c, uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; round++) {
+    uint32_t hi0, hi1;
+    uint32_t lo0 = ag__mulhilo32(0xD2511F53u, c.v[0], &hi0);
+    uint32_t lo1 = ag__mulhilo32(0xCD9E8D57u, c.v[2], &hi1);
+    ag__u32x4 n = {{hi1 ^ c.v[1] ^ k0, lo1, hi0 ^ c.v[3] ^ k1, lo0}};
+    c = n;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return c;
+}
+
+/* 64 random bits for draw number `i` of the stream `seed`. */
+AG__HD uint64_t ag__philox_u64(uint64_t seed, uint64_t i) {
+  ag__u32x4 c = {{(uint32_t)i, (uint32_t)(i >> 32), 0u, 0u}};
+  ag__u32x4 r = ag__philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+  return ((uint64_t)r.v[1] << 32) | r.v[0];
+}
+
+/* floor(x / 2^64 * bound): an integer in [0, bound), exact on every backend. */
+AG__HD uint64_t ag__scale_u64(uint64_t x, uint64_t bound) {
+#ifdef __CUDA_ARCH__
+  return __umul64hi(x, bound);
+#else
+  return (uint64_t)(((unsigned __int128)x * bound) >> 64);
+#endif
+}
+
+#endif /* AGRL_CORE_PHILOX_H */

@@ -1,0 +1,67 @@
+/* scalar_ops.h — the elementwise functions of the MAP / MAP2 / PICK kernels,
+ * written once for the CPU reference and the CUDA kernels (kernels.h). */
+#ifndef AGRL_CORE_SCALAR_OPS_H
+#define AGRL_CORE_SCALAR_OPS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+#include "core/kernels.h"
+
+AG__HD float ag__map_f(ag__map_op op, float x, float p0, float p1) {
+  switch (op) {
+    case AG__MAP_IDENT: return x;
+    case AG__MAP_AFFINE: return p0 * x + p1;
+    case AG__MAP_RELU: return x > 0.0f ? x : 0.0f;
+    case AG__MAP_TANH: return tanhf(x);
+    case AG__MAP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case AG__MAP_EXP: return expf(x);
+    case AG__MAP_LOG: return logf(x);
+    case AG__MAP_SQUARE: return x * x;
+    case AG__MAP_ABS: return fabsf(x);
+    case AG__MAP_HUBER: {
+      float ax = fabsf(x);
+      return ax <= p0 ? 0.5f * x * x : p0 * (ax - 0.5f * p0);
+    }
+    default: return 0.0f;
+  }
+}
+
+AG__HD float ag__map2_f(ag__map2_op op, float a, float b, float p0) {
+  switch (op) {
+    case AG__MAP2_ADD: return a + b;
+    case AG__MAP2_SUB: return a - b;
+    case AG__MAP2_MUL: return a * b;
+    case AG__MAP2_DIV: return a / b;
+    case AG__MAP2_MAX: return a > b ? a : b;
+    case AG__MAP2_RELU_BWD: return b > 0.0f ? a : 0.0f;
+    case AG__MAP2_TANH_BWD: return a * (1.0f - b * b);
+    case AG__MAP2_SIGMOID_BWD: return a * b * (1.0f - b);
+    case AG__MAP2_HUBER_BWD: return a * (b < -p0 ? -p0 : (b > p0 ? p0 : b));
+    case AG__MAP2_ABS_BWD: return b > 0.0f ? a : (b < 0.0f ? -a : 0.0f);
+    default: return 0.0f;
+  }
+}
+
+/* Index j of a pick: a whole number (f32 truncated toward zero, NaN as 0),
+ * clamped to 0..limit-1. */
+AG__HD int64_t ag__pick_index(const void *idx, ag_dtype dt, int64_t stride, int64_t j, int64_t limit) {
+  int64_t i;
+  if (dt == AG_F32) {
+    float f = ((const float *)idx)[j * stride];
+    i = f != f ? 0 : (f >= 9.2e18f ? INT64_MAX : (f <= -9.2e18f ? INT64_MIN : (int64_t)f));
+  } else if (dt == AG_I32) {
+    i = ((const int32_t *)idx)[j * stride];
+  } else {
+    i = ((const int64_t *)idx)[j * stride];
+  }
+  return i < 0 ? 0 : (i >= limit ? limit - 1 : i);
+}
+
+/* Element (r, c) of a matrix, broadcasting a 1-row or 1-column operand. */
+AG__HD float ag__mat_at(ag__mat m, int64_t r, int64_t c) {
+  return m.p[(m.cols == 1 ? 0 : c) * m.ld + (m.rows == 1 ? 0 : r)];
+}
+
+#endif /* AGRL_CORE_SCALAR_OPS_H */

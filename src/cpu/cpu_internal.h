@@ -1,0 +1,12 @@
+/* cpu_internal.h — shared by the CPU backend's files. */
+#ifndef AGRL_CPU_INTERNAL_H
+#define AGRL_CPU_INTERNAL_H
+
+#include "core/kernels.h"
+
+typedef ag_status (*ag__cpu_kernel_fn)(const void *args);
+
+/* The reference kernels, indexed by ag__kernel_id. */
+extern const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT];
+
+#endif /* AGRL_CPU_INTERNAL_H */

@@ -1,0 +1,122 @@
+/* optim.cu — the multi-tensor kernels: SUMSQ, ADAM_PREP, ADAM, AXPBY.
+ *
+ * One launch covers every tensor of a parameter list: the tensors are passed
+ * by value (pointers and lengths, kernels.h) and each block takes a chunk of
+ * one tensor, found from a table of first blocks computed by the launcher.
+ * The optimizer's step, bias corrections and clip coefficient live in device
+ * memory (ADAM_PREP), so a recorded step needs no host value.
+ */
+#include "cuda/cuda_internal.h"
+
+#define AG__MT_BLOCK 256
+#define AG__MT_CHUNK 2048 /* elements a block handles */
+
+typedef struct ag_mt_plan {
+  int count;
+  int first[AG__MT_MAX + 1]; /* first block of each tensor; first[count] = blocks */
+} ag_mt_plan;
+
+static ag_mt_plan plan_of(int count, const ag__mt_entry *t) {
+  ag_mt_plan p;
+  p.count = count;
+  int b = 0;
+  for (int k = 0; k < count; k++) {
+    p.first[k] = b;
+    b += (int)((t[k].n + AG__MT_CHUNK - 1) / AG__MT_CHUNK);
+  }
+  p.first[count] = b;
+  return p;
+}
+
+/* The tensor of this block and the first element of its chunk. */
+__device__ __forceinline__ void ag_mt_locate(const ag_mt_plan &p, int *k, int64_t *lo) {
+  int b = blockIdx.x, kk = 0;
+  while (kk + 1 < p.count && p.first[kk + 1] <= b) kk++;
+  *k = kk;
+  *lo = (int64_t)(b - p.first[kk]) * AG__MT_CHUNK;
+}
+
+__global__ void ag_sumsq_kernel(ag__adam_args a, ag_mt_plan p) {
+  __shared__ float red[AG__MT_BLOCK];
+  int k;
+  int64_t lo;
+  ag_mt_locate(p, &k, &lo);
+  const ag__mt_entry e = a.t[k];
+  int64_t hi = lo + AG__MT_CHUNK < e.n ? lo + AG__MT_CHUNK : e.n;
+  float s = 0.0f;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) s += e.g[i] * e.g[i];
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if ((int)threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(&a.state[AG__OPT_SUMSQ], red[0]);
+}
+
+__global__ void ag_adam_prep_kernel(ag__adam_args a) {
+  float *st = a.state;
+  float t = st[AG__OPT_T] + 1.0f;
+  st[AG__OPT_T] = t;
+  st[AG__OPT_BC1] = 1.0f - powf(a.b1, t);
+  st[AG__OPT_BC2] = 1.0f - powf(a.b2, t);
+  float norm = sqrtf(st[AG__OPT_SUMSQ]);
+  st[AG__OPT_COEF] = a.max_norm > 0.0f ? fminf(1.0f, a.max_norm / (norm + 1e-6f)) : 1.0f;
+  st[AG__OPT_SUMSQ] = 0.0f;
+}
+
+__global__ void ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
+  int k;
+  int64_t lo;
+  ag_mt_locate(p, &k, &lo);
+  const ag__mt_entry e = a.t[k];
+  const float bc1 = a.state[AG__OPT_BC1], bc2 = a.state[AG__OPT_BC2], coef = a.state[AG__OPT_COEF];
+  int64_t hi = lo + AG__MT_CHUNK < e.n ? lo + AG__MT_CHUNK : e.n;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    float g = coef * e.g[i] + a.wd * e.p[i];
+    if (a.sgd) {
+      e.p[i] -= a.lr * g;
+      continue;
+    }
+    float m = a.b1 * e.m[i] + (1.0f - a.b1) * g;
+    float v = a.b2 * e.v[i] + (1.0f - a.b2) * g * g;
+    e.m[i] = m;
+    e.v[i] = v;
+    e.p[i] -= a.lr * (m / bc1) / (sqrtf(v / bc2) + a.eps);
+  }
+}
+
+__global__ void ag_axpby_kernel(ag__axpby_args a, ag_mt_plan p) {
+  int k;
+  int64_t lo;
+  ag_mt_locate(p, &k, &lo);
+  const ag__mt_entry e = a.t[k];
+  int64_t hi = lo + AG__MT_CHUNK < e.n ? lo + AG__MT_CHUNK : e.n;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) e.p[i] = a.a * e.g[i] + a.b * e.p[i];
+}
+
+ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args) {
+  const ag__adam_args *a = (const ag__adam_args *)args;
+  ag_mt_plan p = plan_of(a->count, a->t);
+  if (p.first[a->count] > 0) ag_sumsq_kernel<<<p.first[a->count], AG__MT_BLOCK, 0, st->stream>>>(*a, p);
+  return ag__cuda_check_launch("cuda: sumsq kernel");
+}
+
+ag_status ag__cuda_adam_prep(ag__cuda_state *st, const void *args) {
+  ag_adam_prep_kernel<<<1, 1, 0, st->stream>>>(*(const ag__adam_args *)args);
+  return ag__cuda_check_launch("cuda: adam_prep kernel");
+}
+
+ag_status ag__cuda_adam(ag__cuda_state *st, const void *args) {
+  const ag__adam_args *a = (const ag__adam_args *)args;
+  ag_mt_plan p = plan_of(a->count, a->t);
+  if (p.first[a->count] > 0) ag_adam_kernel<<<p.first[a->count], AG__MT_BLOCK, 0, st->stream>>>(*a, p);
+  return ag__cuda_check_launch("cuda: adam kernel");
+}
+
+ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args) {
+  const ag__axpby_args *a = (const ag__axpby_args *)args;
+  ag_mt_plan p = plan_of(a->count, a->t);
+  if (p.first[a->count] > 0) ag_axpby_kernel<<<p.first[a->count], AG__MT_BLOCK, 0, st->stream>>>(*a, p);
+  return ag__cuda_check_launch("cuda: axpby kernel");
+}
