@@ -33,11 +33,13 @@ if has build; then
   echo "build ok"
 fi
 if has test; then
-  AGRL_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -j4 --output-on-failure -LE slow > "$OUT/ctest.log" 2>&1 || status=1
+  AGRL_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -j4 -V -LE slow > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped" "$OUT/ctest.log" | tail -25
+  # cmocka's own counts, per CTest test (device)
+  python3 scripts/count_tests.py "$OUT/ctest.log" | tee "$OUT/test_counts.txt"
 fi
 if has sanitize; then
-  for t in buffer switch bad_input; do
+  for t in buffer switch bad_input graph capture; do
     compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
       "$BUILD/tests/test_$t" cuda > "$OUT/memcheck_$t.log" 2>&1
     echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
@@ -45,5 +47,6 @@ if has sanitize; then
 fi
 if has bench; then
   python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
+  python3 bench/compare.py "$BUILD" cpu --json "$OUT/bench_cpu.json" 2>>"$OUT/bench_stderr.log" | tee "$OUT/bench_cpu.txt"
 fi
 exit $status

@@ -13,6 +13,9 @@
 #include "agrl/graph.h"
 #include "agrl/nn.h"
 #include "agrl/capture.h"
+#include "agrl/replay.h"
+#include "agrl/env.h"
+#include "agrl/agent.h"
 
 #define AGRL_VERSION_MAJOR 0
 #define AGRL_VERSION_MINOR 1

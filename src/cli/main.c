@@ -5,12 +5,16 @@
 #include "agrl/agrl.h"
 
 int agrl_cmd_demo(int argc, char **argv);
+int agrl_cmd_train(int argc, char **argv);
+int agrl_cmd_eval(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: agrl <command> [options]\n"
           "\n"
           "commands:\n"
+          "  train     train an agent (DQN) on an environment\n"
+          "  eval      run greedy episodes of a trained network\n"
           "  demo      write, gather and read a replay buffer on a device\n"
           "  version   print the version\n"
           "\n"
@@ -32,6 +36,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "demo") == 0) return agrl_cmd_demo(argc - 1, argv + 1);
+  if (strcmp(cmd, "train") == 0) return agrl_cmd_train(argc - 1, argv + 1);
+  if (strcmp(cmd, "eval") == 0) return agrl_cmd_eval(argc - 1, argv + 1);
   fprintf(stderr, "agrl: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

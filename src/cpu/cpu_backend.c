@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/sysinfo.h>
 
+#include <cblas.h>
+
 #include "core/internal.h"
 #include "cpu/cpu_internal.h"
 
@@ -39,6 +41,9 @@ static cpu_state *state_of(void *st) { return st ? (cpu_state *)st : &cpu_defaul
 
 static ag_status cpu_open(int index, void **st, char *desc, size_t desc_len) {
   (void)index;
+  /* RL matrices are small: BLAS threads cost more than they give. The
+   * variable OPENBLAS_NUM_THREADS, when set, is left to decide. */
+  if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
   cpu_state *s = calloc(1, sizeof *s);
   if (!s) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory");
   *st = s;

@@ -1,0 +1,120 @@
+/* agrl/agent.h — DQN: epsilon-greedy acting, a replay table on the device,
+ * and an update that is one recorded step (sample, gather, target, Huber or
+ * MSE loss, backward, Adam), replayed gradient_steps times per training
+ * phase with no host round-trip.
+ *
+ * Conventions follow Stable-Baselines3's DQN: train_freq and
+ * target_update_interval are counted in environment steps (over all copies
+ * of a vector environment), epsilon decays linearly over
+ * exploration_fraction of the run, training starts after learning_starts
+ * steps, and the target bootstraps on truncation but not on termination.
+ */
+#ifndef AGRL_AGENT_H
+#define AGRL_AGENT_H
+
+#include <stdint.h>
+
+#include "agrl/env.h"
+#include "agrl/nn.h"
+#include "agrl/replay.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AG_DQN_MAX_HIDDEN 8
+
+typedef struct ag_dqn_config {
+  int n_hidden;                        /* 2 */
+  int64_t hidden[AG_DQN_MAX_HIDDEN];   /* 256, 256 (ReLU) */
+  float lr;                            /* 2.3e-3 (Adam) */
+  float gamma;                         /* 0.99 */
+  int64_t batch_size;                  /* 64 */
+  int64_t buffer_size;                 /* 100000 */
+  int64_t learning_starts;             /* 1000 */
+  int64_t train_freq;                  /* 256 environment steps */
+  int64_t gradient_steps;              /* 128 per training phase */
+  int64_t target_update_interval;      /* 10 environment steps */
+  float tau;                           /* 1: hard copy; < 1: Polyak */
+  float exploration_fraction;          /* 0.16 */
+  float eps_start, eps_end;            /* 1.0, 0.04 */
+  float max_grad_norm;                 /* 10 (0: none) */
+  int double_dqn;                      /* 0 */
+  int huber;                           /* 1 (0: MSE) */
+  uint64_t seed;                       /* 0 */
+} ag_dqn_config;
+
+/* The defaults above (Stable-Baselines3 zoo's tuned CartPole-v1 DQN). */
+ag_dqn_config ag_dqn_defaults(void);
+
+typedef struct ag_dqn ag_dqn;
+
+/* A DQN for obs_dim inputs and n_actions actions, planned for total_steps
+ * environment steps (for the epsilon schedule). */
+ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                        const ag_dqn_config *cfg, ag_dqn **out);
+void ag_dqn_free(ag_dqn *d);
+
+/* Epsilon at environment step `step`. */
+float ag_dqn_epsilon(const ag_dqn *d, int64_t step);
+
+/* Actions for n observations (n x obs_dim floats, one observation after the
+ * other): greedy, or epsilon-greedy at `step` when explore is set. */
+ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions);
+
+/* Stores n transitions (next_obs: the true last observation of an episode
+ * that ended, see ag_vec_env_step's final_obs). */
+ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                       const float *next_obs, const int *terminated, int n);
+
+/* Runs n recorded updates. With last_loss, waits and reports the loss of the
+ * last update. */
+ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
+
+/* The loss of the current networks on a gathered batch (the table's rows
+ * x B), with gradients: what one update minimises. */
+ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss);
+
+/* Target network update: a copy (tau = 1) or Polyak averaging. */
+ag_status ag_dqn_update_target(ag_dqn *d);
+
+ag_mlp *ag_dqn_q(const ag_dqn *d);      /* the online network */
+ag_mlp *ag_dqn_target(const ag_dqn *d); /* the target network */
+ag_replay *ag_dqn_replay(const ag_dqn *d);
+int64_t ag_dqn_updates(const ag_dqn *d);
+
+/* ---- the training loop ---- */
+
+typedef enum ag_train_event_kind {
+  AG_TRAIN_EPISODE = 0, /* an episode ended */
+  AG_TRAIN_PHASE = 1    /* a training phase ended (loss known) */
+} ag_train_event_kind;
+
+typedef struct ag_train_event {
+  ag_train_event_kind kind;
+  int64_t step;           /* environment steps so far */
+  int64_t episodes;       /* episodes ended so far */
+  int64_t updates;        /* gradient steps so far */
+  double episode_return;  /* EPISODE */
+  int64_t episode_length; /* EPISODE */
+  int truncated;          /* EPISODE: ended by the time limit */
+  double mean_return;     /* over the last (up to) 20 episodes */
+  float loss;             /* PHASE: the last update's loss */
+  float epsilon;
+} ag_train_event;
+
+/* Called for every event; return nonzero to stop the run. */
+typedef int (*ag_train_callback)(const ag_train_event *ev, void *user);
+
+/* Trains on a vector environment for total_steps environment steps. */
+ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user);
+
+/* Mean return of `episodes` greedy episodes of a Q-network on an environment
+ * (episode k seeded with ag_env_derive_seed(seed, k)); returns may be NULL or
+ * hold `episodes` values. */
+ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_AGENT_H */

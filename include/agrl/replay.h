@@ -1,0 +1,74 @@
+/* agrl/replay.h — replay tables: named fields over the rows of one buffer.
+ *
+ * A schema lists fields (obs, action, reward, next_obs, terminated, ... or
+ * any of your own) with a width and the dtype in which you hand them over;
+ * each field takes `width` consecutive rows of one buffer whose storage
+ * dtype you choose (f32 by default; values are converted on the way in, so
+ * only storage bytes cross the bus). A ring writer appends transitions,
+ * wrapping with two writes (S5), and keeps the number of valid transitions
+ * both on the host and on the device, so that a recorded step can sample
+ * from however many transitions the table holds at each replay.
+ *
+ * Termination vs truncation: store `terminated` (the episode ended in a
+ * terminal state: no bootstrap) and the true last observation as next_obs;
+ * a truncated episode stores terminated = 0, so the target still bootstraps
+ * from next_obs, as Gymnasium prescribes.
+ */
+#ifndef AGRL_REPLAY_H
+#define AGRL_REPLAY_H
+
+#include <stdint.h>
+
+#include "agrl/buffer.h"
+#include "agrl/capture.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_field {
+  const char *name; /* copied */
+  int64_t width;    /* values per transition */
+  ag_dtype dtype;   /* dtype of the host data handed to ag_replay_add */
+} ag_field;
+
+typedef struct ag_replay ag_replay;
+
+/* A table of `capacity` transitions with the given fields (names unique,
+ * widths >= 1, host dtypes f32 / f16 / bf16 / u8 / i32 / i64), stored as
+ * `storage` (f32, f16, bf16, u8 or i32). Sampling is refused while fewer
+ * than `min_size` transitions are stored (at least 1). */
+ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
+                           ag_dtype storage, int64_t min_size, ag_replay **out);
+void ag_replay_free(ag_replay *r);
+
+/* Appends k transitions. data[i] holds field i for the k transitions,
+ * transition by transition (k * width values of the field's dtype). Values
+ * must fit the storage dtype. Oldest transitions are overwritten when full.
+ * On error nothing is written. */
+ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
+
+int64_t ag_replay_size(const ag_replay *r);     /* valid transitions */
+int64_t ag_replay_capacity(const ag_replay *r);
+int64_t ag_replay_position(const ag_replay *r); /* column the next transition goes to */
+int64_t ag_replay_rows(const ag_replay *r);     /* rows of a gathered batch */
+ag_buffer *ag_replay_buffer(const ag_replay *r);
+
+/* First row and width of a field in a gathered batch. */
+ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width);
+
+/* B transitions drawn uniformly on the device from the valid ones:
+ * batch [rows, B] f32 (and, if idx is not NULL, the [B, 1] i32 indices).
+ * Works inside a recording: the bound is read on the device at each replay.
+ * AG_ERR_STATE while size < min_size. */
+ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **batch, ag_tensor **idx);
+/* The transitions at the given indices (checked against the valid size). */
+ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch);
+
+/* A field of a gathered batch: a [width, B] view. */
+ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_REPLAY_H */

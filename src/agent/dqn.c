@@ -1,0 +1,386 @@
+/* dqn.c — Deep Q-Networks (Mnih et al. 2015) on agrl's replay table and
+ * recorded steps, with Double DQN (van Hasselt et al. 2016) as an option.
+ *
+ * The update is recorded once (the first time it is needed) and replayed for
+ * every gradient step: sample B indices on the device from the valid part of
+ * the table, gather, compute the target without gradient, the loss, backward
+ * and Adam. Acting runs the online network eagerly on the observations of
+ * all environment copies at once.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agrl/agent.h"
+#include "core/internal.h"
+
+struct ag_dqn {
+  ag_ctx *ctx;
+  ag_dqn_config cfg;
+  int64_t obs_dim, n_actions, total_steps;
+  ag_mlp *q, *target;
+  ag_optim *opt;
+  ag_replay *replay;
+  ag_rng *rng;
+  ag_capture *update;
+  ag_tensor *loss; /* the loss of the recorded update (in the recording's workspace) */
+  int64_t updates;
+  uint64_t host_rng; /* epsilon-greedy draws */
+  ag_tensor *obs_in; /* acting input [obs_dim, n] */
+  int obs_in_n;
+  int32_t *act_scratch; /* per copy: 1 when its action was drawn at random */
+  int scratch_n;
+  int64_t updates_at_target; /* updates when the target was last refreshed */
+};
+
+ag_dqn_config ag_dqn_defaults(void) {
+  ag_dqn_config c;
+  memset(&c, 0, sizeof c);
+  c.n_hidden = 2;
+  c.hidden[0] = c.hidden[1] = 256;
+  c.lr = 2.3e-3f;
+  c.gamma = 0.99f;
+  c.batch_size = 64;
+  c.buffer_size = 100000;
+  c.learning_starts = 1000;
+  c.train_freq = 256;
+  c.gradient_steps = 128;
+  c.target_update_interval = 10;
+  c.tau = 1.0f;
+  c.exploration_fraction = 0.16f;
+  c.eps_start = 1.0f;
+  c.eps_end = 0.04f;
+  c.max_grad_norm = 10.0f;
+  c.huber = 1;
+  return c;
+}
+
+static ag_status check_config(const ag_dqn_config *c) {
+  static const char fn[] = "ag_dqn_create";
+  if (c->n_hidden < 0 || c->n_hidden > AG_DQN_MAX_HIDDEN)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_hidden = %d must be in 0..%d", fn, c->n_hidden, AG_DQN_MAX_HIDDEN);
+  for (int i = 0; i < c->n_hidden; i++)
+    if (c->hidden[i] < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: hidden[%d] = %lld must be positive", fn, i, (long long)c->hidden[i]);
+  if (!(c->gamma >= 0.0f && c->gamma <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g must be in [0, 1]", fn, (double)c->gamma);
+  if (c->batch_size < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be positive", fn, (long long)c->batch_size);
+  if (c->buffer_size < c->batch_size)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: buffer_size = %lld is smaller than batch_size", fn, (long long)c->buffer_size);
+  if (c->learning_starts < 0 || c->train_freq < 1 || c->gradient_steps < 0 || c->target_update_interval < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: learning_starts >= 0, train_freq >= 1, gradient_steps >= 0 and "
+                    "target_update_interval >= 1 are required", fn);
+  if (!(c->tau > 0.0f && c->tau <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: tau = %g must be in (0, 1]", fn, (double)c->tau);
+  if (!(c->exploration_fraction >= 0.0f && c->exploration_fraction <= 1.0f) || !(c->eps_start >= 0.0f && c->eps_start <= 1.0f) ||
+      !(c->eps_end >= 0.0f && c->eps_end <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: exploration_fraction, eps_start and eps_end must be in [0, 1]", fn);
+  return AG_OK;
+}
+
+void ag_dqn_free(ag_dqn *d) {
+  if (!d) return;
+  ag_capture_free(d->update);
+  ag_optim_free(d->opt);
+  ag_mlp_free(d->q);
+  ag_mlp_free(d->target);
+  ag_replay_free(d->replay);
+  ag_rng_free(d->rng);
+  ag_tensor_free(d->obs_in);
+  free(d->act_scratch);
+  free(d);
+}
+
+ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps, const ag_dqn_config *cfg,
+                        ag_dqn **out) {
+  static const char fn[] = "ag_dqn_create";
+  if (!ctx || !cfg || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg and out must not be NULL", fn);
+  if (obs_dim < 1 || n_actions < 2 || total_steps < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: obs_dim = %lld, n_actions = %lld, total_steps = %lld: need >= 1, >= 2, >= 1", fn,
+                    (long long)obs_dim, (long long)n_actions, (long long)total_steps);
+  ag_status s = check_config(cfg);
+  if (s) return s;
+  ag_dqn *d = calloc(1, sizeof *d);
+  if (!d) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  d->ctx = ctx;
+  d->cfg = *cfg;
+  d->obs_dim = obs_dim;
+  d->n_actions = n_actions;
+  d->total_steps = total_steps;
+  d->host_rng = cfg->seed ^ 0x5DEECE66Dull;
+  int64_t sizes[AG_DQN_MAX_HIDDEN + 2];
+  sizes[0] = obs_dim;
+  for (int i = 0; i < cfg->n_hidden; i++) sizes[i + 1] = cfg->hidden[i];
+  sizes[cfg->n_hidden + 1] = n_actions;
+  const ag_field fields[5] = {{"obs", obs_dim, AG_F32},
+                              {"action", 1, AG_I32},
+                              {"reward", 1, AG_F32},
+                              {"next_obs", obs_dim, AG_F32},
+                              {"terminated", 1, AG_I32}};
+  int64_t min_size = cfg->batch_size;
+  s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 1, &d->q);
+  if (!s) s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
+  if (!s) s = ag_mlp_copy(d->target, d->q);
+  ag_adam_config ac = ag_adam_defaults();
+  ac.lr = cfg->lr;
+  ac.max_grad_norm = cfg->max_grad_norm;
+  if (!s) s = ag_adam_create(ctx, ag_mlp_params(d->q), ag_mlp_n_params(d->q), &ac, &d->opt);
+  if (!s) s = ag_replay_create(ctx, fields, 5, cfg->buffer_size, AG_F32, min_size, &d->replay);
+  if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17, &d->rng);
+  if (s) {
+    ag_dqn_free(d);
+    return s;
+  }
+  *out = d;
+  return AG_OK;
+}
+
+float ag_dqn_epsilon(const ag_dqn *d, int64_t step) {
+  const ag_dqn_config *c = &d->cfg;
+  double progress = (double)step / (double)d->total_steps;
+  if (c->exploration_fraction <= 0.0f || progress >= c->exploration_fraction) return c->eps_end;
+  return (float)(c->eps_start + (c->eps_end - c->eps_start) * progress / c->exploration_fraction);
+}
+
+/* splitmix64: the host stream for epsilon-greedy choices */
+static uint64_t next_u64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static double next_uniform(uint64_t *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions) {
+  static const char fn[] = "ag_dqn_act";
+  if (!d || !obs || !actions || n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, obs and actions must be given for n >= 1", fn);
+  float eps = explore ? ag_dqn_epsilon(d, step) : 0.0f;
+  /* decide the random ones first (the same draws whatever the device) */
+  int need_net = 0;
+  if (d->scratch_n < n) {
+    int32_t *a = realloc(d->act_scratch, (size_t)n * sizeof *a);
+    if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    d->act_scratch = a;
+    d->scratch_n = n;
+  }
+  for (int i = 0; i < n; i++) {
+    if (explore && next_uniform(&d->host_rng) < eps) {
+      actions[i] = (int32_t)(next_u64(&d->host_rng) % (uint64_t)d->n_actions);
+      d->act_scratch[i] = 1;
+    } else {
+      d->act_scratch[i] = 0;
+      need_net = 1;
+    }
+  }
+  if (!need_net) return AG_OK;
+  ag_status s;
+  if (!d->obs_in || d->obs_in_n != n) {
+    ag_tensor_free(d->obs_in);
+    d->obs_in = NULL;
+    if ((s = ag_tensor_create(d->ctx, d->obs_dim, n, AG_F32, NULL, &d->obs_in))) return s;
+    d->obs_in_n = n;
+  }
+  if ((s = ag_tensor_write(d->obs_in, obs, (size_t)(d->obs_dim * n) * sizeof(float)))) return s;
+  ag_tensor *qv, *a;
+  int32_t greedy[256], *g = n <= 256 ? greedy : malloc((size_t)n * sizeof *g);
+  if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  ag_no_grad_begin(d->ctx);
+  s = ag_mlp_forward(d->q, d->obs_in, &qv);
+  if (!s) s = ag_argmax(qv, AG_AXIS_ROWS, AG_I32, &a);
+  ag_no_grad_end(d->ctx);
+  if (!s) s = ag_tensor_read(a, g, (size_t)n * sizeof *g);
+  if (!s)
+    for (int i = 0; i < n; i++)
+      if (!d->act_scratch[i]) actions[i] = g[i];
+  if (g != greedy) free(g);
+  ag_ctx_reset(d->ctx);
+  return s;
+}
+
+ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards, const float *next_obs,
+                       const int *terminated, int n) {
+  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_store: dqn is NULL");
+  for (int i = 0; actions && i < n; i++)
+    if (actions[i] < 0 || actions[i] >= d->n_actions)
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: actions[%d] = %d is outside 0..%lld", i, actions[i],
+                      (long long)(d->n_actions - 1));
+  const void *data[5] = {obs, actions, rewards, next_obs, terminated};
+  return ag_replay_add(d->replay, data, n);
+}
+
+ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
+  ag_tensor *obs, *act, *rew, *next, *term, *qn, *best, *nd, *t, *y, *q, *qa;
+  ag_status s;
+  if (!d || !batch || !loss) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
+  if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) || (s = ag_replay_view(d->replay, batch, "action", &act)) ||
+      (s = ag_replay_view(d->replay, batch, "reward", &rew)) || (s = ag_replay_view(d->replay, batch, "next_obs", &next)) ||
+      (s = ag_replay_view(d->replay, batch, "terminated", &term)))
+    return s;
+  /* y = r + gamma * (1 - terminated) * max_a Q'(s', a)   (Double DQN: Q'(s', argmax_a Q(s', a))) */
+  ag_no_grad_begin(d->ctx);
+  s = ag_mlp_forward(d->target, next, &qn);
+  if (!s && d->cfg.double_dqn) {
+    ag_tensor *qo, *am;
+    s = ag_mlp_forward(d->q, next, &qo);
+    if (!s) s = ag_argmax(qo, AG_AXIS_ROWS, AG_I32, &am);
+    if (!s) s = ag_pick(qn, am, &best);
+  } else if (!s) {
+    s = ag_max(qn, AG_AXIS_ROWS, &best);
+  }
+  if (!s) s = ag_affine(term, -d->cfg.gamma, d->cfg.gamma, &nd);
+  if (!s) s = ag_mul(best, nd, &t);
+  if (!s) s = ag_add(rew, t, &y);
+  ag_no_grad_end(d->ctx);
+  if (s) return s;
+  if ((s = ag_mlp_forward(d->q, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;
+  return d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, loss) : ag_mse_loss(qa, y, loss);
+}
+
+static ag_status update_step(ag_ctx *ctx, void *user) {
+  ag_dqn *d = user;
+  ag_tensor *batch;
+  ag_status s = ag_replay_sample(d->replay, d->rng, d->cfg.batch_size, &batch, NULL);
+  if (!s) s = ag_dqn_loss(d, batch, &d->loss);
+  if (!s) s = ag_optim_zero_grad(d->opt);
+  if (!s) s = ag_backward(d->loss);
+  if (!s) s = ag_optim_step(d->opt);
+  (void)ctx;
+  return s;
+}
+
+ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
+  if (!d || n < 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_train: dqn is NULL or n < 0");
+  ag_status s;
+  if (n > 0 && !d->update && (s = ag_capture_create(d->ctx, update_step, d, &d->update))) return s;
+  for (int64_t i = 0; i < n; i++) {
+    if ((s = ag_capture_replay(d->update))) return s;
+    d->updates++;
+  }
+  if (last_loss && d->loss) return ag_tensor_read(d->loss, last_loss, sizeof *last_loss);
+  return AG_OK;
+}
+
+ag_status ag_dqn_update_target(ag_dqn *d) {
+  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_update_target: dqn is NULL");
+  return d->cfg.tau >= 1.0f ? ag_mlp_copy(d->target, d->q) : ag_mlp_polyak(d->target, d->q, d->cfg.tau);
+}
+
+ag_mlp *ag_dqn_q(const ag_dqn *d) { return d ? d->q : NULL; }
+ag_mlp *ag_dqn_target(const ag_dqn *d) { return d ? d->target : NULL; }
+ag_replay *ag_dqn_replay(const ag_dqn *d) { return d ? d->replay : NULL; }
+int64_t ag_dqn_updates(const ag_dqn *d) { return d ? d->updates : 0; }
+
+/* ---- the loop ---- */
+
+typedef struct recent {
+  double r[20];
+  int n, next;
+} recent;
+
+static double recent_push(recent *w, double v) {
+  w->r[w->next] = v;
+  w->next = (w->next + 1) % 20;
+  if (w->n < 20) w->n++;
+  double s = 0;
+  for (int i = 0; i < w->n; i++) s += w->r[i];
+  return s / w->n;
+}
+
+ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user) {
+  static const char fn[] = "ag_dqn_learn";
+  if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
+  const ag_env_spec *spec = ag_vec_env_get_spec(env);
+  if (spec->obs_dim != d->obs_dim || spec->n_actions != d->n_actions)
+    return ag__fail(AG_ERR_SHAPE, "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
+                    spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
+  int n = ag_vec_env_size(env), od = spec->obs_dim;
+  float *obs = malloc(sizeof(float) * (size_t)(n * od)), *next = malloc(sizeof(float) * (size_t)(n * od));
+  float *fin = malloc(sizeof(float) * (size_t)(n * od)), *rew = malloc(sizeof(float) * (size_t)n);
+  float *actf = malloc(sizeof(float) * (size_t)n);
+  int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
+  int *term = malloc(sizeof(int) * (size_t)n), *trunc = malloc(sizeof(int) * (size_t)n);
+  ag_status s = AG_OK;
+  if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!s) s = ag_vec_env_reset(env, obs);
+  recent win = {{0}, 0, 0};
+  double mean = 0;
+  int64_t step = 0, episodes = 0, since_train = 0, since_target = 0;
+  int stop = 0;
+  while (!s && !stop && step < total_steps) {
+    if ((s = ag_dqn_act(d, obs, n, step, 1, act))) break;
+    for (int i = 0; i < n; i++) actf[i] = (float)act[i];
+    if ((s = ag_vec_env_step(env, actf, next, rew, term, trunc, fin))) break;
+    if ((s = ag_dqn_store(d, obs, act, rew, fin, term, n))) break;
+    memcpy(obs, next, sizeof(float) * (size_t)(n * od));
+    step += n;
+    since_train += n;
+    since_target += n;
+    for (int i = 0; i < n && !stop; i++) {
+      if (!term[i] && !trunc[i]) continue;
+      ag_episode_info info;
+      if ((s = ag_vec_env_last_episode(env, i, &info))) break;
+      episodes++;
+      mean = recent_push(&win, info.ret);
+      ag_train_event ev = {AG_TRAIN_EPISODE, step, episodes, d->updates, info.ret, info.length, info.truncated && !info.terminated,
+                           mean, 0.0f, ag_dqn_epsilon(d, step)};
+      if (cb && cb(&ev, user)) stop = 1;
+    }
+    if (s) break;
+    if (since_target >= d->cfg.target_update_interval) { /* SB3: counted in environment steps */
+      since_target = 0;
+      if (d->cfg.tau < 1.0f || d->updates != d->updates_at_target) { /* a copy of an unchanged q is a no-op */
+        d->updates_at_target = d->updates;
+        if ((s = ag_dqn_update_target(d))) break;
+      }
+    }
+    if (since_train >= d->cfg.train_freq) {
+      since_train = 0;
+      if (step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->cfg.batch_size && d->cfg.gradient_steps > 0) {
+        float loss = 0;
+        if ((s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
+        ag_train_event ev = {AG_TRAIN_PHASE, step, episodes, d->updates, 0, 0, 0, mean, loss, ag_dqn_epsilon(d, step)};
+        if (cb && cb(&ev, user)) stop = 1;
+      }
+    }
+  }
+  free(obs), free(next), free(fin), free(rew), free(actf), free(act), free(term), free(trunc);
+  return s;
+}
+
+ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns) {
+  static const char fn[] = "ag_q_evaluate";
+  if (!q || !env || !mean || episodes < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: q, env and mean must be given, episodes >= 1", fn);
+  const ag_env_spec *spec = ag_env_get_spec(env);
+  if (spec->obs_dim != ag_mlp_in(q) || spec->n_actions != ag_mlp_out(q))
+    return ag__fail(AG_ERR_SHAPE, "%s: the environment has %d observations and %d actions, the network %lld inputs and %lld outputs",
+                    fn, spec->obs_dim, spec->n_actions, (long long)ag_mlp_in(q), (long long)ag_mlp_out(q));
+  ag_ctx *ctx = ag_tensor_ctx(ag_mlp_params(q)[0]);
+  float obs[64];
+  if (spec->obs_dim > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: observations wider than 64", fn);
+  ag_tensor *in = NULL;
+  ag_status s = ag_tensor_create(ctx, spec->obs_dim, 1, AG_F32, NULL, &in);
+  double total = 0;
+  for (int e = 0; e < episodes && !s; e++) {
+    double ret = 0;
+    int term = 0, trunc = 0;
+    s = ag_env_reset(env, ag_env_derive_seed(seed, (uint64_t)e), obs);
+    while (!s && !term && !trunc) {
+      ag_tensor *qv, *a;
+      int32_t act;
+      float r, actf;
+      ag_no_grad_begin(ctx);
+      s = ag_tensor_write(in, obs, (size_t)spec->obs_dim * sizeof(float));
+      if (!s) s = ag_mlp_forward(q, in, &qv);
+      if (!s) s = ag_argmax(qv, AG_AXIS_ROWS, AG_I32, &a);
+      ag_no_grad_end(ctx);
+      if (!s) s = ag_tensor_read(a, &act, sizeof act);
+      ag_ctx_reset(ctx);
+      actf = (float)act;
+      if (!s) s = ag_env_step(env, &actf, obs, &r, &term, &trunc);
+      ret += r;
+    }
+    if (returns) returns[e] = ret;
+    total += ret;
+  }
+  ag_tensor_free(in);
+  if (!s) *mean = total / episodes;
+  return s;
+}

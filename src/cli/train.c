@@ -1,0 +1,409 @@
+/* train.c — `agrl train` and `agrl eval`.
+ *
+ * train: DQN on a built-in environment, with a live progress line, a final
+ * summary, and in --out: episodes.csv, losses.csv, summary.json, the
+ * learning curve (learning_curve.png, drawn by matplotlib) and the trained
+ * Q-network (q_network.agrl) that `agrl eval` loads.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agrl/agent.h"
+#include "cli/cli.h"
+
+static void train_usage(FILE *f) {
+  ag_dqn_config c = ag_dqn_defaults();
+  fprintf(f,
+          "usage: agrl train [--algo dqn] [--env NAME] [--device auto|cpu|cuda[:N]] [--steps N]\n"
+          "                  [--seed S] [--out DIR] [options]\n"
+          "\n"
+          "Trains a DQN agent; the replay table and the update live on the device.\n"
+          "\n"
+          "  --algo dqn            the algorithm (dqn)\n"
+          "  --env NAME            cartpole (default), acrobot, mountaincar\n"
+          "  --device D            auto (default: the GPU when present), cpu, cuda, cuda:N\n"
+          "  --steps N             environment steps (default 100000)\n"
+          "  --seed S              seed of everything random (default 0)\n"
+          "  --out DIR             where logs, the curve and the network go (default runs/ALGO-ENV-sSEED)\n"
+          "  --n-envs N            environment copies stepped together (default 1)\n"
+          "  --stop-at R|none      stop once the mean return of the last 20 episodes reaches R\n"
+          "                        (default: the environment's reward threshold, 475 for CartPole)\n"
+          "  --quiet               no progress line\n"
+          "DQN options (defaults in brackets):\n"
+          "  --lr X [%g]  --gamma X [%g]  --batch N [%lld]  --buffer N [%lld]\n"
+          "  --learning-starts N [%lld]  --train-freq N [%lld]  --gradient-steps N [%lld]\n"
+          "  --target-update N [%lld env steps]  --tau X [%g]  --hidden N,N,... [%lld,%lld]\n"
+          "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
+          "  --double  (Double DQN)   --mse  (MSE instead of Huber loss)\n",
+          (double)c.lr, (double)c.gamma, (long long)c.batch_size, (long long)c.buffer_size,
+          (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
+          (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
+          (double)c.exploration_fraction, (double)c.eps_start, (double)c.eps_end, (double)c.max_grad_norm);
+}
+
+static void eval_usage(FILE *f) {
+  fprintf(f,
+          "usage: agrl eval --model FILE [--env NAME] [--episodes N] [--seed S] [--device D]\n"
+          "\n"
+          "Runs greedy episodes of a Q-network saved by `agrl train` (DIR/q_network.agrl)\n"
+          "and prints each return and the mean.\n"
+          "\n"
+          "  --model FILE   the network (required)\n"
+          "  --env NAME     the environment it was trained on (default cartpole)\n"
+          "  --episodes N   episodes (default 10)\n"
+          "  --seed S       seed of the first episode (default 12345)\n"
+          "  --device D     auto (default), cpu, cuda, cuda:N\n");
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_f(const char *s, double lo, double hi, float *out) {
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !(v >= lo && v <= hi)) return -1;
+  *out = (float)v;
+  return 0;
+}
+
+static int parse_hidden(const char *s, ag_dqn_config *c) {
+  if (!s || !*s) return -1;
+  int n = 0;
+  const char *p = s;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (errno || end == p || v < 1 || v > 65536 || n == AG_DQN_MAX_HIDDEN) return -1;
+    c->hidden[n++] = v;
+    if (*end == ',') end++;
+    else if (*end) return -1;
+    p = end;
+  }
+  c->n_hidden = n;
+  return n ? 0 : -1;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path) {
+  char buf[1024];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* ---- the run's state, for the callback ---- */
+
+typedef struct run {
+  FILE *episodes, *losses;
+  int progress, tty;
+  int64_t total;
+  double t0, last_print, stop_at;
+  double best_mean;
+  int64_t solved_at;
+  int64_t last_step;
+  ag_train_event last;
+  float last_loss;
+} run;
+
+static void print_progress(run *r, int final) {
+  double el = now_s() - r->t0, sps = el > 0 ? (double)r->last.step / el : 0;
+  double eta = sps > 0 ? (double)(r->total - r->last.step) / sps : 0;
+  fprintf(stderr, "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %4.0fs%s",
+          r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
+          r->last.mean_return, (double)r->last_loss, (double)r->last.epsilon, sps, final ? 0.0 : eta,
+          r->tty && !final ? "   " : "\n");
+  fflush(stderr);
+}
+
+static int on_event(const ag_train_event *ev, void *user) {
+  run *r = user;
+  r->last = *ev;
+  if (ev->kind == AG_TRAIN_EPISODE) {
+    fprintf(r->episodes, "%lld,%lld,%.6g,%lld,%d,%.6g,%.6g,%lld\n", (long long)ev->episodes, (long long)ev->step,
+            ev->episode_return, (long long)ev->episode_length, ev->truncated, ev->mean_return, (double)ev->epsilon,
+            (long long)ev->updates);
+    if (ev->episodes >= 20 && ev->mean_return > r->best_mean) r->best_mean = ev->mean_return;
+    if (r->solved_at < 0 && ev->episodes >= 20 && ev->mean_return >= r->stop_at) r->solved_at = ev->step;
+  } else {
+    r->last_loss = ev->loss;
+    fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates, (double)ev->loss,
+            ev->mean_return);
+  }
+  double t = now_s();
+  if (r->progress && t - r->last_print > (r->tty ? 0.25 : 5.0)) {
+    r->last_print = t;
+    print_progress(r, 0);
+  }
+  return r->solved_at >= 0 && !isinf(r->stop_at);
+}
+
+/* The learning curve, drawn by matplotlib (python3). Returns 0 when drawn. */
+static int plot_curve(const char *dir, const char *title) {
+  static const char script[] =
+      "import sys, csv\n"
+      "import matplotlib\n"
+      "matplotlib.use('Agg')\n"
+      "import matplotlib.pyplot as plt\n"
+      "d, title = sys.argv[1], sys.argv[2]\n"
+      "rows = list(csv.DictReader(open(d + '/episodes.csv')))\n"
+      "st = [int(r['step']) for r in rows]\n"
+      "fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)\n"
+      "ax.plot(st, [float(r['return']) for r in rows], '.', ms=2, alpha=0.35, label='episode return')\n"
+      "ax.plot(st, [float(r['mean20']) for r in rows], lw=2, label='mean of the last 20')\n"
+      "ax.set_xlabel('environment steps'); ax.set_ylabel('return'); ax.set_title(title)\n"
+      "ax.grid(alpha=0.3); ax.legend(loc='lower right')\n"
+      "fig.tight_layout(); fig.savefig(d + '/learning_curve.png')\n";
+  char cmd[4096];
+  FILE *f;
+  char path[1100];
+  snprintf(path, sizeof path, "%s/plot_curve.py", dir);
+  if (!(f = fopen(path, "w"))) return -1;
+  fputs(script, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' 2>/dev/null", path, dir, title);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int agrl_cmd_train(int argc, char **argv) {
+  static const char cmd[] = "train";
+  ag_dqn_config cfg = ag_dqn_defaults();
+  const char *env_name = "cartpole", *out_dir = NULL, *algo = "dqn", *stop = NULL;
+  ag_device_kind kind = AG_DEVICE_AUTO;
+  int index = 0, quiet = 0;
+  int64_t steps = 100000, seed = 0, n_envs = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDS(cond, what)                                          \
+  do {                                                             \
+    if (!v || (cond)) return cli_bad_usage(cmd, train_usage, "%s needs %s", a, what); \
+    i++;                                                           \
+  } while (0)
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      train_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--algo")) {
+      NEEDS(strcmp(v, "dqn"), "dqn");
+      algo = v;
+    }
+    else if (!strcmp(a, "--env")) {
+      NEEDS(0, "a name");
+      env_name = v;
+    }
+    else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else if (!strcmp(a, "--steps")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &steps), "a positive whole number");
+    else if (!strcmp(a, "--seed")) NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0");
+    else if (!strcmp(a, "--out")) {
+      NEEDS(!*v, "a directory");
+      out_dir = v;
+    }
+    else if (!strcmp(a, "--n-envs")) NEEDS(cli_parse_i64(v, 1, 4096, &n_envs), "a number of copies in 1..4096");
+    else if (!strcmp(a, "--stop-at")) {
+      NEEDS(0, "a return or none");
+      stop = v;
+    }
+    else if (!strcmp(a, "--quiet")) quiet = 1;
+    else if (!strcmp(a, "--lr")) NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in (0, 10]");
+    else if (!strcmp(a, "--gamma")) NEEDS(parse_f(v, 0, 1, &cfg.gamma), "a discount in [0, 1]");
+    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size");
+    else if (!strcmp(a, "--buffer")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 36, &cfg.buffer_size), "a positive capacity");
+    else if (!strcmp(a, "--learning-starts")) NEEDS(cli_parse_i64(v, 0, (int64_t)1 << 40, &cfg.learning_starts), "a number of steps >= 0");
+    else if (!strcmp(a, "--train-freq")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cfg.train_freq), "a positive number of steps");
+    else if (!strcmp(a, "--gradient-steps")) NEEDS(cli_parse_i64(v, 0, 1 << 24, &cfg.gradient_steps), "a number >= 0");
+    else if (!strcmp(a, "--target-update")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cfg.target_update_interval), "a positive number of steps");
+    else if (!strcmp(a, "--tau")) NEEDS(parse_f(v, 1e-9, 1, &cfg.tau), "a value in (0, 1]");
+    else if (!strcmp(a, "--hidden")) NEEDS(parse_hidden(v, &cfg), "sizes like 256,256");
+    else if (!strcmp(a, "--eps-fraction")) NEEDS(parse_f(v, 0, 1, &cfg.exploration_fraction), "a fraction in [0, 1]");
+    else if (!strcmp(a, "--eps-start")) NEEDS(parse_f(v, 0, 1, &cfg.eps_start), "a probability in [0, 1]");
+    else if (!strcmp(a, "--eps-end")) NEEDS(parse_f(v, 0, 1, &cfg.eps_end), "a probability in [0, 1]");
+    else if (!strcmp(a, "--max-grad-norm")) NEEDS(parse_f(v, 0, 1e9, &cfg.max_grad_norm), "a norm >= 0");
+    else if (!strcmp(a, "--double")) cfg.double_dqn = 1;
+    else if (!strcmp(a, "--mse")) cfg.huber = 0;
+    else return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
+#undef NEEDS
+  }
+  cfg.seed = (uint64_t)seed;
+
+  ag_vec_env *env = NULL;
+  ag_status s = ag_vec_env_create(env_name, (int)n_envs, (uint64_t)seed, &env);
+  if (s) return cli_bad_usage(cmd, train_usage, "%s", ag_last_error());
+  const ag_env_spec *spec = ag_vec_env_get_spec(env);
+  if (spec->n_actions < 2) {
+    ag_vec_env_free(env);
+    return cli_bad_usage(cmd, train_usage, "DQN needs discrete actions; %s has continuous ones", spec->id);
+  }
+  double stop_at = isnan(spec->reward_threshold) ? INFINITY : spec->reward_threshold;
+  if (stop && !strcmp(stop, "none")) stop_at = INFINITY;
+  else if (stop) {
+    float v;
+    if (parse_f(stop, -1e12, 1e12, &v)) {
+      ag_vec_env_free(env);
+      return cli_bad_usage(cmd, train_usage, "--stop-at needs a return or none");
+    }
+    stop_at = v;
+  }
+  char dir[1024];
+  if (out_dir) snprintf(dir, sizeof dir, "%s", out_dir);
+  else snprintf(dir, sizeof dir, "runs/%s-%s-s%lld", algo, env_name, (long long)seed);
+  if (make_dirs(dir)) {
+    ag_vec_env_free(env);
+    fprintf(stderr, "agrl train: cannot create the directory %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+
+  ag_ctx *ctx = NULL;
+  ag_dqn *dqn = NULL;
+  run r;
+  memset(&r, 0, sizeof r);
+  r.solved_at = -1;
+  r.best_mean = -INFINITY;
+  r.stop_at = stop_at;
+  r.total = steps;
+  r.progress = !quiet;
+  r.tty = isatty(2);
+  char path[1200];
+  int rc = 1;
+  if ((s = ag_ctx_create(&ctx, kind, index))) {
+    rc = cli_fail(cmd, "creating the context", s);
+    goto done;
+  }
+  if ((s = ag_dqn_create(ctx, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn))) {
+    rc = cli_fail(cmd, "creating the agent", s);
+    goto done;
+  }
+  snprintf(path, sizeof path, "%s/episodes.csv", dir);
+  r.episodes = fopen(path, "w");
+  snprintf(path, sizeof path, "%s/losses.csv", dir);
+  r.losses = fopen(path, "w");
+  if (!r.episodes || !r.losses) {
+    fprintf(stderr, "agrl train: cannot write logs in %s\n", dir);
+    goto done;
+  }
+  fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
+  fprintf(r.losses, "step,updates,loss,mean20\n");
+  fprintf(stderr, "agrl train: dqn on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", spec->id, ag_ctx_device_name(ctx),
+          (long long)steps, (long long)seed, (long long)n_envs, dir);
+  r.t0 = now_s();
+  s = ag_dqn_learn(dqn, env, steps, on_event, &r);
+  double wall = now_s() - r.t0;
+  if (s) {
+    rc = cli_fail(cmd, "training", s);
+    goto done;
+  }
+  if (r.progress) print_progress(&r, 1);
+  snprintf(path, sizeof path, "%s/q_network.agrl", dir);
+  if ((s = ag_mlp_save(ag_dqn_q(dqn), path))) {
+    rc = cli_fail(cmd, "saving the network", s);
+    goto done;
+  }
+  fclose(r.episodes);
+  fclose(r.losses);
+  r.episodes = r.losses = NULL;
+  double sps = wall > 0 ? (double)r.last.step / wall : 0;
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f,
+            "{\"algo\": \"dqn\", \"env\": \"%s\", \"device\": \"%s\", \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
+            " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
+            " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f}\n",
+            spec->id, ag_ctx_device_name(ctx), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
+            (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
+            (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps);
+    fclose(f);
+  }
+  char title[256];
+  snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, ag_ctx_device_name(ctx));
+  int plotted = plot_curve(dir, title) == 0;
+  printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n", (long long)r.last.step,
+         (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, ag_ctx_device_name(ctx));
+  printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
+         isinf(r.best_mean) ? 0.0 : r.best_mean);
+  if (!isinf(stop_at)) {
+    if (r.solved_at >= 0) printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
+    else printf("  not solved: mean20 stayed below %g\n", stop_at);
+  }
+  printf("  logs: %s/episodes.csv, %s/losses.csv, %s/summary.json\n", dir, dir, dir);
+  printf("  network: %s/q_network.agrl (agrl eval --model %s/q_network.agrl --env %s)\n", dir, dir, env_name);
+  printf("  learning curve: %s\n", plotted ? "written to learning_curve.png" : "not drawn (python3 with matplotlib is missing)");
+  if (plotted) printf("    %s/learning_curve.png\n", dir);
+  rc = 0;
+done:
+  if (r.episodes) fclose(r.episodes);
+  if (r.losses) fclose(r.losses);
+  ag_dqn_free(dqn);
+  ag_vec_env_free(env);
+  ag_ctx_free(ctx);
+  return rc;
+}
+
+int agrl_cmd_eval(int argc, char **argv) {
+  static const char cmd[] = "eval";
+  const char *model = NULL, *env_name = "cartpole";
+  ag_device_kind kind = AG_DEVICE_AUTO;
+  int index = 0;
+  int64_t episodes = 10, seed = 12345;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      eval_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--model") && v) model = argv[++i];
+    else if (!strcmp(a, "--env") && v) env_name = argv[++i];
+    else if (!strcmp(a, "--episodes") && v) {
+      if (cli_parse_i64(argv[++i], 1, 1000000, &episodes)) return cli_bad_usage(cmd, eval_usage, "--episodes needs a positive number");
+    } else if (!strcmp(a, "--seed") && v) {
+      if (cli_parse_i64(argv[++i], 0, INT64_MAX, &seed)) return cli_bad_usage(cmd, eval_usage, "--seed needs a whole number >= 0");
+    } else if (!strcmp(a, "--device") && v) {
+      if (cli_parse_device(argv[++i], &kind, &index)) return cli_bad_usage(cmd, eval_usage, "--device needs auto, cpu, cuda or cuda:N");
+    } else
+      return cli_bad_usage(cmd, eval_usage, v || a[0] != '-' ? "unknown option '%s'" : "%s needs a value", a);
+  }
+  if (!model) return cli_bad_usage(cmd, eval_usage, "--model FILE is required");
+  ag_env *env = NULL;
+  ag_status s = ag_env_create(env_name, &env);
+  if (s) return cli_bad_usage(cmd, eval_usage, "%s", ag_last_error());
+  ag_ctx *ctx = NULL;
+  ag_mlp *q = NULL;
+  int rc = 1;
+  double mean = 0, *rets = malloc((size_t)episodes * sizeof *rets);
+  if (!rets) goto done;
+  if ((s = ag_ctx_create(&ctx, kind, index))) {
+    rc = cli_fail(cmd, "creating the context", s);
+    goto done;
+  }
+  if ((s = ag_mlp_load(ctx, model, &q))) {
+    rc = cli_fail(cmd, "loading the network", s);
+    goto done;
+  }
+  if ((s = ag_q_evaluate(q, env, (int)episodes, (uint64_t)seed, &mean, rets))) {
+    rc = cli_fail(cmd, "evaluating", s);
+    goto done;
+  }
+  for (int64_t e = 0; e < episodes; e++) printf("episode %lld: return %.1f\n", (long long)e, rets[e]);
+  printf("mean return over %lld greedy episodes: %.2f\n", (long long)episodes, mean);
+  rc = 0;
+done:
+  free(rets);
+  ag_mlp_free(q);
+  ag_ctx_free(ctx);
+  ag_env_free(env);
+  return rc;
+}

@@ -1,0 +1,225 @@
+/* replay.c — a schema of named fields over one buffer, and its ring writer.
+ *
+ * Adding k transitions packs them into a host staging block of the storage
+ * dtype (kept between calls, so adding one transition allocates nothing),
+ * then writes the block with one buffer write, or two when it wraps. The
+ * number of valid transitions is mirrored into a 1 x 1 device tensor while
+ * the table fills, for sampling inside recorded steps.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agrl/graph.h"
+#include "agrl/replay.h"
+#include "core/internal.h"
+
+typedef struct field {
+  char *name;
+  int64_t width, row0;
+  ag_dtype dtype;
+} field;
+
+struct ag_replay {
+  ag_ctx *ctx;
+  ag_buffer *buf;
+  field *fields;
+  int n_fields;
+  int64_t rows, capacity, min_size;
+  int64_t size, pos;
+  ag_dtype storage;
+  ag_tensor *size_dev; /* 1 x 1 i64: valid transitions, on the device */
+  unsigned char *stage;
+  size_t stage_cap;
+};
+
+static int host_dtype_ok(ag_dtype d) { return d >= AG_F32 && d <= AG_I64; }
+
+void ag_replay_free(ag_replay *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_fields; i++) free(r->fields[i].name);
+  free(r->fields);
+  ag_buffer_free(r->buf);
+  ag_tensor_free(r->size_dev);
+  free(r->stage);
+  free(r);
+}
+
+ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity, ag_dtype storage,
+                           int64_t min_size, ag_replay **out) {
+  static const char fn[] = "ag_replay_create";
+  if (!ctx || !fields || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fields and out must not be NULL", fn);
+  if (n_fields < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n_fields = %d; give at least one field", fn, n_fields);
+  if (capacity < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity = %lld must be positive", fn, (long long)capacity);
+  if (min_size < 1 || min_size > capacity)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 1..capacity (%lld)", fn, (long long)min_size,
+                    (long long)capacity);
+  int64_t rows = 0;
+  for (int i = 0; i < n_fields; i++) {
+    if (!fields[i].name || !fields[i].name[0])
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: field %d has no name", fn, i);
+    if (fields[i].width < 1)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: field '%s' has width %lld; widths must be positive", fn,
+                      fields[i].name, (long long)fields[i].width);
+    if (!host_dtype_ok(fields[i].dtype))
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: field '%s' has unknown dtype %d", fn, fields[i].name, (int)fields[i].dtype);
+    for (int k = 0; k < i; k++)
+      if (strcmp(fields[k].name, fields[i].name) == 0)
+        return ag__fail(AG_ERR_INVALID_ARG, "%s: field name '%s' is used twice", fn, fields[i].name);
+    rows += fields[i].width;
+  }
+  ag_replay *r = calloc(1, sizeof *r);
+  if (!r) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  r->ctx = ctx;
+  r->rows = rows;
+  r->capacity = capacity;
+  r->min_size = min_size;
+  r->storage = storage;
+  r->fields = calloc((size_t)n_fields, sizeof *r->fields);
+  ag_status s = r->fields ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  int64_t row0 = 0;
+  for (int i = 0; i < n_fields && !s; i++, r->n_fields++) {
+    field *f = &r->fields[i];
+    f->name = malloc(strlen(fields[i].name) + 1);
+    if (!f->name) {
+      s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+      break;
+    }
+    strcpy(f->name, fields[i].name);
+    f->width = fields[i].width;
+    f->dtype = fields[i].dtype;
+    f->row0 = row0;
+    row0 += f->width;
+  }
+  if (!s) s = ag_buffer_create(ctx, rows, capacity, storage, &r->buf);
+  if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, NULL, &r->size_dev);
+  if (s) {
+    ag_replay_free(r);
+    return s;
+  }
+  *out = r;
+  return AG_OK;
+}
+
+/* Whether a value can be stored as dtype st (integers: finite, in range). */
+static int fits(double v, ag_dtype st) {
+  switch (st) {
+    case AG_U8: return v >= -0.5 && v < 255.5;
+    case AG_I32: return v >= -2147483648.5 && v < 2147483647.5;
+    default: return 1;
+  }
+}
+
+static double load_any(const void *p, ag_dtype dt, size_t i) {
+  return dt == AG_I64 ? (double)((const int64_t *)p)[i] : (double)ag__load_f32(p, dt, i);
+}
+
+ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
+  static const char fn[] = "ag_replay_add";
+  if (!r) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay is NULL", fn);
+  if (k < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: k = %lld must not be negative", fn, (long long)k);
+  if (k == 0) return AG_OK;
+  if (!data) return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL", fn);
+  if (k > r->capacity)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %lld transitions do not fit a table of %lld", fn, (long long)k,
+                    (long long)r->capacity);
+  for (int i = 0; i < r->n_fields; i++) {
+    const field *f = &r->fields[i];
+    if (!data[i]) return ag__fail(AG_ERR_INVALID_ARG, "%s: data for field '%s' is NULL", fn, f->name);
+    if (r->storage == AG_U8 || r->storage == AG_I32)
+      for (int64_t e = 0; e < k * f->width; e++) {
+        double v = load_any(data[i], f->dtype, (size_t)e);
+        if (!fits(v, r->storage))
+          return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: field '%s' value %g (transition %lld) does not fit %s storage", fn,
+                          f->name, v, (long long)(e / f->width), ag_dtype_name(r->storage));
+      }
+  }
+  size_t es = ag_dtype_size(r->storage), need = (size_t)(r->rows * k) * es;
+  if (need > r->stage_cap) {
+    unsigned char *p = realloc(r->stage, need);
+    if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    r->stage = p;
+    r->stage_cap = need;
+  }
+  for (int i = 0; i < r->n_fields; i++) {
+    const field *f = &r->fields[i];
+    size_t fe = ag_dtype_size(f->dtype);
+    for (int64_t j = 0; j < k; j++) {
+      unsigned char *dst = r->stage + (size_t)(j * r->rows + f->row0) * es;
+      const unsigned char *src = (const unsigned char *)data[i] + (size_t)(j * f->width) * fe;
+      if (f->dtype == AG_I64) { /* through f32 */
+        for (int64_t e = 0; e < f->width; e++) {
+          float v = (float)((const int64_t *)src)[e];
+          ag__convert(dst + (size_t)e * es, r->storage, &v, AG_F32, 1);
+        }
+      } else {
+        ag__convert(dst, r->storage, src, f->dtype, (size_t)f->width);
+      }
+    }
+  }
+  int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
+  ag_status s = ag_buffer_write(r->buf, r->stage, r->storage, r->rows, first, r->pos);
+  if (!s && k > first) s = ag_buffer_write(r->buf, r->stage + (size_t)(first * r->rows) * es, r->storage, r->rows, k - first, 0);
+  if (s) return s;
+  r->pos = (r->pos + k) % r->capacity;
+  if (r->size < r->capacity) {
+    r->size = r->size + k < r->capacity ? r->size + k : r->capacity;
+    if ((s = ag_tensor_write(r->size_dev, &r->size, sizeof r->size))) return s;
+  }
+  return AG_OK;
+}
+
+int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
+int64_t ag_replay_capacity(const ag_replay *r) { return r ? r->capacity : 0; }
+int64_t ag_replay_position(const ag_replay *r) { return r ? r->pos : 0; }
+int64_t ag_replay_rows(const ag_replay *r) { return r ? r->rows : 0; }
+ag_buffer *ag_replay_buffer(const ag_replay *r) { return r ? r->buf : NULL; }
+
+static const field *find(const ag_replay *r, const char *name) {
+  for (int i = 0; name && i < r->n_fields; i++)
+    if (strcmp(r->fields[i].name, name) == 0) return &r->fields[i];
+  return NULL;
+}
+
+ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width) {
+  if (!r || !name) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_field: replay and name must not be NULL");
+  const field *f = find(r, name);
+  if (!f) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_field: the table has no field '%s'", name);
+  if (row0) *row0 = f->row0;
+  if (width) *width = f->width;
+  return AG_OK;
+}
+
+ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **batch, ag_tensor **idx) {
+  static const char fn[] = "ag_replay_sample";
+  if (!r || !rng || !batch) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, rng and batch must not be NULL", fn);
+  if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
+  if (r->size < r->min_size)
+    return ag__fail(AG_ERR_STATE, "%s: the table holds %lld transitions, fewer than its minimum %lld", fn,
+                    (long long)r->size, (long long)r->min_size);
+  ag_tensor *i;
+  ag_status s = ag_randint_dev(rng, r->size_dev, B, AG_I32, &i);
+  if (!s) s = ag_get_rows_dev(r->buf, i, batch);
+  if (!s && idx) *idx = i;
+  return s;
+}
+
+ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch) {
+  static const char fn[] = "ag_replay_gather";
+  if (!r || !idx || !batch) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, idx and batch must not be NULL", fn);
+  for (int64_t j = 0; j < n; j++)
+    if (idx[j] < 0 || idx[j] >= r->size)
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn,
+                      (long long)j, (long long)idx[j], (long long)r->size);
+  return ag_get_rows(r->buf, idx, n, batch);
+}
+
+ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out) {
+  if (!r || !name) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: replay and name must not be NULL");
+  const field *f = find(r, name);
+  if (!f) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: the table has no field '%s'", name);
+  if (batch && ag_tensor_rows(batch) != r->rows)
+    return ag__fail(AG_ERR_SHAPE, "ag_replay_view: the batch has %lld rows, the table %lld", (long long)ag_tensor_rows(batch),
+                    (long long)r->rows);
+  return ag_slice_rows(batch, f->row0, f->width, out);
+}

@@ -1,0 +1,284 @@
+/* test_agent.c — the replay table and DQN against host references.
+ *
+ * The DQN loss is recomputed here in double precision from the network's
+ * parameters (read back) and the stored transitions; acting is compared
+ * with a host forward pass; the epsilon schedule with its closed form.
+ */
+#include <math.h>
+
+#include "agt.h"
+
+/* ---- replay table ---- */
+
+static void replay_fields_map_onto_rows_and_wrap(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const ag_field fields[3] = {{"obs", 3, AG_F32}, {"action", 1, AG_I64}, {"flag", 1, AG_U8}};
+  ag_replay *r;
+  agt_ok(ag_replay_create(ctx, fields, 3, 10, AG_F32, 4, &r));
+  assert_int_equal(ag_replay_rows(r), 5);
+  int64_t row0, width;
+  agt_ok(ag_replay_field(r, "action", &row0, &width));
+  assert_int_equal(row0, 3);
+  assert_int_equal(width, 1);
+  agt_err(ag_replay_field(r, "nope", &row0, &width), AG_ERR_INVALID_ARG, "no field 'nope'");
+  /* 13 transitions in batches of 3 and 4: the ring wraps */
+  float ref[10][5];
+  int64_t t = 0;
+  ag_rng *rng;
+  agt_ok(ag_rng_create(ctx, 5, &rng));
+  ag_tensor *batch;
+  agt_err(ag_replay_sample(r, rng, 2, &batch, NULL), AG_ERR_STATE, "fewer than its minimum 4");
+  for (int round = 0; round < 4; round++) {
+    int k = round % 2 ? 4 : 3;
+    float obs[4 * 3];
+    int64_t act[4];
+    uint8_t flag[4];
+    for (int j = 0; j < k; j++, t++) {
+      for (int e = 0; e < 3; e++) obs[j * 3 + e] = (float)(t * 10 + e);
+      act[j] = t % 3;
+      flag[j] = (uint8_t)(t % 2);
+      int64_t col = t % 10;
+      for (int e = 0; e < 3; e++) ref[col][e] = obs[j * 3 + e];
+      ref[col][3] = (float)act[j];
+      ref[col][4] = flag[j];
+    }
+    const void *data[3] = {obs, act, flag};
+    agt_ok(ag_replay_add(r, data, k));
+  }
+  assert_int_equal(ag_replay_size(r), 10);
+  assert_int_equal(ag_replay_position(r), 14 % 10);
+  float got[50];
+  agt_ok(ag_buffer_read(ag_replay_buffer(r), 0, 10, AG_F32, got, sizeof got));
+  assert_memory_equal(got, ref, sizeof got);
+  /* gather and field views */
+  int64_t idx[3] = {9, 0, 4};
+  ag_tensor *obs_v, *act_v;
+  agt_ok(ag_replay_gather(r, idx, 3, &batch));
+  agt_ok(ag_replay_view(r, batch, "obs", &obs_v));
+  agt_ok(ag_replay_view(r, batch, "action", &act_v));
+  ag_tensor *oc;
+  agt_ok(ag_contiguous(obs_v, &oc));
+  float og[9];
+  agt_ok(ag_tensor_read(oc, og, sizeof og));
+  for (int j = 0; j < 3; j++)
+    for (int e = 0; e < 3; e++) assert_true(og[j * 3 + e] == ref[idx[j]][e]);
+  /* device sampling stays inside the valid part */
+  agt_ok(ag_replay_sample(r, rng, 256, &batch, NULL));
+  float *s = agt_read_f32(batch);
+  for (int j = 0; j < 256; j++) {
+    int found = 0;
+    for (int c = 0; c < 10; c++) found |= memcmp(s + j * 5, ref[c], sizeof ref[c]) == 0;
+    assert_true(found);
+  }
+  free(s);
+  /* bad input changes nothing */
+  int64_t bad_act[1] = {0};
+  uint8_t bad_flag[1] = {0};
+  float bad_obs[3] = {0, 0, 0};
+  const void *bad[3] = {bad_obs, bad_act, NULL};
+  agt_err(ag_replay_add(r, bad, 1), AG_ERR_INVALID_ARG, "data for field 'flag' is NULL");
+  (void)bad_flag;
+  agt_err(ag_replay_gather(r, (int64_t[]){10}, 1, &batch), AG_ERR_OUT_OF_RANGE, "outside the 10 valid");
+  assert_int_equal(ag_replay_position(r), 4);
+  const ag_field dup[2] = {{"a", 1, AG_F32}, {"a", 2, AG_F32}};
+  ag_replay *r2;
+  agt_err(ag_replay_create(ctx, dup, 2, 10, AG_F32, 1, &r2), AG_ERR_INVALID_ARG, "'a' is used twice");
+  ag_rng_free(rng);
+  ag_replay_free(r);
+  ag_ctx_free(ctx);
+}
+
+static void replay_u8_storage_refuses_values_that_do_not_fit(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const ag_field fields[1] = {{"frame", 4, AG_F32}};
+  ag_replay *r;
+  agt_ok(ag_replay_create(ctx, fields, 1, 8, AG_U8, 1, &r));
+  float ok[4] = {0, 17, 255, 3}, bad[4] = {0, 17, 256, 3};
+  const void *d1[1] = {ok}, *d2[1] = {bad};
+  agt_ok(ag_replay_add(r, d1, 1));
+  agt_err(ag_replay_add(r, d2, 1), AG_ERR_OUT_OF_RANGE, "value 256");
+  assert_int_equal(ag_replay_size(r), 1);
+  uint8_t got[4];
+  agt_ok(ag_buffer_read(ag_replay_buffer(r), 0, 1, AG_U8, got, sizeof got));
+  assert_int_equal(got[2], 255);
+  ag_replay_free(r);
+  ag_ctx_free(ctx);
+}
+
+/* ---- DQN ---- */
+
+/* Host forward of an MLP (ReLU hidden, linear last) in double. */
+static void host_forward(ag_mlp *m, const double *x, int64_t in, double *out) {
+  double h[512], z[512];
+  int64_t n = in;
+  for (int64_t i = 0; i < n; i++) h[i] = x[i];
+  int L = ag_mlp_n_params(m) / 2;
+  for (int l = 0; l < L; l++) {
+    ag_tensor *W = ag_mlp_params(m)[2 * l], *b = ag_mlp_params(m)[2 * l + 1];
+    int64_t o = ag_tensor_rows(W);
+    float *w = agt_read_f32(W), *bb = agt_read_f32(b);
+    for (int64_t r = 0; r < o; r++) {
+      double acc = bb[r];
+      for (int64_t k = 0; k < n; k++) acc += (double)w[k * o + r] * h[k];
+      z[r] = l + 1 < L ? (acc > 0 ? acc : 0) : acc;
+    }
+    for (int64_t r = 0; r < o; r++) h[r] = z[r];
+    n = o;
+    free(w), free(bb);
+  }
+  for (int64_t r = 0; r < n; r++) out[r] = h[r];
+}
+
+static ag_dqn_config small_config(int double_dqn, int huber) {
+  ag_dqn_config c = ag_dqn_defaults();
+  c.n_hidden = 2;
+  c.hidden[0] = 16;
+  c.hidden[1] = 8;
+  c.batch_size = 4;
+  c.buffer_size = 64;
+  c.double_dqn = double_dqn;
+  c.huber = huber;
+  c.seed = 3;
+  return c;
+}
+
+/* The loss on a batch equals the DQN target computed on the host:
+ * y = r + gamma (1 - terminated) max_a Q'(s', a) (Double: Q'(s', argmax Q(s', .))). */
+static void dqn_loss_matches_host_reference(void **state) {
+  (void)state;
+  for (int variant = 0; variant < 3; variant++) {
+    ag_ctx *ctx = agt_ctx();
+    ag_dqn_config cfg = small_config(variant == 1, variant != 2);
+    ag_dqn *d;
+    agt_ok(ag_dqn_create(ctx, 3, 2, 1000, &cfg, &d));
+    agt_rng g = {17};
+    float obs[20 * 3], next[20 * 3], rew[20];
+    int32_t act[20];
+    int term[20];
+    for (int j = 0; j < 20; j++) {
+      for (int e = 0; e < 3; e++) obs[j * 3 + e] = agt_uniform(&g, -2, 2), next[j * 3 + e] = agt_uniform(&g, -2, 2);
+      act[j] = (int32_t)agt_below(&g, 2);
+      rew[j] = agt_uniform(&g, -1, 1) * 5;
+      term[j] = j % 3 == 0;
+    }
+    agt_ok(ag_dqn_store(d, obs, act, rew, next, term, 20));
+    agt_ok(ag_dqn_train(d, 5, NULL)); /* Q moves away from the target */
+    int64_t idx[6] = {0, 5, 7, 12, 19, 3};
+    ag_tensor *batch, *loss;
+    agt_ok(ag_replay_gather(ag_dqn_replay(d), idx, 6, &batch));
+    agt_ok(ag_dqn_loss(d, batch, &loss));
+    float lv;
+    agt_ok(ag_tensor_read(loss, &lv, sizeof lv));
+    double acc = 0;
+    for (int j = 0; j < 6; j++) {
+      int64_t t = idx[j];
+      double x[3], xn[3], q[2], qn[2];
+      for (int e = 0; e < 3; e++) x[e] = obs[t * 3 + e], xn[e] = next[t * 3 + e];
+      double qo[2];
+      host_forward(ag_dqn_q(d), x, 3, q);
+      host_forward(ag_dqn_target(d), xn, 3, qn);
+      host_forward(ag_dqn_q(d), xn, 3, qo);
+      double best = variant == 1 ? qn[qo[1] > qo[0] ? 1 : 0] : fmax(qn[0], qn[1]);
+      double y = rew[t] + 0.99 * (1 - term[t]) * best;
+      double diff = q[act[t]] - y, ad = fabs(diff);
+      acc += variant == 2 ? diff * diff : (ad <= 1 ? 0.5 * diff * diff : ad - 0.5);
+    }
+    acc /= 6;
+    if (fabs(lv - acc) > 1e-4 * (1 + fabs(acc))) fail_msg("variant %d: loss %.7g, host %.7g", variant, (double)lv, acc);
+    assert_int_equal(ag_dqn_updates(d), 5);
+    ag_dqn_free(d);
+    ag_ctx_free(ctx);
+  }
+}
+
+/* Greedy actions are the host argmax of Q; epsilon decays linearly. */
+static void dqn_acts_greedily_and_epsilon_decays_linearly(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn_config cfg = small_config(0, 1);
+  cfg.exploration_fraction = 0.5f;
+  cfg.eps_start = 1.0f;
+  cfg.eps_end = 0.1f;
+  ag_dqn *d;
+  agt_ok(ag_dqn_create(ctx, 3, 2, 1000, &cfg, &d));
+  assert_float_equal(ag_dqn_epsilon(d, 0), 1.0f, 1e-6);
+  assert_float_equal(ag_dqn_epsilon(d, 250), 0.55f, 1e-6);
+  assert_float_equal(ag_dqn_epsilon(d, 500), 0.1f, 1e-6);
+  assert_float_equal(ag_dqn_epsilon(d, 900), 0.1f, 1e-6);
+  agt_rng g = {4};
+  float obs[30 * 3];
+  for (int i = 0; i < 90; i++) obs[i] = agt_uniform(&g, -3, 3);
+  int32_t a[30];
+  agt_ok(ag_dqn_act(d, obs, 30, 0, 0, a));
+  for (int j = 0; j < 30; j++) {
+    double x[3] = {obs[j * 3], obs[j * 3 + 1], obs[j * 3 + 2]}, q[2];
+    host_forward(ag_dqn_q(d), x, 3, q);
+    assert_int_equal(a[j], q[1] > q[0] ? 1 : 0);
+  }
+  /* fully random at epsilon 1: both actions appear, in range */
+  int32_t r[200];
+  float many[200 * 3] = {0};
+  agt_ok(ag_dqn_act(d, many, 200, 0, 1, r));
+  int ones = 0;
+  for (int j = 0; j < 200; j++) {
+    assert_true(r[j] == 0 || r[j] == 1);
+    ones += r[j];
+  }
+  assert_true(ones > 60 && ones < 140);
+  agt_err(ag_dqn_store(d, obs, (int32_t[]){2}, obs, obs, (int[]){0}, 1), AG_ERR_OUT_OF_RANGE, "actions[0] = 2");
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
+/* Two runs with one seed on the CPU give identical episodes; the agent
+ * improves on CartPole within a short run. */
+typedef struct log {
+  double ret[4096];
+  int n;
+} log_t;
+
+static int record_episode(const ag_train_event *ev, void *user) {
+  log_t *l = user;
+  if (ev->kind == AG_TRAIN_EPISODE && l->n < 4096) l->ret[l->n++] = ev->episode_return;
+  return 0;
+}
+
+static void dqn_learn_is_deterministic_and_improves(void **state) {
+  (void)state;
+  static log_t logs[2];
+  for (int k = 0; k < 2; k++) {
+    ag_ctx *ctx = agt_ctx();
+    ag_vec_env *env;
+    agt_ok(ag_vec_env_create("cartpole", 2, 11, &env));
+    ag_dqn_config cfg = ag_dqn_defaults();
+    cfg.hidden[0] = cfg.hidden[1] = 64;
+    cfg.seed = 11;
+    ag_dqn *d;
+    agt_ok(ag_dqn_create(ctx, 4, 2, 12000, &cfg, &d));
+    logs[k].n = 0;
+    agt_ok(ag_dqn_learn(d, env, 12000, record_episode, &logs[k]));
+    ag_dqn_free(d);
+    ag_vec_env_free(env);
+    ag_ctx_free(ctx);
+  }
+  assert_int_equal(logs[0].n, logs[1].n);
+  if (agt_kind == AG_DEVICE_CPU) assert_memory_equal(logs[0].ret, logs[1].ret, (size_t)logs[0].n * sizeof(double));
+  double first = 0, last = 0;
+  int n = logs[0].n;
+  for (int i = 0; i < 20; i++) first += logs[0].ret[i] / 20, last += logs[0].ret[n - 20 + i] / 20;
+  printf("  %d episodes; mean return of the first 20: %.1f, of the last 20: %.1f\n", n, first, last);
+  assert_true(last > 2 * first);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(replay_fields_map_onto_rows_and_wrap),
+      cmocka_unit_test(replay_u8_storage_refuses_values_that_do_not_fit),
+      cmocka_unit_test(dqn_loss_matches_host_reference),
+      cmocka_unit_test(dqn_acts_greedily_and_epsilon_decays_linearly),
+      cmocka_unit_test(dqn_learn_is_deterministic_and_improves),
+  };
+  return agt_run(argc, argv, "agent", tests, sizeof tests / sizeof tests[0]);
+}
