@@ -2,14 +2,18 @@
 # Builds agrl with CUDA for sm_90, runs every test (a GPU test that would skip
 # fails here: AGRL_REQUIRE_GPU=1), runs the CUDA tests under
 # compute-sanitizer, and runs the benchmarks beside their peers.
-# usage: scripts/gpu_check.sh OUTDIR [step ...]   steps: env build test sanitize bench (default all)
-# Results and logs go to OUTDIR. Expects .deps/ (scripts/fetch_gpu_deps.sh)
+# usage: scripts/gpu_check.sh OUTDIR [step ...]   steps: env build test sanitize bench train (default all)
+# Results and logs go to OUTDIR/results.tgz. Expects .deps/ (scripts/fetch_gpu_deps.sh)
 # where cmocka and cblas.h are not installed.
 set -u
-OUT=${1:?usage: gpu_check.sh OUTDIR [steps]}
+FINAL=${1:?usage: gpu_check.sh OUTDIR [steps]}
 shift
-STEPS=${*:-env build test sanitize bench}
-mkdir -p "$OUT"
+# everything is written under OUT, then packed into FINAL/results.tgz
+# (the device tool brings back only a few files)
+OUT=$(mktemp -d /tmp/agrl_gpu.XXXXXX)
+pack() { mkdir -p "$FINAL"; tar czf "$FINAL/results.tgz" -C "$OUT" . ; }
+trap pack EXIT
+STEPS=${*:-env build test sanitize bench train}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DEPS=$ROOT/.deps
@@ -17,6 +21,11 @@ BUILD=$ROOT/build-gpu
 export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
+# Python packages the machine lacks (cpprb, gymnasium), carried as wheels in .whl
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 status=0
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 
@@ -48,5 +57,12 @@ fi
 if has bench; then
   python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
   python3 bench/compare.py "$BUILD" cpu --json "$OUT/bench_cpu.json" 2>>"$OUT/bench_stderr.log" | tee "$OUT/bench_cpu.txt"
+fi
+if has train; then
+  # DQN on CartPole with the update replayed as a CUDA graph, then the same on the CPU
+  for dev in cuda cpu; do
+    "$BUILD/agrl" train --device $dev --steps 100000 --seed 0 --quiet --out "$OUT/train_$dev" > "$OUT/train_$dev.txt" 2>&1
+    cat "$OUT/train_$dev.txt"
+  done
 fi
 exit $status
