@@ -1,4 +1,4 @@
-"""Runs agrl's benchmark programs and the peer scripts in one invocation and
+"""Runs `agrl bench` and the peer scripts in one invocation and
 prints one table: work, agrl, each peer that did the same work, and the ratio
 (peer time / agrl time: above 1 means agrl is faster). A peer that is absent
 or fails is reported, never fatal.
@@ -16,7 +16,6 @@ PEERS = {
     "cuda": ["torch_core.py", "torch_replay.py", "torch_dqn.py", "jax_dqn.py"],
     "cpu": ["torch_dqn.py", "numpy_replay.py"],
 }
-AGRL = ["bench_core", "bench_dqn"]
 
 
 def run_lines(cmd, env=None):
@@ -48,11 +47,12 @@ def main():
     if dev == "cpu":  # one thread, as PERF.md's CPU rows
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     ours, peers, problems = [], [], []
-    for prog in AGRL:
-        rows, err = run_lines([os.path.join(build, "bench", prog), dev], env)
-        ours += rows
-        if err:
-            problems.append("agrl " + err)
+    jf = os.path.join(build, f"agrl_bench_{dev}.jsonl")
+    _, err = run_lines([os.path.join(build, "agrl"), "bench", "--device", dev, "--json", jf], env)
+    if err:
+        problems.append("agrl " + err)
+    if os.path.exists(jf):
+        ours = [json.loads(l) for l in open(jf) if l.strip()]
     for script in PEERS[dev]:
         rows, err = run_lines([sys.executable, os.path.join(HERE, "peers", script), dev], env)
         peers += rows

@@ -207,6 +207,20 @@ static void ref_huber(double **in, const int64_t (*s)[2], double *out) {
   out[0] = acc / (double)n;
 }
 
+/* fused bias + activation */
+#define BIAS_ACT(NAME, KIND, EXPR)                                                          \
+  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return ag_bias_act(in[0], in[1], KIND, out); } \
+  static void ref_##NAME(double **in, const int64_t (*s)[2], double *out) {                \
+    OUTDIM(R_(s, 0), C_(s, 0));                                                             \
+    LOOP2 {                                                                                 \
+      double x = bat(in, s, 0, r, c) + bat(in, s, 1, r, c);                                 \
+      out[c * RR + r] = (EXPR);                                                             \
+    }                                                                                       \
+  }
+BIAS_ACT(bias_relu, AG_BIAS_RELU, x > 0 ? x : 0)
+BIAS_ACT(bias_tanh, AG_BIAS_TANH, tanh(x))
+BIAS_ACT(bias_sigmoid, AG_BIAS_SIGMOID, 1.0 / (1.0 + exp(-x)))
+
 /* a two-layer perceptron built from ops: tanh(W2 relu(W1 x + b1) + b2) */
 static ag_status run_mlp(ag_tensor **in, ag_tensor **out) {
   ag_tensor *h, *hb, *a, *z;
@@ -267,6 +281,9 @@ static const op_case cases[] = {
     {"concat cols", 2, {{3, 2}, {3, 3}}, -1, 1, 0, 3, 5, run_concat_cols, ref_concat_cols},
     {"mse loss", 2, {{2, 6}, {2, 6}}, -2, 2, 0, 1, 1, run_mse, ref_mse},
     {"huber loss", 2, {{2, 8}, {2, 8}}, -2, 2, 0, 1, 1, run_huber, ref_huber},
+    {"bias + relu", 2, {{4, 6}, {4, 1}}, -1, 1, 0.05f, 4, 6, run_bias_relu, ref_bias_relu},
+    {"bias + tanh", 2, {{4, 6}, {4, 1}}, -1, 1, 0, 4, 6, run_bias_tanh, ref_bias_tanh},
+    {"bias + sigmoid", 2, {{4, 6}, {1, 6}}, -2, 2, 0, 4, 6, run_bias_sigmoid, ref_bias_sigmoid},
     {"mlp from ops", 3, {{3, 5}, {4, 3}, {4, 1}}, -1, 1, 0.02f, 1, 5, run_mlp, ref_mlp},
 };
 
@@ -415,6 +432,43 @@ static void argmax_picks_the_first_maximum(void **state) {
       if (x[c * R + r] > x[best * R + r]) best = c;
     assert_int_equal(i1[r], best);
   }
+  ag_ctx_free(ctx);
+}
+
+/* The TD target against a host loop: max over actions, or the picked action. */
+static void td_target_matches_host_reference(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  agt_rng g = {8};
+  const int A = 3, B = 50;
+  float q[3 * 50], batch[3 * 50], idx[50];
+  for (int i = 0; i < A * B; i++) q[i] = agt_uniform(&g, -5, 5);
+  for (int j = 0; j < B; j++) {
+    batch[j * 3] = agt_uniform(&g, -1, 1);  /* reward */
+    batch[j * 3 + 1] = (float)(j % 4 == 0); /* done */
+    batch[j * 3 + 2] = 7;
+    idx[j] = (float)agt_below(&g, A);
+  }
+  ag_tensor *tq, *tb, *ti, *rew, *done, *y1, *y2;
+  agt_ok(ag_tensor_create(ctx, A, B, AG_F32, q, &tq));
+  agt_ok(ag_tensor_create(ctx, 3, B, AG_F32, batch, &tb));
+  agt_ok(ag_tensor_create(ctx, 1, B, AG_F32, idx, &ti));
+  agt_ok(ag_slice_rows(tb, 0, 1, &rew));
+  agt_ok(ag_slice_rows(tb, 1, 1, &done));
+  agt_ok(ag_td_target(tq, NULL, rew, done, 0.9f, &y1));
+  agt_ok(ag_td_target(tq, ti, rew, done, 0.9f, &y2));
+  float o1[50], o2[50];
+  agt_ok(ag_tensor_read(y1, o1, sizeof o1));
+  agt_ok(ag_tensor_read(y2, o2, sizeof o2));
+  for (int j = 0; j < B; j++) {
+    double mx = fmax(fmax(q[j * 3], q[j * 3 + 1]), q[j * 3 + 2]);
+    double e1 = batch[j * 3] + 0.9 * (1 - batch[j * 3 + 1]) * mx;
+    double e2 = batch[j * 3] + 0.9 * (1 - batch[j * 3 + 1]) * q[j * 3 + (int)idx[j]];
+    assert_float_equal(o1[j], e1, 1e-5);
+    assert_float_equal(o2[j], e2, 1e-5);
+  }
+  assert_false(ag_tensor_requires_grad(y1));
+  agt_err(ag_td_target(tq, NULL, tq, done, 0.9f, &y1), AG_ERR_SHAPE, "must be [1, 50]");
   ag_ctx_free(ctx);
 }
 
@@ -671,6 +725,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_matches_reference_and_finite_differences),
       cmocka_unit_test(argmax_picks_the_first_maximum),
+      cmocka_unit_test(td_target_matches_host_reference),
       cmocka_unit_test(gradients_accumulate_and_no_grad_stops_them),
       cmocka_unit_test(adam_two_steps_match_closed_form),
       cmocka_unit_test(sgd_clips_the_global_gradient_norm),

@@ -70,6 +70,12 @@ ag_status ag_ctx_sync(ag_ctx *ctx);
  * results to another framework; agrl keeps ownership. */
 void *ag_ctx_native_stream(const ag_ctx *ctx);
 
+/* Host memory that transfers can read at full speed (page-locked on a CUDA
+ * device, ordinary memory on the CPU), for data that is written into
+ * buffers often. Free with ag_host_free (NULL is accepted). */
+ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out);
+void ag_host_free(ag_ctx *ctx, void *p);
+
 /* Releases every temporary tensor of the workspace (results of operations);
  * their handles become invalid. Buffers, persistent tensors and recordings
  * are not affected (S17). Memory is kept for reuse. */

@@ -76,6 +76,16 @@ ag_status ag_log(ag_tensor *x, ag_tensor **out);
 ag_status ag_square(ag_tensor *x, ag_tensor **out);
 ag_status ag_abs(ag_tensor *x, ag_tensor **out);
 
+/* act(x + b) in one pass (b broadcast, typically a bias [r, 1]); act is
+ * AG_BIAS_NONE, AG_BIAS_RELU, AG_BIAS_TANH or AG_BIAS_SIGMOID. */
+typedef enum ag_bias_act_kind {
+  AG_BIAS_NONE = 0,
+  AG_BIAS_RELU = 1,
+  AG_BIAS_TANH = 2,
+  AG_BIAS_SIGMOID = 3
+} ag_bias_act_kind;
+ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tensor **out);
+
 /* ---- reductions ---- */
 
 ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out);
@@ -108,6 +118,16 @@ ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out);
 /* Huber: |d| <= delta ? d^2 / 2 : delta * (|d| - delta / 2), d = pred - target
  * (PyTorch's smooth_l1_loss for delta = 1). */
 ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out);
+
+/* ---- reinforcement learning ---- */
+
+/* The Q-learning target, without gradient: out [1, B] with
+ * out_j = reward_j + gamma * (1 - done_j) * v_j, where v_j = max_a q_next[a, j],
+ * or q_next[idx_j, j] when idx is given (Double DQN: idx = argmax of the
+ * online network). q_next [A, B]; reward, done: [1, B] (row views of a
+ * batch are fine); idx as for ag_pick. */
+ag_status ag_td_target(ag_tensor *q_next, ag_tensor *idx, ag_tensor *reward, ag_tensor *done, float gamma,
+                       ag_tensor **out);
 
 /* ---- values ---- */
 

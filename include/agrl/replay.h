@@ -68,6 +68,31 @@ ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tenso
 /* A field of a gathered batch: a [width, B] view. */
 ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out);
 
+/* ---- prioritized replay (Schaul et al., "Prioritized Experience Replay") ----
+ * Proportional prioritization over the columns of a table: column i is drawn
+ * with probability p_i^alpha / sum_k p_k^alpha, by stratified sampling (one
+ * draw in each of B equal slices of the total) down a sum tree of fan-out 16
+ * kept on the device. New transitions get the largest priority seen so far
+ * (1 at first). Importance weights (N P(i))^-beta are normalized by the
+ * largest of the batch. Everything is a device operation and recordable. */
+typedef struct ag_per ag_per;
+
+/* Attaches prioritized sampling to a table (one per table; freed with it or
+ * by ag_per_free). alpha in [0, 1]. Transitions already stored get priority 1. */
+ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
+void ag_per_free(ag_per *per);
+
+/* B indices ([B, 1] i32) and their importance weights ([1, B] f32). */
+ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights);
+/* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of the
+ * columns idx (i32 / i64, as many). Values below 1e-12 count as 1e-12. */
+ag_status ag_per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities);
+/* The same from host arrays (checked: indices inside the valid part,
+ * priorities finite and >= 0). */
+ag_status ag_per_update_host(ag_per *per, const int64_t *idx, const float *priorities, int64_t n);
+/* Sum of p^alpha over the table (reads the device). */
+ag_status ag_per_total(ag_per *per, double *total);
+
 #ifdef __cplusplus
 }
 #endif

@@ -207,7 +207,7 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
 }
 
 ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
-  ag_tensor *obs, *act, *rew, *next, *term, *qn, *best, *nd, *t, *y, *q, *qa;
+  ag_tensor *obs, *act, *rew, *next, *term, *qn, *y, *q, *qa;
   ag_status s;
   if (!d || !batch || !loss) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
   if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) || (s = ag_replay_view(d->replay, batch, "action", &act)) ||
@@ -215,19 +215,15 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
       (s = ag_replay_view(d->replay, batch, "terminated", &term)))
     return s;
   /* y = r + gamma * (1 - terminated) * max_a Q'(s', a)   (Double DQN: Q'(s', argmax_a Q(s', a))) */
+  ag_tensor *am = NULL;
   ag_no_grad_begin(d->ctx);
   s = ag_mlp_forward(d->target, next, &qn);
   if (!s && d->cfg.double_dqn) {
-    ag_tensor *qo, *am;
+    ag_tensor *qo;
     s = ag_mlp_forward(d->q, next, &qo);
     if (!s) s = ag_argmax(qo, AG_AXIS_ROWS, AG_I32, &am);
-    if (!s) s = ag_pick(qn, am, &best);
-  } else if (!s) {
-    s = ag_max(qn, AG_AXIS_ROWS, &best);
   }
-  if (!s) s = ag_affine(term, -d->cfg.gamma, d->cfg.gamma, &nd);
-  if (!s) s = ag_mul(best, nd, &t);
-  if (!s) s = ag_add(rew, t, &y);
+  if (!s) s = ag_td_target(qn, am, rew, term, d->cfg.gamma, &y);
   ag_no_grad_end(d->ctx);
   if (s) return s;
   if ((s = ag_mlp_forward(d->q, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;

@@ -7,6 +7,7 @@
 int agrl_cmd_demo(int argc, char **argv);
 int agrl_cmd_train(int argc, char **argv);
 int agrl_cmd_eval(int argc, char **argv);
+int agrl_cmd_bench(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -15,6 +16,7 @@ static void usage(FILE *f) {
           "commands:\n"
           "  train     train an agent (DQN) on an environment\n"
           "  eval      run greedy episodes of a trained network\n"
+          "  bench     time the performance table's work on a device\n"
           "  demo      write, gather and read a replay buffer on a device\n"
           "  version   print the version\n"
           "\n"
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "demo") == 0) return agrl_cmd_demo(argc - 1, argv + 1);
   if (strcmp(cmd, "train") == 0) return agrl_cmd_train(argc - 1, argv + 1);
   if (strcmp(cmd, "eval") == 0) return agrl_cmd_eval(argc - 1, argv + 1);
+  if (strcmp(cmd, "bench") == 0) return agrl_cmd_bench(argc - 1, argv + 1);
   fprintf(stderr, "agrl: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

@@ -35,7 +35,22 @@ ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on) {
 
 int ag_tensor_requires_grad(const ag_tensor *t) { return ag__needs_grad(t); }
 
-ag_tensor *ag_tensor_grad(const ag_tensor *t) { return t && !(t->flags & AG__T_FREED) ? t->grad : NULL; }
+ag_status ag__grad_materialize(ag_tensor *t) {
+  if (!(t->flags & AG__T_GRAD_STALE)) return AG_OK;
+  ag__mat g;
+  ag_status s = ag__operand(t->grad, "autograd", "a gradient", &g);
+  if (s) return s;
+  ag__fill_args f = {g, 0.0f};
+  if ((s = ag__run(t->ctx, AG__K_FILL, &f, sizeof f))) return s;
+  t->flags &= ~AG__T_GRAD_STALE;
+  return AG_OK;
+}
+
+ag_tensor *ag_tensor_grad(const ag_tensor *t) {
+  if (!t || (t->flags & AG__T_FREED)) return NULL;
+  if (ag__grad_materialize((ag_tensor *)t)) return NULL;
+  return t->grad;
+}
 
 ag_status ag_zero_grad(ag_tensor *const *params, int n) {
   static const char fn[] = "ag_zero_grad";
@@ -46,13 +61,9 @@ ag_status ag_zero_grad(ag_tensor *const *params, int n) {
     if (!params[i]->grad)
       return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] has no gradient (ag_tensor_set_requires_grad)", fn, i);
   }
-  for (int i = 0; i < n; i++) {
-    ag__mat g;
-    ag_status s = ag__operand(params[i]->grad, fn, "a gradient", &g);
-    if (s) return s;
-    ag__fill_args f = {g, 0.0f};
-    if ((s = ag__run(params[i]->ctx, AG__K_FILL, &f, sizeof f))) return s;
-  }
+  /* no kernel: the next contribution to each gradient writes instead of adding
+   * (and ag__grad_materialize zeroes one that receives none) */
+  for (int i = 0; i < n; i++) params[i]->flags |= AG__T_GRAD_STALE;
   return AG_OK;
 }
 
@@ -72,11 +83,28 @@ static ag_status grad_dst(ag_tensor *t, gdst *d) {
     t->grad = g;
   }
   if ((s = ag__operand(t->grad, "ag_backward", "a gradient", &d->m))) return s;
-  d->acc = (t->flags & (AG__T_PERSISTENT | AG__T_GRAD_INIT)) != 0;
+  d->acc = (t->flags & AG__T_PERSISTENT) ? !(t->flags & AG__T_GRAD_STALE) : (t->flags & AG__T_GRAD_INIT) != 0;
   return AG_OK;
 }
 
-static void grad_written(ag_tensor *t) { t->flags |= AG__T_GRAD_INIT; }
+static void grad_written(ag_tensor *t) {
+  t->flags |= AG__T_GRAD_INIT;
+  t->flags &= ~AG__T_GRAD_STALE;
+}
+
+/* A temporary read by one taped op only, whose gradient is not written yet,
+ * can take the gradient g as its own without a copy: nothing else will add
+ * to it. */
+static int grad_alias(ag_tensor *t, ag__mat g, float scale) {
+  if ((t->flags & (AG__T_PERSISTENT | AG__T_GRAD_INIT)) || t->uses != 1 || scale != 1.0f || g.rows != t->rows ||
+      g.cols != t->cols)
+    return 0;
+  ag_tensor *v;
+  if (ag__tensor_view(t->ctx, g.rows, g.cols, g.ld, AG_F32, g.p, &v)) return 0;
+  t->grad = v;
+  grad_written(t);
+  return 1;
+}
 
 /* The whole gradient of t, zero-filled if nothing was written yet (for
  * contributions that cover only a part of it). */
@@ -104,6 +132,7 @@ static ag_status reduce_into(ag_ctx *ctx, ag__mat full, gdst d, float scale) {
 
 /* t.grad += scale * g, g of t's shape or broadcast from it (then summed). */
 static ag_status grad_add(ag_tensor *t, ag__mat g, float scale) {
+  if (grad_alias(t, g, scale)) return AG_OK;
   gdst d;
   ag_status s = grad_dst(t, &d);
   if (s) return s;
@@ -267,6 +296,29 @@ static ag_status node_backward(ag__node *n) {
       return ag__run(x->ctx, AG__K_COPY, &c, sizeof c);
     }
     case AG__OP_COPY: return grad_add(x, g, 1.0f);
+    case AG__OP_BIAS_ACT: { /* dz = act'(y) * g, then as for x + b */
+      static const ag__map2_op bwd[4] = {AG__MAP2_ADD, AG__MAP2_RELU_BWD, AG__MAP2_TANH_BWD, AG__MAP2_SIGMOID_BWD};
+      ag_tensor *dz;
+      if ((s = ag__tensor_temp(x->ctx, n->out->rows, n->out->cols, AG_F32, &dz))) return s;
+      ag__map2_args m = {bwd[n->i[0]], 1.0f, 0.0f, g, ag__mat_of_temp(n->out), ag__mat_of_temp(dz), 0};
+      if ((s = ag__run(x->ctx, AG__K_MAP2, &m, sizeof m))) return s;
+      ag__mat mdz = ag__mat_of_temp(dz);
+      if (ag__needs_grad(x) && (s = grad_add(x, mdz, 1.0f))) return s;
+      if (ag__needs_grad(n->in[1]) && (s = grad_add(n->in[1], mdz, 1.0f))) return s;
+      return AG_OK;
+    }
+    case AG__OP_LOSS: { /* d loss / d pred was written by the forward kernel */
+      ag_tensor *dp = n->aux;
+      ag__mat md = ag__mat_of_temp(dp);
+      int64_t R = dp->rows, C = dp->cols;
+      if (ag__needs_grad(x)) {
+        if (n->out->grad == x->ctx->one) s = grad_add(x, md, 1.0f); /* the seed: no product needed */
+        else s = grad_map2(x, AG__MAP2_MUL, 1.0f, 0.0f, md, g, R, C);
+        if (s) return s;
+      }
+      if (ag__needs_grad(n->in[1]) && (s = grad_map2(n->in[1], AG__MAP2_MUL, -1.0f, 0.0f, md, g, R, C))) return s;
+      return AG_OK;
+    }
     case AG__OP_CONCAT: {
       ag_tensor *a = n->in[0], *b = n->in[1];
       int by_rows = (int)n->i[0];
@@ -299,9 +351,7 @@ ag_status ag_backward(ag_tensor *loss) {
     o->grad = NULL;
     o->flags &= ~AG__T_GRAD_INIT;
   }
-  ag_tensor *seed;
-  if ((s = ag_full(ctx, 1, 1, 1.0f, &seed))) return s;
-  loss->grad = seed;
+  loss->grad = ctx->one; /* never written: gradients flow from it, not into it */
   loss->flags |= AG__T_GRAD_INIT;
   for (int k = loss->node; k >= 0; k--) {
     ag__node *n = &ws->tape[k];

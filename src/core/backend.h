@@ -62,6 +62,10 @@ typedef struct ag__backend {
   ag_status (*alloc_static)(void *st, size_t bytes, void **out);
   void (*release_static)(void *st, void *p);
 
+  /* Page-locked host memory (ordinary memory on the CPU). */
+  ag_status (*host_alloc)(void *st, size_t bytes, void **out);
+  void (*host_free)(void *st, void *p);
+
   /* ---- kernels ---- */
   /* Runs (or, while recording, records) kernel `id` with its arguments
    * (kernels.h); `args` may be reused when the call returns. */

@@ -252,6 +252,10 @@ void ag_rng_free(ag_rng *r) {
   free(r);
 }
 
+uint64_t ag__rng_seed(const ag_rng *r) { return r->seed; }
+
+ag_status ag__rng_counter(ag_rng *r, void **ptr) { return ag__tensor_ptr(r->counter, ptr); }
+
 ag_status ag_rng_set_counter(ag_rng *r, uint64_t counter) {
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_rng_set_counter: rng is NULL");
   int64_t v = (int64_t)counter;

@@ -50,6 +50,11 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
   ctx->stores.next = ctx->stores.prev = &ctx->stores;
   ctx->ws = &ctx->ws_main;
   for (int i = 0; i < AG_FAULT_COUNT_; i++) ctx->fault_after[i] = -1;
+  const float one = 1.0f;
+  if ((s = ag_tensor_create(ctx, 1, 1, AG_F32, &one, &ctx->one))) {
+    ag_ctx_free(ctx);
+    return s;
+  }
   *out = ctx;
   return AG_OK;
 }
@@ -89,6 +94,16 @@ ag_status ag_ctx_sync(ag_ctx *ctx) {
   if (s) return s;
   ctx->stats.syncs++;
   return ctx->be->sync(ctx->st);
+}
+
+ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out) {
+  if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: ctx and out must not be NULL");
+  if (bytes == 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: bytes = 0");
+  return ctx->be->host_alloc(ctx->st, bytes, out);
+}
+
+void ag_host_free(ag_ctx *ctx, void *p) {
+  if (ctx && p) ctx->be->host_free(ctx->st, p);
 }
 
 void ag_ctx_reset(ag_ctx *ctx) {

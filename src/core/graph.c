@@ -53,6 +53,8 @@ ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tenso
   n.aux = aux;
   int k = ag__tape_push(ctx, &n);
   if (k < 0) return ag__fail(AG_ERR_OUT_OF_MEMORY, "autograd: out of host memory for the tape");
+  if (in0) in0->uses++;
+  if (in1) in1->uses++; /* a + a: two uses */
   out->node = k;
   out->flags |= AG__T_REQUIRES_GRAD;
   return AG_OK;
@@ -367,26 +369,86 @@ ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return c
 
 /* ---- losses ---- */
 
-static ag_status loss(ag_tensor *pred, ag_tensor *target, ag__map_op op, float p0, const char *fn, ag_tensor **out) {
-  ag_status s = ag__check_tensor(pred, fn, "pred");
-  if (s || (s = ag__check_tensor(target, fn, "target"))) return s;
+static ag_status loss(ag_tensor *pred, ag_tensor *target, int kind, float delta, const char *fn, ag_tensor **out) {
+  ag__mat mp, mt;
+  ag_status s = ag__operand(pred, fn, "pred", &mp);
+  if (s || (s = ag__operand(target, fn, "target", &mt)) || (s = same_ctx(pred, target, fn))) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
   if (pred->rows != target->rows || pred->cols != target->cols)
     return ag__fail(AG_ERR_SHAPE, "%s: pred is [%lld, %lld] and target [%lld, %lld]", fn, (long long)pred->rows,
                     (long long)pred->cols, (long long)target->rows, (long long)target->cols);
-  ag_tensor *d, *e;
-  if ((s = ag_sub(pred, target, &d)) || (s = ag__unary(d, op, p0, 0.0f, fn, &e))) return s;
-  return ag_mean(e, AG_AXIS_ALL, out);
+  ag_ctx *ctx = pred->ctx;
+  int grad = !ctx->no_grad && (ag__needs_grad(pred) || ag__needs_grad(target));
+  ag_tensor *y, *dpred = NULL;
+  if ((s = ag__tensor_temp(ctx, 1, 1, AG_F32, &y))) return s;
+  if (grad && (s = ag__tensor_temp(ctx, pred->rows, pred->cols, AG_F32, &dpred))) return s;
+  ag__mat none = {NULL, pred->rows, pred->cols, pred->rows};
+  ag__loss_args a = {kind, delta, mp, mt, (float *)y->data, dpred ? ag__mat_of_temp(dpred) : none};
+  if ((s = ag__run(ctx, AG__K_LOSS, &a, sizeof a))) return s;
+  if ((s = ag__tape(ctx, AG__OP_LOSS, y, pred, target, NULL, NULL, dpred))) return s;
+  *out = y;
+  return AG_OK;
 }
 
 ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out) {
-  return loss(pred, target, AG__MAP_SQUARE, 0.0f, "ag_mse_loss", out);
+  return loss(pred, target, 0, 0.0f, "ag_mse_loss", out);
 }
 
 ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out) {
   if (!(delta > 0.0f) || !isfinite(delta))
     return ag__fail(AG_ERR_INVALID_ARG, "ag_huber_loss: delta = %g must be positive and finite", (double)delta);
-  return loss(pred, target, AG__MAP_HUBER, delta, "ag_huber_loss", out);
+  return loss(pred, target, 1, delta, "ag_huber_loss", out);
+}
+
+/* ---- fused ops ---- */
+
+ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tensor **out) {
+  static const char fn[] = "ag_bias_act";
+  static const ag__map2_op ops[4] = {AG__MAP2_ADD, AG__MAP2_ADD_RELU, AG__MAP2_ADD_TANH, AG__MAP2_ADD_SIGMOID};
+  if ((int)act < 0 || act > AG_BIAS_SIGMOID) return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn, (int)act);
+  if (act == AG_BIAS_NONE) return ag_add(x, b, out);
+  ag__mat mx, mb;
+  ag_status s = ag__operand(x, fn, "x", &mx);
+  if (s || (s = ag__operand(b, fn, "b", &mb)) || (s = same_ctx(x, b, fn))) return s;
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  int64_t rows = 0, cols = 0;
+  if ((s = broadcast_shape(x, b, fn, &rows, &cols))) return s;
+  if (rows != x->rows || cols != x->cols)
+    return ag__fail(AG_ERR_SHAPE, "%s: b [%lld, %lld] must broadcast to x [%lld, %lld]", fn, (long long)b->rows,
+                    (long long)b->cols, (long long)x->rows, (long long)x->cols);
+  ag_tensor *y;
+  if ((s = ag__tensor_temp(x->ctx, rows, cols, AG_F32, &y))) return s;
+  ag__map2_args k = {ops[act], 1.0f, 0.0f, mx, mb, ag__mat_of_temp(y), 0};
+  if ((s = ag__run(x->ctx, AG__K_MAP2, &k, sizeof k))) return s;
+  const int64_t i[2] = {act, 0};
+  if ((s = ag__tape(x->ctx, AG__OP_BIAS_ACT, y, x, b, NULL, i, NULL))) return s;
+  *out = y;
+  return AG_OK;
+}
+
+ag_status ag_td_target(ag_tensor *q_next, ag_tensor *idx, ag_tensor *reward, ag_tensor *done, float gamma,
+                       ag_tensor **out) {
+  static const char fn[] = "ag_td_target";
+  ag__mat mq, mr, md;
+  ag_status s = ag__operand(q_next, fn, "q_next", &mq);
+  if (s || (s = ag__operand(reward, fn, "reward", &mr)) || (s = ag__operand(done, fn, "done", &md))) return s;
+  if ((s = same_ctx(q_next, reward, fn)) || (s = same_ctx(q_next, done, fn))) return s;
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  if (!isfinite(gamma)) return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g is not finite", fn, (double)gamma);
+  int64_t B = q_next->cols;
+  if (reward->rows != 1 || reward->cols != B || done->rows != 1 || done->cols != B)
+    return ag__fail(AG_ERR_SHAPE, "%s: reward [%lld, %lld] and done [%lld, %lld] must be [1, %lld] like q_next's columns", fn,
+                    (long long)reward->rows, (long long)reward->cols, (long long)done->rows, (long long)done->cols,
+                    (long long)B);
+  const void *ip = NULL;
+  int64_t stride = 1;
+  if (idx && ((s = ag__index_operand(idx, B, fn, &ip, &stride)) || (s = same_ctx(q_next, idx, fn)))) return s;
+  ag_tensor *y;
+  if ((s = ag__tensor_temp(q_next->ctx, 1, B, AG_F32, &y))) return s;
+  ag__td_args a = {mq, ip, idx ? idx->dtype : AG_I32, stride, mr, md, gamma, ag__mat_of_temp(y)};
+  if ((s = ag__run(q_next->ctx, AG__K_TD_TARGET, &a, sizeof a))) return s;
+  *out = y; /* a target: never taped */
+  return AG_OK;
 }
 
 /* ---- values ---- */

@@ -20,7 +20,9 @@ enum {
   AG__OP_PICK,     /* in[1]: the index tensor */
   AG__OP_VIEW,     /* i: r0, c0 in the base */
   AG__OP_COPY,
-  AG__OP_CONCAT    /* i[0]: 1 by rows, 0 by columns */
+  AG__OP_CONCAT,   /* i[0]: 1 by rows, 0 by columns */
+  AG__OP_BIAS_ACT, /* i[0]: ag_bias_act_kind */
+  AG__OP_LOSS      /* aux: d loss / d pred */
 };
 
 /* An f32 operand as a kernel matrix (persistent tensors made resident). */
@@ -31,6 +33,13 @@ int ag__needs_grad(const ag_tensor *t);
 ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, const float f[2],
                    const int64_t i[2], void *aux);
 ag_status ag__unary(ag_tensor *x, ag__map_op op, float p0, float p1, const char *fn, ag_tensor **out);
+/* Writes the zeros that ag_zero_grad deferred, when nothing else did. */
+ag_status ag__grad_materialize(ag_tensor *t);
 ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const void **p, int64_t *stride);
+
+/* The seed of an RNG stream and the device address of its counter (u64). */
+struct ag_rng;
+uint64_t ag__rng_seed(const struct ag_rng *r);
+ag_status ag__rng_counter(struct ag_rng *r, void **ptr);
 
 #endif /* AGRL_CORE_GRAPH_INTERNAL_H */

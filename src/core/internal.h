@@ -111,7 +111,9 @@ enum {
   AG__T_FREED = 2u,         /* freed, or its workspace was reset */
   AG__T_REQUIRES_GRAD = 4u, /* gradients flow into it */
   AG__T_GRAD_INIT = 8u,     /* its (temporary) gradient has been written */
-  AG__T_IS_GRAD = 16u       /* the persistent gradient of tensor `base` */
+  AG__T_IS_GRAD = 16u,      /* the persistent gradient of tensor `base` */
+  AG__T_GRAD_STALE = 32u    /* zeroed by ag_zero_grad but not yet written: the
+                               next contribution writes instead of adding */
 };
 
 struct ag_tensor {
@@ -125,6 +127,7 @@ struct ag_tensor {
   struct ag_tensor *base; /* a view's tensor, for gradients */
   int64_t base_r0, base_c0;
   int node;        /* tape index of the op that made it, -1 for none */
+  int uses;        /* taped ops that read it (a gradient may be shared when 1) */
   ag__store store; /* persistent tensors only */
 };
 
@@ -158,6 +161,7 @@ struct ag_ctx {
   struct ag_capture *captures;  /* every live recording */
   uint64_t epoch;     /* incremented by every device switch */
   int no_grad;        /* depth of no-grad scopes */
+  struct ag_tensor *one; /* 1 x 1 f32 holding 1: the seed of every backward */
 
   ag_xfer_entry xfer[AG__XFER_MAX];
   int n_xfer;
@@ -182,6 +186,16 @@ ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t 
 ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src,
                                 size_t bytes);
 void ag__xfer_add(ag_ctx *ctx, const char *op, uint64_t up, uint64_t down);
+
+/* ---- helper threads (pool.c) ---- */
+
+typedef void (*ag__task_fn)(void *arg, int i);
+/* Runs fn(arg, i) for i in 0 .. n_tasks-1 over the helper threads and the
+ * caller; returns when all are done. */
+void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg);
+int ag__pool_threads(void);
+/* fill(dst, off, len, user) split over the helper threads (large lengths). */
+void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size_t len);
 
 /* ---- stores (store.c) ---- */
 

@@ -39,6 +39,11 @@ typedef enum ag__kernel_id {
   AG__K_SUMSQ,
   AG__K_AXPBY,
   AG__K_RANDINT,
+  AG__K_TD_TARGET,
+  AG__K_LOSS,
+  AG__K_PER_SET,
+  AG__K_PER_FILL,
+  AG__K_PER_SAMPLE,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -114,6 +119,9 @@ typedef enum ag__map2_op {
   AG__MAP2_SIGMOID_BWD, /* a * b * (1 - b)          (b: sigmoid output) */
   AG__MAP2_HUBER_BWD,   /* a * clamp(b, -p0, p0)    (b: input) */
   AG__MAP2_ABS_BWD,     /* a * sign(b) */
+  AG__MAP2_ADD_RELU,    /* relu(a + b): a bias and its activation in one pass */
+  AG__MAP2_ADD_TANH,    /* tanh(a + b) */
+  AG__MAP2_ADD_SIGMOID, /* sigmoid(a + b) */
   AG__MAP2_COUNT
 } ag__map2_op;
 
@@ -234,6 +242,81 @@ typedef struct ag__randint_args {
   void *out;
   ag_dtype out_dtype;
 } ag__randint_args;
+
+/* AG__K_TD_TARGET: out[0, j] = reward[0, j] + gamma * (1 - done[0, j]) * v_j,
+ *   v_j = max_r q[r, j] when idx is NULL, else q[clamp(i_j), j] (i_j as in PICK).
+ *   q [A, B], reward, done, out [1, B]. */
+typedef struct ag__td_args {
+  ag__mat q;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t idx_stride;
+  ag__mat reward, done;
+  float gamma;
+  ag__mat out;
+} ag__td_args;
+
+/* AG__K_LOSS: *out = mean over the elements of f(pred - target), f the MSE
+ *   square (kind 0) or the Huber function of delta (kind 1); when dpred.p is
+ *   not NULL also dpred = f'(pred - target) / n (contiguous, pred's shape). */
+typedef struct ag__loss_args {
+  int kind;
+  float delta;
+  ag__mat pred, target;
+  float *out;
+  ag__mat dpred;
+} ag__loss_args;
+
+/* ---- prioritized replay: a sum tree of fan-out 16 ----
+ * Levels 0 .. depth-1 below the root; level d holds 16^(d+1) nodes at
+ * tree[ag__per_offset(d)], the leaves (level depth-1) one per column; a node
+ * is the sum of its 16 children (added in order); the root, the sum of
+ * level 0, is tree[ag__per_offset(depth)]. Values are doubles. state[0] is
+ * the largest priority seen (new columns get it). */
+#define AG__PER_FAN 16
+
+/* AG__K_PER_SET: leaf idx_j = prio_j ^ alpha (prio_j at prio[j * prio_stride],
+ *   taken as at least 1e-12), for j < n; then the ancestors of those leaves;
+ *   state[0] = max(state[0], prio_j). With repeated indices one of their
+ *   values is kept. */
+typedef struct ag__per_set_args {
+  double *tree;
+  int depth;
+  float alpha;
+  float *state;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t n;
+  const float *prio;
+  int64_t prio_stride;
+} ag__per_set_args;
+
+/* AG__K_PER_FILL: leaves pos .. pos+k-1 = state[0] ^ alpha, then their ancestors. */
+typedef struct ag__per_fill_args {
+  double *tree;
+  int depth;
+  float alpha;
+  const float *state;
+  int64_t pos, k;
+} ag__per_fill_args;
+
+/* AG__K_PER_SAMPLE: for j < B, u_j = (j + v_j) / B * root with v_j uniform in
+ *   [0, 1) (draw counter + j of the Philox stream `seed`, 53 bits); idx[j] =
+ *   the leaf whose interval of the running sum holds u_j (descending the
+ *   tree; a rounding overshoot takes the last non-zero child). w[j] =
+ *   (size * leaf / root) ^ -beta divided by the largest w of the batch
+ *   (size: *size_dev transitions). *counter += B afterwards. */
+typedef struct ag__per_sample_args {
+  const double *tree;
+  int depth;
+  float beta;
+  uint64_t seed;
+  uint64_t *counter;
+  const int64_t *size_dev;
+  int64_t B;
+  int32_t *idx;
+  float *w;
+} ag__per_sample_args;
 
 #ifdef __cplusplus
 }

@@ -34,11 +34,20 @@ AG__HD ag__u32x4 ag__philox4x32_10(ag__u32x4 c, uint32_t k0, uint32_t k1) {
   return c;
 }
 
-/* 64 random bits for draw number `i` of the stream `seed`. */
-AG__HD uint64_t ag__philox_u64(uint64_t seed, uint64_t i) {
-  ag__u32x4 c = {{(uint32_t)i, (uint32_t)(i >> 32), 0u, 0u}};
-  ag__u32x4 r = ag__philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
-  return ((uint64_t)r.v[1] << 32) | r.v[0];
+/* Block b of the stream `seed`: 128 random bits. */
+AG__HD ag__u32x4 ag__philox_block(uint64_t seed, uint64_t b) {
+  ag__u32x4 c = {{(uint32_t)b, (uint32_t)(b >> 32), 0u, 0u}};
+  return ag__philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+/* Half h (0 or 1) of a block as 64 bits. */
+AG__HD uint64_t ag__philox_half(ag__u32x4 r, int h) {
+  return h ? ((uint64_t)r.v[3] << 32) | r.v[2] : ((uint64_t)r.v[1] << 32) | r.v[0];
+}
+
+/* Draw k of the stream `seed`: 64 random bits, half k % 2 of block k / 2. */
+AG__HD uint64_t ag__philox_u64(uint64_t seed, uint64_t k) {
+  return ag__philox_half(ag__philox_block(seed, k >> 1), (int)(k & 1));
 }
 
 /* floor(x / 2^64 * bound): an integer in [0, bound), exact on every backend. */

@@ -40,6 +40,9 @@ AG__HD float ag__map2_f(ag__map2_op op, float a, float b, float p0) {
     case AG__MAP2_SIGMOID_BWD: return a * b * (1.0f - b);
     case AG__MAP2_HUBER_BWD: return a * (b < -p0 ? -p0 : (b > p0 ? p0 : b));
     case AG__MAP2_ABS_BWD: return b > 0.0f ? a : (b < 0.0f ? -a : 0.0f);
+    case AG__MAP2_ADD_RELU: return ag__map_f(AG__MAP_RELU, a + b, 0.0f, 0.0f);
+    case AG__MAP2_ADD_TANH: return ag__map_f(AG__MAP_TANH, a + b, 0.0f, 0.0f);
+    case AG__MAP2_ADD_SIGMOID: return ag__map_f(AG__MAP_SIGMOID, a + b, 0.0f, 0.0f);
     default: return 0.0f;
   }
 }
@@ -57,6 +60,14 @@ AG__HD int64_t ag__pick_index(const void *idx, ag_dtype dt, int64_t stride, int6
     i = ((const int64_t *)idx)[j * stride];
   }
   return i < 0 ? 0 : (i >= limit ? limit - 1 : i);
+}
+
+/* The loss function of AG__K_LOSS and its derivative, at d = pred - target. */
+AG__HD float ag__loss_f(int kind, float d, float delta) {
+  return kind == 0 ? d * d : ag__map_f(AG__MAP_HUBER, d, delta, 0.0f);
+}
+AG__HD float ag__loss_df(int kind, float d, float delta) {
+  return kind == 0 ? 2.0f * d : (d < -delta ? -delta : (d > delta ? delta : d));
 }
 
 /* Element (r, c) of a matrix, broadcasting a 1-row or 1-column operand. */

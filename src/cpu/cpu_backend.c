@@ -113,7 +113,7 @@ static ag_status cpu_zero(void *st, void *dst, size_t bytes) {
 
 static ag_status cpu_upload(void *st, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   (void)st;
-  fill(dst, 0, bytes, user);
+  ag__fill_parallel(fill, user, dst, 0, bytes);
   return AG_OK;
 }
 
@@ -230,6 +230,8 @@ static const ag__backend cpu_backend = {
     .native_stream = cpu_native_stream,
     .alloc_static = cpu_alloc,
     .release_static = cpu_release,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_release,
     .run = cpu_run,
     .record_begin = cpu_record_begin,
     .record_end = cpu_record_end,

@@ -11,6 +11,7 @@
 
 #include "core/internal.h"
 #include "core/kernels.h"
+#include "core/per_tree.h"
 #include "core/philox.h"
 #include "core/scalar_ops.h"
 #include "cpu/cpu_internal.h"
@@ -24,11 +25,26 @@ static inline void put(const ag__mat *m, int64_t r, int64_t c, float v, int accu
   *o = accumulate ? *o + v : v;
 }
 
+/* The column a gather reads for index j (clamped, S13). */
+static inline int64_t gather_col(const ag__gather_args *a, int64_t j) {
+  int64_t c = ag__index_at(a->idx, a->idx_dtype, j);
+  return c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
+}
+
 static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
+  const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
+  enum { AHEAD = 8 }; /* random columns: ask for them early so the misses overlap */
+  for (int64_t j = 0; j < a->n && j < AHEAD; j++) {
+    const char *p = (const char *)a->src + (size_t)gather_col(a, j) * col_bytes;
+    for (size_t b = 0; b < col_bytes; b += 64) __builtin_prefetch(p + b);
+  }
   for (int64_t j = 0; j < a->n; j++) {
-    int64_t c = ag__index_at(a->idx, a->idx_dtype, j);
-    c = c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c); /* S13 */
+    if (j + AHEAD < a->n) {
+      const char *p = (const char *)a->src + (size_t)gather_col(a, j + AHEAD) * col_bytes;
+      for (size_t b = 0; b < col_bytes; b += 64) __builtin_prefetch(p + b);
+    }
+    int64_t c = gather_col(a, j);
     float *out = a->dst + j * a->rows;
     size_t base = (size_t)c * (size_t)a->rows;
     if (a->src_dtype == AG_F32 && a->scale == 1.0f) {
@@ -48,19 +64,94 @@ static ag_status k_gemm(const void *args) {
   return AG_OK;
 }
 
+/* Column c of a (broadcast) operand, and its step along the rows. */
+static inline const float *col_of(const ag__mat *m, int64_t c, int64_t *step) {
+  *step = m->rows == 1 ? 0 : 1;
+  return m->p + (m->cols == 1 ? 0 : c) * m->ld;
+}
+
+/* One contiguous column; called with a constant op, each call site becomes
+ * a loop of its own that the compiler can vectorize. */
+static inline void map_col(ag__map_op op, const float *restrict x, float *restrict o, int64_t n, float p0, float p1,
+                           int acc) {
+  if (acc)
+    for (int64_t r = 0; r < n; r++) o[r] += ag__map_f(op, x[r], p0, p1);
+  else
+    for (int64_t r = 0; r < n; r++) o[r] = ag__map_f(op, x[r], p0, p1);
+}
+
+static inline void map2_col(ag__map2_op op, const float *restrict x, const float *restrict y, float *restrict o,
+                            int64_t n, float alpha, float p0, int acc) {
+  if (acc)
+    for (int64_t r = 0; r < n; r++) o[r] += alpha * ag__map2_f(op, x[r], y[r], p0);
+  else
+    for (int64_t r = 0; r < n; r++) o[r] = alpha * ag__map2_f(op, x[r], y[r], p0);
+}
+
 static ag_status k_map(const void *args) {
   const ag__map_args *a = args;
-  for (int64_t c = 0; c < a->out.cols; c++)
-    for (int64_t r = 0; r < a->out.rows; r++)
-      put(&a->out, r, c, ag__map_f(a->op, at(&a->x, r, c), a->p0, a->p1), a->accumulate);
+  const int64_t n = a->out.rows;
+  for (int64_t c = 0; c < a->out.cols; c++) {
+    int64_t sx;
+    const float *px = col_of(&a->x, c, &sx);
+    float *po = a->out.p + c * a->out.ld;
+    if (sx != 1) { /* a broadcast row: one value down the column */
+      float v = ag__map_f(a->op, px[0], a->p0, a->p1);
+      for (int64_t r = 0; r < n; r++) po[r] = a->accumulate ? po[r] + v : v;
+      continue;
+    }
+    switch (a->op) {
+#define CASE(OP) case OP: map_col(OP, px, po, n, a->p0, a->p1, a->accumulate); break;
+      CASE(AG__MAP_IDENT)
+      CASE(AG__MAP_AFFINE)
+      CASE(AG__MAP_RELU)
+      CASE(AG__MAP_TANH)
+      CASE(AG__MAP_SIGMOID)
+      CASE(AG__MAP_EXP)
+      CASE(AG__MAP_LOG)
+      CASE(AG__MAP_SQUARE)
+      CASE(AG__MAP_ABS)
+      CASE(AG__MAP_HUBER)
+#undef CASE
+      default: return ag__fail(AG_ERR_UNSUPPORTED, "cpu: map op %d", (int)a->op);
+    }
+  }
   return AG_OK;
 }
 
 static ag_status k_map2(const void *args) {
   const ag__map2_args *a = args;
-  for (int64_t c = 0; c < a->out.cols; c++)
-    for (int64_t r = 0; r < a->out.rows; r++)
-      put(&a->out, r, c, a->alpha * ag__map2_f(a->op, at(&a->a, r, c), at(&a->b, r, c), a->p0), a->accumulate);
+  const int64_t n = a->out.rows;
+  for (int64_t c = 0; c < a->out.cols; c++) {
+    int64_t sx, sy;
+    const float *px = col_of(&a->a, c, &sx), *py = col_of(&a->b, c, &sy);
+    float *po = a->out.p + c * a->out.ld;
+    if (sx != 1 || sy != 1) { /* a broadcast row operand */
+      for (int64_t r = 0; r < n; r++) {
+        float v = a->alpha * ag__map2_f(a->op, px[r * sx], py[r * sy], a->p0);
+        po[r] = a->accumulate ? po[r] + v : v;
+      }
+      continue;
+    }
+    switch (a->op) {
+#define CASE(OP) case OP: map2_col(OP, px, py, po, n, a->alpha, a->p0, a->accumulate); break;
+      CASE(AG__MAP2_ADD)
+      CASE(AG__MAP2_SUB)
+      CASE(AG__MAP2_MUL)
+      CASE(AG__MAP2_DIV)
+      CASE(AG__MAP2_MAX)
+      CASE(AG__MAP2_RELU_BWD)
+      CASE(AG__MAP2_TANH_BWD)
+      CASE(AG__MAP2_SIGMOID_BWD)
+      CASE(AG__MAP2_HUBER_BWD)
+      CASE(AG__MAP2_ABS_BWD)
+      CASE(AG__MAP2_ADD_RELU)
+      CASE(AG__MAP2_ADD_TANH)
+      CASE(AG__MAP2_ADD_SIGMOID)
+#undef CASE
+      default: return ag__fail(AG_ERR_UNSUPPORTED, "cpu: map2 op %d", (int)a->op);
+    }
+  }
   return AG_OK;
 }
 
@@ -175,23 +266,28 @@ static ag_status k_adam_prep(const void *args) {
   return AG_OK;
 }
 
+static void adam_one(const ag__adam_args *a, float *restrict p, const float *restrict g, float *restrict m,
+                     float *restrict v, int64_t n, float bc1, float bc2, float coef) {
+  const float b1 = a->b1, b2 = a->b2, lr = a->lr, eps = a->eps, wd = a->wd;
+  for (int64_t i = 0; i < n; i++) {
+    float gi = coef * g[i] + wd * p[i];
+    float mi = b1 * m[i] + (1.0f - b1) * gi;
+    float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+  }
+}
+
 static ag_status k_adam(const void *args) {
   const ag__adam_args *a = args;
   const float bc1 = a->state[AG__OPT_BC1], bc2 = a->state[AG__OPT_BC2], coef = a->state[AG__OPT_COEF];
   for (int k = 0; k < a->count; k++) {
     const ag__mt_entry *e = &a->t[k];
-    for (int64_t i = 0; i < e->n; i++) {
-      float g = coef * e->g[i] + a->wd * e->p[i];
-      if (a->sgd) {
-        e->p[i] -= a->lr * g;
-        continue;
-      }
-      float m = a->b1 * e->m[i] + (1.0f - a->b1) * g;
-      float v = a->b2 * e->v[i] + (1.0f - a->b2) * g * g;
-      e->m[i] = m;
-      e->v[i] = v;
-      e->p[i] -= a->lr * (m / bc1) / (sqrtf(v / bc2) + a->eps);
-    }
+    if (a->sgd)
+      for (int64_t i = 0; i < e->n; i++) e->p[i] -= a->lr * (coef * e->g[i] + a->wd * e->p[i]);
+    else
+      adam_one(a, e->p, e->g, e->m, e->v, e->n, bc1, bc2, coef);
   }
   return AG_OK;
 }
@@ -207,11 +303,115 @@ static ag_status k_randint(const void *args) {
   const ag__randint_args *a = args;
   int64_t bound = a->bound_dev ? *a->bound_dev : a->bound_const;
   uint64_t base = *a->counter;
+  ag__u32x4 blk = {{0, 0, 0, 0}};
   for (int64_t i = 0; i < a->n; i++) {
-    int64_t v = bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a->seed, base + (uint64_t)i), (uint64_t)bound);
-    put_arg(a->out, a->out_dtype, i, v);
+    uint64_t k = base + (uint64_t)i;
+    if (i == 0 || (k & 1) == 0) blk = ag__philox_block(a->seed, k >> 1); /* two draws a block */
+    uint64_t x = ag__philox_half(blk, (int)(k & 1));
+    put_arg(a->out, a->out_dtype, i, bound < 1 ? 0 : (int64_t)ag__scale_u64(x, (uint64_t)bound));
   }
   *a->counter = base + (uint64_t)a->n;
+  return AG_OK;
+}
+
+static ag_status k_td_target(const void *args) {
+  const ag__td_args *a = args;
+  for (int64_t j = 0; j < a->out.cols; j++) {
+    const float *q = &a->q.p[j * a->q.ld];
+    float v;
+    if (a->idx) {
+      v = q[ag__pick_index(a->idx, a->idx_dtype, a->idx_stride, j, a->q.rows)];
+    } else {
+      v = q[0];
+      for (int64_t r = 1; r < a->q.rows; r++) v = q[r] > v ? q[r] : v;
+    }
+    *out_at(&a->out, 0, j) = at(&a->reward, 0, j) + a->gamma * (1.0f - at(&a->done, 0, j)) * v;
+  }
+  return AG_OK;
+}
+
+static ag_status k_loss(const void *args) {
+  const ag__loss_args *a = args;
+  int64_t n = a->pred.rows * a->pred.cols;
+  float s = 0.0f, inv = 1.0f / (float)n;
+  for (int64_t c = 0; c < a->pred.cols; c++)
+    for (int64_t r = 0; r < a->pred.rows; r++) {
+      float d = at(&a->pred, r, c) - at(&a->target, r, c);
+      s += ag__loss_f(a->kind, d, a->delta);
+      if (a->dpred.p) *out_at(&a->dpred, r, c) = ag__loss_df(a->kind, d, a->delta) * inv;
+    }
+  *a->out = s * inv;
+  return AG_OK;
+}
+
+/* ---- prioritized replay (the tree code is core/per_tree.h) ---- */
+
+/* The ancestors of leaves lo .. hi, level by level up to the root. */
+static void per_update_range(double *tree, int depth, int64_t lo, int64_t hi) {
+  for (int d = depth - 2; d >= 0; d--) {
+    lo /= AG__PER_FAN;
+    hi /= AG__PER_FAN;
+    for (int64_t node = lo; node <= hi; node++) ag__per_recompute(tree, d, node);
+  }
+  ag__per_recompute_root(tree, depth);
+}
+
+static ag_status k_per_set(const void *args) {
+  const ag__per_set_args *a = args;
+  double *leaves = a->tree + ag__per_offset(a->depth - 1);
+  for (int64_t j = 0; j < a->n; j++) {
+    float p = a->prio[j * a->prio_stride];
+    p = p > 1e-12f ? p : 1e-12f;
+    leaves[ag__index_at(a->idx, a->idx_dtype, j)] = pow((double)p, (double)a->alpha);
+    if (p > a->state[0]) a->state[0] = p;
+  }
+  for (int64_t j = 0; j < a->n; j++) {
+    int64_t leaf = ag__index_at(a->idx, a->idx_dtype, j);
+    per_update_range(a->tree, a->depth, leaf, leaf);
+  }
+  return AG_OK;
+}
+
+static ag_status k_per_fill(const void *args) {
+  const ag__per_fill_args *a = args;
+  double v = pow((double)a->state[0], (double)a->alpha);
+  double *leaves = a->tree + ag__per_offset(a->depth - 1);
+  for (int64_t i = 0; i < a->k; i++) leaves[a->pos + i] = v;
+  per_update_range(a->tree, a->depth, a->pos, a->pos + a->k - 1);
+  return AG_OK;
+}
+
+static ag_status k_per_sample(const void *args) {
+  const ag__per_sample_args *a = args;
+  const double root = a->tree[ag__per_offset(a->depth)];
+  const double *leaves = a->tree + ag__per_offset(a->depth - 1);
+  uint64_t base = *a->counter;
+  float wmax = 0.0f;
+  enum { G = 16 }; /* descents in lockstep, so that their cache misses overlap */
+  for (int64_t j0 = 0; j0 < a->B; j0 += G) {
+    int g = a->B - j0 < G ? (int)(a->B - j0) : G;
+    int64_t node[G];
+    double u[G];
+    for (int k = 0; k < g; k++) {
+      node[k] = 0;
+      u[k] = ag__per_target(a->seed, base + (uint64_t)(j0 + k), j0 + k, a->B, root);
+    }
+    for (int d = 0; d < a->depth; d++) {
+      for (int k = 0; k < g; k++) {
+        const double *ch = a->tree + ag__per_offset(d) + node[k] * AG__PER_FAN;
+        __builtin_prefetch(ch);
+        __builtin_prefetch(ch + 8);
+      }
+      for (int k = 0; k < g; k++) node[k] = ag__per_step(a->tree, d, node[k], &u[k]);
+    }
+    for (int k = 0; k < g; k++) {
+      a->idx[j0 + k] = (int32_t)node[k];
+      a->w[j0 + k] = ag__per_weight(leaves[node[k]], root, *a->size_dev, a->beta);
+      wmax = a->w[j0 + k] > wmax ? a->w[j0 + k] : wmax;
+    }
+  }
+  for (int64_t j = 0; j < a->B; j++) a->w[j] = wmax > 0.0f ? a->w[j] / wmax : 0.0f;
+  *a->counter = base + (uint64_t)a->B;
   return AG_OK;
 }
 
@@ -220,5 +420,7 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_MAP2] = k_map2,       [AG__K_REDUCE] = k_reduce,     [AG__K_PICK] = k_pick,
     [AG__K_PICK_BWD] = k_pick_bwd, [AG__K_FILL] = k_fill,       [AG__K_COPY] = k_copy,
     [AG__K_ADAM_PREP] = k_adam_prep, [AG__K_ADAM] = k_adam,     [AG__K_SUMSQ] = k_sumsq,
-    [AG__K_AXPBY] = k_axpby,     [AG__K_RANDINT] = k_randint,
+    [AG__K_AXPBY] = k_axpby,     [AG__K_RANDINT] = k_randint,   [AG__K_TD_TARGET] = k_td_target,
+    [AG__K_LOSS] = k_loss,       [AG__K_PER_SET] = k_per_set,   [AG__K_PER_FILL] = k_per_fill,
+    [AG__K_PER_SAMPLE] = k_per_sample,
 };

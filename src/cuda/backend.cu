@@ -216,12 +216,15 @@ static ag_status ring_push(ag__cuda_state *st, size_t start, size_t len) {
 static ag_status cuda_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
-  for (size_t off = 0; off < bytes; off += AG_TRANSFER_PART_BYTES) {
-    size_t len = bytes - off < AG_TRANSFER_PART_BYTES ? bytes - off : AG_TRANSFER_PART_BYTES;
+  /* large transfers go in 2 MB parts, each filled by the helper threads while
+   * the copy engine sends the previous one */
+  const size_t part = bytes >= ((size_t)4 << 20) ? ((size_t)2 << 20) : AG_TRANSFER_PART_BYTES;
+  for (size_t off = 0; off < bytes; off += part) {
+    size_t len = bytes - off < part ? bytes - off : part;
     size_t start;
     ag_status s = ring_reserve(st, len, &start);
     if (s) return s;
-    fill(st->staging + start, off, len, user);
+    ag__fill_parallel(fill, user, st->staging + start, off, len);
     cudaError_t e = cudaMemcpyAsync((char *)dst + off, st->staging + start, len, cudaMemcpyHostToDevice,
                                     st->stream);
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: upload");
@@ -268,16 +271,31 @@ static void cuda_release_static(void *p, void *ptr) {
   cudaFree(ptr); /* waits for the device: no recorded graph still reads it */
 }
 
+static ag_status cuda_host_alloc(void *p, size_t bytes, void **out) {
+  ag__cuda_enter((ag__cuda_state *)p);
+  cudaError_t e = cudaMallocHost(out, bytes);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: cudaMallocHost");
+}
+
+static void cuda_host_free(void *p, void *ptr) {
+  ag__cuda_enter((ag__cuda_state *)p);
+  cudaFreeHost(ptr);
+}
+
 /* ---- kernels ---- */
 
+/* in the order of ag__kernel_id */
 static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
     ag__cuda_gather, ag__cuda_gemm,      ag__cuda_map,  ag__cuda_map2,     ag__cuda_reduce,
     ag__cuda_pick,   ag__cuda_pick_bwd,  ag__cuda_fill, ag__cuda_copy,     ag__cuda_adam_prep,
-    ag__cuda_adam,   ag__cuda_sumsq,     ag__cuda_axpby, ag__cuda_randint,
+    ag__cuda_adam,   ag__cuda_sumsq,     ag__cuda_axpby, ag__cuda_randint, ag__cuda_td_target,
+    ag__cuda_loss,   ag__cuda_per_set,   ag__cuda_per_fill, ag__cuda_per_sample,
 };
 
 static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {
   (void)size;
+  if ((int)id < 0 || id >= AG__K_COUNT || !launchers[id])
+    return ag__fail(AG_ERR_UNSUPPORTED, "cuda: kernel %d is not provided", (int)id);
   return launchers[id]((ag__cuda_state *)p, args);
 }
 
@@ -334,7 +352,7 @@ static const ag__backend cuda_backend = {
     "cuda",            AG_DEVICE_CUDA,    cuda_open,          cuda_close,        cuda_mem_info,
     cuda_alloc,        cuda_release,      cuda_zero,          cuda_upload,       cuda_download,
     cuda_copy,         cuda_sync,         cuda_native_stream, cuda_alloc_static, cuda_release_static,
-    cuda_run,          cuda_record_begin, cuda_record_end,    cuda_replay,       cuda_record_free,
+    cuda_host_alloc,   cuda_host_free,    cuda_run,          cuda_record_begin, cuda_record_end,    cuda_replay,       cuda_record_free,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -65,6 +65,11 @@ ag_status ag__cuda_adam(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_randint(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_td_target(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_loss(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_per_fill(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_per_sample(ag__cuda_state *st, const void *args);
 
 /* cuBLAS status to an agrl status with a message. */
 ag_status ag__cublas_fail(cublasStatus_t s, const char *what);

@@ -124,10 +124,10 @@ ag_status ag_mlp_forward(ag_mlp *m, ag_tensor *x, ag_tensor **out) {
                     (long long)m->sizes[0]);
   ag_tensor *h = x;
   for (int l = 0; l < m->n_layers; l++) {
-    ag_tensor *z, *zb;
+    ag_tensor *z;
+    ag_act act = l + 1 < m->n_layers ? m->hidden : m->last; /* ag_act and ag_bias_act_kind agree */
     if ((s = ag_matmul(m->params[2 * l], 0, h, 0, &z))) return s;
-    if ((s = ag_add(z, m->params[2 * l + 1], &zb))) return s;
-    if ((s = ag_activate(zb, l + 1 < m->n_layers ? m->hidden : m->last, &h))) return s;
+    if ((s = ag_bias_act(z, m->params[2 * l + 1], (ag_bias_act_kind)act, &h))) return s;
   }
   *out = h;
   return AG_OK;

@@ -132,6 +132,10 @@ ag_status ag_optim_step(ag_optim *o) {
     ag_status s = ag__check_tensor(o->params[i], "ag_optim_step", "a parameter");
     if (s) return s;
   }
+  for (int i = 0; i < o->n; i++) { /* a parameter the loss did not reach has a zero gradient */
+    ag_status s = ag__grad_materialize(o->params[i]);
+    if (s) return s;
+  }
   ag__adam_args a;
   ag_status s;
   if (o->cfg.max_grad_norm > 0.0f)

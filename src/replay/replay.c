@@ -13,6 +13,7 @@
 #include "agrl/graph.h"
 #include "agrl/replay.h"
 #include "core/internal.h"
+#include "replay/replay_internal.h"
 
 typedef struct field {
   char *name;
@@ -29,6 +30,7 @@ struct ag_replay {
   int64_t size, pos;
   ag_dtype storage;
   ag_tensor *size_dev; /* 1 x 1 i64: valid transitions, on the device */
+  ag_per *per;         /* prioritized sampler, if attached */
   unsigned char *stage;
   size_t stage_cap;
 };
@@ -37,6 +39,7 @@ static int host_dtype_ok(ag_dtype d) { return d >= AG_F32 && d <= AG_I64; }
 
 void ag_replay_free(ag_replay *r) {
   if (!r) return;
+  ag_per_free(r->per);
   for (int i = 0; i < r->n_fields; i++) free(r->fields[i].name);
   free(r->fields);
   ag_buffer_free(r->buf);
@@ -160,6 +163,8 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   ag_status s = ag_buffer_write(r->buf, r->stage, r->storage, r->rows, first, r->pos);
   if (!s && k > first) s = ag_buffer_write(r->buf, r->stage + (size_t)(first * r->rows) * es, r->storage, r->rows, k - first, 0);
+  if (!s && r->per) s = ag__per_added(r->per, r->pos, first);
+  if (!s && r->per && k > first) s = ag__per_added(r->per, 0, k - first);
   if (s) return s;
   r->pos = (r->pos + k) % r->capacity;
   if (r->size < r->capacity) {
@@ -170,6 +175,9 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
 }
 
 int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
+ag_tensor *ag__replay_size_tensor(const ag_replay *r) { return r->size_dev; }
+void ag__replay_attach(ag_replay *r, ag_per *per) { r->per = per; }
+ag_per *ag__replay_per(const ag_replay *r) { return r->per; }
 int64_t ag_replay_capacity(const ag_replay *r) { return r ? r->capacity : 0; }
 int64_t ag_replay_position(const ag_replay *r) { return r ? r->pos : 0; }
 int64_t ag_replay_rows(const ag_replay *r) { return r ? r->rows : 0; }

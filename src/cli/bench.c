@@ -1,0 +1,487 @@
+/* bench.c — `agrl bench`: the work of PERF.md's table, timed on one device.
+ *
+ * Every row runs its body `iters` times (calls pipelined, as a training loop
+ * issues them), then waits for the queue once; the time per call is the wall
+ * time over iters. Two warm-up repetitions, then nine timed ones: the median,
+ * min and max are reported, with what the time implies against the ceilings
+ * (bytes per second against the copy bandwidth, or recorded nodes against
+ * the launch floor). bench/compare.py runs this and the peers in one
+ * invocation and prints the ratios.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agrl/agrl.h"
+#include "cli/cli.h"
+
+enum { REPS = 9, WARM = 2 };
+
+/* Ceilings measured on the H200 (PERF.md), for the notes. */
+#define COPY_CEILING_GBS 4284.0
+#define PINNED_H2D_GBS 55.4
+#define NODE_FLOOR_US 0.5
+
+typedef struct bench {
+  ag_ctx *ctx;
+  FILE *json;
+  const char *filter;
+  int failed;
+} bench;
+
+typedef struct stat3 {
+  double median, min, max;
+} stat3;
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A row's body: one call (i counts the calls of a repetition). */
+typedef ag_status (*body_fn)(void *arg, int i);
+
+static ag_status measure(bench *b, body_fn body, void *arg, int iters, int reset_every, stat3 *out) {
+  double v[REPS];
+  for (int r = -WARM; r < REPS; r++) {
+    double t0 = now_us();
+    for (int i = 0; i < iters; i++) {
+      ag_status s = body(arg, i);
+      if (s) return s;
+      if (reset_every && i % reset_every == reset_every - 1) ag_ctx_reset(b->ctx);
+    }
+    ag_status s = ag_ctx_sync(b->ctx);
+    if (s) return s;
+    if (r >= 0) v[r] = (now_us() - t0) / iters;
+    ag_ctx_reset(b->ctx);
+  }
+  qsort(v, REPS, sizeof *v, cmp_double);
+  out->median = v[REPS / 2];
+  out->min = v[0];
+  out->max = v[REPS - 1];
+  return AG_OK;
+}
+
+static void report(bench *b, const char *work, stat3 s, const char *note) {
+  printf("%-36s %10.2f us  (%8.2f - %8.2f)  %s\n", work, s.median, s.min, s.max, note);
+  fflush(stdout);
+  if (b->json)
+    fprintf(b->json, "{\"impl\": \"agrl\", \"work\": \"%s\", \"us\": %.3f, \"min\": %.3f, \"max\": %.3f, \"note\": \"%s\"}\n",
+            work, s.median, s.min, s.max, note);
+}
+
+static int wanted(const bench *b, const char *work) { return !b->filter || strstr(work, b->filter); }
+
+static void fail(bench *b, const char *work, ag_status s) {
+  fprintf(stderr, "agrl bench: %s failed: %s: %s\n", work, ag_status_name(s), ag_last_error());
+  b->failed = 1;
+}
+
+static uint64_t mix(uint64_t *x) {
+  *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+  return *x;
+}
+
+/* ---- gathers and sampling ---- */
+
+typedef struct gather_job {
+  ag_buffer *buf;
+  ag_tensor *idx;
+  ag_rng *rng;
+  int64_t cap, B;
+  ag_capture *cap_rec;
+} gather_job;
+
+static ag_status gather_body(void *arg, int i) {
+  gather_job *g = arg;
+  ag_tensor *t;
+  (void)i;
+  return ag_get_rows_dev(g->buf, g->idx, &t);
+}
+
+static ag_status sample_gather_step(ag_ctx *ctx, void *arg) {
+  gather_job *g = arg;
+  ag_tensor *idx, *t;
+  (void)ctx;
+  ag_status s = ag_randint(g->rng, g->cap, g->B, AG_I32, &idx);
+  return s ? s : ag_get_rows_dev(g->buf, idx, &t);
+}
+
+static ag_status sample_gather_body(void *arg, int i) {
+  (void)i;
+  return sample_gather_step(NULL, arg);
+}
+
+static ag_status replay_body(void *arg, int i) {
+  (void)i;
+  return ag_capture_replay(((gather_job *)arg)->cap_rec);
+}
+
+static void gather_rows(bench *b, const char *prefix) {
+  static const struct {
+    const char *work;
+    int64_t rows, cap, B;
+    int sample;
+  } rows[] = {{"gather_cartpole_b256", 11, 1000000, 256, 0},
+              {"gather_1024f32_b65536", 1024, 200000, 65536, 0},
+              {"sample_gather_mujoco_b256", 42, 1000000, 256, 1}};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    char work[96];
+    snprintf(work, sizeof work, "%s%s", prefix, rows[k].work);
+    if (!wanted(b, work)) continue;
+    gather_job g;
+    memset(&g, 0, sizeof g);
+    g.cap = rows[k].cap;
+    g.B = rows[k].B;
+    ag_status s = ag_buffer_create(b->ctx, rows[k].rows, g.cap, AG_F32, &g.buf);
+    int32_t *idx = malloc((size_t)g.B * sizeof *idx);
+    uint64_t x = 88172645463325252ull;
+    for (int64_t j = 0; idx && j < g.B; j++) idx[j] = (int32_t)(mix(&x) % (uint64_t)g.cap);
+    if (!s) s = ag_tensor_create(b->ctx, g.B, 1, AG_I32, idx, &g.idx);
+    if (!s) s = ag_rng_create(b->ctx, 3, &g.rng);
+    free(idx);
+    stat3 st;
+    int iters = g.B > 10000 ? 20 : 2000;
+    char note[160];
+    double bytes = 2.0 * (double)(rows[k].rows * g.B * 4);
+    if (!s && !rows[k].sample) {
+      if (!(s = measure(b, gather_body, &g, iters, 64, &st))) {
+        snprintf(note, sizeof note, "%.0f GB/s moved (%.0f%% of the copy ceiling)", bytes / (st.median * 1e3),
+                 100.0 * bytes / (st.median * 1e3) / COPY_CEILING_GBS);
+        report(b, work, st, note);
+      }
+    } else if (!s) { /* recorded (one launch), and eager (two) */
+      if (!(s = ag_capture_create(b->ctx, sample_gather_step, &g, &g.cap_rec)) &&
+          !(s = measure(b, replay_body, &g, iters, 0, &st))) {
+        snprintf(note, sizeof note, "recorded: draw + gather in one launch");
+        report(b, work, st, note);
+        char w2[110];
+        snprintf(w2, sizeof w2, "%s_eager", work);
+        if (!(s = measure(b, sample_gather_body, &g, iters, 64, &st))) report(b, w2, st, "two launches");
+      }
+    }
+    if (s) fail(b, work, s);
+    ag_capture_free(g.cap_rec);
+    ag_rng_free(g.rng);
+    ag_tensor_free(g.idx);
+    ag_buffer_free(g.buf);
+  }
+}
+
+/* ---- writes ---- */
+
+typedef struct write_job {
+  ag_buffer *buf;
+  const float *data;
+  int64_t rows, k, cap, pos;
+  int wait;
+} write_job;
+
+static ag_status write_body(void *arg, int i) {
+  write_job *w = arg;
+  (void)i;
+  if (w->pos + w->k > w->cap) w->pos = 0;
+  ag_status s = ag_buffer_write(w->buf, w->data, AG_F32, w->rows, w->k, w->pos);
+  w->pos += w->k;
+  return !s && w->wait ? ag_buffer_wait(w->buf) : s;
+}
+
+static void write_rows(bench *b, const char *prefix) {
+  static const int64_t ks[3] = {1, 256, 65536};
+  for (int pinned = 0; pinned < 2; pinned++)
+    for (int kk = 0; kk < 3; kk++) {
+      char work[96];
+      snprintf(work, sizeof work, "%swrite_%lld_mujoco_%s", prefix, (long long)ks[kk],
+               ks[kk] == 1 && !pinned ? "visible" : (pinned ? "pinned" : "pageable"));
+      if (!wanted(b, work)) continue;
+      write_job w = {NULL, NULL, 42, ks[kk], 1000000, 0, 1};
+      size_t bytes = (size_t)(w.rows * w.k) * sizeof(float);
+      float *data = NULL;
+      ag_status s = pinned ? ag_host_alloc(b->ctx, bytes, (void **)&data) : AG_OK;
+      if (!pinned) data = malloc(bytes);
+      if (!s && !data) s = AG_ERR_OUT_OF_MEMORY;
+      for (int64_t i = 0; !s && i < w.rows * w.k; i++) data[i] = (float)(i % 1000);
+      w.data = data;
+      if (!s) s = ag_buffer_create(b->ctx, w.rows, w.cap, AG_F32, &w.buf);
+      stat3 st;
+      if (!s && !(s = measure(b, write_body, &w, ks[kk] > 1000 ? 20 : 2000, 0, &st))) {
+        char note[128];
+        snprintf(note, sizeof note, "%.2f GB/s (pinned host-to-device ceiling %.1f), waited for each", (double)bytes / (st.median * 1e3),
+                 PINNED_H2D_GBS);
+        report(b, work, st, note);
+      }
+      if (s) fail(b, work, s);
+      ag_buffer_free(w.buf);
+      if (pinned) ag_host_free(b->ctx, data);
+      else free(data);
+    }
+}
+
+/* ---- the replay table on the host: add one transition ---- */
+
+typedef struct add_job {
+  ag_replay *r;
+  const void *data[5];
+} add_job;
+
+static ag_status add_body(void *arg, int i) {
+  add_job *a = arg;
+  (void)i;
+  return ag_replay_add(a->r, a->data, 1);
+}
+
+static void add_row(bench *b, const char *work) {
+  if (!wanted(b, work)) return;
+  const ag_field f[5] = {{"obs", 17, AG_F32}, {"action", 6, AG_F32}, {"reward", 1, AG_F32}, {"next_obs", 17, AG_F32},
+                         {"done", 1, AG_F32}};
+  float obs[17] = {0}, act[6] = {0}, rew = 1, next[17] = {0}, done = 0;
+  add_job a = {NULL, {obs, act, &rew, next, &done}};
+  ag_status s = ag_replay_create(b->ctx, f, 5, 1000000, AG_F32, 1, &a.r);
+  stat3 st;
+  if (!s && !(s = measure(b, add_body, &a, 20000, 0, &st))) report(b, work, st, "5 fields, 42 f32, into a 1M table");
+  if (s) fail(b, work, s);
+  ag_replay_free(a.r);
+}
+
+/* ---- prioritized replay: sample and update B of 1M ---- */
+
+typedef struct per_job {
+  ag_replay *r;
+  ag_per *per;
+  ag_rng *rng;
+  ag_tensor *idx, *prio;
+} per_job;
+
+static ag_status per_sample_body(void *arg, int i) {
+  per_job *p = arg;
+  ag_tensor *idx, *w;
+  (void)i;
+  return ag_per_sample(p->per, p->rng, 256, 0.4f, &idx, &w);
+}
+
+static ag_status per_update_body(void *arg, int i) {
+  per_job *p = arg;
+  (void)i;
+  return ag_per_update(p->per, p->idx, p->prio);
+}
+
+static void per_rows(bench *b, const char *prefix) {
+  char ws[64], wu[64];
+  snprintf(ws, sizeof ws, "%sper_sample_b256_1m", prefix);
+  snprintf(wu, sizeof wu, "%sper_update_b256", prefix);
+  if (!wanted(b, ws) && !wanted(b, wu)) return;
+  per_job p;
+  memset(&p, 0, sizeof p);
+  const ag_field f[1] = {{"x", 1, AG_F32}};
+  const int64_t cap = 1000000;
+  float *x = calloc((size_t)cap, sizeof *x);
+  int32_t idx[256];
+  float prio[256];
+  uint64_t z = 99;
+  for (int j = 0; j < 256; j++) idx[j] = (int32_t)(mix(&z) % (uint64_t)cap), prio[j] = 0.1f + (float)(mix(&z) % 1000) / 100.0f;
+  const void *d[1] = {x};
+  ag_status s = x ? ag_replay_create(b->ctx, f, 1, cap, AG_F32, 1, &p.r) : AG_ERR_OUT_OF_MEMORY;
+  if (!s) s = ag_replay_add(p.r, d, cap);
+  if (!s) s = ag_per_create(p.r, 0.6f, &p.per);
+  if (!s) s = ag_rng_create(b->ctx, 5, &p.rng);
+  if (!s) s = ag_tensor_create(b->ctx, 256, 1, AG_I32, idx, &p.idx);
+  if (!s) s = ag_tensor_create(b->ctx, 256, 1, AG_F32, prio, &p.prio);
+  if (!s) s = ag_per_update(p.per, p.idx, p.prio);
+  free(x);
+  stat3 st;
+  if (!s && wanted(b, ws) && !(s = measure(b, per_sample_body, &p, 2000, 64, &st)))
+    report(b, ws, st, "stratified, sum tree of fan-out 16, with importance weights");
+  if (!s && wanted(b, wu) && !(s = measure(b, per_update_body, &p, 2000, 0, &st)))
+    report(b, wu, st, "leaves and every ancestor up to the root");
+  if (s) fail(b, ws, s);
+  ag_rng_free(p.rng);
+  ag_tensor_free(p.idx);
+  ag_tensor_free(p.prio);
+  ag_replay_free(p.r);
+}
+
+/* ---- the DQN update ---- */
+
+typedef struct dqn_job {
+  int64_t obs, acts, rows, B, cap;
+  ag_buffer *buf;
+  ag_mlp *online, *target;
+  ag_optim *opt;
+  ag_rng *rng;
+  ag_capture *rec;
+} dqn_job;
+
+/* sample, gather, split, target, Q(s, a), Huber, backward, Adam */
+static ag_status dqn_update(ag_ctx *ctx, void *user) {
+  dqn_job *d = user;
+  ag_tensor *idx, *batch, *obs, *act, *rew, *next, *done, *qn, *y, *q, *qa, *loss;
+  ag_status s;
+  int64_t act_rows = d->rows == 11 ? 1 : 6;
+  int64_t r_act = d->obs, r_rew = r_act + act_rows, r_next = r_rew + 1, r_done = r_next + d->obs;
+  if ((s = ag_randint(d->rng, d->cap, d->B, AG_I32, &idx)) || (s = ag_get_rows_dev(d->buf, idx, &batch))) return s;
+  if ((s = ag_slice_rows(batch, 0, d->obs, &obs)) || (s = ag_slice_rows(batch, r_act, 1, &act)) ||
+      (s = ag_slice_rows(batch, r_rew, 1, &rew)) || (s = ag_slice_rows(batch, r_next, d->obs, &next)) ||
+      (s = ag_slice_rows(batch, r_done, 1, &done)))
+    return s;
+  ag_no_grad_begin(ctx);
+  s = ag_mlp_forward(d->target, next, &qn);
+  if (!s) s = ag_td_target(qn, NULL, rew, done, 0.99f, &y);
+  ag_no_grad_end(ctx);
+  if (s || (s = ag_mlp_forward(d->online, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;
+  if ((s = ag_huber_loss(qa, y, 1.0f, &loss)) || (s = ag_optim_zero_grad(d->opt)) || (s = ag_backward(loss))) return s;
+  return ag_optim_step(d->opt);
+}
+
+static ag_status dqn_replay_body(void *arg, int i) {
+  (void)i;
+  return ag_capture_replay(((dqn_job *)arg)->rec);
+}
+
+static ag_status dqn_eager_body(void *arg, int i) {
+  (void)i;
+  dqn_job *d = arg;
+  ag_status s = dqn_update(ag_buffer_ctx(d->buf), d);
+  ag_ctx_reset(ag_buffer_ctx(d->buf));
+  return s;
+}
+
+static ag_status dqn_setup(ag_ctx *ctx, dqn_job *d, int64_t obs, int64_t hidden, int64_t acts, int64_t B) {
+  memset(d, 0, sizeof *d);
+  d->obs = obs;
+  d->acts = acts;
+  d->rows = obs == 4 ? 11 : 42;
+  d->B = B;
+  d->cap = 1000000;
+  ag_status s = ag_buffer_create(ctx, d->rows, d->cap, AG_F32, &d->buf);
+  const int64_t chunk = 10000;
+  float *v = malloc((size_t)(d->rows * chunk) * sizeof *v);
+  if (!v) return AG_ERR_OUT_OF_MEMORY;
+  uint64_t x = 12345;
+  for (int64_t c0 = 0; !s && c0 < d->cap; c0 += chunk) { /* random transitions, valid actions and flags */
+    for (int64_t j = 0; j < chunk; j++)
+      for (int64_t r = 0; r < d->rows; r++) {
+        uint64_t u = mix(&x);
+        float val = 2.0f * (float)(u >> 40) / 16777216.0f - 1.0f;
+        if (r == obs) val = (float)(u % (uint64_t)acts);
+        if (r == d->rows - 1) val = (u % 20) == 0 ? 1.0f : 0.0f;
+        v[j * d->rows + r] = val;
+      }
+    s = ag_buffer_write(d->buf, v, AG_F32, d->rows, chunk, c0);
+  }
+  free(v);
+  const int64_t sizes[4] = {obs, hidden, hidden, acts};
+  ag_adam_config cfg = ag_adam_defaults();
+  if (!s) s = ag_mlp_create(ctx, sizes, 4, AG_ACT_RELU, AG_ACT_NONE, 1, &d->online);
+  if (!s) s = ag_mlp_create(ctx, sizes, 4, AG_ACT_RELU, AG_ACT_NONE, 2, &d->target);
+  if (!s) s = ag_mlp_copy(d->target, d->online);
+  if (!s) s = ag_adam_create(ctx, ag_mlp_params(d->online), ag_mlp_n_params(d->online), &cfg, &d->opt);
+  if (!s) s = ag_rng_create(ctx, 7, &d->rng);
+  if (!s) s = ag_capture_create(ctx, dqn_update, d, &d->rec);
+  return s;
+}
+
+static void dqn_free(dqn_job *d) {
+  ag_capture_free(d->rec);
+  ag_optim_free(d->opt);
+  ag_mlp_free(d->online);
+  ag_mlp_free(d->target);
+  ag_rng_free(d->rng);
+  ag_buffer_free(d->buf);
+}
+
+static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters) {
+  if (!wanted(b, work)) return;
+  dqn_job d;
+  stat3 st;
+  ag_status s = dqn_setup(b->ctx, &d, obs, hidden, acts, B);
+  if (!s && !(s = measure(b, dqn_replay_body, &d, iters, 0, &st))) {
+    ag_capture_info info;
+    ag_capture_get_info(d.rec, &info);
+    /* FLOPs: two forward passes, one backward of about twice a forward */
+    double fwd = 2.0 * (double)B * (double)(obs * hidden + hidden * hidden + hidden * acts);
+    char note[160];
+    snprintf(note, sizeof note, "recorded: %d nodes (launch floor ~%.0f us), %.1f GFLOP/s", info.nodes,
+             info.nodes * NODE_FLOOR_US, 4.0 * fwd / (st.median * 1e3));
+    report(b, work, st, note);
+    char w2[128];
+    snprintf(w2, sizeof w2, "%s_eager", work);
+    if (!(s = measure(b, dqn_eager_body, &d, iters / 4 + 1, 0, &st))) report(b, w2, st, "the same ops, not recorded");
+  }
+  if (s) fail(b, work, s);
+  dqn_free(&d);
+}
+
+/* ---- the command ---- */
+
+static void bench_usage(FILE *f) {
+  fprintf(f,
+          "usage: agrl bench [--device auto|cpu|cuda[:N]] [--filter TEXT] [--json FILE]\n"
+          "\n"
+          "Times the work of the performance table on one device: gathers, sampling,\n"
+          "writes, table inserts and the DQN update (recorded and eager). Each row is\n"
+          "the median of 9 repetitions after 2 warm-ups, with min and max.\n"
+          "bench/compare.py runs this and the peers (PyTorch, JAX, numpy, cpprb)\n"
+          "in one invocation and prints the ratios.\n"
+          "\n"
+          "  --device D     auto (default), cpu, cuda, cuda:N\n"
+          "  --filter TEXT  only rows whose name contains TEXT\n"
+          "  --json FILE    also write one JSON object a row to FILE\n");
+}
+
+int agrl_cmd_bench(int argc, char **argv) {
+  static const char cmd[] = "bench";
+  ag_device_kind kind = AG_DEVICE_AUTO;
+  int index = 0;
+  const char *json = NULL;
+  bench b;
+  memset(&b, 0, sizeof b);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      bench_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--device")) {
+      if (cli_parse_device(v, &kind, &index)) return cli_bad_usage(cmd, bench_usage, "--device needs auto, cpu, cuda or cuda:N");
+      i++;
+    } else if (!strcmp(a, "--filter")) {
+      if (!v) return cli_bad_usage(cmd, bench_usage, "--filter needs a text");
+      b.filter = argv[++i];
+    } else if (!strcmp(a, "--json")) {
+      if (!v) return cli_bad_usage(cmd, bench_usage, "--json needs a file");
+      json = argv[++i];
+    } else {
+      return cli_bad_usage(cmd, bench_usage, "unknown option '%s'", a);
+    }
+  }
+  ag_status s = ag_ctx_create(&b.ctx, kind, index);
+  if (s) return cli_fail(cmd, "creating the context", s);
+  if (json && !(b.json = fopen(json, "w"))) {
+    fprintf(stderr, "agrl bench: cannot write %s\n", json);
+    ag_ctx_free(b.ctx);
+    return 1;
+  }
+  int cpu = ag_ctx_device(b.ctx) == AG_DEVICE_CPU;
+  printf("agrl bench on %s (median of %d, us per call)\n", ag_ctx_device_name(b.ctx), REPS);
+  const char *prefix = cpu ? "cpu_" : "";
+  gather_rows(&b, prefix);
+  write_rows(&b, prefix);
+  per_rows(&b, prefix);
+  if (cpu) {
+    add_row(&b, "cpu_add_1_mujoco");
+    dqn_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200);
+  } else {
+    dqn_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000);
+    dqn_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000);
+  }
+  if (b.json) fclose(b.json);
+  ag_ctx_free(b.ctx);
+  return b.failed;
+}

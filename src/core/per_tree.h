@@ -1,0 +1,73 @@
+/* per_tree.h — the sum tree of prioritized replay (kernels.h), written once
+ * for the CPU reference and the CUDA kernels: layout, the recomputation of
+ * one node, and the descent that finds the leaf of a running-sum value. */
+#ifndef AGRL_CORE_PER_TREE_H
+#define AGRL_CORE_PER_TREE_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+#include "core/kernels.h"
+#include "core/philox.h"
+
+/* First node of level d (level `depth` is the root). */
+AG__HD int64_t ag__per_offset(int d) {
+  int64_t off = 0, width = AG__PER_FAN;
+  for (int e = 0; e < d; e++, width *= AG__PER_FAN) off += width;
+  return off;
+}
+
+/* Node `node` of level d = the sum of its children at level d + 1, in order. */
+AG__HD void ag__per_recompute(double *tree, int d, int64_t node) {
+  const double *ch = tree + ag__per_offset(d + 1) + node * AG__PER_FAN;
+  double s = 0.0;
+  for (int c = 0; c < AG__PER_FAN; c++) s += ch[c];
+  tree[ag__per_offset(d) + node] = s;
+}
+
+/* The root = the sum of level 0. */
+AG__HD void ag__per_recompute_root(double *tree, int depth) {
+  double s = 0.0;
+  for (int c = 0; c < AG__PER_FAN; c++) s += tree[c];
+  tree[ag__per_offset(depth)] = s;
+}
+
+/* One level of the descent: from `node` of level d - 1 (0 for the root) to
+ * the child at level d whose interval holds *u; *u becomes the remainder. */
+AG__HD int64_t ag__per_step(const double *tree, int d, int64_t node, double *u) {
+  const double *ch = tree + ag__per_offset(d) + node * AG__PER_FAN;
+  int pick = -1, last = 0;
+  double v = *u;
+  for (int c = 0; c < AG__PER_FAN; c++) {
+    if (ch[c] > 0.0) last = c;
+    if (pick < 0 && ch[c] > 0.0) {
+      if (v < ch[c]) pick = c;
+      else v -= ch[c];
+    }
+  }
+  *u = v;
+  return node * AG__PER_FAN + (pick < 0 ? last : pick);
+}
+
+/* The leaf whose running-sum interval holds u. */
+AG__HD int64_t ag__per_find(const double *tree, int depth, double u) {
+  int64_t node = 0;
+  for (int d = 0; d < depth; d++) node = ag__per_step(tree, d, node, &u);
+  return node;
+}
+
+/* The uniform target of sample j of B (see AG__K_PER_SAMPLE). */
+AG__HD double ag__per_target(uint64_t seed, uint64_t draw, int64_t j, int64_t B, double root) {
+  double v = (double)(ag__philox_u64(seed, draw) >> 11) * (1.0 / 9007199254740992.0);
+  return ((double)j + v) / (double)B * root;
+}
+
+/* The unnormalized importance weight of a leaf. */
+AG__HD float ag__per_weight(double leaf, double root, int64_t size, float beta) {
+  double p = root > 0.0 ? leaf / root : 0.0;
+  double x = (double)(size > 0 ? size : 1) * p;
+  return x > 0.0 ? (float)pow(x, -(double)beta) : 0.0f;
+}
+
+#endif /* AGRL_CORE_PER_TREE_H */

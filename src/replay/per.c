@@ -1,0 +1,150 @@
+/* per.c — proportional prioritized replay on a sum tree (kernels.h, and the
+ * tree code in core/per_tree.h). The tree lives in a persistent i64 tensor
+ * used as raw storage for its doubles, so it follows the context across
+ * device switches like any buffer, and recordings note it. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "agrl/graph.h"
+#include "core/graph_internal.h"
+#include "core/per_tree.h"
+#include "replay/replay_internal.h"
+
+struct ag_per {
+  ag_replay *r;
+  ag_ctx *ctx;
+  float alpha;
+  int depth;
+  int64_t leaves;
+  ag_tensor *tree;  /* ag__per_offset(depth) + 1 doubles */
+  ag_tensor *state; /* [0]: the largest priority seen */
+};
+
+void ag_per_free(ag_per *p) {
+  if (!p) return;
+  if (p->r && ag__replay_per(p->r) == p) ag__replay_attach(p->r, NULL);
+  ag_tensor_free(p->tree);
+  ag_tensor_free(p->state);
+  free(p);
+}
+
+ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
+  static const char fn[] = "ag_per_create";
+  if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and out must not be NULL", fn);
+  if (!(alpha >= 0.0f && alpha <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: alpha = %g must be in [0, 1]", fn, (double)alpha);
+  if (ag__replay_per(r)) return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
+  int64_t cap = ag_replay_capacity(r);
+  if (cap > INT32_MAX) return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
+  ag_per *p = calloc(1, sizeof *p);
+  if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  p->r = r;
+  p->ctx = ag_buffer_ctx(ag_replay_buffer(r));
+  p->alpha = alpha;
+  p->depth = 1;
+  p->leaves = AG__PER_FAN;
+  while (p->leaves < cap) p->leaves *= AG__PER_FAN, p->depth++;
+  const float one = 1.0f;
+  ag_status s = ag_tensor_create(p->ctx, ag__per_offset(p->depth) + 1, 1, AG_I64, NULL, &p->tree); /* zeros */
+  if (!s) s = ag_tensor_create(p->ctx, 1, 1, AG_F32, &one, &p->state);
+  if (!s && ag_replay_size(r) > 0) s = ag__per_added(p, 0, ag_replay_size(r));
+  if (s) {
+    p->r = NULL;
+    ag_per_free(p);
+    return s;
+  }
+  ag__replay_attach(r, p);
+  *out = p;
+  return AG_OK;
+}
+
+static ag_status ptrs(ag_per *p, double **tree, float **state) {
+  void *t, *st;
+  ag_status s = ag__tensor_ptr(p->tree, &t);
+  if (!s) s = ag__tensor_ptr(p->state, &st);
+  if (s) return s;
+  *tree = t;
+  *state = st;
+  return AG_OK;
+}
+
+ag_status ag__per_added(ag_per *p, int64_t pos, int64_t k) {
+  double *tree;
+  float *state;
+  ag_status s = ptrs(p, &tree, &state);
+  if (s || k <= 0) return s;
+  ag__per_fill_args a = {tree, p->depth, p->alpha, state, pos, k};
+  return ag__run(p->ctx, AG__K_PER_FILL, &a, sizeof a);
+}
+
+ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
+  static const char fn[] = "ag_per_sample";
+  if (!p || !rng || !idx || !weights) return ag__fail(AG_ERR_INVALID_ARG, "%s: per, rng, idx and weights must not be NULL", fn);
+  if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
+  if (!(beta >= 0.0f && beta <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
+  if (ag_replay_size(p->r) < 1) return ag__fail(AG_ERR_STATE, "%s: the table is empty", fn);
+  double *tree;
+  float *state;
+  void *sz, *ctr;
+  ag_status s = ptrs(p, &tree, &state);
+  if (!s) s = ag__tensor_ptr(ag__replay_size_tensor(p->r), &sz);
+  if (!s) s = ag__rng_counter(rng, &ctr);
+  if (s) return s;
+  ag_tensor *ti, *tw;
+  if ((s = ag__tensor_temp(p->ctx, B, 1, AG_I32, &ti)) || (s = ag__tensor_temp(p->ctx, 1, B, AG_F32, &tw))) return s;
+  ag__per_sample_args a = {tree, p->depth, beta, ag__rng_seed(rng), ctr, sz, B, ti->data, tw->data};
+  if ((s = ag__run(p->ctx, AG__K_PER_SAMPLE, &a, sizeof a))) return s;
+  *idx = ti;
+  *weights = tw;
+  return AG_OK;
+}
+
+ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
+  static const char fn[] = "ag_per_update";
+  if (!p) return ag__fail(AG_ERR_INVALID_ARG, "%s: per is NULL", fn);
+  ag_status s = ag__check_tensor(idx, fn, "idx");
+  if (s || (s = ag__check_tensor(prio, fn, "priorities"))) return s;
+  if (idx->dtype != AG_I32 && idx->dtype != AG_I64)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn, ag_dtype_name(idx->dtype));
+  if (idx->ld != idx->rows && idx->rows != 1 && idx->cols != 1)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx must be contiguous", fn);
+  if (idx->rows == 1 && idx->cols > 1 && idx->ld != 1)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx must be contiguous", fn);
+  int64_t n = idx->rows * idx->cols;
+  const void *pp;
+  int64_t stride;
+  if ((s = ag__index_operand(prio, n, fn, &pp, &stride))) return s; /* n values, row/column/contiguous */
+  if (prio->dtype != AG_F32) return ag__fail(AG_ERR_SHAPE, "%s: priorities must be f32", fn);
+  double *tree;
+  float *state;
+  void *ip;
+  if ((s = ptrs(p, &tree, &state)) || (s = ag__tensor_ptr(idx, &ip))) return s;
+  ag__per_set_args a = {tree, p->depth, p->alpha, state, ip, idx->dtype, n, pp, stride};
+  return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
+}
+
+ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, int64_t n) {
+  static const char fn[] = "ag_per_update_host";
+  if (!p || !idx || !prio || n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: per, idx and priorities must be given, n >= 1", fn);
+  for (int64_t j = 0; j < n; j++) {
+    if (idx[j] < 0 || idx[j] >= ag_replay_size(p->r))
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn, (long long)j,
+                      (long long)idx[j], (long long)ag_replay_size(p->r));
+    if (!(prio[j] >= 0.0f) || isinf(prio[j]))
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: priorities[%lld] = %g must be finite and >= 0", fn, (long long)j, (double)prio[j]);
+  }
+  ag_tensor *ti, *tp;
+  ag_status s = ag__tensor_temp(p->ctx, n, 1, AG_I64, &ti);
+  if (!s) s = ag__tensor_temp(p->ctx, n, 1, AG_F32, &tp);
+  if (!s) s = ag__mem_upload_copy(p->ctx, fn, ti->data, idx, (size_t)n * sizeof *idx);
+  if (!s) s = ag__mem_upload_copy(p->ctx, fn, tp->data, prio, (size_t)n * sizeof *prio);
+  return s ? s : ag_per_update(p, ti, tp);
+}
+
+ag_status ag_per_total(ag_per *p, double *total) {
+  if (!p || !total) return ag__fail(AG_ERR_INVALID_ARG, "ag_per_total: per and total must not be NULL");
+  double *tree;
+  float *state;
+  ag_status s = ptrs(p, &tree, &state);
+  if (s) return s;
+  return ag__mem_download_copy(p->ctx, "ag_per_total", total, tree + ag__per_offset(p->depth), sizeof *total);
+}

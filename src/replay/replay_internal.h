@@ -1,0 +1,15 @@
+/* replay_internal.h — shared by the replay table and its prioritized sampler. */
+#ifndef AGRL_REPLAY_INTERNAL_H
+#define AGRL_REPLAY_INTERNAL_H
+
+#include "agrl/replay.h"
+
+/* The table's valid size on the device (1 x 1 i64). */
+ag_tensor *ag__replay_size_tensor(const ag_replay *r);
+/* Attaches (per != NULL) or detaches a prioritized sampler. */
+void ag__replay_attach(ag_replay *r, ag_per *per);
+ag_per *ag__replay_per(const ag_replay *r);
+/* New columns pos .. pos+k-1 (no wrap) take the largest priority. */
+ag_status ag__per_added(ag_per *per, int64_t pos, int64_t k);
+
+#endif /* AGRL_REPLAY_INTERNAL_H */
