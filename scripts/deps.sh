@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing agrl needs on Debian/Ubuntu, when it is
 # missing: a C compiler, CMake, cmocka, OpenBLAS (with cblas.h), valgrind,
-# and Python with numpy and matplotlib for the plots and peer scripts.
+# and Python with matplotlib for the learning curves.
 # The CUDA toolkit is used when present (nvcc on PATH or /usr/local/cuda).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev valgrind python3 python3-pip; do
+for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev valgrind python3 python3-matplotlib; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

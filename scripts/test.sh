@@ -14,7 +14,10 @@ jobs=$(nproc)
 
 echo "== release build"
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release >/dev/null
-ctest --test-dir build -j"$jobs" --output-on-failure "${label_args[@]}"
+ctest --test-dir build -j"$jobs" --output-on-failure -V "${label_args[@]}" > build/ctest.log 2>&1 ||
+  { grep -E "\*\*\*|Failed|FAIL|ERROR" build/ctest.log | head -60; exit 1; }
+grep -E "tests passed|Skipped" build/ctest.log
+python3 scripts/count_tests.py build/ctest.log
 
 echo "== AddressSanitizer + UBSan"
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON >/dev/null

@@ -79,6 +79,17 @@ static void host_indices(int it, int32_t *idx) {
   for (int j = 0; j < B; j++) idx[j] = (int32_t)agt_below(&g, CAP);
 }
 
+/* Step `it` with the same host indices: eagerly on e, replayed on r. */
+static void step_both(world *e, world *r, ag_capture *cap, int it) {
+  int32_t idx[B];
+  host_indices(it, idx);
+  agt_ok(ag_tensor_write(e->idx, idx, sizeof idx));
+  agt_ok(step(e->ctx, e));
+  ag_ctx_reset(e->ctx);
+  agt_ok(ag_tensor_write(r->idx, idx, sizeof idx));
+  agt_ok(ag_capture_replay(cap));
+}
+
 static void read_params(world *w, float *out, int *n_out) {
   int n = 0;
   for (int k = 0; k < ag_mlp_n_params(w->net); k++) {
@@ -114,15 +125,7 @@ static void replay_equals_eager_steps(void **state) {
     world_new(&r, agt_kind, use_rng);
     ag_capture *cap;
     agt_ok(ag_capture_create(r.ctx, step, &r, &cap));
-    int32_t idx[B];
-    for (int it = 0; it < 100; it++) {
-      host_indices(it, idx);
-      agt_ok(ag_tensor_write(e.idx, idx, sizeof idx));
-      agt_ok(step(e.ctx, &e));
-      ag_ctx_reset(e.ctx);
-      agt_ok(ag_tensor_write(r.idx, idx, sizeof idx));
-      agt_ok(ag_capture_replay(cap));
-    }
+    for (int it = 0; it < 100; it++) step_both(&e, &r, cap, it);
     compare_params(&e, &r, agt_kind == AG_DEVICE_CPU ? 0.0 : 1e-5);
     int64_t steps;
     agt_ok(ag_optim_steps(r.opt, &steps));
@@ -231,19 +234,11 @@ static void recording_follows_device_switches(void **state) {
   world_new(&e, AG_DEVICE_CPU, 0);
   ag_capture *cap;
   agt_ok(ag_capture_create(r.ctx, step, &r, &cap));
-  int32_t idx[B];
   const ag_device_kind phases[3] = {AG_DEVICE_CUDA, AG_DEVICE_CPU, AG_DEVICE_CUDA};
   int it = 0;
   for (int ph = 0; ph < 3; ph++) {
     agt_ok(ag_ctx_set_device(r.ctx, phases[ph], 0));
-    for (int k = 0; k < 10; k++, it++) {
-      host_indices(it, idx);
-      agt_ok(ag_tensor_write(e.idx, idx, sizeof idx));
-      agt_ok(step(e.ctx, &e));
-      ag_ctx_reset(e.ctx);
-      agt_ok(ag_tensor_write(r.idx, idx, sizeof idx));
-      agt_ok(ag_capture_replay(cap));
-    }
+    for (int k = 0; k < 10; k++, it++) step_both(&e, &r, cap, it);
   }
   ag_capture_info info;
   agt_ok(ag_capture_get_info(cap, &info));

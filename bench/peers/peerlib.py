@@ -193,3 +193,13 @@ def jax_sync(last):
     """A sync(last) function for measure(): blocks on the last result."""
     import jax
     jax.block_until_ready(last)
+
+
+def make_mlp(torch, sizes, device):
+    """Linear-ReLU-...-Linear with PyTorch's default initialisation."""
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers).to(device)

@@ -39,24 +39,14 @@ def make_buffer(torch, spec, device, seed=SEED):
     return buf
 
 
-def make_mlp(torch, sizes, device):
-    """Linear-ReLU-...-Linear with PyTorch's default initialisation."""
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers).to(device)
-
-
 class DQN:
     """Online and target networks, Adam, and the buffer they read."""
 
     def __init__(self, torch, spec, buf, device, seed=SEED, capturable=False):
         self.torch, self.spec, self.buf, self.device = torch, spec, buf, device
         torch.manual_seed(seed + 1)
-        self.online = make_mlp(torch, spec["sizes"], device)
-        self.target = make_mlp(torch, spec["sizes"], device)
+        self.online = pl.make_mlp(torch, spec["sizes"], device)
+        self.target = pl.make_mlp(torch, spec["sizes"], device)
         self.target.load_state_dict(self.online.state_dict())
         for p in self.target.parameters():
             p.requires_grad_(False)

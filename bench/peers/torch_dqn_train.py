@@ -18,7 +18,8 @@ them; --total-steps and --seed override the file):
     (argmax from the online net when double_dqn); Huber (or MSE) loss,
     gradient norm clipped to max_grad_norm (unless null), Adam(lr);
   - the target network is a hard copy of the online one every
-    `target_update_interval` GRADIENT steps;
+    `target_update_interval` ENVIRONMENT steps (Stable-Baselines3's
+    convention, and agrl's);
   - bootstrapping on truncation (the 500-step limit), not on termination.
 
 The replay buffer is a (buffer_size, 11) f32 tensor on the device, laid out
@@ -32,11 +33,6 @@ numpy re-implementation below (the same equations, constants and seeding: a
 run gives the same returns with either). Progress goes to stderr; the result
 is one JSON line on stdout.
 
-Note: with target_update_interval 10 counted in GRADIENT steps (the default
-asked for), runs diverge (Q values grow without bound, return falls to ~9)
-on most seeds. SB3 counts it in ENV steps, so there the target is refreshed
-once per training phase of 128 gradient steps; cartpole_dqn_sb3_target.json
-(target_update_interval 128) reproduces that and learns.
 """
 import argparse
 import json
@@ -49,11 +45,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peerlib as pl  # noqa: E402
 
 IMPL = "torch_dqn"
-DEFAULTS = dict(total_steps=100000, buffer_size=100000, learning_starts=1000, batch_size=64,
-                gamma=0.99, lr=2.3e-3, train_freq=256, gradient_steps=128,
+# agrl's defaults (include/agrl/agent.h, ag_dqn_defaults)
+DEFAULTS = dict(total_steps=100000, buffer_size=100000, learning_starts=1000, batch_size=128,
+                gamma=0.99, lr=7e-4, train_freq=256, gradient_steps=128,
                 target_update_interval=10, exploration_fraction=0.16,
-                exploration_initial_eps=1.0, exploration_final_eps=0.04, hidden=[256, 256],
-                huber=True, max_grad_norm=10.0, double_dqn=False, seed=0)
+                exploration_initial_eps=1.0, exploration_final_eps=0.01, hidden=[256, 256],
+                huber=True, max_grad_norm=10.0, double_dqn=True, seed=0)
 OBS, N_ACT = 4, 2
 ROW = 2 * OBS + 3  # obs[0:4], action[4], reward[5], next_obs[6:10], done[10]
 
@@ -148,23 +145,14 @@ def epsilon(cfg, step):
     return e1 if f <= 0 or frac > f else e0 + frac * (e1 - e0) / f
 
 
-def make_mlp(torch, sizes, device):
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers).to(device)
-
-
 class Learner:
     """The device-resident replay buffer, the networks and the update."""
 
     def __init__(self, torch, np, cfg, device):
         self.torch, self.np, self.cfg, self.device = torch, np, cfg, device
         sizes = [OBS] + list(cfg["hidden"]) + [N_ACT]
-        self.online = make_mlp(torch, sizes, device)
-        self.target = make_mlp(torch, sizes, device)
+        self.online = pl.make_mlp(torch, sizes, device)
+        self.target = pl.make_mlp(torch, sizes, device)
         self.target.load_state_dict(self.online.state_dict())
         self.target.requires_grad_(False)
         self.opt = torch.optim.Adam(self.online.parameters(), lr=cfg["lr"])
@@ -224,11 +212,12 @@ class Learner:
                 torch.nn.utils.clip_grad_norm_(self.online.parameters(), cfg["max_grad_norm"])
             self.opt.step()
             self.grad_steps += 1
-            if self.grad_steps % cfg["target_update_interval"] == 0:
-                with torch.no_grad():
-                    for tp, p in zip(self.target.parameters(), self.online.parameters()):
-                        tp.copy_(p)
         self.last_loss = loss.item()
+
+    def update_target(self):
+        with self.torch.no_grad():
+            for tp, p in zip(self.target.parameters(), self.online.parameters()):
+                tp.copy_(p)
 
 
 def run(torch, np, cfg, device):
@@ -253,6 +242,8 @@ def run(torch, np, cfg, device):
             ep_ret, obs = 0.0, env.reset()
         else:
             obs = next_obs
+        if step % cfg["target_update_interval"] == 0:
+            learner.update_target()
         if step > cfg["learning_starts"] and step % cfg["train_freq"] == 0:
             learner.train(cfg["gradient_steps"])
         if step % report_every == 0:

@@ -27,9 +27,9 @@ extern "C" {
 typedef struct ag_dqn_config {
   int n_hidden;                        /* 2 */
   int64_t hidden[AG_DQN_MAX_HIDDEN];   /* 256, 256 (ReLU) */
-  float lr;                            /* 2.3e-3 (Adam) */
+  float lr;                            /* 7e-4 (Adam) */
   float gamma;                         /* 0.99 */
-  int64_t batch_size;                  /* 64 */
+  int64_t batch_size;                  /* 128 */
   int64_t buffer_size;                 /* 100000 */
   int64_t learning_starts;             /* 1000 */
   int64_t train_freq;                  /* 256 environment steps */
@@ -37,14 +37,19 @@ typedef struct ag_dqn_config {
   int64_t target_update_interval;      /* 10 environment steps */
   float tau;                           /* 1: hard copy; < 1: Polyak */
   float exploration_fraction;          /* 0.16 */
-  float eps_start, eps_end;            /* 1.0, 0.04 */
+  float eps_start, eps_end;            /* 1.0, 0.01 */
   float max_grad_norm;                 /* 10 (0: none) */
-  int double_dqn;                      /* 0 */
+  int double_dqn;                      /* 1 */
   int huber;                           /* 1 (0: MSE) */
   uint64_t seed;                       /* 0 */
 } ag_dqn_config;
 
-/* The defaults above (Stable-Baselines3 zoo's tuned CartPole-v1 DQN). */
+/* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
+ * network, train_freq 256, 128 gradient steps, target copy every 10
+ * environment steps, 16% of the run exploring, gradients clipped at 10),
+ * with the changes that made it solve CartPole-v1 within 100,000 steps on
+ * every seed we tried: Double DQN, Adam at 7e-4, batches of 128, final
+ * epsilon 0.01. */
 ag_dqn_config ag_dqn_defaults(void);
 
 typedef struct ag_dqn ag_dqn;

@@ -38,9 +38,9 @@ ag_dqn_config ag_dqn_defaults(void) {
   memset(&c, 0, sizeof c);
   c.n_hidden = 2;
   c.hidden[0] = c.hidden[1] = 256;
-  c.lr = 2.3e-3f;
+  c.lr = 7e-4f;
   c.gamma = 0.99f;
-  c.batch_size = 64;
+  c.batch_size = 128;
   c.buffer_size = 100000;
   c.learning_starts = 1000;
   c.train_freq = 256;
@@ -49,8 +49,9 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.tau = 1.0f;
   c.exploration_fraction = 0.16f;
   c.eps_start = 1.0f;
-  c.eps_end = 0.04f;
+  c.eps_end = 0.01f;
   c.max_grad_norm = 10.0f;
+  c.double_dqn = 1;
   c.huber = 1;
   return c;
 }

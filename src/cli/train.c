@@ -41,7 +41,7 @@ static void train_usage(FILE *f) {
           "  --learning-starts N [%lld]  --train-freq N [%lld]  --gradient-steps N [%lld]\n"
           "  --target-update N [%lld env steps]  --tau X [%g]  --hidden N,N,... [%lld,%lld]\n"
           "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
-          "  --double  (Double DQN)   --mse  (MSE instead of Huber loss)\n",
+          "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n",
           (double)c.lr, (double)c.gamma, (long long)c.batch_size, (long long)c.buffer_size,
           (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
           (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
@@ -235,6 +235,7 @@ int agrl_cmd_train(int argc, char **argv) {
     else if (!strcmp(a, "--eps-end")) NEEDS(parse_f(v, 0, 1, &cfg.eps_end), "a probability in [0, 1]");
     else if (!strcmp(a, "--max-grad-norm")) NEEDS(parse_f(v, 0, 1e9, &cfg.max_grad_norm), "a norm >= 0");
     else if (!strcmp(a, "--double")) cfg.double_dqn = 1;
+    else if (!strcmp(a, "--no-double")) cfg.double_dqn = 0;
     else if (!strcmp(a, "--mse")) cfg.huber = 0;
     else return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
 #undef NEEDS

@@ -295,26 +295,25 @@ static ag_status make_view(ag_tensor *x, int64_t r0, int64_t c0, int64_t rows, i
   return AG_OK;
 }
 
-ag_status ag_slice_rows(ag_tensor *x, int64_t r0, int64_t n, ag_tensor **out) {
-  static const char fn[] = "ag_slice_rows";
+/* A view of n rows (by_rows) or n columns of x from `start`. */
+static ag_status slice(ag_tensor *x, int by_rows, int64_t start, int64_t n, const char *fn, ag_tensor **out) {
   ag_status s = ag__check_tensor(x, fn, "x");
   if (s) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  if (n < 1 || r0 < 0 || r0 > x->rows - n)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: rows %lld..%lld (n = %lld) are outside the %lld rows of x", fn,
-                    (long long)r0, (long long)(r0 + n - 1), (long long)n, (long long)x->rows);
-  return make_view(x, r0, 0, n, x->cols, fn, out);
+  int64_t extent = by_rows ? x->rows : x->cols;
+  const char *what = by_rows ? "rows" : "columns";
+  if (n < 1 || start < 0 || start > extent - n)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %s %lld..%lld (n = %lld) are outside the %lld %s of x", fn, what,
+                    (long long)start, (long long)(start + n - 1), (long long)n, (long long)extent, what);
+  return by_rows ? make_view(x, start, 0, n, x->cols, fn, out) : make_view(x, 0, start, x->rows, n, fn, out);
+}
+
+ag_status ag_slice_rows(ag_tensor *x, int64_t r0, int64_t n, ag_tensor **out) {
+  return slice(x, 1, r0, n, "ag_slice_rows", out);
 }
 
 ag_status ag_slice_cols(ag_tensor *x, int64_t c0, int64_t n, ag_tensor **out) {
-  static const char fn[] = "ag_slice_cols";
-  ag_status s = ag__check_tensor(x, fn, "x");
-  if (s) return s;
-  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  if (n < 1 || c0 < 0 || c0 > x->cols - n)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: columns %lld..%lld (n = %lld) are outside the %lld columns of x", fn,
-                    (long long)c0, (long long)(c0 + n - 1), (long long)n, (long long)x->cols);
-  return make_view(x, 0, c0, x->rows, n, fn, out);
+  return slice(x, 0, c0, n, "ag_slice_cols", out);
 }
 
 ag_status ag_detach(ag_tensor *x, ag_tensor **out) {

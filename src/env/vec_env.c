@@ -25,6 +25,18 @@ struct ag_vec_env {
   ag_episode_info *last;
 };
 
+/* Frees the vector's arrays and the vector (not its environments). */
+static void free_arrays(ag_vec_env *v) {
+  if (!v) return;
+  free(v->envs);
+  free(v->seeds);
+  free(v->episode);
+  free(v->ret);
+  free(v->len);
+  free(v->last);
+  free(v);
+}
+
 /* Allocates a vector around envs (taken over on success). */
 static ag_status vec_new(ag_env *const *envs, int n, uint64_t seed, const char *fn, ag_vec_env **out) {
   ag_vec_env *v = calloc(1, sizeof *v);
@@ -38,15 +50,7 @@ static ag_status vec_new(ag_env *const *envs, int n, uint64_t seed, const char *
     v->last = calloc(un, sizeof *v->last);
   }
   if (!v || !v->envs || !v->seeds || !v->episode || !v->ret || !v->len || !v->last) {
-    if (v) {
-      free(v->envs);
-      free(v->seeds);
-      free(v->episode);
-      free(v->ret);
-      free(v->len);
-      free(v->last);
-      free(v);
-    }
+    free_arrays(v);
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d environments", fn, n);
   }
   v->n = n;
@@ -106,13 +110,7 @@ ag_status ag_vec_env_create_from(ag_env *const *envs, int n, uint64_t seed, ag_v
 void ag_vec_env_free(ag_vec_env *v) {
   if (!v) return;
   for (int i = 0; i < v->n; i++) ag_env_free(v->envs[i]);
-  free(v->envs);
-  free(v->seeds);
-  free(v->episode);
-  free(v->ret);
-  free(v->len);
-  free(v->last);
-  free(v);
+  free_arrays(v);
 }
 
 int ag_vec_env_size(const ag_vec_env *v) { return v ? v->n : 0; }
