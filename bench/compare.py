@@ -12,8 +12,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-PEERS = {
-    "cuda": ["torch_core.py", "torch_replay.py", "torch_dqn.py", "jax_dqn.py"],
+PEERS = {  # most telling first: a run cut short still has them
+    "cuda": ["torch_dqn.py", "torch_core.py", "torch_replay.py", "jax_dqn.py"],
     "cpu": ["torch_dqn.py", "numpy_replay.py"],
 }
 
@@ -47,17 +47,30 @@ def main():
     if dev == "cpu":  # one thread, as PERF.md's CPU rows
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     ours, peers, problems = [], [], []
+
+    def save():
+        if json_out:
+            with open(json_out, "w") as f:
+                json.dump({"device": dev, "agrl": ours, "peers": peers, "problems": problems}, f, indent=1)
+
     jf = os.path.join(build, f"agrl_bench_{dev}.jsonl")
     _, err = run_lines([os.path.join(build, "agrl"), "bench", "--device", dev, "--json", jf], env)
     if err:
         problems.append("agrl " + err)
     if os.path.exists(jf):
         ours = [json.loads(l) for l in open(jf) if l.strip()]
+    for r in ours:
+        print(f"agrl  {r['work']:38} {r['us']:10.2f} us  {r.get('note', '')}", flush=True)
+    save()
     for script in PEERS[dev]:
         rows, err = run_lines([sys.executable, os.path.join(HERE, "peers", script), dev], env)
         peers += rows
         if err:
             problems.append("peer " + err)
+        for r in rows:
+            if "work" in r and "us" in r:
+                print(f"peer  {r['work']:38} {r['us']:10.2f} us  {r['impl']}", flush=True)
+        save()
     by_work = {}
     for r in peers:
         if "work" in r and "us" in r:
@@ -85,9 +98,6 @@ def main():
             print(f"peer check: {r['impl']}: {r['check']} = {r.get('value')}")
     for p in problems:
         print("problem:", p)
-    if json_out:
-        with open(json_out, "w") as f:
-            json.dump({"device": dev, "agrl": ours, "peers": peers, "problems": problems}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -52,21 +52,21 @@ fi
 if has train; then
   # acceptance on the GPU (the update replayed as a CUDA graph), then the same
   # 20k steps with agrl and with a PyTorch DQN of the same hyper-parameters
-  timeout 300 scripts/accept_dqn.sh "$BUILD/agrl" cuda "$OUT/accept_cuda" | tee "$OUT/accept_cuda.txt"
+  timeout 150 scripts/accept_dqn.sh "$BUILD/agrl" cuda "$OUT/accept_cuda" | tee "$OUT/accept_cuda.txt"
   rm -f "$OUT"/accept_cuda/*/q_network.agrl "$OUT"/accept_cuda/*/plot_curve.py
   "$BUILD/agrl" train --device cuda --steps 20000 --stop-at none --quiet --out "$OUT/rate_agrl_cuda" > "$OUT/rate_agrl_cuda.txt" 2>&1
   grep -o '"steps_per_s": [0-9.]*' "$OUT/rate_agrl_cuda/summary.json" | sed 's/^/agrl cuda 20k: /'
-  timeout 120 python3 bench/peers/torch_dqn_train.py --device cuda --total-steps 20000 > "$OUT/rate_torch_cuda.txt" 2>"$OUT/rate_torch_cuda.err"
+  timeout 60 python3 bench/peers/torch_dqn_train.py --device cuda --total-steps 20000 > "$OUT/rate_torch_cuda.txt" 2>"$OUT/rate_torch_cuda.err"
   tail -1 "$OUT/rate_torch_cuda.txt"
   stamp "train done"; pack
 fi
 if has bench; then
-  timeout 330 python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
+  timeout 190 python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
   stamp "bench done"; pack
 fi
 if has sanitize; then
-  for t in buffer graph capture per; do
-    timeout 90 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+  for t in per graph capture buffer; do
+    timeout 45 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
       "$BUILD/tests/test_$t" cuda > "$OUT/memcheck_$t.log" 2>&1
     echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
   done
