@@ -8,6 +8,7 @@ set -u
 AGRL=${1:-build/agrl}
 DEV=${2:-cpu}
 OUT=${3:-$(mktemp -d)}
+mkdir -p "$OUT"
 solved=0
 printf "%-6s %-10s %-12s %-10s %-10s\n" seed solved at_step wall_s steps/s
 for seed in 0 1 2 3 4; do
