@@ -4,7 +4,7 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test train bench sanitize (default: all, in this order)
+#   steps: env build test train bench sanitize cpubench (default: all but cpubench)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
 # (scripts/fetch_gpu_deps.sh) where cmocka and cblas.h are missing, and
@@ -63,6 +63,11 @@ fi
 if has bench; then
   timeout 190 python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
   stamp "bench done"; pack
+fi
+if has cpubench; then
+  # the CPU rows on this machine's processor, beside numpy, cpprb and PyTorch (one thread)
+  timeout 200 python3 bench/compare.py "$BUILD" cpu --json "$OUT/bench_cpu.json" 2>>"$OUT/bench_stderr.log" | tee "$OUT/bench_cpu.txt"
+  stamp "cpu bench done"; pack
 fi
 if has sanitize; then
   for t in per graph capture buffer; do
