@@ -79,14 +79,16 @@ static void host_indices(int it, int32_t *idx) {
   for (int j = 0; j < B; j++) idx[j] = (int32_t)agt_below(&g, CAP);
 }
 
-/* Step `it` with the same host indices: eagerly on e, replayed on r. */
+/* Step `it` with the same host indices: eagerly on e, replayed on r (its
+ * indices set through the recording's named input "idx"). */
 static void step_both(world *e, world *r, ag_capture *cap, int it) {
   int32_t idx[B];
   host_indices(it, idx);
   agt_ok(ag_tensor_write(e->idx, idx, sizeof idx));
   agt_ok(step(e->ctx, e));
   ag_ctx_reset(e->ctx);
-  agt_ok(ag_tensor_write(r->idx, idx, sizeof idx));
+  if (!ag_capture_input(cap, "idx")) agt_ok(ag_capture_add_input(cap, "idx", r->idx));
+  agt_ok(ag_capture_set_input(cap, "idx", idx, sizeof idx));
   agt_ok(ag_capture_replay(cap));
 }
 
@@ -196,6 +198,7 @@ static void freeing_what_a_recording_reads_invalidates_it(void **state) {
       w.net = NULL;
     }
     agt_err(ag_capture_replay(cap), AG_ERR_INVALIDATED, "has been freed");
+  agt_err(ag_capture_set_input(cap, "nope", &what, sizeof what), AG_ERR_INVALID_ARG, "no input named 'nope'");
     agt_ok(ag_capture_get_info(cap, &info));
     assert_false(info.valid);
     ag_capture_free(cap);

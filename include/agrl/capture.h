@@ -48,6 +48,16 @@ ag_status ag_capture_replay(ag_capture *cap);
 /* Waits for queued work, then frees the recording. NULL is accepted. */
 void ag_capture_free(ag_capture *cap);
 
+/* Named inputs: gives the persistent tensor `t` (read by the step) a name,
+ * so that callers can set it by name before a replay. Names are copied;
+ * a name is given once. */
+ag_status ag_capture_add_input(ag_capture *cap, const char *name, ag_tensor *t);
+/* Writes `bytes` of host data into the input `name` (ordered before the next
+ * replay, as ag_tensor_write; the data may be reused on return). */
+ag_status ag_capture_set_input(ag_capture *cap, const char *name, const void *data, size_t bytes);
+/* The tensor of input `name`, or NULL. */
+ag_tensor *ag_capture_input(const ag_capture *cap, const char *name);
+
 typedef struct ag_capture_info {
   int nodes;          /* kernels and copies in the recording (CUDA graph nodes) */
   int reads;          /* buffers and persistent tensors it reads */

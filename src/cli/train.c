@@ -247,8 +247,9 @@ int agrl_cmd_train(int argc, char **argv) {
   if (s) return cli_bad_usage(cmd, train_usage, "%s", ag_last_error());
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
   if (spec->n_actions < 2) {
-    ag_vec_env_free(env);
-    return cli_bad_usage(cmd, train_usage, "DQN needs discrete actions; %s has continuous ones", spec->id);
+    int rc = cli_bad_usage(cmd, train_usage, "DQN needs discrete actions; %s has continuous ones", spec->id);
+    ag_vec_env_free(env); /* after the message: spec belongs to env */
+    return rc;
   }
   double stop_at = isnan(spec->reward_threshold) ? INFINITY : spec->reward_threshold;
   if (stop && !strcmp(stop, "none")) stop_at = INFINITY;

@@ -20,8 +20,15 @@ typedef struct capture_read {
   uint64_t gen;
 } capture_read;
 
+typedef struct capture_input {
+  char *name;
+  ag_tensor *t;
+} capture_input;
+
 struct ag_capture {
   ag_ctx *ctx;
+  capture_input *inputs;
+  int n_inputs;
   ag_step_fn fn;
   void *user;
   void *rec; /* the backend's recording, NULL when it must be made (again) */
@@ -182,6 +189,8 @@ void ag_capture_free(ag_capture *c) {
       *p = c->next;
       break;
     }
+  for (int i = 0; i < c->n_inputs; i++) free(c->inputs[i].name);
+  free(c->inputs);
   free(c->reads);
   free(c);
 }
@@ -197,6 +206,43 @@ void ag__capture_release_backend(ag_ctx *ctx) {
     drop_recording(c);
     c->n_reads = n;
   }
+}
+
+/* ---- named inputs ---- */
+
+ag_tensor *ag_capture_input(const ag_capture *c, const char *name) {
+  for (int i = 0; c && name && i < c->n_inputs; i++)
+    if (strcmp(c->inputs[i].name, name) == 0) return c->inputs[i].t;
+  return NULL;
+}
+
+ag_status ag_capture_add_input(ag_capture *c, const char *name, ag_tensor *t) {
+  static const char fn[] = "ag_capture_add_input";
+  if (!c || !name || !name[0]) return ag__fail(AG_ERR_INVALID_ARG, "%s: cap and a non-empty name are required", fn);
+  ag_status s = ag__check_tensor(t, fn, "t");
+  if (s) return s;
+  if (!(t->flags & AG__T_PERSISTENT) || t->ctx != c->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: input '%s' must be a persistent tensor of the recording's context", fn, name);
+  if (ag_capture_input(c, name)) return ag__fail(AG_ERR_INVALID_ARG, "%s: the input '%s' is named already", fn, name);
+  capture_input *in = realloc(c->inputs, (size_t)(c->n_inputs + 1) * sizeof *in);
+  char *copy = malloc(strlen(name) + 1);
+  if (in) c->inputs = in;
+  if (!in || !copy) {
+    free(copy);
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
+  strcpy(copy, name);
+  c->inputs[c->n_inputs].name = copy;
+  c->inputs[c->n_inputs].t = t;
+  c->n_inputs++;
+  return AG_OK;
+}
+
+ag_status ag_capture_set_input(ag_capture *c, const char *name, const void *data, size_t bytes) {
+  ag_tensor *t = ag_capture_input(c, name);
+  if (!t)
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_set_input: the recording has no input named '%s'", name ? name : "(null)");
+  return ag_tensor_write(t, data, bytes);
 }
 
 ag_status ag_capture_get_info(const ag_capture *c, ag_capture_info *out) {
