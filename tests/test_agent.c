@@ -252,8 +252,11 @@ static void dqn_learn_is_deterministic_and_improves(void **state) {
     ag_ctx *ctx = agt_ctx();
     ag_vec_env *env;
     agt_ok(ag_vec_env_create("cartpole", 2, 11, &env));
-    ag_dqn_config cfg = ag_dqn_defaults();
-    cfg.hidden[0] = cfg.hidden[1] = 64;
+    ag_dqn_config cfg = ag_dqn_defaults(); /* small, so that it runs under valgrind too */
+    cfg.hidden[0] = cfg.hidden[1] = 32;
+    cfg.batch_size = 32;
+    cfg.gradient_steps = 64;
+    cfg.lr = 2e-3f;
     cfg.seed = 11;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, 4, 2, 12000, &cfg, &d));
