@@ -15,3 +15,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# the learning curves need matplotlib in the python3 on PATH (or the system's)
+if ! python3 -c 'import matplotlib' 2>/dev/null && ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  python3 -m pip install -q matplotlib || echo "deps: matplotlib could not be installed; curves will not be drawn"
+fi

@@ -178,8 +178,13 @@ static int plot_curve(const char *dir, const char *title) {
   if (!(f = fopen(path, "w"))) return -1;
   fputs(script, f);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' 2>/dev/null", path, dir, title);
-  return system(cmd) == 0 ? 0 : -1;
+  /* the first Python that has matplotlib: the one on PATH, else the system's */
+  static const char *const pythons[] = {"python3", "/usr/bin/python3"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, "%s '%s' '%s' '%s' >/dev/null 2>&1", pythons[i], path, dir, title);
+    if (system(cmd) == 0) return 0;
+  }
+  return -1;
 }
 
 int agrl_cmd_train(int argc, char **argv) {
