@@ -295,7 +295,6 @@ static ag_status node_backward(ag__node *n) {
       ag__copy_args c = {g, region, 1};
       return ag__run(x->ctx, AG__K_COPY, &c, sizeof c);
     }
-    case AG__OP_COPY: return grad_add(x, g, 1.0f);
     case AG__OP_BIAS_ACT: { /* dz = act'(y) * g, then as for x + b */
       static const ag__map2_op bwd[4] = {AG__MAP2_ADD, AG__MAP2_RELU_BWD, AG__MAP2_TANH_BWD, AG__MAP2_SIGMOID_BWD};
       ag_tensor *dz;

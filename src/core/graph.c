@@ -327,18 +327,7 @@ ag_status ag_detach(ag_tensor *x, ag_tensor **out) {
 }
 
 ag_status ag_contiguous(ag_tensor *x, ag_tensor **out) {
-  static const char fn[] = "ag_contiguous";
-  ag__mat mx;
-  ag_status s = ag__operand(x, fn, "x", &mx);
-  if (s) return s;
-  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  ag_tensor *y;
-  if ((s = ag__tensor_temp(x->ctx, x->rows, x->cols, AG_F32, &y))) return s;
-  ag__copy_args c = {mx, ag__mat_of_temp(y), 0};
-  if ((s = ag__run(x->ctx, AG__K_COPY, &c, sizeof c))) return s;
-  if ((s = ag__tape(x->ctx, AG__OP_COPY, y, x, NULL, NULL, NULL, NULL))) return s;
-  *out = y;
-  return AG_OK;
+  return ag__unary(x, AG__MAP_IDENT, 0.0f, 0.0f, "ag_contiguous", out); /* a packed copy */
 }
 
 static ag_status concat(ag_tensor *a, ag_tensor *b, int by_rows, const char *fn, ag_tensor **out) {

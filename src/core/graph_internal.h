@@ -19,7 +19,6 @@ enum {
   AG__OP_MAX,      /* i[0]: axis, aux: argmax (i32) */
   AG__OP_PICK,     /* in[1]: the index tensor */
   AG__OP_VIEW,     /* i: r0, c0 in the base */
-  AG__OP_COPY,
   AG__OP_CONCAT,   /* i[0]: 1 by rows, 0 by columns */
   AG__OP_BIAS_ACT, /* i[0]: ag_bias_act_kind */
   AG__OP_LOSS      /* aux: d loss / d pred */
