@@ -47,9 +47,10 @@ typedef struct ag_dqn_config {
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
  * network, train_freq 256, 128 gradient steps, target copy every 10
  * environment steps, 16% of the run exploring, gradients clipped at 10),
- * with the changes that made it solve CartPole-v1 within 100,000 steps on
- * every seed we tried: Double DQN, Adam at 7e-4, batches of 128, final
- * epsilon 0.01. */
+ * with the changes that made it solve CartPole-v1 (mean return of 20
+ * episodes >= 475) within 100,000 steps for seeds 0-4 on the CPU (and 3 of
+ * seeds 5-9): Double DQN, Adam at 7e-4, batches of 128, final epsilon 0.01.
+ * The zoo settings alone solved 0 to 3 of seeds 0-4. */
 ag_dqn_config ag_dqn_defaults(void);
 
 typedef struct ag_dqn ag_dqn;
