@@ -286,8 +286,6 @@ static ag_status make_view(ag_tensor *x, int64_t r0, int64_t c0, int64_t rows, i
   if ((s = ag__tensor_view(x->ctx, rows, cols, x->ld, x->dtype, (char *)p + (size_t)(c0 * x->ld + r0) * es, &v)))
     return s;
   v->base = x;
-  v->base_r0 = r0;
-  v->base_c0 = c0;
   const int64_t i[2] = {r0, c0};
   if ((s = ag__tape(x->ctx, AG__OP_VIEW, v, x, NULL, NULL, i, NULL))) return s;
   (void)fn;

@@ -124,8 +124,7 @@ struct ag_tensor {
   uint32_t flags;
   void *data;      /* temporaries and views: device memory */
   struct ag_tensor *grad;
-  struct ag_tensor *base; /* a view's tensor, for gradients */
-  int64_t base_r0, base_c0;
+  struct ag_tensor *base; /* a view's tensor (its offset is on the tape node) */
   int node;        /* tape index of the op that made it, -1 for none */
   int uses;        /* taped ops that read it (a gradient may be shared when 1) */
   ag__store store; /* persistent tensors only */
