@@ -4,7 +4,8 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test train bench sanitize cpubench (default: all but cpubench)
+#   steps: env build test train bench sanitize dist cpubench (default: all but cpubench;
+#   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
 # (scripts/fetch_gpu_deps.sh) where cmocka and cblas.h are missing, and
@@ -12,7 +13,7 @@
 set -u
 FINAL=${1:?usage: gpu_check.sh OUTDIR [steps]}
 shift
-STEPS=${*:-env build test train bench sanitize}
+STEPS=${*:-env build test train bench sanitize dist}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=$(mktemp -d /tmp/agrl_gpu.XXXXXX)
@@ -23,6 +24,13 @@ BUILD=$ROOT/build-gpu
 export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
+# NCCL: the CUDA toolkit's, else the one PyTorch's wheel brings
+NCCL_ROOT=
+if [ ! -f /usr/local/cuda/include/nccl.h ]; then
+  NCCL_ROOT=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+  [ -n "$NCCL_ROOT" ] && export LD_LIBRARY_PATH=$NCCL_ROOT/lib:$LD_LIBRARY_PATH
+fi
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
@@ -39,12 +47,14 @@ if has env; then
 fi
 if has build; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DAGRL_DEPS_PREFIX="$DEPS" > "$OUT/build.log" 2>&1 &&
+        -DAGRL_DEPS_PREFIX="$DEPS" ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"} > "$OUT/build.log" 2>&1 &&
   cmake --build "$BUILD" -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
+  grep -E 'agrl: (CUDA|NCCL)' "$OUT/build.log"
   stamp "build ok"
 fi
 if has test; then
-  AGRL_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -j4 -V -LE 'slow|valgrind' > "$OUT/ctest.log" 2>&1 || status=1
+  # dist_mp takes most of every GPU's memory: it runs alone, in the dist step
+  AGRL_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -j4 -V -LE 'slow|valgrind' -E dist_mp > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/ctest.log" | tail -25
   python3 scripts/count_tests.py "$OUT/ctest.log" | tee "$OUT/test_counts.txt"
   stamp "tests done"; pack
@@ -68,6 +78,22 @@ if has cpubench; then
   # the CPU rows on this machine's processor, beside numpy, cpprb and PyTorch (one thread)
   timeout 200 python3 bench/compare.py "$BUILD" cpu --json "$OUT/bench_cpu.json" 2>>"$OUT/bench_stderr.log" | tee "$OUT/bench_cpu.txt"
   stamp "cpu bench done"; pack
+fi
+if has dist; then
+  NG=$(nvidia-smi -L | grep -c GPU)
+  if [ "$NG" -ge 2 ]; then
+    AGRL_REQUIRE_GPUS=$NG timeout 300 "$BUILD/tests/test_dist_mp" cuda "$NG" > "$OUT/dist_mp.log" 2>&1
+    echo "dist_mp ($NG GPUs): rc=$?"; grep -E '^\[  (PASSED|FAILED)|FAILED|ERROR|rank [0-9]: a table' "$OUT/dist_mp.log" | head -20
+    [ "$(grep -c 'PASSED  \] 7 test' "$OUT/dist_mp.log")" -eq "$NG" ] || status=1
+    stamp "dist tests done"; pack
+    timeout 200 scripts/bench_dist.sh "$BUILD/agrl" "$NG" 2>&1 | tee "$OUT/bench_dist.txt"
+    stamp "dist bench done"; pack
+    timeout 420 scripts/accept_dqn_dist.sh "$BUILD/agrl" "$NG" "$OUT/accept_dist" 2>&1 | tee "$OUT/accept_dist.txt"
+    rm -rf "$OUT"/accept_dist/*/episodes.csv
+    stamp "dist acceptance done"; pack
+  else
+    echo "dist: one GPU here; the several-GPU step needs two or more"
+  fi
 fi
 if has sanitize; then
   for t in per graph capture buffer; do

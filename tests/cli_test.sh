@@ -36,6 +36,12 @@ expect_usage_error "--lr needs a learning rate" train --lr 0
 expect_usage_error "--gamma needs a discount" train --gamma 1.5
 expect_usage_error "--hidden needs sizes like 256,256" train --hidden 256,,3
 expect_usage_error "--seed needs a whole number" train --seed
+expect_usage_error "--gpus 2 needs CUDA devices" train --gpus 2 --device cpu
+expect_usage_error "must be a multiple of the number of GPUs" train --gpus 3 --batch 128 --device cuda
+expect_usage_error "--gpus needs a number of GPUs" train --gpus 0
+expect_usage_error "--world needs --rank" train --world 2 --device cuda --id-file /tmp/x
+expect_usage_error "bad value for --shape" bench-dist --shape nope
+expect_usage_error "unknown option '--bogus'" bench-dist --bogus
 expect_usage_error "--model FILE is required" eval
 expect_usage_error "--episodes needs a positive number" eval --model x --episodes 0
 expect_usage_error "unknown option '--nope'" bench --nope

@@ -10,11 +10,12 @@ static void status_names_and_descriptions_come_from_one_table(void **state) {
   assert_string_equal(ag_status_name(AG_OK), "AG_OK");
   assert_string_equal(ag_status_name(AG_ERR_FREED), "AG_ERR_FREED");
   assert_string_equal(ag_status_name((ag_status)-999), "AG_UNKNOWN_STATUS");
+  assert_string_equal(ag_status_name((ag_status)-13), "AG_UNKNOWN_STATUS");
   assert_string_equal(ag_status_describe(AG_ERR_OUT_OF_MEMORY), "not enough memory");
   /* every code from 0 down to the last is named, and names are distinct */
   const char *seen[32];
   int n = 0;
-  for (int v = 0; v >= -11; v--) {
+  for (int v = 0; v >= -12; v--) {
     const char *name = ag_status_name((ag_status)v);
     assert_string_not_equal(name, "AG_UNKNOWN_STATUS");
     for (int k = 0; k < n; k++) assert_string_not_equal(seen[k], name);

@@ -89,6 +89,25 @@ ag_mlp *ag_dqn_target(const ag_dqn *d); /* the target network */
 ag_replay *ag_dqn_replay(const ag_dqn *d);
 int64_t ag_dqn_updates(const ag_dqn *d);
 
+/* ---- several GPUs (agrl/dist.h) ---- */
+typedef struct ag_dist ag_dist;
+/* ---- data-parallel DQN ----
+ * ag_dqn_create_dist makes one rank's learner of a G-GPU DQN: `cfg` is the
+ * configuration of the whole run as for one GPU. Each rank keeps a shard of
+ * cfg->buffer_size transitions (rounded up to a multiple of G) filled by
+ * its own environments, samples batch_size / G of them per update (batch
+ * size must be a multiple of G), and averages gradients over the group with
+ * an all-reduce inside the recorded update, so that every rank takes the
+ * same Adam step on the gradient of the whole batch. Parameters start equal
+ * (rank 0's are broadcast). ag_dqn_learn then counts environment steps over
+ * the group (each rank's steps times G) for train_freq, learning_starts,
+ * target updates and epsilon, so a run of total_steps takes total_steps / G
+ * steps on each rank. Each rank seeds its exploration and sampling with
+ * (seed, rank). The group must outlive the DQN. */
+ag_status ag_dqn_create_dist(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                             const ag_dqn_config *cfg, ag_dqn **out);
+ag_dist *ag_dqn_dist(const ag_dqn *d); /* NULL for a one-GPU DQN */
+
 /* ---- the training loop ---- */
 
 typedef enum ag_train_event_kind {

@@ -16,6 +16,7 @@
 #include "agrl/replay.h"
 #include "agrl/env.h"
 #include "agrl/agent.h"
+#include "agrl/dist.h"
 
 #define AGRL_VERSION_MAJOR 0
 #define AGRL_VERSION_MINOR 1

@@ -27,7 +27,8 @@ extern "C" {
   X(AG_ERR_INVALIDATED, -8, "AG_ERR_INVALIDATED", "a recording reads an object that was freed") \
   X(AG_ERR_UNSUPPORTED, -9, "AG_ERR_UNSUPPORTED", "operation not supported here") \
   X(AG_ERR_STATE, -10, "AG_ERR_STATE", "the object is not in a state that allows this") \
-  X(AG_ERR_IO, -11, "AG_ERR_IO", "input/output error")
+  X(AG_ERR_IO, -11, "AG_ERR_IO", "input/output error")                      \
+  X(AG_ERR_TIMEOUT, -12, "AG_ERR_TIMEOUT", "gave up waiting for another process")
 
 typedef enum ag_status {
 #define AG__STATUS_ENUM(code, value, name, desc) code = value,

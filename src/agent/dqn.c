@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agrl/agent.h"
+#include "agrl/dist.h"
 #include "core/internal.h"
 
 struct ag_dqn {
@@ -31,6 +32,12 @@ struct ag_dqn {
   int32_t *act_scratch; /* per copy: 1 when its action was drawn at random */
   int scratch_n;
   int64_t updates_at_target; /* updates when the target was last refreshed */
+  /* data-parallel (ag_dqn_create_dist): this rank's shard and group */
+  ag_dist *dist;
+  ag_shard *shard;
+  int64_t batch; /* transitions sampled by this rank per update */
+  ag_tensor **grads;
+  int n_grads;
 };
 
 ag_dqn_config ag_dqn_defaults(void) {
@@ -82,22 +89,28 @@ void ag_dqn_free(ag_dqn *d) {
   ag_optim_free(d->opt);
   ag_mlp_free(d->q);
   ag_mlp_free(d->target);
-  ag_replay_free(d->replay);
+  if (d->shard) ag_shard_free(d->shard); /* owns d->replay */
+  else ag_replay_free(d->replay);
+  free(d->grads);
   ag_rng_free(d->rng);
   ag_tensor_free(d->obs_in);
   free(d->act_scratch);
   free(d);
 }
 
-ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps, const ag_dqn_config *cfg,
-                        ag_dqn **out) {
-  static const char fn[] = "ag_dqn_create";
+static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                            const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
   if (!ctx || !cfg || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg and out must not be NULL", fn);
   if (obs_dim < 1 || n_actions < 2 || total_steps < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: obs_dim = %lld, n_actions = %lld, total_steps = %lld: need >= 1, >= 2, >= 1", fn,
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
   ag_status s = check_config(cfg);
   if (s) return s;
+  int world = g ? ag_dist_world(g) : 1, rank = g ? ag_dist_rank(g) : 0;
+  if (g && ag_dist_ctx(g) != ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: the group computes on another context", fn);
+  if (cfg->batch_size % world)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be a multiple of the group size %d", fn,
+                    (long long)cfg->batch_size, world);
   ag_dqn *d = calloc(1, sizeof *d);
   if (!d) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   d->ctx = ctx;
@@ -105,7 +118,11 @@ ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t
   d->obs_dim = obs_dim;
   d->n_actions = n_actions;
   d->total_steps = total_steps;
-  d->host_rng = cfg->seed ^ 0x5DEECE66Dull;
+  d->dist = g;
+  d->batch = cfg->batch_size / world;
+  /* every rank explores and samples its own way; rank 0 of a group draws
+   * what a one-GPU run of the same seed draws */
+  d->host_rng = (cfg->seed ^ 0x5DEECE66Dull) + (uint64_t)rank * 0xD1B54A32D192ED03ull;
   int64_t sizes[AG_DQN_MAX_HIDDEN + 2];
   sizes[0] = obs_dim;
   for (int i = 0; i < cfg->n_hidden; i++) sizes[i + 1] = cfg->hidden[i];
@@ -115,16 +132,26 @@ ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t
                               {"reward", 1, AG_F32},
                               {"next_obs", obs_dim, AG_F32},
                               {"terminated", 1, AG_I32}};
-  int64_t min_size = cfg->batch_size;
   s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 1, &d->q);
   if (!s) s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
+  if (!s && g) s = ag_dist_broadcast(g, ag_mlp_params(d->q), ag_mlp_n_params(d->q), 0);
   if (!s) s = ag_mlp_copy(d->target, d->q);
   ag_adam_config ac = ag_adam_defaults();
   ac.lr = cfg->lr;
   ac.max_grad_norm = cfg->max_grad_norm;
   if (!s) s = ag_adam_create(ctx, ag_mlp_params(d->q), ag_mlp_n_params(d->q), &ac, &d->opt);
-  if (!s) s = ag_replay_create(ctx, fields, 5, cfg->buffer_size, AG_F32, min_size, &d->replay);
-  if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17, &d->rng);
+  if (!s && !g) s = ag_replay_create(ctx, fields, 5, cfg->buffer_size, AG_F32, cfg->batch_size, &d->replay);
+  if (!s && g) {
+    int64_t cap = (cfg->buffer_size + world - 1) / world * world;
+    s = ag_shard_create(ctx, fields, 5, cap, AG_F32, cfg->batch_size, rank, world, &d->shard);
+    if (!s) d->replay = ag_shard_local(d->shard);
+  }
+  if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17 + (uint64_t)rank * 0x632BE59BD9B4E019ull, &d->rng);
+  if (!s && g) {
+    d->n_grads = ag_mlp_n_params(d->q);
+    d->grads = calloc((size_t)d->n_grads, sizeof *d->grads);
+    if (!d->grads) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
   if (s) {
     ag_dqn_free(d);
     return s;
@@ -132,6 +159,19 @@ ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t
   *out = d;
   return AG_OK;
 }
+
+ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps, const ag_dqn_config *cfg,
+                        ag_dqn **out) {
+  return dqn_create(ctx, NULL, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create", out);
+}
+
+ag_status ag_dqn_create_dist(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                             const ag_dqn_config *cfg, ag_dqn **out) {
+  if (!g) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_create_dist: the group is NULL");
+  return dqn_create(ctx, g, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create_dist", out);
+}
+
+ag_dist *ag_dqn_dist(const ag_dqn *d) { return d ? d->dist : NULL; }
 
 float ag_dqn_epsilon(const ag_dqn *d, int64_t step) {
   const ag_dqn_config *c = &d->cfg;
@@ -204,7 +244,7 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
       return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: actions[%d] = %d is outside 0..%lld", i, actions[i],
                       (long long)(d->n_actions - 1));
   const void *data[5] = {obs, actions, rewards, next_obs, terminated};
-  return ag_replay_add(d->replay, data, n);
+  return d->shard ? ag_shard_add_local(d->shard, data, n) : ag_replay_add(d->replay, data, n);
 }
 
 ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
@@ -234,10 +274,16 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
 static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_dqn *d = user;
   ag_tensor *batch;
-  ag_status s = ag_replay_sample(d->replay, d->rng, d->cfg.batch_size, &batch, NULL);
+  ag_status s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, NULL);
   if (!s) s = ag_dqn_loss(d, batch, &d->loss);
   if (!s) s = ag_optim_zero_grad(d->opt);
   if (!s) s = ag_backward(d->loss);
+  if (!s && d->dist) { /* the mean of the ranks' batch means: the gradient of the whole batch */
+    ag_tensor *const *p = ag_mlp_params(d->q);
+    for (int i = 0; i < d->n_grads && !s; i++)
+      if (!(d->grads[i] = ag_tensor_grad(p[i]))) s = ag__fail(AG_ERR_STATE, "ag_dqn_train: parameter %d has no gradient", i);
+    if (!s) s = ag_dist_allreduce(d->dist, d->grads, d->n_grads, AG_REDUCE_MEAN);
+  }
   if (!s) s = ag_optim_step(d->opt);
   (void)ctx;
   return s;
@@ -289,6 +335,7 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
     return ag__fail(AG_ERR_SHAPE, "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
                     spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
   int n = ag_vec_env_size(env), od = spec->obs_dim;
+  int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
   float *obs = malloc(sizeof(float) * (size_t)(n * od)), *next = malloc(sizeof(float) * (size_t)(n * od));
   float *fin = malloc(sizeof(float) * (size_t)(n * od)), *rew = malloc(sizeof(float) * (size_t)n);
   float *actf = malloc(sizeof(float) * (size_t)n);
@@ -300,17 +347,22 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
   recent win = {{0}, 0, 0};
   double mean = 0;
   int64_t step = 0, episodes = 0, since_train = 0, since_target = 0;
-  int stop = 0;
+  /* In a group a stop requested by the callback waits for the next training
+   * boundary, where the ranks agree on it: a rank that left alone would
+   * leave the others waiting in the next all-reduce. */
+  int stop = 0, want_stop = 0;
+  ag_tensor *flag = NULL;
+  if (!s && d->dist) s = ag_tensor_create(d->ctx, 1, 1, AG_I32, NULL, &flag);
   while (!s && !stop && step < total_steps) {
     if ((s = ag_dqn_act(d, obs, n, step, 1, act))) break;
     for (int i = 0; i < n; i++) actf[i] = (float)act[i];
     if ((s = ag_vec_env_step(env, actf, next, rew, term, trunc, fin))) break;
     if ((s = ag_dqn_store(d, obs, act, rew, fin, term, n))) break;
     memcpy(obs, next, sizeof(float) * (size_t)(n * od));
-    step += n;
-    since_train += n;
-    since_target += n;
-    for (int i = 0; i < n && !stop; i++) {
+    step += n * group;
+    since_train += n * group;
+    since_target += n * group;
+    for (int i = 0; i < n && !want_stop; i++) {
       if (!term[i] && !trunc[i]) continue;
       ag_episode_info info;
       if ((s = ag_vec_env_last_episode(env, i, &info))) break;
@@ -318,7 +370,7 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
       mean = recent_push(&win, info.ret);
       ag_train_event ev = {AG_TRAIN_EPISODE, step, episodes, d->updates, info.ret, info.length, info.truncated && !info.terminated,
                            mean, 0.0f, ag_dqn_epsilon(d, step)};
-      if (cb && cb(&ev, user)) stop = 1;
+      if (cb && cb(&ev, user)) want_stop = 1;
     }
     if (s) break;
     if (since_target >= d->cfg.target_update_interval) { /* SB3: counted in environment steps */
@@ -330,14 +382,23 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
     }
     if (since_train >= d->cfg.train_freq) {
       since_train = 0;
-      if (step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->cfg.batch_size && d->cfg.gradient_steps > 0) {
+      if (step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch && d->cfg.gradient_steps > 0) {
         float loss = 0;
         if ((s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
         ag_train_event ev = {AG_TRAIN_PHASE, step, episodes, d->updates, 0, 0, 0, mean, loss, ag_dqn_epsilon(d, step)};
-        if (cb && cb(&ev, user)) stop = 1;
+        if (cb && cb(&ev, user)) want_stop = 1;
+      }
+      if (flag) { /* any rank's request stops every rank, here */
+        int32_t v = want_stop;
+        if ((s = ag_tensor_write(flag, &v, sizeof v)) || (s = ag_dist_allreduce(d->dist, &flag, 1, AG_REDUCE_MAX)) ||
+            (s = ag_tensor_read(flag, &v, sizeof v)))
+          break;
+        stop = v;
       }
     }
+    if (!flag) stop = want_stop;
   }
+  ag_tensor_free(flag);
   free(obs), free(next), free(fin), free(rew), free(actf), free(act), free(term), free(trunc);
   return s;
 }

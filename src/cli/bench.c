@@ -35,11 +35,7 @@ typedef struct stat3 {
   double median, min, max;
 } stat3;
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
+static double now_us(void) { return cli_now_s() * 1e6; }
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,4 +48,10 @@ int cli_bad_usage(const char *cmd, void (*usage)(FILE *), const char *fmt, ...) 
 int cli_fail(const char *cmd, const char *what, ag_status s) {
   fprintf(stderr, "agrl %s: %s failed: %s: %s\n", cmd, what, ag_status_name(s), ag_last_error());
   return 1;
+}
+
+double cli_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }

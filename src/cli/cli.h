@@ -16,4 +16,12 @@ int cli_bad_usage(const char *cmd, void (*usage)(FILE *), const char *fmt, ...);
 /* Prints "agrl CMD: <what> failed: STATUS: last error" to stderr; returns 1. */
 int cli_fail(const char *cmd, const char *what, ag_status s);
 
+/* Seconds on a monotonic clock. */
+double cli_now_s(void);
+
+/* Runs `world` copies of this program's subcommand (argv[0] = its name) with
+ * --rank R --world G --id-file F added, one per GPU; returns 0 when every
+ * one succeeded, else 1 (the others are stopped at the first failure). */
+int cli_launch(const char *cmd, int argc, char **argv, int world);
+
 #endif /* AGRL_CLI_H */

@@ -20,12 +20,6 @@ static void demo_usage(FILE *f) {
           "  --batch     transitions gathered (default 256)\n");
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int agrl_cmd_demo(int argc, char **argv) {
   static const char cmd[] = "demo";
   ag_device_kind kind = AG_DEVICE_AUTO;
@@ -77,7 +71,7 @@ int agrl_cmd_demo(int argc, char **argv) {
     goto done;
   }
   ag_xfer_reset(ctx);
-  double t0 = now_s();
+  double t0 = cli_now_s();
   int64_t pos = 0;
   for (int64_t done_n = 0; done_n < total; done_n += chunk_n) {
     int64_t k = total - done_n < chunk_n ? total - done_n : chunk_n;
@@ -91,7 +85,7 @@ int agrl_cmd_demo(int argc, char **argv) {
     pos = (pos + k) % cap;
   }
   if ((s = ag_ctx_sync(ctx))) goto fail_write;
-  double t1 = now_s();
+  double t1 = cli_now_s();
   printf("wrote %lld transitions as a ring in %.1f ms\n", (long long)total, (t1 - t0) * 1e3);
 
   uint64_t seed = 0x9e3779b97f4a7c15ull;

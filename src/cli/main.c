@@ -8,6 +8,7 @@ int agrl_cmd_demo(int argc, char **argv);
 int agrl_cmd_train(int argc, char **argv);
 int agrl_cmd_eval(int argc, char **argv);
 int agrl_cmd_bench(int argc, char **argv);
+int agrl_cmd_bench_dist(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -17,6 +18,7 @@ static void usage(FILE *f) {
           "  train     train an agent (DQN) on an environment\n"
           "  eval      run greedy episodes of a trained network\n"
           "  bench     time the performance table's work on a device\n"
+          "  bench-dist  time the data-parallel DQN update on several GPUs\n"
           "  demo      write, gather and read a replay buffer on a device\n"
           "  version   print the version\n"
           "\n"
@@ -41,6 +43,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "train") == 0) return agrl_cmd_train(argc - 1, argv + 1);
   if (strcmp(cmd, "eval") == 0) return agrl_cmd_eval(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0) return agrl_cmd_bench(argc - 1, argv + 1);
+  if (strcmp(cmd, "bench-dist") == 0) return agrl_cmd_bench_dist(argc - 1, argv + 1);
   fprintf(stderr, "agrl: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

@@ -36,6 +36,8 @@ static void train_usage(FILE *f) {
           "  --stop-at R|none      stop once the mean return of the last 20 episodes reaches R\n"
           "                        (default: the environment's reward threshold, 475 for CartPole)\n"
           "  --quiet               no progress line\n"
+          "  --gpus G              data-parallel on GPUs 0..G-1, one process each (NCCL); the\n"
+          "                        batch and the replay table are split over them\n"
           "DQN options (defaults in brackets):\n"
           "  --lr X [%g]  --gamma X [%g]  --batch N [%lld]  --buffer N [%lld]\n"
           "  --learning-starts N [%lld]  --train-freq N [%lld]  --gradient-steps N [%lld]\n"
@@ -60,12 +62,6 @@ static void eval_usage(FILE *f) {
           "  --episodes N   episodes (default 10)\n"
           "  --seed S       seed of the first episode (default 12345)\n"
           "  --device D     auto (default), cpu, cuda, cuda:N\n");
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int parse_f(const char *s, double lo, double hi, float *out) {
@@ -124,7 +120,7 @@ typedef struct run {
 } run;
 
 static void print_progress(run *r, int final) {
-  double el = now_s() - r->t0, sps = el > 0 ? (double)r->last.step / el : 0;
+  double el = cli_now_s() - r->t0, sps = el > 0 ? (double)r->last.step / el : 0;
   double eta = sps > 0 ? (double)(r->total - r->last.step) / sps : 0;
   fprintf(stderr, "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %4.0fs%s",
           r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
@@ -147,7 +143,7 @@ static int on_event(const ag_train_event *ev, void *user) {
     fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates, (double)ev->loss,
             ev->mean_return);
   }
-  double t = now_s();
+  double t = cli_now_s();
   if (r->progress && t - r->last_print > (r->tty ? 0.25 : 5.0)) {
     r->last_print = t;
     print_progress(r, 0);
@@ -194,6 +190,8 @@ int agrl_cmd_train(int argc, char **argv) {
   ag_device_kind kind = AG_DEVICE_AUTO;
   int index = 0, quiet = 0;
   int64_t steps = 100000, seed = 0, n_envs = 1;
+  int64_t gpus = 1, rank = -1, world = 0; /* rank/world/id-file: set by the launcher */
+  const char *id_file = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDS(cond, what)                                          \
@@ -225,6 +223,14 @@ int agrl_cmd_train(int argc, char **argv) {
       stop = v;
     }
     else if (!strcmp(a, "--quiet")) quiet = 1;
+    else if (!strcmp(a, "--gpus")) NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
+    else if (!strcmp(a, "--rank")) NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
+    else if (!strcmp(a, "--world")) NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
+    else if (!strcmp(a, "--id-file")) {
+      if (!v) return cli_bad_usage(cmd, train_usage, "--id-file needs a path");
+      id_file = v;
+      i++;
+    }
     else if (!strcmp(a, "--lr")) NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in (0, 10]");
     else if (!strcmp(a, "--gamma")) NEEDS(parse_f(v, 0, 1, &cfg.gamma), "a discount in [0, 1]");
     else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size");
@@ -246,9 +252,31 @@ int agrl_cmd_train(int argc, char **argv) {
 #undef NEEDS
   }
   cfg.seed = (uint64_t)seed;
+  if (gpus > 1 || world > 0) {
+    if (kind == AG_DEVICE_CPU) return cli_bad_usage(cmd, train_usage, "--gpus %lld needs CUDA devices, not --device cpu", (long long)gpus);
+    if (cfg.batch_size % (world > 0 ? world : gpus))
+      return cli_bad_usage(cmd, train_usage, "the batch (%lld) must be a multiple of the number of GPUs (%lld)",
+                           (long long)cfg.batch_size, (long long)(world > 0 ? world : gpus));
+  }
+  if (world > 0 && (rank < 0 || rank >= world || !id_file))
+    return cli_bad_usage(cmd, train_usage, "--world needs --rank in 0..world-1 and --id-file");
+  if (gpus > 1 && world == 0) { /* the launcher: one worker per GPU */
+    int have = ag_cuda_device_count();
+    if (have < gpus + index)
+      return cli_bad_usage(cmd, train_usage, "--gpus %lld needs GPUs %d..%lld; this machine has %d", (long long)gpus, index,
+                           (long long)(index + gpus - 1), have);
+    return cli_launch(cmd, argc, argv, (int)gpus);
+  }
+  int worker = world > 0, lead = !worker || rank == 0;
+  if (worker) {
+    kind = AG_DEVICE_CUDA;
+    index += (int)rank;
+    if (!lead) quiet = 1;
+  }
 
   ag_vec_env *env = NULL;
-  ag_status s = ag_vec_env_create(env_name, (int)n_envs, (uint64_t)seed, &env);
+  /* each worker's environments get their own seeds; rank 0 those of a one-GPU run */
+  ag_status s = ag_vec_env_create(env_name, (int)n_envs, (uint64_t)seed + (uint64_t)(worker ? rank : 0) * 1000003u, &env);
   if (s) return cli_bad_usage(cmd, train_usage, "%s", ag_last_error());
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
   if (spec->n_actions < 2) {
@@ -269,13 +297,14 @@ int agrl_cmd_train(int argc, char **argv) {
   char dir[1024];
   if (out_dir) snprintf(dir, sizeof dir, "%s", out_dir);
   else snprintf(dir, sizeof dir, "runs/%s-%s-s%lld", algo, env_name, (long long)seed);
-  if (make_dirs(dir)) {
+  if (lead && make_dirs(dir)) {
     ag_vec_env_free(env);
     fprintf(stderr, "agrl train: cannot create the directory %s: %s\n", dir, strerror(errno));
     return 1;
   }
 
   ag_ctx *ctx = NULL;
+  ag_dist *group = NULL;
   ag_dqn *dqn = NULL;
   run r;
   memset(&r, 0, sizeof r);
@@ -291,8 +320,22 @@ int agrl_cmd_train(int argc, char **argv) {
     rc = cli_fail(cmd, "creating the context", s);
     goto done;
   }
-  if ((s = ag_dqn_create(ctx, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn))) {
+  if (worker && (s = ag_dist_create(ctx, (int)rank, (int)world, id_file, 120.0, &group))) {
+    rc = cli_fail(cmd, "joining the group of GPUs", s);
+    goto done;
+  }
+  if ((s = worker ? ag_dqn_create_dist(ctx, group, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn)
+                  : ag_dqn_create(ctx, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn))) {
     rc = cli_fail(cmd, "creating the agent", s);
+    goto done;
+  }
+  if (!lead) { /* another rank trains in step with rank 0, which reports */
+    r.episodes = fopen("/dev/null", "w");
+    r.losses = fopen("/dev/null", "w");
+    r.stop_at = INFINITY;
+    if (!r.episodes || !r.losses) goto done;
+    if ((s = ag_dqn_learn(dqn, env, steps, on_event, &r))) rc = cli_fail(cmd, "training", s);
+    else rc = 0;
     goto done;
   }
   snprintf(path, sizeof path, "%s/episodes.csv", dir);
@@ -305,11 +348,15 @@ int agrl_cmd_train(int argc, char **argv) {
   }
   fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
   fprintf(r.losses, "step,updates,loss,mean20\n");
-  fprintf(stderr, "agrl train: dqn on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", spec->id, ag_ctx_device_name(ctx),
+  char devs[160];
+  if (worker) snprintf(devs, sizeof devs, "%lld GPUs (cuda:%d..%lld, NCCL)", (long long)world, index,
+                       (long long)(index + world - 1));
+  else snprintf(devs, sizeof devs, "%s", ag_ctx_device_name(ctx));
+  fprintf(stderr, "agrl train: dqn on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", spec->id, devs,
           (long long)steps, (long long)seed, (long long)n_envs, dir);
-  r.t0 = now_s();
+  r.t0 = cli_now_s();
   s = ag_dqn_learn(dqn, env, steps, on_event, &r);
-  double wall = now_s() - r.t0;
+  double wall = cli_now_s() - r.t0;
   if (s) {
     rc = cli_fail(cmd, "training", s);
     goto done;
@@ -328,19 +375,19 @@ int agrl_cmd_train(int argc, char **argv) {
   FILE *f = fopen(path, "w");
   if (f) {
     fprintf(f,
-            "{\"algo\": \"dqn\", \"env\": \"%s\", \"device\": \"%s\", \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
+            "{\"algo\": \"dqn\", \"env\": \"%s\", \"device\": \"%s\", \"gpus\": %lld, \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
             " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
             " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f}\n",
-            spec->id, ag_ctx_device_name(ctx), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
+            spec->id, devs, (long long)(worker ? world : 1), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
             (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
             (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps);
     fclose(f);
   }
   char title[256];
-  snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, ag_ctx_device_name(ctx));
+  snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
   int plotted = plot_curve(dir, title) == 0;
   printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n", (long long)r.last.step,
-         (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, ag_ctx_device_name(ctx));
+         (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
   if (!isinf(stop_at)) {
@@ -356,6 +403,7 @@ done:
   if (r.episodes) fclose(r.episodes);
   if (r.losses) fclose(r.losses);
   ag_dqn_free(dqn);
+  ag_dist_free(group);
   ag_vec_env_free(env);
   ag_ctx_free(ctx);
   return rc;
