@@ -79,6 +79,10 @@ int ag__pool_threads(void) {
   return n;
 }
 
+/* Task 0 always runs on the calling thread: alone, the caller runs the tasks
+ * in order; with helpers, it holds mu from here until work() has taken task
+ * 0. The CUDA backend's large uploads rely on it (their task 0 is the only
+ * one that calls CUDA, and the others wait for it to open their parts). */
 void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg) {
   pthread_mutex_lock(&pool.mu);
   if (pool_size() == 1 || n_tasks <= 1 || pool.pending) { /* no helpers, one task, or a job running: alone */
@@ -93,7 +97,7 @@ void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg) {
   pool.pending = n_tasks;
   pool.round++;
   pthread_cond_broadcast(&pool.go);
-  work();
+  work(); /* takes task 0 first: no helper can before mu is released */
   while (pool.pending) pthread_cond_wait(&pool.done, &pool.mu);
   pool.fn = NULL;
   pool.n_tasks = 0;

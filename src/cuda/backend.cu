@@ -5,11 +5,16 @@
  * queued kernel that reads the memory (S9, S16) without a host wait.
  * Uploads are copied into a pinned staging ring and sent with
  * cudaMemcpyAsync on the stream; the ring slot is reused only after an event
- * says its copy is done. Downloads wait for the stream, then come back in
- * double-buffered parts of at most 16 MB.
+ * says its copy is done. Large uploads are filled by the helper threads in
+ * one job, each 2 MB part sent as soon as it is filled. Downloads wait for
+ * the stream, then come back in double-buffered parts of at most 16 MB.
  */
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <atomic>
 
 #include "cuda/cuda_internal.h"
 
@@ -159,13 +164,16 @@ static void *cuda_native_stream(void *p) { return ((ag__cuda_state *)p)->stream;
 
 /* ---- staging ring ----
  * Entries are reserved in order; the used bytes run from the oldest entry's
- * start to the newest entry's end, wrapping at most once. */
+ * start to the newest entry's end, wrapping at most once. The newest
+ * ring_open entries belong to a large upload in progress and have no event
+ * yet: they are never popped (nothing could say when their copy is done). */
 
 static ag__ring_entry *ring_at(ag__cuda_state *st, int k) {
   return &st->ring[(st->ring_first + k) % AG__CUDA_RING_EVENTS];
 }
 
-/* Drops the oldest entry, waiting for its copy when `wait`. */
+/* Drops the oldest entry (it must have its event), waiting for its copy when
+ * `wait`. */
 static ag_status ring_pop(ag__cuda_state *st, int wait) {
   ag__ring_entry *o = ring_at(st, 0);
   cudaError_t e = wait ? cudaEventSynchronize(o->ev) : cudaEventQuery(o->ev);
@@ -178,7 +186,7 @@ static ag_status ring_pop(ag__cuda_state *st, int wait) {
 
 /* Reserves len bytes (<= staging_size / 2) of staging; writes their offset. */
 static ag_status ring_reserve(ag__cuda_state *st, size_t len, size_t *start) {
-  while (st->ring_count && ring_pop(st, 0) == AG_OK) {
+  while (st->ring_count > st->ring_open && ring_pop(st, 0) == AG_OK) {
   }
   for (;;) {
     if (st->ring_count == 0) {
@@ -198,9 +206,21 @@ static ag_status ring_reserve(ag__cuda_state *st, size_t len, size_t *start) {
         return AG_OK;
       }
     }
+    /* open entries hold at most half the ring (AG__UP_WINDOW): not reached */
+    if (st->ring_count == st->ring_open)
+      return ag__fail(AG_ERR_STATE, "cuda: no staging room for %zu bytes beside an upload's open parts", len);
     ag_status s = ring_pop(st, 1);
     if (s) return s;
   }
+}
+
+/* A copy out of staging is queued but its event could not be recorded: its
+ * entry is not kept, so its bytes would be reused at once; wait for it. */
+static ag_status ring_event_fail(ag__cuda_state *st, cudaError_t e) {
+  ag_status s = ag__cuda_fail(e, "cuda: recording a staging event");
+  (void)cudaStreamSynchronize(st->stream);
+  (void)cudaGetLastError();
+  return s;
 }
 
 static ag_status ring_push(ag__cuda_state *st, size_t start, size_t len) {
@@ -208,29 +228,207 @@ static ag_status ring_push(ag__cuda_state *st, size_t start, size_t len) {
   e->start = start;
   e->end = start + len;
   cudaError_t r = cudaEventRecord(e->ev, st->stream);
-  if (r != cudaSuccess) return ag__cuda_fail(r, "cuda: recording a staging event");
+  if (r != cudaSuccess) return ring_event_fail(st, r);
   st->ring_count++;
   return AG_OK;
+}
+
+/* ---- large uploads: one fill job, each part sent as soon as it is filled ----
+ * The transfer is cut into 2 MB parts of 128 KB slices. The helper threads
+ * are woken once for the whole transfer (one ag__pool_run job); every thread
+ * claims slices in order and fills them. Task 0, which runs on the calling
+ * thread, is the only one that talks to CUDA and touches the ring: it
+ * reserves staging for the parts ahead ("opens" them, at most AG__UP_WINDOW
+ * parts ahead of the copies), queues the copy of each part, in order, as
+ * soon as its last slice is filled, and fills slices itself in between.
+ *
+ * No thread waits while holding work another needs: a slice is claimed only
+ * once its part is open, so every claimed slice gets filled and every open
+ * part completes; the caller's only blocking wait (ring_reserve, for room in
+ * the ring) is on copies already queued. */
+
+#define AG__UP_MIN ((size_t)4 << 20) /* smaller uploads: one part (cuda_upload) */
+#define AG__UP_PART ((size_t)2 << 20)
+#define AG__UP_SLICE ((size_t)128 << 10) /* a multiple of every element size */
+#define AG__UP_SLICES (AG__UP_PART / AG__UP_SLICE)
+/* Open parts at most: half the ring. ring_reserve then always finds room for
+ * the next part once the queued copies are done: the open parts (at most
+ * 16 MB, contiguous but for one wrap that wastes less than a part) leave a
+ * free stretch of at least 8 MB in the 32 MB ring. */
+#define AG__UP_WINDOW ((size_t)(AG_TRANSFER_PART_BYTES / AG__UP_PART))
+static_assert(AG__UP_WINDOW * AG__UP_PART <= AG_TRANSFER_PART_BYTES, "the window must fit half the ring");
+static_assert(AG__UP_PART <= AG__UP_MIN, "a large upload has at least two parts");
+
+#define AG__UP_NONE SIZE_MAX
+
+typedef struct ag__upload {
+  ag__cuda_state *st;
+  char *dst;
+  size_t bytes, n_parts, n_slices;
+  ag__fill_fn fill;
+  void *user;
+  /* part p's staging offset and filled slices, at p % AG__UP_WINDOW: a slot
+   * is reused only after its previous part's copy is queued */
+  size_t start[AG__UP_WINDOW];
+  std::atomic<size_t> filled[AG__UP_WINDOW];
+  std::atomic<size_t> next_slice;  /* the next slice to claim */
+  std::atomic<size_t> open_slices; /* slices of the open parts: claimable below this */
+  std::atomic<bool> failed;        /* the caller failed: claim no more */
+  ag_status status;                /* the caller's result */
+} ag__upload;
+
+static size_t up_part_len(const ag__upload *up, size_t p) {
+  size_t off = p * AG__UP_PART;
+  return up->bytes - off < AG__UP_PART ? up->bytes - off : AG__UP_PART;
+}
+
+static size_t up_part_slices(const ag__upload *up, size_t p) {
+  return (up_part_len(up, p) + AG__UP_SLICE - 1) / AG__UP_SLICE;
+}
+
+/* Claims the next slice if its part is open; AG__UP_NONE when none is now. */
+static size_t up_claim(ag__upload *up) {
+  size_t limit = up->open_slices.load(std::memory_order_acquire); /* publishes start[] */
+  size_t j = up->next_slice.load(std::memory_order_relaxed);
+  while (j < limit && !up->next_slice.compare_exchange_weak(j, j + 1, std::memory_order_relaxed)) {
+  }
+  return j < limit ? j : AG__UP_NONE;
+}
+
+/* Fills slice j (any thread) and counts it in its part. */
+static void up_fill(ag__upload *up, size_t j) {
+  size_t p = j / AG__UP_SLICES, off = j * AG__UP_SLICE;
+  size_t len = up->bytes - off < AG__UP_SLICE ? up->bytes - off : AG__UP_SLICE;
+  char *host = up->st->staging + up->start[p % AG__UP_WINDOW] + (off - p * AG__UP_PART);
+  up->fill(host, off, len, up->user);
+  up->filled[p % AG__UP_WINDOW].fetch_add(1, std::memory_order_release); /* publishes the bytes */
+}
+
+/* Opens part p (the caller): reserves its staging, adds its ring entry
+ * without an event and makes its slices claimable. */
+static ag_status up_open(ag__upload *up, size_t p) {
+  ag__cuda_state *st = up->st;
+  size_t len = up_part_len(up, p), start;
+  ag_status s = ring_reserve(st, len, &start); /* may wait for an older copy */
+  if (s) return s;
+  ag__ring_entry *r = ring_at(st, st->ring_count);
+  r->start = start;
+  r->end = start + len;
+  st->ring_count++;
+  st->ring_open++;
+  up->start[p % AG__UP_WINDOW] = start;
+  up->filled[p % AG__UP_WINDOW].store(0, std::memory_order_relaxed);
+  size_t open_slices = (p + 1) * AG__UP_SLICES;
+  up->open_slices.store(open_slices < up->n_slices ? open_slices : up->n_slices, std::memory_order_release);
+  return AG_OK;
+}
+
+/* Queues the copy of part p (the caller, once it is filled) and records the
+ * event of its ring entry, the oldest open one. */
+static ag_status up_send(ag__upload *up, size_t p) {
+  ag__cuda_state *st = up->st;
+  size_t off = p * AG__UP_PART;
+  cudaError_t e = cudaMemcpyAsync(up->dst + off, st->staging + up->start[p % AG__UP_WINDOW],
+                                  up_part_len(up, p), cudaMemcpyHostToDevice, st->stream);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: upload");
+  e = cudaEventRecord(ring_at(st, st->ring_count - st->ring_open)->ev, st->stream);
+  if (e != cudaSuccess) return ring_event_fail(st, e); /* the entry stays open, to be dropped */
+  st->ring_open--;
+  return AG_OK;
+}
+
+/* Task 0, on the calling thread: opens parts, queues the copies of filled
+ * parts in order, and fills slices while neither can be done. */
+static ag_status up_lead(ag__upload *up) {
+  size_t opened = 0, sent = 0;
+  while (sent < up->n_parts) {
+    if (sent < opened &&
+        up->filled[sent % AG__UP_WINDOW].load(std::memory_order_acquire) == up_part_slices(up, sent)) {
+      ag_status s = up_send(up, sent);
+      if (s) return s;
+      sent++;
+    } else if (opened < up->n_parts && opened - sent < AG__UP_WINDOW) {
+      ag_status s = up_open(up, opened);
+      if (s) return s;
+      opened++;
+    } else {
+      size_t j = up_claim(up);
+      if (j != AG__UP_NONE) {
+        up_fill(up, j);
+      } else {
+        sched_yield(); /* the helpers are filling the rest of part `sent` */
+      }
+    }
+  }
+  return AG_OK;
+}
+
+/* Tasks 1..n-1, on the helpers: fill slices until all are claimed. */
+static void up_help(ag__upload *up) {
+  while (!up->failed.load(std::memory_order_acquire)) {
+    size_t j = up_claim(up);
+    if (j != AG__UP_NONE) {
+      up_fill(up, j);
+    } else if (up->next_slice.load(std::memory_order_relaxed) >= up->n_slices) {
+      return; /* all claimed: the others fill the rest */
+    } else {
+      sched_yield(); /* the next part opens when an earlier one is sent */
+    }
+  }
+}
+
+static void up_task(void *arg, int i) {
+  ag__upload *up = (ag__upload *)arg;
+  if (i != 0) {
+    up_help(up);
+    return;
+  }
+  up->status = up_lead(up); /* ag__pool_run runs task 0 on the caller */
+  if (up->status) up->failed.store(true, std::memory_order_release);
+}
+
+static ag_status upload_large(ag__cuda_state *st, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
+  ag__upload up;
+  up.st = st;
+  up.dst = (char *)dst;
+  up.bytes = bytes;
+  up.n_parts = (bytes + AG__UP_PART - 1) / AG__UP_PART;
+  up.n_slices = (bytes + AG__UP_SLICE - 1) / AG__UP_SLICE;
+  up.fill = fill;
+  up.user = user;
+  for (size_t k = 0; k < AG__UP_WINDOW; k++) {
+    up.start[k] = 0;
+    up.filled[k].store(0, std::memory_order_relaxed);
+  }
+  up.next_slice.store(0, std::memory_order_relaxed);
+  up.open_slices.store(0, std::memory_order_relaxed);
+  up.failed.store(false, std::memory_order_relaxed);
+  up.status = AG_OK;
+  int n = ag__pool_threads();
+  if ((size_t)n > up.n_slices) n = (int)up.n_slices;
+  ag__pool_run(n, up_task, &up); /* returns when every thread has left the transfer */
+  /* on failure, parts left open have no copy pending (ring_event_fail waited
+   * for the one that was queued): their staging is free again */
+  if (up.status) {
+    st->ring_count -= st->ring_open;
+    st->ring_open = 0;
+  }
+  return up.status;
 }
 
 static ag_status cuda_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
-  /* large transfers go in 2 MB parts, each filled by the helper threads while
-   * the copy engine sends the previous one */
-  const size_t part = bytes >= ((size_t)4 << 20) ? ((size_t)2 << 20) : AG_TRANSFER_PART_BYTES;
-  for (size_t off = 0; off < bytes; off += part) {
-    size_t len = bytes - off < part ? bytes - off : part;
-    size_t start;
-    ag_status s = ring_reserve(st, len, &start);
-    if (s) return s;
-    ag__fill_parallel(fill, user, st->staging + start, off, len);
-    cudaError_t e = cudaMemcpyAsync((char *)dst + off, st->staging + start, len, cudaMemcpyHostToDevice,
-                                    st->stream);
-    if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: upload");
-    if ((s = ring_push(st, start, len))) return s;
-  }
-  return AG_OK;
+  if (bytes >= AG__UP_MIN) return upload_large(st, dst, bytes, fill, user);
+  if (bytes == 0) return AG_OK;
+  /* one part: filled (by the helper threads from 512 KB), then sent */
+  size_t start;
+  ag_status s = ring_reserve(st, bytes, &start);
+  if (s) return s;
+  ag__fill_parallel(fill, user, st->staging + start, 0, bytes);
+  cudaError_t e = cudaMemcpyAsync(dst, st->staging + start, bytes, cudaMemcpyHostToDevice, st->stream);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: upload");
+  return ring_push(st, start, bytes);
 }
 
 static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain_fn drain, void *user) {

@@ -15,6 +15,8 @@
 
 #define AG__CUDA_RING_EVENTS 128
 
+/* A reservation of staging bytes [start, end) and the event recorded after
+ * the copy that reads them. */
 typedef struct ag__ring_entry {
   size_t start, end;
   cudaEvent_t ev;
@@ -28,6 +30,9 @@ typedef struct ag__cuda_state {
   size_t staging_size; /* 2 * AG_TRANSFER_PART_BYTES */
   ag__ring_entry ring[AG__CUDA_RING_EVENTS];
   int ring_first, ring_count;
+  /* the newest ring_open entries are parts of a large upload in progress
+   * whose copy is not queued yet (no event); 0 between calls */
+  int ring_open;
   cudaEvent_t part_ev[2];
   cublasHandle_t blas;
   void *blas_ws; /* cuBLAS workspace (fixed, so that recordings need no allocation) */

@@ -52,12 +52,6 @@ int ag_dist_rank(const ag_dist *g) { return g ? g->rank : -1; }
 int ag_dist_world(const ag_dist *g) { return g ? g->world : 0; }
 ag_ctx *ag_dist_ctx(const ag_dist *g) { return g ? g->ctx : NULL; }
 
-static double mono_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static ag_status check_group(const ag_dist *g, const char *fn) {
   if (!g) return ag__fail(AG_ERR_INVALID_ARG, "%s: the group is NULL", fn);
   if (g->ctx->epoch != g->epoch)
@@ -68,6 +62,13 @@ static ag_status check_group(const ag_dist *g, const char *fn) {
 #ifdef AGRL_WITH_NCCL
 
 #define ID_MAGIC "AGRLNCL1"
+
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 
 /* Waits until a non-blocking NCCL call has finished (or the deadline passed,
  * deadline <= 0: no deadline). */
