@@ -85,7 +85,9 @@ void ag_per_free(ag_per *per);
 /* B indices ([B, 1] i32) and their importance weights ([1, B] f32). */
 ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights);
 /* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of the
- * columns idx (i32 / i64, as many). Values below 1e-12 count as 1e-12. */
+ * columns idx (i32 / i64, as many). Values below 1e-12 count as 1e-12.
+ * Indices are on the device, where they cannot be checked before the kernel
+ * runs: one outside 0 .. capacity-1 is skipped (nothing is written for it). */
 ag_status ag_per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities);
 /* The same from host arrays (checked: indices inside the valid part,
  * priorities finite and >= 0). */

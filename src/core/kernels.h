@@ -270,15 +270,16 @@ typedef struct ag__loss_args {
 /* ---- prioritized replay: a sum tree of fan-out 16 ----
  * Levels 0 .. depth-1 below the root; level d holds 16^(d+1) nodes at
  * tree[ag__per_offset(d)], the leaves (level depth-1) one per column; a node
- * is the sum of its 16 children (added in order); the root, the sum of
- * level 0, is tree[ag__per_offset(depth)]. Values are doubles. state[0] is
- * the largest priority seen (new columns get it). */
+ * is the sum of its 16 children (in ag__per_sum16's order, on every device);
+ * the root, the sum of level 0, is tree[ag__per_offset(depth)]. Values are
+ * doubles. state[0] is the largest priority seen (new columns get it). */
 #define AG__PER_FAN 16
 
 /* AG__K_PER_SET: leaf idx_j = prio_j ^ alpha (prio_j at prio[j * prio_stride],
- *   taken as at least 1e-12), for j < n; then the ancestors of those leaves;
- *   state[0] = max(state[0], prio_j). With repeated indices one of their
- *   values is kept. */
+ *   taken as at least 1e-12), for j < n with 0 <= idx_j < cols (others are
+ *   skipped); then the ancestors of those leaves, each once;
+ *   state[0] = max(state[0], prio_j). With repeated indices the last one's
+ *   value is kept (on every device). */
 typedef struct ag__per_set_args {
   double *tree;
   int depth;
@@ -289,6 +290,7 @@ typedef struct ag__per_set_args {
   int64_t n;
   const float *prio;
   int64_t prio_stride;
+  int64_t cols; /* the table's columns: other indices are skipped (memory safety) */
 } ag__per_set_args;
 
 /* AG__K_PER_FILL: leaves pos .. pos+k-1 = state[0] ^ alpha, then their ancestors. */

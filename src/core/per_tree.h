@@ -18,19 +18,30 @@ AG__HD int64_t ag__per_offset(int d) {
   return off;
 }
 
-/* Node `node` of level d = the sum of its children at level d + 1, in order. */
+/* The deepest tree: a table has at most 2^31 columns (ag_per_create), and
+ * 16^8 leaves cover them. */
+#define AG__PER_MAX_DEPTH 8
+
+/* The sum of 16 children, pairwise in a fixed order: (c_i + c_i+8), then
+ * those 8 folded in halves the same way. Every kernel on every device sums a
+ * node this way (the CPU in vector registers, a CUDA thread in scalars), so
+ * a node has the same bits whoever wrote it: the tree is a function of its
+ * leaves, without drift, and the CPU and the GPU agree. */
+AG__HD double ag__per_sum16(const double *ch) {
+  double v[8], w[4];
+  for (int i = 0; i < 8; i++) v[i] = ch[i] + ch[i + 8];
+  for (int i = 0; i < 4; i++) w[i] = v[i] + v[i + 4];
+  return (w[0] + w[2]) + (w[1] + w[3]);
+}
+
+/* Node `node` of level d = the sum of its children at level d + 1. */
 AG__HD void ag__per_recompute(double *tree, int d, int64_t node) {
-  const double *ch = tree + ag__per_offset(d + 1) + node * AG__PER_FAN;
-  double s = 0.0;
-  for (int c = 0; c < AG__PER_FAN; c++) s += ch[c];
-  tree[ag__per_offset(d) + node] = s;
+  tree[ag__per_offset(d) + node] = ag__per_sum16(tree + ag__per_offset(d + 1) + node * AG__PER_FAN);
 }
 
 /* The root = the sum of level 0. */
 AG__HD void ag__per_recompute_root(double *tree, int depth) {
-  double s = 0.0;
-  for (int c = 0; c < AG__PER_FAN; c++) s += tree[c];
-  tree[ag__per_offset(depth)] = s;
+  tree[ag__per_offset(depth)] = ag__per_sum16(tree);
 }
 
 /* One level of the descent: from `node` of level d - 1 (0 for the root) to

@@ -356,18 +356,107 @@ static void per_update_range(double *tree, int depth, int64_t lo, int64_t hi) {
   ag__per_recompute_root(tree, depth);
 }
 
+/* Sorts n keys below 2^bits in place (tmp: room for n): insertion for a few,
+ * otherwise LSD radix of 8-bit digits (2 counting passes for 1M leaves). */
+static void per_sort(uint32_t *a, uint32_t *tmp, int n, int bits) {
+  if (n <= 32) {
+    for (int i = 1; i < n; i++) {
+      uint32_t v = a[i];
+      int k = i;
+      for (; k > 0 && a[k - 1] > v; k--) a[k] = a[k - 1];
+      a[k] = v;
+    }
+    return;
+  }
+  uint32_t *src = a, *dst = tmp;
+  for (int sh = 0; sh < bits; sh += 8) {
+    int at[256] = {0};
+    for (int i = 0; i < n; i++) at[(src[i] >> sh) & 255]++;
+    for (int b = 0, sum = 0; b < 256; b++) {
+      int c = at[b];
+      at[b] = sum;
+      sum += c;
+    }
+    for (int i = 0; i < n; i++) dst[at[(src[i] >> sh) & 255]++] = src[i];
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+/* The ancestors of a batch of leaves, level by level: node[0..m) are the
+ * sorted parents of the leaves (level depth-2, repeats allowed); each
+ * distinct node of a level is summed once, and the loop that sums them
+ * writes the next level's list in place (their parents: still sorted, so
+ * repeats are neighbours). The upper levels are shared: ~700 sums for 256
+ * leaves of 1M, not 256 x 5. */
+static void per_update_sorted(double *tree, int depth, uint32_t *node, int m) {
+  enum { AHEAD = 8 }; /* prefetch distance, in nodes */
+  /* drop repeats; the previous key stays in a register (read back from
+   * memory, it would chain each step to the last store) */
+  int w = 1;
+  for (uint32_t k = 1, prev = node[0]; k < (uint32_t)m; k++) {
+    uint32_t v = node[k];
+    node[w] = v;
+    w += v != prev;
+    prev = v;
+  }
+  m = w;
+  for (int d = depth - 2; d >= 0; d--) {
+    double *out = tree + ag__per_offset(d);
+    const double *ch = tree + ag__per_offset(d + 1);
+    uint32_t up = UINT32_MAX; /* the last parent listed (none: nodes are < 2^28) */
+    w = 0;
+    for (int k = 0; k < m; k++) {
+      if (k + AHEAD < m) { /* 16 doubles: two cache lines */
+        const double *next = ch + (int64_t)node[k + AHEAD] * AG__PER_FAN;
+        __builtin_prefetch(next);
+        __builtin_prefetch(next + 8);
+        __builtin_prefetch(out + node[k + AHEAD], 1);
+      }
+      uint32_t v = node[k], parent = v / AG__PER_FAN;
+      out[v] = ag__per_sum16(ch + (int64_t)v * AG__PER_FAN);
+      node[w] = parent; /* w <= k: this entry is read already */
+      w += parent != up;
+      up = parent;
+    }
+    m = w;
+  }
+  ag__per_recompute_root(tree, depth);
+}
+
 static ag_status k_per_set(const void *args) {
   const ag__per_set_args *a = args;
+  enum { CHUNK = 1024 }; /* leaves whose ancestors are summed together (stack scratch) */
+  uint32_t node[CHUNK], tmp[CHUNK];
   double *leaves = a->tree + ag__per_offset(a->depth - 1);
-  for (int64_t j = 0; j < a->n; j++) {
-    float p = a->prio[j * a->prio_stride];
-    p = p > 1e-12f ? p : 1e-12f;
-    leaves[ag__index_at(a->idx, a->idx_dtype, j)] = pow((double)p, (double)a->alpha);
-    if (p > a->state[0]) a->state[0] = p;
-  }
-  for (int64_t j = 0; j < a->n; j++) {
-    int64_t leaf = ag__index_at(a->idx, a->idx_dtype, j);
-    per_update_range(a->tree, a->depth, leaf, leaf);
+  /* Chunks in order, each its leaves then their ancestors: a later chunk
+   * rewrites the ancestors it shares with an earlier one, and the last of
+   * repeated indices wins as in one pass. */
+  for (int64_t j0 = 0; j0 < a->n; j0 += CHUNK) {
+    int m = a->n - j0 < CHUNK ? (int)(a->n - j0) : CHUNK;
+    uint32_t hi = 0;
+    int kept = 0;
+    for (int k = 0; k < m; k++) {
+      int64_t leaf = ag__index_at(a->idx, a->idx_dtype, j0 + k);
+      if (leaf < 0 || leaf >= a->cols) continue; /* indices from the device: skipped, never written out of bounds */
+      float p = a->prio[(j0 + k) * a->prio_stride];
+      p = p > 1e-12f ? p : 1e-12f;
+      leaves[leaf] = pow((double)p, (double)a->alpha);
+      if (p > a->state[0]) a->state[0] = p;
+      node[kept] = (uint32_t)(leaf / AG__PER_FAN); /* < 2^31 columns (ag_per_create) */
+      hi |= node[kept++];
+    }
+    m = kept;
+    if (a->depth < 2) { /* the leaves are level 0 */
+      ag__per_recompute_root(a->tree, a->depth);
+      continue;
+    }
+    int bits = 0;
+    while (bits < 32 && (hi >> bits)) bits += 8;
+    per_sort(node, tmp, m, bits);
+    per_update_sorted(a->tree, a->depth, node, m);
   }
   return AG_OK;
 }

@@ -118,7 +118,7 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   float *state;
   void *ip;
   if ((s = ptrs(p, &tree, &state)) || (s = ag__tensor_ptr(idx, &ip))) return s;
-  ag__per_set_args a = {tree, p->depth, p->alpha, state, ip, idx->dtype, n, pp, stride};
+  ag__per_set_args a = {tree, p->depth, p->alpha, state, ip, idx->dtype, n, pp, stride, ag_replay_capacity(p->r)};
   return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
 }
 
