@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Data-parallel DQN against one GPU: `agrl train --gpus G` (one process per
 # GPU, batch and replay table split over them, gradients all-reduced through
-# NCCL) and `agrl train --gpus 1` on CartPole-v1, seeds 0-4, 100,000
-# environment steps, the same configuration. Prints a table of the step at
-# which each run solved it (mean return of the last 20 episodes >= 475).
-# Passes when the G-GPU runs solve at least 4 of 5 seeds, or as many as the
-# one-GPU runs do.
-# usage: scripts/accept_dqn_dist.sh [AGRL] [G] [OUTDIR]
+# NCCL) and `agrl train --gpus 1` on CartPole-v1, the same configuration,
+# 100,000 environment steps (of the whole group), seeds 0-9 (SEEDS=...).
+# Prints the step at which each run solved it (mean return of the last 20
+# episodes >= 475; in a group, of the last 20 / G of each rank's). Passes
+# when the G-GPU runs solve as many seeds as the one-GPU runs, give or take
+# one (one seed in ten is within the seed-to-seed noise of either).
+# usage: [SEEDS="0 1 ..."] scripts/accept_dqn_dist.sh [AGRL] [G] [OUTDIR]
 set -u
 AGRL=${1:-build/agrl}
 G=${2:-2}
@@ -15,7 +16,9 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 declare -A solved=([1]=0 [$G]=0)
 printf "%-5s %-6s %-8s %-10s %-8s %-10s\n" gpus seed solved at_step wall_s steps/s
-for seed in 0 1 2 3 4; do
+SEEDS=${SEEDS:-0 1 2 3 4 5 6 7 8 9}
+n=$(wc -w <<<"$SEEDS")
+for seed in $SEEDS; do
   for g in 1 "$G"; do
     d="$OUT/g$g-seed$seed"
     timeout 300 "$AGRL" train --algo dqn --env cartpole --device cuda --gpus "$g" --steps 100000 --seed $seed --quiet \
@@ -29,5 +32,5 @@ for seed in 0 1 2 3 4; do
     rm -f "$d/q_network.agrl" "$d/plot_curve.py"
   done
 done
-echo "one GPU: ${solved[1]} of 5 seeds solved; $G GPUs (data-parallel): ${solved[$G]} of 5"
-[ "${solved[$G]}" -ge 4 ] || [ "${solved[$G]}" -ge "${solved[1]}" ]
+echo "one GPU: ${solved[1]} of $n seeds solved; $G GPUs (data-parallel): ${solved[$G]} of $n"
+[ "${solved[$G]}" -ge $((solved[1] - 1)) ]

@@ -84,11 +84,11 @@ if has dist; then
   if [ "$NG" -ge 2 ]; then
     AGRL_REQUIRE_GPUS=$NG timeout 300 "$BUILD/tests/test_dist_mp" cuda "$NG" > "$OUT/dist_mp.log" 2>&1
     echo "dist_mp ($NG GPUs): rc=$?"; grep -E '^\[  (PASSED|FAILED)|FAILED|ERROR|rank [0-9]: a table' "$OUT/dist_mp.log" | head -20
-    [ "$(grep -c 'PASSED  \] 7 test' "$OUT/dist_mp.log")" -eq "$NG" ] || status=1
+    [ "$(grep -c 'PASSED  \] 8 test' "$OUT/dist_mp.log")" -eq "$NG" ] || status=1
     stamp "dist tests done"; pack
     timeout 200 scripts/bench_dist.sh "$BUILD/agrl" "$NG" 2>&1 | tee "$OUT/bench_dist.txt"
     stamp "dist bench done"; pack
-    timeout 420 scripts/accept_dqn_dist.sh "$BUILD/agrl" "$NG" "$OUT/accept_dist" 2>&1 | tee "$OUT/accept_dist.txt"
+    timeout 480 scripts/accept_dqn_dist.sh "$BUILD/agrl" "$NG" "$OUT/accept_dist" 2>&1 | tee "$OUT/accept_dist.txt"
     rm -rf "$OUT"/accept_dist/*/episodes.csv
     stamp "dist acceptance done"; pack
   else
@@ -96,7 +96,7 @@ if has dist; then
   fi
 fi
 if has sanitize; then
-  for t in per graph capture buffer; do
+  for t in per buffer capture dist; do
     timeout 45 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
       "$BUILD/tests/test_$t" cuda > "$OUT/memcheck_$t.log" 2>&1
     echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"

@@ -15,7 +15,8 @@
  *     transitions, rank k's part drawn from rank k's shard;
  *   - a data-parallel step (local batches, averaged gradients, Adam) equals
  *     the one-process step on the gathered batch;
- *   - a data-parallel DQN keeps identical parameters on every rank;
+ *   - a data-parallel DQN keeps identical parameters on every rank, and a
+ *     stop asked for by one rank stops all of them at the same boundary;
  *   - a table of G times what one GPU may hold is created, filled and
  *     sampled (and one GPU alone refuses it).
  */
@@ -335,6 +336,52 @@ static void dqn_ranks_agree(void **state) {
   agt_ok(ag_dist_barrier(W_g));
 }
 
+/* a stop asked for by one rank's callback stops every rank at the same
+ * training boundary (none is left waiting in an all-reduce) */
+typedef struct stop_rec {
+  int64_t last_step, phases;
+} stop_rec;
+
+static int stop_on_rank1(const ag_train_event *ev, void *user) {
+  stop_rec *r = user;
+  r->last_step = ev->step;
+  if (ev->kind == AG_TRAIN_PHASE) r->phases++;
+  return W_rank == 1 && ev->step >= 3000;
+}
+
+static void learn_stops_together(void **state) {
+  (void)state;
+  const int G = W_world;
+  ag_dqn_config cfg = ag_dqn_defaults();
+  cfg.hidden[0] = cfg.hidden[1] = 16;
+  cfg.batch_size = 8 * G;
+  cfg.buffer_size = 1024 * G;
+  cfg.learning_starts = 500;
+  cfg.gradient_steps = 4;
+  ag_dqn *d;
+  ag_vec_env *env;
+  agt_ok(ag_dqn_create_dist(W_ctx, W_g, 4, 2, 100000, &cfg, &d));
+  agt_ok(ag_vec_env_create("cartpole", 1, 77 + (uint64_t)W_rank, &env));
+  stop_rec rec = {0, 0};
+  agt_ok(ag_dqn_learn(d, env, 100000, stop_on_rank1, &rec));
+  /* the same number of updates everywhere, far fewer than a whole run */
+  int64_t u = ag_dqn_updates(d);
+  assert_true(u > 0 && u < 100000 / 256 * 4);
+  ag_tensor *tu, *all;
+  agt_ok(ag_tensor_create(W_ctx, 1, 1, AG_I64, &u, &tu));
+  agt_ok(ag_dist_allgather(W_g, tu, &all));
+  int64_t us[64];
+  agt_ok(ag_tensor_read(all, us, sizeof(int64_t) * (size_t)G));
+  for (int k = 1; k < G; k++) assert_int_equal(us[k], us[0]);
+  /* phases come every 256 steps of the group: the stop came at the first after step 3000 */
+  assert_true(rec.phases >= 1);
+  ag_tensor_free(tu);
+  ag_ctx_reset(W_ctx);
+  ag_vec_env_free(env);
+  ag_dqn_free(d);
+  agt_ok(ag_dist_barrier(W_g));
+}
+
 /* ---- a table larger than one GPU may hold ---- */
 
 static void table_beyond_one_gpu(void **state) {
@@ -432,7 +479,7 @@ static int worker(int rank, int world, const char *id_path) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(collectives),   cmocka_unit_test(recorded_allreduce),         cmocka_unit_test(shard_union),
       cmocka_unit_test(sample_global), cmocka_unit_test(dp_step_equals_whole_batch), cmocka_unit_test(dqn_ranks_agree),
-      cmocka_unit_test(table_beyond_one_gpu),
+      cmocka_unit_test(learn_stops_together), cmocka_unit_test(table_beyond_one_gpu),
   };
   char name[64];
   snprintf(name, sizeof name, "dist_mp.cuda.rank%d", rank);

@@ -278,8 +278,12 @@ static void bare_free(bare_tree *b) {
  * `stride` floats. */
 static void bare_set(bare_tree *b, const int64_t *idx, const float *prio, int64_t n, float alpha, ag_dtype dt,
                      int64_t stride) {
+  if (n < 1 || n > (1 << 24) || stride < 1 || stride > 64) {
+    fail_msg("bare_set: n = %lld, stride = %lld", (long long)n, (long long)stride);
+    return;
+  }
   int32_t *i32 = malloc((size_t)n * sizeof *i32);
-  float *ps = calloc((size_t)(n * stride), sizeof *ps);
+  float *ps = calloc((size_t)n * (size_t)stride, sizeof *ps);
   for (int64_t j = 0; j < n; j++) i32[j] = (int32_t)idx[j], ps[j * stride] = prio[j];
   ag_tensor *ti, *tp;
   agt_ok(ag_tensor_create(b->ctx, n, 1, dt, dt == AG_I32 ? (const void *)i32 : (const void *)idx, &ti));

@@ -123,7 +123,7 @@ typedef struct ag_train_event {
   double episode_return;  /* EPISODE */
   int64_t episode_length; /* EPISODE */
   int truncated;          /* EPISODE: ended by the time limit */
-  double mean_return;     /* over the last (up to) 20 episodes */
+  double mean_return;     /* over the last (up to) 20 episodes (in a group: 20 / G of each rank's, as of the last training boundary) */
   float loss;             /* PHASE: the last update's loss */
   float epsilon;
 } ag_train_event;

@@ -327,6 +327,43 @@ static double recent_push(recent *w, double v) {
   return s / w->n;
 }
 
+/* In a group, at every training boundary (the same environment step on
+ * every rank) the ranks share [stop requested, returns kept, the last
+ * 20 / G episode returns]: any rank's stop request stops all of them here,
+ * and the mean return reported until the next boundary is over the last
+ * 20 / G episodes of every rank — 20 episodes of the group, the window a
+ * one-GPU run averages over. */
+enum { XCHG_ROWS = 2 + 20 };
+
+static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, int want_stop, int *stop, double *mean) {
+  int G = ag_dist_world(d->dist), keep = 20 / G > 0 ? 20 / G : 1;
+  float v[XCHG_ROWS] = {0};
+  int n = win->n < keep ? win->n : keep;
+  v[0] = (float)want_stop;
+  v[1] = (float)n;
+  for (int i = 0; i < n; i++) v[2 + i] = (float)win->r[(win->next - 1 - i + 20) % 20]; /* newest first */
+  ag_tensor *all;
+  float *a = malloc(sizeof(float) * XCHG_ROWS * (size_t)G);
+  if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_dqn_learn: out of host memory");
+  ag_status s = ag_tensor_write(xchg, v, sizeof v);
+  if (!s) s = ag_dist_allgather(d->dist, xchg, &all);
+  if (!s) s = ag_tensor_read(all, a, sizeof(float) * XCHG_ROWS * (size_t)G);
+  if (!s) {
+    double sum = 0;
+    int cnt = 0;
+    for (int r = 0; r < G; r++) {
+      const float *x = a + r * XCHG_ROWS;
+      if (x[0] != 0.0f) *stop = 1;
+      for (int i = 0; i < (int)x[1]; i++) sum += x[2 + i];
+      cnt += (int)x[1];
+    }
+    if (cnt > 0) *mean = sum / cnt;
+  }
+  free(a);
+  ag_ctx_reset(d->ctx);
+  return s;
+}
+
 ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user) {
   static const char fn[] = "ag_dqn_learn";
   if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
@@ -351,8 +388,8 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
    * boundary, where the ranks agree on it: a rank that left alone would
    * leave the others waiting in the next all-reduce. */
   int stop = 0, want_stop = 0;
-  ag_tensor *flag = NULL;
-  if (!s && d->dist) s = ag_tensor_create(d->ctx, 1, 1, AG_I32, NULL, &flag);
+  ag_tensor *flag = NULL; /* in a group: what the ranks exchange at each boundary (group_boundary) */
+  if (!s && d->dist) s = ag_tensor_create(d->ctx, XCHG_ROWS, 1, AG_F32, NULL, &flag);
   while (!s && !stop && step < total_steps) {
     if ((s = ag_dqn_act(d, obs, n, step, 1, act))) break;
     for (int i = 0; i < n; i++) actf[i] = (float)act[i];
@@ -367,7 +404,8 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
       ag_episode_info info;
       if ((s = ag_vec_env_last_episode(env, i, &info))) break;
       episodes++;
-      mean = recent_push(&win, info.ret);
+      double own = recent_push(&win, info.ret);
+      if (!d->dist) mean = own; /* in a group: the group's mean, from the last boundary */
       ag_train_event ev = {AG_TRAIN_EPISODE, step, episodes, d->updates, info.ret, info.length, info.truncated && !info.terminated,
                            mean, 0.0f, ag_dqn_epsilon(d, step)};
       if (cb && cb(&ev, user)) want_stop = 1;
@@ -388,13 +426,7 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
         ag_train_event ev = {AG_TRAIN_PHASE, step, episodes, d->updates, 0, 0, 0, mean, loss, ag_dqn_epsilon(d, step)};
         if (cb && cb(&ev, user)) want_stop = 1;
       }
-      if (flag) { /* any rank's request stops every rank, here */
-        int32_t v = want_stop;
-        if ((s = ag_tensor_write(flag, &v, sizeof v)) || (s = ag_dist_allreduce(d->dist, &flag, 1, AG_REDUCE_MAX)) ||
-            (s = ag_tensor_read(flag, &v, sizeof v)))
-          break;
-        stop = v;
-      }
+      if (flag && (s = group_boundary(d, flag, &win, want_stop, &stop, &mean))) break;
     }
     if (!flag) stop = want_stop;
   }
