@@ -48,13 +48,23 @@ AG__HD void ag__per_recompute_root(double *tree, int depth) {
  * the child at level d whose interval holds *u; *u becomes the remainder. */
 AG__HD int64_t ag__per_step(const double *tree, int d, int64_t node, double *u) {
   const double *ch = tree + ag__per_offset(d) + node * AG__PER_FAN;
+  /* the 16 children first, with no branch between the loads: a GPU thread
+   * then waits for its line once a level, not once a child */
+  double x[AG__PER_FAN];
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+  for (int c = 0; c < AG__PER_FAN; c++) x[c] = ch[c];
   int pick = -1, last = 0;
   double v = *u;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
   for (int c = 0; c < AG__PER_FAN; c++) {
-    if (ch[c] > 0.0) last = c;
-    if (pick < 0 && ch[c] > 0.0) {
-      if (v < ch[c]) pick = c;
-      else v -= ch[c];
+    if (x[c] > 0.0) last = c;
+    if (pick < 0 && x[c] > 0.0) {
+      if (v < x[c]) pick = c;
+      else v -= x[c];
     }
   }
   *u = v;
