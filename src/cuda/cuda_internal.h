@@ -55,6 +55,37 @@ void ag__cuda_enter(ag__cuda_state *st);
 /* Grid size for a grid-stride loop over n items with `block` threads. */
 unsigned ag__cuda_grid(const ag__cuda_state *st, int64_t n, int block);
 
+/* ---- launches: programmatic dependent launch (sm_90) ----
+ * Every kernel is launched with programmatic stream serialization allowed,
+ * so that it may be scheduled while the kernel before it on the stream
+ * finishes (in a recorded graph, a programmatic edge): the launch latency
+ * between the small kernels of a step overlaps the previous kernel's tail.
+ * In exchange every kernel calls ag__pdl_wait() first, before it reads or
+ * writes global memory: it returns once the previous kernel has completed
+ * and its writes are visible. No kernel triggers early, so nothing else
+ * changes. */
+__device__ __forceinline__ void ag__pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+
+template <typename... KArgs, typename... Args>
+static inline cudaError_t ag__launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, Args &&...args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<Args &&>(args)...);
+}
+
 /* Launchers, one family a file. */
 ag_status ag__cuda_gather(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_gemm(ag__cuda_state *st, const void *args);

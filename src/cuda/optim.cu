@@ -43,6 +43,7 @@ __device__ __forceinline__ void ag_mt_locate(const ag_mt_plan &p, int *k, int64_
  * ~10^5 values: one block reads them in a few microseconds). */
 #define AG__SUMSQ_BLOCK 1024
 __global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag_sumsq_kernel(ag__adam_args a) {
+  ag__pdl_wait();
   __shared__ float red[AG__SUMSQ_BLOCK];
   float s = 0.0f;
   for (int k = 0; k < a.count; k++) {
@@ -59,6 +60,7 @@ __global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag_sumsq_kernel(ag__adam_args
 }
 
 __global__ void ag_adam_prep_kernel(ag__adam_args a) {
+  ag__pdl_wait();
   float *st = a.state;
   float t = st[AG__OPT_T] + 1.0f;
   st[AG__OPT_T] = t;
@@ -70,6 +72,7 @@ __global__ void ag_adam_prep_kernel(ag__adam_args a) {
 }
 
 __global__ void ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
+  ag__pdl_wait();
   int k;
   int64_t lo;
   ag_mt_locate(p, &k, &lo);
@@ -91,6 +94,7 @@ __global__ void ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
 }
 
 __global__ void ag_axpby_kernel(ag__axpby_args a, ag_mt_plan p) {
+  ag__pdl_wait();
   int k;
   int64_t lo;
   ag_mt_locate(p, &k, &lo);
@@ -101,25 +105,27 @@ __global__ void ag_axpby_kernel(ag__axpby_args a, ag_mt_plan p) {
 
 ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args) {
   const ag__adam_args *a = (const ag__adam_args *)args;
-  if (a->count > 0) ag_sumsq_kernel<<<1, AG__SUMSQ_BLOCK, 0, st->stream>>>(*a);
+  if (a->count > 0) ag__launch(ag_sumsq_kernel, 1, AG__SUMSQ_BLOCK, 0, st->stream, *a);
   return ag__cuda_check_launch("cuda: sumsq kernel");
 }
 
 ag_status ag__cuda_adam_prep(ag__cuda_state *st, const void *args) {
-  ag_adam_prep_kernel<<<1, 1, 0, st->stream>>>(*(const ag__adam_args *)args);
+  ag__launch(ag_adam_prep_kernel, 1, 1, 0, st->stream, *(const ag__adam_args *)args);
   return ag__cuda_check_launch("cuda: adam_prep kernel");
 }
 
 ag_status ag__cuda_adam(ag__cuda_state *st, const void *args) {
   const ag__adam_args *a = (const ag__adam_args *)args;
   ag_mt_plan p = plan_of(a->count, a->t);
-  if (p.first[a->count] > 0) ag_adam_kernel<<<p.first[a->count], AG__MT_BLOCK, 0, st->stream>>>(*a, p);
+  if (p.first[a->count] > 0)
+    ag__launch(ag_adam_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: adam kernel");
 }
 
 ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args) {
   const ag__axpby_args *a = (const ag__axpby_args *)args;
   ag_mt_plan p = plan_of(a->count, a->t);
-  if (p.first[a->count] > 0) ag_axpby_kernel<<<p.first[a->count], AG__MT_BLOCK, 0, st->stream>>>(*a, p);
+  if (p.first[a->count] > 0)
+    ag__launch(ag_axpby_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: axpby kernel");
 }

@@ -54,6 +54,7 @@ union ag_per_set_smem {
  * instead of 16 scattered loads a thread), through shared memory, and each
  * owner sums its row in ag__per_sum16's order, bit for bit the CPU's tree. */
 __global__ void __launch_bounds__(AG__PER_BLOCK) ag_per_set_kernel(ag__per_set_args a) {
+  ag__pdl_wait();
   __shared__ union ag_per_set_smem sm;
   const int t = (int)threadIdx.x, lane = t & 31, c = lane & 15, depth = a.depth;
   double *leaves = a.tree + ag__per_offset(depth - 1);
@@ -112,6 +113,7 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag_per_set_kernel(ag__per_set_a
 }
 
 __global__ void ag_per_fill_kernel(ag__per_fill_args a) {
+  ag__pdl_wait();
   const double v = pow((double)a.state[0], (double)a.alpha);
   double *leaves = a.tree + ag__per_offset(a.depth - 1);
   for (int64_t i = threadIdx.x; i < a.k; i += blockDim.x) leaves[a.pos + i] = v;
@@ -127,6 +129,7 @@ __global__ void ag_per_fill_kernel(ag__per_fill_args a) {
 }
 
 __global__ void ag_per_sample_kernel(ag__per_sample_args a) {
+  ag__pdl_wait();
   __shared__ float red[AG__PER_BLOCK];
   const uint64_t base = *a.counter;
   const double root = a.tree[ag__per_offset(a.depth)];
@@ -153,16 +156,16 @@ __global__ void ag_per_sample_kernel(ag__per_sample_args a) {
 }
 
 ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args) {
-  ag_per_set_kernel<<<1, AG__PER_BLOCK, 0, st->stream>>>(*(const ag__per_set_args *)args);
+  ag__launch(ag_per_set_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_set_args *)args);
   return ag__cuda_check_launch("cuda: per_set kernel");
 }
 
 ag_status ag__cuda_per_fill(ag__cuda_state *st, const void *args) {
-  ag_per_fill_kernel<<<1, AG__PER_BLOCK, 0, st->stream>>>(*(const ag__per_fill_args *)args);
+  ag__launch(ag_per_fill_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_fill_args *)args);
   return ag__cuda_check_launch("cuda: per_fill kernel");
 }
 
 ag_status ag__cuda_per_sample(ag__cuda_state *st, const void *args) {
-  ag_per_sample_kernel<<<1, AG__PER_BLOCK, 0, st->stream>>>(*(const ag__per_sample_args *)args);
+  ag__launch(ag_per_sample_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_sample_args *)args);
   return ag__cuda_check_launch("cuda: per_sample kernel");
 }

@@ -43,6 +43,7 @@ __device__ __forceinline__ void ag_combine(int op, float *bv, int64_t *bi, float
 }
 
 __global__ void ag_reduce_thread_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
+  ag__pdl_wait();
   for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < outer; o += (int64_t)gridDim.x * blockDim.x) {
     float bv = a.op == AG__RED_SUM ? 0.0f : ag_line_at(a, o, 0);
     int64_t bi = 0;
@@ -52,6 +53,7 @@ __global__ void ag_reduce_thread_kernel(ag__reduce_args a, int64_t outer, int64_
 }
 
 __global__ void ag_reduce_block_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
+  ag__pdl_wait();
   __shared__ float sv[AG__RBLOCK];
   __shared__ int64_t si[AG__RBLOCK];
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
@@ -85,10 +87,11 @@ ag_status ag__cuda_reduce(ag__cuda_state *st, const void *args) {
     default: outer = 1; inner = a->x.rows * a->x.cols; break;
   }
   if (inner <= AG__SHORT) {
-    ag_reduce_thread_kernel<<<ag__cuda_grid(st, outer, AG__RBLOCK), AG__RBLOCK, 0, st->stream>>>(*a, outer, inner);
+    ag__launch(ag_reduce_thread_kernel, ag__cuda_grid(st, outer, AG__RBLOCK), AG__RBLOCK, 0, st->stream, *a,
+               outer, inner);
   } else {
     int64_t grid = outer < (int64_t)st->sm_count * 8 ? outer : (int64_t)st->sm_count * 8;
-    ag_reduce_block_kernel<<<(unsigned)grid, AG__RBLOCK, 0, st->stream>>>(*a, outer, inner);
+    ag__launch(ag_reduce_block_kernel, (unsigned)grid, AG__RBLOCK, 0, st->stream, *a, outer, inner);
   }
   return ag__cuda_check_launch("cuda: reduce kernel");
 }
