@@ -293,10 +293,75 @@ static void dqn_group_of_one(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* The learning loop of a one-rank group runs the plain loop's episodes, and
+ * each training phase reports the mean of the last (up to) 20 episode
+ * returns, recomputed here from the episodes seen so far. */
+typedef struct run_log {
+  double ret[1024], phase_mean[256], phase_ref[256];
+  int n, phases;
+  int64_t updates[256];
+} run_log;
+
+static int log_events(const ag_train_event *ev, void *user) {
+  run_log *l = user;
+  if (ev->kind == AG_TRAIN_EPISODE && l->n < 1024) {
+    l->ret[l->n++] = ev->episode_return;
+  } else if (ev->kind == AG_TRAIN_PHASE && l->phases < 256) {
+    int k = l->n < 20 ? l->n : 20;
+    double sum = 0;
+    for (int i = l->n - k; i < l->n; i++) sum += l->ret[i];
+    l->phase_ref[l->phases] = k ? sum / k : 0.0;
+    l->phase_mean[l->phases] = ev->mean_return;
+    l->updates[l->phases++] = ev->updates;
+  }
+  return 0;
+}
+
+static void learn_in_a_group_of_one(void **state) {
+  (void)state;
+  static run_log logs[2];
+  for (int k = 0; k < 2; k++) {
+    ag_ctx *ctx = agt_ctx();
+    ag_dist *g = NULL;
+    ag_vec_env *env;
+    ag_dqn *d;
+    agt_ok(ag_vec_env_create("cartpole", 1, 21, &env));
+    ag_dqn_config cfg = ag_dqn_defaults();
+    cfg.hidden[0] = cfg.hidden[1] = 16;
+    cfg.batch_size = 16;
+    cfg.gradient_steps = 8;
+    cfg.learning_starts = 500;
+    cfg.seed = 4;
+    if (k == 1) agt_ok(ag_dist_create(ctx, 0, 1, NULL, 1.0, &g));
+    agt_ok(k == 0 ? ag_dqn_create(ctx, 4, 2, 6000, &cfg, &d)
+                  : ag_dqn_create_dist(ctx, g, 4, 2, 6000, &cfg, &d));
+    memset(&logs[k], 0, sizeof logs[k]);
+    agt_ok(ag_dqn_learn(d, env, 6000, log_events, &logs[k]));
+    ag_dqn_free(d);
+    ag_dist_free(g);
+    ag_vec_env_free(env);
+    ag_ctx_free(ctx);
+  }
+  assert_true(logs[0].n > 20 && logs[0].phases > 10);
+  assert_int_equal(logs[0].n, logs[1].n);
+  assert_memory_equal(logs[0].ret, logs[1].ret, sizeof(double) * (size_t)logs[0].n);
+  assert_int_equal(logs[0].phases, logs[1].phases);
+  for (int i = 0; i < logs[1].phases; i++) {
+    assert_int_equal(logs[0].updates[i], logs[1].updates[i]);
+    assert_float_equal(logs[1].phase_mean[i], logs[1].phase_ref[i], 1e-9);
+    assert_float_equal(logs[0].phase_mean[i], logs[0].phase_ref[i], 1e-9);
+  }
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(group_of_one),      cmocka_unit_test(bad_groups),        cmocka_unit_test(shard_union),
-      cmocka_unit_test(shard_local_adds),  cmocka_unit_test(sample_global_one), cmocka_unit_test(dqn_group_of_one),
+      cmocka_unit_test(group_of_one),
+      cmocka_unit_test(bad_groups),
+      cmocka_unit_test(shard_union),
+      cmocka_unit_test(shard_local_adds),
+      cmocka_unit_test(sample_global_one),
+      cmocka_unit_test(dqn_group_of_one),
+      cmocka_unit_test(learn_in_a_group_of_one),
   };
   return agt_run(argc, argv, "dist", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,9 +1,9 @@
 /* test_dist_mp.c — groups of several processes, one per GPU, over NCCL.
  *
  * usage: test_dist_mp cuda [G]   (G = 2 by default)
- * The program starts G copies of itself (workers, each a fresh process, so
- * that no CUDA state crosses a fork), which join a group and run the tests
- * below in step; it fails when any worker fails. With fewer than G GPUs or
+ * The program starts G copies of itself through agrl's launcher (workers,
+ * each a fresh process, so that no CUDA state crosses a fork), which join a
+ * group and run the tests below in step; it fails when any worker fails. With fewer than G GPUs or
  * without NCCL the workers skip (exit 77) — unless AGRL_REQUIRE_GPUS is at
  * least G, as on a machine that has them, where that is a failure.
  *
@@ -20,13 +20,11 @@
  *   - a table of G times what one GPU may hold is created, filled and
  *     sampled (and one GPU alone refuses it).
  */
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agt.h"
+#include "cli/cli.h" /* cli_launch */
 
 static int W_rank, W_world;
 static ag_ctx *W_ctx;
@@ -489,8 +487,12 @@ static int worker(int rank, int world, const char *id_path) {
   return rc;
 }
 
+/* The launcher (agrl's own, src/cli/launch.c) starts this program once per
+ * GPU with --rank R --world G --id-file F appended. */
 int main(int argc, char **argv) {
-  if (argc >= 5 && !strcmp(argv[1], "--worker")) return worker(atoi(argv[2]), atoi(argv[3]), argv[4]);
+  for (int i = 1; i + 5 < argc; i++)
+    if (!strcmp(argv[i], "--rank") && !strcmp(argv[i + 2], "--world") && !strcmp(argv[i + 4], "--id-file"))
+      return worker(atoi(argv[i + 1]), atoi(argv[i + 3]), argv[i + 5]);
   if (argc < 2 || strcmp(argv[1], "cuda")) {
     fprintf(stderr, "usage: %s cuda [G]\n", argv[0]);
     return 2;
@@ -500,38 +502,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: G must be in 2..64\n", argv[0]);
     return 2;
   }
-  char dir[] = "/tmp/agrl-test-group.XXXXXX";
-  if (!mkdtemp(dir)) return 1;
-  char path[64], ws[16], rs[16];
-  snprintf(path, sizeof path, "%s/id", dir);
-  snprintf(ws, sizeof ws, "%d", world);
   setenv("NCCL_NVLS_ENABLE", "0", 0);
-  pid_t pids[64];
-  fflush(NULL);
-  for (int r = 0; r < world; r++) {
-    snprintf(rs, sizeof rs, "%d", r);
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      execl("/proc/self/exe", argv[0], "--worker", rs, ws, path, (char *)NULL);
-      _exit(127);
-    }
-  }
-  int worst = 0, skipped = 0;
-  for (int left = world; left > 0; left--) {
-    int st;
-    pid_t p = wait(&st);
-    if (p < 0) break;
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    if (rc == 77) skipped++;
-    else if (rc) {
-      if (!worst)
-        for (int r = 0; r < world; r++)
-          if (pids[r] != p) kill(pids[r], SIGTERM); /* they would wait for it */
-      worst = rc;
-    }
-  }
-  unlink(path);
-  rmdir(dir);
-  if (worst) return 1;
-  return skipped ? 77 : 0;
+  return cli_launch("dist_mp", argc - 1, argv + 1, world);
 }

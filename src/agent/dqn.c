@@ -420,13 +420,17 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
     }
     if (since_train >= d->cfg.train_freq) {
       since_train = 0;
-      if (step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch && d->cfg.gradient_steps > 0) {
-        float loss = 0;
-        if ((s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
+      int trained =
+          step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch && d->cfg.gradient_steps > 0;
+      float loss = 0;
+      if (trained && (s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
+      /* the phase reports the group's mean of now; a stop it asks for is
+       * agreed at the next boundary */
+      if (flag && (s = group_boundary(d, flag, &win, want_stop, &stop, &mean))) break;
+      if (trained) {
         ag_train_event ev = {AG_TRAIN_PHASE, step, episodes, d->updates, 0, 0, 0, mean, loss, ag_dqn_epsilon(d, step)};
         if (cb && cb(&ev, user)) want_stop = 1;
       }
-      if (flag && (s = group_boundary(d, flag, &win, want_stop, &stop, &mean))) break;
     }
     if (!flag) stop = want_stop;
   }

@@ -37,11 +37,6 @@ typedef struct stat3 {
 
 static double now_us(void) { return cli_now_s() * 1e6; }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* A row's body: one call (i counts the calls of a repetition). */
 typedef ag_status (*body_fn)(void *arg, int i);
 
@@ -59,7 +54,7 @@ static ag_status measure(bench *b, body_fn body, void *arg, int iters, int reset
     if (r >= 0) v[r] = (now_us() - t0) / iters;
     ag_ctx_reset(b->ctx);
   }
-  qsort(v, REPS, sizeof *v, cmp_double);
+  qsort(v, REPS, sizeof *v, cli_cmp_double);
   out->median = v[REPS / 2];
   out->min = v[0];
   out->max = v[REPS - 1];

@@ -29,11 +29,6 @@ static void usage(FILE *f) {
           "  --reps R        repetitions; the median is reported (default 9)\n");
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 int agrl_cmd_bench_dist(int argc, char **argv) {
   static const char cmd[] = "bench-dist";
   int64_t gpus = 1, batch = 256, updates = 200, reps = 9, rank = -1, world = 0;
@@ -134,7 +129,7 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
     rc = cli_fail(cmd, "timing", s);
     goto done;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_d);
+  qsort(t, (size_t)reps, sizeof *t, cli_cmp_double);
   double med = t[reps / 2];
   if (rank == 0)
     printf("bench-dist dqn %lld-%lld-%lld-%lld gpus %lld batch/gpu %lld global %lld: %.2f us/update (min %.2f max %.2f), "

@@ -19,9 +19,13 @@ int cli_fail(const char *cmd, const char *what, ag_status s);
 /* Seconds on a monotonic clock. */
 double cli_now_s(void);
 
+/* qsort comparator of doubles, ascending. */
+int cli_cmp_double(const void *a, const void *b);
+
 /* Runs `world` copies of this program's subcommand (argv[0] = its name) with
  * --rank R --world G --id-file F added, one per GPU; returns 0 when every
- * one succeeded, else 1 (the others are stopped at the first failure). */
+ * one succeeded, else the exit status of the first that did not (the others
+ * are then stopped: they would wait for it). */
 int cli_launch(const char *cmd, int argc, char **argv, int world);
 
 #endif /* AGRL_CLI_H */

@@ -43,7 +43,7 @@ int cli_launch(const char *cmd, int argc, char **argv, int world) {
   args[argc + 6] = id_path;
   setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast stays off unless asked for */
   fflush(NULL);
-  int started = 0, worst = 0;
+  int started = 0, first = 0; /* the status of the first worker that failed */
   for (int r = 0; r < world; r++) {
     snprintf(rank_s, sizeof rank_s, "%d", r);
     pid_t p = fork();
@@ -54,12 +54,12 @@ int cli_launch(const char *cmd, int argc, char **argv, int world) {
     }
     if (p < 0) {
       fprintf(stderr, "agrl %s: cannot start worker %d: %s\n", cmd, r, strerror(errno));
-      worst = 1;
+      first = 1;
       break;
     }
     pids[started++] = p;
   }
-  int alive = started, stopping = worst != 0;
+  int alive = started, stopping = first != 0;
   if (stopping)
     for (int i = 0; i < started; i++) kill(pids[i], SIGTERM);
   while (alive > 0) {
@@ -77,16 +77,17 @@ int cli_launch(const char *cmd, int argc, char **argv, int world) {
     alive--;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (rc && !stopping) {
-      fprintf(stderr, "agrl %s: worker %d ended with status %d; stopping the others\n", cmd, idx, rc);
+      if (alive > 0)
+        fprintf(stderr, "agrl %s: worker %d ended with status %d; stopping the others\n", cmd, idx, rc);
       stopping = 1;
+      first = rc;
       for (int i = 0; i < started; i++)
         if (pids[i] > 0) kill(pids[i], SIGTERM);
     }
-    if (rc > worst) worst = rc;
   }
   unlink(id_path); /* left only when rank 0 failed before the group formed */
   rmdir(dir);
   free(args);
   free(pids);
-  return worst ? 1 : 0;
+  return first;
 }

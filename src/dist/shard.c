@@ -27,8 +27,6 @@ struct ag_shard {
   const void **ptrs;
 };
 
-static size_t host_size(ag_dtype dt) { return ag_dtype_size(dt); }
-
 void ag_shard_free(ag_shard *sh) {
   if (!sh) return;
   ag_replay_free(sh->local);
@@ -129,7 +127,7 @@ ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k) {
   int64_t m = t0 < k ? (k - 1 - t0) / sh->world + 1 : 0;
   if (m > 0) {
     for (int i = 0; i < sh->n_fields; i++) {
-      size_t row = (size_t)sh->width[i] * host_size(sh->dtype[i]), need = row * (size_t)m;
+      size_t row = (size_t)sh->width[i] * ag_dtype_size(sh->dtype[i]), need = row * (size_t)m;
       if (sh->pack_cap[i] < need) {
         unsigned char *p = realloc(sh->pack[i], need);
         if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
