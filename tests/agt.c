@@ -19,9 +19,10 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
       return 77;
     }
   } else {
-    fprintf(stderr, "usage: %s cpu|cuda\n", argv[0]);
+    fprintf(stderr, "usage: %s cpu|cuda [TEST-NAME-PATTERN]\n", argv[0]);
     return 2;
   }
+  if (argc > 2) cmocka_set_test_filter(argv[2]); /* e.g. under a slow sanitizer: one test */
   char name[128];
   snprintf(name, sizeof name, "%s.%s", group, dev);
   return _cmocka_run_group_tests(name, tests, n, NULL, NULL);

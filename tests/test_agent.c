@@ -193,6 +193,96 @@ static void dqn_loss_matches_host_reference(void **state) {
   }
 }
 
+/* The fused update (one AG__K_QGRAD call) gives the loss and gradients of
+ * the composed ops (sample, gather, forward, TD target, loss, autograd) on
+ * the same sampled batch: two DQNs of one seed, fused and not, trained side
+ * by side. Shapes: a small net with a batch under one tile, and one whose
+ * layers are wider than a block's threads with a batch of 45 (tiles and
+ * gradient chunks with a remainder); each with max / double DQN targets and
+ * Huber / MSE losses. */
+static void dqn_fused_update_matches_composed_ops(void **state) {
+  (void)state;
+  for (int shape = 0; shape < 2; shape++)
+    for (int variant = 0; variant < 3; variant++) {
+      ag_ctx *ctx = agt_ctx();
+      ag_dqn_config cfg = small_config(variant == 1, variant != 2);
+      int64_t od = 3, na = 2, n = 20;
+      if (shape == 1) {
+        cfg.hidden[0] = 300;
+        cfg.hidden[1] = 40;
+        cfg.batch_size = 45;
+        cfg.buffer_size = 200;
+        od = 5, na = 3, n = 150;
+      }
+      ag_dqn *d[2];
+      for (int k = 0; k < 2; k++) {
+        cfg.fused = 1 - k;
+        agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d[k]));
+      }
+      assert_int_equal(ag_dqn_fused(d[0]), 1);
+      assert_int_equal(ag_dqn_fused(d[1]), 0);
+      agt_rng g = {29 + (uint64_t)variant};
+      float *obs = malloc(sizeof(float) * (size_t)(n * od)), *next = malloc(sizeof(float) * (size_t)(n * od));
+      float *rew = malloc(sizeof(float) * (size_t)n);
+      int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
+      int *term = malloc(sizeof(int) * (size_t)n);
+      for (int64_t j = 0; j < n; j++) {
+        for (int64_t e = 0; e < od; e++) obs[j * od + e] = agt_uniform(&g, -2, 2), next[j * od + e] = agt_uniform(&g, -2, 2);
+        act[j] = (int32_t)agt_below(&g, (uint64_t)na);
+        rew[j] = agt_uniform(&g, -1, 1) * 5;
+        term[j] = j % 3 == 0;
+      }
+      for (int k = 0; k < 2; k++) agt_ok(ag_dqn_store(d[k], obs, act, rew, next, term, (int)n));
+      for (int step = 0; step < 3; step++) {
+        float loss[2];
+        for (int k = 0; k < 2; k++) agt_ok(ag_dqn_train(d[k], 1, &loss[k]));
+        double tol = step == 0 ? 1e-5 : 1e-3; /* later steps start from parameters Adam moved apart by rounding */
+        if (fabs(loss[0] - loss[1]) > tol * (1 + fabs(loss[1])))
+          fail_msg("shape %d variant %d step %d: fused loss %.8g, composed %.8g", shape, variant, step, (double)loss[0],
+                   (double)loss[1]);
+        if (step > 0) continue;
+        for (int p = 0; p < ag_mlp_n_params(ag_dqn_q(d[0])); p++) {
+          float *ga = agt_read_f32(ag_tensor_grad(ag_mlp_params(ag_dqn_q(d[0]))[p]));
+          float *gb = agt_read_f32(ag_tensor_grad(ag_mlp_params(ag_dqn_q(d[1]))[p]));
+          ag_tensor *t = ag_mlp_params(ag_dqn_q(d[0]))[p];
+          int64_t m = ag_tensor_rows(t) * ag_tensor_cols(t);
+          double scale = 0, nonzero = 0;
+          for (int64_t e = 0; e < m; e++) scale = fmax(scale, fabs(gb[e])), nonzero += gb[e] != 0;
+          assert_true(nonzero > 0); /* the loss reaches every parameter tensor */
+          for (int64_t e = 0; e < m; e++)
+            if (fabs(ga[e] - gb[e]) > 1e-5 * scale + 1e-9)
+              fail_msg("shape %d variant %d: gradient of parameter %d [%lld] fused %.8g, composed %.8g", shape, variant, p,
+                       (long long)e, (double)ga[e], (double)gb[e]);
+          free(ga), free(gb);
+        }
+      }
+      free(obs), free(next), free(rew), free(act), free(term);
+      for (int k = 0; k < 2; k++) ag_dqn_free(d[k]);
+      ag_ctx_free(ctx);
+    }
+}
+
+/* More actions than the fused call takes: the update runs on the composed ops. */
+static void dqn_with_many_actions_uses_the_ops(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn_config cfg = small_config(1, 1);
+  ag_dqn *d;
+  agt_ok(ag_dqn_create(ctx, 3, 70, 1000, &cfg, &d));
+  assert_int_equal(ag_dqn_fused(d), 0);
+  float obs[8 * 3] = {0}, rew[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+  int32_t act[8] = {0, 69, 0, 1, 0, 1, 0, 1};
+  int term[8] = {0};
+  agt_ok(ag_dqn_store(d, obs, act, rew, obs, term, 8));
+  float loss;
+  agt_ok(ag_dqn_train(d, 2, &loss));
+  assert_true(isfinite(loss));
+  assert_int_equal(ag_dqn_updates(d), 2);
+  assert_int_equal(ag_dqn_fused(NULL), 0);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
 /* Greedy actions are the host argmax of Q; epsilon decays linearly. */
 static void dqn_acts_greedily_and_epsilon_decays_linearly(void **state) {
   (void)state;
@@ -281,6 +371,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(replay_fields_map_onto_rows_and_wrap),
       cmocka_unit_test(replay_u8_storage_refuses_values_that_do_not_fit),
       cmocka_unit_test(dqn_loss_matches_host_reference),
+      cmocka_unit_test(dqn_fused_update_matches_composed_ops),
+      cmocka_unit_test(dqn_with_many_actions_uses_the_ops),
       cmocka_unit_test(dqn_acts_greedily_and_epsilon_decays_linearly),
       cmocka_unit_test(dqn_learn_is_deterministic_and_improves),
   };

@@ -42,6 +42,9 @@ typedef struct ag_dqn_config {
   int double_dqn;                      /* 1 */
   int huber;                           /* 1 (0: MSE) */
   uint64_t seed;                       /* 0 */
+  int fused;                           /* 1: the loss and its gradient as one fused
+                                          call where the network allows it (see
+                                          ag_dqn_fused); 0: composed ops */
 } ag_dqn_config;
 
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
@@ -88,6 +91,10 @@ ag_mlp *ag_dqn_q(const ag_dqn *d);      /* the online network */
 ag_mlp *ag_dqn_target(const ag_dqn *d); /* the target network */
 ag_replay *ag_dqn_replay(const ag_dqn *d);
 int64_t ag_dqn_updates(const ag_dqn *d);
+/* 1 when the update computes its loss and gradient in one fused call
+ * (a few kernels on the GPU instead of ~30): cfg.fused is set and the
+ * network has at most 64 actions. */
+int ag_dqn_fused(const ag_dqn *d);
 
 /* ---- several GPUs (agrl/dist.h) ---- */
 typedef struct ag_dist ag_dist;

@@ -13,7 +13,9 @@
 
 #include "agrl/agent.h"
 #include "agrl/dist.h"
+#include "core/graph_internal.h"
 #include "core/internal.h"
+#include "replay/replay_internal.h"
 
 struct ag_dqn {
   ag_ctx *ctx;
@@ -38,6 +40,7 @@ struct ag_dqn {
   int64_t batch; /* transitions sampled by this rank per update */
   ag_tensor **grads;
   int n_grads;
+  int fused; /* the update's loss and gradient as AG__K_QGRAD */
 };
 
 ag_dqn_config ag_dqn_defaults(void) {
@@ -60,6 +63,7 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.max_grad_norm = 10.0f;
   c.double_dqn = 1;
   c.huber = 1;
+  c.fused = 1;
   return c;
 }
 
@@ -151,6 +155,11 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
     d->n_grads = ag_mlp_n_params(d->q);
     d->grads = calloc((size_t)d->n_grads, sizeof *d->grads);
     if (!d->grads) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
+  if (!s && cfg->fused && cfg->n_hidden + 1 <= AG__QG_MAX_LAYERS && n_actions <= AG__QG_MAX_ACTIONS) {
+    ag_buffer_info bi;
+    s = ag_buffer_get_info(ag_replay_buffer(d->replay), &bi);
+    d->fused = !s && bi.dtype == AG_F32;
   }
   if (s) {
     ag_dqn_free(d);
@@ -271,13 +280,70 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
   return d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, loss) : ag_mse_loss(qa, y, loss);
 }
 
+/* The loss and its gradient for B sampled transitions in one AG__K_QGRAD
+ * call: the same values as ag_dqn_loss and ag_backward (up to the order of
+ * the sums), without the ~30 kernels of the composed ops. */
+static ag_status fused_grad(ag_dqn *d) {
+  static const char fn[] = "ag_dqn_train";
+  ag_tensor *idx, *ws;
+  ag_status s = ag__replay_sample_idx(d->replay, d->rng, d->batch, fn, &idx);
+  if (s) return s;
+  ag__qgrad_args a;
+  memset(&a, 0, sizeof a);
+  ag_buffer *buf = ag_replay_buffer(d->replay);
+  if ((s = ag__store_ensure(d->ctx, &buf->store))) return s;
+  a.table = buf->store.ptr;
+  a.rows = buf->rows;
+  a.capacity = buf->capacity;
+  a.scale = buf->scale;
+  void *p;
+  if ((s = ag__tensor_ptr(idx, &p))) return s;
+  a.idx = p;
+  a.B = d->batch;
+  if ((s = ag_replay_field(d->replay, "obs", &a.obs_row, NULL)) || (s = ag_replay_field(d->replay, "action", &a.act_row, NULL)) ||
+      (s = ag_replay_field(d->replay, "reward", &a.rew_row, NULL)) ||
+      (s = ag_replay_field(d->replay, "next_obs", &a.next_row, NULL)) ||
+      (s = ag_replay_field(d->replay, "terminated", &a.done_row, NULL)))
+    return s;
+  a.L = d->cfg.n_hidden + 1;
+  ag_tensor *const *qp = ag_mlp_params(d->q), *const *tp = ag_mlp_params(d->target);
+  for (int i = 0; i < a.L; i++) {
+    ag_tensor *w = qp[2 * i], *b = qp[2 * i + 1];
+    a.sizes[i] = w->cols;
+    a.sizes[i + 1] = w->rows;
+    void *x[6];
+    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) || (s = ag__tensor_ptr(tp[2 * i], &x[2])) ||
+        (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) || (s = ag__tensor_ptr(w->grad, &x[4])) || (s = ag__tensor_ptr(b->grad, &x[5])))
+      return s;
+    a.w[i] = x[0], a.b[i] = x[1], a.tw[i] = x[2], a.tb[i] = x[3], a.gw[i] = x[4], a.gb[i] = x[5];
+  }
+  a.gamma = d->cfg.gamma;
+  a.double_dqn = d->cfg.double_dqn;
+  a.kind = d->cfg.huber ? 1 : 0;
+  a.delta = 1.0f;
+  if ((s = ag__tensor_temp(d->ctx, ag__qgrad_ws_floats(&a), 1, AG_F32, &ws)) ||
+      (s = ag__tensor_temp(d->ctx, 1, 1, AG_F32, &d->loss)))
+    return s;
+  a.ws = ws->data;
+  a.loss = d->loss->data;
+  if ((s = ag__run(d->ctx, AG__K_QGRAD, &a, sizeof a))) return s;
+  for (int i = 0; i < 2 * a.L; i++) qp[i]->flags &= ~AG__T_GRAD_STALE;
+  return AG_OK;
+}
+
 static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_dqn *d = user;
   ag_tensor *batch;
-  ag_status s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, NULL);
-  if (!s) s = ag_dqn_loss(d, batch, &d->loss);
-  if (!s) s = ag_optim_zero_grad(d->opt);
-  if (!s) s = ag_backward(d->loss);
+  ag_status s = AG_OK;
+  if (d->fused) { /* the gradients are written, not added to */
+    s = ag_optim_zero_grad(d->opt);
+    if (!s) s = fused_grad(d);
+  } else {
+    s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, NULL);
+    if (!s) s = ag_dqn_loss(d, batch, &d->loss);
+    if (!s) s = ag_optim_zero_grad(d->opt);
+    if (!s) s = ag_backward(d->loss);
+  }
   if (!s && d->dist) { /* the mean of the ranks' batch means: the gradient of the whole batch */
     ag_tensor *const *p = ag_mlp_params(d->q);
     for (int i = 0; i < d->n_grads && !s; i++)
@@ -310,6 +376,7 @@ ag_mlp *ag_dqn_q(const ag_dqn *d) { return d ? d->q : NULL; }
 ag_mlp *ag_dqn_target(const ag_dqn *d) { return d ? d->target : NULL; }
 ag_replay *ag_dqn_replay(const ag_dqn *d) { return d ? d->replay : NULL; }
 int64_t ag_dqn_updates(const ag_dqn *d) { return d ? d->updates : 0; }
+int ag_dqn_fused(const ag_dqn *d) { return d ? d->fused : 0; }
 
 /* ---- the loop ---- */
 

@@ -410,6 +410,67 @@ static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int
   dqn_free(&d);
 }
 
+/* The DQN's own update (ag_dqn_train: one recorded step a call) on a table
+ * of 1M random transitions, configured as the peers' update: max target (no
+ * double DQN), Huber, Adam without clipping. */
+typedef struct agent_job {
+  ag_dqn *d;
+} agent_job;
+
+static ag_status agent_body(void *arg, int i) {
+  (void)i;
+  return ag_dqn_train(((agent_job *)arg)->d, 1, NULL);
+}
+
+static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hidden, int64_t acts, int64_t B) {
+  ag_dqn_config c = ag_dqn_defaults();
+  c.hidden[0] = c.hidden[1] = hidden;
+  c.batch_size = B;
+  c.buffer_size = 1000000;
+  c.double_dqn = 0;
+  c.max_grad_norm = 0.0f;
+  c.lr = 1e-3f;
+  j->d = NULL;
+  ag_status s = ag_dqn_create(ctx, obs, acts, 1000000, &c, &j->d);
+  enum { CHUNK = 10000 };
+  float *o = malloc(sizeof(float) * CHUNK * (size_t)obs), *nx = malloc(sizeof(float) * CHUNK * (size_t)obs);
+  float *r = malloc(sizeof(float) * CHUNK);
+  int32_t *a = malloc(sizeof(int32_t) * CHUNK);
+  int *t = malloc(sizeof(int) * CHUNK);
+  if (!s && (!o || !nx || !r || !a || !t)) s = AG_ERR_OUT_OF_MEMORY;
+  uint64_t x = 12345;
+  for (int64_t c0 = 0; !s && c0 < c.buffer_size; c0 += CHUNK) {
+    for (int64_t k = 0; k < CHUNK; k++) {
+      for (int64_t e = 0; e < obs; e++) {
+        o[k * obs + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+        nx[k * obs + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+      }
+      r[k] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+      a[k] = (int32_t)(mix(&x) % (uint64_t)acts);
+      t[k] = mix(&x) % 20 == 0;
+    }
+    s = ag_dqn_store(j->d, o, a, r, nx, t, CHUNK);
+  }
+  free(o), free(nx), free(r), free(a), free(t);
+  return s;
+}
+
+static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters) {
+  if (!wanted(b, work)) return;
+  agent_job j;
+  stat3 st;
+  ag_status s = agent_setup(b->ctx, &j, obs, hidden, acts, B);
+  if (!s && !(s = measure(b, agent_body, &j, iters, 0, &st))) {
+    double fwd = 2.0 * (double)B * (double)(obs * hidden + hidden * hidden + hidden * acts);
+    char note[160];
+    snprintf(note, sizeof note, "ag_dqn_train, %s; %.1f GFLOP/s", ag_dqn_fused(j.d) ? "fused" : "composed ops",
+             4.0 * fwd / (st.median * 1e3));
+    report(b, work, st, note);
+  }
+  if (s) fail(b, work, s);
+  ag_dqn_free(j.d);
+}
+
 /* ---- the command ---- */
 
 static void bench_usage(FILE *f) {
@@ -417,7 +478,8 @@ static void bench_usage(FILE *f) {
           "usage: agrl bench [--device auto|cpu|cuda[:N]] [--filter TEXT] [--json FILE]\n"
           "\n"
           "Times the work of the performance table on one device: gathers, sampling,\n"
-          "writes, table inserts and the DQN update (recorded and eager). Each row is\n"
+          "writes, table inserts and the DQN update (the DQN's own fused update, and\n"
+          "the same work composed of ops, recorded and eager). Each row is\n"
           "the median of 9 repetitions after 2 warm-ups, with min and max.\n"
           "bench/compare.py runs this and the peers (PyTorch, JAX, numpy, cpprb)\n"
           "in one invocation and prints the ratios.\n"
@@ -467,10 +529,13 @@ int agrl_cmd_bench(int argc, char **argv) {
   per_rows(&b, prefix);
   if (cpu) {
     add_row(&b, "cpu_add_1_mujoco");
-    dqn_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200);
+    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200);
+    dqn_row(&b, "cpu_dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 200);
   } else {
-    dqn_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000);
-    dqn_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000);
+    agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000);
+    agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000);
+    dqn_row(&b, "dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 2000);
+    dqn_row(&b, "dqn_update_17_256_256_6_b256_ops", 17, 256, 6, 256, 2000);
   }
   if (b.json) fclose(b.json);
   ag_ctx_free(b.ctx);

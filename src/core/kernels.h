@@ -44,6 +44,7 @@ typedef enum ag__kernel_id {
   AG__K_PER_SET,
   AG__K_PER_FILL,
   AG__K_PER_SAMPLE,
+  AG__K_QGRAD,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -319,6 +320,59 @@ typedef struct ag__per_sample_args {
   int32_t *idx;
   float *w;
 } ag__per_sample_args;
+
+
+/* ---- the DQN gradient of a small MLP in one call ----
+ * AG__K_QGRAD: for the B transitions idx[0..B-1] (clamped to the table) of a
+ * table of f32 columns [rows, capacity] (times scale), with
+ *   s = obs rows, a = action row (a whole number, as in PICK), r = reward,
+ *   s' = next-obs rows, d = terminated (0 / 1):
+ *   Q(x) = W_{L-1} relu(... relu(W_0 x + b_0) ...) + b_{L-1}   (w, b: online)
+ *   Q'(x): the same with tw, tb (target); at most AG__QG_MAX_ACTIONS outputs
+ *   y_j = r_j + gamma (1 - d_j) v_j,  v_j = max_a Q'(s'_j)[a]
+ *         (double_dqn: Q'(s'_j)[argmax_a Q(s'_j)[a]], the first maximum)
+ *   *loss = (1 / B) sum_j f(Q(s_j)[a_j] - y_j)   (f as in AG__K_LOSS: kind 0 MSE, 1 Huber of delta)
+ * and the gradient of *loss with respect to w, b (y held constant) written
+ * into gw, gb. The loss is summed over tiles of AG__QG_TILE transitions in order,
+ * then over the tiles in order. ws: ag__qgrad_ws_floats(...) floats of
+ * scratch on the device. */
+#define AG__QG_MAX_LAYERS 9
+#define AG__QG_MAX_ACTIONS 64
+#define AG__QG_TILE 8
+
+typedef struct ag__qgrad_args {
+  const float *table;
+  int64_t rows, capacity;
+  float scale;
+  const int32_t *idx;
+  int64_t B;
+  int64_t obs_row, act_row, rew_row, next_row, done_row;
+  int L;                               /* layers: sizes[0] inputs .. sizes[L] actions */
+  int64_t sizes[AG__QG_MAX_LAYERS + 1];
+  const float *w[AG__QG_MAX_LAYERS], *b[AG__QG_MAX_LAYERS];   /* online, W_i [sizes[i+1], sizes[i]] */
+  const float *tw[AG__QG_MAX_LAYERS], *tb[AG__QG_MAX_LAYERS]; /* target */
+  float *gw[AG__QG_MAX_LAYERS], *gb[AG__QG_MAX_LAYERS];
+  float gamma;
+  int double_dqn;
+  int kind;
+  float delta;
+  float *ws;
+  float *loss;
+} ag__qgrad_args;
+
+/* Scratch floats AG__K_QGRAD needs on any device: [features, B] blocks for
+ * the online network's layer inputs on s (A_0 = s .. A_L = Q(s)), the deltas
+ * D_0 .. D_L-1, s', four of the widest layer (the passes over s'), Q(s') and
+ * Q'(s'); then one partial loss per tile. */
+static inline int64_t ag__qgrad_ws_floats(const ag__qgrad_args *a) {
+  int64_t widest = 0, hidden = 0;
+  for (int i = 0; i <= a->L; i++) {
+    if (i > 0 && i < a->L) hidden += a->sizes[i];
+    if (a->sizes[i] > widest) widest = a->sizes[i];
+  }
+  return a->B * (2 * a->sizes[0] + 2 * hidden + 4 * a->sizes[a->L] + 4 * widest) + (a->B + AG__QG_TILE - 1) / AG__QG_TILE +
+         16;
+}
 
 #ifdef __cplusplus
 }

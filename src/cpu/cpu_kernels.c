@@ -511,5 +511,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_ADAM_PREP] = k_adam_prep, [AG__K_ADAM] = k_adam,     [AG__K_SUMSQ] = k_sumsq,
     [AG__K_AXPBY] = k_axpby,     [AG__K_RANDINT] = k_randint,   [AG__K_TD_TARGET] = k_td_target,
     [AG__K_LOSS] = k_loss,       [AG__K_PER_SET] = k_per_set,   [AG__K_PER_FILL] = k_per_fill,
-    [AG__K_PER_SAMPLE] = k_per_sample,
+    [AG__K_PER_SAMPLE] = k_per_sample, [AG__K_QGRAD] = ag__cpu_qgrad,
 };

@@ -106,6 +106,7 @@ ag_status ag__cuda_loss(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_fill(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_sample(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args);
 
 /* cuBLAS status to an agrl status with a message. */
 ag_status ag__cublas_fail(cublasStatus_t s, const char *what);

@@ -1,0 +1,118 @@
+/* cpu_qgrad.c — AG__K_QGRAD on the CPU (kernels.h): the DQN loss of an MLP
+ * and its gradient, as matrix products (CBLAS) over the whole batch.
+ *
+ * Scratch (a->ws), column-major [features, B] blocks (column j: transition j):
+ *   A_0 .. A_L   the online network's layer inputs on s (A_0 = s, A_L = Q(s))
+ *   D_0 .. D_L-1 d loss / d (W_i A_i + b_i)
+ *   S            s'
+ *   P, R         two [widest, B] blocks for the hidden layers of the s' passes
+ *   Qo, Qt       Q(s') (double DQN) and Q'(s')
+ *   part         one partial loss per tile of AG__QG_TILE transitions
+ */
+#include <string.h>
+
+#include <cblas.h>
+
+#include "core/internal.h"
+#include "core/kernels.h"
+#include "core/scalar_ops.h"
+#include "cpu/cpu_internal.h"
+
+/* Y [n, B] = act(W X + b) for W [n, k], X [k, B]. */
+static void dense(const float *w, const float *b, const float *x, float *y, int64_t n, int64_t k, int64_t B, int relu) {
+  for (int64_t j = 0; j < B; j++) memcpy(y + j * n, b, (size_t)n * sizeof *y);
+  cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)B, (int)k, 1.0f, w, (int)n, x, (int)k, 1.0f, y, (int)n);
+  if (relu)
+    for (int64_t e = 0; e < n * B; e++) y[e] = y[e] > 0.0f ? y[e] : 0.0f;
+}
+
+/* A network's output on X [sizes[0], B] into out, its hidden layers through P and R. */
+static void forward(const ag__qgrad_args *a, const float *const *w, const float *const *b, const float *x, float *P,
+                    float *R, float *out) {
+  const float *in = x;
+  for (int i = 0; i < a->L; i++) {
+    float *y = i == a->L - 1 ? out : (i % 2 ? R : P);
+    dense(w[i], b[i], in, y, a->sizes[i + 1], a->sizes[i], a->B, i < a->L - 1);
+    in = y;
+  }
+}
+
+ag_status ag__cpu_qgrad(const void *args) {
+  const ag__qgrad_args *a = args;
+  const int L = a->L;
+  const int64_t B = a->B, A = a->sizes[L], K0 = a->sizes[0];
+  int64_t widest = 0;
+  for (int i = 0; i <= L; i++) widest = a->sizes[i] > widest ? a->sizes[i] : widest;
+  float *act[AG__QG_MAX_LAYERS + 1], *dl[AG__QG_MAX_LAYERS];
+  float *cur = a->ws;
+  for (int i = 0; i <= L; i++) {
+    act[i] = cur;
+    cur += a->sizes[i] * B;
+  }
+  for (int i = 0; i < L; i++) {
+    dl[i] = cur;
+    cur += a->sizes[i + 1] * B;
+  }
+  float *S = cur, *P = S + K0 * B, *R = P + widest * B, *Qo = R + widest * B, *Qt = Qo + A * B, *part = Qt + A * B;
+  for (int64_t j = 0; j < B; j++) {
+    int64_t c = a->idx[j] < 0 ? 0 : (a->idx[j] >= a->capacity ? a->capacity - 1 : a->idx[j]);
+    const float *col = a->table + c * a->rows;
+    for (int64_t k = 0; k < K0; k++) {
+      act[0][j * K0 + k] = col[a->obs_row + k] * a->scale;
+      S[j * K0 + k] = col[a->next_row + k] * a->scale;
+    }
+  }
+  for (int i = 0; i < L; i++) dense(a->w[i], a->b[i], act[i], act[i + 1], a->sizes[i + 1], a->sizes[i], B, i < L - 1);
+  forward(a, a->tw, a->tb, S, P, R, Qt);
+  if (a->double_dqn) forward(a, a->w, a->b, S, P, R, Qo);
+  /* the TD target, the loss in tiles, d loss / d Q(s) */
+  const float inv = 1.0f / (float)B;
+  float *dq = dl[L - 1];
+  memset(dq, 0, (size_t)(A * B) * sizeof *dq);
+  int64_t tiles = (B + AG__QG_TILE - 1) / AG__QG_TILE;
+  for (int64_t t = 0; t < tiles; t++) {
+    float sum = 0.0f;
+    for (int64_t j = t * AG__QG_TILE; j < B && j < (t + 1) * AG__QG_TILE; j++) {
+      int64_t c = a->idx[j] < 0 ? 0 : (a->idx[j] >= a->capacity ? a->capacity - 1 : a->idx[j]);
+      const float *col = a->table + c * a->rows;
+      const float act_f = col[a->act_row] * a->scale, r = col[a->rew_row] * a->scale, d = col[a->done_row] * a->scale;
+      const float *qt = Qt + j * A;
+      float v;
+      if (a->double_dqn) {
+        const float *qo = Qo + j * A;
+        int64_t best = 0;
+        for (int64_t k = 1; k < A; k++)
+          if (qo[k] > qo[best]) best = k;
+        v = qt[best];
+      } else {
+        v = qt[0];
+        for (int64_t k = 1; k < A; k++) v = qt[k] > v ? qt[k] : v;
+      }
+      float y = r + a->gamma * (1.0f - d) * v;
+      int64_t ai = ag__pick_index(&act_f, AG_F32, 0, 0, A);
+      float diff = act[L][j * A + ai] - y;
+      sum += ag__loss_f(a->kind, diff, a->delta);
+      dq[j * A + ai] = ag__loss_df(a->kind, diff, a->delta) * inv;
+    }
+    part[t] = sum;
+  }
+  float total = 0.0f;
+  for (int64_t t = 0; t < tiles; t++) total += part[t];
+  *a->loss = total * inv;
+  /* backward: D_i-1 = (W_i^T D_i) * (A_i > 0); dW_i = D_i A_i^T, db_i = D_i 1 */
+  for (int i = L - 1; i >= 0; i--) {
+    const int64_t n = a->sizes[i + 1], k = a->sizes[i];
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)k, (int)B, 1.0f, dl[i], (int)n, act[i], (int)k,
+                0.0f, a->gw[i], (int)n);
+    float *gb = a->gb[i];
+    memset(gb, 0, (size_t)n * sizeof *gb);
+    for (int64_t j = 0; j < B; j++)
+      for (int64_t r = 0; r < n; r++) gb[r] += dl[i][j * n + r];
+    if (i == 0) break;
+    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)B, (int)n, 1.0f, a->w[i], (int)n, dl[i], (int)n, 0.0f,
+                dl[i - 1], (int)k);
+    for (int64_t e = 0; e < k * B; e++)
+      if (!(act[i][e] > 0.0f)) dl[i - 1][e] = 0.0f;
+  }
+  return AG_OK;
+}
