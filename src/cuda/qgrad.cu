@@ -68,19 +68,28 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
   const qg_src in = f.in[part];
   const bool save = part == 0 && f.save && blockIdx.x == 0;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  enum { PER = 32 * QG_KC / QG_THREADS }; /* tile values a thread loads */
   for (int64_t k0 = 0; k0 < K; k0 += QG_KC) {
-    for (int e = threadIdx.x; e < 32 * QG_KC; e += QG_THREADS) {
-      const int kk = e / 32, jj = e % 32; /* W[j + k n]: along j */
+    float wv[PER], xv[PER]; /* every load of the pass is issued before any is used */
+#pragma unroll
+    for (int r = 0; r < PER; r++) {
+      const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / 32, jj = e % 32; /* W[j + k n]: along j */
       const int64_t k = k0 + kk, j = j0 + jj;
-      Ws[kk][jj] = k < K && j < n ? W[j + k * n] : 0.0f;
-      const int bb = e / QG_KC, kx = e % QG_KC; /* X[k + b K]: along k */
-      const int64_t b = b0 + bb, k2 = k0 + kx;
-      float x = 0.0f;
-      if (b < B && k2 < K) {
-        x = qg_in(a, in, k2, b);
-        if (save) f.save[k2 + b * K] = x;
-      }
-      Xs[kx][bb] = x;
+      wv[r] = k < K && j < n ? W[j + k * n] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < PER; r++) {
+      const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / QG_KC, kx = e % QG_KC; /* X[k + b K]: along k */
+      const int64_t b = b0 + bb, k = k0 + kx;
+      xv[r] = b < B && k < K ? qg_in(a, in, k, b) : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < PER; r++) {
+      const int e = (int)threadIdx.x + r * QG_THREADS;
+      Ws[e / 32][e % 32] = wv[r];
+      Xs[e % QG_KC][e / QG_KC] = xv[r];
+      const int64_t b = b0 + e / QG_KC, k = k0 + e % QG_KC;
+      if (save && b < B && k < K) f.save[k + b * K] = xv[r];
     }
     __syncthreads();
     const int kn = K - k0 < QG_KC ? (int)(K - k0) : QG_KC;
@@ -128,6 +137,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg
     const int64_t b = b0 + t;
     float s = 0.0f;
     if (b < B)
+#pragma unroll 4
       for (int64_t k = lane; k < K; k += 32) s += o.W[part][act + k * A] * qg_in(a, o.in[part], k, b);
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (lane == 0) q[part][act][t] = s + o.bias[part][act];
@@ -187,14 +197,21 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
   const int64_t k0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
   const float *W = a.w[i], *D = p.dl[i];
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  enum { PER = 32 * QG_KC / QG_THREADS };
   for (int64_t j0 = 0; j0 < n; j0 += QG_KC) {
-    for (int e = threadIdx.x; e < 32 * QG_KC; e += QG_THREADS) {
-      const int kk = e / QG_KC, jj = e % QG_KC; /* W[j + k n]: along j */
-      const int64_t k = k0 + kk, j = j0 + jj;
-      Ws[jj][kk] = k < K && j < n ? W[j + k * n] : 0.0f;
-      const int bb = e / QG_KC; /* D[j + b n]: along j */
-      const int64_t b = b0 + bb;
-      Ds[jj][bb] = b < B && j < n ? D[j + b * n] : 0.0f;
+    float wv[PER], dv[PER]; /* every load of the pass is issued before any is used */
+#pragma unroll
+    for (int r = 0; r < PER; r++) {
+      const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / QG_KC, jj = e % QG_KC; /* along j */
+      const int64_t k = k0 + kk, j = j0 + jj, b = b0 + kk;
+      wv[r] = k < K && j < n ? W[j + k * n] : 0.0f;
+      dv[r] = b < B && j < n ? D[j + b * n] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < PER; r++) {
+      const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / QG_KC, jj = e % QG_KC;
+      Ws[jj][kk] = wv[r];
+      Ds[jj][kk] = dv[r];
     }
     __syncthreads();
     const int jn = n - j0 < QG_KC ? (int)(n - j0) : QG_KC;
