@@ -285,8 +285,8 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
  * the sums), without the ~30 kernels of the composed ops. */
 static ag_status fused_grad(ag_dqn *d) {
   static const char fn[] = "ag_dqn_train";
-  ag_tensor *idx, *ws;
-  ag_status s = ag__replay_sample_idx(d->replay, d->rng, d->batch, fn, &idx);
+  ag_tensor *ws;
+  ag_status s = ag__replay_check_sample(d->replay, d->batch, fn);
   if (s) return s;
   ag__qgrad_args a;
   memset(&a, 0, sizeof a);
@@ -296,9 +296,12 @@ static ag_status fused_grad(ag_dqn *d) {
   a.rows = buf->rows;
   a.capacity = buf->capacity;
   a.scale = buf->scale;
-  void *p;
-  if ((s = ag__tensor_ptr(idx, &p))) return s;
-  a.idx = p;
+  /* the batch is drawn inside the call, as ag_replay_sample would draw it */
+  void *p, *cnt;
+  if ((s = ag__tensor_ptr(ag__replay_size_tensor(d->replay), &p)) || (s = ag__rng_counter(d->rng, &cnt))) return s;
+  a.size_dev = p;
+  a.counter = cnt;
+  a.seed = ag__rng_seed(d->rng);
   a.B = d->batch;
   if ((s = ag_replay_field(d->replay, "obs", &a.obs_row, NULL)) || (s = ag_replay_field(d->replay, "action", &a.act_row, NULL)) ||
       (s = ag_replay_field(d->replay, "reward", &a.rew_row, NULL)) ||

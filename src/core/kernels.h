@@ -206,16 +206,21 @@ typedef struct ag__mt_entry {
 
 /* Optimizer state on the device (floats):
  *   [0] step t, [1] sum of squared gradients (SUMSQ accumulates, ADAM_PREP
- *   clears), [2] 1 - b1^t, [3] 1 - b2^t, [4] clip coefficient. */
-enum { AG__OPT_T = 0, AG__OPT_SUMSQ, AG__OPT_BC1, AG__OPT_BC2, AG__OPT_COEF, AG__OPT_STATE_N };
+ *   clears), [2] 1 - b1^t, [3] 1 - b2^t, [4] clip coefficient, [5] blocks
+ *   of a prep-fused ADAM launch done so far (0 between launches). */
+enum { AG__OPT_T = 0, AG__OPT_SUMSQ, AG__OPT_BC1, AG__OPT_BC2, AG__OPT_COEF, AG__OPT_DONE, AG__OPT_STATE_N };
 
 /* AG__K_SUMSQ: state[SUMSQ] += sum over entries of g[i]^2. */
 /* AG__K_ADAM_PREP (one thread): t += 1; BC1 = 1 - b1^t; BC2 = 1 - b2^t;
  *   COEF = max_norm > 0 ? min(1, max_norm / (sqrt(SUMSQ) + 1e-6)) : 1; SUMSQ = 0. */
 /* AG__K_ADAM, elementwise: g = COEF * grad + wd * p; m = b1 m + (1-b1) g;
- *   v = b2 v + (1-b2) g^2; p -= lr * (m / BC1) / (sqrt(v / BC2) + eps). */
+ *   v = b2 v + (1-b2) g^2; p -= lr * (m / BC1) / (sqrt(v / BC2) + eps).
+ *   With prep set, ADAM_PREP's update is part of the call (one launch
+ *   instead of two): the values are those ADAM_PREP would store, and the
+ *   state holds them afterwards. */
 typedef struct ag__adam_args {
-  int sgd; /* ADAM kernel as plain SGD: p -= lr * (COEF * grad + wd * p) */
+  int sgd;  /* ADAM kernel as plain SGD: p -= lr * (COEF * grad + wd * p) */
+  int prep; /* ADAM: do ADAM_PREP first */
   int count;
   ag__mt_entry t[AG__MT_MAX];
   float lr, b1, b2, eps, wd, max_norm;
@@ -324,7 +329,9 @@ typedef struct ag__per_sample_args {
 
 /* ---- the DQN gradient of a small MLP in one call ----
  * AG__K_QGRAD: for the B transitions idx[0..B-1] (clamped to the table) of a
- * table of f32 columns [rows, capacity] (times scale), with
+ * table of f32 columns [rows, capacity] (times scale) — or, when idx is
+ * NULL, B columns drawn as AG__K_RANDINT draws them (Philox stream seed,
+ * draws *counter + j, bound *size_dev; *counter += B afterwards) — with
  *   s = obs rows, a = action row (a whole number, as in PICK), r = reward,
  *   s' = next-obs rows, d = terminated (0 / 1):
  *   Q(x) = W_{L-1} relu(... relu(W_0 x + b_0) ...) + b_{L-1}   (w, b: online)
@@ -344,7 +351,10 @@ typedef struct ag__qgrad_args {
   const float *table;
   int64_t rows, capacity;
   float scale;
-  const int32_t *idx;
+  const int32_t *idx; /* or NULL: drawn */
+  uint64_t seed;
+  uint64_t *counter;
+  const int64_t *size_dev;
   int64_t B;
   int64_t obs_row, act_row, rew_row, next_row, done_row;
   int L;                               /* layers: sizes[0] inputs .. sizes[L] actions */
@@ -363,15 +373,15 @@ typedef struct ag__qgrad_args {
 /* Scratch floats AG__K_QGRAD needs on any device: [features, B] blocks for
  * the online network's layer inputs on s (A_0 = s .. A_L = Q(s)), the deltas
  * D_0 .. D_L-1, s', four of the widest layer (the passes over s'), Q(s') and
- * Q'(s'); then one partial loss per tile. */
+ * Q'(s'); then one partial loss per tile; then the B columns (i64, the CPU). */
 static inline int64_t ag__qgrad_ws_floats(const ag__qgrad_args *a) {
   int64_t widest = 0, hidden = 0;
   for (int i = 0; i <= a->L; i++) {
     if (i > 0 && i < a->L) hidden += a->sizes[i];
     if (a->sizes[i] > widest) widest = a->sizes[i];
   }
-  return a->B * (2 * a->sizes[0] + 2 * hidden + 4 * a->sizes[a->L] + 4 * widest) + (a->B + AG__QG_TILE - 1) / AG__QG_TILE +
-         16;
+  return a->B * (2 * a->sizes[0] + 2 * hidden + 4 * a->sizes[a->L] + 4 * widest + 2) +
+         (a->B + AG__QG_TILE - 1) / AG__QG_TILE + 16;
 }
 
 #ifdef __cplusplus

@@ -281,6 +281,7 @@ static void adam_one(const ag__adam_args *a, float *restrict p, const float *res
 
 static ag_status k_adam(const void *args) {
   const ag__adam_args *a = args;
+  if (a->prep) k_adam_prep(args);
   const float bc1 = a->state[AG__OPT_BC1], bc2 = a->state[AG__OPT_BC2], coef = a->state[AG__OPT_COEF];
   for (int k = 0; k < a->count; k++) {
     const ag__mt_entry *e = &a->t[k];

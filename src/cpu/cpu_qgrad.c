@@ -8,6 +8,7 @@
  *   P, R         two [widest, B] blocks for the hidden layers of the s' passes
  *   Qo, Qt       Q(s') (double DQN) and Q'(s')
  *   part         one partial loss per tile of AG__QG_TILE transitions
+ *   cols         the batch's table columns (i64)
  */
 #include <string.h>
 
@@ -15,6 +16,7 @@
 
 #include "core/internal.h"
 #include "core/kernels.h"
+#include "core/philox.h"
 #include "core/scalar_ops.h"
 #include "cpu/cpu_internal.h"
 
@@ -54,9 +56,17 @@ ag_status ag__cpu_qgrad(const void *args) {
     cur += a->sizes[i + 1] * B;
   }
   float *S = cur, *P = S + K0 * B, *R = P + widest * B, *Qo = R + widest * B, *Qt = Qo + A * B, *part = Qt + A * B;
+  const int64_t tiles = (B + AG__QG_TILE - 1) / AG__QG_TILE;
+  int64_t *cols = (int64_t *)(void *)(part + tiles + (tiles & 1)); /* 8-byte aligned: the scratch has room for B */
+  const int64_t bound = a->idx ? 0 : *a->size_dev;
   for (int64_t j = 0; j < B; j++) {
-    int64_t c = a->idx[j] < 0 ? 0 : (a->idx[j] >= a->capacity ? a->capacity - 1 : a->idx[j]);
-    const float *col = a->table + c * a->rows;
+    int64_t c = a->idx ? a->idx[j]
+                       : (bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a->seed, *a->counter + (uint64_t)j), (uint64_t)bound));
+    cols[j] = c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
+  }
+  if (!a->idx) *a->counter += (uint64_t)B;
+  for (int64_t j = 0; j < B; j++) {
+    const float *col = a->table + cols[j] * a->rows;
     for (int64_t k = 0; k < K0; k++) {
       act[0][j * K0 + k] = col[a->obs_row + k] * a->scale;
       S[j * K0 + k] = col[a->next_row + k] * a->scale;
@@ -69,12 +79,10 @@ ag_status ag__cpu_qgrad(const void *args) {
   const float inv = 1.0f / (float)B;
   float *dq = dl[L - 1];
   memset(dq, 0, (size_t)(A * B) * sizeof *dq);
-  int64_t tiles = (B + AG__QG_TILE - 1) / AG__QG_TILE;
   for (int64_t t = 0; t < tiles; t++) {
     float sum = 0.0f;
     for (int64_t j = t * AG__QG_TILE; j < B && j < (t + 1) * AG__QG_TILE; j++) {
-      int64_t c = a->idx[j] < 0 ? 0 : (a->idx[j] >= a->capacity ? a->capacity - 1 : a->idx[j]);
-      const float *col = a->table + c * a->rows;
+      const float *col = a->table + cols[j] * a->rows;
       const float act_f = col[a->act_row] * a->scale, r = col[a->rew_row] * a->scale, d = col[a->done_row] * a->scale;
       const float *qt = Qt + j * A;
       float v;

@@ -59,25 +59,44 @@ __global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag_sumsq_kernel(ag__adam_args
   if (threadIdx.x == 0) a.state[AG__OPT_SUMSQ] += red[0];
 }
 
-__global__ void ag_adam_prep_kernel(ag__adam_args a) {
-  ag__pdl_wait();
+/* ADAM_PREP's values from the state as it stands: t, 1 - b1^t, 1 - b2^t, coef. */
+__device__ __forceinline__ void ag_adam_values(const ag__adam_args &a, float v[4]) {
+  const float t = a.state[AG__OPT_T] + 1.0f;
+  v[0] = t;
+  v[1] = 1.0f - powf(a.b1, t);
+  v[2] = 1.0f - powf(a.b2, t);
+  const float norm = sqrtf(a.state[AG__OPT_SUMSQ]);
+  v[3] = a.max_norm > 0.0f ? fminf(1.0f, a.max_norm / (norm + 1e-6f)) : 1.0f;
+}
+
+__device__ __forceinline__ void ag_adam_store(const ag__adam_args &a, const float v[4]) {
   float *st = a.state;
-  float t = st[AG__OPT_T] + 1.0f;
-  st[AG__OPT_T] = t;
-  st[AG__OPT_BC1] = 1.0f - powf(a.b1, t);
-  st[AG__OPT_BC2] = 1.0f - powf(a.b2, t);
-  float norm = sqrtf(st[AG__OPT_SUMSQ]);
-  st[AG__OPT_COEF] = a.max_norm > 0.0f ? fminf(1.0f, a.max_norm / (norm + 1e-6f)) : 1.0f;
+  st[AG__OPT_T] = v[0];
+  st[AG__OPT_BC1] = v[1];
+  st[AG__OPT_BC2] = v[2];
+  st[AG__OPT_COEF] = v[3];
   st[AG__OPT_SUMSQ] = 0.0f;
 }
 
+__global__ void ag_adam_prep_kernel(ag__adam_args a) {
+  ag__pdl_wait();
+  float v[4];
+  ag_adam_values(a, v);
+  ag_adam_store(a, v);
+}
+
+/* With a.prep every block computes the step's values from the state (all
+ * read it before any writes it), and the last block to finish stores them. */
 __global__ void ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
   ag__pdl_wait();
   int k;
   int64_t lo;
   ag_mt_locate(p, &k, &lo);
   const ag__mt_entry e = a.t[k];
-  const float bc1 = a.state[AG__OPT_BC1], bc2 = a.state[AG__OPT_BC2], coef = a.state[AG__OPT_COEF];
+  float pv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (a.prep) ag_adam_values(a, pv);
+  const float bc1 = a.prep ? pv[1] : a.state[AG__OPT_BC1], bc2 = a.prep ? pv[2] : a.state[AG__OPT_BC2],
+              coef = a.prep ? pv[3] : a.state[AG__OPT_COEF];
   int64_t hi = lo + AG__MT_CHUNK < e.n ? lo + AG__MT_CHUNK : e.n;
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     float g = coef * e.g[i] + a.wd * e.p[i];
@@ -90,6 +109,20 @@ __global__ void ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
     e.m[i] = m;
     e.v[i] = v;
     e.p[i] -= a.lr * (m / bc1) / (sqrtf(v / bc2) + a.eps);
+  }
+  if (a.prep) {
+    __shared__ bool last;
+    __syncthreads(); /* every thread of the block has read the state */
+    if (threadIdx.x == 0) {
+      __threadfence();
+      const float done = atomicAdd(&a.state[AG__OPT_DONE], 1.0f); /* whole numbers: exact */
+      last = done == (float)(p.first[p.count] - 1);
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+      ag_adam_store(a, pv);
+      a.state[AG__OPT_DONE] = 0.0f;
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 /* qgrad.cu — AG__K_QGRAD (kernels.h): the DQN loss of an MLP and its
- * gradient in 2L kernels for L layers, instead of a chain of ~30 ops.
+ * gradient in 2L - 1 kernels for L layers, instead of a chain of ~30 ops.
  *
  * Each kernel spreads one step over the whole batch and every part of it
  * that runs on the same weights shape at once:
@@ -8,15 +8,17 @@
  *     three grids of 32 x 32 output tiles in one launch; the first layer
  *     gathers its inputs from the table by index;
  *   the output layer of every part, the TD target, the loss of a tile of
- *     AG__QG_TILE transitions and d loss / d Q, a block per tile;
- *   backward, a kernel per hidden layer: d loss / d (W_i-1 A_i-1 + b_i-1)
- *     from the layer above through W_i and the ReLU mask;
+ *     AG__QG_TILE transitions, d loss / d Q and its way back through the
+ *     output layer, a block per tile;
+ *   backward, a kernel per hidden layer below: d loss / d (W_i-1 A_i-1 +
+ *     b_i-1) from the layer above through W_i and the ReLU mask;
  *   the gradient of every layer's [W | b]: the sum over the batch of delta x
  *     input, in 64 x 32 tiles; its block 0 also adds up the partial losses.
  * Intermediate values live in the scratch (a->ws), column-major [features,
  * B] as on the CPU. Every sum runs in a fixed order, so a replay gives the
  * same bits.
  */
+#include "core/philox.h"
 #include "core/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
@@ -39,10 +41,22 @@ typedef struct qg_src {
   int gather;
 } qg_src;
 
-__device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s, int64_t k, int64_t b) {
+/* The table column of transition b (clamped): given, or drawn as
+ * AG__K_RANDINT draws (the stream's counter moves on in the last kernel). */
+__device__ __forceinline__ int64_t qg_col(const ag__qgrad_args &a, int64_t b) {
+  int64_t c;
+  if (a.idx) {
+    c = a.idx[b];
+  } else {
+    const int64_t bound = *a.size_dev;
+    c = bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, *a.counter + (uint64_t)b), (uint64_t)bound);
+  }
+  return c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
+}
+
+/* Input k of transition b (table column c when gathering). */
+__device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s, int64_t k, int64_t b, int64_t c) {
   if (!s.gather) return s.p[k + b * s.K];
-  int64_t c = a.idx[b];
-  c = c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
   return a.table[c * a.rows + s.row0 + k] * a.scale;
 }
 
@@ -67,6 +81,11 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
   const float *W = f.W[part];
   const qg_src in = f.in[part];
   const bool save = part == 0 && f.save && blockIdx.x == 0;
+  __shared__ int64_t cols[32];
+  if (in.gather) {
+    if (threadIdx.x < 32) cols[threadIdx.x] = b0 + threadIdx.x < B ? qg_col(a, b0 + threadIdx.x) : 0;
+    __syncthreads();
+  }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   enum { PER = 32 * QG_KC / QG_THREADS }; /* tile values a thread loads */
   for (int64_t k0 = 0; k0 < K; k0 += QG_KC) {
@@ -81,7 +100,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
     for (int r = 0; r < PER; r++) {
       const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / QG_KC, kx = e % QG_KC; /* X[k + b K]: along k */
       const int64_t b = b0 + bb, k = k0 + kx;
-      xv[r] = b < B && k < K ? qg_in(a, in, k, b) : 0.0f;
+      xv[r] = b < B && k < K ? qg_in(a, in, k, b, cols[bb]) : 0.0f;
     }
 #pragma unroll
     for (int r = 0; r < PER; r++) {
@@ -128,9 +147,13 @@ typedef struct qg_out {
 __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg_out o, qg_ptrs p) {
   ag__pdl_wait();
   __shared__ float q[3][AG__QG_MAX_ACTIONS][QG_T];
+  __shared__ float dq[AG__QG_MAX_ACTIONS][QG_T];
   __shared__ float lossv[QG_T];
   const int L = a.L, A = (int)a.sizes[L], lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t K = a.sizes[L - 1], B = a.B, b0 = (int64_t)blockIdx.x * QG_T;
+  __shared__ int64_t cols[QG_T];
+  if (threadIdx.x < QG_T) cols[threadIdx.x] = b0 + threadIdx.x < B ? qg_col(a, b0 + threadIdx.x) : 0;
+  __syncthreads();
   const int items = o.parts * A * QG_T;
   for (int it = warp; it < items; it += QG_THREADS / 32) { /* a warp a value: lanes split the sum, added in a tree */
     const int part = it / (A * QG_T), r = it % (A * QG_T), act = r / QG_T, t = r % QG_T;
@@ -138,7 +161,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg
     float s = 0.0f;
     if (b < B)
 #pragma unroll 4
-      for (int64_t k = lane; k < K; k += 32) s += o.W[part][act + k * A] * qg_in(a, o.in[part], k, b);
+      for (int64_t k = lane; k < K; k += 32) s += o.W[part][act + k * A] * qg_in(a, o.in[part], k, b, cols[t]);
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (lane == 0) q[part][act][t] = s + o.bias[part][act];
   }
@@ -146,7 +169,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg
     for (int e = threadIdx.x; e < K * QG_T; e += QG_THREADS) {
       const int t = (int)(e / K);
       const int64_t k = e % K, b = b0 + t;
-      if (b < B) o.save[k + b * K] = qg_in(a, o.in[0], k, b);
+      if (b < B) o.save[k + b * K] = qg_in(a, o.in[0], k, b, cols[t]);
     }
   __syncthreads();
   if (threadIdx.x < QG_T) {
@@ -154,9 +177,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg
     const int64_t b = b0 + t;
     float lv = 0.0f;
     if (b < B) {
-      int64_t c = a.idx[b];
-      c = c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
-      const float *col = a.table + c * a.rows;
+      const float *col = a.table + cols[t] * a.rows;
       const float af = col[a.act_row] * a.scale, rew = col[a.rew_row] * a.scale, done = col[a.done_row] * a.scale;
       float v;
       if (a.double_dqn) {
@@ -173,7 +194,12 @@ __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg
       const float diff = q[0][ai][t] - y;
       lv = ag__loss_f(a.kind, diff, a.delta);
       const float g = ag__loss_df(a.kind, diff, a.delta) * (1.0f / (float)B);
-      for (int k = 0; k < A; k++) p.dl[L - 1][k + b * A] = k == ai ? g : 0.0f;
+      for (int k = 0; k < A; k++) {
+        dq[k][t] = k == ai ? g : 0.0f;
+        p.dl[L - 1][k + b * A] = dq[k][t];
+      }
+    } else {
+      for (int k = 0; k < A; k++) dq[k][t] = 0.0f;
     }
     lossv[t] = lv;
   }
@@ -183,6 +209,18 @@ __global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg
     for (int t = 0; t < QG_T; t++) s += lossv[t];
     p.part[blockIdx.x] = s;
   }
+  /* and the output layer's backward for the tile: D_L-2 [k, b] =
+   * (A_L-1 [k, b] > 0) ? sum_a W_L-1 [a, k] dq [a, b] : 0 */
+  if (L >= 2)
+    for (int64_t e = threadIdx.x; e < K * QG_T; e += QG_THREADS) {
+      const int t = (int)(e / K);
+      const int64_t k = e % K, b = b0 + t;
+      if (b >= B) continue;
+      const float *w = a.w[L - 1] + k * A;
+      float s = 0.0f;
+      for (int c = 0; c < A; c++) s += w[c] * dq[c][t];
+      p.dl[L - 2][k + b * K] = p.act[L - 1][k + b * K] > 0.0f ? s : 0.0f;
+    }
 }
 
 /* Backward through layer i (W_i [n, K]): D_i-1 [k, b] = (A_i [k, b] > 0) ?
@@ -304,6 +342,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
     float s = 0.0f;
     for (int64_t t = 0; t < tiles; t++) s += p.part[t];
     *a.loss = s * (1.0f / (float)B);
+    if (!a.idx) *a.counter += (uint64_t)B; /* every draw of this call has been read */
   }
 }
 
@@ -376,7 +415,7 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
     }
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad forward kernel");
   }
-  for (int i = L - 1; i >= 1; i--) {
+  for (int i = L - 2; i >= 1; i--) { /* layer L-1's backward is in the output kernel */
     dim3 grid((unsigned)((a->sizes[i] + 31) / 32), (unsigned)((B + 31) / 32));
     cudaError_t e = ag__launch(qg_bwd_kernel, grid, QG_THREADS, 0, st->stream, *a, p, i);
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad backward kernel");

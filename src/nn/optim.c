@@ -3,7 +3,8 @@
  * The step count, bias corrections and clip coefficient live in a small
  * device tensor, so a step is the same kernels every time and can be
  * recorded: SUMSQ (only with clipping) -> ADAM_PREP -> ADAM, each one
- * launch for up to AG__MT_MAX parameters.
+ * launch for up to AG__MT_MAX parameters (then ADAM does ADAM_PREP's work
+ * itself: one launch less).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,11 @@ ag_status ag_optim_step(ag_optim *o) {
   if (o->cfg.max_grad_norm > 0.0f)
     for (int k0 = 0; k0 < o->n; k0 += AG__MT_MAX)
       if ((s = fill_args(o, k0, &a)) || (s = ag__run(o->ctx, AG__K_SUMSQ, &a, sizeof a))) return s;
+  if (o->n <= AG__MT_MAX) { /* one launch: the preparation in it */
+    if ((s = fill_args(o, 0, &a))) return s;
+    a.prep = 1;
+    return ag__run(o->ctx, AG__K_ADAM, &a, sizeof a);
+  }
   if ((s = fill_args(o, 0, &a)) || (s = ag__run(o->ctx, AG__K_ADAM_PREP, &a, sizeof a))) return s;
   for (int k0 = 0; k0 < o->n; k0 += AG__MT_MAX)
     if ((s = fill_args(o, k0, &a)) || (s = ag__run(o->ctx, AG__K_ADAM, &a, sizeof a))) return s;

@@ -9,9 +9,8 @@ ag_tensor *ag__replay_size_tensor(const ag_replay *r);
 /* Attaches (per != NULL) or detaches a prioritized sampler. */
 void ag__replay_attach(ag_replay *r, ag_per *per);
 ag_per *ag__replay_per(const ag_replay *r);
-/* B uniform indices of valid transitions (i32, on the device), after the
- * checks of ag_replay_sample (errors name fn). */
-ag_status ag__replay_sample_idx(ag_replay *r, ag_rng *rng, int64_t B, const char *fn, ag_tensor **idx);
+/* The checks of ag_replay_sample for a batch of B (errors name fn). */
+ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn);
 /* New columns pos .. pos+k-1 (no wrap) take the largest priority. */
 ag_status ag__per_added(ag_per *per, int64_t pos, int64_t k);
 
