@@ -312,6 +312,8 @@ static ag_status fused_grad(ag_dqn *d) {
   ag_tensor *const *qp = ag_mlp_params(d->q), *const *tp = ag_mlp_params(d->target);
   for (int i = 0; i < a.L; i++) {
     ag_tensor *w = qp[2 * i], *b = qp[2 * i + 1];
+    if (w->ld != w->rows || tp[2 * i]->ld != w->rows) /* the kernels read W [out, in] without gaps */
+      return ag__fail(AG_ERR_STATE, "%s: layer %d's weights are not contiguous", fn, i);
     a.sizes[i] = w->cols;
     a.sizes[i + 1] = w->rows;
     void *x[6];

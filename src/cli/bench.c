@@ -388,6 +388,13 @@ static void dqn_free(dqn_job *d) {
   ag_buffer_free(d->buf);
 }
 
+/* The rate an update of us microseconds implies: two forward passes and a
+ * backward of about twice a forward. */
+static double dqn_gflops(int64_t obs, int64_t hidden, int64_t acts, int64_t B, double us) {
+  double fwd = 2.0 * (double)B * (double)(obs * hidden + hidden * hidden + hidden * acts);
+  return 4.0 * fwd / (us * 1e3);
+}
+
 static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters) {
   if (!wanted(b, work)) return;
   dqn_job d;
@@ -396,11 +403,9 @@ static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int
   if (!s && !(s = measure(b, dqn_replay_body, &d, iters, 0, &st))) {
     ag_capture_info info;
     ag_capture_get_info(d.rec, &info);
-    /* FLOPs: two forward passes, one backward of about twice a forward */
-    double fwd = 2.0 * (double)B * (double)(obs * hidden + hidden * hidden + hidden * acts);
     char note[160];
     snprintf(note, sizeof note, "recorded: %d nodes (launch floor ~%.0f us), %.1f GFLOP/s", info.nodes,
-             info.nodes * NODE_FLOOR_US, 4.0 * fwd / (st.median * 1e3));
+             info.nodes * NODE_FLOOR_US, dqn_gflops(obs, hidden, acts, B, st.median));
     report(b, work, st, note);
     char w2[128];
     snprintf(w2, sizeof w2, "%s_eager", work);
@@ -461,10 +466,9 @@ static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, i
   stat3 st;
   ag_status s = agent_setup(b->ctx, &j, obs, hidden, acts, B);
   if (!s && !(s = measure(b, agent_body, &j, iters, 0, &st))) {
-    double fwd = 2.0 * (double)B * (double)(obs * hidden + hidden * hidden + hidden * acts);
     char note[160];
     snprintf(note, sizeof note, "ag_dqn_train, %s; %.1f GFLOP/s", ag_dqn_fused(j.d) ? "fused" : "composed ops",
-             4.0 * fwd / (st.median * 1e3));
+             dqn_gflops(obs, hidden, acts, B, st.median));
     report(b, work, st, note);
   }
   if (s) fail(b, work, s);

@@ -60,6 +60,20 @@ __device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s,
   return a.table[c * a.rows + s.row0 + k] * a.scale;
 }
 
+/* acc[r] += sum over the first m rows of W[.][tx] X[.][4 ty + r]: a
+ * thread's 4 outputs of a 32 x 32 tile, from a pass in shared memory. */
+__device__ __forceinline__ void qg_tile_sum(const float (*W)[33], const float (*X)[36], int m, int tx, int ty,
+                                            float acc[4]) {
+  for (int i = 0; i < m; i++) {
+    const float w = W[i][tx];
+    const float4 x = *reinterpret_cast<const float4 *>(&X[i][ty * 4]);
+    acc[0] += w * x.x;
+    acc[1] += w * x.y;
+    acc[2] += w * x.z;
+    acc[3] += w * x.w;
+  }
+}
+
 /* A hidden layer's forward pass for up to three parts. */
 typedef struct qg_fwd {
   int64_t n, K;
@@ -111,15 +125,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
       if (save && b < B && k < K) f.save[k + b * K] = xv[r];
     }
     __syncthreads();
-    const int kn = K - k0 < QG_KC ? (int)(K - k0) : QG_KC;
-    for (int kk = 0; kk < kn; kk++) {
-      const float w = Ws[kk][tx];
-      const float4 x = *reinterpret_cast<const float4 *>(&Xs[kk][ty * 4]);
-      acc[0] += w * x.x;
-      acc[1] += w * x.y;
-      acc[2] += w * x.z;
-      acc[3] += w * x.w;
-    }
+    qg_tile_sum(Ws, Xs, K - k0 < QG_KC ? (int)(K - k0) : QG_KC, tx, ty, acc);
     __syncthreads();
   }
   const int64_t j = j0 + tx;
@@ -252,15 +258,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
       Ds[jj][kk] = dv[r];
     }
     __syncthreads();
-    const int jn = n - j0 < QG_KC ? (int)(n - j0) : QG_KC;
-    for (int jj = 0; jj < jn; jj++) {
-      const float w = Ws[jj][tx];
-      const float4 d = *reinterpret_cast<const float4 *>(&Ds[jj][ty * 4]);
-      acc[0] += w * d.x;
-      acc[1] += w * d.y;
-      acc[2] += w * d.z;
-      acc[3] += w * d.w;
-    }
+    qg_tile_sum(Ws, Ds, n - j0 < QG_KC ? (int)(n - j0) : QG_KC, tx, ty, acc);
     __syncthreads();
   }
   const int64_t k = k0 + tx;
