@@ -186,7 +186,7 @@ static void dqn_loss_matches_host_reference(void **state) {
       acc += variant == 2 ? diff * diff : (ad <= 1 ? 0.5 * diff * diff : ad - 0.5);
     }
     acc /= 6;
-    if (fabs(lv - acc) > 1e-4 * (1 + fabs(acc))) fail_msg("variant %d: loss %.7g, host %.7g", variant, (double)lv, acc);
+    if (!(fabs(lv - acc) <= 1e-4 * (1 + fabs(acc)))) fail_msg("variant %d: loss %.7g, host %.7g", variant, (double)lv, acc);
     assert_int_equal(ag_dqn_updates(d), 5);
     ag_dqn_free(d);
     ag_ctx_free(ctx);
@@ -237,7 +237,7 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
         float loss[2];
         for (int k = 0; k < 2; k++) agt_ok(ag_dqn_train(d[k], 1, &loss[k]));
         double tol = step == 0 ? 1e-5 : 1e-3; /* later steps start from parameters Adam moved apart by rounding */
-        if (fabs(loss[0] - loss[1]) > tol * (1 + fabs(loss[1])))
+        if (!(fabs(loss[0] - loss[1]) <= tol * (1 + fabs(loss[1])))) /* NaN fails too */
           fail_msg("shape %d variant %d step %d: fused loss %.8g, composed %.8g", shape, variant, step, (double)loss[0],
                    (double)loss[1]);
         if (step > 0) continue;
@@ -250,7 +250,7 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
           for (int64_t e = 0; e < m; e++) scale = fmax(scale, fabs(gb[e])), nonzero += gb[e] != 0;
           assert_true(nonzero > 0); /* the loss reaches every parameter tensor */
           for (int64_t e = 0; e < m; e++)
-            if (fabs(ga[e] - gb[e]) > 1e-5 * scale + 1e-9)
+            if (!(fabs(ga[e] - gb[e]) <= 1e-5 * scale + 1e-9))
               fail_msg("shape %d variant %d: gradient of parameter %d [%lld] fused %.8g, composed %.8g", shape, variant, p,
                        (long long)e, (double)ga[e], (double)gb[e]);
           free(ga), free(gb);

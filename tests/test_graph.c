@@ -539,13 +539,77 @@ static void adam_two_steps_match_closed_form(void **state) {
       v = b2 * v + (1 - b2) * gg * gg;
       x -= lr * (m / (1 - pow(b1, t))) / (sqrt(v / (1 - pow(b2, t))) + eps);
     }
-    if (fabs(got[i] - x) > 1e-5 * (1 + fabs(x))) fail_msg("p[%d] = %.8g, closed form %.8g", i, (double)got[i], x);
+    if (!(fabs(got[i] - x) <= 1e-5 * (1 + fabs(x)))) fail_msg("p[%d] = %.8g, closed form %.8g", i, (double)got[i], x);
   }
   int64_t steps;
   agt_ok(ag_optim_steps(opt, &steps));
   assert_int_equal(steps, 2);
   ag_optim_free(opt);
   ag_ctx_free(ctx);
+}
+
+/* Adam over many blocks and over many tensors: the step's preparation
+ * (bias corrections, step count) runs inside the update's one launch when
+ * the parameters fit it (here 20000 values: several blocks that must all
+ * use the same step, one of them storing it), and as its own launch when
+ * they do not (50 tensors). Three steps against the closed form. */
+static void adam_matches_closed_form_over_blocks_and_tensors(void **state) {
+  (void)state;
+  static const struct {
+    int tensors;
+    int64_t len;
+  } cases[2] = {{1, 20000}, {50, 3}};
+  for (int cs = 0; cs < 2; cs++) {
+    ag_ctx *ctx = agt_ctx();
+    const int nt = cases[cs].tensors;
+    const int64_t len = cases[cs].len, total = nt * len;
+    ag_tensor *p[50], *c[3][50];
+    float *init = malloc(sizeof(float) * (size_t)total), *g = malloc(sizeof(float) * (size_t)(3 * total));
+    for (int64_t e = 0; e < total; e++) init[e] = (float)sin(0.37 * (double)e);
+    for (int64_t e = 0; e < 3 * total; e++) g[e] = (float)cos(1.3 * (double)e) * (e % 7 == 0 ? 10.0f : 1.0f);
+    for (int k = 0; k < nt; k++) {
+      agt_ok(ag_tensor_create(ctx, len, 1, AG_F32, init + k * len, &p[k]));
+      agt_ok(ag_tensor_set_requires_grad(p[k], 1));
+      for (int t = 0; t < 3; t++) agt_ok(ag_tensor_create(ctx, len, 1, AG_F32, g + t * total + k * len, &c[t][k]));
+    }
+    ag_adam_config cfg = ag_adam_defaults();
+    cfg.lr = 0.05f;
+    ag_optim *opt;
+    agt_ok(ag_adam_create(ctx, p, nt, &cfg, &opt));
+    for (int t = 0; t < 3; t++) { /* loss = sum over tensors of sum(p .* c): gradient c */
+      agt_ok(ag_optim_zero_grad(opt));
+      for (int k = 0; k < nt; k++) {
+        ag_tensor *y, *l;
+        agt_ok(ag_mul(p[k], c[t][k], &y));
+        agt_ok(ag_sum(y, AG_AXIS_ALL, &l));
+        agt_ok(ag_backward(l));
+      }
+      agt_ok(ag_optim_step(opt));
+      ag_ctx_reset(ctx);
+    }
+    for (int k = 0; k < nt; k++) {
+      float *got = agt_read_f32(p[k]);
+      for (int64_t i = 0; i < len; i++) {
+        int64_t e = k * len + i;
+        double x = init[e], m = 0, v = 0;
+        for (int t = 1; t <= 3; t++) {
+          double gg = g[(t - 1) * total + e];
+          m = 0.9 * m + 0.1 * gg;
+          v = 0.999 * v + 0.001 * gg * gg;
+          x -= 0.05 * (m / (1 - pow(0.9, t))) / (sqrt(v / (1 - pow(0.999, t))) + 1e-8);
+        }
+        if (!(fabs(got[i] - x) <= 1e-5 * (1 + fabs(x)))) /* NaN fails too */
+          fail_msg("case %d: p[%d][%lld] = %.8g, closed form %.8g", cs, k, (long long)i, (double)got[i], x);
+      }
+      free(got);
+    }
+    int64_t steps;
+    agt_ok(ag_optim_steps(opt, &steps));
+    assert_int_equal(steps, 3);
+    free(init), free(g);
+    ag_optim_free(opt);
+    ag_ctx_free(ctx);
+  }
 }
 
 /* Gradient clipping: the update uses g * max_norm / |g| when |g| > max_norm (SGD). */
@@ -728,6 +792,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(td_target_matches_host_reference),
       cmocka_unit_test(gradients_accumulate_and_no_grad_stops_them),
       cmocka_unit_test(adam_two_steps_match_closed_form),
+      cmocka_unit_test(adam_matches_closed_form_over_blocks_and_tensors),
       cmocka_unit_test(sgd_clips_the_global_gradient_norm),
       cmocka_unit_test(regression_converges_to_the_true_parameters),
       cmocka_unit_test(mlp_init_target_updates_and_files),
