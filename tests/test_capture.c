@@ -301,6 +301,15 @@ static void randint_draws_the_philox_stream_on_the_device(void **state) {
     assert_true(vc[i] >= 0 && vc[i] < 7);
     seen[vc[i]]++;
   }
+  /* a draw from an odd place of the stream, across many blocks */
+  ag_tensor *d, *e;
+  int32_t vd[5], ve[77];
+  agt_ok(ag_randint(rng, 1000, 5, AG_I32, &d));
+  agt_ok(ag_randint(rng, 1000, 77, AG_I32, &e));
+  agt_ok(ag_tensor_read(d, vd, sizeof vd));
+  agt_ok(ag_tensor_read(e, ve, sizeof ve));
+  for (int i = 0; i < 5; i++) assert_int_equal(vd[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1600 + (uint64_t)i), 1000));
+  for (int i = 0; i < 77; i++) assert_int_equal(ve[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1605 + (uint64_t)i), 1000));
   for (int k = 0; k < 7; k++) assert_true(seen[k] > 100); /* about 143 each */
   agt_ok(ag_rng_set_counter(rng, 0));
   agt_ok(ag_randint(rng, 1000003, 300, AG_I64, &a));

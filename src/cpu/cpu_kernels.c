@@ -5,6 +5,7 @@
  * tested against these functions, and the CPU backend runs them as they are.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <cblas.h>
@@ -31,19 +32,21 @@ static inline int64_t gather_col(const ag__gather_args *a, int64_t j) {
   return c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
 }
 
+/* Asks for every cache line of bytes [p, p + n): a column that does not
+ * start on a line boundary spans one line more than n / 64. */
+static inline void prefetch_span(const char *p, size_t n) {
+  const char *q = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = p + n;
+  for (; q < end; q += 64) __builtin_prefetch(q);
+}
+
 static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
   enum { AHEAD = 8 }; /* random columns: ask for them early so the misses overlap */
-  for (int64_t j = 0; j < a->n && j < AHEAD; j++) {
-    const char *p = (const char *)a->src + (size_t)gather_col(a, j) * col_bytes;
-    for (size_t b = 0; b < col_bytes; b += 64) __builtin_prefetch(p + b);
-  }
+  for (int64_t j = 0; j < a->n && j < AHEAD; j++)
+    prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
   for (int64_t j = 0; j < a->n; j++) {
-    if (j + AHEAD < a->n) {
-      const char *p = (const char *)a->src + (size_t)gather_col(a, j + AHEAD) * col_bytes;
-      for (size_t b = 0; b < col_bytes; b += 64) __builtin_prefetch(p + b);
-    }
+    if (j + AHEAD < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + AHEAD) * col_bytes, col_bytes);
     int64_t c = gather_col(a, j);
     float *out = a->dst + j * a->rows;
     size_t base = (size_t)c * (size_t)a->rows;
