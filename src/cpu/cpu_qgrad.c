@@ -10,6 +10,7 @@
  *   part         one partial loss per tile of AG__QG_TILE transitions
  *   cols         the batch's table columns (i64)
  */
+#include <stdint.h>
 #include <string.h>
 
 #include <cblas.h>
@@ -57,7 +58,7 @@ ag_status ag__cpu_qgrad(const void *args) {
   }
   float *S = cur, *P = S + K0 * B, *R = P + widest * B, *Qo = R + widest * B, *Qt = Qo + A * B, *part = Qt + A * B;
   const int64_t tiles = (B + AG__QG_TILE - 1) / AG__QG_TILE;
-  int64_t *cols = (int64_t *)(void *)(part + tiles + (tiles & 1)); /* 8-byte aligned: the scratch has room for B */
+  int64_t *cols = (int64_t *)(((uintptr_t)(part + tiles) + 7) & ~(uintptr_t)7); /* 8-byte aligned; the scratch has room */
   const int64_t bound = a->idx ? 0 : *a->size_dev;
   for (int64_t j = 0; j < B; j++) {
     int64_t c = a->idx ? a->idx[j]
