@@ -28,6 +28,7 @@ typedef struct bench {
   ag_ctx *ctx;
   FILE *json;
   const char *filter;
+  int iters; /* > 0: calls a repetition instead of each row's own count (--iters) */
   int failed;
 } bench;
 
@@ -42,6 +43,7 @@ typedef ag_status (*body_fn)(void *arg, int i);
 
 static ag_status measure(bench *b, body_fn body, void *arg, int iters, int reset_every, stat3 *out) {
   double v[REPS];
+  if (b->iters > 0) iters = b->iters;
   for (int r = -WARM; r < REPS; r++) {
     double t0 = now_us();
     for (int i = 0; i < iters; i++) {
@@ -479,7 +481,7 @@ static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, i
 
 static void bench_usage(FILE *f) {
   fprintf(f,
-          "usage: agrl bench [--device auto|cpu|cuda[:N]] [--filter TEXT] [--json FILE]\n"
+          "usage: agrl bench [--device auto|cpu|cuda[:N]] [--filter TEXT] [--iters N] [--json FILE]\n"
           "\n"
           "Times the work of the performance table on one device: gathers, sampling,\n"
           "writes, table inserts and the DQN update (the DQN's own fused update, and\n"
@@ -490,6 +492,8 @@ static void bench_usage(FILE *f) {
           "\n"
           "  --device D     auto (default), cpu, cuda, cuda:N\n"
           "  --filter TEXT  only rows whose name contains TEXT\n"
+          "  --iters N      N calls a repetition instead of each row's own count\n"
+          "                 (for a profiler: few calls, same work)\n"
           "  --json FILE    also write one JSON object a row to FILE\n");
 }
 
@@ -511,6 +515,12 @@ int agrl_cmd_bench(int argc, char **argv) {
     } else if (!strcmp(a, "--filter")) {
       if (!v) return cli_bad_usage(cmd, bench_usage, "--filter needs a text");
       b.filter = argv[++i];
+    } else if (!strcmp(a, "--iters")) {
+      char *end = NULL;
+      long n = v ? strtol(v, &end, 10) : 0;
+      if (!v || *end || n < 1 || n > 1000000) return cli_bad_usage(cmd, bench_usage, "--iters needs a count from 1 to 1000000");
+      b.iters = (int)n;
+      i++;
     } else if (!strcmp(a, "--json")) {
       if (!v) return cli_bad_usage(cmd, bench_usage, "--json needs a file");
       json = argv[++i];

@@ -345,7 +345,7 @@ typedef struct ag__per_sample_args {
  * scratch on the device. */
 #define AG__QG_MAX_LAYERS 9
 #define AG__QG_MAX_ACTIONS 64
-#define AG__QG_TILE 8
+#define AG__QG_TILE 4
 
 typedef struct ag__qgrad_args {
   const float *table;

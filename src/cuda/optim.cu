@@ -9,7 +9,8 @@
 #include "cuda/cuda_internal.h"
 
 #define AG__MT_BLOCK 256
-#define AG__MT_CHUNK 2048 /* elements a block handles */
+#define AG__MT_PER 4                              /* elements a thread handles (ADAM) */
+#define AG__MT_CHUNK (AG__MT_BLOCK * AG__MT_PER) /* elements a block handles */
 
 typedef struct ag_mt_plan {
   int count;
@@ -86,29 +87,45 @@ __global__ void ag_adam_prep_kernel(ag__adam_args a) {
 }
 
 /* With a.prep every block computes the step's values from the state (all
- * read it before any writes it), and the last block to finish stores them. */
-__global__ void ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
+ * read it before any writes it), and the last block to finish stores them.
+ * A thread takes AG__MT_PER elements a block's width apart and loads all of
+ * them (gradient, parameter, moments) before it computes any: one round
+ * trip to memory a launch, not one an element (the stores of one element
+ * could alias the loads of the next, so the compiler keeps their order). */
+__global__ void __launch_bounds__(AG__MT_BLOCK) ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
   ag__pdl_wait();
   int k;
   int64_t lo;
   ag_mt_locate(p, &k, &lo);
   const ag__mt_entry e = a.t[k];
+  float g[AG__MT_PER], w[AG__MT_PER], m[AG__MT_PER], v[AG__MT_PER];
+#pragma unroll
+  for (int r = 0; r < AG__MT_PER; r++) {
+    const int64_t i = lo + threadIdx.x + (int64_t)r * AG__MT_BLOCK;
+    const bool in = i < e.n;
+    g[r] = in ? e.g[i] : 0.0f;
+    w[r] = in ? e.p[i] : 0.0f;
+    m[r] = in && !a.sgd ? e.m[i] : 0.0f;
+    v[r] = in && !a.sgd ? e.v[i] : 0.0f;
+  }
   float pv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (a.prep) ag_adam_values(a, pv);
   const float bc1 = a.prep ? pv[1] : a.state[AG__OPT_BC1], bc2 = a.prep ? pv[2] : a.state[AG__OPT_BC2],
               coef = a.prep ? pv[3] : a.state[AG__OPT_COEF];
-  int64_t hi = lo + AG__MT_CHUNK < e.n ? lo + AG__MT_CHUNK : e.n;
-  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-    float g = coef * e.g[i] + a.wd * e.p[i];
+#pragma unroll
+  for (int r = 0; r < AG__MT_PER; r++) {
+    const int64_t i = lo + threadIdx.x + (int64_t)r * AG__MT_BLOCK;
+    if (i >= e.n) continue;
+    const float gr = coef * g[r] + a.wd * w[r];
     if (a.sgd) {
-      e.p[i] -= a.lr * g;
+      e.p[i] = w[r] - a.lr * gr;
       continue;
     }
-    float m = a.b1 * e.m[i] + (1.0f - a.b1) * g;
-    float v = a.b2 * e.v[i] + (1.0f - a.b2) * g * g;
-    e.m[i] = m;
-    e.v[i] = v;
-    e.p[i] -= a.lr * (m / bc1) / (sqrtf(v / bc2) + a.eps);
+    const float mr = a.b1 * m[r] + (1.0f - a.b1) * gr;
+    const float vr = a.b2 * v[r] + (1.0f - a.b2) * gr * gr;
+    e.m[i] = mr;
+    e.v[i] = vr;
+    e.p[i] = w[r] - a.lr * (mr / bc1) / (sqrtf(vr / bc2) + a.eps);
   }
   if (a.prep) {
     __shared__ bool last;

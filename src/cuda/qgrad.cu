@@ -22,9 +22,12 @@
 #include "core/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
+#include <cuda_pipeline.h>
+
 #define QG_THREADS 256
 #define QG_T AG__QG_TILE
-#define QG_KC 128 /* inputs (or outputs, backward) a tile reads per pass */
+#define QG_KC 32 /* inputs (or outputs, backward) a tile reads per pass */
+#define QG_GS 4  /* stages of the rings in shared memory */
 
 typedef struct qg_ptrs {
   float *act[AG__QG_MAX_LAYERS]; /* A_i [sizes[i], B]: the online network's layer inputs on s */
@@ -85,56 +88,74 @@ typedef struct qg_fwd {
 
 /* out = relu(W in + bias) for a 32 x 32 tile (outputs j0.., transitions b0..)
  * of part blockIdx.z. Thread (tx, ty): output j0 + tx for transitions
- * b0 + 4 ty .. + 3; the inputs pass through shared memory QG_KC at a time. */
+ * b0 + 4 ty .. + 3. The inputs come QG_KC at a time through a ring of QG_GS
+ * stages in shared memory, copied asynchronously QG_GS - 1 passes ahead of
+ * the pass being summed; a gathered input is the table's value, scaled
+ * once in the sum (and in the saved copy). */
 __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg_fwd f) {
   ag__pdl_wait();
-  __shared__ float Ws[QG_KC][33];
-  __shared__ __align__(16) float Xs[QG_KC][36];
+  __shared__ __align__(16) float Ws[QG_GS][QG_KC][33];
+  __shared__ __align__(16) float Xs[QG_GS][QG_KC][36];
+  __shared__ int64_t cols[32];
   const int part = blockIdx.z, tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   const int64_t j0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, n = f.n, K = f.K, B = a.B;
   const float *W = f.W[part];
   const qg_src in = f.in[part];
   const bool save = part == 0 && f.save && blockIdx.x == 0;
-  __shared__ int64_t cols[32];
   if (in.gather) {
     if (threadIdx.x < 32) cols[threadIdx.x] = b0 + threadIdx.x < B ? qg_col(a, b0 + threadIdx.x) : 0;
     __syncthreads();
   }
+  const int passes = (int)((K + QG_KC - 1) / QG_KC);
+  auto issue = [&](int c) {
+    if (c < passes) {
+      const int st = c % QG_GS;
+      const int64_t k0 = (int64_t)c * QG_KC;
+#pragma unroll
+      for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
+        const int e = (int)threadIdx.x + r * QG_THREADS;
+        { /* W [j + k n]: along j */
+          const int kk = e / 32, jj = e % 32;
+          const int64_t k = k0 + kk, j = j0 + jj;
+          const bool ok = k < K && j < n;
+          __pipeline_memcpy_async(&Ws[st][kk][jj], ok ? W + j + k * n : W, sizeof(float), ok ? 0 : sizeof(float));
+        }
+        { /* X [k + b K] or the table: along k */
+          const int bb = e / QG_KC, kx = e % QG_KC;
+          const int64_t b = b0 + bb, k = k0 + kx;
+          const bool ok = b < B && k < K;
+          const float *src = !ok ? W : (in.gather ? a.table + cols[bb] * a.rows + in.row0 + k : in.p + k + b * K);
+          __pipeline_memcpy_async(&Xs[st][kx][bb], src, sizeof(float), ok ? 0 : sizeof(float));
+        }
+      }
+    }
+    __pipeline_commit();
+  };
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  enum { PER = 32 * QG_KC / QG_THREADS }; /* tile values a thread loads */
-  for (int64_t k0 = 0; k0 < K; k0 += QG_KC) {
-    float wv[PER], xv[PER]; /* every load of the pass is issued before any is used */
+  for (int c = 0; c < QG_GS - 1; c++) issue(c);
+  for (int c = 0; c < passes; c++) {
+    __pipeline_wait_prior(QG_GS - 2);
+    __syncthreads(); /* pass c has landed; stage (c - 1) % QG_GS is summed */
+    issue(c + QG_GS - 1);
+    const int st = c % QG_GS;
+    const int64_t k0 = (int64_t)c * QG_KC;
+    qg_tile_sum(Ws[st], Xs[st], K - k0 < QG_KC ? (int)(K - k0) : QG_KC, tx, ty, acc);
+    if (save) /* A_0 = the gathered inputs, scaled */
 #pragma unroll
-    for (int r = 0; r < PER; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / 32, jj = e % 32; /* W[j + k n]: along j */
-      const int64_t k = k0 + kk, j = j0 + jj;
-      wv[r] = k < K && j < n ? W[j + k * n] : 0.0f;
-    }
-#pragma unroll
-    for (int r = 0; r < PER; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / QG_KC, kx = e % QG_KC; /* X[k + b K]: along k */
-      const int64_t b = b0 + bb, k = k0 + kx;
-      xv[r] = b < B && k < K ? qg_in(a, in, k, b, cols[bb]) : 0.0f;
-    }
-#pragma unroll
-    for (int r = 0; r < PER; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS;
-      Ws[e / 32][e % 32] = wv[r];
-      Xs[e % QG_KC][e / QG_KC] = xv[r];
-      const int64_t b = b0 + e / QG_KC, k = k0 + e % QG_KC;
-      if (save && b < B && k < K) f.save[k + b * K] = xv[r];
-    }
-    __syncthreads();
-    qg_tile_sum(Ws, Xs, K - k0 < QG_KC ? (int)(K - k0) : QG_KC, tx, ty, acc);
-    __syncthreads();
+      for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
+        const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / QG_KC, kx = e % QG_KC;
+        const int64_t b = b0 + bb, k = k0 + kx;
+        if (b < B && k < K) f.save[k + b * K] = Xs[st][kx][bb] * a.scale;
+      }
   }
+  const float xs = in.gather ? a.scale : 1.0f;
   const int64_t j = j0 + tx;
   if (j < n) {
     const float bj = f.bias[part][j];
     for (int r = 0; r < 4; r++) {
       const int64_t b = b0 + ty * 4 + r;
       if (b < B) {
-        const float v = acc[r] + bj;
+        const float v = acc[r] * xs + bj;
         f.out[part][j + b * n] = v > 0.0f ? v : 0.0f;
       }
     }
@@ -142,7 +163,8 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
 }
 
 /* The output layer of every part for a tile of QG_T transitions, then the
- * TD target, the loss and d loss / d Q(s) (into D_L-1). */
+ * TD target, the loss and d loss / d Q(s) (into D_L-1), and d loss / d
+ * A_L-1 through W_L-1 and the ReLU mask (into D_L-2). */
 typedef struct qg_out {
   qg_src in[3];
   const float *W[3], *bias[3];
@@ -150,116 +172,149 @@ typedef struct qg_out {
   float *save; /* A_0 when the network has no hidden layer */
 } qg_out;
 
-__global__ void __launch_bounds__(QG_THREADS) qg_out_kernel(ag__qgrad_args a, qg_out o, qg_ptrs p) {
+#define QG_OUT_AG 8 /* actions a warp sums at once */
+#define QG_OUT_KR 8 /* inputs a lane holds at once: a warp takes 256 */
+
+/* A warp a (part, transition) pair. Its lanes split the inputs; for each
+ * group of QG_OUT_AG actions a lane loads its inputs and their weights
+ * together (one round trip for a group: the whole output layer for up to 8
+ * actions and 256 inputs), then the warp adds its lanes' sums in a fixed
+ * tree. The threads of the first QG_T lanes of warp 0 draw the tile's
+ * columns and fetch their action, reward and done flags meanwhile. */
+__global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a, qg_out o, qg_ptrs p) {
   ag__pdl_wait();
   __shared__ float q[3][AG__QG_MAX_ACTIONS][QG_T];
-  __shared__ float dq[AG__QG_MAX_ACTIONS][QG_T];
-  __shared__ float lossv[QG_T];
+  __shared__ float lossv[QG_T], grad[QG_T];
+  __shared__ int act[QG_T];
+  __shared__ int64_t cols[QG_T];
   const int L = a.L, A = (int)a.sizes[L], lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t K = a.sizes[L - 1], B = a.B, b0 = (int64_t)blockIdx.x * QG_T;
-  __shared__ int64_t cols[QG_T];
-  if (threadIdx.x < QG_T) cols[threadIdx.x] = b0 + threadIdx.x < B ? qg_col(a, b0 + threadIdx.x) : 0;
-  __syncthreads();
-  const int items = o.parts * A * QG_T;
-  for (int it = warp; it < items; it += QG_THREADS / 32) { /* a warp a value: lanes split the sum, added in a tree */
-    const int part = it / (A * QG_T), r = it % (A * QG_T), act = r / QG_T, t = r % QG_T;
-    const int64_t b = b0 + t;
-    float s = 0.0f;
-    if (b < B)
-#pragma unroll 4
-      for (int64_t k = lane; k < K; k += 32) s += o.W[part][act + k * A] * qg_in(a, o.in[part], k, b, cols[t]);
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) q[part][act][t] = s + o.bias[part][act];
-  }
-  if (o.save)
-    for (int e = threadIdx.x; e < K * QG_T; e += QG_THREADS) {
-      const int t = (int)(e / K);
-      const int64_t k = e % K, b = b0 + t;
-      if (b < B) o.save[k + b * K] = qg_in(a, o.in[0], k, b, cols[t]);
+  const int part = warp / QG_T, t = warp % QG_T;
+  const int64_t b = b0 + t;
+  float fa = 0.0f, fr = 0.0f, fd = 0.0f; /* thread t < QG_T: transition b0 + t's action, reward, done */
+  if (threadIdx.x < QG_T) {
+    const bool in = b0 + threadIdx.x < B;
+    const int64_t c = in ? qg_col(a, b0 + threadIdx.x) : 0;
+    cols[threadIdx.x] = c;
+    if (in) {
+      const float *col = a.table + c * a.rows;
+      fa = col[a.act_row] * a.scale, fr = col[a.rew_row] * a.scale, fd = col[a.done_row] * a.scale;
     }
+  }
+  const qg_src in = o.in[part];
+  if (o.in[0].gather) __syncthreads(); /* every part gathers or none does: the inputs need the columns */
+  const float *W = o.W[part];
+  const bool save = o.save && part == 0 && b < B;
+  for (int a0 = 0; a0 < A; a0 += QG_OUT_AG) {
+    float s[QG_OUT_AG];
+#pragma unroll
+    for (int c = 0; c < QG_OUT_AG; c++) s[c] = 0.0f;
+    for (int64_t k0 = 0; k0 < K; k0 += 32 * QG_OUT_KR) {
+      float x[QG_OUT_KR], w[QG_OUT_AG][QG_OUT_KR];
+#pragma unroll
+      for (int r = 0; r < QG_OUT_KR; r++) {
+        const int64_t k = k0 + lane + 32 * r;
+        x[r] = k < K && b < B ? qg_in(a, in, k, b, in.gather ? cols[t] : 0) : 0.0f;
+#pragma unroll
+        for (int c = 0; c < QG_OUT_AG; c++) w[c][r] = k < K && a0 + c < A ? W[a0 + c + k * A] : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < QG_OUT_KR; r++) {
+        const int64_t k = k0 + lane + 32 * r;
+        if (save && a0 == 0 && k < K) o.save[k + b * K] = x[r];
+#pragma unroll
+        for (int c = 0; c < QG_OUT_AG; c++) s[c] += w[c][r] * x[r];
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < QG_OUT_AG; c++) {
+      float v = s[c];
+      for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+      if (lane == 0 && a0 + c < A) q[part][a0 + c][t] = v + o.bias[part][a0 + c];
+    }
+  }
   __syncthreads();
   if (threadIdx.x < QG_T) {
-    const int t = threadIdx.x;
-    const int64_t b = b0 + t;
-    float lv = 0.0f;
-    if (b < B) {
-      const float *col = a.table + cols[t] * a.rows;
-      const float af = col[a.act_row] * a.scale, rew = col[a.rew_row] * a.scale, done = col[a.done_row] * a.scale;
+    const int tt = threadIdx.x;
+    const int64_t bb = b0 + tt;
+    float lv = 0.0f, g = 0.0f;
+    int64_t ai = 0;
+    if (bb < B) {
       float v;
       if (a.double_dqn) {
         int best = 0;
         for (int k = 1; k < A; k++)
-          if (q[2][k][t] > q[2][best][t]) best = k;
-        v = q[1][best][t];
+          if (q[2][k][tt] > q[2][best][tt]) best = k;
+        v = q[1][best][tt];
       } else {
-        v = q[1][0][t];
-        for (int k = 1; k < A; k++) v = q[1][k][t] > v ? q[1][k][t] : v;
+        v = q[1][0][tt];
+        for (int k = 1; k < A; k++) v = q[1][k][tt] > v ? q[1][k][tt] : v;
       }
-      const float y = rew + a.gamma * (1.0f - done) * v;
-      const int64_t ai = ag__pick_index(&af, AG_F32, 0, 0, A);
-      const float diff = q[0][ai][t] - y;
+      const float y = fr + a.gamma * (1.0f - fd) * v;
+      ai = ag__pick_index(&fa, AG_F32, 0, 0, A);
+      const float diff = q[0][ai][tt] - y;
       lv = ag__loss_f(a.kind, diff, a.delta);
-      const float g = ag__loss_df(a.kind, diff, a.delta) * (1.0f / (float)B);
-      for (int k = 0; k < A; k++) {
-        dq[k][t] = k == ai ? g : 0.0f;
-        p.dl[L - 1][k + b * A] = dq[k][t];
-      }
-    } else {
-      for (int k = 0; k < A; k++) dq[k][t] = 0.0f;
+      g = ag__loss_df(a.kind, diff, a.delta) * (1.0f / (float)B);
+      for (int k = 0; k < A; k++) p.dl[L - 1][k + bb * A] = k == ai ? g : 0.0f;
     }
-    lossv[t] = lv;
+    lossv[tt] = lv;
+    grad[tt] = g;
+    act[tt] = (int)ai;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    float s = 0.0f;
-    for (int t = 0; t < QG_T; t++) s += lossv[t];
-    p.part[blockIdx.x] = s;
+    float sum = 0.0f;
+    for (int tt = 0; tt < QG_T; tt++) sum += lossv[tt];
+    p.part[blockIdx.x] = sum;
   }
-  /* and the output layer's backward for the tile: D_L-2 [k, b] =
-   * (A_L-1 [k, b] > 0) ? sum_a W_L-1 [a, k] dq [a, b] : 0 */
-  if (L >= 2)
-    for (int64_t e = threadIdx.x; e < K * QG_T; e += QG_THREADS) {
-      const int t = (int)(e / K);
-      const int64_t k = e % K, b = b0 + t;
-      if (b >= B) continue;
-      const float *w = a.w[L - 1] + k * A;
-      float s = 0.0f;
-      for (int c = 0; c < A; c++) s += w[c] * dq[c][t];
-      p.dl[L - 2][k + b * K] = p.act[L - 1][k + b * K] > 0.0f ? s : 0.0f;
+  /* D_L-2 [k, b] = (A_L-1 [k, b] > 0) ? sum_c W_L-1 [c, k] dq [c, b] : 0,
+   * where dq is g at the action taken and 0 elsewhere: W_L-1 [ai, k] g */
+  if (L >= 2 && part == 0 && b < B) {
+    const float g = grad[t], *wa = a.w[L - 1] + act[t];
+    for (int64_t k = lane; k < K; k += 32) {
+      const float h = p.act[L - 1][k + b * K];
+      p.dl[L - 2][k + b * K] = h > 0.0f ? wa[k * A] * g : 0.0f;
     }
+  }
 }
 
 /* Backward through layer i (W_i [n, K]): D_i-1 [k, b] = (A_i [k, b] > 0) ?
  * sum_j W_i [j, k] D_i [j, b] : 0, a 32 x 32 tile (inputs k0.., transitions
- * b0..) a block, the outputs QG_KC at a time through shared memory. */
+ * b0..) a block, the outputs QG_KC at a time through the ring as in
+ * qg_fwd_kernel. */
 __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg_ptrs p, int i) {
   ag__pdl_wait();
-  __shared__ float Ws[QG_KC][33];
-  __shared__ __align__(16) float Ds[QG_KC][36];
+  __shared__ __align__(16) float Ws[QG_GS][QG_KC][33];
+  __shared__ __align__(16) float Ds[QG_GS][QG_KC][36];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   const int64_t n = a.sizes[i + 1], K = a.sizes[i], B = a.B;
   const int64_t k0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
   const float *W = a.w[i], *D = p.dl[i];
+  const int passes = (int)((n + QG_KC - 1) / QG_KC);
+  auto issue = [&](int c) {
+    if (c < passes) {
+      const int st = c % QG_GS;
+      const int64_t j0 = (int64_t)c * QG_KC;
+#pragma unroll
+      for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
+        const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / QG_KC, jj = e % QG_KC; /* along j */
+        const int64_t k = k0 + kk, j = j0 + jj, b = b0 + kk;
+        const bool okw = k < K && j < n, okd = b < B && j < n;
+        __pipeline_memcpy_async(&Ws[st][jj][kk], okw ? W + j + k * n : W, sizeof(float), okw ? 0 : sizeof(float));
+        __pipeline_memcpy_async(&Ds[st][jj][kk], okd ? D + j + b * n : D, sizeof(float), okd ? 0 : sizeof(float));
+      }
+    }
+    __pipeline_commit();
+  };
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  enum { PER = 32 * QG_KC / QG_THREADS };
-  for (int64_t j0 = 0; j0 < n; j0 += QG_KC) {
-    float wv[PER], dv[PER]; /* every load of the pass is issued before any is used */
-#pragma unroll
-    for (int r = 0; r < PER; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / QG_KC, jj = e % QG_KC; /* along j */
-      const int64_t k = k0 + kk, j = j0 + jj, b = b0 + kk;
-      wv[r] = k < K && j < n ? W[j + k * n] : 0.0f;
-      dv[r] = b < B && j < n ? D[j + b * n] : 0.0f;
-    }
-#pragma unroll
-    for (int r = 0; r < PER; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / QG_KC, jj = e % QG_KC;
-      Ws[jj][kk] = wv[r];
-      Ds[jj][kk] = dv[r];
-    }
+  for (int c = 0; c < QG_GS - 1; c++) issue(c);
+  for (int c = 0; c < passes; c++) {
+    __pipeline_wait_prior(QG_GS - 2);
     __syncthreads();
-    qg_tile_sum(Ws, Ds, n - j0 < QG_KC ? (int)(n - j0) : QG_KC, tx, ty, acc);
-    __syncthreads();
+    issue(c + QG_GS - 1);
+    const int st = c % QG_GS;
+    const int64_t j0 = (int64_t)c * QG_KC;
+    qg_tile_sum(Ws[st], Ds[st], n - j0 < QG_KC ? (int)(n - j0) : QG_KC, tx, ty, acc);
   }
   const int64_t k = k0 + tx;
   if (k < K)
@@ -269,77 +324,73 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
     }
 }
 
-/* [gW | gb] of layer i, tile (j0 .. j0+63, k0 .. k0+31), k = sizes[i] the bias. */
+/* [gW | gb] of layer i, a 32 x 32 tile (outputs j0.., inputs k0..; input
+ * k = sizes[i] is the bias): the sum over the batch of D_i [j, b] x
+ * A_i [k, b], in chunks of 32 transitions summed in order. The chunks come
+ * through a ring of QG_GS stages in shared memory, copied asynchronously
+ * QG_GS - 1 chunks ahead of the one being summed: the loads of a block
+ * overlap instead of following each other. Thread (lane, w): output j0 +
+ * lane for inputs k0 + 4 w .. + 3. */
 __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p) {
   ag__pdl_wait();
-  __shared__ float Ds[32][64];
-  __shared__ __align__(16) float As[32][32];
+  __shared__ __align__(16) float Ds[QG_GS][32][32];
+  __shared__ __align__(16) float As[QG_GS][32][32];
   int i = 0;
   while (i + 1 < a.L && p.first[i + 1] <= (int)blockIdx.x) i++;
   const int n = (int)a.sizes[i + 1], k = (int)a.sizes[i], tk = (k + 1 + 31) / 32;
-  const int r = (int)blockIdx.x - p.first[i], j0 = (r / tk) * 64, k0 = (r % tk) * 32;
+  const int r = (int)blockIdx.x - p.first[i], j0 = (r / tk) * 32, k0 = (r % tk) * 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const float *D = p.dl[i], *X = p.act[i];
   const int64_t B = a.B;
-  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-  /* a chunk's loads go to registers while the chunk before is summed */
-  float rd[8], ra[4];
-  auto load = [&](int64_t bb0) {
+  const int chunks = (int)((B + 31) / 32);
+  /* chunk c into stage c % QG_GS (a commit group a chunk, empty past the end) */
+  auto issue = [&](int c) {
+    if (c < chunks) {
+      const int st = c % QG_GS;
+      const int64_t bb0 = (int64_t)c * 32;
 #pragma unroll
-    for (int r = 0; r < 8; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / 64, j = j0 + e % 64;
-      rd[r] = (bb0 + bb < B && j < n) ? D[(bb0 + bb) * n + j] : 0.0f;
+      for (int q = 0; q < 4; q++) {
+        const int e = (int)threadIdx.x + q * QG_THREADS, bb = e / 32, x = e % 32;
+        const int64_t b = bb0 + bb;
+        const int j = j0 + x, kx = k0 + x;
+        const bool dj = b < B && j < n;
+        __pipeline_memcpy_async(&Ds[st][bb][x], dj ? D + b * n + j : D, sizeof(float), dj ? 0 : sizeof(float));
+        if (b < B && kx < k) __pipeline_memcpy_async(&As[st][bb][x], X + b * k + kx, sizeof(float));
+        else As[st][bb][x] = b < B && kx == k ? 1.0f : 0.0f;
+      }
     }
-#pragma unroll
-    for (int r = 0; r < 4; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / 32, kx = k0 + e % 32;
-      ra[r] = bb0 + bb < B ? (kx < k ? X[(bb0 + bb) * k + kx] : (kx == k ? 1.0f : 0.0f)) : 0.0f;
-    }
+    __pipeline_commit();
   };
-  load(0);
-  for (int64_t bb0 = 0; bb0 < B; bb0 += 32) {
-#pragma unroll
-    for (int r = 0; r < 8; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS;
-      Ds[e / 64][e % 64] = rd[r];
-    }
-#pragma unroll
-    for (int r = 0; r < 4; r++) {
-      const int e = (int)threadIdx.x + r * QG_THREADS;
-      As[e / 32][e % 32] = ra[r];
-    }
-    __syncthreads();
-    if (bb0 + 32 < B) load(bb0 + 32);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int c = 0; c < QG_GS - 1; c++) issue(c);
+  for (int c = 0; c < chunks; c++) {
+    __pipeline_wait_prior(QG_GS - 2); /* chunk c has landed (this thread's part) */
+    __syncthreads();                  /* every thread's part; stage (c - 1) % QG_GS is summed */
+    issue(c + QG_GS - 1);
+    const int st = c % QG_GS;
 #pragma unroll 8
     for (int bb = 0; bb < 32; bb++) {
-      const float d0 = Ds[bb][lane], d1 = Ds[bb][lane + 32];
-      const float4 x = *reinterpret_cast<const float4 *>(&As[bb][w * 4]);
-      acc[0][0] += d0 * x.x;
-      acc[0][1] += d0 * x.y;
-      acc[0][2] += d0 * x.z;
-      acc[0][3] += d0 * x.w;
-      acc[1][0] += d1 * x.x;
-      acc[1][1] += d1 * x.y;
-      acc[1][2] += d1 * x.z;
-      acc[1][3] += d1 * x.w;
+      const float d = Ds[st][bb][lane];
+      const float4 x = *reinterpret_cast<const float4 *>(&As[st][bb][w * 4]);
+      acc[0] += d * x.x;
+      acc[1] += d * x.y;
+      acc[2] += d * x.z;
+      acc[3] += d * x.w;
     }
-    __syncthreads();
   }
-  for (int q = 0; q < 4; q++) {
-    const int kx = k0 + w * 4 + q;
-    if (kx > k) continue;
-    for (int h = 0; h < 2; h++) {
-      const int j = j0 + lane + 32 * h;
-      if (j >= n) continue;
+  const int j = j0 + lane;
+  if (j < n)
+    for (int q = 0; q < 4; q++) {
+      const int kx = k0 + w * 4 + q;
+      if (kx > k) continue;
       float *dst = kx < k ? a.gw[i] + j + (size_t)kx * n : a.gb[i] + j;
-      *dst = acc[h][q];
+      *dst = acc[q];
     }
-  }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t tiles = (B + QG_T - 1) / QG_T;
-    float s = 0.0f;
-    for (int64_t t = 0; t < tiles; t++) s += p.part[t];
-    *a.loss = s * (1.0f / (float)B);
+    float sum = 0.0f;
+    for (int64_t t = 0; t < tiles; t++) sum += p.part[t];
+    *a.loss = sum * (1.0f / (float)B);
     if (!a.idx) *a.counter += (uint64_t)B; /* every draw of this call has been read */
   }
 }
@@ -375,7 +426,7 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   int blocks = 0;
   for (int i = 0; i < L; i++) {
     p.first[i] = blocks;
-    blocks += (int)(((a->sizes[i + 1] + 63) / 64) * ((a->sizes[i] + 1 + 31) / 32));
+    blocks += (int)(((a->sizes[i + 1] + 31) / 32) * ((a->sizes[i] + 1 + 31) / 32));
   }
   p.first[L] = blocks;
   const int parts = a->double_dqn ? 3 : 2;
@@ -409,7 +460,7 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
       o.bias[0] = a->b[i], o.bias[1] = a->tb[i], o.bias[2] = a->b[i];
       o.parts = parts;
       o.save = L == 1 ? p.act[0] : NULL;
-      e = ag__launch(qg_out_kernel, (unsigned)tiles, QG_THREADS, 0, st->stream, *a, o, p);
+      e = ag__launch(qg_out_kernel, (unsigned)tiles, (unsigned)(32 * parts * QG_T), 0, st->stream, *a, o, p);
     }
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad forward kernel");
   }
