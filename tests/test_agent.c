@@ -262,6 +262,77 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
     }
 }
 
+/* Without clipping the fused call applies Adam itself (on the GPU inside
+ * its gradient kernel, tile by tile). Two updates checked against Adam's
+ * closed form computed on the host from the parameters before and the
+ * gradients the update wrote: m_t = b1 m + (1 - b1) g, v_t likewise with
+ * g^2, p -= lr (m_t / (1 - b1^t)) / (sqrt(v_t / (1 - b2^t)) + eps). */
+static void dqn_fused_update_applies_adam_itself(void **state) {
+  (void)state;
+  for (int shape = 0; shape < 2; shape++) {
+    ag_ctx *ctx = agt_ctx();
+    ag_dqn_config cfg = small_config(shape, 1);
+    cfg.max_grad_norm = 0.0f;
+    cfg.lr = 1e-2f;
+    int64_t od = 3, na = 2, n = 40;
+    if (shape == 1) {
+      cfg.hidden[0] = 70;
+      cfg.hidden[1] = 33;
+      cfg.batch_size = 37;
+      cfg.buffer_size = 200;
+      od = 5, na = 3, n = 120;
+    }
+    ag_dqn *d;
+    agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
+    assert_int_equal(ag_dqn_fused(d), 1);
+    agt_rng g = {71 + (uint64_t)shape};
+    float *obs = malloc(sizeof(float) * (size_t)(n * od)), *rew = malloc(sizeof(float) * (size_t)n);
+    int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
+    int *term = malloc(sizeof(int) * (size_t)n);
+    for (int64_t j = 0; j < n * od; j++) obs[j] = agt_uniform(&g, -2, 2);
+    for (int64_t j = 0; j < n; j++) act[j] = (int32_t)agt_below(&g, (uint64_t)na), rew[j] = agt_uniform(&g, -3, 3), term[j] = j % 4 == 0;
+    agt_ok(ag_dqn_store(d, obs, act, rew, obs, term, (int)(n - 1))); /* next obs: the same rows (any values do) */
+    ag_mlp *q = ag_dqn_q(d);
+    const int np = ag_mlp_n_params(q);
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8, lr = cfg.lr;
+    enum { MAXP = 6 }; /* 3 layers: W and b each */
+    assert_true(np <= MAXP);
+    double *m[MAXP], *v[MAXP];
+    float *p0[MAXP];
+    for (int k = 0; k < np; k++) {
+      ag_tensor *t = ag_mlp_params(q)[k];
+      size_t len = (size_t)(ag_tensor_rows(t) * ag_tensor_cols(t));
+      m[k] = calloc(len, sizeof(double)), v[k] = calloc(len, sizeof(double));
+      p0[k] = agt_read_f32(t);
+    }
+    for (int step = 1; step <= 2; step++) {
+      agt_ok(ag_dqn_train(d, 1, NULL));
+      double moved = 0;
+      for (int k = 0; k < np; k++) {
+        ag_tensor *t = ag_mlp_params(q)[k];
+        int64_t len = ag_tensor_rows(t) * ag_tensor_cols(t);
+        float *gr = agt_read_f32(ag_tensor_grad(t)), *p1 = agt_read_f32(t);
+        for (int64_t e = 0; e < len; e++) {
+          m[k][e] = b1 * m[k][e] + (1 - b1) * gr[e];
+          v[k][e] = b2 * v[k][e] + (1 - b2) * (double)gr[e] * gr[e];
+          const double want = p0[k][e] - lr * (m[k][e] / (1 - pow(b1, step))) / (sqrt(v[k][e] / (1 - pow(b2, step))) + eps);
+          moved = fmax(moved, fabs(want - p0[k][e]));
+          if (!(fabs(p1[e] - want) <= 1e-6 + 1e-6 * fabs(want))) /* NaN fails too */
+            fail_msg("shape %d step %d: parameter %d [%lld] is %.9g, Adam gives %.9g (was %.9g, gradient %.6g)", shape,
+                     step, k, (long long)e, (double)p1[e], want, (double)p0[k][e], (double)gr[e]);
+        }
+        free(gr), free(p0[k]);
+        p0[k] = p1;
+      }
+      assert_true(moved > 0.5 * lr); /* the step moved the parameters: the check above is not vacuous */
+    }
+    for (int k = 0; k < np; k++) free(m[k]), free(v[k]), free(p0[k]);
+    free(obs), free(rew), free(act), free(term);
+    ag_dqn_free(d);
+    ag_ctx_free(ctx);
+  }
+}
+
 /* More actions than the fused call takes: the update runs on the composed ops. */
 static void dqn_with_many_actions_uses_the_ops(void **state) {
   (void)state;
@@ -372,6 +443,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(replay_u8_storage_refuses_values_that_do_not_fit),
       cmocka_unit_test(dqn_loss_matches_host_reference),
       cmocka_unit_test(dqn_fused_update_matches_composed_ops),
+      cmocka_unit_test(dqn_fused_update_applies_adam_itself),
       cmocka_unit_test(dqn_with_many_actions_uses_the_ops),
       cmocka_unit_test(dqn_acts_greedily_and_epsilon_decays_linearly),
       cmocka_unit_test(dqn_learn_is_deterministic_and_improves),

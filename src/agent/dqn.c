@@ -41,6 +41,7 @@ struct ag_dqn {
   ag_tensor **grads;
   int n_grads;
   int fused; /* the update's loss and gradient as AG__K_QGRAD */
+  ag__adam_args opt_args; /* the optimizer's step inside that call (fused_grad), read by recordings */
 };
 
 ag_dqn_config ag_dqn_defaults(void) {
@@ -282,8 +283,9 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
 
 /* The loss and its gradient for B sampled transitions in one AG__K_QGRAD
  * call: the same values as ag_dqn_loss and ag_backward (up to the order of
- * the sums), without the ~30 kernels of the composed ops. */
-static ag_status fused_grad(ag_dqn *d) {
+ * the sums), without the ~30 kernels of the composed ops; with step, the
+ * optimizer's step too. */
+static ag_status fused_grad(ag_dqn *d, int step) {
   static const char fn[] = "ag_dqn_train";
   ag_tensor *ws;
   ag_status s = ag__replay_check_sample(d->replay, d->batch, fn);
@@ -331,6 +333,13 @@ static ag_status fused_grad(ag_dqn *d) {
     return s;
   a.ws = ws->data;
   a.loss = d->loss->data;
+  if (step) {
+    if ((s = ag__optim_step_args(d->opt, &d->opt_args))) return s;
+    for (int i = 0; i < 2 * a.L; i++)
+      if (d->opt_args.count != 2 * a.L || d->opt_args.t[i].p != (i % 2 ? a.b[i / 2] : a.w[i / 2]))
+        return ag__fail(AG_ERR_STATE, "%s: the optimizer is not over the online network's layers in order", fn);
+    a.opt = &d->opt_args;
+  }
   if ((s = ag__run(d->ctx, AG__K_QGRAD, &a, sizeof a))) return s;
   for (int i = 0; i < 2 * a.L; i++) qp[i]->flags &= ~AG__T_GRAD_STALE;
   return AG_OK;
@@ -341,8 +350,12 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_tensor *batch;
   ag_status s = AG_OK;
   if (d->fused) { /* the gradients are written, not added to */
+    /* without a gradient to average over ranks or a norm to clip by, the
+     * optimizer's step runs inside the call */
+    const int step = !d->dist && ag__optim_fusable(d->opt);
     s = ag_optim_zero_grad(d->opt);
-    if (!s) s = fused_grad(d);
+    if (!s) s = fused_grad(d, step);
+    if (!s && step) return AG_OK;
   } else {
     s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, NULL);
     if (!s) s = ag_dqn_loss(d, batch, &d->loss);

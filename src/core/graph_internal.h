@@ -41,4 +41,12 @@ struct ag_rng;
 uint64_t ag__rng_seed(const struct ag_rng *r);
 ag_status ag__rng_counter(struct ag_rng *r, void **ptr);
 
+/* An optimizer whose whole step is one AG__K_ADAM launch with its
+ * preparation and no gradient norm (no clipping): a kernel that makes the
+ * gradients can apply the step itself (AG__K_QGRAD's opt). */
+struct ag_optim;
+int ag__optim_fusable(const struct ag_optim *o);
+/* That launch's arguments (prep = 1). */
+ag_status ag__optim_step_args(struct ag_optim *o, ag__adam_args *a);
+
 #endif /* AGRL_CORE_GRAPH_INTERNAL_H */

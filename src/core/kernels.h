@@ -342,7 +342,11 @@ typedef struct ag__per_sample_args {
  * and the gradient of *loss with respect to w, b (y held constant) written
  * into gw, gb. The loss is summed over tiles of AG__QG_TILE transitions in order,
  * then over the tiles in order. ws: ag__qgrad_ws_floats(...) floats of
- * scratch on the device. */
+ * scratch on the device. opt, when not NULL, is an optimizer step of one
+ * launch (AG__K_ADAM with prep, no clipping) over entries 2i = W_i, 2i + 1 =
+ * b_i of the online network: the call applies it as AG__K_ADAM would once
+ * the gradients are written (a kernel less on the GPU, where each tile of a
+ * gradient is final as soon as it is made). */
 #define AG__QG_MAX_LAYERS 9
 #define AG__QG_MAX_ACTIONS 64
 #define AG__QG_TILE 4
@@ -368,6 +372,7 @@ typedef struct ag__qgrad_args {
   float delta;
   float *ws;
   float *loss;
+  const ag__adam_args *opt;
 } ag__qgrad_args;
 
 /* Scratch floats AG__K_QGRAD needs on any device: [features, B] blocks for

@@ -123,5 +123,6 @@ ag_status ag__cpu_qgrad(const void *args) {
     for (int64_t e = 0; e < k * B; e++)
       if (!(act[i][e] > 0.0f)) dl[i - 1][e] = 0.0f;
   }
+  if (a->opt) return ag__cpu_kernels[AG__K_ADAM](a->opt); /* the step, as AG__K_ADAM (prep included) */
   return AG_OK;
 }

@@ -60,30 +60,11 @@ __global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag_sumsq_kernel(ag__adam_args
   if (threadIdx.x == 0) a.state[AG__OPT_SUMSQ] += red[0];
 }
 
-/* ADAM_PREP's values from the state as it stands: t, 1 - b1^t, 1 - b2^t, coef. */
-__device__ __forceinline__ void ag_adam_values(const ag__adam_args &a, float v[4]) {
-  const float t = a.state[AG__OPT_T] + 1.0f;
-  v[0] = t;
-  v[1] = 1.0f - powf(a.b1, t);
-  v[2] = 1.0f - powf(a.b2, t);
-  const float norm = sqrtf(a.state[AG__OPT_SUMSQ]);
-  v[3] = a.max_norm > 0.0f ? fminf(1.0f, a.max_norm / (norm + 1e-6f)) : 1.0f;
-}
-
-__device__ __forceinline__ void ag_adam_store(const ag__adam_args &a, const float v[4]) {
-  float *st = a.state;
-  st[AG__OPT_T] = v[0];
-  st[AG__OPT_BC1] = v[1];
-  st[AG__OPT_BC2] = v[2];
-  st[AG__OPT_COEF] = v[3];
-  st[AG__OPT_SUMSQ] = 0.0f;
-}
-
 __global__ void ag_adam_prep_kernel(ag__adam_args a) {
   ag__pdl_wait();
   float v[4];
-  ag_adam_values(a, v);
-  ag_adam_store(a, v);
+  ag__adam_values(a.state, a.b1, a.b2, a.max_norm, v);
+  ag__adam_store(a.state, v);
 }
 
 /* With a.prep every block computes the step's values from the state (all
@@ -109,23 +90,16 @@ __global__ void __launch_bounds__(AG__MT_BLOCK) ag_adam_kernel(ag__adam_args a, 
     v[r] = in && !a.sgd ? e.v[i] : 0.0f;
   }
   float pv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (a.prep) ag_adam_values(a, pv);
+  if (a.prep) ag__adam_values(a.state, a.b1, a.b2, a.max_norm, pv);
   const float bc1 = a.prep ? pv[1] : a.state[AG__OPT_BC1], bc2 = a.prep ? pv[2] : a.state[AG__OPT_BC2],
               coef = a.prep ? pv[3] : a.state[AG__OPT_COEF];
 #pragma unroll
   for (int r = 0; r < AG__MT_PER; r++) {
     const int64_t i = lo + threadIdx.x + (int64_t)r * AG__MT_BLOCK;
     if (i >= e.n) continue;
-    const float gr = coef * g[r] + a.wd * w[r];
-    if (a.sgd) {
-      e.p[i] = w[r] - a.lr * gr;
-      continue;
-    }
-    const float mr = a.b1 * m[r] + (1.0f - a.b1) * gr;
-    const float vr = a.b2 * v[r] + (1.0f - a.b2) * gr * gr;
-    e.m[i] = mr;
-    e.v[i] = vr;
-    e.p[i] = w[r] - a.lr * (mr / bc1) / (sqrtf(vr / bc2) + a.eps);
+    ag__adam_elem(a.sgd, a.lr, a.b1, a.b2, a.eps, a.wd, bc1, bc2, coef, g[r], &w[r], &m[r], &v[r]);
+    e.p[i] = w[r];
+    if (!a.sgd) e.m[i] = m[r], e.v[i] = v[r];
   }
   if (a.prep) {
     __shared__ bool last;
@@ -137,7 +111,7 @@ __global__ void __launch_bounds__(AG__MT_BLOCK) ag_adam_kernel(ag__adam_args a, 
     }
     __syncthreads();
     if (last && threadIdx.x == 0) {
-      ag_adam_store(a, pv);
+      ag__adam_store(a.state, pv);
       a.state[AG__OPT_DONE] = 0.0f;
     }
   }

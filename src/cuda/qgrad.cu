@@ -331,7 +331,15 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
  * QG_GS - 1 chunks ahead of the one being summed: the loads of a block
  * overlap instead of following each other. Thread (lane, w): output j0 +
  * lane for inputs k0 + 4 w .. + 3. */
-__global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p) {
+/* The optimizer step of AG__K_QGRAD's opt, for the gradient kernel. */
+typedef struct qg_opt {
+  int on, sgd;
+  float lr, b1, b2, eps, wd;
+  float *state;
+  float *m[2 * AG__QG_MAX_LAYERS], *v[2 * AG__QG_MAX_LAYERS];
+} qg_opt;
+
+__global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
   ag__pdl_wait();
   __shared__ __align__(16) float Ds[QG_GS][32][32];
   __shared__ __align__(16) float As[QG_GS][32][32];
@@ -363,6 +371,19 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   };
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int c = 0; c < QG_GS - 1; c++) issue(c);
+  /* with the optimizer's step: this thread's parameters and moments, early */
+  const int j = j0 + lane;
+  float pr[4], mr[4], vr[4];
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    const int kx = k0 + w * 4 + q;
+    const bool on = o.on && j < n && kx <= k;
+    const size_t e = kx < k ? j + (size_t)kx * n : (size_t)j;
+    const int t = 2 * i + (kx < k ? 0 : 1);
+    pr[q] = on ? (kx < k ? a.w[i] : a.b[i])[e] : 0.0f;
+    mr[q] = on && !o.sgd ? o.m[t][e] : 0.0f;
+    vr[q] = on && !o.sgd ? o.v[t][e] : 0.0f;
+  }
   for (int c = 0; c < chunks; c++) {
     __pipeline_wait_prior(QG_GS - 2); /* chunk c has landed (this thread's part) */
     __syncthreads();                  /* every thread's part; stage (c - 1) % QG_GS is summed */
@@ -378,14 +399,35 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
       acc[3] += d * x.w;
     }
   }
-  const int j = j0 + lane;
+  float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f}; /* the step's t, bias corrections, clip coefficient (1: no clipping) */
+  if (o.on) ag__adam_values(o.state, o.b1, o.b2, 0.0f, pv);
   if (j < n)
     for (int q = 0; q < 4; q++) {
       const int kx = k0 + w * 4 + q;
       if (kx > k) continue;
-      float *dst = kx < k ? a.gw[i] + j + (size_t)kx * n : a.gb[i] + j;
-      *dst = acc[q];
+      const size_t e = kx < k ? j + (size_t)kx * n : (size_t)j;
+      (kx < k ? a.gw[i] : a.gb[i])[e] = acc[q];
+      if (o.on) { /* this gradient value is final: the optimizer's step for it */
+        const int t = 2 * i + (kx < k ? 0 : 1);
+        ag__adam_elem(o.sgd, o.lr, o.b1, o.b2, o.eps, o.wd, pv[1], pv[2], pv[3], acc[q], &pr[q], &mr[q], &vr[q]);
+        ((float *)(kx < k ? a.w[i] : a.b[i]))[e] = pr[q];
+        if (!o.sgd) o.m[t][e] = mr[q], o.v[t][e] = vr[q];
+      }
     }
+  if (o.on) { /* the last block to finish stores the step's values (every block has read the state) */
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      const float done = atomicAdd(&o.state[AG__OPT_DONE], 1.0f);
+      last = done == (float)(gridDim.x - 1);
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+      ag__adam_store(o.state, pv);
+      o.state[AG__OPT_DONE] = 0.0f;
+    }
+  }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t tiles = (B + QG_T - 1) / QG_T;
     float sum = 0.0f;
@@ -469,6 +511,18 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
     cudaError_t e = ag__launch(qg_bwd_kernel, grid, QG_THREADS, 0, st->stream, *a, p, i);
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad backward kernel");
   }
-  ag__launch(qg_grad_kernel, blocks, QG_THREADS, 0, st->stream, *a, p);
+  qg_opt o;
+  memset(&o, 0, sizeof o);
+  if (a->opt) {
+    const ag__adam_args *q = a->opt;
+    if (q->count != 2 * L || !q->prep || q->max_norm > 0.0f)
+      return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step must be one launch over the %d tensors", 2 * L);
+    for (int i = 0; i < L; i++)
+      if (q->t[2 * i].p != a->w[i] || q->t[2 * i + 1].p != a->b[i])
+        return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step is not over the online network");
+    o.on = 1, o.sgd = q->sgd, o.lr = q->lr, o.b1 = q->b1, o.b2 = q->b2, o.eps = q->eps, o.wd = q->wd, o.state = q->state;
+    for (int t = 0; t < 2 * L; t++) o.m[t] = q->t[t].m, o.v[t] = q->t[t].v;
+  }
+  ag__launch(qg_grad_kernel, blocks, QG_THREADS, 0, st->stream, *a, p, o);
   return ag__cuda_check_launch("cuda: qgrad gradient kernel");
 }

@@ -127,6 +127,15 @@ static ag_status fill_args(ag_optim *o, int k0, ag__adam_args *a) {
   return AG_OK;
 }
 
+int ag__optim_fusable(const ag_optim *o) { return o && o->n <= AG__MT_MAX && !(o->cfg.max_grad_norm > 0.0f); }
+
+ag_status ag__optim_step_args(ag_optim *o, ag__adam_args *a) {
+  if (!ag__optim_fusable(o)) return ag__fail(AG_ERR_STATE, "ag_optim: this step is not one launch");
+  ag_status s = fill_args(o, 0, a);
+  a->prep = 1;
+  return s;
+}
+
 ag_status ag_optim_step(ag_optim *o) {
   if (!o) return ag__fail(AG_ERR_INVALID_ARG, "ag_optim_step: optim is NULL");
   for (int i = 0; i < o->n; i++) {
