@@ -198,11 +198,12 @@ static void dqn_loss_matches_host_reference(void **state) {
  * the same sampled batch: two DQNs of one seed, fused and not, trained side
  * by side. Shapes: a small net with a batch under one tile, and one whose
  * layers are wider than a block's threads with a batch of 45 (tiles and
- * gradient chunks with a remainder); each with max / double DQN targets and
- * Huber / MSE losses. */
+ * gradient chunks with a remainder), and one whose sizes are multiples of 4
+ * with a batch of 100 (the GPU's 16-byte copies, several chunks and a
+ * partial one); each with max / double DQN targets and Huber / MSE losses. */
 static void dqn_fused_update_matches_composed_ops(void **state) {
   (void)state;
-  for (int shape = 0; shape < 2; shape++)
+  for (int shape = 0; shape < 3; shape++)
     for (int variant = 0; variant < 3; variant++) {
       ag_ctx *ctx = agt_ctx();
       ag_dqn_config cfg = small_config(variant == 1, variant != 2);
@@ -213,6 +214,12 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
         cfg.batch_size = 45;
         cfg.buffer_size = 200;
         od = 5, na = 3, n = 150;
+      } else if (shape == 2) {
+        cfg.hidden[0] = 64;
+        cfg.hidden[1] = 32;
+        cfg.batch_size = 100;
+        cfg.buffer_size = 300;
+        od = 8, na = 4, n = 250;
       }
       ag_dqn *d[2];
       for (int k = 0; k < 2; k++) {

@@ -34,7 +34,9 @@ typedef struct qg_ptrs {
   float *dl[AG__QG_MAX_LAYERS];  /* D_i [sizes[i+1], B] */
   float *tp[2], *op[2];          /* [widest, B] each: hidden layers of the target and online passes on s' */
   float *part;                   /* a partial loss per tile */
+  float *opt;                    /* the optimizer step's values (qg_prep) */
   int first[AG__QG_MAX_LAYERS + 1]; /* gradient kernel: first block of each layer */
+  int vec[AG__QG_MAX_LAYERS];       /* gradient kernel: D_i, A_i as 16-byte copies (sizes % 4 == 0, aligned) */
 } qg_ptrs;
 
 /* Where a layer reads its input: a [K, B] block, or the table by index. */
@@ -65,15 +67,50 @@ __device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s,
 
 /* acc[r] += sum over the first m rows of W[.][tx] X[.][4 ty + r]: a
  * thread's 4 outputs of a 32 x 32 tile, from a pass in shared memory. */
-__device__ __forceinline__ void qg_tile_sum(const float (*W)[33], const float (*X)[36], int m, int tx, int ty,
+template <int WL>
+__device__ __forceinline__ void qg_tile_step(const float (*W)[WL], const float (*X)[36], int i, int tx, int ty,
+                                             float acc[4]) {
+  const float w = W[i][tx];
+  const float4 x = *reinterpret_cast<const float4 *>(&X[i][ty * 4]);
+  acc[0] += w * x.x;
+  acc[1] += w * x.y;
+  acc[2] += w * x.z;
+  acc[3] += w * x.w;
+}
+
+template <int WL>
+__device__ __forceinline__ void qg_tile_sum(const float (*W)[WL], const float (*X)[36], int m, int tx, int ty,
                                             float acc[4]) {
-  for (int i = 0; i < m; i++) {
-    const float w = W[i][tx];
-    const float4 x = *reinterpret_cast<const float4 *>(&X[i][ty * 4]);
-    acc[0] += w * x.x;
-    acc[1] += w * x.y;
-    acc[2] += w * x.z;
-    acc[3] += w * x.w;
+  if (m == QG_KC) { /* a whole pass, unrolled: the shared-memory loads run ahead of the products */
+#pragma unroll
+    for (int i = 0; i < QG_KC; i++) qg_tile_step<WL>(W, X, i, tx, ty, acc);
+  } else {
+    for (int i = 0; i < m; i++) qg_tile_step<WL>(W, X, i, tx, ty, acc);
+  }
+}
+
+/* The optimizer's step values (t, bias corrections, clip coefficient 1)
+ * without a barrier over the grid: the first kernel of the call reads the
+ * state and leaves the values in the scratch, the output kernel (which runs
+ * after every read of the state) stores them in the state, and the
+ * gradient kernel reads them from the scratch. */
+typedef struct qg_prep {
+  float *pv;    /* 4 floats of scratch, or NULL: no optimizer step */
+  float *state; /* the optimizer's */
+  float b1, b2;
+  int compute, store;
+} qg_prep;
+
+__device__ __forceinline__ void qg_prep_run(const qg_prep &q) {
+  if (!q.pv || blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0 || threadIdx.x != 0) return;
+  float v[4];
+  if (q.compute) {
+    ag__adam_values(q.state, q.b1, q.b2, 0.0f, v);
+    for (int r = 0; r < 4; r++) q.pv[r] = v[r];
+  }
+  if (q.store) {
+    for (int r = 0; r < 4; r++) v[r] = q.pv[r];
+    ag__adam_store(q.state, v);
   }
 }
 
@@ -84,6 +121,8 @@ typedef struct qg_fwd {
   const float *W[3], *bias[3];
   float *out[3];
   float *save; /* part 0's gathered input goes here too (A_0), or NULL */
+  int vec_w;   /* W's tile rows as 16-byte copies (n % 4 == 0, W aligned) */
+  qg_prep prep;
 } qg_fwd;
 
 /* out = relu(W in + bias) for a 32 x 32 tile (outputs j0.., transitions b0..)
@@ -94,7 +133,8 @@ typedef struct qg_fwd {
  * once in the sum (and in the saved copy). */
 __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg_fwd f) {
   ag__pdl_wait();
-  __shared__ __align__(16) float Ws[QG_GS][QG_KC][33];
+  qg_prep_run(f.prep);
+  __shared__ __align__(16) float Ws[QG_GS][QG_KC][32];
   __shared__ __align__(16) float Xs[QG_GS][QG_KC][36];
   __shared__ int64_t cols[32];
   const int part = blockIdx.z, tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
@@ -111,10 +151,19 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
     if (c < passes) {
       const int st = c % QG_GS;
       const int64_t k0 = (int64_t)c * QG_KC;
+      if (f.vec_w) { /* W [j + k n]: four along j a copy */
+#pragma unroll
+        for (int r = 0; r < QG_KC * 8 / QG_THREADS; r++) {
+          const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / 8, jj = (e % 8) * 4;
+          const int64_t k = k0 + kk, j = j0 + jj;
+          const bool ok = k < K && j < n;
+          __pipeline_memcpy_async(&Ws[st][kk][jj], ok ? W + j + k * n : W, 4 * sizeof(float), ok ? 0 : 4 * sizeof(float));
+        }
+      }
 #pragma unroll
       for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
         const int e = (int)threadIdx.x + r * QG_THREADS;
-        { /* W [j + k n]: along j */
+        if (!f.vec_w) { /* W [j + k n]: along j */
           const int kk = e / 32, jj = e % 32;
           const int64_t k = k0 + kk, j = j0 + jj;
           const bool ok = k < K && j < n;
@@ -170,6 +219,7 @@ typedef struct qg_out {
   const float *W[3], *bias[3];
   int parts;
   float *save; /* A_0 when the network has no hidden layer */
+  qg_prep prep;
 } qg_out;
 
 #define QG_OUT_AG 8 /* actions a warp sums at once */
@@ -183,6 +233,7 @@ typedef struct qg_out {
  * columns and fetch their action, reward and done flags meanwhile. */
 __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a, qg_out o, qg_ptrs p) {
   ag__pdl_wait();
+  qg_prep_run(o.prep);
   __shared__ float q[3][AG__QG_MAX_ACTIONS][QG_T];
   __shared__ float lossv[QG_T], grad[QG_T];
   __shared__ int act[QG_T];
@@ -352,8 +403,21 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   const int64_t B = a.B;
   const int chunks = (int)((B + 31) / 32);
   /* chunk c into stage c % QG_GS (a commit group a chunk, empty past the end) */
+  const bool vec = p.vec[i];
   auto issue = [&](int c) {
-    if (c < chunks) {
+    if (c < chunks && vec) { /* four along j (D) and along k (A) a copy */
+      const int st = c % QG_GS, bb = (int)threadIdx.x / 8, x = ((int)threadIdx.x % 8) * 4;
+      const int64_t b = (int64_t)c * 32 + bb;
+      const int j = j0 + x, kx = k0 + x;
+      const bool dj = b < B && j < n;
+      __pipeline_memcpy_async(&Ds[st][bb][x], dj ? D + b * n + j : D, 4 * sizeof(float), dj ? 0 : 4 * sizeof(float));
+      if (b < B && kx < k) {
+        __pipeline_memcpy_async(&As[st][bb][x], X + b * k + kx, 4 * sizeof(float));
+      } else { /* past the inputs: the bias's 1 at k, zeros after */
+        As[st][bb][x] = b < B && kx == k ? 1.0f : 0.0f;
+        As[st][bb][x + 1] = As[st][bb][x + 2] = As[st][bb][x + 3] = 0.0f;
+      }
+    } else if (c < chunks) {
       const int st = c % QG_GS;
       const int64_t bb0 = (int64_t)c * 32;
 #pragma unroll
@@ -389,7 +453,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
     __syncthreads();                  /* every thread's part; stage (c - 1) % QG_GS is summed */
     issue(c + QG_GS - 1);
     const int st = c % QG_GS;
-#pragma unroll 8
+#pragma unroll
     for (int bb = 0; bb < 32; bb++) {
       const float d = Ds[st][bb][lane];
       const float4 x = *reinterpret_cast<const float4 *>(&As[st][bb][w * 4]);
@@ -400,7 +464,8 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
     }
   }
   float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f}; /* the step's t, bias corrections, clip coefficient (1: no clipping) */
-  if (o.on) ag__adam_values(o.state, o.b1, o.b2, 0.0f, pv);
+  if (o.on)
+    for (int q = 0; q < 3; q++) pv[q] = p.opt[q];
   if (j < n)
     for (int q = 0; q < 4; q++) {
       const int kx = k0 + w * 4 + q;
@@ -414,20 +479,6 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
         if (!o.sgd) o.m[t][e] = mr[q], o.v[t][e] = vr[q];
       }
     }
-  if (o.on) { /* the last block to finish stores the step's values (every block has read the state) */
-    __shared__ bool last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      const float done = atomicAdd(&o.state[AG__OPT_DONE], 1.0f);
-      last = done == (float)(gridDim.x - 1);
-    }
-    __syncthreads();
-    if (last && threadIdx.x == 0) {
-      ag__adam_store(o.state, pv);
-      o.state[AG__OPT_DONE] = 0.0f;
-    }
-  }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t tiles = (B + QG_T - 1) / QG_T;
     float sum = 0.0f;
@@ -444,6 +495,19 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   if (L < 1 || L > AG__QG_MAX_LAYERS || a->sizes[L] > AG__QG_MAX_ACTIONS)
     return ag__fail(AG_ERR_UNSUPPORTED, "cuda: %d layers and %lld actions are outside the fused DQN gradient", L,
                     (long long)a->sizes[L]);
+  qg_opt opt;
+  memset(&opt, 0, sizeof opt);
+  if (a->opt) {
+    const ag__adam_args *q = a->opt;
+    if (q->count != 2 * L || !q->prep || q->max_norm > 0.0f)
+      return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step must be one launch over the %d tensors", 2 * L);
+    for (int i = 0; i < L; i++)
+      if (q->t[2 * i].p != a->w[i] || q->t[2 * i + 1].p != a->b[i])
+        return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step is not over the online network");
+    opt.on = 1, opt.sgd = q->sgd, opt.lr = q->lr, opt.b1 = q->b1, opt.b2 = q->b2, opt.eps = q->eps, opt.wd = q->wd;
+    opt.state = q->state;
+    for (int t = 0; t < 2 * L; t++) opt.m[t] = q->t[t].m, opt.v[t] = q->t[t].v;
+  }
   /* the scratch as cpu_qgrad.c lays it out (A_0 .. A_L, D_0 .. D_L-1, s',
    * two widest blocks, Q(s'), Q'(s'), the partials), then two more widest
    * blocks for the online pass on s' */
@@ -465,9 +529,11 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   p.part = cur;
   const int64_t tiles = (B + QG_T - 1) / QG_T;
   p.op[0] = cur + tiles, p.op[1] = cur + tiles + widest * B;
+  p.opt = cur + tiles + 2 * widest * B; /* 4 of the scratch's last 2 B + 16 floats */
   int blocks = 0;
   for (int i = 0; i < L; i++) {
     p.first[i] = blocks;
+    p.vec[i] = a->sizes[i + 1] % 4 == 0 && a->sizes[i] % 4 == 0 && ((uintptr_t)p.dl[i] | (uintptr_t)p.act[i]) % 16 == 0;
     blocks += (int)(((a->sizes[i + 1] + 31) / 32) * ((a->sizes[i] + 1 + 31) / 32));
   }
   p.first[L] = blocks;
@@ -493,6 +559,8 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
       f.bias[0] = a->b[i], f.bias[1] = a->tb[i], f.bias[2] = a->b[i];
       f.out[0] = p.act[i + 1], f.out[1] = p.tp[i & 1], f.out[2] = p.op[i & 1];
       f.save = i == 0 ? p.act[0] : NULL;
+      f.vec_w = f.n % 4 == 0 && ((uintptr_t)a->w[i] | (uintptr_t)a->tw[i]) % 16 == 0;
+      f.prep = qg_prep{i == 0 && opt.on ? p.opt : NULL, opt.state, opt.b1, opt.b2, 1, 0};
       dim3 grid((unsigned)((f.n + 31) / 32), (unsigned)((B + 31) / 32), (unsigned)parts);
       e = ag__launch(qg_fwd_kernel, grid, QG_THREADS, 0, st->stream, *a, f);
     } else {
@@ -502,6 +570,7 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
       o.bias[0] = a->b[i], o.bias[1] = a->tb[i], o.bias[2] = a->b[i];
       o.parts = parts;
       o.save = L == 1 ? p.act[0] : NULL;
+      o.prep = qg_prep{opt.on ? p.opt : NULL, opt.state, opt.b1, opt.b2, L == 1, 1};
       e = ag__launch(qg_out_kernel, (unsigned)tiles, (unsigned)(32 * parts * QG_T), 0, st->stream, *a, o, p);
     }
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad forward kernel");
@@ -511,18 +580,6 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
     cudaError_t e = ag__launch(qg_bwd_kernel, grid, QG_THREADS, 0, st->stream, *a, p, i);
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad backward kernel");
   }
-  qg_opt o;
-  memset(&o, 0, sizeof o);
-  if (a->opt) {
-    const ag__adam_args *q = a->opt;
-    if (q->count != 2 * L || !q->prep || q->max_norm > 0.0f)
-      return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step must be one launch over the %d tensors", 2 * L);
-    for (int i = 0; i < L; i++)
-      if (q->t[2 * i].p != a->w[i] || q->t[2 * i + 1].p != a->b[i])
-        return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step is not over the online network");
-    o.on = 1, o.sgd = q->sgd, o.lr = q->lr, o.b1 = q->b1, o.b2 = q->b2, o.eps = q->eps, o.wd = q->wd, o.state = q->state;
-    for (int t = 0; t < 2 * L; t++) o.m[t] = q->t[t].m, o.v[t] = q->t[t].v;
-  }
-  ag__launch(qg_grad_kernel, blocks, QG_THREADS, 0, st->stream, *a, p, o);
+  ag__launch(qg_grad_kernel, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
   return ag__cuda_check_launch("cuda: qgrad gradient kernel");
 }
