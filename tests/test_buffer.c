@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "agt.h"
+#include "core/internal.h" /* ag__copy_stream: the staging fill of plain copies */
 
 /* The host reference of a buffer: rows x capacity f32, column by column. */
 typedef struct ref {
@@ -717,6 +718,134 @@ static void tensor_create_write_read_roundtrip(void **state) {
   ag_ctx_free(ctx); /* frees tz */
 }
 
+/* The streaming copy (non-temporal stores into staging) copies exactly like
+ * memcpy for every alignment of source and destination and every length,
+ * and writes nothing outside the destination range. */
+static void copy_stream_matches_source_at_any_alignment(void **state) {
+  (void)state;
+  agt_rng g = {21};
+  const size_t big = ((size_t)4 << 20) + 333, pad = 64;
+  unsigned char *src = malloc(big + 2 * pad), *dst = malloc(big + 2 * pad);
+  assert_non_null(src);
+  assert_non_null(dst);
+  for (size_t i = 0; i < big + 2 * pad; i++) src[i] = (unsigned char)(agt_next(&g) >> 56);
+  /* every source and destination offset 0..15, every length 0..300 */
+  for (size_t so = 0; so < 16; so++)
+    for (size_t d0 = 0; d0 < 16; d0++)
+      for (size_t len = 0; len <= 300; len++) {
+        memset(dst, 0xa5, len + 2 * pad);
+        ag__copy_stream(dst + pad + d0, src + so, len);
+        if (memcmp(dst + pad + d0, src + so, len) != 0)
+          fail_msg("source offset %zu, destination offset %zu, %zu bytes: copy differs", so, d0, len);
+        for (size_t i = 0; i < pad + d0; i++)
+          if (dst[i] != 0xa5) fail_msg("byte %zu before the destination was written (len %zu)", i, len);
+        for (size_t i = pad + d0 + len; i < len + 2 * pad; i++)
+          if (dst[i] != 0xa5) fail_msg("byte %zu after the destination was written (len %zu)", i, len);
+      }
+  /* a few MB, odd lengths, several alignments; the bytes after the range stay */
+  const size_t lens[] = {(size_t)1 << 20, ((size_t)1 << 20) + 1, ((size_t)3 << 20) - 7, big};
+  const size_t offs[][2] = {{0, 0}, {1, 0}, {0, 1}, {7, 13}, {15, 15}, {8, 3}, {13, 62}};
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
+      size_t so = offs[oi][0], d0 = offs[oi][1], len = lens[li] - (so > d0 ? so : d0);
+      memset(dst, 0x5a, big + 2 * pad);
+      ag__copy_stream(dst + d0, src + so, len);
+      if (memcmp(dst + d0, src + so, len) != 0)
+        fail_msg("source offset %zu, destination offset %zu, %zu bytes: copy differs", so, d0, len);
+      for (size_t i = 0; i < d0; i++) assert_int_equal(dst[i], 0x5a);
+      for (size_t i = d0 + len; i < big + 2 * pad; i++)
+        if (dst[i] != 0x5a) fail_msg("byte %zu after %zu bytes at offset %zu was written", i, len, d0);
+    }
+  /* the fill callback reads from user + off */
+  memset(dst, 0, 4096);
+  ag__fill_copy_stream(dst + 3, 1000, 3000, src);
+  assert_memory_equal(dst + 3, src + 1000, 3000);
+  free(src);
+  free(dst);
+}
+
+/* Writes of every size class of the upload paths (one staged part below
+ * 64 KB, a streamed part, a pipelined large upload from 4 MB) from sources
+ * at odd addresses and to odd columns come back exactly. */
+static void write_sizes_around_the_upload_paths(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  agt_rng g = {23};
+  const int64_t rows = 3, cap = 600001; /* 12 bytes a column, 7.2 MB */
+  ag_buffer *b = NULL;
+  agt_ok(ag_buffer_create(ctx, rows, cap, AG_F32, &b));
+  ref r = ref_new(rows, cap);
+  const int64_t ks[] = {1, 5461, 5462, 21845, 87381, 349525, 349526, 400001, 599999};
+  float *d = random_cols(&g, rows, cap + 1);
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    int64_t k = ks[i], off = (int64_t)(i * 7919) % (cap - k + 1);
+    const float *src = d + 1 + i; /* odd addresses: 4 bytes off any 16 */
+    agt_ok(ag_buffer_write(b, src, AG_F32, rows, k, off));
+    ref_write(&r, src, k, off);
+  }
+  assert_buffer_equals(b, &r);
+  free(d);
+  free(r.v);
+  ag_ctx_free(ctx);
+}
+
+/* A write from page-locked memory (ag_host_alloc) may reuse the memory as
+ * soon as the call returns, whether the queue is idle (the copy may then be
+ * sent straight from it) or busy with gathers queued before the write
+ * (staged); a gather issued before the write reads the old values, one
+ * issued after it the new ones. */
+static void write_from_host_alloc_memory_may_be_reused_at_once(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  agt_rng g = {25};
+  const int64_t rows = 42, cap = 40000, k = 30001, n = 65536; /* 5.04 MB a write */
+  ag_buffer *b = NULL;
+  agt_ok(ag_buffer_create(ctx, rows, cap, AG_F32, &b));
+  ref r = ref_new(rows, cap);
+  const size_t bytes = (size_t)(rows * k) * sizeof(float);
+  float *pin = NULL;
+  agt_ok(ag_host_alloc(ctx, bytes + 64, (void **)&pin));
+  int64_t *idx = malloc(n * sizeof *idx);
+  float *old = malloc((size_t)(rows * n) * sizeof *old);
+  assert_non_null(idx);
+  assert_non_null(old);
+  for (int64_t j = 0; j < n; j++) idx[j] = agt_below(&g, cap);
+  for (int round = 0; round < 6; round++) {
+    float *want = random_cols(&g, rows, k);
+    float *src = pin + (round % 3); /* the allocation's start, and 4 or 8 bytes in */
+    int64_t off = (round * 3001) % (cap - k + 1);
+    int busy = round % 2;
+    agt_ok(ag_ctx_sync(ctx));
+    ag_tensor *before = NULL, *after = NULL;
+    if (busy) /* queued, not waited for: the write finds the queue busy */
+      for (int rep = 0; rep < 4; rep++) agt_ok(ag_get_rows(b, idx, n, &before));
+    for (int64_t j = 0; j < n; j++) memcpy(old + j * rows, r.v + idx[j] * rows, rows * sizeof(float));
+    memcpy(src, want, bytes);
+    agt_ok(ag_buffer_write(b, src, AG_F32, rows, k, off));
+    memset(src, 0xff, bytes); /* reuse at once */
+    ref_write(&r, want, k, off);
+    agt_ok(ag_get_rows(b, idx, n, &after));
+    if (before) {
+      float *gb = agt_read_f32(before);
+      assert_memory_equal(gb, old, (size_t)(rows * n) * sizeof(float));
+      free(gb);
+    }
+    float *ga = agt_read_f32(after);
+    for (int64_t j = 0; j < n; j++)
+      if (memcmp(ga + j * rows, r.v + idx[j] * rows, rows * sizeof(float)) != 0)
+        fail_msg("round %d: gather after the write, column %lld differs", round, (long long)idx[j]);
+    free(ga);
+    assert_buffer_equals(b, &r);
+    free(want);
+    ag_ctx_reset(ctx);
+  }
+  ag_host_free(ctx, pin);
+  free(old);
+  free(idx);
+  free(r.v);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(buffer_create_reports_shape_dtype_and_location),
@@ -744,6 +873,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(create_refuses_more_than_85_percent_of_free_memory),
       cmocka_unit_test(read_failure_changes_nothing),
       cmocka_unit_test(tensor_create_write_read_roundtrip),
+      cmocka_unit_test(copy_stream_matches_source_at_any_alignment),
+      cmocka_unit_test(write_sizes_around_the_upload_paths),
+      cmocka_unit_test(write_from_host_alloc_memory_may_be_reused_at_once),
   };
   return agt_run(argc, argv, "buffer", tests, sizeof tests / sizeof tests[0]);
 }

@@ -282,12 +282,8 @@ ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, a
   return s;
 }
 
-static void fill_copy(void *host_dst, size_t off, size_t len, void *user) {
-  memcpy(host_dst, (const char *)user + off, len);
-}
-
 ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes) {
-  return ag__mem_upload(ctx, op, dst, bytes, fill_copy, (void *)src);
+  return ag__mem_upload(ctx, op, dst, bytes, ag__fill_copy, (void *)src);
 }
 
 ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes,

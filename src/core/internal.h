@@ -196,6 +196,20 @@ int ag__pool_threads(void);
 /* fill(dst, off, len, user) split over the helper threads (large lengths). */
 void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size_t len);
 
+/* ---- plain copies into transfer memory (pool.c) ---- */
+
+/* The fill of every unconverted upload: memcpy from user + off. A backend may
+ * recognise it by its address (the source is then `user`, `bytes` long) and
+ * replace it, e.g. by ag__fill_copy_stream, or skip the staging. */
+void ag__fill_copy(void *host_dst, size_t off, size_t len, void *user);
+/* The same with ag__copy_stream, for staging memory that a DMA engine reads
+ * next. */
+void ag__fill_copy_stream(void *host_dst, size_t off, size_t len, void *user);
+/* memcpy that writes dst's whole cache lines with non-temporal stores (x86:
+ * SSE2), then fences: on return the bytes are in memory, not in this core's
+ * caches. Any alignment and length; a plain memcpy elsewhere. */
+void ag__copy_stream(void *dst, const void *src, size_t len);
+
 /* ---- stores (store.c) ---- */
 
 uint64_t ag__next_generation(void);

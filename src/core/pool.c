@@ -5,10 +5,23 @@
  * over several threads lets it keep up with the bus. The pool is created at
  * the first large transfer and lives until the process exits. AGRL_THREADS
  * sets the number of threads that work on one transfer (1: no helpers).
+ *
+ * The plain-copy fills live here too. A device backend whose staging memory
+ * is read by a DMA engine right after the fill uses the streaming copy
+ * (ag__fill_copy_stream): its non-temporal stores leave no modified lines in
+ * the filling cores' caches, which the engine would otherwise have to fetch
+ * from those caches line by line. Memory that the CPU reads again soon (the
+ * CPU backend's uploads) keeps memcpy.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define AG__HAVE_SSE2 1
+#endif
 
 #include "core/internal.h"
 
@@ -131,4 +144,49 @@ void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size
   slice = (slice + 63) & ~(size_t)63; /* whole elements of any dtype */
   par_fill p = {fill, user, dst, off, len, slice};
   ag__pool_run((int)((len + slice - 1) / slice), fill_slice, &p);
+}
+
+/* ---- plain copies into transfer memory ---- */
+
+void ag__fill_copy(void *host_dst, size_t off, size_t len, void *user) {
+  memcpy(host_dst, (const char *)user + off, len);
+}
+
+void ag__fill_copy_stream(void *host_dst, size_t off, size_t len, void *user) {
+  ag__copy_stream(host_dst, (const char *)user + off, len);
+}
+
+/* The whole cache lines of dst are written with non-temporal stores, 64
+ * bytes per step from unaligned loads; the partial lines at both ends with
+ * memcpy. Short copies are a memcpy: they have no whole line to skip the
+ * caches with, and a fence would cost more than it saves. */
+void ag__copy_stream(void *dst, const void *src, size_t len) {
+#ifdef AG__HAVE_SSE2
+  if (len < 256) {
+    memcpy(dst, src, len);
+    return;
+  }
+  char *d = (char *)dst;
+  const char *s = (const char *)src;
+  size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+  memcpy(d, s, head);
+  d += head;
+  s += head;
+  len -= head;
+  size_t body = len & ~(size_t)63;
+  for (size_t i = 0; i < body; i += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+    __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
+    __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+    _mm_stream_si128((__m128i *)(d + i), a);
+    _mm_stream_si128((__m128i *)(d + i + 16), b);
+    _mm_stream_si128((__m128i *)(d + i + 32), c);
+    _mm_stream_si128((__m128i *)(d + i + 48), e);
+  }
+  memcpy(d + body, s + body, len - body);
+  _mm_sfence(); /* the streamed lines are in memory before anyone is told */
+#else
+  memcpy(dst, src, len);
+#endif
 }

@@ -5,8 +5,12 @@
  * queued kernel that reads the memory (S9, S16) without a host wait.
  * Uploads are copied into a pinned staging ring and sent with
  * cudaMemcpyAsync on the stream; the ring slot is reused only after an event
- * says its copy is done. Large uploads are filled by the helper threads in
- * one job, each 2 MB part sent as soon as it is filled. Downloads wait for
+ * says its copy is done. Plain copies of 64 KB or more fill the ring with
+ * non-temporal stores, so that the copy engine reads them from memory rather
+ * than from the filling cores' caches. Large uploads are filled by the
+ * helper threads in one job, each 2 MB part sent as soon as it is filled;
+ * a large plain copy from page-locked memory, when the stream is idle, is
+ * sent straight from the caller's memory and waited for. Downloads wait for
  * the stream, then come back in double-buffered parts of at most 16 MB.
  */
 #include <sched.h>
@@ -300,7 +304,7 @@ static void up_fill(ag__upload *up, size_t j) {
   size_t p = j / AG__UP_SLICES, off = j * AG__UP_SLICE;
   size_t len = up->bytes - off < AG__UP_SLICE ? up->bytes - off : AG__UP_SLICE;
   char *host = up->st->staging + up->start[p % AG__UP_WINDOW] + (off - p * AG__UP_PART);
-  up->fill(host, off, len, up->user);
+  up->fill(host, off, len, up->user); /* a streaming fill has fenced its stores */
   up->filled[p % AG__UP_WINDOW].fetch_add(1, std::memory_order_release); /* publishes the bytes */
 }
 
@@ -416,9 +420,56 @@ static ag_status upload_large(ag__cuda_state *st, void *dst, size_t bytes, ag__f
   return up.status;
 }
 
+/* ---- plain copies: streamed into the ring, or sent from page-locked memory ---- */
+
+/* Plain copies at least this long fill the ring with non-temporal stores
+ * (ag__fill_copy_stream); shorter ones keep memcpy. */
+#define AG__STREAM_MIN ((size_t)64 << 10)
+
+/* Whether the host address p is page-locked memory that CUDA knows
+ * (cudaMallocHost, cudaHostAlloc, cudaHostRegister). */
+static bool host_pinned(const void *p) {
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+/* A large plain copy from page-locked memory needs no staging: the copy
+ * engine reads the caller's memory itself, at the bus's full rate. But the
+ * caller may reuse that memory as soon as the write returns (ag_buffer_write,
+ * ag_tensor_write), so the copy must be done by then: it is taken only when
+ * the stream is idle, so that the wait is for this copy alone and never for
+ * kernels queued before it (those writes keep the staging path, which does
+ * not wait). Both ends of the range must be page-locked. The test is only
+ * for speed: a copy from any host range is correct, and the wait covers
+ * it. */
+static bool direct_ok(ag__cuda_state *st, const void *src, size_t bytes) {
+  if (bytes < AG__UP_MIN) return false; /* small: staging is cheaper than a wait */
+  if (!host_pinned(src) || !host_pinned((const char *)src + bytes - 1)) return false;
+  cudaError_t e = cudaStreamQuery(st->stream);
+  if (e == cudaSuccess) return true;
+  if (e != cudaErrorNotReady) (void)cudaGetLastError(); /* the staging path reports it */
+  return false;
+}
+
+static ag_status upload_direct(ag__cuda_state *st, void *dst, const void *src, size_t bytes) {
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st->stream);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: upload from page-locked memory");
+  e = cudaStreamSynchronize(st->stream); /* the caller may reuse src on return */
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: waiting for an upload from page-locked memory");
+  return AG_OK;
+}
+
 static ag_status cuda_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
+  if (fill == ag__fill_copy) { /* user is the source */
+    if (direct_ok(st, user, bytes)) return upload_direct(st, dst, user, bytes);
+    if (bytes >= AG__STREAM_MIN) fill = ag__fill_copy_stream;
+  }
   if (bytes >= AG__UP_MIN) return upload_large(st, dst, bytes, fill, user);
   if (bytes == 0) return AG_OK;
   /* one part: filled (by the helper threads from 512 KB), then sent */
