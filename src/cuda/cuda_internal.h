@@ -1,9 +1,10 @@
 /* cuda_internal.h — state of the CUDA backend, shared by its .cu files.
  *
  * One state per opened device: the context's stream (its queue), a pinned
- * staging ring through which every upload and download passes (so a caller's
- * memory may be reused as soon as a write returns, without a host wait), and
- * the library handles the kernels need.
+ * staging ring through which uploads and downloads pass (so a caller's
+ * memory may be reused as soon as a write returns, without a host wait; a
+ * large copy from page-locked memory on an idle stream is sent directly and
+ * waited for instead), and the library handles the kernels need.
  */
 #ifndef AGRL_CUDA_INTERNAL_H
 #define AGRL_CUDA_INTERNAL_H
