@@ -435,19 +435,6 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   };
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int c = 0; c < QG_GS - 1; c++) issue(c);
-  if (blockIdx.x == 0 && threadIdx.x < 32) {
-    /* the loss: a lane adds every 32nd partial, then the lanes in a fixed
-     * tree (one round trip for the loads, the same bits every run) */
-    const int64_t tiles = (B + QG_T - 1) / QG_T;
-    float sum = 0.0f;
-#pragma unroll 4
-    for (int64_t q = threadIdx.x; q < tiles; q += 32) sum += p.part[q];
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (threadIdx.x == 0) {
-      *a.loss = sum * (1.0f / (float)B);
-      if (!a.idx) *a.counter += (uint64_t)B; /* every draw of this call has been read */
-    }
-  }
   /* with the optimizer's step: this thread's parameters and moments, early */
   const int j = j0 + lane;
   float pr[4], mr[4], vr[4];
@@ -492,6 +479,13 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
         if (!o.sgd) o.m[t][e] = mr[q], o.v[t][e] = vr[q];
       }
     }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const int64_t tiles = (B + QG_T - 1) / QG_T;
+    float sum = 0.0f;
+    for (int64_t t = 0; t < tiles; t++) sum += p.part[t];
+    *a.loss = sum * (1.0f / (float)B);
+    if (!a.idx) *a.counter += (uint64_t)B; /* every draw of this call has been read */
+  }
 }
 
 ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
