@@ -274,10 +274,11 @@ static void bare_free(bare_tree *b) {
   ag_ctx_free(b->ctx);
 }
 
-/* PER_SET of idx[j] = prio[j], the indices as `dt`, the priorities every
- * `stride` floats. */
-static void bare_set(bare_tree *b, const int64_t *idx, const float *prio, int64_t n, float alpha, ag_dtype dt,
-                     int64_t stride) {
+/* PER_SET of idx[j] = prio[j], the indices as `dt` (i32: each truncated to
+ * 32 bits), the priorities every `stride` floats, indices from `cols` up
+ * skipped. */
+static void bare_set_cols(bare_tree *b, const int64_t *idx, const float *prio, int64_t n, float alpha,
+                          ag_dtype dt, int64_t stride, int64_t cols) {
   if (n < 1 || n > (1 << 24) || stride < 1 || stride > 64) {
     fail_msg("bare_set: n = %lld, stride = %lld", (long long)n, (long long)stride);
     return;
@@ -289,13 +290,18 @@ static void bare_set(bare_tree *b, const int64_t *idx, const float *prio, int64_
   agt_ok(ag_tensor_create(b->ctx, n, 1, dt, dt == AG_I32 ? (const void *)i32 : (const void *)idx, &ti));
   agt_ok(ag_tensor_create(b->ctx, n * stride, 1, AG_F32, ps, &tp));
   ag__per_set_args a = {dev_ptr(b->tree), b->depth,  alpha, dev_ptr(b->state), dev_ptr(ti),
-                        dt,                n,         dev_ptr(tp), stride,   b->leaves};
+                        dt,                n,         dev_ptr(tp), stride,   cols};
   agt_ok(ag__run(b->ctx, AG__K_PER_SET, &a, sizeof a));
   agt_ok(ag_ctx_sync(b->ctx)); /* the kernel was queued outside the tensors' bookkeeping */
   ag_tensor_free(ti);
   ag_tensor_free(tp);
   free(i32);
   free(ps);
+}
+
+static void bare_set(bare_tree *b, const int64_t *idx, const float *prio, int64_t n, float alpha, ag_dtype dt,
+                     int64_t stride) {
+  bare_set_cols(b, idx, prio, n, alpha, dt, stride, b->leaves);
 }
 
 static double *bare_read(bare_tree *b) {
@@ -478,6 +484,122 @@ static void cpu_and_cuda_build_the_same_tree(void **state) {
   free(prio);
 }
 
+/* The power PER_SET's CUDA kernel takes for a leaf is within 1e-15 of the
+ * C library's pow over the priorities it sees (clamped at 1e-12, up to the
+ * largest float) and alpha in [0, 1]; alpha 0 and 1 and an infinite
+ * priority give what pow gives, exactly. */
+static void leaf_power_is_pow_within_rounding(void **state) {
+  (void)state;
+  agt_rng g = {41};
+  static const float alphas[] = {0.6f, 0.7f, 0.5f, 0.4f, 0.1f, 0.999f};
+  double worst = 0.0;
+  for (int i = 0; i < 400000; i++) {
+    float p, alpha = i % 2 ? alphas[(i / 2) % 6] : agt_uniform(&g, 0.0f, 1.0f);
+    if (i % 3 == 0) { /* any float from 1e-12 up: random bits, the exponent in 2^-40 .. 2^127 */
+      uint32_t bits = (uint32_t)(agt_next(&g) & 0x7fffffu) | (uint32_t)(87 + agt_below(&g, 168)) << 23;
+      memcpy(&p, &bits, sizeof p);
+      p = p > 1e-12f ? p : 1e-12f;
+    } else {
+      p = 0.5f + (float)agt_below(&g, 1 << 20) / 4096.0f;
+    }
+    double got = ag__per_pow(p, alpha), want = pow((double)p, (double)alpha), rel = fabs(got - want) / want;
+    if (!(rel <= 1e-15)) fail_msg("%.9g ^ %.9g: %.17g, pow %.17g", (double)p, (double)alpha, got, want);
+    worst = rel > worst ? rel : worst;
+  }
+  assert_true(worst > 0.0); /* the check compared something */
+  static const float ps[] = {1e-12f, 0.25f, 1.0f, 3.0f, 1e30f, 3.4028235e38f};
+  for (int i = 0; i < 6; i++) {
+    assert_true(ag__per_pow(ps[i], 1.0f) == (double)ps[i]);
+    assert_true(ag__per_pow(ps[i], 0.0f) == 1.0);
+  }
+  assert_true(ag__per_pow(INFINITY, 0.6f) == pow(INFINITY, 0.6));
+  assert_true(ag__per_pow(INFINITY, 0.0f) == 1.0);
+}
+
+/* Many passes of the GPU's 256 (and chunks of the CPU's 1024): indices
+ * repeated within a pass and across passes, siblings, and indices outside
+ * the table's columns (negative, from `cols` up to the last leaf, far
+ * beyond; as i64 also past 32 bits) among valid ones, priorities 0, negative
+ * and NaN (taken as 1e-12). At depths 1 to 5 the leaves are the host's pow
+ * of the last valid priority of each (within 1e-15 on the GPU), every node
+ * is the sum of its children, state[0] is the largest valid priority; at
+ * alpha 1 a GPU's tree is the CPU's, bit for bit. */
+static void many_passes_with_repeats_and_skipped_indices(void **state) {
+  (void)state;
+  enum { N = 5000 };
+  int64_t *idx = malloc(N * sizeof *idx);
+  float *prio = malloc(N * sizeof *prio);
+  static const int depths[] = {1, 2, 3, 5};
+  for (int k = 0; k < 8; k++) {
+    const int depth = depths[k % 4];
+    const float alpha = k < 4 ? 0.6f : 1.0f;
+    const ag_dtype dt = k % 2 ? AG_I64 : AG_I32;
+    bare_tree b, ref_b;
+    bare_new(&b, agt_kind, depth, alpha);
+    const int cross = alpha == 1.0f && agt_kind != AG_DEVICE_CPU;
+    if (cross) bare_new(&ref_b, AG_DEVICE_CPU, depth, alpha);
+    /* leaves cols .. leaves-1 exist but are outside the table */
+    const int64_t cols = b.leaves - b.leaves / 5;
+    double *ref = malloc((size_t)b.leaves * sizeof *ref);
+    for (int64_t i = 0; i < b.leaves; i++) ref[i] = 1.0;
+    agt_rng g = {100 + (uint64_t)k};
+    int64_t hot[24];
+    for (int h = 0; h < 24; h++) hot[h] = agt_below(&g, cols);
+    const int64_t group = agt_below(&g, (cols - 1) / AG__PER_FAN + 1) * AG__PER_FAN; /* < cols */
+    float pmax = 1.0f;
+    for (int batch = 0; batch < 2; batch++) {
+      const int64_t n = batch ? N : 777;
+      for (int64_t j = 0; j < n; j++) {
+        int64_t r = agt_below(&g, 10);
+        idx[j] = r < 4   ? hot[agt_below(&g, 24)]
+                 : r < 6 ? group + agt_below(&g, AG__PER_FAN) % (cols - group)
+                 : r < 8 ? agt_below(&g, cols)
+                 : r == 8 ? cols + agt_below(&g, b.leaves - cols)
+                          : -1 - agt_below(&g, 3);
+        if (j % 101 == 7) idx[j] = dt == AG_I64 ? ((int64_t)1 << 40) + (int64_t)agt_below(&g, 16) : INT32_MAX;
+        int64_t q = agt_below(&g, 50);
+        prio[j] = q == 0   ? 0.0f
+                  : q == 1 ? -2.0f
+                  : q == 2 ? NAN
+                           : 0.5f + (float)agt_below(&g, 1 << 20) / 4096.0f;
+      }
+      bare_set_cols(&b, idx, prio, n, alpha, dt, batch ? 3 : 1, cols);
+      if (cross) bare_set_cols(&ref_b, idx, prio, n, alpha, dt, batch ? 3 : 1, cols);
+      for (int64_t j = 0; j < n; j++) {
+        if (idx[j] < 0 || idx[j] >= cols) continue;
+        float p = prio[j] > 1e-12f ? prio[j] : 1e-12f;
+        ref[idx[j]] = pow((double)p, (double)alpha);
+        pmax = p > pmax ? p : pmax;
+      }
+    }
+    double *tr = bare_read(&b);
+    const double *leaf = tr + ag__per_offset(depth - 1);
+    const double tol = agt_kind == AG_DEVICE_CPU || alpha == 1.0f ? 0.0 : 1e-15;
+    for (int64_t i = 0; i < b.leaves; i++)
+      if (!(fabs(leaf[i] - ref[i]) <= tol * ref[i]))
+        fail_msg("depth %d alpha %g leaf %lld: %.17g, the last valid priority gives %.17g", depth,
+                 (double)alpha, (long long)i, leaf[i], ref[i]);
+    check_tree(tr, ref, depth);
+    float st;
+    agt_ok(ag_tensor_read(b.state, &st, sizeof st));
+    if (st != pmax)
+      fail_msg("depth %d: state[0] = %.9g, the largest valid priority %.9g", depth, (double)st, (double)pmax);
+    if (cross) {
+      double *cpu = bare_read(&ref_b);
+      for (int64_t i = 0; i < b.size; i++)
+        if (memcmp(&cpu[i], &tr[i], sizeof *tr) != 0)
+          fail_msg("depth %d node %lld: cpu %.17g, this device %.17g", depth, (long long)i, cpu[i], tr[i]);
+      free(cpu);
+      bare_free(&ref_b);
+    }
+    free(tr);
+    free(ref);
+    bare_free(&b);
+  }
+  free(idx);
+  free(prio);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(tree_total_is_the_sum_of_powered_priorities),
@@ -489,6 +611,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(batched_updates_keep_every_node_the_sum_of_its_children),
       cmocka_unit_test(repeated_indices_keep_the_last_priority),
       cmocka_unit_test(device_indices_outside_the_table_are_skipped),
+      cmocka_unit_test(leaf_power_is_pow_within_rounding),
+      cmocka_unit_test(many_passes_with_repeats_and_skipped_indices),
   };
   const struct CMUnitTest cuda_only[] = {cmocka_unit_test(cpu_and_cuda_draw_the_same_indices),
                                          cmocka_unit_test(cpu_and_cuda_build_the_same_tree)};

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/hd.h"
 #include "core/kernels.h"
@@ -42,6 +43,67 @@ AG__HD void ag__per_recompute(double *tree, int d, int64_t node) {
 /* The root = the sum of level 0. */
 AG__HD void ag__per_recompute_root(double *tree, int depth) {
   tree[ag__per_offset(depth)] = ag__per_sum16(tree);
+}
+
+/* prio ^ alpha for a priority clamped as PER_SET clamps it (at least 1e-12,
+ * so a normal float; +inf allowed) and alpha in [0, 1], within 1e-15 of
+ * pow (about 2 ulp; alpha 0 and 1 exact), in fewer dependent steps than a
+ * general pow: the CUDA kernel's leaves take it (the CPU's take pow).
+ * p = m 2^e with m in [sqrt(1/2), sqrt(2)], both exact from the float's
+ * bits; alpha e = k + r with k an integer and r in [-1/2, 1/2], exact;
+ * p^alpha = 2^k exp(x), x = alpha ln(m) + r ln(2) in [-0.7, 0.7]. ln(m) is
+ * 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172: 11 terms of the odd
+ * series; exp(x) is its Taylor series to x^16. Both polynomials go by
+ * Estrin's scheme (independent pairs, then powers of x), so that the chain
+ * of a thread is a few multiply-adds deep instead of one a coefficient. */
+AG__HD double ag__per_pow(float p, float alpha) {
+  if (alpha == 0.0f) return 1.0;
+  if (alpha == 1.0f || !(p < INFINITY)) return (double)p;
+  uint32_t fb;
+  memcpy(&fb, &p, sizeof fb);
+  int e = (int)(fb >> 23) - 127;
+  const uint32_t frac = fb & 0x7fffffu;
+  uint64_t mb = (uint64_t)frac << 29 | (uint64_t)1023 << 52;
+  if (frac > 0x3504f3u) mb -= (uint64_t)1 << 52, e += 1; /* m > sqrt(2): halve it */
+  double m;
+  memcpy(&m, &mb, sizeof m);
+  /* s without a division (whose CUDA code branches to a slow path): m + 1
+   * is in [1.7, 2.5]; y, an approximate 1 / (m + 1) (the device's
+   * rcp.approx, the host's float division: 2^-22 or better), one
+   * third-order step (2^-66), then s = (m - 1) y with its remainder's
+   * correction (within an ulp). */
+  const double num = m - 1.0, den = m + 1.0;
+#ifdef __CUDA_ARCH__
+  double y;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(den));
+#else
+  double y = (double)(1.0f / (float)den);
+#endif
+  const double err = fma(-den, y, 1.0);
+  y = fma(y, fma(err, err, err), y);
+  const double s0 = num * y, s = fma(fma(-den, s0, num), y, s0);
+  /* ln(m) = 2 s + s z R(z), z = s^2, R = sum over j of 2 z^j / (2 j + 3) */
+  const double z = s * s, z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
+  const double r0 = fma(2.0 / 5, z, 2.0 / 3), r1 = fma(2.0 / 9, z, 2.0 / 7), r2 = fma(2.0 / 13, z, 2.0 / 11),
+               r3 = fma(2.0 / 17, z, 2.0 / 15), r4 = fma(2.0 / 21, z, 2.0 / 19);
+  const double R = fma(fma(r3, z2, r2), z4, fma(r1, z2, r0)) + r4 * z8;
+  const double lnm = fma(s * z, R, 2.0 * s);
+  const double a = (double)alpha, ea = a * (double)e, k = rint(ea), r = ea - k;
+  const double ln2_hi = 0x1.62e42fefa39efp-1, ln2_lo = 0x1.abc9e3b39803fp-56;
+  const double x = fma(a, lnm, fma(r, ln2_hi, r * ln2_lo));
+  /* exp(x) = 1 + x + x^2 Q(x), Q = sum over i of x^i / (i + 2)! */
+  const double x2 = x * x, x4 = x2 * x2, x8 = x4 * x4;
+  const double q0 = fma(1.0 / 6, x, 1.0 / 2), q1 = fma(1.0 / 120, x, 1.0 / 24),
+               q2 = fma(1.0 / 5040, x, 1.0 / 720), q3 = fma(1.0 / 362880, x, 1.0 / 40320),
+               q4 = fma(1.0 / 39916800, x, 1.0 / 3628800), q5 = fma(1.0 / 6227020800.0, x, 1.0 / 479001600),
+               q6 = fma(1.0 / 1307674368000.0, x, 1.0 / 87178291200.0), q7 = 1.0 / 20922789888000.0;
+  const double Q =
+      fma(fma(fma(q7, x2, q6), x4, fma(q5, x2, q4)), x8, fma(fma(q3, x2, q2), x4, fma(q1, x2, q0)));
+  const double ex = 1.0 + fma(x2, Q, x);
+  const uint64_t kb = (uint64_t)((int64_t)k + 1023) << 52; /* 2^k: |k| < 128 */
+  double scale;
+  memcpy(&scale, &kb, sizeof scale);
+  return ex * scale;
 }
 
 /* One level of the descent: from `node` of level d - 1 (0 for the root) to

@@ -7,105 +7,130 @@
 #include "core/per_tree.h"
 #include "cuda/cuda_internal.h"
 
-#define AG__PER_BLOCK 256
+#define AG__PER_BLOCK 256 /* = 16^2: level 1 has a node a thread */
+#define AG__PER_WARPS (AG__PER_BLOCK / 32)
 #define AG__PER_FULL 0xffffffffu
-/* PER_SET's tables: one a level, twice the leaves of a pass (at most half
- * full, so that a probe ends soon); keys are node indices (< 2^31). */
-#define AG__PER_HASH_BITS 9
-#define AG__PER_HASH (1 << AG__PER_HASH_BITS)
-#define AG__PER_EMPTY 0xffffffffu
+/* Levels 0 and 1 (16 and 256 nodes) live in shared memory during PER_SET,
+ * 17 doubles a row of 16 siblings so that threads reading different rows
+ * column by column mostly hit different banks. */
+#define AG__PER_ROW (AG__PER_FAN + 1)
 
 __device__ __forceinline__ int64_t ag_per_index(const void *idx, ag_dtype dt, int64_t j) {
   return dt == AG_I32 ? (int64_t)((const int32_t *)idx)[j] : ((const int64_t *)idx)[j];
 }
 
-__device__ __forceinline__ uint32_t ag_per_hash(uint32_t key) {
-  return (key * 2654435761u) >> (32 - AG__PER_HASH_BITS);
-}
+/* Node i of a level in shared memory: row i / 16, column i % 16. */
+__device__ __forceinline__ int ag_per_pad(uint32_t i) { return (int)(i + (i >> 4)); }
 
-/* Adds key to a level's table; true for the one thread that added it first. */
-__device__ __forceinline__ bool ag_per_claim(uint32_t *tab, uint32_t key, uint32_t *slot) {
-  for (uint32_t h = ag_per_hash(key);; h = (h + 1) & (AG__PER_HASH - 1)) {
-    uint32_t old = atomicCAS(&tab[h], AG__PER_EMPTY, key);
-    if (old == AG__PER_EMPTY || old == key) {
-      *slot = h;
-      return old == AG__PER_EMPTY;
-    }
-  }
-}
-
-/* The shared memory of PER_SET: the tables while the leaves are claimed, then
- * the children of each thread's node, a row a thread (17 doubles, so that a
- * half-warp reading its rows column by column hits 16 different bank pairs). */
-union ag_per_set_smem {
-  struct {
-    uint32_t key[AG__PER_MAX_DEPTH * AG__PER_HASH];
-    int last[AG__PER_HASH]; /* per leaf slot: the last thread that sets it */
-  } h;
-  double row[AG__PER_BLOCK][AG__PER_FAN + 1];
-};
-
-/* A pass takes a leaf a thread (j0 + t). Thread t claims its leaf and the
- * leaf's ancestor at every level in that level's table: the first claimant
- * of a node recomputes it, so each distinct node is summed once; the last
- * thread naming a leaf writes it (as the CPU's pass in order does). Then the
- * levels, bottom up, a barrier each: the 16 lanes of a half-warp load the 16
- * children of each of their threads' nodes (one coalesced 128-byte line
- * instead of 16 scattered loads a thread), through shared memory, and each
- * owner sums its row in ag__per_sum16's order, bit for bit the CPU's tree. */
+/* PER_SET over passes of 256 leaves in order (a leaf a thread, j0 + t), one
+ * block; a pass is a short chain of latencies rather than of work:
+ * - the index and the priority load together; the power (ag__per_pow)
+ *   waits only on the priority;
+ * - the last thread naming a leaf writes it (as the CPU's pass in order
+ *   does): within a warp the highest lane of those naming it (match), across
+ *   warps by order, warp 0 first, a barrier between warps (a store ordered
+ *   after another one to the same place by a barrier lands after it);
+ * - then the levels bottom up, one barrier each. Every thread with a valid
+ *   leaf sums its ancestor of the level, whether or not another thread
+ *   shares it: sharers read the same 16 children after the same barrier and
+ *   write the same bits, so no thread needs to know who else shares a node.
+ *   Levels 2 and below read their children from global memory, the 16
+ *   lanes of a half-warp loading the 16 children of each of their threads'
+ *   nodes (one coalesced 128-byte line a node) and passing them through
+ *   shared memory; levels 0 and 1 are copies in shared memory (loaded once,
+ *   written through), so that the last sums wait on no global load;
+ * - the root is summed once, after the last pass.
+ * A node is summed in ag__per_sum16's order everywhere: bit for bit the
+ * CPU's tree from the same leaves. */
 __global__ void __launch_bounds__(AG__PER_BLOCK) ag_per_set_kernel(ag__per_set_args a) {
   ag__pdl_wait();
-  __shared__ union ag_per_set_smem sm;
-  const int t = (int)threadIdx.x, lane = t & 31, c = lane & 15, depth = a.depth;
-  double *leaves = a.tree + ag__per_offset(depth - 1);
+  /* the children of each thread's node, a row a thread (17 doubles, so that
+   * a half-warp reading its rows column by column hits 16 bank pairs) */
+  __shared__ double row[AG__PER_BLOCK][AG__PER_ROW];
+  __shared__ double top0[AG__PER_FAN], top1[AG__PER_FAN * AG__PER_ROW];
+  const int t = (int)threadIdx.x, lane = t & 31, warp = t >> 5, c = lane & 15, base = t & ~15;
+  const int depth = a.depth;
+  /* the levels kept in shared memory: 0 .. top-1 (for depths 1 and 2 the
+   * leaves are among them) */
+  const int top = depth < 2 ? depth : 2;
+  const int64_t leaf_off = ag__per_offset(depth - 1);
+  double *leaves = a.tree + leaf_off;
+  /* levels 0 and 1, a node a thread, held in registers until the first
+   * pass has its power: these loads overlap the pass's own */
+  const double own0 = t < AG__PER_FAN ? a.tree[t] : 0.0, own1 = top > 1 ? a.tree[AG__PER_FAN + t] : 0.0;
   float pmax = 0.0f;
   for (int64_t j0 = 0; j0 < a.n; j0 += AG__PER_BLOCK) {
+    const int64_t j = j0 + t;
+    /* the priority does not wait for the index: a row j < n exists either way */
+    const int64_t li = j < a.n ? ag_per_index(a.idx, a.idx_dtype, j) : -1;
+    float p = j < a.n ? a.prio[j * a.prio_stride] : 1.0f;
+    p = p > 1e-12f ? p : 1e-12f;
+    const double v = ag__per_pow(p, a.alpha);
+    if (j0 == 0) {
+      if (t < AG__PER_FAN) top0[t] = own0;
+      if (top > 1) top1[ag_per_pad(t)] = own1;
+    }
     /* indices outside the table are skipped: a kernel cannot report them */
-    const int64_t li = j0 + t < a.n ? ag_per_index(a.idx, a.idx_dtype, j0 + t) : -1;
     const bool in = li >= 0 && li < a.cols;
-    uint32_t leaf = 0, own = 0, slot = 0; /* own: bit d = recomputes its node of level d */
-    double v = 0.0;
-    for (int i = t; i < depth * AG__PER_HASH; i += AG__PER_BLOCK) sm.h.key[i] = AG__PER_EMPTY;
-    for (int i = t; i < AG__PER_HASH; i += AG__PER_BLOCK) sm.h.last[i] = -1;
-    if (in) {
-      float p = a.prio[(j0 + t) * a.prio_stride];
-      p = p > 1e-12f ? p : 1e-12f;
-      pmax = fmaxf(pmax, p);
-      leaf = (uint32_t)li; /* < 2^31 columns */
-      v = pow((double)p, (double)a.alpha);
+    const uint32_t leaf = in ? (uint32_t)li : AG__PER_FULL; /* < 2^31 columns; invalid lanes match no leaf */
+    if (in) pmax = fmaxf(pmax, p);
+    /* every lane takes part in the match, valid or not; the highest lane
+     * naming a leaf is the warp's last */
+    const uint32_t same = __match_any_sync(AG__PER_FULL, leaf);
+    const bool last = in && 31 - __clz(same) == lane;
+    /* the previous pass's level 0 is summed (its rows of level 1 read), and
+     * the first pass's copies of levels 0 and 1 are in */
+    __syncthreads();
+#pragma unroll 1
+    for (int w = 0; w < AG__PER_WARPS; w++) {
+      if (warp == w && last) {
+        leaves[leaf] = v;
+        if (depth == 1) top0[leaf] = v;
+        else if (depth == 2) top1[ag_per_pad(leaf)] = v;
+      }
+      __syncthreads(); /* warp w's leaves land before warp w + 1's */
     }
-    __syncthreads(); /* the tables are empty (and the last pass's rows read) */
-    if (in) {
-      ag_per_claim(sm.h.key + (depth - 1) * AG__PER_HASH, leaf, &slot);
-      atomicMax(&sm.h.last[slot], t);
-      for (int d = depth - 2; d >= 0; d--) {
-        uint32_t s;
-        if (ag_per_claim(sm.h.key + d * AG__PER_HASH, leaf >> (4 * (depth - 1 - d)), &s)) own |= 1u << d;
+    /* levels depth-2 .. 1 from their children in global memory */
+    if (depth > 2) {
+      const uint32_t owners = (__ballot_sync(AG__PER_FULL, in) >> (lane & 16)) & 0xffffu;
+      uint32_t lf[16]; /* the leaves of this half-warp's threads */
+#pragma unroll
+      for (int r = 0; r < 16; r++) lf[r] = __shfl_sync(AG__PER_FULL, leaf, r, 16);
+      int64_t ch_off = leaf_off; /* first node of level d + 1 */
+      for (int d = depth - 2; d >= 1; d--) {
+        const int sh = 4 * (depth - 1 - d);
+        /* level d + 1 follows level d's 16^(d+1) nodes */
+        const int64_t off = ch_off - ((int64_t)1 << (4 * (d + 1)));
+        const double *ch = a.tree + ch_off + c;
+        double x[16];
+#pragma unroll
+        for (int r = 0; r < 16; r++) /* all loads in flight before the first use */
+          if ((owners >> r) & 1u) x[r] = ch[(int64_t)(lf[r] >> sh) * AG__PER_FAN];
+#pragma unroll
+        for (int r = 0; r < 16; r++)
+          if ((owners >> r) & 1u) row[base + r][c] = x[r];
+        __syncwarp();
+        if (in) {
+          const uint32_t node = leaf >> sh;
+          const double sum = ag__per_sum16(row[t]);
+          a.tree[off + node] = sum;
+          if (d == 1) top1[ag_per_pad(node)] = sum;
+        }
+        __syncthreads(); /* this level is written; the rows are read */
+        ch_off = off;
       }
     }
-    __syncthreads(); /* every claim is in */
-    if (in && sm.h.last[slot] == t) leaves[leaf] = v;
-    __syncthreads(); /* the leaves are written; the tables are dead (rows reuse them) */
-    for (int d = depth - 2; d >= 0; d--) {
-      const uint32_t node = leaf >> (4 * (depth - 1 - d));
-      const double *ch = a.tree + ag__per_offset(d + 1);
-      const uint32_t owners = (__ballot_sync(AG__PER_FULL, (own >> d) & 1u) >> (lane & 16)) & 0xffffu;
-      const int base = t & ~15; /* this half-warp's first thread */
-      double x[16];
-#pragma unroll
-      for (int r = 0; r < 16; r++) { /* all loads in flight before the first use */
-        const uint32_t nr = __shfl_sync(AG__PER_FULL, node, r, 16);
-        if ((owners >> r) & 1u) x[r] = ch[(int64_t)nr * AG__PER_FAN + c];
-      }
-#pragma unroll
-      for (int r = 0; r < 16; r++)
-        if ((owners >> r) & 1u) sm.row[base + r][c] = x[r];
-      __syncwarp();
-      if ((own >> d) & 1u) a.tree[ag__per_offset(d) + node] = ag__per_sum16(sm.row[t]);
-      __syncthreads(); /* this level is written; the rows are read */
+    /* level 0 from level 1 in shared memory */
+    if (depth > 1 && in) {
+      const uint32_t node = leaf >> (4 * (depth - 1));
+      const double sum = ag__per_sum16(top1 + node * AG__PER_ROW);
+      a.tree[node] = sum;
+      top0[node] = sum;
     }
-    if (t == 0) ag__per_recompute_root(a.tree, depth);
   }
+  if (a.n <= 0 && t < AG__PER_FAN) top0[t] = own0;
+  __syncthreads(); /* level 0 is final */
+  if (t == 0) a.tree[ag__per_offset(depth)] = ag__per_sum16(top0);
   /* state[0] = max(state[0], p): a warp's maximum, one atomic a warp
    * (non-negative floats order as their bits) */
   for (int o = 16; o > 0; o >>= 1) pmax = fmaxf(pmax, __shfl_xor_sync(AG__PER_FULL, pmax, o));
