@@ -144,6 +144,14 @@ static ag_dqn_config small_config(int double_dqn, int huber) {
   return c;
 }
 
+/* Hidden widths, batch and table size of a test network. */
+static void set_shape(ag_dqn_config *c, int64_t h0, int64_t h1, int64_t batch, int64_t buffer) {
+  c->hidden[0] = h0;
+  c->hidden[1] = h1;
+  c->batch_size = batch;
+  c->buffer_size = buffer;
+}
+
 /* The loss on a batch equals the DQN target computed on the host:
  * y = r + gamma (1 - terminated) max_a Q'(s', a) (Double: Q'(s', argmax Q(s', .))). */
 static void dqn_loss_matches_host_reference(void **state) {
@@ -208,19 +216,8 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
       ag_ctx *ctx = agt_ctx();
       ag_dqn_config cfg = small_config(variant == 1, variant != 2);
       int64_t od = 3, na = 2, n = 20;
-      if (shape == 1) {
-        cfg.hidden[0] = 300;
-        cfg.hidden[1] = 40;
-        cfg.batch_size = 45;
-        cfg.buffer_size = 200;
-        od = 5, na = 3, n = 150;
-      } else if (shape == 2) {
-        cfg.hidden[0] = 64;
-        cfg.hidden[1] = 32;
-        cfg.batch_size = 100;
-        cfg.buffer_size = 300;
-        od = 8, na = 4, n = 250;
-      }
+      if (shape == 1) set_shape(&cfg, 300, 40, 45, 200), od = 5, na = 3, n = 150;
+      if (shape == 2) set_shape(&cfg, 64, 32, 100, 300), od = 8, na = 4, n = 250;
       ag_dqn *d[2];
       for (int k = 0; k < 2; k++) {
         cfg.fused = 1 - k;
@@ -282,13 +279,7 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
     cfg.max_grad_norm = 0.0f;
     cfg.lr = 1e-2f;
     int64_t od = 3, na = 2, n = 40;
-    if (shape == 1) {
-      cfg.hidden[0] = 70;
-      cfg.hidden[1] = 33;
-      cfg.batch_size = 37;
-      cfg.buffer_size = 200;
-      od = 5, na = 3, n = 120;
-    }
+    if (shape == 1) set_shape(&cfg, 70, 33, 37, 200), od = 5, na = 3, n = 120;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
     assert_int_equal(ag_dqn_fused(d), 1);
