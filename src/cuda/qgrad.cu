@@ -13,7 +13,11 @@
  *   backward, a kernel per hidden layer below: d loss / d (W_i-1 A_i-1 +
  *     b_i-1) from the layer above through W_i and the ReLU mask;
  *   the gradient of every layer's [W | b]: the sum over the batch of delta x
- *     input, in 64 x 32 tiles; its block 0 also adds up the partial losses.
+ *     input, in 32 x 32 tiles; its block 0 also adds up the partial losses;
+ *     with a->opt, the optimizer's step for each value as soon as it is made.
+ * The tile kernels bring their operands through rings of asynchronous
+ * copies into shared memory, a few passes ahead of the sums, so that a
+ * kernel waits on memory about once rather than once a pass.
  * Intermediate values live in the scratch (a->ws), column-major [features,
  * B] as on the CPU. Every sum runs in a fixed order, so a replay gives the
  * same bits.
@@ -375,13 +379,6 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
     }
 }
 
-/* [gW | gb] of layer i, a 32 x 32 tile (outputs j0.., inputs k0..; input
- * k = sizes[i] is the bias): the sum over the batch of D_i [j, b] x
- * A_i [k, b], in chunks of 32 transitions summed in order. The chunks come
- * through a ring of QG_GS stages in shared memory, copied asynchronously
- * QG_GS - 1 chunks ahead of the one being summed: the loads of a block
- * overlap instead of following each other. Thread (lane, w): output j0 +
- * lane for inputs k0 + 4 w .. + 3. */
 /* The optimizer step of AG__K_QGRAD's opt, for the gradient kernel. */
 typedef struct qg_opt {
   int on, sgd;
@@ -390,6 +387,15 @@ typedef struct qg_opt {
   float *m[2 * AG__QG_MAX_LAYERS], *v[2 * AG__QG_MAX_LAYERS];
 } qg_opt;
 
+/* [gW | gb] of layer i, a 32 x 32 tile (outputs j0.., inputs k0..; input
+ * k = sizes[i] is the bias): the sum over the batch of D_i [j, b] x
+ * A_i [k, b], in chunks of 32 transitions summed in order. The chunks come
+ * through a ring of QG_GS stages in shared memory, copied asynchronously
+ * QG_GS - 1 chunks ahead of the one being summed: the loads of a block
+ * overlap instead of following each other. Thread (lane, w): output j0 +
+ * lane for inputs k0 + 4 w .. + 3. With o.on, each value is final once
+ * summed: the optimizer's step for it follows at once (the step's values
+ * from the scratch, qg_prep). */
 __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
   ag__pdl_wait();
   __shared__ __align__(16) float Ds[QG_GS][32][32];
