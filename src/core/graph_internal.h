@@ -41,7 +41,7 @@ struct ag_rng;
 uint64_t ag__rng_seed(const struct ag_rng *r);
 ag_status ag__rng_counter(struct ag_rng *r, void **ptr);
 
-/* An optimizer whose whole step is one AG__K_ADAM launch with its
+/* An Adam optimizer whose whole step is one AG__K_ADAM launch with its
  * preparation and no gradient norm (no clipping): a kernel that makes the
  * gradients can apply the step itself (AG__K_QGRAD's opt). */
 struct ag_optim;

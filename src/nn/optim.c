@@ -127,7 +127,10 @@ static ag_status fill_args(ag_optim *o, int k0, ag__adam_args *a) {
   return AG_OK;
 }
 
-int ag__optim_fusable(const ag_optim *o) { return o && o->n <= AG__MT_MAX && !(o->cfg.max_grad_norm > 0.0f); }
+/* Adam only: the DQN, the one caller, makes Adam; SGD keeps its own launch. */
+int ag__optim_fusable(const ag_optim *o) {
+  return o && !o->sgd && o->n <= AG__MT_MAX && !(o->cfg.max_grad_norm > 0.0f);
+}
 
 ag_status ag__optim_step_args(ag_optim *o, ag__adam_args *a) {
   if (!ag__optim_fusable(o)) return ag__fail(AG_ERR_STATE, "ag_optim: this step is not one launch");
