@@ -206,18 +206,22 @@ static void dqn_loss_matches_host_reference(void **state) {
  * the same sampled batch: two DQNs of one seed, fused and not, trained side
  * by side. Shapes: a small net with a batch under one tile, and one whose
  * layers are wider than a block's threads with a batch of 45 (tiles and
- * gradient chunks with a remainder), and one whose sizes are multiples of 4
+ * gradient chunks with a remainder), one whose sizes are multiples of 4
  * with a batch of 100 (the GPU's 16-byte copies, several chunks and a
- * partial one); each with max / double DQN targets and Huber / MSE losses. */
+ * partial one), and one whose widths are not (70, 33: the GPU's copies of
+ * single floats, the bias's input inside a copy) with 10 actions (the
+ * output layer in two groups of actions); each with max / double DQN
+ * targets and Huber / MSE losses. */
 static void dqn_fused_update_matches_composed_ops(void **state) {
   (void)state;
-  for (int shape = 0; shape < 3; shape++)
+  for (int shape = 0; shape < 4; shape++)
     for (int variant = 0; variant < 3; variant++) {
       ag_ctx *ctx = agt_ctx();
       ag_dqn_config cfg = small_config(variant == 1, variant != 2);
       int64_t od = 3, na = 2, n = 20;
       if (shape == 1) set_shape(&cfg, 300, 40, 45, 200), od = 5, na = 3, n = 150;
       if (shape == 2) set_shape(&cfg, 64, 32, 100, 300), od = 8, na = 4, n = 250;
+      if (shape == 3) set_shape(&cfg, 70, 33, 37, 200), od = 5, na = 10, n = 120;
       ag_dqn *d[2];
       for (int k = 0; k < 2; k++) {
         cfg.fused = 1 - k;

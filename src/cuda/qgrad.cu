@@ -15,9 +15,11 @@
  *   the gradient of every layer's [W | b]: the sum over the batch of delta x
  *     input, in 32 x 32 tiles; its block 0 also adds up the partial losses;
  *     with a->opt, the optimizer's step for each value as soon as it is made.
- * The tile kernels bring their operands through rings of asynchronous
+ * The forward, backward and gradient kernels are one tile product (qg_mm)
+ * on different operands: each brings them through a ring of asynchronous
  * copies into shared memory, a few passes ahead of the sums, so that a
- * kernel waits on memory about once rather than once a pass.
+ * kernel waits on memory about once rather than once a pass, and sums a
+ * 4 x 4 block of outputs a thread from float4 loads.
  * Intermediate values live in the scratch (a->ws), column-major [features,
  * B] as on the CPU. Every sum runs in a fixed order, so a replay gives the
  * same bits.
@@ -30,7 +32,6 @@
 
 #define QG_THREADS 256
 #define QG_T AG__QG_TILE
-#define QG_KC 32 /* inputs (or outputs, backward) a tile reads per pass */
 #define QG_GS 4  /* stages of the rings in shared memory */
 
 typedef struct qg_ptrs {
@@ -40,7 +41,7 @@ typedef struct qg_ptrs {
   float *part;                   /* a partial loss per tile */
   float *opt;                    /* the optimizer step's values (qg_prep) */
   int first[AG__QG_MAX_LAYERS + 1]; /* gradient kernel: first block of each layer */
-  int vec[AG__QG_MAX_LAYERS];       /* gradient kernel: D_i, A_i as 16-byte copies (sizes % 4 == 0, aligned) */
+  int vecd[AG__QG_MAX_LAYERS], veca[AG__QG_MAX_LAYERS], vecw[AG__QG_MAX_LAYERS]; /* D_i, A_i, W_i as 16-byte copies (qg_op's vec) */
 } qg_ptrs;
 
 /* Where a layer reads its input: a [K, B] block, or the table by index. */
@@ -69,29 +70,157 @@ __device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s,
   return a.table[c * a.rows + s.row0 + k] * a.scale;
 }
 
-/* acc[r] += sum over the first m rows of W[.][tx] X[.][4 ty + r]: a
- * thread's 4 outputs of a 32 x 32 tile, from a pass in shared memory. */
-template <int WL>
-__device__ __forceinline__ void qg_tile_step(const float (*W)[WL], const float (*X)[36], int i, int tx, int ty,
-                                             float acc[4]) {
-  const float w = W[i][tx];
-  const float4 x = *reinterpret_cast<const float4 *>(&X[i][ty * 4]);
-  acc[0] += w * x.x;
-  acc[1] += w * x.y;
-  acc[2] += w * x.z;
-  acc[3] += w * x.w;
-}
+/* ---- the tile product the forward, backward and gradient kernels share ----
+ * C [m0 + m, n0 + n] = sum over r of A (m, r) B (n, r), m, n < 32, by a
+ * block of QG_THREADS threads. Each operand comes 32 x 32 a pass through a
+ * ring of QG_GS stages in shared memory, QG_GS - 1 passes ahead of the one
+ * being summed, a copy of four floats a thread a pass. In a stage an
+ * operand's rows are 32 floats of memory order (QG_P apart, so that a
+ * column read by 8 lanes hits 8 different banks): rows of r when it is
+ * stored with m along memory, rows of m when r runs along memory (kmaj).
+ * The block's four groups of 64 threads each take every fourth run of 4 r
+ * of a pass; a thread sums a 4 x 4 block of C from 4 float4 loads of each
+ * operand (m = 4 tm + q along memory, tm + 8 q in a kmaj operand; n alike),
+ * and the four groups' sums are added through shared memory in group
+ * order: every sum in a fixed order. */
+#define QG_P 36
+#define QG_STAGE (32 * QG_P)
+#define QG_SMEM (2 * QG_GS * QG_STAGE)
+static_assert(QG_THREADS == 256, "four groups of 64 threads a tile");
 
-template <int WL>
-__device__ __forceinline__ void qg_tile_sum(const float (*W)[WL], const float (*X)[36], int m, int tx, int ty,
-                                            float acc[4]) {
-  if (m == QG_KC) { /* a whole pass, unrolled: the shared-memory loads run ahead of the products */
+/* One operand: element (m, r) at p[r + m ld] (kmaj) or p[m + r ld]; with
+ * cols (kmaj, the table), row m is the table's column cols[m - m0] from
+ * row0 (ld: the table's rows). Past M or R, zeros; with bias (not kmaj),
+ * element (M, r < R) is 1, the bias's input. vec (never with cols): M (R
+ * when kmaj) and ld multiples of 4 and p aligned: four floats along memory
+ * are one 16-byte copy. */
+typedef struct qg_op {
+  const float *p;
+  int64_t ld, M, R;
+  int vec, bias;
+  int64_t row0;
+  const int64_t *cols;
+} qg_op;
+
+/* This thread's four floats of pass c into d (a stage's slot). base: the
+ * slot's row (kmaj, element (m, 0)) or column (element (m, 0)); rs: the
+ * slot's first r (kmaj) or its r within the pass. */
+template <bool KM>
+__device__ __forceinline__ void qg_feed(const qg_op &o, const float *base, bool mok, int64_t m, int rs, int c,
+                                        float *d) {
+  const int64_t r = (int64_t)c * 32 + rs;
+  if (KM) {
+    if (o.vec) {
+      const bool ok = mok && r < o.R;
+      __pipeline_memcpy_async(d, ok ? base + r : o.p, 4 * sizeof(float), ok ? 0 : 4 * sizeof(float));
+    } else {
 #pragma unroll
-    for (int i = 0; i < QG_KC; i++) qg_tile_step<WL>(W, X, i, tx, ty, acc);
+      for (int q = 0; q < 4; q++) {
+        const bool ok = mok && r + q < o.R;
+        __pipeline_memcpy_async(d + q, ok ? base + r + q : o.p, sizeof(float), ok ? 0 : sizeof(float));
+      }
+    }
   } else {
-    for (int i = 0; i < m; i++) qg_tile_step<WL>(W, X, i, tx, ty, acc);
+    const bool rok = r < o.R;
+    if (o.vec && !(o.bias && m == o.M)) {
+      const bool ok = rok && m < o.M;
+      __pipeline_memcpy_async(d, ok ? base + r * o.ld : o.p, 4 * sizeof(float), ok ? 0 : 4 * sizeof(float));
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const bool ok = rok && m + q < o.M;
+        if (o.bias && m + q == o.M) d[q] = rok ? 1.0f : 0.0f;
+        else __pipeline_memcpy_async(d + q, ok ? base + q + r * o.ld : o.p, sizeof(float), ok ? 0 : sizeof(float));
+      }
+    }
   }
 }
+
+/* v[q][s]: the operand's value at (its q-th m, r0 + s) for the thread's
+ * index u (tm or tn). */
+template <bool KM>
+__device__ __forceinline__ void qg_load4(const float *S, int r0, int u, float v[4][4]) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float4 x = *reinterpret_cast<const float4 *>(KM ? &S[(u + 8 * i) * QG_P + r0] : &S[(r0 + i) * QG_P + 4 * u]);
+    if (KM) {
+      v[i][0] = x.x, v[i][1] = x.y, v[i][2] = x.z, v[i][3] = x.w;
+    } else {
+      v[0][i] = x.x, v[1][i] = x.y, v[2][i] = x.z, v[3][i] = x.w;
+    }
+  }
+}
+
+/* The block's tile: out[s] = C [m0 + (t % 32), n0 + 4 (t / 32) + s] for
+ * thread t. after(c, stage) runs once a pass has landed, with the B
+ * operand's stage and before the ring moves on (the fwd kernel saves its
+ * gathered inputs there). sm: QG_SMEM floats of shared memory. */
+template <bool AK, bool BK, typename F>
+__device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B, int64_t m0, int64_t n0, float out[4],
+                                      F &&after) {
+  float *As = sm, *Bs = sm + QG_GS * QG_STAGE;
+  const int e = (int)threadIdx.x, g = e >> 6, tm = e & 7, tn = (e >> 3) & 7;
+  const int sa = e >> 3, sb = (e & 7) * 4, slot = sa * QG_P + sb;
+  /* this thread's slot: kmaj, row m0 + sa from r = sb; else column m0 + sb at r = sa */
+  const int64_t ma = AK ? m0 + sa : m0 + sb, mb = BK ? n0 + sa : n0 + sb;
+  const bool oka = ma < A.M, okb = mb < B.M;
+  const float *pa = AK ? (A.cols ? A.p + A.cols[sa] * A.ld + A.row0 : A.p + (oka ? ma : 0) * A.ld) : A.p + (oka ? ma : 0);
+  const float *pb = BK ? (B.cols ? B.p + B.cols[sa] * B.ld + B.row0 : B.p + (okb ? mb : 0) * B.ld) : B.p + (okb ? mb : 0);
+  const int passes = (int)((A.R + 31) / 32);
+  auto issue = [&](int c) {
+    if (c < passes) {
+      const int st = (c % QG_GS) * QG_STAGE + slot;
+      qg_feed<AK>(A, pa, oka, ma, AK ? sb : sa, c, As + st);
+      qg_feed<BK>(B, pb, okb, mb, BK ? sb : sa, c, Bs + st);
+    }
+    __pipeline_commit();
+  };
+  float acc[4][4];
+#pragma unroll
+  for (int q = 0; q < 4; q++)
+#pragma unroll
+    for (int s = 0; s < 4; s++) acc[q][s] = 0.0f;
+  for (int c = 0; c < QG_GS - 1; c++) issue(c);
+  for (int c = 0; c < passes; c++) {
+    __pipeline_wait_prior(QG_GS - 2); /* pass c has landed (this thread's copies) */
+    after(c, Bs + (c % QG_GS) * QG_STAGE + slot);
+    __syncthreads(); /* every thread's; stage (c - 1) % QG_GS is summed */
+    issue(c + QG_GS - 1);
+    const float *as = As + (c % QG_GS) * QG_STAGE, *bs = Bs + (c % QG_GS) * QG_STAGE;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float a[4][4], b[4][4];
+      qg_load4<AK>(as, 4 * g + 16 * h, tm, a);
+      qg_load4<BK>(bs, 4 * g + 16 * h, tn, b);
+#pragma unroll
+      for (int s = 0; s < 4; s++)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+#pragma unroll
+          for (int u = 0; u < 4; u++) acc[q][u] += a[q][s] * b[u][s];
+    }
+  }
+  __pipeline_wait_prior(0);
+  __syncthreads(); /* the ring is free: the groups' sums go through it */
+  float *red = sm; /* [4][32][33] */
+#pragma unroll
+  for (int q = 0; q < 4; q++)
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      red[g * 1056 + (AK ? tm + 8 * q : 4 * tm + q) * 33 + (BK ? tn + 8 * u : 4 * tn + u)] = acc[q][u];
+  __syncthreads();
+  const int ox = e & 31, oy = e >> 5;
+#pragma unroll
+  for (int s = 0; s < 4; s++) {
+    const int o = ox * 33 + 4 * oy + s;
+    out[s] = ((red[o] + red[1056 + o]) + red[2112 + o]) + red[3168 + o];
+  }
+}
+
+/* qg_mm's after() for a kernel that needs none */
+struct qg_nothing {
+  __device__ void operator()(int, const float *) const {}
+};
 
 /* The optimizer's step values (t, bias corrections, clip coefficient 1)
  * without a barrier over the grid: the first kernel of the call reads the
@@ -125,91 +254,50 @@ typedef struct qg_fwd {
   const float *W[3], *bias[3];
   float *out[3];
   float *save; /* part 0's gathered input goes here too (A_0), or NULL */
-  int vec_w;   /* W's tile rows as 16-byte copies (n % 4 == 0, W aligned) */
+  int vec_w, vec_x; /* W, the inputs as 16-byte copies (qg_op's vec) */
   qg_prep prep;
 } qg_fwd;
 
 /* out = relu(W in + bias) for a 32 x 32 tile (outputs j0.., transitions b0..)
- * of part blockIdx.z. Thread (tx, ty): output j0 + tx for transitions
- * b0 + 4 ty .. + 3. The inputs come QG_KC at a time through a ring of QG_GS
- * stages in shared memory, copied asynchronously QG_GS - 1 passes ahead of
- * the pass being summed; a gathered input is the table's value, scaled
+ * of part blockIdx.z, as the tile product of W (j along memory) and the
+ * inputs (k along memory); a gathered input is the table's value, scaled
  * once in the sum (and in the saved copy). */
 __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg_fwd f) {
   ag__pdl_wait();
   qg_prep_run(f.prep);
-  __shared__ __align__(16) float Ws[QG_GS][QG_KC][32];
-  __shared__ __align__(16) float Xs[QG_GS][QG_KC][36];
+  __shared__ __align__(16) float sm[QG_SMEM];
   __shared__ int64_t cols[32];
-  const int part = blockIdx.z, tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int part = blockIdx.z;
   const int64_t j0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, n = f.n, K = f.K, B = a.B;
-  const float *W = f.W[part];
   const qg_src in = f.in[part];
-  const bool save = part == 0 && f.save && blockIdx.x == 0;
   if (in.gather) {
     if (threadIdx.x < 32) cols[threadIdx.x] = b0 + threadIdx.x < B ? qg_col(a, b0 + threadIdx.x) : 0;
     __syncthreads();
   }
-  const int passes = (int)((K + QG_KC - 1) / QG_KC);
-  auto issue = [&](int c) {
-    if (c < passes) {
-      const int st = c % QG_GS;
-      const int64_t k0 = (int64_t)c * QG_KC;
-      if (f.vec_w) { /* W [j + k n]: four along j a copy */
-#pragma unroll
-        for (int r = 0; r < QG_KC * 8 / QG_THREADS; r++) {
-          const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / 8, jj = (e % 8) * 4;
-          const int64_t k = k0 + kk, j = j0 + jj;
-          const bool ok = k < K && j < n;
-          __pipeline_memcpy_async(&Ws[st][kk][jj], ok ? W + j + k * n : W, 4 * sizeof(float), ok ? 0 : 4 * sizeof(float));
-        }
+  const qg_op W = {f.W[part], n, n, K, f.vec_w, 0, 0, NULL};
+  const qg_op X = in.gather ? qg_op{a.table, a.rows, B, K, f.vec_x, 0, in.row0, cols}
+                            : qg_op{in.p, K, B, K, f.vec_x, 0, 0, NULL};
+  const int64_t j = j0 + (threadIdx.x & 31);
+  const float bj = j < n ? f.bias[part][j] : 0.0f; /* loaded before the product, not after */
+  float v[4];
+  if (part == 0 && f.save && blockIdx.x == 0) { /* A_0 = the gathered inputs, scaled */
+    const int64_t b = b0 + (threadIdx.x >> 3);
+    qg_mm<false, true>(sm, W, X, j0, b0, v, [&](int c, const float *x) {
+      for (int q = 0; q < 4; q++) {
+        const int64_t k = (int64_t)c * 32 + (threadIdx.x & 7) * 4 + q;
+        if (b < B && k < K) f.save[k + b * K] = x[q] * a.scale;
       }
-#pragma unroll
-      for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
-        const int e = (int)threadIdx.x + r * QG_THREADS;
-        if (!f.vec_w) { /* W [j + k n]: along j */
-          const int kk = e / 32, jj = e % 32;
-          const int64_t k = k0 + kk, j = j0 + jj;
-          const bool ok = k < K && j < n;
-          __pipeline_memcpy_async(&Ws[st][kk][jj], ok ? W + j + k * n : W, sizeof(float), ok ? 0 : sizeof(float));
-        }
-        { /* X [k + b K] or the table: along k */
-          const int bb = e / QG_KC, kx = e % QG_KC;
-          const int64_t b = b0 + bb, k = k0 + kx;
-          const bool ok = b < B && k < K;
-          const float *src = !ok ? W : (in.gather ? a.table + cols[bb] * a.rows + in.row0 + k : in.p + k + b * K);
-          __pipeline_memcpy_async(&Xs[st][kx][bb], src, sizeof(float), ok ? 0 : sizeof(float));
-        }
-      }
-    }
-    __pipeline_commit();
-  };
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int c = 0; c < QG_GS - 1; c++) issue(c);
-  for (int c = 0; c < passes; c++) {
-    __pipeline_wait_prior(QG_GS - 2);
-    __syncthreads(); /* pass c has landed; stage (c - 1) % QG_GS is summed */
-    issue(c + QG_GS - 1);
-    const int st = c % QG_GS;
-    const int64_t k0 = (int64_t)c * QG_KC;
-    qg_tile_sum(Ws[st], Xs[st], K - k0 < QG_KC ? (int)(K - k0) : QG_KC, tx, ty, acc);
-    if (save) /* A_0 = the gathered inputs, scaled */
-#pragma unroll
-      for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
-        const int e = (int)threadIdx.x + r * QG_THREADS, bb = e / QG_KC, kx = e % QG_KC;
-        const int64_t b = b0 + bb, k = k0 + kx;
-        if (b < B && k < K) f.save[k + b * K] = Xs[st][kx][bb] * a.scale;
-      }
+    });
+  } else {
+    qg_mm<false, true>(sm, W, X, j0, b0, v, qg_nothing());
   }
   const float xs = in.gather ? a.scale : 1.0f;
-  const int64_t j = j0 + tx;
   if (j < n) {
-    const float bj = f.bias[part][j];
     for (int r = 0; r < 4; r++) {
-      const int64_t b = b0 + ty * 4 + r;
+      const int64_t b = b0 + (threadIdx.x >> 5) * 4 + r;
       if (b < B) {
-        const float v = acc[r] * xs + bj;
-        f.out[part][j + b * n] = v > 0.0f ? v : 0.0f;
+        const float v2 = v[r] * xs + bj;
+        f.out[part][j + b * n] = v2 > 0.0f ? v2 : 0.0f;
       }
     }
   }
@@ -260,12 +348,16 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
   if (o.in[0].gather) __syncthreads(); /* every part gathers or none does: the inputs need the columns */
   const float *W = o.W[part];
   const bool save = o.save && part == 0 && b < B;
+  /* one group of actions and one round of inputs (A <= 8, K <= 256): x and
+   * w keep every input and weight of part 0's transition for the backward
+   * below */
+  const bool one = A <= QG_OUT_AG && K <= 32 * QG_OUT_KR;
+  float x[QG_OUT_KR], w[QG_OUT_AG][QG_OUT_KR];
   for (int a0 = 0; a0 < A; a0 += QG_OUT_AG) {
     float s[QG_OUT_AG];
 #pragma unroll
     for (int c = 0; c < QG_OUT_AG; c++) s[c] = 0.0f;
     for (int64_t k0 = 0; k0 < K; k0 += 32 * QG_OUT_KR) {
-      float x[QG_OUT_KR], w[QG_OUT_AG][QG_OUT_KR];
 #pragma unroll
       for (int r = 0; r < QG_OUT_KR; r++) {
         const int64_t k = k0 + lane + 32 * r;
@@ -324,7 +416,18 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
   }
   /* D_L-2 [k, b] = (A_L-1 [k, b] > 0) ? sum_c W_L-1 [c, k] dq [c, b] : 0,
    * where dq is g at the action taken and 0 elsewhere: W_L-1 [ai, k] g */
-  if (L >= 2 && part == 0 && b < B) {
+  if (L >= 2 && part == 0 && b < B && one) { /* A_L-1 is x, W_L-1 [ai, k] is w[ai][.]: no second trip */
+    const float g = grad[t];
+    const int ai = act[t];
+#pragma unroll
+    for (int r = 0; r < QG_OUT_KR; r++) {
+      const int64_t k = lane + 32 * r;
+      float wv = 0.0f;
+#pragma unroll
+      for (int c = 0; c < QG_OUT_AG; c++) wv = c == ai ? w[c][r] : wv;
+      if (k < K) p.dl[L - 2][k + b * K] = x[r] > 0.0f ? wv * g : 0.0f;
+    }
+  } else if (L >= 2 && part == 0 && b < B) {
     const float g = grad[t], *wa = a.w[L - 1] + act[t];
     for (int64_t k = lane; k < K; k += 32) {
       const float h = p.act[L - 1][k + b * K];
@@ -335,47 +438,27 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
 
 /* Backward through layer i (W_i [n, K]): D_i-1 [k, b] = (A_i [k, b] > 0) ?
  * sum_j W_i [j, k] D_i [j, b] : 0, a 32 x 32 tile (inputs k0.., transitions
- * b0..) a block, the outputs QG_KC at a time through the ring as in
- * qg_fwd_kernel. */
+ * b0..) a block, as the tile product of W_i and D_i (j along memory in
+ * both). */
 __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg_ptrs p, int i) {
   ag__pdl_wait();
-  __shared__ __align__(16) float Ws[QG_GS][QG_KC][33];
-  __shared__ __align__(16) float Ds[QG_GS][QG_KC][36];
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  __shared__ __align__(16) float sm[QG_SMEM];
   const int64_t n = a.sizes[i + 1], K = a.sizes[i], B = a.B;
   const int64_t k0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
-  const float *W = a.w[i], *D = p.dl[i];
-  const int passes = (int)((n + QG_KC - 1) / QG_KC);
-  auto issue = [&](int c) {
-    if (c < passes) {
-      const int st = c % QG_GS;
-      const int64_t j0 = (int64_t)c * QG_KC;
-#pragma unroll
-      for (int r = 0; r < QG_KC * 32 / QG_THREADS; r++) {
-        const int e = (int)threadIdx.x + r * QG_THREADS, kk = e / QG_KC, jj = e % QG_KC; /* along j */
-        const int64_t k = k0 + kk, j = j0 + jj, b = b0 + kk;
-        const bool okw = k < K && j < n, okd = b < B && j < n;
-        __pipeline_memcpy_async(&Ws[st][jj][kk], okw ? W + j + k * n : W, sizeof(float), okw ? 0 : sizeof(float));
-        __pipeline_memcpy_async(&Ds[st][jj][kk], okd ? D + j + b * n : D, sizeof(float), okd ? 0 : sizeof(float));
-      }
-    }
-    __pipeline_commit();
-  };
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int c = 0; c < QG_GS - 1; c++) issue(c);
-  for (int c = 0; c < passes; c++) {
-    __pipeline_wait_prior(QG_GS - 2);
-    __syncthreads();
-    issue(c + QG_GS - 1);
-    const int st = c % QG_GS;
-    const int64_t j0 = (int64_t)c * QG_KC;
-    qg_tile_sum(Ws[st], Ds[st], n - j0 < QG_KC ? (int)(n - j0) : QG_KC, tx, ty, acc);
+  const qg_op W = {a.w[i], n, K, n, p.vecw[i], 0, 0, NULL};
+  const qg_op D = {p.dl[i], n, B, n, p.vecd[i], 0, 0, NULL};
+  const int64_t k = k0 + (threadIdx.x & 31);
+  bool on[4]; /* the ReLU's mask, loaded before the product */
+  for (int r = 0; r < 4; r++) {
+    const int64_t b = b0 + (threadIdx.x >> 5) * 4 + r;
+    on[r] = k < K && b < B && p.act[i][k + b * K] > 0.0f;
   }
-  const int64_t k = k0 + tx;
+  float v[4];
+  qg_mm<true, true>(sm, W, D, k0, b0, v, qg_nothing());
   if (k < K)
     for (int r = 0; r < 4; r++) {
-      const int64_t b = b0 + ty * 4 + r;
-      if (b < B) p.dl[i - 1][k + b * K] = p.act[i][k + b * K] > 0.0f ? acc[r] : 0.0f;
+      const int64_t b = b0 + (threadIdx.x >> 5) * 4 + r;
+      if (b < B) p.dl[i - 1][k + b * K] = on[r] ? v[r] : 0.0f;
     }
 }
 
@@ -389,58 +472,20 @@ typedef struct qg_opt {
 
 /* [gW | gb] of layer i, a 32 x 32 tile (outputs j0.., inputs k0..; input
  * k = sizes[i] is the bias): the sum over the batch of D_i [j, b] x
- * A_i [k, b], in chunks of 32 transitions summed in order. The chunks come
- * through a ring of QG_GS stages in shared memory, copied asynchronously
- * QG_GS - 1 chunks ahead of the one being summed: the loads of a block
- * overlap instead of following each other. Thread (lane, w): output j0 +
- * lane for inputs k0 + 4 w .. + 3. With o.on, each value is final once
+ * A_i [k, b], as the tile product of D_i (j along memory) and A_i (k along
+ * memory, with the bias's 1 at k = sizes[i]). Thread (lane, w): output
+ * j0 + lane for inputs k0 + 4 w .. + 3. With o.on, each value is final once
  * summed: the optimizer's step for it follows at once (the step's values
  * from the scratch, qg_prep). */
 __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
   ag__pdl_wait();
-  __shared__ __align__(16) float Ds[QG_GS][32][32];
-  __shared__ __align__(16) float As[QG_GS][32][32];
+  __shared__ __align__(16) float sm[QG_SMEM];
   int i = 0;
   while (i + 1 < a.L && p.first[i + 1] <= (int)blockIdx.x) i++;
   const int n = (int)a.sizes[i + 1], k = (int)a.sizes[i], tk = (k + 1 + 31) / 32;
   const int r = (int)blockIdx.x - p.first[i], j0 = (r / tk) * 32, k0 = (r % tk) * 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const float *D = p.dl[i], *X = p.act[i];
   const int64_t B = a.B;
-  const int chunks = (int)((B + 31) / 32);
-  /* chunk c into stage c % QG_GS (a commit group a chunk, empty past the end) */
-  const bool vec = p.vec[i];
-  auto issue = [&](int c) {
-    if (c < chunks && vec) { /* four along j (D) and along k (A) a copy */
-      const int st = c % QG_GS, bb = (int)threadIdx.x / 8, x = ((int)threadIdx.x % 8) * 4;
-      const int64_t b = (int64_t)c * 32 + bb;
-      const int j = j0 + x, kx = k0 + x;
-      const bool dj = b < B && j < n;
-      __pipeline_memcpy_async(&Ds[st][bb][x], dj ? D + b * n + j : D, 4 * sizeof(float), dj ? 0 : 4 * sizeof(float));
-      if (b < B && kx < k) {
-        __pipeline_memcpy_async(&As[st][bb][x], X + b * k + kx, 4 * sizeof(float));
-      } else { /* past the inputs: the bias's 1 at k, zeros after */
-        As[st][bb][x] = b < B && kx == k ? 1.0f : 0.0f;
-        As[st][bb][x + 1] = As[st][bb][x + 2] = As[st][bb][x + 3] = 0.0f;
-      }
-    } else if (c < chunks) {
-      const int st = c % QG_GS;
-      const int64_t bb0 = (int64_t)c * 32;
-#pragma unroll
-      for (int q = 0; q < 4; q++) {
-        const int e = (int)threadIdx.x + q * QG_THREADS, bb = e / 32, x = e % 32;
-        const int64_t b = bb0 + bb;
-        const int j = j0 + x, kx = k0 + x;
-        const bool dj = b < B && j < n;
-        __pipeline_memcpy_async(&Ds[st][bb][x], dj ? D + b * n + j : D, sizeof(float), dj ? 0 : sizeof(float));
-        if (b < B && kx < k) __pipeline_memcpy_async(&As[st][bb][x], X + b * k + kx, sizeof(float));
-        else As[st][bb][x] = b < B && kx == k ? 1.0f : 0.0f;
-      }
-    }
-    __pipeline_commit();
-  };
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int c = 0; c < QG_GS - 1; c++) issue(c);
   /* with the optimizer's step: this thread's parameters and moments, early */
   const int j = j0 + lane;
   float pr[4], mr[4], vr[4];
@@ -454,24 +499,13 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
     mr[q] = on && !o.sgd ? o.m[t][e] : 0.0f;
     vr[q] = on && !o.sgd ? o.v[t][e] : 0.0f;
   }
-  for (int c = 0; c < chunks; c++) {
-    __pipeline_wait_prior(QG_GS - 2); /* chunk c has landed (this thread's part) */
-    __syncthreads();                  /* every thread's part; stage (c - 1) % QG_GS is summed */
-    issue(c + QG_GS - 1);
-    const int st = c % QG_GS;
-#pragma unroll
-    for (int bb = 0; bb < 32; bb++) {
-      const float d = Ds[st][bb][lane];
-      const float4 x = *reinterpret_cast<const float4 *>(&As[st][bb][w * 4]);
-      acc[0] += d * x.x;
-      acc[1] += d * x.y;
-      acc[2] += d * x.z;
-      acc[3] += d * x.w;
-    }
-  }
+  const qg_op D = {p.dl[i], n, n, B, p.vecd[i], 0, 0, NULL};
+  const qg_op X = {p.act[i], k, k, B, p.veca[i], 1, 0, NULL};
   float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f}; /* the step's t, bias corrections, clip coefficient (1: no clipping) */
   if (o.on)
     for (int q = 0; q < 3; q++) pv[q] = p.opt[q];
+  float acc[4];
+  qg_mm<false, false>(sm, D, X, j0, k0, acc, qg_nothing());
   if (j < n)
     for (int q = 0; q < 4; q++) {
       const int kx = k0 + w * 4 + q;
@@ -539,7 +573,9 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   int blocks = 0;
   for (int i = 0; i < L; i++) {
     p.first[i] = blocks;
-    p.vec[i] = a->sizes[i + 1] % 4 == 0 && a->sizes[i] % 4 == 0 && ((uintptr_t)p.dl[i] | (uintptr_t)p.act[i]) % 16 == 0;
+    p.vecd[i] = a->sizes[i + 1] % 4 == 0 && (uintptr_t)p.dl[i] % 16 == 0;
+    p.veca[i] = a->sizes[i] % 4 == 0 && (uintptr_t)p.act[i] % 16 == 0;
+    p.vecw[i] = a->sizes[i + 1] % 4 == 0 && (uintptr_t)a->w[i] % 16 == 0;
     blocks += (int)(((a->sizes[i + 1] + 31) / 32) * ((a->sizes[i] + 1 + 31) / 32));
   }
   p.first[L] = blocks;
@@ -566,6 +602,8 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
       f.out[0] = p.act[i + 1], f.out[1] = p.tp[i & 1], f.out[2] = p.op[i & 1];
       f.save = i == 0 ? p.act[0] : NULL;
       f.vec_w = f.n % 4 == 0 && ((uintptr_t)a->w[i] | (uintptr_t)a->tw[i]) % 16 == 0;
+      f.vec_x = i > 0 && f.K % 4 == 0; /* the table's rows: a float at a time */
+      for (int q = 0; q < parts; q++) f.vec_x = f.vec_x && (uintptr_t)src[q].p % 16 == 0;
       f.prep = qg_prep{i == 0 && opt.on ? p.opt : NULL, opt.state, opt.b1, opt.b2, 1, 0};
       dim3 grid((unsigned)((f.n + 31) / 32), (unsigned)((B + 31) / 32), (unsigned)parts);
       e = ag__launch(qg_fwd_kernel, grid, QG_THREADS, 0, st->stream, *a, f);
