@@ -303,16 +303,69 @@ static ag_status k_axpby(const void *args) {
   return AG_OK;
 }
 
+/* Philox blocks b0 .. b0 + n - 1 of the stream `seed` into out: four
+ * blocks a vector where the processor has AVX2 (its 32 x 32 -> 64-bit
+ * multiplies), the same bits as ag__philox_block. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static int64_t philox_blocks_avx2(uint64_t seed, uint64_t b0, int64_t n,
+                                                                  ag__u32x4 *out) {
+  const __m256i m0 = _mm256_set1_epi64x(0xD2511F53u), m1 = _mm256_set1_epi64x(0xCD9E8D57u);
+  const __m256i lo = _mm256_set1_epi64x(0xFFFFFFFFu);
+  __m256i key0[10], key1[10];
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; r++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u)
+    key0[r] = _mm256_set1_epi64x(k0), key1[r] = _mm256_set1_epi64x(k1);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const uint64_t b = b0 + (uint64_t)j; /* the counter's words: lanes hold a 32-bit value each */
+    __m256i c0 = _mm256_and_si256(_mm256_set_epi64x((long long)(b + 3), (long long)(b + 2), (long long)(b + 1), (long long)b), lo);
+    __m256i c1 = _mm256_set_epi64x((long long)((b + 3) >> 32), (long long)((b + 2) >> 32), (long long)((b + 1) >> 32),
+                                   (long long)(b >> 32));
+    __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
+    for (int r = 0; r < 10; r++) {
+      const __m256i p0 = _mm256_mul_epu32(m0, c0), p1 = _mm256_mul_epu32(m1, c2);
+      c0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1), key0[r]);
+      c1 = _mm256_and_si256(p1, lo);
+      c2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3), key1[r]);
+      c3 = _mm256_and_si256(p0, lo);
+    }
+    uint64_t w[4][4];
+    _mm256_storeu_si256((__m256i *)w[0], c0), _mm256_storeu_si256((__m256i *)w[1], c1);
+    _mm256_storeu_si256((__m256i *)w[2], c2), _mm256_storeu_si256((__m256i *)w[3], c3);
+    for (int l = 0; l < 4; l++)
+      for (int q = 0; q < 4; q++) out[j + l].v[q] = (uint32_t)w[q][l];
+  }
+  return j;
+}
+#endif
+
+static void philox_blocks(uint64_t seed, uint64_t b0, int64_t n, ag__u32x4 *out) {
+  int64_t j = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) j = philox_blocks_avx2(seed, b0, n, out);
+#endif
+  for (; j < n; j++) out[j] = ag__philox_block(seed, b0 + (uint64_t)j);
+}
+
 static ag_status k_randint(const void *args) {
   const ag__randint_args *a = args;
   int64_t bound = a->bound_dev ? *a->bound_dev : a->bound_const;
-  uint64_t base = *a->counter;
-  ag__u32x4 blk = {{0, 0, 0, 0}};
-  for (int64_t i = 0; i < a->n; i++) {
-    uint64_t k = base + (uint64_t)i;
-    if (i == 0 || (k & 1) == 0) blk = ag__philox_block(a->seed, k >> 1); /* two draws a block */
-    uint64_t x = ag__philox_half(blk, (int)(k & 1));
-    put_arg(a->out, a->out_dtype, i, bound < 1 ? 0 : (int64_t)ag__scale_u64(x, (uint64_t)bound));
+  const uint64_t base = *a->counter, ub = bound < 1 ? 0 : (uint64_t)bound;
+  const int64_t n = a->n;
+  const ag_dtype dt = a->out_dtype; /* locals: the stores below cannot change them */
+  void *out = a->out;
+  enum { CHUNK = 64 }; /* blocks made at a time: two draws a block */
+  ag__u32x4 blk[CHUNK];
+  for (int64_t i0 = 0; i0 < n;) {
+    const uint64_t first = (base + (uint64_t)i0) >> 1, last = (base + (uint64_t)n - 1) >> 1;
+    philox_blocks(a->seed, first, last - first + 1 < CHUNK ? (int64_t)(last - first + 1) : CHUNK, blk);
+    for (; i0 < n; i0++) {
+      const uint64_t k = base + (uint64_t)i0;
+      if ((k >> 1) - first >= CHUNK) break;
+      put_arg(out, dt, i0, (int64_t)ag__scale_u64(ag__philox_half(blk[(k >> 1) - first], (int)(k & 1)), ub));
+    }
   }
   *a->counter = base + (uint64_t)a->n;
   return AG_OK;
