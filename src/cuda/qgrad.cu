@@ -30,7 +30,11 @@
 
 #include <cuda_pipeline.h>
 
-#define QG_THREADS 256
+#ifndef QG_THREADS
+#define QG_THREADS 512 /* a tile kernel's block: 8 groups of 64 (256: 4 groups) */
+#endif
+#define QG_GROUPS (QG_THREADS / 64)
+#define QG_OUT (1024 / QG_THREADS) /* outputs of a 32 x 32 tile a thread keeps */
 #define QG_T AG__QG_TILE
 #define QG_GS 4  /* stages of the rings in shared memory */
 
@@ -74,19 +78,20 @@ __device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s,
  * C [m0 + m, n0 + n] = sum over r of A (m, r) B (n, r), m, n < 32, by a
  * block of QG_THREADS threads. Each operand comes 32 x 32 a pass through a
  * ring of QG_GS stages in shared memory, QG_GS - 1 passes ahead of the one
- * being summed, a copy of four floats a thread a pass. In a stage an
+ * being summed, a copy of four floats a thread a pass and operand (512
+ * threads: the first half copies A, the second B). In a stage an
  * operand's rows are 32 floats of memory order (QG_P apart, so that a
  * column read by 8 lanes hits 8 different banks): rows of r when it is
  * stored with m along memory, rows of m when r runs along memory (kmaj).
- * The block's four groups of 64 threads each take every fourth run of 4 r
- * of a pass; a thread sums a 4 x 4 block of C from 4 float4 loads of each
- * operand (m = 4 tm + q along memory, tm + 8 q in a kmaj operand; n alike),
- * and the four groups' sums are added through shared memory in group
- * order: every sum in a fixed order. */
+ * The block's QG_GROUPS groups of 64 threads each take every QG_GROUPS-th
+ * run of 4 r of a pass; a thread sums a 4 x 4 block of C from 4 float4
+ * loads of each operand (m = 4 tm + q along memory, tm + 8 q in a kmaj
+ * operand; n alike), and the groups' sums are added through shared memory
+ * in group order: every sum in a fixed order. */
 #define QG_P 36
 #define QG_STAGE (32 * QG_P)
 #define QG_SMEM (2 * QG_GS * QG_STAGE)
-static_assert(QG_THREADS == 256, "four groups of 64 threads a tile");
+static_assert(QG_THREADS == 256 || QG_THREADS == 512, "4 or 8 groups of 64 threads a tile");
 
 /* One operand: element (m, r) at p[r + m ld] (kmaj) or p[m + r ld]; with
  * cols (kmaj, the table), row m is the table's column cols[m - m0] from
@@ -151,16 +156,18 @@ __device__ __forceinline__ void qg_load4(const float *S, int r0, int u, float v[
   }
 }
 
-/* The block's tile: out[s] = C [m0 + (t % 32), n0 + 4 (t / 32) + s] for
- * thread t. after(c, stage) runs once a pass has landed, with the B
- * operand's stage and before the ring moves on (the fwd kernel saves its
+/* The block's tile: out[s] = C [m0 + (t % 32), n0 + QG_OUT (t / 32) + s]
+ * for thread t. after(c, x, sa, sb) runs in the threads that copy B once
+ * their part of pass c has landed, before the ring moves on: x is their
+ * slot of B's stage, row sa from column sb (the fwd kernel saves its
  * gathered inputs there). sm: QG_SMEM floats of shared memory. */
 template <bool AK, bool BK, typename F>
-__device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B, int64_t m0, int64_t n0, float out[4],
-                                      F &&after) {
+__device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B, int64_t m0, int64_t n0,
+                                      float out[QG_OUT], F &&after) {
   float *As = sm, *Bs = sm + QG_GS * QG_STAGE;
   const int e = (int)threadIdx.x, g = e >> 6, tm = e & 7, tn = (e >> 3) & 7;
-  const int sa = e >> 3, sb = (e & 7) * 4, slot = sa * QG_P + sb;
+  const int sa = (e & 255) >> 3, sb = (e & 7) * 4, slot = sa * QG_P + sb;
+  const bool copy_a = QG_THREADS == 256 || e < 256, copy_b = QG_THREADS == 256 || e >= 256;
   /* this thread's slot: kmaj, row m0 + sa from r = sb; else column m0 + sb at r = sa */
   const int64_t ma = AK ? m0 + sa : m0 + sb, mb = BK ? n0 + sa : n0 + sb;
   const bool oka = ma < A.M, okb = mb < B.M;
@@ -170,8 +177,8 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
   auto issue = [&](int c) {
     if (c < passes) {
       const int st = (c % QG_GS) * QG_STAGE + slot;
-      qg_feed<AK>(A, pa, oka, ma, AK ? sb : sa, c, As + st);
-      qg_feed<BK>(B, pb, okb, mb, BK ? sb : sa, c, Bs + st);
+      if (copy_a) qg_feed<AK>(A, pa, oka, ma, AK ? sb : sa, c, As + st);
+      if (copy_b) qg_feed<BK>(B, pb, okb, mb, BK ? sb : sa, c, Bs + st);
     }
     __pipeline_commit();
   };
@@ -183,15 +190,15 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
   for (int c = 0; c < QG_GS - 1; c++) issue(c);
   for (int c = 0; c < passes; c++) {
     __pipeline_wait_prior(QG_GS - 2); /* pass c has landed (this thread's copies) */
-    after(c, Bs + (c % QG_GS) * QG_STAGE + slot);
+    if (copy_b) after(c, Bs + (c % QG_GS) * QG_STAGE + slot, sa, sb);
     __syncthreads(); /* every thread's; stage (c - 1) % QG_GS is summed */
     issue(c + QG_GS - 1);
     const float *as = As + (c % QG_GS) * QG_STAGE, *bs = Bs + (c % QG_GS) * QG_STAGE;
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 8 / QG_GROUPS; h++) {
       float a[4][4], b[4][4];
-      qg_load4<AK>(as, 4 * g + 16 * h, tm, a);
-      qg_load4<BK>(bs, 4 * g + 16 * h, tn, b);
+      qg_load4<AK>(as, 4 * (g + QG_GROUPS * h), tm, a);
+      qg_load4<BK>(bs, 4 * (g + QG_GROUPS * h), tn, b);
 #pragma unroll
       for (int s = 0; s < 4; s++)
 #pragma unroll
@@ -202,7 +209,7 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
   }
   __pipeline_wait_prior(0);
   __syncthreads(); /* the ring is free: the groups' sums go through it */
-  float *red = sm; /* [4][32][33] */
+  float *red = sm; /* [QG_GROUPS][32][33] */
 #pragma unroll
   for (int q = 0; q < 4; q++)
 #pragma unroll
@@ -211,15 +218,18 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
   __syncthreads();
   const int ox = e & 31, oy = e >> 5;
 #pragma unroll
-  for (int s = 0; s < 4; s++) {
-    const int o = ox * 33 + 4 * oy + s;
-    out[s] = ((red[o] + red[1056 + o]) + red[2112 + o]) + red[3168 + o];
+  for (int s = 0; s < QG_OUT; s++) {
+    const int o = ox * 33 + QG_OUT * oy + s;
+    float v = red[o];
+#pragma unroll
+    for (int h = 1; h < QG_GROUPS; h++) v += red[h * 1056 + o];
+    out[s] = v;
   }
 }
 
 /* qg_mm's after() for a kernel that needs none */
 struct qg_nothing {
-  __device__ void operator()(int, const float *) const {}
+  __device__ void operator()(int, const float *, int, int) const {}
 };
 
 /* The optimizer's step values (t, bias corrections, clip coefficient 1)
@@ -279,12 +289,12 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
                             : qg_op{in.p, K, B, K, f.vec_x, 0, 0, NULL};
   const int64_t j = j0 + (threadIdx.x & 31);
   const float bj = j < n ? f.bias[part][j] : 0.0f; /* loaded before the product, not after */
-  float v[4];
+  float v[QG_OUT];
   if (part == 0 && f.save && blockIdx.x == 0) { /* A_0 = the gathered inputs, scaled */
-    const int64_t b = b0 + (threadIdx.x >> 3);
-    qg_mm<false, true>(sm, W, X, j0, b0, v, [&](int c, const float *x) {
+    qg_mm<false, true>(sm, W, X, j0, b0, v, [&](int c, const float *x, int sa, int sb) {
+      const int64_t b = b0 + sa;
       for (int q = 0; q < 4; q++) {
-        const int64_t k = (int64_t)c * 32 + (threadIdx.x & 7) * 4 + q;
+        const int64_t k = (int64_t)c * 32 + sb + q;
         if (b < B && k < K) f.save[k + b * K] = x[q] * a.scale;
       }
     });
@@ -293,8 +303,8 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
   }
   const float xs = in.gather ? a.scale : 1.0f;
   if (j < n) {
-    for (int r = 0; r < 4; r++) {
-      const int64_t b = b0 + (threadIdx.x >> 5) * 4 + r;
+    for (int r = 0; r < QG_OUT; r++) {
+      const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
       if (b < B) {
         const float v2 = v[r] * xs + bj;
         f.out[part][j + b * n] = v2 > 0.0f ? v2 : 0.0f;
@@ -448,16 +458,16 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
   const qg_op W = {a.w[i], n, K, n, p.vecw[i], 0, 0, NULL};
   const qg_op D = {p.dl[i], n, B, n, p.vecd[i], 0, 0, NULL};
   const int64_t k = k0 + (threadIdx.x & 31);
-  bool on[4]; /* the ReLU's mask, loaded before the product */
-  for (int r = 0; r < 4; r++) {
-    const int64_t b = b0 + (threadIdx.x >> 5) * 4 + r;
+  bool on[QG_OUT]; /* the ReLU's mask, loaded before the product */
+  for (int r = 0; r < QG_OUT; r++) {
+    const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
     on[r] = k < K && b < B && p.act[i][k + b * K] > 0.0f;
   }
-  float v[4];
+  float v[QG_OUT];
   qg_mm<true, true>(sm, W, D, k0, b0, v, qg_nothing());
   if (k < K)
-    for (int r = 0; r < 4; r++) {
-      const int64_t b = b0 + (threadIdx.x >> 5) * 4 + r;
+    for (int r = 0; r < QG_OUT; r++) {
+      const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
       if (b < B) p.dl[i - 1][k + b * K] = on[r] ? v[r] : 0.0f;
     }
 }
@@ -474,7 +484,7 @@ typedef struct qg_opt {
  * k = sizes[i] is the bias): the sum over the batch of D_i [j, b] x
  * A_i [k, b], as the tile product of D_i (j along memory) and A_i (k along
  * memory, with the bias's 1 at k = sizes[i]). Thread (lane, w): output
- * j0 + lane for inputs k0 + 4 w .. + 3. With o.on, each value is final once
+ * j0 + lane for inputs k0 + QG_OUT w ... With o.on, each value is final once
  * summed: the optimizer's step for it follows at once (the step's values
  * from the scratch, qg_prep). */
 __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
@@ -488,10 +498,10 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   const int64_t B = a.B;
   /* with the optimizer's step: this thread's parameters and moments, early */
   const int j = j0 + lane;
-  float pr[4], mr[4], vr[4];
+  float pr[QG_OUT], mr[QG_OUT], vr[QG_OUT];
 #pragma unroll
-  for (int q = 0; q < 4; q++) {
-    const int kx = k0 + w * 4 + q;
+  for (int q = 0; q < QG_OUT; q++) {
+    const int kx = k0 + w * QG_OUT + q;
     const bool on = o.on && j < n && kx <= k;
     const size_t e = kx < k ? j + (size_t)kx * n : (size_t)j;
     const int t = 2 * i + (kx < k ? 0 : 1);
@@ -504,11 +514,11 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f}; /* the step's t, bias corrections, clip coefficient (1: no clipping) */
   if (o.on)
     for (int q = 0; q < 3; q++) pv[q] = p.opt[q];
-  float acc[4];
+  float acc[QG_OUT];
   qg_mm<false, false>(sm, D, X, j0, k0, acc, qg_nothing());
   if (j < n)
-    for (int q = 0; q < 4; q++) {
-      const int kx = k0 + w * 4 + q;
+    for (int q = 0; q < QG_OUT; q++) {
+      const int kx = k0 + w * QG_OUT + q;
       if (kx > k) continue;
       const size_t e = kx < k ? j + (size_t)kx * n : (size_t)j;
       (kx < k ? a.gw[i] : a.gb[i])[e] = acc[q];
