@@ -10,6 +10,10 @@
 
 #include "agt.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 /* ---- the op table ---- */
 
 #define MAXIN 3
@@ -404,6 +408,44 @@ static void every_op_matches_reference_and_finite_differences(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* Subnormal floats: the CPU backend flushes them (results and inputs) while
+ * its kernels run and gives the caller's thread back its floating-point
+ * mode; the GPU keeps them, as IEEE arithmetic does. References: the same
+ * products and sums on the host, whose mode is IEEE's. */
+static void subnormals_flush_on_the_cpu_only(void **state) {
+  (void)state;
+#if defined(__x86_64__) || defined(__i386__)
+  const unsigned mode = _mm_getcsr();
+#endif
+  ag_ctx *ctx = agt_ctx();
+  const float a[3] = {1e-20f, 3e-20f, 2.0f}, b[3] = {1e-20f, 4e18f, 5.0f};
+  const float sub[4] = {1e-39f, 2e-39f, -5e-40f, 1e-39f};
+  volatile float host_prod = a[0] * b[0];
+  assert_true(host_prod != 0.0f && fabsf(host_prod) < 1.17549435e-38f); /* the host makes the subnormal */
+  ag_tensor *ta, *tb, *tp, *ts, *tsum;
+  agt_ok(ag_tensor_create(ctx, 3, 1, AG_F32, a, &ta));
+  agt_ok(ag_tensor_create(ctx, 3, 1, AG_F32, b, &tb));
+  agt_ok(ag_tensor_create(ctx, 4, 1, AG_F32, sub, &ts));
+  agt_ok(ag_mul(ta, tb, &tp));
+  agt_ok(ag_sum(ts, AG_AXIS_ALL, &tsum));
+  float p[3], sum;
+  agt_ok(ag_tensor_read(tp, p, sizeof p));
+  agt_ok(ag_tensor_read(tsum, &sum, sizeof sum));
+  volatile float host_sum = ((sub[0] + sub[1]) + sub[2]) + sub[3];
+  assert_true(p[1] == a[1] * b[1] && p[2] == 10.0f); /* normal results as they were */
+  if (agt_kind == AG_DEVICE_CPU) {
+    assert_true(p[0] == 0.0f); /* flushed result */
+    assert_true(sum == 0.0f);  /* subnormal inputs read as zero */
+  } else {
+    assert_true(p[0] == host_prod);
+    assert_true(fabsf(sum - host_sum) <= 1e-45f); /* any order of the sum: subnormals add exactly */
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  assert_int_equal(_mm_getcsr() & 0xFFC0u, mode & 0xFFC0u); /* the caller's mode (not its sticky flags) is back */
+#endif
+  ag_ctx_free(ctx);
+}
+
 /* argmax (first maximum on ties) against a host loop, both axes and dtypes */
 static void argmax_picks_the_first_maximum(void **state) {
   (void)state;
@@ -789,6 +831,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_matches_reference_and_finite_differences),
       cmocka_unit_test(argmax_picks_the_first_maximum),
+      cmocka_unit_test(subnormals_flush_on_the_cpu_only),
       cmocka_unit_test(td_target_matches_host_reference),
       cmocka_unit_test(gradients_accumulate_and_no_grad_stops_them),
       cmocka_unit_test(adam_two_steps_match_closed_form),
