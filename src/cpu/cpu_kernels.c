@@ -32,17 +32,19 @@ static inline int64_t gather_col(const ag__gather_args *a, int64_t j) {
   return c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
 }
 
-/* Asks for every cache line of bytes [p, p + n): a column that does not
- * start on a line boundary spans one line more than n / 64. */
+/* Asks for every cache line of bytes [p, p + n) to come into the L2
+ * cache (a column that does not start on a line boundary spans one line
+ * more than n / 64): misses bound for L2 are not held to the few the L1
+ * cache can have in flight, so more of them overlap. */
 static inline void prefetch_span(const char *p, size_t n) {
   const char *q = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = p + n;
-  for (; q < end; q += 64) __builtin_prefetch(q);
+  for (; q < end; q += 64) __builtin_prefetch(q, 0, 2);
 }
 
 static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
-  enum { AHEAD = 8 }; /* random columns: ask for them early so the misses overlap */
+  enum { AHEAD = 16 }; /* random columns: ask for them early so the misses overlap */
   for (int64_t j = 0; j < a->n && j < AHEAD; j++)
     prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
   for (int64_t j = 0; j < a->n; j++) {
