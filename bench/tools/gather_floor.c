@@ -1,0 +1,36 @@
+/* gather_floor.c — the floor of a CPU gather of 256 random transitions
+ * (168-byte columns of a 1M-column table, as agrl's mujoco rows), by
+ * prefetch hint (t0: into L1; t1, t2: into L2; nta) and distance in
+ * columns; l2first: the first columns into L2 up front, then 8 ahead into
+ * L1. Median and minimum of 1500 gathers, fresh random indices each.
+ * Build: cc -O2 -o gather_floor bench/tools/gather_floor.c */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <time.h>
+static double now(){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e9+t.tv_nsec;}
+static uint64_t x=88172645463325252ull; static uint64_t rnd(){x^=x<<13;x^=x>>7;x^=x<<17;return x;}
+#define ROWS 42
+static float *t; static float out[256*ROWS]; static int32_t idx[256];
+#define PF(hint) static void run_##hint(int ahead){ \
+  for(int j=0;j<256;j++){ \
+    if(j+ahead<256){const char*p=(const char*)(t+(size_t)idx[j+ahead]*ROWS); const char*q=(const char*)((uintptr_t)p&~63ull); for(;q<p+ROWS*4;q+=64)__builtin_prefetch(q,0,hint);} \
+    memcpy(out+j*ROWS,t+(size_t)idx[j]*ROWS,ROWS*4);}}
+PF(3) PF(2) PF(1) PF(0)
+static void run_first(int ahead){ /* prefetch the first `ahead` to L2 up front, then distance 8 to L1 */
+  for(int j=0;j<ahead&&j<256;j++){const char*p=(const char*)(t+(size_t)idx[j]*ROWS); const char*q=(const char*)((uintptr_t)p&~63ull); for(;q<p+ROWS*4;q+=64)__builtin_prefetch(q,0,2);}
+  run_3(8);
+}
+int main(){
+  int64_t cap=1000000;
+  t=aligned_alloc(64,cap*ROWS*4); for(int64_t i=0;i<cap*ROWS;i++) t[i]=(float)i;
+  struct {const char*name; void(*f)(int);} fs[]={{"t0",run_3},{"t1",run_2},{"t2",run_1},{"nta",run_0},{"l2first",run_first}};
+  int aheads[]={4,8,12,16,24,32,64};
+  for(int f=0;f<5;f++) for(int a=0;a<7;a++){
+    double v[1500]; double s=0;
+    for(int r=0;r<1500;r++){ for(int j=0;j<256;j++) idx[j]=rnd()%cap; double t0=now(); fs[f].f(aheads[a]); v[r]=now()-t0; s+=out[r%256]; }
+    for(int i=0;i<1500;i++)for(int j=i+1;j<1500;j++)if(v[j]<v[i]){double u=v[i];v[i]=v[j];v[j]=u;}
+    printf("%-8s ahead %2d: median %.2f us  min %.2f (%g)\n",fs[f].name,aheads[a],v[750]/1e3,v[0]/1e3,s>0?1.0:0.0);
+  }
+}
