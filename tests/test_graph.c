@@ -412,11 +412,27 @@ static void every_op_matches_reference_and_finite_differences(void **state) {
  * its kernels run and gives the caller's thread back its floating-point
  * mode; the GPU keeps them, as IEEE arithmetic does. References: the same
  * products and sums on the host, whose mode is IEEE's. */
+/* Whether this processor (or the emulator running the test: valgrind keeps
+ * IEEE subnormals whatever MXCSR says) flushes once the mode asks it to. */
+static int host_can_flush(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  const unsigned m = _mm_getcsr();
+  _mm_setcsr(m | 0x8040u);
+  volatile float a = 1e-20f, b = 1e-20f;
+  volatile float p = a * b;
+  _mm_setcsr(m);
+  return p == 0.0f;
+#else
+  return 0; /* the CPU backend flushes on x86 only */
+#endif
+}
+
 static void subnormals_flush_on_the_cpu_only(void **state) {
   (void)state;
 #if defined(__x86_64__) || defined(__i386__)
   const unsigned mode = _mm_getcsr();
 #endif
+  const int flushes = host_can_flush();
   ag_ctx *ctx = agt_ctx();
   const float a[3] = {1e-20f, 3e-20f, 2.0f}, b[3] = {1e-20f, 4e18f, 5.0f};
   const float sub[4] = {1e-39f, 2e-39f, -5e-40f, 1e-39f};
@@ -433,9 +449,11 @@ static void subnormals_flush_on_the_cpu_only(void **state) {
   agt_ok(ag_tensor_read(tsum, &sum, sizeof sum));
   volatile float host_sum = ((sub[0] + sub[1]) + sub[2]) + sub[3];
   assert_true(p[1] == a[1] * b[1] && p[2] == 10.0f); /* normal results as they were */
-  if (agt_kind == AG_DEVICE_CPU) {
+  if (agt_kind == AG_DEVICE_CPU && flushes) {
     assert_true(p[0] == 0.0f); /* flushed result */
     assert_true(sum == 0.0f);  /* subnormal inputs read as zero */
+  } else if (agt_kind == AG_DEVICE_CPU) {
+    print_message("this processor or emulator keeps subnormals: the CPU's flush is not checked\n");
   } else {
     assert_true(p[0] == host_prod);
     assert_true(fabsf(sum - host_sum) <= 1e-45f); /* any order of the sum: subnormals add exactly */

@@ -161,7 +161,9 @@ static ag_status cuda_copy(void *p, void *dst, const void *src, size_t bytes) {
 static ag_status cuda_sync(void *p) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   cudaError_t e = cudaStreamSynchronize(st->stream);
-  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: waiting for the stream");
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: waiting for the stream");
+  if (st->ring_open == 0) st->ring_count = 0; /* every staged copy is done: no event to ask */
+  return AG_OK;
 }
 
 static void *cuda_native_stream(void *p) { return ((ag__cuda_state *)p)->stream; }
