@@ -311,6 +311,19 @@ static void randint_draws_the_philox_stream_on_the_device(void **state) {
   for (int i = 0; i < 5; i++) assert_int_equal(vd[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1600 + (uint64_t)i), 1000));
   for (int i = 0; i < 77; i++) assert_int_equal(ve[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1605 + (uint64_t)i), 1000));
   for (int k = 0; k < 7; k++) assert_true(seen[k] > 100); /* about 143 each */
+  /* bounds about 2^32 (the CPU's vector draws take bounds below it, the rest
+   * go a block at a time) */
+  const int64_t edge[4] = {1, ((int64_t)1 << 32) - 1, (int64_t)1 << 32, 5000000000LL};
+  uint64_t at = 1682;
+  for (int q = 0; q < 4; q++) {
+    ag_tensor *f;
+    int64_t vf[45];
+    agt_ok(ag_randint(rng, edge[q], 45, AG_I64, &f));
+    agt_ok(ag_tensor_read(f, vf, sizeof vf));
+    for (int i = 0; i < 45; i++)
+      assert_int_equal(vf[i], (int64_t)ag__scale_u64(ag__philox_u64(99, at + (uint64_t)i), (uint64_t)edge[q]));
+    at += 45;
+  }
   agt_ok(ag_rng_set_counter(rng, 0));
   agt_ok(ag_randint(rng, 1000003, 300, AG_I64, &a));
   int64_t again[300];

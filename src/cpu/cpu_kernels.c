@@ -44,11 +44,15 @@ static inline void prefetch_span(const char *p, size_t n) {
 static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
-  enum { AHEAD = 16 }; /* random columns: ask for them early so the misses overlap */
-  for (int64_t j = 0; j < a->n && j < AHEAD; j++)
+  /* random columns: every line of the first AHEAD_BYTES of them is asked
+   * for at once (a burst of misses the memory serves together; a batch of
+   * small transitions fits whole), then one more column for each copied */
+  enum { AHEAD_BYTES = 96 << 10, AHEAD_MIN = 16 };
+  const int64_t ahead = col_bytes && AHEAD_BYTES / col_bytes > AHEAD_MIN ? (int64_t)(AHEAD_BYTES / col_bytes) : AHEAD_MIN;
+  for (int64_t j = 0; j < a->n && j < ahead; j++)
     prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
   for (int64_t j = 0; j < a->n; j++) {
-    if (j + AHEAD < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + AHEAD) * col_bytes, col_bytes);
+    if (j + ahead < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
     int64_t c = gather_col(a, j);
     float *out = a->dst + j * a->rows;
     size_t base = (size_t)c * (size_t)a->rows;
@@ -305,22 +309,25 @@ static ag_status k_axpby(const void *args) {
   return AG_OK;
 }
 
-/* Philox blocks b0 .. b0 + n - 1 of the stream `seed` into out: four
- * blocks a vector where the processor has AVX2 (its 32 x 32 -> 64-bit
- * multiplies), the same bits as ag__philox_block. */
+/* Draws 2 b0 .. 2 (b0 + nb) - 1 of the stream `seed`, scaled to [0, bound)
+ * (bound < 2^32) as ag__scale_u64 scales them, into out in draw order:
+ * four Philox blocks a vector with AVX2's 32 x 32 -> 64-bit multiplies
+ * (nb a multiple of 4). A draw is x = (hi << 32) | lo of two words of its
+ * block, and floor(x bound / 2^64) = (hi bound + (lo bound >> 32)) >> 32
+ * exactly: the bits below, < 2^-32, cannot carry into the integer part. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#define AG_CPU_DRAWS_AVX2 1
 
-__attribute__((target("avx2"))) static int64_t philox_blocks_avx2(uint64_t seed, uint64_t b0, int64_t n,
-                                                                  ag__u32x4 *out) {
+__attribute__((target("avx2"))) static void draws_avx2(uint64_t seed, uint64_t b0, int64_t nb, uint32_t bound,
+                                                      uint64_t *out) {
   const __m256i m0 = _mm256_set1_epi64x(0xD2511F53u), m1 = _mm256_set1_epi64x(0xCD9E8D57u);
-  const __m256i lo = _mm256_set1_epi64x(0xFFFFFFFFu);
+  const __m256i lo = _mm256_set1_epi64x(0xFFFFFFFFu), bd = _mm256_set1_epi64x(bound);
   __m256i key0[10], key1[10];
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (int r = 0; r < 10; r++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u)
     key0[r] = _mm256_set1_epi64x(k0), key1[r] = _mm256_set1_epi64x(k1);
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
+  for (int64_t j = 0; j + 4 <= nb; j += 4) {
     const uint64_t b = b0 + (uint64_t)j; /* the counter's words: lanes hold a 32-bit value each */
     __m256i c0 = _mm256_and_si256(_mm256_set_epi64x((long long)(b + 3), (long long)(b + 2), (long long)(b + 1), (long long)b), lo);
     __m256i c1 = _mm256_set_epi64x((long long)((b + 3) >> 32), (long long)((b + 2) >> 32), (long long)((b + 1) >> 32),
@@ -333,23 +340,17 @@ __attribute__((target("avx2"))) static int64_t philox_blocks_avx2(uint64_t seed,
       c2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3), key1[r]);
       c3 = _mm256_and_si256(p0, lo);
     }
-    uint64_t w[4][4];
-    _mm256_storeu_si256((__m256i *)w[0], c0), _mm256_storeu_si256((__m256i *)w[1], c1);
-    _mm256_storeu_si256((__m256i *)w[2], c2), _mm256_storeu_si256((__m256i *)w[3], c3);
-    for (int l = 0; l < 4; l++)
-      for (int q = 0; q < 4; q++) out[j + l].v[q] = (uint32_t)w[q][l];
+    /* draw 2 b: words (c1, c0); draw 2 b + 1: words (c3, c2) */
+    const __m256i even = _mm256_srli_epi64(
+        _mm256_add_epi64(_mm256_mul_epu32(c1, bd), _mm256_srli_epi64(_mm256_mul_epu32(c0, bd), 32)), 32);
+    const __m256i odd = _mm256_srli_epi64(
+        _mm256_add_epi64(_mm256_mul_epu32(c3, bd), _mm256_srli_epi64(_mm256_mul_epu32(c2, bd), 32)), 32);
+    uint64_t e[4], o[4];
+    _mm256_storeu_si256((__m256i *)e, even), _mm256_storeu_si256((__m256i *)o, odd);
+    for (int l = 0; l < 4; l++) out[2 * (j + l)] = e[l], out[2 * (j + l) + 1] = o[l];
   }
-  return j;
 }
 #endif
-
-static void philox_blocks(uint64_t seed, uint64_t b0, int64_t n, ag__u32x4 *out) {
-  int64_t j = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx2")) j = philox_blocks_avx2(seed, b0, n, out);
-#endif
-  for (; j < n; j++) out[j] = ag__philox_block(seed, b0 + (uint64_t)j);
-}
 
 static ag_status k_randint(const void *args) {
   const ag__randint_args *a = args;
@@ -358,16 +359,27 @@ static ag_status k_randint(const void *args) {
   const int64_t n = a->n;
   const ag_dtype dt = a->out_dtype; /* locals: the stores below cannot change them */
   void *out = a->out;
-  enum { CHUNK = 64 }; /* blocks made at a time: two draws a block */
-  ag__u32x4 blk[CHUNK];
-  for (int64_t i0 = 0; i0 < n;) {
-    const uint64_t first = (base + (uint64_t)i0) >> 1, last = (base + (uint64_t)n - 1) >> 1;
-    philox_blocks(a->seed, first, last - first + 1 < CHUNK ? (int64_t)(last - first + 1) : CHUNK, blk);
-    for (; i0 < n; i0++) {
-      const uint64_t k = base + (uint64_t)i0;
-      if ((k >> 1) - first >= CHUNK) break;
-      put_arg(out, dt, i0, (int64_t)ag__scale_u64(ag__philox_half(blk[(k >> 1) - first], (int)(k & 1)), ub));
+  int fast = 0;
+#ifdef AG_CPU_DRAWS_AVX2
+  fast = ub > 0 && ub <= UINT32_MAX && __builtin_cpu_supports("avx2");
+  enum { CHUNK = 64 }; /* blocks a call: two draws a block */
+  uint64_t v[2 * CHUNK];
+#endif
+  for (int64_t i = 0; i < n;) {
+    const uint64_t k = base + (uint64_t)i;
+#ifdef AG_CPU_DRAWS_AVX2
+    const int64_t nb = ((n - i) / 2 < CHUNK ? (n - i) / 2 : CHUNK) & ~(int64_t)3;
+    if (fast && (k & 1) == 0 && nb > 0) { /* whole blocks, four at a time */
+      draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
+      for (int64_t q = 0; q < 2 * nb; q++) put_arg(out, dt, i + q, (int64_t)v[q]);
+      i += 2 * nb;
+      continue;
     }
+#endif
+    const ag__u32x4 blk = ag__philox_block(a->seed, k >> 1); /* one block: its draws from k */
+    put_arg(out, dt, i, (int64_t)ag__scale_u64(ag__philox_half(blk, (int)(k & 1)), ub));
+    if ((k & 1) == 0 && i + 1 < n) put_arg(out, dt, ++i, (int64_t)ag__scale_u64(ag__philox_half(blk, 1), ub));
+    i++;
   }
   *a->counter = base + (uint64_t)a->n;
   return AG_OK;
