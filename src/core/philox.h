@@ -20,16 +20,22 @@ AG__HD uint32_t ag__mulhilo32(uint32_t a, uint32_t b, uint32_t *hi) {
   return (uint32_t)p;
 }
 
+/* The round multipliers and the key's increments (Salmon et al.). */
+#define AG__PHILOX_M0 0xD2511F53u
+#define AG__PHILOX_M1 0xCD9E8D57u
+#define AG__PHILOX_W0 0x9E3779B9u
+#define AG__PHILOX_W1 0xBB67AE85u
+
 /* Philox4x32 with 10 rounds on counter c and key (k0, k1). */
 AG__HD ag__u32x4 ag__philox4x32_10(ag__u32x4 c, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; round++) {
     uint32_t hi0, hi1;
-    uint32_t lo0 = ag__mulhilo32(0xD2511F53u, c.v[0], &hi0);
-    uint32_t lo1 = ag__mulhilo32(0xCD9E8D57u, c.v[2], &hi1);
+    uint32_t lo0 = ag__mulhilo32(AG__PHILOX_M0, c.v[0], &hi0);
+    uint32_t lo1 = ag__mulhilo32(AG__PHILOX_M1, c.v[2], &hi1);
     ag__u32x4 n = {{hi1 ^ c.v[1] ^ k0, lo1, hi0 ^ c.v[3] ^ k1, lo0}};
     c = n;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += AG__PHILOX_W0;
+    k1 += AG__PHILOX_W1;
   }
   return c;
 }

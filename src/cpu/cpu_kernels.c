@@ -321,11 +321,11 @@ static ag_status k_axpby(const void *args) {
 
 __attribute__((target("avx2"))) static void draws_avx2(uint64_t seed, uint64_t b0, int64_t nb, uint32_t bound,
                                                       uint64_t *out) {
-  const __m256i m0 = _mm256_set1_epi64x(0xD2511F53u), m1 = _mm256_set1_epi64x(0xCD9E8D57u);
+  const __m256i m0 = _mm256_set1_epi64x(AG__PHILOX_M0), m1 = _mm256_set1_epi64x(AG__PHILOX_M1);
   const __m256i lo = _mm256_set1_epi64x(0xFFFFFFFFu), bd = _mm256_set1_epi64x(bound);
   __m256i key0[10], key1[10];
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-  for (int r = 0; r < 10; r++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u)
+  for (int r = 0; r < 10; r++, k0 += AG__PHILOX_W0, k1 += AG__PHILOX_W1) /* ag__philox4x32_10's rounds */
     key0[r] = _mm256_set1_epi64x(k0), key1[r] = _mm256_set1_epi64x(k1);
   for (int64_t j = 0; j + 4 <= nb; j += 4) {
     const uint64_t b = b0 + (uint64_t)j; /* the counter's words: lanes hold a 32-bit value each */
@@ -359,9 +359,8 @@ static ag_status k_randint(const void *args) {
   const int64_t n = a->n;
   const ag_dtype dt = a->out_dtype; /* locals: the stores below cannot change them */
   void *out = a->out;
-  int fast = 0;
 #ifdef AG_CPU_DRAWS_AVX2
-  fast = ub > 0 && ub <= UINT32_MAX && __builtin_cpu_supports("avx2");
+  const int fast = ub > 0 && ub <= UINT32_MAX && __builtin_cpu_supports("avx2");
   enum { CHUNK = 64 }; /* blocks a call: two draws a block */
   uint64_t v[2 * CHUNK];
 #endif
