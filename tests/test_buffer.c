@@ -309,6 +309,54 @@ static void get_rows_dev_matches_host_for_every_dtype(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* Gathers of different kinds (row counts, dtypes, index types) issued back
+ * to back without a wait, each with its own indices and output: every one
+ * returns its own rows (an eager launch never changes one already queued). */
+static void back_to_back_gathers_of_different_kinds_each_get_their_rows(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  agt_rng g = {321};
+  enum { KINDS = 4, ROUNDS = 40, N = 33 };
+  const int64_t rows[KINDS] = {11, 8, 42, 3}, cap = 1000;
+  const ag_dtype dts[KINDS] = {AG_F32, AG_F32, AG_F16, AG_U8};
+  ag_buffer *b[KINDS];
+  float *stored[KINDS];
+  for (int k = 0; k < KINDS; k++) {
+    agt_ok(ag_buffer_create(ctx, rows[k], cap, dts[k], &b[k]));
+    float *src = random_cols(&g, rows[k], cap);
+    for (int64_t i = 0; i < rows[k] * cap; i++) src[i] = fabsf(src[i]);
+    agt_ok(ag_buffer_write(b[k], src, AG_F32, rows[k], cap, 0));
+    stored[k] = malloc((size_t)(rows[k] * cap) * sizeof(float));
+    agt_ok(ag_buffer_read(b[k], 0, cap, AG_F32, stored[k], (size_t)(rows[k] * cap) * sizeof(float)));
+    free(src);
+  }
+  int64_t idx[ROUNDS][KINDS][N];
+  ag_tensor *out[ROUNDS][KINDS];
+  for (int i = 0; i < ROUNDS; i++)
+    for (int k = 0; k < KINDS; k++) {
+      ag_tensor *ti = NULL;
+      int32_t i32[N];
+      for (int j = 0; j < N; j++) i32[j] = (int32_t)(idx[i][k][j] = agt_below(&g, cap));
+      if ((i + k) % 2)
+        agt_ok(ag_tensor_create(ctx, N, 1, AG_I64, idx[i][k], &ti));
+      else
+        agt_ok(ag_tensor_create(ctx, N, 1, AG_I32, i32, &ti));
+      agt_ok(ag_get_rows_dev(b[k], ti, &out[i][k]));
+    }
+  for (int i = 0; i < ROUNDS; i++)
+    for (int k = 0; k < KINDS; k++) {
+      float *got = agt_read_f32(out[i][k]);
+      for (int j = 0; j < N; j++)
+        for (int64_t r = 0; r < rows[k]; r++)
+          if (got[j * rows[k] + r] != stored[k][idx[i][k][j] * rows[k] + r])
+            fail_msg("round %d kind %d: column %d row %lld: got %g, expected %g", i, k, j, (long long)r,
+                     (double)got[j * rows[k] + r], (double)stored[k][idx[i][k][j] * rows[k] + r]);
+      free(got);
+    }
+  for (int k = 0; k < KINDS; k++) free(stored[k]), ag_buffer_free(b[k]);
+  ag_ctx_free(ctx);
+}
+
 /* S12: integer indices; capacities past 2^24 (exact) and past 2^31 columns. */
 static void get_rows_beyond_2_24_columns(void **state) {
   (void)state;
@@ -549,6 +597,40 @@ static void free_releases_memory_and_pending_gather_completes(void **state) {
   free(idx);
   free(d);
   ag_ctx_free(ctx);
+}
+
+/* Tables of 4 MB or more: on the CPU each is a mapping of its own, 2 MB-
+ * aligned (so that it can be backed by 2 MB pages); any number of them,
+ * freed in any order, between small ones, keep their contents. */
+static void large_tables_keep_their_contents_in_any_free_order(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  agt_rng g = {91};
+  const int64_t shape[4][2] = {
+      {11, 95400}, {42, 200000}, {3, 1000}, {7, 150001}}; /* 4.2, 33.6, 0.01, 4.2 MB */
+  ag_buffer *b[5] = {NULL};
+  ref r[5];
+  for (int i = 0; i < 5; i++) {
+    const int64_t rows = shape[i % 4][0], cap = shape[i % 4][1];
+    if (i == 4) ag_buffer_free(b[1]), b[1] = NULL; /* the middle one first, then one more */
+    agt_ok(ag_buffer_create(ctx, rows, cap, AG_F32, &b[i]));
+    r[i] = ref_new(rows, cap);
+    float *d = random_cols(&g, rows, cap);
+    agt_ok(ag_buffer_write(b[i], d, AG_F32, rows, cap, 0));
+    ref_write(&r[i], d, cap, 0);
+    free(d);
+    const size_t bytes = (size_t)(rows * cap) * sizeof(float);
+    if (agt_kind == AG_DEVICE_CPU && bytes >= ((size_t)4 << 20))
+      assert_int_equal((uintptr_t)b[i]->store.ptr % ((uintptr_t)2 << 20), 0);
+  }
+  for (int i = 0; i < 5; i++)
+    if (b[i]) assert_buffer_equals(b[i], &r[i]);
+  ag_buffer_free(b[3]);
+  ag_buffer_free(b[0]);
+  assert_buffer_equals(b[4], &r[4]);
+  assert_buffer_equals(b[2], &r[2]);
+  for (int i = 0; i < 5; i++) free(r[i].v);
+  ag_ctx_free(ctx); /* releases b[2] and b[4] */
 }
 
 /* S9: free of NULL and a second free are no-ops; every later use is an error. */
@@ -895,6 +977,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(buffer_write_f32_into_compact_dtypes_converts),
       cmocka_unit_test(get_rows_matches_host_reference),
       cmocka_unit_test(get_rows_dev_matches_host_for_every_dtype),
+      cmocka_unit_test(back_to_back_gathers_of_different_kinds_each_get_their_rows),
       cmocka_unit_test(get_rows_beyond_2_24_columns),
       cmocka_unit_test(get_rows_beyond_2_31_columns),
       cmocka_unit_test(get_rows_dev_clamps_out_of_range_indices),
@@ -903,6 +986,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(get_rows_sends_only_the_indices),
       cmocka_unit_test(xfer_counters_list_and_reset),
       cmocka_unit_test(free_releases_memory_and_pending_gather_completes),
+      cmocka_unit_test(large_tables_keep_their_contents_in_any_free_order),
       cmocka_unit_test(freed_buffer_use_is_error_not_crash),
       cmocka_unit_test(workspace_reset_keeps_buffers),
       cmocka_unit_test(workspace_steady_loop_does_not_allocate),

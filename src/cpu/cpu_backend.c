@@ -4,9 +4,12 @@
  * at once, in call order), so ordering (S6) and deferred release (S9) hold
  * trivially. Every CUDA kernel is tested against the functions here.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -98,8 +101,58 @@ static ag_status cpu_mem_info(void *st, size_t *free_bytes, size_t *total_bytes)
   return AG_OK;
 }
 
+/* Blocks of BIG_BYTES or more (replay tables, sum trees) are mapped on
+ * their own, 2 MB-aligned, and asked for in 2 MB pages before their first
+ * touch: a random read of a large table then costs no page walk of its
+ * own (one TLB entry covers 512 times as much). Where the kernel does not
+ * grant them the block is in 4 KB pages, as from malloc. The mapped blocks
+ * are listed (any context's state may release a block another allocated,
+ * as host copies do), the rest come from aligned_alloc. */
+enum { BIG_BYTES = 4 << 20 };
+#define HUGE_BYTES ((size_t)2 << 20)
+typedef struct big_block {
+  void *p;
+  size_t len;
+} big_block;
+static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
+static big_block *big;
+static size_t n_big, cap_big;
+
+static void *big_map(size_t bytes, size_t *len) {
+#if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
+  const size_t n = (bytes + 4095u) & ~(size_t)4095u;
+  char *m = mmap(NULL, n + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  char *p = (char *)(((uintptr_t)m + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1));
+  if (p > m) munmap(m, (size_t)(p - m)); /* the slack before and after the aligned block */
+  munmap(p + n, (size_t)(m + HUGE_BYTES - p));
+  (void)madvise(p, n, MADV_HUGEPAGE); /* advice: refused where THP is off */
+  *len = n;
+  return p;
+#else
+  (void)bytes, (void)len;
+  return NULL;
+#endif
+}
+
 static ag_status cpu_alloc(void *st, size_t bytes, void **out) {
   (void)st;
+  if (bytes >= BIG_BYTES) {
+    pthread_mutex_lock(&big_mu);
+    if (n_big == cap_big) {
+      size_t c = cap_big ? 2 * cap_big : 16;
+      big_block *b = realloc(big, c * sizeof *b);
+      if (b) big = b, cap_big = c;
+    }
+    size_t len = 0;
+    void *p = n_big < cap_big ? big_map(bytes, &len) : NULL;
+    if (p) big[n_big++] = (big_block){p, len};
+    pthread_mutex_unlock(&big_mu);
+    if (p) {
+      *out = p;
+      return AG_OK;
+    }
+  }
   size_t rounded = (bytes + 255u) & ~(size_t)255u;
   void *p = aligned_alloc(256, rounded ? rounded : 256);
   if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: could not allocate %.1f MB", AG__MB(bytes));
@@ -109,6 +162,17 @@ static ag_status cpu_alloc(void *st, size_t bytes, void **out) {
 
 static void cpu_release(void *st, void *p) {
   (void)st;
+  if (!p) return;
+  pthread_mutex_lock(&big_mu);
+  for (size_t i = 0; i < n_big; i++)
+    if (big[i].p == p) {
+      munmap(p, big[i].len);
+      big[i] = big[--n_big];
+      if (!n_big) free(big), big = NULL, cap_big = 0;
+      pthread_mutex_unlock(&big_mu);
+      return;
+    }
+  pthread_mutex_unlock(&big_mu);
   free(p);
 }
 
