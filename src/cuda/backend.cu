@@ -73,6 +73,8 @@ static void cuda_close(void *p) {
   for (int i = 0; i < 2; i++)
     if (st->part_ev[i]) cudaEventDestroy(st->part_ev[i]);
   if (st->staging) cudaFreeHost(st->staging);
+  if (st->one_exec) cudaGraphExecDestroy(st->one_exec);
+  if (st->one_graph) cudaGraphDestroy(st->one_graph);
   if (st->blas) cublasDestroy(st->blas);
   if (st->blas_ws) cudaFree(st->blas_ws);
   if (st->stream) cudaStreamDestroy(st->stream);

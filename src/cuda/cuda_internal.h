@@ -12,6 +12,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <tuple>
+#include <utility>
+
 #include "core/internal.h"
 
 #define AG__CUDA_RING_EVENTS 128
@@ -38,6 +41,12 @@ typedef struct ag__cuda_state {
   cublasHandle_t blas;
   void *blas_ws; /* cuBLAS workspace (fixed, so that recordings need no allocation) */
   int recording;
+  /* a graph of one kernel node, instantiated once: eager launches of the
+   * small kernels that a step issues alone (a gather) set its node and
+   * launch it (ag__launch_one) */
+  cudaGraph_t one_graph;
+  cudaGraphNode_t one_node;
+  cudaGraphExec_t one_exec;
 } ag__cuda_state;
 
 /* A kernel launcher: checks nothing, launches on st->stream. */
@@ -85,6 +94,54 @@ static inline cudaError_t ag__launch(void (*kernel)(KArgs...), dim3 grid, dim3 b
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<Args &&>(args)...);
+}
+
+/* Launches a kernel as the node of st's one-node graph: the node's
+ * function, grid and arguments are set, then the graph is launched on the
+ * stream, in order with everything before and after it. A graph launch
+ * costs the host less than a kernel launch (on the machines measured,
+ * 2.2 against 3.2-3.9 us), which decides the rate of small calls issued
+ * one at a time. While recording, and if the graph cannot be made, a
+ * plain launch. */
+#ifndef AG__ONE_GRAPH
+#define AG__ONE_GRAPH 1
+#endif
+template <typename... KArgs, size_t... I>
+static inline void ag__param_ptrs(std::tuple<KArgs...> &t, void **p, std::index_sequence<I...>) {
+  ((p[I] = (void *)&std::get<I>(t)), ...);
+}
+
+template <typename... KArgs, typename... Args>
+static inline cudaError_t ag__launch_one(ag__cuda_state *st, void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                                         Args &&...args) {
+  if (!AG__ONE_GRAPH || st->recording) return ag__launch(kernel, grid, block, 0, st->stream, static_cast<Args &&>(args)...);
+  std::tuple<KArgs...> vals(static_cast<Args &&>(args)...);
+  void *ptrs[sizeof...(KArgs) > 0 ? sizeof...(KArgs) : 1];
+  ag__param_ptrs(vals, ptrs, std::index_sequence_for<KArgs...>{});
+  cudaKernelNodeParams kp = {};
+  kp.func = (void *)kernel;
+  kp.gridDim = grid;
+  kp.blockDim = block;
+  kp.sharedMemBytes = 0;
+  kp.kernelParams = ptrs;
+  cudaError_t e;
+  if (!st->one_exec) {
+    cudaGraph_t g = NULL;
+    cudaGraphNode_t node = NULL;
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphCreate(&g, 0);
+    if (e == cudaSuccess) e = cudaGraphAddKernelNode(&node, g, NULL, 0, &kp);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
+    if (e != cudaSuccess) {
+      if (g) cudaGraphDestroy(g);
+      cudaGetLastError();
+      return ag__launch(kernel, grid, block, 0, st->stream, static_cast<Args &&>(args)...);
+    }
+    st->one_graph = g, st->one_node = node, st->one_exec = x;
+  } else if ((e = cudaGraphExecKernelNodeSetParams(st->one_exec, st->one_node, &kp)) != cudaSuccess) {
+    return e;
+  }
+  return cudaGraphLaunch(st->one_exec, st->stream);
 }
 
 /* ADAM_PREP's values from the optimizer's state as it stands: t, 1 - b1^t,

@@ -60,8 +60,8 @@ template <typename T, typename I>
 static void launch(ag__cuda_state *st, const ag__gather_args *a) {
   const int block = 256;
   unsigned grid = ag__cuda_grid(st, a->rows * a->n, block);
-  ag__launch(ag_gather_kernel<T, I>, grid, block, 0, st->stream, (const T *)a->src, a->rows, a->capacity,
-             (const I *)a->idx, a->n, a->scale, a->dst);
+  ag__launch_one(st, ag_gather_kernel<T, I>, grid, block, (const T *)a->src, a->rows, a->capacity,
+                 (const I *)a->idx, a->n, a->scale, a->dst);
 }
 
 template <typename I>
@@ -72,8 +72,8 @@ static void launch_dtype(ag__cuda_state *st, const ag__gather_args *a) {
         const int block = 256;
         int64_t rows4 = a->rows / 4;
         unsigned grid = ag__cuda_grid(st, rows4 * a->n, block);
-        ag__launch(ag_gather_f32x4_kernel<I>, grid, block, 0, st->stream, (const float4 *)a->src, rows4,
-                   a->capacity, (const I *)a->idx, a->n, a->scale, (float4 *)a->dst);
+        ag__launch_one(st, ag_gather_f32x4_kernel<I>, grid, block, (const float4 *)a->src, rows4, a->capacity,
+                       (const I *)a->idx, a->n, a->scale, (float4 *)a->dst);
       } else {
         launch<float, I>(st, a);
       }
