@@ -8,6 +8,7 @@
 
 #include "agt.h"
 #include "core/philox.h"
+#include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 enum { ROWS = 6, CAP = 5000, B = 64 };
 
@@ -276,8 +277,7 @@ static void philox_matches_known_answers(void **state) {
 
 /* Device draws equal the host formula, stay below the bound (constant or
  * read on the device), and advance the counter. */
-static void randint_draws_the_philox_stream_on_the_device(void **state) {
-  (void)state;
+static void randint_stream(void) {
   ag_ctx *ctx = agt_ctx();
   ag_rng *rng;
   agt_ok(ag_rng_create(ctx, 99, &rng));
@@ -336,10 +336,25 @@ static void randint_draws_the_philox_stream_on_the_device(void **state) {
   ag_ctx_free(ctx);
 }
 
+static void randint_draws_the_philox_stream_on_the_device(void **state) {
+  (void)state;
+  randint_stream();
+}
+
+/* The same on the CPU's portable path (where the processor has a vector
+ * path, the test above took it). */
+static void randint_portable_path_draws_the_same_stream(void **state) {
+  (void)state;
+  ag__cpu_vector_paths = 0;
+  randint_stream();
+  ag__cpu_vector_paths = 1;
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(philox_matches_known_answers),
       cmocka_unit_test(randint_draws_the_philox_stream_on_the_device),
+      cmocka_unit_test(randint_portable_path_draws_the_same_stream),
       cmocka_unit_test(replay_equals_eager_steps),
       cmocka_unit_test(replay_allocates_nothing_and_moves_no_bytes),
       cmocka_unit_test(freeing_what_a_recording_reads_invalidates_it),

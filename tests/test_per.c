@@ -10,6 +10,7 @@
 #include "agt.h"
 #include "core/internal.h" /* ag__run: the tree kernels on a tree of the test's own */
 #include "core/per_tree.h"
+#include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 typedef struct table {
   ag_ctx *ctx;
@@ -516,6 +517,101 @@ static void leaf_power_is_pow_within_rounding(void **state) {
   assert_true(ag__per_pow(INFINITY, 0.0f) == 1.0);
 }
 
+/* The sample kernel on a tree of the test's own, built on the host: zero
+ * leaves, empty nodes (16 zero leaves) and subtrees (256), a zero tail (a
+ * table smaller than the tree), tiny and large leaves. Every index is
+ * ag__per_find's for its target, bit for bit; the weights are (N P)^-beta
+ * over the batch maximum (in double) within 1e-6; the counter moves by B.
+ * Batches of 1 up to 1000: not whole vectors of 8 lanes, across several of
+ * the CPU's chunks of 128, the counter odd and even and past 2^32. Last, a
+ * tree of a few positive leaves among 65536 (nearly every node empty). */
+static void sample_kernel_picks_the_host_descents_leaf(void **state) {
+  (void)state;
+  /* on the CPU both paths (vector where the processor has it, and portable) */
+  for (int vec = 1; vec >= 0; vec--) {
+    ag__cpu_vector_paths = vec;
+    static const int64_t Bs[] = {1, 13, 128, 300, 1000};
+    static const uint64_t counters[] = {77, 1000, ((uint64_t)1 << 33) + 1};
+    static const float betas[] = {0.4f, 0.0f, 1.0f};
+    for (int k = 0; k < 5; k++) {
+      const int depth = k < 4 ? k + 1 : 4, sparse = k == 4;
+      ag_ctx *ctx;
+      agt_ok(ag_ctx_create(&ctx, agt_kind, 0));
+      const int64_t size = ag__per_offset(depth) + 1,
+                    leaves = ag__per_offset(depth) - ag__per_offset(depth - 1);
+      const int64_t n = leaves - leaves / 5 - 3; /* the table's columns */
+      double *tr = calloc((size_t)size, sizeof *tr), *leaf = tr + ag__per_offset(depth - 1);
+      agt_rng g = {500 + (uint64_t)k};
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t r = agt_below(&g, 50);
+        if (sparse) {
+          leaf[i] = agt_below(&g, n) < 5 ? 1.0 + (double)r : 0.0;
+          continue;
+        }
+        const int empty = (i / AG__PER_FAN) % 7 == 3 || (i / (AG__PER_FAN * AG__PER_FAN)) % 5 == 2;
+        leaf[i] = empty || r < 12 ? 0.0
+                  : r == 12       ? pow(1e-12, 0.6)
+                  : r == 13       ? 1e6
+                                  : pow(0.25 * (double)(1 + agt_below(&g, 15)), 0.6);
+      }
+      for (int d = depth - 2; d >= 0; d--)
+        for (int64_t node = 0; node < ag__per_offset(d + 1) - ag__per_offset(d); node++)
+          ag__per_recompute(tr, d, node);
+      ag__per_recompute_root(tr, depth);
+      const double root = tr[ag__per_offset(depth)];
+      assert_true(root > 0.0);
+      ag_tensor *tt;
+      agt_ok(ag_tensor_create(ctx, size, 1, AG_I64, tr, &tt)); /* the doubles as 8-byte words */
+      for (int t = 0; t < 5; t++) {
+        const int64_t B = Bs[t];
+        const uint64_t ctr = counters[(t + k) % 3], seed = 0x5eed0000u + (uint64_t)(5 * k + t);
+        const float beta = betas[(t + 2 * k) % 3];
+        ag_tensor *tc, *tn, *ti, *tw;
+        agt_ok(ag_tensor_create(ctx, 1, 1, AG_I64, &ctr, &tc));
+        agt_ok(ag_tensor_create(ctx, 1, 1, AG_I64, &n, &tn));
+        agt_ok(ag_tensor_create(ctx, B, 1, AG_I32, NULL, &ti));
+        agt_ok(ag_tensor_create(ctx, B, 1, AG_F32, NULL, &tw));
+        ag__per_sample_args a = {dev_ptr(tt), depth, beta,        seed,       dev_ptr(tc),
+                                 dev_ptr(tn), B,     dev_ptr(ti), dev_ptr(tw)};
+        agt_ok(ag__run(ctx, AG__K_PER_SAMPLE, &a, sizeof a));
+        agt_ok(ag_ctx_sync(ctx)); /* the kernel was queued outside the tensors' bookkeeping */
+        int32_t *ix = malloc((size_t)B * sizeof *ix);
+        float *w = malloc((size_t)B * sizeof *w);
+        double *wref = malloc((size_t)B * sizeof *wref), wmax = 0.0;
+        uint64_t after;
+        agt_ok(ag_tensor_read(ti, ix, (size_t)B * sizeof *ix));
+        agt_ok(ag_tensor_read(tw, w, (size_t)B * sizeof *w));
+        agt_ok(ag_tensor_read(tc, &after, sizeof after));
+        assert_true(after == ctr + (uint64_t)B);
+        for (int64_t j = 0; j < B; j++) {
+          const int64_t want = ag__per_find(tr, depth, ag__per_target(seed, ctr + (uint64_t)j, j, B, root));
+          if (ix[j] != want)
+            fail_msg("depth %d B %lld sample %lld: index %d, the host's descent %lld", depth, (long long)B,
+                     (long long)j, ix[j], (long long)want);
+          assert_true(leaf[want] > 0.0);
+          wref[j] = pow((double)n * leaf[want] / root, -(double)beta);
+          wmax = fmax(wmax, wref[j]);
+        }
+        for (int64_t j = 0; j < B; j++)
+          if (!(fabs(w[j] - wref[j] / wmax) <= 1e-6 * (wref[j] / wmax)))
+            fail_msg("depth %d B %lld beta %g sample %lld: weight %.9g, reference %.9g", depth, (long long)B,
+                     (double)beta, (long long)j, (double)w[j], wref[j] / wmax);
+        free(ix);
+        free(w);
+        free(wref);
+        ag_tensor_free(tc);
+        ag_tensor_free(tn);
+        ag_tensor_free(ti);
+        ag_tensor_free(tw);
+      }
+      ag_tensor_free(tt);
+      free(tr);
+      ag_ctx_free(ctx);
+    }
+  }
+  ag__cpu_vector_paths = 1;
+}
+
 /* Many passes of the GPU's 256 (and chunks of the CPU's 1024): indices
  * repeated within a pass and across passes, siblings, and indices outside
  * the table's columns (negative, from `cols` up to the last leaf, far
@@ -613,6 +709,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(device_indices_outside_the_table_are_skipped),
       cmocka_unit_test(leaf_power_is_pow_within_rounding),
       cmocka_unit_test(many_passes_with_repeats_and_skipped_indices),
+      cmocka_unit_test(sample_kernel_picks_the_host_descents_leaf),
   };
   const struct CMUnitTest cuda_only[] = {cmocka_unit_test(cpu_and_cuda_draw_the_same_indices),
                                          cmocka_unit_test(cpu_and_cuda_build_the_same_tree)};

@@ -9,6 +9,11 @@ typedef ag_status (*ag__cpu_kernel_fn)(const void *args);
 /* The reference kernels, indexed by ag__kernel_id. */
 extern const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT];
 
+/* 1: kernels that have a vector path (AVX2 draws, AVX-512 prioritized
+ * sampling) take it where the processor has the instructions; 0: the
+ * portable path everywhere. Both give the same bits; tests run both. */
+extern int ag__cpu_vector_paths;
+
 /* AG__K_QGRAD (cpu_qgrad.c). */
 ag_status ag__cpu_qgrad(const void *args);
 

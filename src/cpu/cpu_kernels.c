@@ -41,6 +41,8 @@ static inline void prefetch_span(const char *p, size_t n) {
   for (; q < end; q += 64) __builtin_prefetch(q, 0, 2);
 }
 
+int ag__cpu_vector_paths = 1;
+
 static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
@@ -360,7 +362,7 @@ static ag_status k_randint(const void *args) {
   const ag_dtype dt = a->out_dtype; /* locals: the stores below cannot change them */
   void *out = a->out;
 #ifdef AG_CPU_DRAWS_AVX2
-  const int fast = ub > 0 && ub <= UINT32_MAX && __builtin_cpu_supports("avx2");
+  const int fast = ag__cpu_vector_paths && ub > 0 && ub <= UINT32_MAX && __builtin_cpu_supports("avx2");
   enum { CHUNK = 64 }; /* blocks a call: two draws a block */
   uint64_t v[2 * CHUNK];
 #endif
@@ -540,12 +542,280 @@ static ag_status k_per_fill(const void *args) {
   return AG_OK;
 }
 
+/* ---- PER_SAMPLE ----
+ * The indices are ag__per_find's, bit for bit, on every path. The weights
+ * are w_j / w_max = (leaf_j / leaf_min)^-beta (leaf_min: the smallest leaf
+ * of the batch with a weight; the factors (size / root)^-beta cancel), the
+ * power by per_rpow: within 1e-11 of pow in double, one rounding to float;
+ * the scalar and the AVX-512 paths take the same steps and agree bit for
+ * bit. Trees where that could overflow (a root of 0 or not finite, an
+ * infinite leaf, leaves 2^1000 apart) take ag__per_weight as before. */
+
+/* r^-nb for r in [1, 2^1000], nb in [0, 1]: r = m 2^e with m in
+ * [sqrt(1/2), sqrt(2)) (from the bits); log2(m) = 2 atanh(s) / ln 2,
+ * s = (m - 1) / (m + 1), |s| < 0.172, to z^6 / 13 in z = s^2;
+ * -nb e = k + (a - k) with k an integer (k >= -1000, so 2^k is normal);
+ * 2^f, |f| <= 1, is exp(f ln 2) to the term of degree 12. Plain adds and
+ * multiplies (no fma), so that per_rpow8 can take the same steps. */
+static const double per_lnc[6] = {1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0};
+static const double per_expc[12] = {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320,
+                                    1.0 / 5040,     1.0 / 720,     1.0 / 120,    1.0 / 24,
+                                    1.0 / 6,        0.5,           1.0,          1.0};
+#define PER_LOG2E 1.4426950408889634
+#define PER_LN2 0.6931471805599453
+#define PER_ROUND 6755399441055744.0      /* 1.5 * 2^52: (a + it) - it rounds a to an integer */
+#define PER_SQRT2_FRAC 0x6a09e667f3bcdull /* the fraction bits of sqrt(2) (rounded up) */
+
+static inline double per_rpow(double r, double nb) {
+  uint64_t rb;
+  memcpy(&rb, &r, sizeof rb);
+  const uint64_t frac = rb & 0xfffffffffffffull, big = frac >= PER_SQRT2_FRAC; /* m >= sqrt(2): halve it */
+  const int64_t e = (int64_t)(rb >> 52) - 1023 + (int64_t)big;
+  const uint64_t mb = (frac | 0x3ff0000000000000ull) - (big << 52);
+  double m;
+  memcpy(&m, &mb, sizeof m);
+  const double s = (m - 1.0) / (m + 1.0), z = s * s;
+  double p = 1.0 / 13;
+  for (int i = 0; i < 6; i++) p = z * p + per_lnc[i];
+  const double l2m = (s + s) * p * PER_LOG2E;
+  const double a = (0.0 - nb) * (double)e, k = (a + PER_ROUND) - PER_ROUND;
+  const double g = ((a - k) - nb * l2m) * PER_LN2;
+  double ex = 1.0 / 479001600;
+  for (int i = 0; i < 12; i++) ex = ex * g + per_expc[i];
+  const uint64_t kb = (uint64_t)((int64_t)k + 1023) << 52;
+  double scale;
+  memcpy(&scale, &kb, sizeof scale);
+  return ex * scale;
+}
+
+/* Whether the batch's weights go by per_rpow: lmin, lmax over the leaves
+ * with a weight (n (leaf / root) > 0, as ag__per_weight has it). */
+static inline int per_rpow_ok(double root, double lmin, double lmax) {
+  return root > 0.0 && root < INFINITY && lmax < INFINITY && lmax / lmin < 0x1p1000;
+}
+
+/* The weights of idx[0 .. B-1], as the AVX-512 path gives them. */
+static void per_weights(const double *leaves, const int32_t *idx, int64_t B, double root, int64_t size,
+                        float beta, float *w) {
+  const double n = (double)(size > 0 ? size : 1);
+  double lmin = INFINITY, lmax = 0.0;
+  for (int64_t j = 0; j < B; j++) {
+    const double l = leaves[idx[j]];
+    if (n * (l / root) > 0.0) lmin = l < lmin ? l : lmin, lmax = l > lmax ? l : lmax;
+  }
+  if (per_rpow_ok(root, lmin, lmax)) {
+    for (int64_t j = 0; j < B; j++) {
+      const double l = leaves[idx[j]];
+      w[j] = n * (l / root) > 0.0 ? (float)per_rpow(l / lmin, (double)beta) : 0.0f;
+    }
+    return;
+  }
+  float wmax = 0.0f;
+  for (int64_t j = 0; j < B; j++) {
+    w[j] = ag__per_weight(leaves[idx[j]], root, size, beta);
+    wmax = w[j] > wmax ? w[j] : wmax;
+  }
+  for (int64_t j = 0; j < B; j++) w[j] = wmax > 0.0f ? w[j] / wmax : 0.0f;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AG_CPU_PER_AVX512 1
+#define PER_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
+
+/* The descents, 8 a vector (lane l: sample l), PER_CHUNK samples at once:
+ * each level for all of them before the next, whose lines are asked for as
+ * soon as the nodes are known. A level's 16 children of 8 lanes are two
+ * 8 x 8 transposes of plain loads (gathers were twice as slow). */
+enum { PER_CHUNK = 128 };
+
+/* The 8 x 8 doubles r[l][c] as c[c][l]. */
+PER_AVX512 static inline void per_transpose8(const __m512d r[8], __m512d c[8]) {
+  const __m512i i0 = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13),
+                i1 = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  __m512d t[8], s[8];
+  for (int k = 0; k < 4; k++) /* t[2k]: children 0, 2, 4, 6 of rows 2k, 2k + 1; t[2k + 1]: 1, 3, 5, 7 */
+    t[2 * k] = _mm512_unpacklo_pd(r[2 * k], r[2 * k + 1]),
+          t[2 * k + 1] = _mm512_unpackhi_pd(r[2 * k], r[2 * k + 1]);
+  for (int k = 0; k < 2; k++) { /* rows 4k .. 4k + 3 of children (0 | 4), (2 | 6), (1 | 5), (3 | 7) */
+    s[4 * k] = _mm512_permutex2var_pd(t[4 * k], i0, t[4 * k + 2]);
+    s[4 * k + 1] = _mm512_permutex2var_pd(t[4 * k], i1, t[4 * k + 2]);
+    s[4 * k + 2] = _mm512_permutex2var_pd(t[4 * k + 1], i0, t[4 * k + 3]);
+    s[4 * k + 3] = _mm512_permutex2var_pd(t[4 * k + 1], i1, t[4 * k + 3]);
+  }
+  c[0] = _mm512_shuffle_f64x2(s[0], s[4], 0x44), c[4] = _mm512_shuffle_f64x2(s[0], s[4], 0xEE);
+  c[2] = _mm512_shuffle_f64x2(s[1], s[5], 0x44), c[6] = _mm512_shuffle_f64x2(s[1], s[5], 0xEE);
+  c[1] = _mm512_shuffle_f64x2(s[2], s[6], 0x44), c[5] = _mm512_shuffle_f64x2(s[2], s[6], 0xEE);
+  c[3] = _mm512_shuffle_f64x2(s[3], s[7], 0x44), c[7] = _mm512_shuffle_f64x2(s[3], s[7], 0xEE);
+}
+
+/* ag__per_step for 8 lanes, x[c] child c of each: v goes down by every
+ * positive child (v - x where x > 0, as the step subtracts them while it has
+ * no pick; what it subtracts after the pick is not used); the pick is the
+ * first positive c with v < x, its remainder v before c; with none, the last
+ * positive child (0 when there is none) and v after all. */
+PER_AVX512 static inline __m512i per_step8(const __m512d x[16], __m512d *u) {
+  const __m512d zero = _mm512_setzero_pd();
+  __m512d v = *u, rem = zero;
+  __m512i pick = _mm512_setzero_si512(), last = _mm512_setzero_si512();
+  __mmask8 done = 0;
+  for (int c = 0; c < AG__PER_FAN; c++) {
+    const __mmask8 pos = _mm512_cmp_pd_mask(x[c], zero, _CMP_GT_OQ);
+    const __mmask8 lt = _mm512_mask_cmp_pd_mask(pos, v, x[c], _CMP_LT_OQ), hit = lt & (__mmask8)~done;
+    done |= lt;
+    rem = _mm512_mask_mov_pd(rem, hit, v);
+    pick = _mm512_mask_mov_epi64(pick, hit, _mm512_set1_epi64(c));
+    last = _mm512_mask_mov_epi64(last, pos, _mm512_set1_epi64(c));
+    v = _mm512_mask_sub_pd(v, pos, v, x[c]);
+  }
+  *u = _mm512_mask_mov_pd(v, done, rem);
+  return _mm512_mask_mov_epi64(last, done, pick);
+}
+
+/* u[k] = ag__per_target(seed, first + k, j0 + k, B, root) for k < 8 nv
+ * (nv <= PER_CHUNK / 8): eight Philox blocks a vector (as draws_avx2), both
+ * halves of each, in draw order. */
+PER_AVX512 static void per_targets8(uint64_t seed, uint64_t first, int64_t j0, int nv, int64_t B, double root,
+                                    double *u) {
+  uint64_t dr[PER_CHUNK + 16] __attribute__((aligned(64)));
+  const uint64_t b0 = first >> 1;
+  const int nb = (int)(((first + 8 * (uint64_t)nv - 1) >> 1) - b0) + 1;
+  const __m512i m0 = _mm512_set1_epi64(AG__PHILOX_M0), m1 = _mm512_set1_epi64(AG__PHILOX_M1);
+  const __m512i lo = _mm512_set1_epi64(0xFFFFFFFFu), io = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m512i p0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11),
+                p1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  for (int i = 0; i < nb; i += 8) {
+    const __m512i b = _mm512_add_epi64(_mm512_set1_epi64((long long)(b0 + (uint64_t)i)), io);
+    __m512i c0 = _mm512_and_si512(b, lo), c1 = _mm512_srli_epi64(b, 32), c2 = _mm512_setzero_si512(), c3 = c2;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++, k0 += AG__PHILOX_W0, k1 += AG__PHILOX_W1) { /* ag__philox4x32_10's rounds */
+      const __m512i q0 = _mm512_mul_epu32(m0, c0), q1 = _mm512_mul_epu32(m1, c2);
+      c0 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(q1, 32), c1), _mm512_set1_epi64(k0));
+      c1 = _mm512_and_si512(q1, lo);
+      c2 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(q0, 32), c3), _mm512_set1_epi64(k1));
+      c3 = _mm512_and_si512(q0, lo);
+    }
+    /* draw 2 b: words (c1, c0); draw 2 b + 1: words (c3, c2) */
+    const __m512i h0 = _mm512_or_si512(_mm512_slli_epi64(c1, 32), c0);
+    const __m512i h1 = _mm512_or_si512(_mm512_slli_epi64(c3, 32), c2);
+    _mm512_store_si512(dr + 2 * i, _mm512_permutex2var_epi64(h0, p0, h1));
+    _mm512_store_si512(dr + 2 * i + 8, _mm512_permutex2var_epi64(h0, p1, h1));
+  }
+  const uint64_t *d = dr + (first & 1);
+  const __m512d bd = _mm512_set1_pd((double)B), rt = _mm512_set1_pd(root);
+  const __m512d sc = _mm512_set1_pd(1.0 / 9007199254740992.0);
+  for (int q = 0; q < nv; q++) {
+    const __m512d v =
+        _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(_mm512_loadu_si512(d + 8 * q), 11)), sc);
+    const __m512d jd = _mm512_cvtepi64_pd(_mm512_add_epi64(_mm512_set1_epi64(j0 + 8 * q), io));
+    _mm512_store_pd(u + 8 * q, _mm512_mul_pd(_mm512_div_pd(_mm512_add_pd(jd, v), bd), rt));
+  }
+}
+
+/* per_rpow, 8 lanes, step for step. */
+PER_AVX512 static inline __m512d per_rpow8(__m512d r, __m512d nb) {
+  const __m512i rb = _mm512_castpd_si512(r),
+                frac = _mm512_and_si512(rb, _mm512_set1_epi64(0xfffffffffffffll));
+  const __mmask8 big = _mm512_cmpge_epu64_mask(frac, _mm512_set1_epi64((long long)PER_SQRT2_FRAC));
+  const __m512i e0 = _mm512_sub_epi64(_mm512_srli_epi64(rb, 52), _mm512_set1_epi64(1023));
+  const __m512i m0 = _mm512_or_si512(frac, _mm512_set1_epi64(0x3ff0000000000000ll));
+  const __m512i e = _mm512_mask_add_epi64(e0, big, e0, _mm512_set1_epi64(1));
+  const __m512i mb = _mm512_mask_sub_epi64(m0, big, m0, _mm512_set1_epi64(1ll << 52));
+  const __m512d m = _mm512_castsi512_pd(mb), d1 = _mm512_set1_pd(1.0);
+  const __m512d s = _mm512_div_pd(_mm512_sub_pd(m, d1), _mm512_add_pd(m, d1)), z = _mm512_mul_pd(s, s);
+  __m512d p = _mm512_set1_pd(1.0 / 13);
+  for (int i = 0; i < 6; i++) p = _mm512_add_pd(_mm512_mul_pd(z, p), _mm512_set1_pd(per_lnc[i]));
+  const __m512d l2m = _mm512_mul_pd(_mm512_mul_pd(_mm512_add_pd(s, s), p), _mm512_set1_pd(PER_LOG2E));
+  const __m512d a = _mm512_mul_pd(_mm512_sub_pd(_mm512_setzero_pd(), nb), _mm512_cvtepi64_pd(e));
+  const __m512d rnd = _mm512_set1_pd(PER_ROUND), k = _mm512_sub_pd(_mm512_add_pd(a, rnd), rnd);
+  const __m512d g =
+      _mm512_mul_pd(_mm512_sub_pd(_mm512_sub_pd(a, k), _mm512_mul_pd(nb, l2m)), _mm512_set1_pd(PER_LN2));
+  __m512d ex = _mm512_set1_pd(1.0 / 479001600);
+  for (int i = 0; i < 12; i++) ex = _mm512_add_pd(_mm512_mul_pd(ex, g), _mm512_set1_pd(per_expc[i]));
+  const __m512i kb = _mm512_slli_epi64(_mm512_add_epi64(_mm512_cvttpd_epi64(k), _mm512_set1_epi64(1023)), 52);
+  return _mm512_mul_pd(ex, _mm512_castsi512_pd(kb));
+}
+
+/* per_weights, 8 samples a vector. */
+PER_AVX512 static void per_weights8(const double *leaves, const int32_t *idx, int64_t B, double root,
+                                    int64_t size, float beta, float *w) {
+  const __m512d n = _mm512_set1_pd((double)(size > 0 ? size : 1)), rt = _mm512_set1_pd(root);
+  const __m512d zero = _mm512_setzero_pd();
+  __m512d mn = _mm512_set1_pd(INFINITY), mx = zero;
+  for (int64_t j = 0; j < B; j += 8) {
+    const __mmask8 t = B - j >= 8 ? 0xff : (__mmask8)((1u << (B - j)) - 1);
+    const __m512d l = _mm512_mask_i32gather_pd(zero, t, _mm256_maskz_loadu_epi32(t, idx + j), leaves, 8);
+    const __mmask8 ok = _mm512_mask_cmp_pd_mask(t, _mm512_mul_pd(n, _mm512_div_pd(l, rt)), zero, _CMP_GT_OQ);
+    mn = _mm512_mask_min_pd(mn, ok, mn, l);
+    mx = _mm512_mask_max_pd(mx, ok, mx, l);
+  }
+  const double lmin = _mm512_reduce_min_pd(mn), lmax = _mm512_reduce_max_pd(mx);
+  if (!per_rpow_ok(root, lmin, lmax)) {
+    per_weights(leaves, idx, B, root, size, beta, w);
+    return;
+  }
+  const __m512d lm = _mm512_set1_pd(lmin), nb = _mm512_set1_pd((double)beta), d1 = _mm512_set1_pd(1.0);
+  for (int64_t j = 0; j < B; j += 8) {
+    const __mmask8 t = B - j >= 8 ? 0xff : (__mmask8)((1u << (B - j)) - 1);
+    const __m512d l = _mm512_mask_i32gather_pd(zero, t, _mm256_maskz_loadu_epi32(t, idx + j), leaves, 8);
+    const __mmask8 ok = _mm512_mask_cmp_pd_mask(t, _mm512_mul_pd(n, _mm512_div_pd(l, rt)), zero, _CMP_GT_OQ);
+    const __m512d wv = _mm512_maskz_mov_pd(ok, per_rpow8(_mm512_mask_div_pd(d1, ok, l, lm), nb));
+    _mm256_mask_storeu_ps(w + j, t, _mm512_cvtpd_ps(wv));
+  }
+}
+
+PER_AVX512 static void per_sample_avx512(const ag__per_sample_args *a, double root, uint64_t base) {
+  int64_t node[PER_CHUNK] __attribute__((aligned(64)));
+  double u[PER_CHUNK] __attribute__((aligned(64)));
+  for (int64_t j0 = 0; j0 < a->B; j0 += PER_CHUNK) {
+    const int g = a->B - j0 < PER_CHUNK ? (int)(a->B - j0) : PER_CHUNK, nv = (g + 7) / 8;
+    /* lanes g .. 8 nv - 1 descend too (from targets past the batch's: valid
+     * nodes), and are not written out */
+    per_targets8(a->seed, base + (uint64_t)j0, j0, nv, a->B, root, u);
+    for (int d = 0; d < a->depth; d++) {
+      const double *lv = a->tree + ag__per_offset(d);
+      const double *next = d + 1 < a->depth ? a->tree + ag__per_offset(d + 1) : NULL;
+      for (int q = 0; q < nv; q++) {
+        int64_t *nq = node + 8 * q;
+        __m512d v = _mm512_load_pd(u + 8 * q), x[AG__PER_FAN];
+        __m512i first;
+        if (d == 0) { /* every lane under the root */
+          for (int c = 0; c < AG__PER_FAN; c++) x[c] = _mm512_set1_pd(lv[c]);
+          first = _mm512_setzero_si512();
+        } else {
+          __m512d r[8];
+          for (int l = 0; l < 8; l++) r[l] = _mm512_loadu_pd(lv + nq[l] * AG__PER_FAN);
+          per_transpose8(r, x);
+          for (int l = 0; l < 8; l++) r[l] = _mm512_loadu_pd(lv + nq[l] * AG__PER_FAN + 8);
+          per_transpose8(r, x + 8);
+          first = _mm512_slli_epi64(_mm512_load_si512(nq), 4);
+        }
+        _mm512_store_si512(nq, _mm512_add_epi64(first, per_step8(x, &v)));
+        _mm512_store_pd(u + 8 * q, v);
+        if (next)
+          for (int l = 0; l < 8; l++) { /* 16 doubles: two cache lines */
+            __builtin_prefetch(next + nq[l] * AG__PER_FAN);
+            __builtin_prefetch(next + nq[l] * AG__PER_FAN + 8);
+          }
+      }
+    }
+    for (int k = 0; k < g; k++) a->idx[j0 + k] = (int32_t)node[k];
+  }
+  per_weights8(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev, a->beta, a->w);
+}
+#endif
+
 static ag_status k_per_sample(const void *args) {
   const ag__per_sample_args *a = args;
   const double root = a->tree[ag__per_offset(a->depth)];
-  const double *leaves = a->tree + ag__per_offset(a->depth - 1);
   uint64_t base = *a->counter;
-  float wmax = 0.0f;
+#ifdef AG_CPU_PER_AVX512
+  if (ag__cpu_vector_paths && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl")) {
+    per_sample_avx512(a, root, base);
+    *a->counter = base + (uint64_t)a->B;
+    return AG_OK;
+  }
+#endif
   enum { G = 16 }; /* descents in lockstep, so that their cache misses overlap */
   for (int64_t j0 = 0; j0 < a->B; j0 += G) {
     int g = a->B - j0 < G ? (int)(a->B - j0) : G;
@@ -563,13 +833,9 @@ static ag_status k_per_sample(const void *args) {
       }
       for (int k = 0; k < g; k++) node[k] = ag__per_step(a->tree, d, node[k], &u[k]);
     }
-    for (int k = 0; k < g; k++) {
-      a->idx[j0 + k] = (int32_t)node[k];
-      a->w[j0 + k] = ag__per_weight(leaves[node[k]], root, *a->size_dev, a->beta);
-      wmax = a->w[j0 + k] > wmax ? a->w[j0 + k] : wmax;
-    }
+    for (int k = 0; k < g; k++) a->idx[j0 + k] = (int32_t)node[k];
   }
-  for (int64_t j = 0; j < a->B; j++) a->w[j] = wmax > 0.0f ? a->w[j] / wmax : 0.0f;
+  per_weights(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev, a->beta, a->w);
   *a->counter = base + (uint64_t)a->B;
   return AG_OK;
 }
