@@ -1,7 +1,10 @@
 """Runs `agrl bench` and the peer scripts in one invocation and
 prints one table: work, agrl, each peer that did the same work, and the ratio
 (peer time / agrl time: above 1 means agrl is faster). A peer that is absent
-or fails is reported, never fatal.
+or fails is reported, never fatal. Then each of PERF.md's targets that this
+run can judge: met when the ratio measured here is at least the ratio of
+PERF.md's peer figure to agrl's target (absolute times move from machine to
+machine; the ratio to a peer run beside agrl does not).
 
 usage: python3 bench/compare.py BUILD_DIR [cpu|cuda] [--json FILE] [--only SUBSTRING]
 """
@@ -13,9 +16,75 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 PEERS = {  # most telling first: a run cut short still has them
-    "cuda": ["torch_dqn.py", "torch_core.py", "torch_replay.py", "jax_dqn.py"],
+    "cuda": ["torch_dqn.py", "torch_core.py", "torch_replay.py", "jax_dqn.py", "jax_replay.py", "flashbax_replay.py"],
     "cpu": ["torch_dqn.py", "numpy_replay.py"],
 }
+
+# PERF.md's table: (work, peer impl, the peer's figure there in us, agrl's
+# target there in us). The ratio a target asks for is figure / target.
+TARGETS = [
+    ("gather_cartpole_b256", "torch", 14.4, 4.0),
+    ("sample_gather_mujoco_b256", "torch", 26.6, 5.0),
+    ("sample_gather_mujoco_b256", "jax_jit", 43.7, 5.0),
+    ("sample_gather_mujoco_b256", "flashbax_flat", 85.0, 5.0),
+    ("write_1_mujoco_visible", "torch", 17.4, 8.0),
+    ("write_65536_mujoco_pageable", "torch", 782.0, 300.0),
+    ("per_sample_b256_1m", "torch_multinomial", 449.0, 20.0),
+    ("per_sample_b256_1m", "torch_cumsum_searchsorted", 50.0, 20.0),
+    ("per_sample_b256_1m", "flashbax_per", 535.0, 20.0),
+    ("per_update_b256", "torch_scatter", 9.2, 10.0),
+    ("per_update_b256", "flashbax_per", 540.0, 10.0),
+    ("dqn_update_4_128_128_2_b128", "torch_eager", 1954.0, 25.0),
+    ("dqn_update_4_128_128_2_b128", "torch_graph", 189.0, 25.0),
+    ("dqn_update_4_128_128_2_b128", "jax_jit", 87.0, 25.0),
+    ("dqn_update_4_128_128_2_b128", "jax_fused", 37.0, 25.0),
+    ("dqn_update_17_256_256_6_b256", "torch_eager", 2360.0, 30.0),
+    ("dqn_update_17_256_256_6_b256", "torch_graph", 270.0, 30.0),
+    ("dqn_update_17_256_256_6_b256", "jax_jit", 102.0, 30.0),
+    ("dqn_update_17_256_256_6_b256", "jax_fused", 46.0, 30.0),
+    ("cpu_sample_gather_mujoco_b256", "numpy_sb3", 101.0, 5.0),
+    ("cpu_sample_gather_mujoco_b256", "cpprb", 111.0, 5.0),
+    ("cpu_add_1_mujoco", "numpy_sb3", 3.2, 1.0),
+    ("cpu_add_1_mujoco", "cpprb", 37.0, 1.0),
+    ("cpu_per_sample_b256_1m", "cpprb", 405.0, 40.0),
+    ("cpu_per_update_b256", "cpprb", 11.5, 10.0),
+    ("cpu_dqn_update_4_128_128_2_b128", "torch_cpu_1thread", 1333.0, 500.0),
+]
+# The wide gather's target is a share of the device-to-device copy measured
+# in the same run: (work, bytes read + written a call, share, ceiling row).
+CEILING_TARGETS = [("gather_1024f32_b65536", 2 * 1024 * 65536 * 4, 0.90, "copy_d2d_1gib", 2 * 2**30)]
+
+
+def judge(ours, peers):
+    """One verdict per target whose agrl row ran: a dict with the work, the
+    peer, the measured and the needed ratio, and 'met', 'missed' or 'peer
+    absent'."""
+    mine = {r["work"]: r for r in ours}
+    theirs = {(r["work"], r["impl"]): r for r in peers if "work" in r and "us" in r}
+    out = []
+    for work, impl, figure, target in TARGETS:
+        if work not in mine:
+            continue
+        need = figure / target
+        p = theirs.get((work, impl))
+        if p is None:
+            out.append(dict(work=work, peer=impl, need=need, verdict="peer absent"))
+            continue
+        got = p["us"] / mine[work]["us"]
+        out.append(dict(work=work, peer=impl, peer_us=p["us"], agrl_us=mine[work]["us"], ratio=got,
+                        need=need, allowed_us=p["us"] / need, verdict="met" if got >= need else "missed"))
+    for work, nbytes, share, ceiling, cbytes in CEILING_TARGETS:
+        if work not in mine:
+            continue
+        c = theirs.get((ceiling, "ceiling"))
+        if c is None:
+            out.append(dict(work=work, peer=ceiling, need=share, verdict="peer absent"))
+            continue
+        got = (nbytes / mine[work]["us"]) / (cbytes / c["us"])
+        out.append(dict(work=work, peer=ceiling, peer_us=c["us"], agrl_us=mine[work]["us"], ratio=got,
+                        need=share, allowed_us=nbytes / (share * cbytes / c["us"]),
+                        verdict="met" if got >= share else "missed"))
+    return out
 
 
 def run_lines(cmd, env=None):
@@ -46,12 +115,13 @@ def main():
     env = dict(os.environ)
     if dev == "cpu":  # one thread, as PERF.md's CPU rows
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    ours, peers, problems = [], [], []
+    ours, peers, problems, verdicts = [], [], [], []
 
     def save():
         if json_out:
             with open(json_out, "w") as f:
-                json.dump({"device": dev, "agrl": ours, "peers": peers, "problems": problems}, f, indent=1)
+                json.dump({"device": dev, "agrl": ours, "peers": peers, "problems": problems,
+                           "targets": verdicts}, f, indent=1)
 
     jf = os.path.join(build, f"agrl_bench_{dev}.jsonl")
     _, err = run_lines([os.path.join(build, "agrl"), "bench", "--device", dev, "--json", jf], env)
@@ -98,6 +168,20 @@ def main():
             print(f"peer check: {r['impl']}: {r['check']} = {r.get('value')}")
     for p in problems:
         print("problem:", p)
+    verdicts += [v for v in judge(ours, peers) if only in v["work"]]
+    save()
+    if verdicts:
+        print("\ntargets (PERF.md): met when peer / agrl here >= PERF's peer figure / agrl's target"
+              " (for the wide gather: its bandwidth / the copy's)")
+        print(f"{'work':38} {'against':26} {'ratio':>7} {'needs':>7}  {'verdict':11} agrl us (allowed here)")
+        for v in verdicts:
+            if "ratio" in v:
+                print(f"{v['work']:38} {v['peer']:26} {v['ratio']:7.2f} {v['need']:7.2f}  {v['verdict']:11} "
+                      f"{v['agrl_us']:.2f} ({v['allowed_us']:.2f})")
+            else:
+                print(f"{v['work']:38} {v['peer']:26} {'-':>7} {v['need']:7.2f}  {v['verdict']}")
+        met = sum(v["verdict"] == "met" for v in verdicts)
+        print(f"targets met: {met} of {len(verdicts)} judged")
 
 
 if __name__ == "__main__":

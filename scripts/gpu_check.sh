@@ -9,7 +9,7 @@
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
 # (scripts/fetch_gpu_deps.sh) where cmocka and cblas.h are missing, and
-# optionally .whl/ (wheels of cpprb, gymnasium) for the peers.
+# optionally .whl/ (wheels of cpprb, gymnasium, flashbax) for the peers.
 set -u
 FINAL=${1:?usage: gpu_check.sh OUTDIR [steps]}
 shift
