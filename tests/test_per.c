@@ -625,10 +625,10 @@ static void many_passes_with_repeats_and_skipped_indices(void **state) {
   enum { N = 5000 };
   int64_t *idx = malloc(N * sizeof *idx);
   float *prio = malloc(N * sizeof *prio);
-  static const int depths[] = {1, 2, 3, 5};
-  for (int k = 0; k < 8; k++) {
-    const int depth = depths[k % 4];
-    const float alpha = k < 4 ? 0.6f : 1.0f;
+  static const int depths[] = {1, 2, 3, 4, 5}; /* from 4: level 2 in shared memory on the GPU */
+  for (int k = 0; k < 10; k++) {
+    const int depth = depths[k % 5];
+    const float alpha = k < 5 ? 0.6f : 1.0f;
     const ag_dtype dt = k % 2 ? AG_I64 : AG_I32;
     bare_tree b, ref_b;
     bare_new(&b, agt_kind, depth, alpha);
