@@ -266,6 +266,20 @@ static void get_rows_matches_host_reference(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* A new buffer of `dt` filled with random non-negative values (they fit u8
+ * too); returns what it stored, read back as f32 (the caller frees it). */
+static float *filled_buffer(ag_ctx *ctx, agt_rng *g, int64_t rows, int64_t cap, ag_dtype dt, ag_buffer **b) {
+  agt_ok(ag_buffer_create(ctx, rows, cap, dt, b));
+  float *src = random_cols(g, rows, cap);
+  for (int64_t i = 0; i < rows * cap; i++) src[i] = fabsf(src[i]);
+  agt_ok(ag_buffer_write(*b, src, AG_F32, rows, cap, 0));
+  float *stored = malloc((size_t)(rows * cap) * sizeof *stored);
+  assert_non_null(stored);
+  agt_ok(ag_buffer_read(*b, 0, cap, AG_F32, stored, (size_t)(rows * cap) * sizeof *stored));
+  free(src);
+  return stored;
+}
+
 /* S10 with indices on the device, both index dtypes, and compact storage. */
 static void get_rows_dev_matches_host_for_every_dtype(void **state) {
   (void)state;
@@ -281,12 +295,7 @@ static void get_rows_dev_matches_host_for_every_dtype(void **state) {
   agt_ok(ag_tensor_create(ctx, 1, n, AG_I32, idx32, &ti32));
   for (size_t d = 0; d < 5; d++) {
     ag_buffer *b = NULL;
-    agt_ok(ag_buffer_create(ctx, rows, cap, dts[d], &b));
-    float *src = random_cols(&g, rows, cap);
-    for (int64_t i = 0; i < rows * cap; i++) src[i] = fabsf(src[i]); /* fits u8 too */
-    agt_ok(ag_buffer_write(b, src, AG_F32, rows, cap, 0));
-    float *stored = malloc((size_t)(rows * cap) * sizeof *stored);
-    agt_ok(ag_buffer_read(b, 0, cap, AG_F32, stored, (size_t)(rows * cap) * sizeof *stored));
+    float *stored = filled_buffer(ctx, &g, rows, cap, dts[d], &b);
     float scale = dts[d] == AG_U8 ? 1.0f / 255.0f : 1.0f;
     agt_ok(ag_buffer_set_scale(b, scale));
     ag_tensor *t = NULL, *t32 = NULL;
@@ -303,7 +312,6 @@ static void get_rows_dev_matches_host_for_every_dtype(void **state) {
     free(got);
     free(got32);
     free(stored);
-    free(src);
     ag_buffer_free(b);
   }
   ag_ctx_free(ctx);
@@ -321,15 +329,7 @@ static void back_to_back_gathers_of_different_kinds_each_get_their_rows(void **s
   const ag_dtype dts[KINDS] = {AG_F32, AG_F32, AG_F16, AG_U8};
   ag_buffer *b[KINDS];
   float *stored[KINDS];
-  for (int k = 0; k < KINDS; k++) {
-    agt_ok(ag_buffer_create(ctx, rows[k], cap, dts[k], &b[k]));
-    float *src = random_cols(&g, rows[k], cap);
-    for (int64_t i = 0; i < rows[k] * cap; i++) src[i] = fabsf(src[i]);
-    agt_ok(ag_buffer_write(b[k], src, AG_F32, rows[k], cap, 0));
-    stored[k] = malloc((size_t)(rows[k] * cap) * sizeof(float));
-    agt_ok(ag_buffer_read(b[k], 0, cap, AG_F32, stored[k], (size_t)(rows[k] * cap) * sizeof(float)));
-    free(src);
-  }
+  for (int k = 0; k < KINDS; k++) stored[k] = filled_buffer(ctx, &g, rows[k], cap, dts[k], &b[k]);
   int64_t idx[ROUNDS][KINDS][N];
   ag_tensor *out[ROUNDS][KINDS];
   for (int i = 0; i < ROUNDS; i++)

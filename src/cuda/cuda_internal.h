@@ -47,6 +47,7 @@ typedef struct ag__cuda_state {
   cudaGraph_t one_graph;
   cudaGraphNode_t one_node;
   cudaGraphExec_t one_exec;
+  int one_off; /* the graph could not be made: plain launches */
 } ag__cuda_state;
 
 /* A kernel launcher: checks nothing, launches on st->stream. */
@@ -101,8 +102,8 @@ static inline cudaError_t ag__launch(void (*kernel)(KArgs...), dim3 grid, dim3 b
  * stream, in order with everything before and after it. A graph launch
  * costs the host less than a kernel launch (on the machines measured,
  * 2.2 against 3.2-3.9 us), which decides the rate of small calls issued
- * one at a time. While recording, and if the graph cannot be made, a
- * plain launch. */
+ * one at a time. While recording, and from then on if the graph cannot be
+ * made, a plain launch. */
 #ifndef AG__ONE_GRAPH
 #define AG__ONE_GRAPH 1
 #endif
@@ -114,7 +115,8 @@ static inline void ag__param_ptrs(std::tuple<KArgs...> &t, void **p, std::index_
 template <typename... KArgs, typename... Args>
 static inline cudaError_t ag__launch_one(ag__cuda_state *st, void (*kernel)(KArgs...), dim3 grid, dim3 block,
                                          Args &&...args) {
-  if (!AG__ONE_GRAPH || st->recording) return ag__launch(kernel, grid, block, 0, st->stream, static_cast<Args &&>(args)...);
+  if (!AG__ONE_GRAPH || st->recording || st->one_off)
+    return ag__launch(kernel, grid, block, 0, st->stream, static_cast<Args &&>(args)...);
   std::tuple<KArgs...> vals(static_cast<Args &&>(args)...);
   void *ptrs[sizeof...(KArgs) > 0 ? sizeof...(KArgs) : 1];
   ag__param_ptrs(vals, ptrs, std::index_sequence_for<KArgs...>{});
@@ -135,6 +137,7 @@ static inline cudaError_t ag__launch_one(ag__cuda_state *st, void (*kernel)(KArg
     if (e != cudaSuccess) {
       if (g) cudaGraphDestroy(g);
       cudaGetLastError();
+      st->one_off = 1; /* not tried again at every call */
       return ag__launch(kernel, grid, block, 0, st->stream, static_cast<Args &&>(args)...);
     }
     st->one_graph = g, st->one_node = node, st->one_exec = x;
