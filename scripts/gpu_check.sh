@@ -106,12 +106,12 @@ fi
 if has sanitize; then
   for t in per buffer capture dist agent; do
     f=; [ "$t" = agent ] && f='dqn_*_matches_*' # the fused update and the loss (not the 12k-step run)
-    timeout 45 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+    timeout 90 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
       "$BUILD/tests/test_$t" cuda $f > "$OUT/memcheck_$t.log" 2>&1
     echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
   done
   # the fused update's shared-memory traffic
-  timeout 45 compute-sanitizer --tool racecheck --error-exitcode 3 "$BUILD/tests/test_agent" cuda 'dqn_fused*' \
+  timeout 180 compute-sanitizer --tool racecheck --error-exitcode 3 "$BUILD/tests/test_agent" cuda 'dqn_fused*' \
     > "$OUT/racecheck_agent.log" 2>&1
   echo "racecheck agent (fused update): rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_agent.log" | tail -1)"
   stamp "sanitize done"

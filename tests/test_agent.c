@@ -210,11 +210,14 @@ static void dqn_loss_matches_host_reference(void **state) {
  * with a batch of 100 (the GPU's 16-byte copies, several chunks and a
  * partial one), and one whose widths are not (70, 33: the GPU's copies of
  * single floats, the bias's input inside a copy) with 10 actions (the
- * output layer in two groups of actions); each with max / double DQN
+ * output layer in two groups of actions); networks of 1, 2 and 4 layers
+ * (on the GPU no forward or backward kernel, one forward kernel and no
+ * backward one, two of each), and 3-layer ones with 37 and 40 inputs
+ * (layer 0's gradient in two tiles of inputs); each with max / double DQN
  * targets and Huber / MSE losses. */
 static void dqn_fused_update_matches_composed_ops(void **state) {
   (void)state;
-  for (int shape = 0; shape < 4; shape++)
+  for (int shape = 0; shape < 8; shape++)
     for (int variant = 0; variant < 3; variant++) {
       ag_ctx *ctx = agt_ctx();
       ag_dqn_config cfg = small_config(variant == 1, variant != 2);
@@ -222,6 +225,10 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
       if (shape == 1) set_shape(&cfg, 300, 40, 45, 200), od = 5, na = 3, n = 150;
       if (shape == 2) set_shape(&cfg, 64, 32, 100, 300), od = 8, na = 4, n = 250;
       if (shape == 3) set_shape(&cfg, 70, 33, 37, 200), od = 5, na = 10, n = 120;
+      if (shape == 4) cfg.n_hidden = 0, cfg.batch_size = 30, od = 6, na = 3, n = 60;
+      if (shape == 5) cfg.n_hidden = 1, set_shape(&cfg, 40, 0, 50, 200), od = 4, na = 5, n = 90;
+      if (shape == 6) cfg.n_hidden = 3, set_shape(&cfg, 48, 33, 70, 200), cfg.hidden[2] = 20, od = 40, na = 4, n = 120;
+      if (shape == 7) set_shape(&cfg, 50, 30, 90, 200), od = 37, na = 3, n = 150;
       ag_dqn *d[2];
       for (int k = 0; k < 2; k++) {
         cfg.fused = 1 - k;
@@ -271,19 +278,21 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
 }
 
 /* Without clipping the fused call applies Adam itself (on the GPU inside
- * its gradient kernel, tile by tile). Two updates checked against Adam's
+ * its gradient kernel, tile by tile). Networks of 3 and 4 layers, 34 inputs
+ * in the last (layer 0's gradient in two tiles). Two updates checked against Adam's
  * closed form computed on the host from the parameters before and the
  * gradients the update wrote: m_t = b1 m + (1 - b1) g, v_t likewise with
  * g^2, p -= lr (m_t / (1 - b1^t)) / (sqrt(v_t / (1 - b2^t)) + eps). */
 static void dqn_fused_update_applies_adam_itself(void **state) {
   (void)state;
-  for (int shape = 0; shape < 2; shape++) {
+  for (int shape = 0; shape < 3; shape++) {
     ag_ctx *ctx = agt_ctx();
-    ag_dqn_config cfg = small_config(shape, 1);
+    ag_dqn_config cfg = small_config(shape == 1, 1);
     cfg.max_grad_norm = 0.0f;
     cfg.lr = 1e-2f;
     int64_t od = 3, na = 2, n = 40;
     if (shape == 1) set_shape(&cfg, 70, 33, 37, 200), od = 5, na = 3, n = 120;
+    if (shape == 2) cfg.n_hidden = 3, set_shape(&cfg, 40, 24, 50, 200), cfg.hidden[2] = 12, od = 34, na = 3, n = 120;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
     assert_int_equal(ag_dqn_fused(d), 1);
@@ -297,7 +306,7 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
     ag_mlp *q = ag_dqn_q(d);
     const int np = ag_mlp_n_params(q);
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8, lr = cfg.lr;
-    enum { MAXP = 6 }; /* 3 layers: W and b each */
+    enum { MAXP = 8 }; /* 4 layers: W and b each */
     assert_true(np <= MAXP);
     double *m[MAXP], *v[MAXP];
     float *p0[MAXP];

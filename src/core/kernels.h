@@ -341,7 +341,7 @@ typedef struct ag__per_sample_args {
  *   *loss = (1 / B) sum_j f(Q(s_j)[a_j] - y_j)   (f as in AG__K_LOSS: kind 0 MSE, 1 Huber of delta)
  * and the gradient of *loss with respect to w, b (y held constant) written
  * into gw, gb. The loss is summed over tiles of AG__QG_TILE transitions in order,
- * then over the tiles in order. ws: ag__qgrad_ws_floats(...) floats of
+ * then over the tiles in a fixed order. ws: ag__qgrad_ws_floats(...) floats of
  * scratch on the device. opt, when not NULL, is an optimizer step of one
  * launch (AG__K_ADAM with prep, no clipping) over entries 2i = W_i, 2i + 1 =
  * b_i of the online network: the call applies it as AG__K_ADAM would once

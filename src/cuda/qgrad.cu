@@ -13,7 +13,7 @@
  *   backward, a kernel per hidden layer below: d loss / d (W_i-1 A_i-1 +
  *     b_i-1) from the layer above through W_i and the ReLU mask;
  *   the gradient of every layer's [W | b]: the sum over the batch of delta x
- *     input, in 32 x 32 tiles; its block 0 also adds up the partial losses;
+ *     input, in 32 x 32 tiles; its last block also adds up the partial losses;
  *     with a->opt, the optimizer's step for each value as soon as it is made.
  * The forward, backward and gradient kernels are one tile product (qg_mm)
  * on different operands: each brings them through a ring of asynchronous
@@ -490,6 +490,21 @@ typedef struct qg_opt {
 __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
   ag__pdl_wait();
   __shared__ __align__(16) float sm[QG_SMEM];
+  if (blockIdx.x == gridDim.x - 1) { /* the loss, first: the partials loaded together, added in a fixed order */
+    __shared__ float wsum[QG_THREADS / 32];
+    const int64_t tiles = (a.B + QG_T - 1) / QG_T;
+    float sum = 0.0f;
+    for (int64_t t = threadIdx.x; t < tiles; t += QG_THREADS) sum += p.part[t];
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
+    if ((threadIdx.x & 31) == 0) wsum[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+      for (int q = 0; q < QG_THREADS / 32; q++) total += wsum[q];
+      *a.loss = total * (1.0f / (float)a.B);
+      if (!a.idx) *a.counter += (uint64_t)a.B; /* every draw of this call has been read */
+    }
+  }
   int i = 0;
   while (i + 1 < a.L && p.first[i + 1] <= (int)blockIdx.x) i++;
   const int n = (int)a.sizes[i + 1], k = (int)a.sizes[i], tk = (k + 1 + 31) / 32;
@@ -529,13 +544,6 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
         if (!o.sgd) o.m[t][e] = mr[q], o.v[t][e] = vr[q];
       }
     }
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    const int64_t tiles = (B + QG_T - 1) / QG_T;
-    float sum = 0.0f;
-    for (int64_t t = 0; t < tiles; t++) sum += p.part[t];
-    *a.loss = sum * (1.0f / (float)B);
-    if (!a.idx) *a.counter += (uint64_t)B; /* every draw of this call has been read */
-  }
 }
 
 ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
