@@ -41,7 +41,7 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
 if has env; then
-  { date; nvidia-smi -L; nvcc --version | tail -1; cmake --version | head -1; nproc;
+  { date; nvidia-smi -L; nvcc --version | tail -1; cmake --version | head -1; nproc; grep -m1 "model name" /proc/cpuinfo;
     python3 -c 'import torch, jax; print("torch", torch.__version__, "jax", jax.__version__)'; } > "$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
 fi
