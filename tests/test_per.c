@@ -356,22 +356,23 @@ static void check_tree(const double *tr, const double *ref_leaf, int depth) {
 }
 
 /* Series of batched updates with repeated indices and shared parents, at
- * several depths (1: the leaves are level 0). The leaves are exactly the
- * host's pow of the last priority given to each (on the GPU within 1e-15:
- * CUDA's pow may differ from the C library's in the last bit); state[0] is
- * the largest priority. */
+ * several depths (1: the leaves are level 0). The leaves are ag__per_pow of
+ * the last priority given to each: bit for bit on the CPU (on both of its
+ * paths: 8 powers a vector, and one at a time), within 1e-15 of the C
+ * library's pow on every device; state[0] is the largest priority. */
 static void batched_updates_keep_every_node_the_sum_of_its_children(void **state) {
   (void)state;
   static const int depths[] = {1, 2, 4};
   int64_t *idx = malloc(BATCH_MAX * sizeof *idx);
   float *prio = malloc(BATCH_MAX * sizeof *prio);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 3 * (agt_kind == AG_DEVICE_CPU ? 2 : 1); k++) {
     const float alpha = 0.6f;
+    ag__cpu_vector_paths = k < 3;
     bare_tree b;
-    bare_new(&b, agt_kind, depths[k], alpha);
-    double *ref = malloc((size_t)b.leaves * sizeof *ref);
-    for (int64_t i = 0; i < b.leaves; i++) ref[i] = 1.0;
-    agt_rng g = {31 + (uint64_t)k};
+    bare_new(&b, agt_kind, depths[k % 3], alpha);
+    double *ref = malloc((size_t)b.leaves * sizeof *ref), *exact = malloc((size_t)b.leaves * sizeof *exact);
+    for (int64_t i = 0; i < b.leaves; i++) ref[i] = exact[i] = 1.0;
+    agt_rng g = {31 + (uint64_t)(k % 3)};
     int64_t hot[40];
     for (int h = 0; h < 40; h++) hot[h] = agt_below(&g, b.leaves);
     float pmax = 1.0f;
@@ -381,23 +382,29 @@ static void batched_updates_keep_every_node_the_sum_of_its_children(void **state
       for (int64_t j = 0; j < n; j++) {
         float p = prio[j] > 1e-12f ? prio[j] : 1e-12f;
         ref[idx[j]] = pow((double)p, (double)alpha);
+        exact[idx[j]] = ag__per_pow(p, alpha);
         pmax = p > pmax ? p : pmax;
       }
     }
     double *tr = bare_read(&b);
     const double *leaf = tr + ag__per_offset(b.depth - 1);
-    const double tol = agt_kind == AG_DEVICE_CPU ? 0.0 : 1e-15;
-    for (int64_t i = 0; i < b.leaves; i++)
-      if (!(fabs(leaf[i] - ref[i]) <= tol * ref[i]))
-        fail_msg("depth %d leaf %lld: %.17g, the last priority gives %.17g", b.depth, (long long)i, leaf[i], ref[i]);
+    for (int64_t i = 0; i < b.leaves; i++) {
+      if (!(fabs(leaf[i] - ref[i]) <= 1e-15 * ref[i]))
+        fail_msg("depth %d leaf %lld: %.17g, pow of the last priority %.17g", b.depth, (long long)i, leaf[i], ref[i]);
+      if (agt_kind == AG_DEVICE_CPU && memcmp(&leaf[i], &exact[i], sizeof *leaf) != 0)
+        fail_msg("path %d depth %d leaf %lld: %.17g, ag__per_pow of the last priority %.17g", k / 3, b.depth,
+                 (long long)i, leaf[i], exact[i]);
+    }
     check_tree(tr, ref, b.depth);
     float st;
     agt_ok(ag_tensor_read(b.state, &st, sizeof st));
     assert_true(st == pmax);
     free(tr);
     free(ref);
+    free(exact);
     bare_free(&b);
   }
+  ag__cpu_vector_paths = 1;
   free(idx);
   free(prio);
 }
@@ -616,8 +623,9 @@ static void sample_kernel_picks_the_host_descents_leaf(void **state) {
  * repeated within a pass and across passes, siblings, and indices outside
  * the table's columns (negative, from `cols` up to the last leaf, far
  * beyond; as i64 also past 32 bits) among valid ones, priorities 0, negative
- * and NaN (taken as 1e-12). At depths 1 to 5 the leaves are the host's pow
- * of the last valid priority of each (within 1e-15 on the GPU), every node
+ * and NaN (taken as 1e-12). At depths 1 to 5 the leaves are within 1e-15 of
+ * the host's pow of the last valid priority of each (ag__per_pow's bits on
+ * the CPU; pow's at alpha 1), every node
  * is the sum of its children, state[0] is the largest valid priority; at
  * alpha 1 a GPU's tree is the CPU's, bit for bit. */
 static void many_passes_with_repeats_and_skipped_indices(void **state) {
@@ -636,8 +644,8 @@ static void many_passes_with_repeats_and_skipped_indices(void **state) {
     if (cross) bare_new(&ref_b, AG_DEVICE_CPU, depth, alpha);
     /* leaves cols .. leaves-1 exist but are outside the table */
     const int64_t cols = b.leaves - b.leaves / 5;
-    double *ref = malloc((size_t)b.leaves * sizeof *ref);
-    for (int64_t i = 0; i < b.leaves; i++) ref[i] = 1.0;
+    double *ref = malloc((size_t)b.leaves * sizeof *ref), *exact = malloc((size_t)b.leaves * sizeof *exact);
+    for (int64_t i = 0; i < b.leaves; i++) ref[i] = exact[i] = 1.0;
     agt_rng g = {100 + (uint64_t)k};
     int64_t hot[24];
     for (int h = 0; h < 24; h++) hot[h] = agt_below(&g, cols);
@@ -665,16 +673,21 @@ static void many_passes_with_repeats_and_skipped_indices(void **state) {
         if (idx[j] < 0 || idx[j] >= cols) continue;
         float p = prio[j] > 1e-12f ? prio[j] : 1e-12f;
         ref[idx[j]] = pow((double)p, (double)alpha);
+        exact[idx[j]] = ag__per_pow(p, alpha);
         pmax = p > pmax ? p : pmax;
       }
     }
     double *tr = bare_read(&b);
     const double *leaf = tr + ag__per_offset(depth - 1);
-    const double tol = agt_kind == AG_DEVICE_CPU || alpha == 1.0f ? 0.0 : 1e-15;
-    for (int64_t i = 0; i < b.leaves; i++)
+    const double tol = alpha == 1.0f ? 0.0 : 1e-15;
+    for (int64_t i = 0; i < b.leaves; i++) {
       if (!(fabs(leaf[i] - ref[i]) <= tol * ref[i]))
-        fail_msg("depth %d alpha %g leaf %lld: %.17g, the last valid priority gives %.17g", depth,
-                 (double)alpha, (long long)i, leaf[i], ref[i]);
+        fail_msg("depth %d alpha %g leaf %lld: %.17g, pow of the last valid priority %.17g", depth, (double)alpha,
+                 (long long)i, leaf[i], ref[i]);
+      if (agt_kind == AG_DEVICE_CPU && memcmp(&leaf[i], &exact[i], sizeof *leaf) != 0)
+        fail_msg("depth %d alpha %g leaf %lld: %.17g, ag__per_pow of the last valid priority %.17g", depth,
+                 (double)alpha, (long long)i, leaf[i], exact[i]);
+    }
     check_tree(tr, ref, depth);
     float st;
     agt_ok(ag_tensor_read(b.state, &st, sizeof st));
@@ -690,6 +703,7 @@ static void many_passes_with_repeats_and_skipped_indices(void **state) {
     }
     free(tr);
     free(ref);
+    free(exact);
     bare_free(&b);
   }
   free(idx);

@@ -498,41 +498,6 @@ static void per_update_sorted(double *tree, int depth, uint32_t *node, int m) {
   ag__per_recompute_root(tree, depth);
 }
 
-static ag_status k_per_set(const void *args) {
-  const ag__per_set_args *a = args;
-  enum { CHUNK = 1024 }; /* leaves whose ancestors are summed together (stack scratch) */
-  uint32_t node[CHUNK], tmp[CHUNK];
-  double *leaves = a->tree + ag__per_offset(a->depth - 1);
-  /* Chunks in order, each its leaves then their ancestors: a later chunk
-   * rewrites the ancestors it shares with an earlier one, and the last of
-   * repeated indices wins as in one pass. */
-  for (int64_t j0 = 0; j0 < a->n; j0 += CHUNK) {
-    int m = a->n - j0 < CHUNK ? (int)(a->n - j0) : CHUNK;
-    uint32_t hi = 0;
-    int kept = 0;
-    for (int k = 0; k < m; k++) {
-      int64_t leaf = ag__index_at(a->idx, a->idx_dtype, j0 + k);
-      if (leaf < 0 || leaf >= a->cols) continue; /* indices from the device: skipped, never written out of bounds */
-      float p = a->prio[(j0 + k) * a->prio_stride];
-      p = p > 1e-12f ? p : 1e-12f;
-      leaves[leaf] = pow((double)p, (double)a->alpha);
-      if (p > a->state[0]) a->state[0] = p;
-      node[kept] = (uint32_t)(leaf / AG__PER_FAN); /* < 2^31 columns (ag_per_create) */
-      hi |= node[kept++];
-    }
-    m = kept;
-    if (a->depth < 2) { /* the leaves are level 0 */
-      ag__per_recompute_root(a->tree, a->depth);
-      continue;
-    }
-    int bits = 0;
-    while (bits < 32 && (hi >> bits)) bits += 8;
-    per_sort(node, tmp, m, bits);
-    per_update_sorted(a->tree, a->depth, node, m);
-  }
-  return AG_OK;
-}
-
 static ag_status k_per_fill(const void *args) {
   const ag__per_fill_args *a = args;
   double v = pow((double)a->state[0], (double)a->alpha);
@@ -621,6 +586,54 @@ static void per_weights(const double *leaves, const int32_t *idx, int64_t B, dou
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AG_CPU_PER_AVX512 1
 #define PER_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
+
+/* ag__per_pow of 8 priorities (alpha neither 0 nor 1), the same steps in
+ * the same order (fma where it has fma, the reciprocal's seed by a float
+ * division), so the leaves are its bits on either path. */
+PER_AVX512 static void per_pow8(const float *p, double alpha, double *out) {
+  const __m256 pf = _mm256_loadu_ps(p);
+  const __m512d pd = _mm512_cvtps_pd(pf), one = _mm512_set1_pd(1.0);
+  const __m512i fb = _mm512_cvtepu32_epi64(_mm256_castps_si256(pf));
+  __m512i e = _mm512_sub_epi64(_mm512_srli_epi64(fb, 23), _mm512_set1_epi64(127));
+  const __m512i frac = _mm512_and_si512(fb, _mm512_set1_epi64(0x7fffff));
+  __m512i mb = _mm512_or_si512(_mm512_slli_epi64(frac, 29), _mm512_set1_epi64((long long)1023 << 52));
+  const __mmask8 big = _mm512_cmpgt_epi64_mask(frac, _mm512_set1_epi64(0x3504f3));
+  mb = _mm512_mask_sub_epi64(mb, big, mb, _mm512_set1_epi64((long long)1 << 52));
+  e = _mm512_mask_add_epi64(e, big, e, _mm512_set1_epi64(1));
+  const __m512d m = _mm512_castsi512_pd(mb), num = _mm512_sub_pd(m, one), den = _mm512_add_pd(m, one);
+  __m512d y = _mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm512_cvtpd_ps(den)));
+  const __m512d err = _mm512_fnmadd_pd(den, y, one);
+  y = _mm512_fmadd_pd(y, _mm512_fmadd_pd(err, err, err), y);
+  const __m512d s0 = _mm512_mul_pd(num, y), s = _mm512_fmadd_pd(_mm512_fnmadd_pd(den, s0, num), y, s0);
+  const __m512d z = _mm512_mul_pd(s, s), z2 = _mm512_mul_pd(z, z), z4 = _mm512_mul_pd(z2, z2),
+                z8 = _mm512_mul_pd(z4, z4);
+#define PP_FMA(c1, v, c0) _mm512_fmadd_pd(_mm512_set1_pd(c1), v, _mm512_set1_pd(c0))
+  const __m512d r0 = PP_FMA(2.0 / 5, z, 2.0 / 3), r1 = PP_FMA(2.0 / 9, z, 2.0 / 7), r2 = PP_FMA(2.0 / 13, z, 2.0 / 11),
+                r3 = PP_FMA(2.0 / 17, z, 2.0 / 15), r4 = PP_FMA(2.0 / 21, z, 2.0 / 19);
+  const __m512d R = _mm512_add_pd(_mm512_fmadd_pd(_mm512_fmadd_pd(r3, z2, r2), z4, _mm512_fmadd_pd(r1, z2, r0)),
+                                  _mm512_mul_pd(r4, z8));
+  const __m512d lnm = _mm512_fmadd_pd(_mm512_mul_pd(s, z), R, _mm512_mul_pd(_mm512_set1_pd(2.0), s));
+  const __m512d a = _mm512_set1_pd(alpha), ea = _mm512_mul_pd(a, _mm512_cvtepi64_pd(e));
+  const __m512d k = _mm512_roundscale_pd(ea, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), r = _mm512_sub_pd(ea, k);
+  const __m512d x = _mm512_fmadd_pd(
+      a, lnm,
+      _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.62e42fefa39efp-1), _mm512_mul_pd(r, _mm512_set1_pd(0x1.abc9e3b39803fp-56))));
+  const __m512d x2 = _mm512_mul_pd(x, x), x4 = _mm512_mul_pd(x2, x2), x8 = _mm512_mul_pd(x4, x4);
+  const __m512d q0 = PP_FMA(1.0 / 6, x, 1.0 / 2), q1 = PP_FMA(1.0 / 120, x, 1.0 / 24),
+                q2 = PP_FMA(1.0 / 5040, x, 1.0 / 720), q3 = PP_FMA(1.0 / 362880, x, 1.0 / 40320),
+                q4 = PP_FMA(1.0 / 39916800, x, 1.0 / 3628800), q5 = PP_FMA(1.0 / 6227020800.0, x, 1.0 / 479001600),
+                q6 = PP_FMA(1.0 / 1307674368000.0, x, 1.0 / 87178291200.0),
+                q7 = _mm512_set1_pd(1.0 / 20922789888000.0);
+#undef PP_FMA
+  const __m512d Q = _mm512_fmadd_pd(
+      _mm512_fmadd_pd(_mm512_fmadd_pd(q7, x2, q6), x4, _mm512_fmadd_pd(q5, x2, q4)), x8,
+      _mm512_fmadd_pd(_mm512_fmadd_pd(q3, x2, q2), x4, _mm512_fmadd_pd(q1, x2, q0)));
+  const __m512d ex = _mm512_add_pd(one, _mm512_fmadd_pd(x2, Q, x));
+  const __m512i kb = _mm512_slli_epi64(_mm512_add_epi64(_mm512_cvtpd_epi64(k), _mm512_set1_epi64(1023)), 52);
+  const __m512d v = _mm512_mul_pd(ex, _mm512_castsi512_pd(kb));
+  const __mmask8 finite = _mm512_cmp_pd_mask(pd, _mm512_set1_pd(INFINITY), _CMP_LT_OQ);
+  _mm512_storeu_pd(out, _mm512_mask_mov_pd(pd, finite, v));
+}
 
 /* The descents, 8 a vector (lane l: sample l), PER_CHUNK samples at once:
  * each level for all of them before the next, whose lines are asked for as
@@ -803,6 +816,61 @@ PER_AVX512 static void per_sample_avx512(const ag__per_sample_args *a, double ro
   per_weights8(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev, a->beta, a->w);
 }
 #endif
+
+/* ag__per_pow of n priorities into v: 8 a vector where the processor can. */
+static void per_pows(const float *p, int n, float alpha, double *v) {
+  int k = 0;
+#ifdef AG_CPU_PER_AVX512
+  if (alpha != 0.0f && alpha != 1.0f && ag__cpu_vector_paths && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    for (; k + 8 <= n; k += 8) per_pow8(p + k, (double)alpha, v + k);
+#endif
+  for (; k < n; k++) v[k] = ag__per_pow(p[k], alpha);
+}
+
+static ag_status k_per_set(const void *args) {
+  const ag__per_set_args *a = args;
+  enum { CHUNK = 1024 }; /* leaves whose ancestors are summed together (stack scratch) */
+  uint32_t node[CHUNK], tmp[CHUNK];
+  int64_t leaf[CHUNK];
+  float pr[CHUNK];
+  double val[CHUNK];
+  double *leaves = a->tree + ag__per_offset(a->depth - 1);
+  /* Chunks in order, each its leaves then their ancestors: a later chunk
+   * rewrites the ancestors it shares with an earlier one, and the last of
+   * repeated indices wins as in one pass. A chunk's leaf lines are asked
+   * for while its powers are computed. */
+  for (int64_t j0 = 0; j0 < a->n; j0 += CHUNK) {
+    int m = a->n - j0 < CHUNK ? (int)(a->n - j0) : CHUNK;
+    uint32_t hi = 0;
+    int kept = 0;
+    for (int k = 0; k < m; k++) {
+      int64_t l = ag__index_at(a->idx, a->idx_dtype, j0 + k);
+      if (l < 0 || l >= a->cols) continue; /* indices from the device: skipped, never written out of bounds */
+      float p = a->prio[(j0 + k) * a->prio_stride];
+      __builtin_prefetch(leaves + l, 1);
+      leaf[kept] = l;
+      pr[kept++] = p > 1e-12f ? p : 1e-12f;
+    }
+    per_pows(pr, kept, a->alpha, val);
+    for (int k = 0; k < kept; k++) {
+      leaves[leaf[k]] = val[k];
+      if (pr[k] > a->state[0]) a->state[0] = pr[k];
+      node[k] = (uint32_t)(leaf[k] / AG__PER_FAN); /* < 2^31 columns (ag_per_create) */
+      hi |= node[k];
+    }
+    m = kept;
+    if (a->depth < 2) { /* the leaves are level 0 */
+      ag__per_recompute_root(a->tree, a->depth);
+      continue;
+    }
+    int bits = 0;
+    while (bits < 32 && (hi >> bits)) bits += 8;
+    per_sort(node, tmp, m, bits);
+    per_update_sorted(a->tree, a->depth, node, m);
+  }
+  return AG_OK;
+}
 
 static ag_status k_per_sample(const void *args) {
   const ag__per_sample_args *a = args;
