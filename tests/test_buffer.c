@@ -7,6 +7,7 @@
 
 #include "agt.h"
 #include "core/internal.h" /* ag__copy_stream: the staging fill of plain copies */
+#include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 /* The host reference of a buffer: rows x capacity f32, column by column. */
 typedef struct ref {
@@ -229,41 +230,49 @@ static void buffer_write_f32_into_compact_dtypes_converts(void **state) {
   ag_ctx_free(ctx);
 }
 
-/* S10: get_rows selects columns by 0-based index (repeats, first, last). */
+/* S10: get_rows selects columns by 0-based index (repeats, first, last).
+ * Columns of 11, 16, 42 and 65 floats (on the CPU, shorter than a vector
+ * and whole or partial vectors of 16), on the CPU on both of its paths. */
 static void get_rows_matches_host_reference(void **state) {
   (void)state;
-  ag_ctx *ctx = agt_ctx();
-  agt_rng g = {99};
-  const int64_t rows = 11, cap = 1000, n = 300;
-  ag_buffer *b = NULL;
-  agt_ok(ag_buffer_create(ctx, rows, cap, AG_F32, &b));
-  float *d = random_cols(&g, rows, cap);
-  agt_ok(ag_buffer_write(b, d, AG_F32, rows, cap, 0));
-  int64_t idx[300];
-  int32_t idx32[300];
-  for (int64_t j = 0; j < n; j++) idx[j] = agt_below(&g, cap);
-  idx[0] = 0;
-  idx[1] = cap - 1;
-  idx[2] = idx[3] = 17; /* a repeat */
-  for (int64_t j = 0; j < n; j++) idx32[j] = (int32_t)idx[j];
-  ag_tensor *t = NULL, *t32 = NULL;
-  agt_ok(ag_get_rows(b, idx, n, &t));
-  agt_ok(ag_get_rows_i32(b, idx32, n, &t32));
-  assert_int_equal(ag_tensor_rows(t), rows);
-  assert_int_equal(ag_tensor_cols(t), n);
-  assert_int_equal(ag_tensor_dtype(t), AG_F32);
-  float *got = agt_read_f32(t), *got32 = agt_read_f32(t32);
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t r = 0; r < rows; r++) {
-      float e = d[idx[j] * rows + r];
-      if (got[j * rows + r] != e || got32[j * rows + r] != e)
-        fail_msg("column %lld (idx %lld) row %lld: got %g / %g, expected %g", (long long)j,
-                 (long long)idx[j], (long long)r, (double)got[j * rows + r], (double)got32[j * rows + r], (double)e);
-    }
-  free(got);
-  free(got32);
-  free(d);
-  ag_ctx_free(ctx);
+  static const int64_t shapes[] = {11, 16, 42, 65};
+  for (int k = 0; k < 4 * (agt_kind == AG_DEVICE_CPU ? 2 : 1); k++) {
+    ag__cpu_vector_paths = k < 4;
+    ag_ctx *ctx = agt_ctx();
+    agt_rng g = {99 + (uint64_t)k};
+    const int64_t rows = shapes[k % 4], cap = 1000, n = 300;
+    ag_buffer *b = NULL;
+    agt_ok(ag_buffer_create(ctx, rows, cap, AG_F32, &b));
+    float *d = random_cols(&g, rows, cap);
+    agt_ok(ag_buffer_write(b, d, AG_F32, rows, cap, 0));
+    int64_t idx[300];
+    int32_t idx32[300];
+    for (int64_t j = 0; j < n; j++) idx[j] = agt_below(&g, cap);
+    idx[0] = 0;
+    idx[1] = cap - 1;
+    idx[2] = idx[3] = 17; /* a repeat */
+    for (int64_t j = 0; j < n; j++) idx32[j] = (int32_t)idx[j];
+    ag_tensor *t = NULL, *t32 = NULL;
+    agt_ok(ag_get_rows(b, idx, n, &t));
+    agt_ok(ag_get_rows_i32(b, idx32, n, &t32));
+    assert_int_equal(ag_tensor_rows(t), rows);
+    assert_int_equal(ag_tensor_cols(t), n);
+    assert_int_equal(ag_tensor_dtype(t), AG_F32);
+    float *got = agt_read_f32(t), *got32 = agt_read_f32(t32);
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t r = 0; r < rows; r++) {
+        float e = d[idx[j] * rows + r];
+        if (got[j * rows + r] != e || got32[j * rows + r] != e)
+          fail_msg("rows %lld path %d column %lld (idx %lld) row %lld: got %g / %g, expected %g", (long long)rows,
+                   k / 4, (long long)j, (long long)idx[j], (long long)r, (double)got[j * rows + r],
+                   (double)got32[j * rows + r], (double)e);
+      }
+    free(got);
+    free(got32);
+    free(d);
+    ag_ctx_free(ctx);
+  }
+  ag__cpu_vector_paths = 1;
 }
 
 /* A new buffer of `dt` filled with random non-negative values (they fit u8

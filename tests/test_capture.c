@@ -284,7 +284,7 @@ static void randint_stream(void) {
   ag_tensor *a, *b, *c, *bound;
   int64_t bv = 7;
   agt_ok(ag_tensor_create(ctx, 1, 1, AG_I64, &bv, &bound));
-  agt_ok(ag_randint(rng, 1000003, 300, AG_I64, &a));
+  agt_ok(ag_randint(rng, 1000003, 300, AG_I64, &a)); /* on the CPU: 8 blocks a vector, then 4, then one */
   agt_ok(ag_randint(rng, 50, 300, AG_I32, &b));
   agt_ok(ag_randint_dev(rng, bound, 1000, AG_I32, &c));
   int64_t va[300];
@@ -325,7 +325,7 @@ static void randint_stream(void) {
     at += 45;
   }
   agt_ok(ag_rng_set_counter(rng, 0));
-  agt_ok(ag_randint(rng, 1000003, 300, AG_I64, &a));
+  agt_ok(ag_randint(rng, 1000003, 300, AG_I64, &a)); /* on the CPU: 8 blocks a vector, then 4, then one */
   int64_t again[300];
   agt_ok(ag_tensor_read(a, again, sizeof again));
   assert_memory_equal(again, va, sizeof va);

@@ -43,6 +43,20 @@ static inline void prefetch_span(const char *p, size_t n) {
 
 int ag__cpu_vector_paths = 1;
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AG_CPU_GATHER_AVX512 1
+/* n >= 16 floats from s to d: 16 a vector, the last 16 overlapping the
+ * ones before (no masked stores, slow on some processors); inline, where a
+ * call to memcpy for a small column costs more than the copy (columns of
+ * up to 1 KB; memcpy's own ways are better for longer ones). */
+__attribute__((target("avx512f"))) static void copy_f32_avx512(float *d, const float *s, int64_t n) {
+  const __m512 last = _mm512_loadu_ps(s + n - 16);
+  for (int64_t r = 0; r + 16 < n; r += 16) _mm512_storeu_ps(d + r, _mm512_loadu_ps(s + r));
+  _mm512_storeu_ps(d + n - 16, last);
+}
+#endif
+
 static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
@@ -53,6 +67,16 @@ static ag_status k_gather(const void *args) {
   const int64_t ahead = col_bytes && AHEAD_BYTES / col_bytes > AHEAD_MIN ? (int64_t)(AHEAD_BYTES / col_bytes) : AHEAD_MIN;
   for (int64_t j = 0; j < a->n && j < ahead; j++)
     prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
+#ifdef AG_CPU_GATHER_AVX512
+  if (a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows >= 16 && a->rows <= 256 && ag__cpu_vector_paths &&
+      __builtin_cpu_supports("avx512f")) {
+    for (int64_t j = 0; j < a->n; j++) {
+      if (j + ahead < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
+      copy_f32_avx512(a->dst + j * a->rows, (const float *)a->src + (size_t)gather_col(a, j) * (size_t)a->rows, a->rows);
+    }
+    return AG_OK;
+  }
+#endif
   for (int64_t j = 0; j < a->n; j++) {
     if (j + ahead < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
     int64_t c = gather_col(a, j);
@@ -354,6 +378,43 @@ __attribute__((target("avx2"))) static void draws_avx2(uint64_t seed, uint64_t b
 }
 #endif
 
+/* ag__philox4x32_10 of blocks b0 .. b0 + 7 (a 64-bit lane each), its four
+ * words in c[0 .. 3] (each in the low half of a lane): draw 2 b is words
+ * (c[1], c[0]), draw 2 b + 1 words (c[3], c[2]). */
+__attribute__((target("avx512f"))) static inline void philox8(uint64_t seed, uint64_t b0, __m512i c[4]) {
+  const __m512i m0 = _mm512_set1_epi64(AG__PHILOX_M0), m1 = _mm512_set1_epi64(AG__PHILOX_M1);
+  const __m512i lo = _mm512_set1_epi64(0xFFFFFFFFu);
+  const __m512i b = _mm512_add_epi64(_mm512_set1_epi64((long long)b0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+  __m512i c0 = _mm512_and_si512(b, lo), c1 = _mm512_srli_epi64(b, 32), c2 = _mm512_setzero_si512(), c3 = c2;
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; r++, k0 += AG__PHILOX_W0, k1 += AG__PHILOX_W1) { /* the rounds */
+    const __m512i q0 = _mm512_mul_epu32(m0, c0), q1 = _mm512_mul_epu32(m1, c2);
+    c0 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(q1, 32), c1), _mm512_set1_epi64(k0));
+    c1 = _mm512_and_si512(q1, lo);
+    c2 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(q0, 32), c3), _mm512_set1_epi64(k1));
+    c3 = _mm512_and_si512(q0, lo);
+  }
+  c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3;
+}
+
+/* draws_avx2's draws for 8 blocks a vector (nb a multiple of 8). */
+__attribute__((target("avx512f"))) static void draws_avx512(uint64_t seed, uint64_t b0, int64_t nb, uint32_t bound,
+                                                          uint64_t *out) {
+  const __m512i bd = _mm512_set1_epi64(bound);
+  const __m512i p0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), p1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  for (int64_t j = 0; j + 8 <= nb; j += 8) {
+    __m512i c[4];
+    philox8(seed, b0 + (uint64_t)j, c);
+    const __m512i c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+    const __m512i even = _mm512_srli_epi64(
+        _mm512_add_epi64(_mm512_mul_epu32(c1, bd), _mm512_srli_epi64(_mm512_mul_epu32(c0, bd), 32)), 32);
+    const __m512i odd = _mm512_srli_epi64(
+        _mm512_add_epi64(_mm512_mul_epu32(c3, bd), _mm512_srli_epi64(_mm512_mul_epu32(c2, bd), 32)), 32);
+    _mm512_storeu_si512(out + 2 * j, _mm512_permutex2var_epi64(even, p0, odd));
+    _mm512_storeu_si512(out + 2 * j + 8, _mm512_permutex2var_epi64(even, p1, odd));
+  }
+}
+
 static ag_status k_randint(const void *args) {
   const ag__randint_args *a = args;
   int64_t bound = a->bound_dev ? *a->bound_dev : a->bound_const;
@@ -363,15 +424,17 @@ static ag_status k_randint(const void *args) {
   void *out = a->out;
 #ifdef AG_CPU_DRAWS_AVX2
   const int fast = ag__cpu_vector_paths && ub > 0 && ub <= UINT32_MAX && __builtin_cpu_supports("avx2");
+  const int wide = fast && __builtin_cpu_supports("avx512f");
   enum { CHUNK = 64 }; /* blocks a call: two draws a block */
   uint64_t v[2 * CHUNK];
 #endif
   for (int64_t i = 0; i < n;) {
     const uint64_t k = base + (uint64_t)i;
 #ifdef AG_CPU_DRAWS_AVX2
-    const int64_t nb = ((n - i) / 2 < CHUNK ? (n - i) / 2 : CHUNK) & ~(int64_t)3;
-    if (fast && (k & 1) == 0 && nb > 0) { /* whole blocks, four at a time */
-      draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
+    const int64_t nb = ((n - i) / 2 < CHUNK ? (n - i) / 2 : CHUNK) & (wide && (n - i) / 2 >= 8 ? ~(int64_t)7 : ~(int64_t)3);
+    if (fast && (k & 1) == 0 && nb > 0) { /* whole blocks, eight or four at a time */
+      if (nb % 8 == 0 && wide) draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
+      else draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
       for (int64_t q = 0; q < 2 * nb; q++) put_arg(out, dt, i + q, (int64_t)v[q]);
       i += 2 * nb;
       continue;
@@ -685,31 +748,22 @@ PER_AVX512 static inline __m512i per_step8(const __m512d x[16], __m512d *u) {
 }
 
 /* u[k] = ag__per_target(seed, first + k, j0 + k, B, root) for k < 8 nv
- * (nv <= PER_CHUNK / 8): eight Philox blocks a vector (as draws_avx2), both
+ * (nv <= PER_CHUNK / 8): eight Philox blocks a vector (philox8), both
  * halves of each, in draw order. */
 PER_AVX512 static void per_targets8(uint64_t seed, uint64_t first, int64_t j0, int nv, int64_t B, double root,
                                     double *u) {
   uint64_t dr[PER_CHUNK + 16] __attribute__((aligned(64)));
   const uint64_t b0 = first >> 1;
   const int nb = (int)(((first + 8 * (uint64_t)nv - 1) >> 1) - b0) + 1;
-  const __m512i m0 = _mm512_set1_epi64(AG__PHILOX_M0), m1 = _mm512_set1_epi64(AG__PHILOX_M1);
-  const __m512i lo = _mm512_set1_epi64(0xFFFFFFFFu), io = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m512i io = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
   const __m512i p0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11),
                 p1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
   for (int i = 0; i < nb; i += 8) {
-    const __m512i b = _mm512_add_epi64(_mm512_set1_epi64((long long)(b0 + (uint64_t)i)), io);
-    __m512i c0 = _mm512_and_si512(b, lo), c1 = _mm512_srli_epi64(b, 32), c2 = _mm512_setzero_si512(), c3 = c2;
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < 10; r++, k0 += AG__PHILOX_W0, k1 += AG__PHILOX_W1) { /* ag__philox4x32_10's rounds */
-      const __m512i q0 = _mm512_mul_epu32(m0, c0), q1 = _mm512_mul_epu32(m1, c2);
-      c0 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(q1, 32), c1), _mm512_set1_epi64(k0));
-      c1 = _mm512_and_si512(q1, lo);
-      c2 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(q0, 32), c3), _mm512_set1_epi64(k1));
-      c3 = _mm512_and_si512(q0, lo);
-    }
+    __m512i c[4];
+    philox8(seed, b0 + (uint64_t)i, c);
     /* draw 2 b: words (c1, c0); draw 2 b + 1: words (c3, c2) */
-    const __m512i h0 = _mm512_or_si512(_mm512_slli_epi64(c1, 32), c0);
-    const __m512i h1 = _mm512_or_si512(_mm512_slli_epi64(c3, 32), c2);
+    const __m512i h0 = _mm512_or_si512(_mm512_slli_epi64(c[1], 32), c[0]);
+    const __m512i h1 = _mm512_or_si512(_mm512_slli_epi64(c[3], 32), c[2]);
     _mm512_store_si512(dr + 2 * i, _mm512_permutex2var_epi64(h0, p0, h1));
     _mm512_store_si512(dr + 2 * i + 8, _mm512_permutex2var_epi64(h0, p1, h1));
   }
