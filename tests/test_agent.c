@@ -211,10 +211,10 @@ static void dqn_loss_matches_host_reference(void **state) {
  * partial one), and one whose widths are not (70, 33: the GPU's copies of
  * single floats, the bias's input inside a copy) with 10 actions (the
  * output layer in two groups of actions); networks of 1, 2 and 4 layers
- * (on the GPU no forward or backward kernel, one forward kernel and no
- * backward one, two of each), and 3-layer ones with 37 and 40 inputs
- * (layer 0's gradient in two tiles of inputs); each with max / double DQN
- * targets and Huber / MSE losses. */
+ * (on the GPU: no forward or backward kernel; one forward kernel and no
+ * backward one; three forward and two backward), and 3-layer ones with 37
+ * and 40 inputs (layer 0's gradient in two tiles of inputs); each with max
+ * / double DQN targets and Huber / MSE losses. */
 static void dqn_fused_update_matches_composed_ops(void **state) {
   (void)state;
   for (int shape = 0; shape < 8; shape++)

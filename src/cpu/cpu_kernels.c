@@ -67,22 +67,22 @@ static ag_status k_gather(const void *args) {
   const int64_t ahead = col_bytes && AHEAD_BYTES / col_bytes > AHEAD_MIN ? (int64_t)(AHEAD_BYTES / col_bytes) : AHEAD_MIN;
   for (int64_t j = 0; j < a->n && j < ahead; j++)
     prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
+  const int plain = a->src_dtype == AG_F32 && a->scale == 1.0f;
 #ifdef AG_CPU_GATHER_AVX512
-  if (a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows >= 16 && a->rows <= 256 && ag__cpu_vector_paths &&
-      __builtin_cpu_supports("avx512f")) {
-    for (int64_t j = 0; j < a->n; j++) {
-      if (j + ahead < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
-      copy_f32_avx512(a->dst + j * a->rows, (const float *)a->src + (size_t)gather_col(a, j) * (size_t)a->rows, a->rows);
-    }
-    return AG_OK;
-  }
+  const int inline_copy = plain && a->rows >= 16 && a->rows <= 256 && ag__cpu_vector_paths && __builtin_cpu_supports("avx512f");
 #endif
   for (int64_t j = 0; j < a->n; j++) {
     if (j + ahead < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
     int64_t c = gather_col(a, j);
     float *out = a->dst + j * a->rows;
     size_t base = (size_t)c * (size_t)a->rows;
-    if (a->src_dtype == AG_F32 && a->scale == 1.0f) {
+#ifdef AG_CPU_GATHER_AVX512
+    if (inline_copy) {
+      copy_f32_avx512(out, (const float *)a->src + base, a->rows);
+      continue;
+    }
+#endif
+    if (plain) {
       memcpy(out, (const float *)a->src + base, (size_t)a->rows * sizeof(float));
     } else {
       for (int64_t r = 0; r < a->rows; r++) out[r] = ag__load_f32(a->src, a->src_dtype, base + (size_t)r) * a->scale;
@@ -405,11 +405,10 @@ __attribute__((target("avx512f"))) static void draws_avx512(uint64_t seed, uint6
   for (int64_t j = 0; j + 8 <= nb; j += 8) {
     __m512i c[4];
     philox8(seed, b0 + (uint64_t)j, c);
-    const __m512i c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
     const __m512i even = _mm512_srli_epi64(
-        _mm512_add_epi64(_mm512_mul_epu32(c1, bd), _mm512_srli_epi64(_mm512_mul_epu32(c0, bd), 32)), 32);
+        _mm512_add_epi64(_mm512_mul_epu32(c[1], bd), _mm512_srli_epi64(_mm512_mul_epu32(c[0], bd), 32)), 32);
     const __m512i odd = _mm512_srli_epi64(
-        _mm512_add_epi64(_mm512_mul_epu32(c3, bd), _mm512_srli_epi64(_mm512_mul_epu32(c2, bd), 32)), 32);
+        _mm512_add_epi64(_mm512_mul_epu32(c[3], bd), _mm512_srli_epi64(_mm512_mul_epu32(c[2], bd), 32)), 32);
     _mm512_storeu_si512(out + 2 * j, _mm512_permutex2var_epi64(even, p0, odd));
     _mm512_storeu_si512(out + 2 * j + 8, _mm512_permutex2var_epi64(even, p1, odd));
   }
@@ -431,9 +430,10 @@ static ag_status k_randint(const void *args) {
   for (int64_t i = 0; i < n;) {
     const uint64_t k = base + (uint64_t)i;
 #ifdef AG_CPU_DRAWS_AVX2
-    const int64_t nb = ((n - i) / 2 < CHUNK ? (n - i) / 2 : CHUNK) & (wide && (n - i) / 2 >= 8 ? ~(int64_t)7 : ~(int64_t)3);
+    const int64_t whole = (n - i) / 2 < CHUNK ? (n - i) / 2 : CHUNK, eights = wide && whole >= 8;
+    const int64_t nb = whole & (eights ? ~(int64_t)7 : ~(int64_t)3);
     if (fast && (k & 1) == 0 && nb > 0) { /* whole blocks, eight or four at a time */
-      if (nb % 8 == 0 && wide) draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
+      if (eights) draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
       else draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
       for (int64_t q = 0; q < 2 * nb; q++) put_arg(out, dt, i + q, (int64_t)v[q]);
       i += 2 * nb;
@@ -649,6 +649,12 @@ static void per_weights(const double *leaves, const int32_t *idx, int64_t B, dou
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AG_CPU_PER_AVX512 1
 #define PER_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
+
+/* The PER kernels' AVX-512 paths: allowed and the processor has them. */
+static int per_avx512(void) {
+  return ag__cpu_vector_paths && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
 
 /* ag__per_pow of 8 priorities (alpha neither 0 nor 1), the same steps in
  * the same order (fma where it has fma, the reciprocal's seed by a float
@@ -875,8 +881,7 @@ PER_AVX512 static void per_sample_avx512(const ag__per_sample_args *a, double ro
 static void per_pows(const float *p, int n, float alpha, double *v) {
   int k = 0;
 #ifdef AG_CPU_PER_AVX512
-  if (alpha != 0.0f && alpha != 1.0f && ag__cpu_vector_paths && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+  if (alpha != 0.0f && alpha != 1.0f && per_avx512())
     for (; k + 8 <= n; k += 8) per_pow8(p + k, (double)alpha, v + k);
 #endif
   for (; k < n; k++) v[k] = ag__per_pow(p[k], alpha);
@@ -931,8 +936,7 @@ static ag_status k_per_sample(const void *args) {
   const double root = a->tree[ag__per_offset(a->depth)];
   uint64_t base = *a->counter;
 #ifdef AG_CPU_PER_AVX512
-  if (ag__cpu_vector_paths && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl")) {
+  if (per_avx512()) {
     per_sample_avx512(a, root, base);
     *a->counter = base + (uint64_t)a->B;
     return AG_OK;
