@@ -73,11 +73,26 @@ unsigned ag__cuda_grid(const ag__cuda_state *st, int64_t n, int block);
  * between the small kernels of a step overlaps the previous kernel's tail.
  * In exchange every kernel calls ag__pdl_wait() first, before it reads or
  * writes global memory: it returns once the previous kernel has completed
- * and its writes are visible. No kernel triggers early, so nothing else
- * changes. */
+ * and its writes are visible. Only the kernels of the fused DQN update
+ * trigger early (ag__pdl_trigger); every other kernel's successor is
+ * scheduled when it ends. */
 __device__ __forceinline__ void ag__pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
+#endif
+}
+
+/* Lets the kernel after this one on the stream be scheduled now, while
+ * this one runs: its blocks take free room on the SMs and wait in
+ * ag__pdl_wait() (which still returns only once this kernel has completed
+ * and its writes are visible). Called by a kernel right after its own
+ * ag__pdl_wait(), so that a kernel two places later in the stream is
+ * launched only after this one's predecessor has completed: such a kernel
+ * may read what that predecessor (or anything earlier) wrote before its
+ * own wait. */
+__device__ __forceinline__ void ag__pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
 #endif
 }
 

@@ -23,6 +23,12 @@
  * Intermediate values live in the scratch (a->ws), column-major [features,
  * B] as on the CPU. Every sum runs in a fixed order, so a replay gives the
  * same bits.
+ * Every kernel lets the next one be scheduled as soon as its own wait for
+ * the previous kernel returns (ag__pdl_trigger), and every kernel but the
+ * call's first reads what was written two kernels back or earlier (its
+ * weights, the forward pass's activations, the table's columns) before its
+ * wait: the next kernel's blocks that find room wait on the SMs, with those
+ * loads under way.
  */
 #include "core/philox.h"
 #include "core/scalar_ops.h"
@@ -36,7 +42,9 @@
 #define QG_GROUPS (QG_THREADS / 64)
 #define QG_OUT (1024 / QG_THREADS) /* outputs of a 32 x 32 tile a thread keeps */
 #define QG_T AG__QG_TILE
-#define QG_GS 4  /* stages of the rings in shared memory */
+#ifndef QG_GS
+#define QG_GS 4 /* stages of the rings in shared memory */
+#endif
 
 typedef struct qg_ptrs {
   float *act[AG__QG_MAX_LAYERS]; /* A_i [sizes[i], B]: the online network's layer inputs on s */
@@ -156,14 +164,31 @@ __device__ __forceinline__ void qg_load4(const float *S, int r0, int u, float v[
   }
 }
 
+/* qg_mm's after() for a kernel that needs none */
+struct qg_nothing {
+  __device__ void operator()(int, const float *, int, int) const {}
+};
+
+/* qg_mm's gate: the wait for the previous kernel, then the early trigger */
+struct qg_gate {
+  __device__ void operator()() const {
+    ag__pdl_wait();
+    ag__pdl_trigger();
+  }
+};
+
 /* The block's tile: out[s] = C [m0 + (t % 32), n0 + QG_OUT (t / 32) + s]
  * for thread t. after(c, x, sa, sb) runs in the threads that copy B once
  * their part of pass c has landed, before the ring moves on: x is their
  * slot of B's stage, row sa from column sb (the fwd kernel saves its
- * gathered inputs there). sm: QG_SMEM floats of shared memory. */
-template <bool AK, bool BK, typename F>
+ * gathered inputs there). sm: QG_SMEM floats of shared memory.
+ * EARLY 1 (2): A (B) may be read before the previous kernel has completed
+ * (it was written two kernels back or earlier): its first QG_GS - 1 passes
+ * are asked for, then gate() runs (the kernel's wait), then the other
+ * operand's. */
+template <bool AK, bool BK, int EARLY = 0, typename F, typename G = qg_gate>
 __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B, int64_t m0, int64_t n0,
-                                      float out[QG_OUT], F &&after) {
+                                      float out[QG_OUT], F &&after, G &&gate = G()) {
   float *As = sm, *Bs = sm + QG_GS * QG_STAGE;
   const int e = (int)threadIdx.x, g = e >> 6, tm = e & 7, tn = (e >> 3) & 7;
   const int sa = (e & 255) >> 3, sb = (e & 7) * 4, slot = sa * QG_P + sb;
@@ -174,25 +199,30 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
   const float *pa = AK ? (A.cols ? A.p + A.cols[sa] * A.ld + A.row0 : A.p + (oka ? ma : 0) * A.ld) : A.p + (oka ? ma : 0);
   const float *pb = BK ? (B.cols ? B.p + B.cols[sa] * B.ld + B.row0 : B.p + (okb ? mb : 0) * B.ld) : B.p + (okb ? mb : 0);
   const int passes = (int)((A.R + 31) / 32);
-  auto issue = [&](int c) {
+  /* pass c's copies of A (a) and B (b); commit: close a group of copies */
+  auto issue = [&](int c, bool a, bool b, bool commit) {
     if (c < passes) {
       const int st = (c % QG_GS) * QG_STAGE + slot;
-      if (copy_a) qg_feed<AK>(A, pa, oka, ma, AK ? sb : sa, c, As + st);
-      if (copy_b) qg_feed<BK>(B, pb, okb, mb, BK ? sb : sa, c, Bs + st);
+      if (a && copy_a) qg_feed<AK>(A, pa, oka, ma, AK ? sb : sa, c, As + st);
+      if (b && copy_b) qg_feed<BK>(B, pb, okb, mb, BK ? sb : sa, c, Bs + st);
     }
-    __pipeline_commit();
+    if (commit) __pipeline_commit();
   };
   float acc[4][4];
 #pragma unroll
   for (int q = 0; q < 4; q++)
 #pragma unroll
     for (int s = 0; s < 4; s++) acc[q][s] = 0.0f;
-  for (int c = 0; c < QG_GS - 1; c++) issue(c);
+  if (EARLY) { /* the early operand's first passes in the first group (pass 0 waits for it) */
+    for (int c = 0; c < QG_GS - 1; c++) issue(c, EARLY == 1, EARLY == 2, false);
+    gate();
+  }
+  for (int c = 0; c < QG_GS - 1; c++) issue(c, EARLY != 1, EARLY != 2, true);
   for (int c = 0; c < passes; c++) {
     __pipeline_wait_prior(QG_GS - 2); /* pass c has landed (this thread's copies) */
     if (copy_b) after(c, Bs + (c % QG_GS) * QG_STAGE + slot, sa, sb);
     __syncthreads(); /* every thread's; stage (c - 1) % QG_GS is summed */
-    issue(c + QG_GS - 1);
+    issue(c + QG_GS - 1, true, true, true);
     const float *as = As + (c % QG_GS) * QG_STAGE, *bs = Bs + (c % QG_GS) * QG_STAGE;
 #pragma unroll
     for (int h = 0; h < 8 / QG_GROUPS; h++) {
@@ -204,7 +234,7 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
 #pragma unroll
         for (int q = 0; q < 4; q++)
 #pragma unroll
-          for (int u = 0; u < 4; u++) acc[q][u] += a[q][s] * b[u][s];
+          for (int u = 0; u < 4; u++) acc[q][u] = fmaf(a[q][s], b[u][s], acc[q][u]);
     }
   }
   __pipeline_wait_prior(0);
@@ -226,11 +256,6 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
     out[s] = v;
   }
 }
-
-/* qg_mm's after() for a kernel that needs none */
-struct qg_nothing {
-  __device__ void operator()(int, const float *, int, int) const {}
-};
 
 /* The optimizer's step values (t, bias corrections, clip coefficient 1)
  * without a barrier over the grid: the first kernel of the call reads the
@@ -257,6 +282,12 @@ __device__ __forceinline__ void qg_prep_run(const qg_prep &q) {
   }
 }
 
+/* A hidden layer's output: relu(v xs + bias) */
+__device__ __forceinline__ float qg_relu(float v, float xs, float bias) {
+  const float y = fmaf(v, xs, bias);
+  return y > 0.0f ? y : 0.0f;
+}
+
 /* A hidden layer's forward pass for up to three parts. */
 typedef struct qg_fwd {
   int64_t n, K;
@@ -271,10 +302,15 @@ typedef struct qg_fwd {
 /* out = relu(W in + bias) for a 32 x 32 tile (outputs j0.., transitions b0..)
  * of part blockIdx.z, as the tile product of W (j along memory) and the
  * inputs (k along memory); a gathered input is the table's value, scaled
- * once in the sum (and in the saved copy). */
+ * once in the sum (and in the saved copy). EARLY (a layer above the first:
+ * the kernel is not the call's first, and its weights were written two
+ * kernels back or earlier): the weights are asked for before the wait. */
+template <bool EARLY>
 __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg_fwd f) {
-  ag__pdl_wait();
-  qg_prep_run(f.prep);
+  if (!EARLY) {
+    qg_gate()();
+    qg_prep_run(f.prep);
+  }
   __shared__ __align__(16) float sm[QG_SMEM];
   __shared__ int64_t cols[32];
   const int part = blockIdx.z;
@@ -290,7 +326,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
   const int64_t j = j0 + (threadIdx.x & 31);
   const float bj = j < n ? f.bias[part][j] : 0.0f; /* loaded before the product, not after */
   float v[QG_OUT];
-  if (part == 0 && f.save && blockIdx.x == 0) { /* A_0 = the gathered inputs, scaled */
+  if (!EARLY && part == 0 && f.save && blockIdx.x == 0) { /* A_0 = the gathered inputs, scaled */
     qg_mm<false, true>(sm, W, X, j0, b0, v, [&](int c, const float *x, int sa, int sb) {
       const int64_t b = b0 + sa;
       for (int q = 0; q < 4; q++) {
@@ -299,16 +335,13 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
       }
     });
   } else {
-    qg_mm<false, true>(sm, W, X, j0, b0, v, qg_nothing());
+    qg_mm<false, true, EARLY>(sm, W, X, j0, b0, v, qg_nothing());
   }
   const float xs = in.gather ? a.scale : 1.0f;
   if (j < n) {
     for (int r = 0; r < QG_OUT; r++) {
       const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
-      if (b < B) {
-        const float v2 = v[r] * xs + bj;
-        f.out[part][j + b * n] = v2 > 0.0f ? v2 : 0.0f;
-      }
+      if (b < B) f.out[part][j + b * n] = qg_relu(v[r], xs, bj);
     }
   }
 }
@@ -334,8 +367,11 @@ typedef struct qg_out {
  * tree. The threads of the first QG_T lanes of warp 0 draw the tile's
  * columns and fetch their action, reward and done flags meanwhile. */
 __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a, qg_out o, qg_ptrs p) {
-  ag__pdl_wait();
-  qg_prep_run(o.prep);
+  /* Below the first layer the kernel is not the call's first: the columns,
+   * their action, reward and done, and the weights were written two
+   * kernels back or earlier, and are read before the wait. */
+  const bool early = a.L >= 2;
+  if (!early) qg_gate()();
   __shared__ float q[3][AG__QG_MAX_ACTIONS][QG_T];
   __shared__ float lossv[QG_T], grad[QG_T];
   __shared__ int act[QG_T];
@@ -355,25 +391,35 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
     }
   }
   const qg_src in = o.in[part];
-  if (o.in[0].gather) __syncthreads(); /* every part gathers or none does: the inputs need the columns */
   const float *W = o.W[part];
   const bool save = o.save && part == 0 && b < B;
   /* one group of actions and one round of inputs (A <= 8, K <= 256): x and
    * w keep every input and weight of part 0's transition for the backward
-   * below */
+   * below, and w is loaded once, first */
   const bool one = A <= QG_OUT_AG && K <= 32 * QG_OUT_KR;
   float x[QG_OUT_KR], w[QG_OUT_AG][QG_OUT_KR];
+  auto load_w = [&](int a0, int64_t k0) {
+#pragma unroll
+    for (int r = 0; r < QG_OUT_KR; r++) {
+      const int64_t k = k0 + lane + 32 * r;
+#pragma unroll
+      for (int c = 0; c < QG_OUT_AG; c++) w[c][r] = k < K && a0 + c < A ? W[a0 + c + k * A] : 0.0f;
+    }
+  };
+  if (one) load_w(0, 0);
+  if (early) qg_gate()();
+  qg_prep_run(o.prep);
+  if (o.in[0].gather) __syncthreads(); /* every part gathers or none does: the inputs need the columns */
   for (int a0 = 0; a0 < A; a0 += QG_OUT_AG) {
     float s[QG_OUT_AG];
 #pragma unroll
     for (int c = 0; c < QG_OUT_AG; c++) s[c] = 0.0f;
     for (int64_t k0 = 0; k0 < K; k0 += 32 * QG_OUT_KR) {
+      if (!one) load_w(a0, k0);
 #pragma unroll
       for (int r = 0; r < QG_OUT_KR; r++) {
         const int64_t k = k0 + lane + 32 * r;
         x[r] = k < K && b < B ? qg_in(a, in, k, b, in.gather ? cols[t] : 0) : 0.0f;
-#pragma unroll
-        for (int c = 0; c < QG_OUT_AG; c++) w[c][r] = k < K && a0 + c < A ? W[a0 + c + k * A] : 0.0f;
       }
 #pragma unroll
       for (int r = 0; r < QG_OUT_KR; r++) {
@@ -449,9 +495,10 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
 /* Backward through layer i (W_i [n, K]): D_i-1 [k, b] = (A_i [k, b] > 0) ?
  * sum_j W_i [j, k] D_i [j, b] : 0, a 32 x 32 tile (inputs k0.., transitions
  * b0..) a block, as the tile product of W_i and D_i (j along memory in
- * both). */
+ * both). The kernel follows the output kernel: W_i and the mask (A_i, from
+ * the forward kernels) were written two kernels back or earlier and are
+ * read before the wait, D_i after it. */
 __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg_ptrs p, int i) {
-  ag__pdl_wait();
   __shared__ __align__(16) float sm[QG_SMEM];
   const int64_t n = a.sizes[i + 1], K = a.sizes[i], B = a.B;
   const int64_t k0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
@@ -464,7 +511,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
     on[r] = k < K && b < B && p.act[i][k + b * K] > 0.0f;
   }
   float v[QG_OUT];
-  qg_mm<true, true>(sm, W, D, k0, b0, v, qg_nothing());
+  qg_mm<true, true, true>(sm, W, D, k0, b0, v, qg_nothing());
   if (k < K)
     for (int r = 0; r < QG_OUT; r++) {
       const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
@@ -487,31 +534,18 @@ typedef struct qg_opt {
  * j0 + lane for inputs k0 + QG_OUT w ... With o.on, each value is final once
  * summed: the optimizer's step for it follows at once (the step's values
  * from the scratch, qg_prep). */
+template <bool XE>
 __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
-  ag__pdl_wait();
   __shared__ __align__(16) float sm[QG_SMEM];
-  if (blockIdx.x == gridDim.x - 1) { /* the loss, first: the partials loaded together, added in a fixed order */
-    __shared__ float wsum[QG_THREADS / 32];
-    const int64_t tiles = (a.B + QG_T - 1) / QG_T;
-    float sum = 0.0f;
-    for (int64_t t = threadIdx.x; t < tiles; t += QG_THREADS) sum += p.part[t];
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
-    if ((threadIdx.x & 31) == 0) wsum[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float total = 0.0f;
-      for (int q = 0; q < QG_THREADS / 32; q++) total += wsum[q];
-      *a.loss = total * (1.0f / (float)a.B);
-      if (!a.idx) *a.counter += (uint64_t)a.B; /* every draw of this call has been read */
-    }
-  }
   int i = 0;
   while (i + 1 < a.L && p.first[i + 1] <= (int)blockIdx.x) i++;
   const int n = (int)a.sizes[i + 1], k = (int)a.sizes[i], tk = (k + 1 + 31) / 32;
   const int r = (int)blockIdx.x - p.first[i], j0 = (r / tk) * 32, k0 = (r % tk) * 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t B = a.B;
-  /* with the optimizer's step: this thread's parameters and moments, early */
+  /* with the optimizer's step: this thread's parameters and moments, before
+   * the wait (the kernel is never the call's first: the last to write them
+   * was the previous call's gradient kernel) */
   const int j = j0 + lane;
   float pr[QG_OUT], mr[QG_OUT], vr[QG_OUT];
 #pragma unroll
@@ -524,13 +558,33 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
     mr[q] = on && !o.sgd ? o.m[t][e] : 0.0f;
     vr[q] = on && !o.sgd ? o.v[t][e] : 0.0f;
   }
+  /* the wait, then (last block) the loss */
+  auto gate = [&]() {
+    qg_gate()();
+    if (blockIdx.x == gridDim.x - 1) { /* the loss, first: the partials loaded together, added in a fixed order */
+      __shared__ float wsum[QG_THREADS / 32];
+      const int64_t tiles = (a.B + QG_T - 1) / QG_T;
+      float sum = 0.0f;
+      for (int64_t t = threadIdx.x; t < tiles; t += QG_THREADS) sum += p.part[t];
+      for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
+      if ((threadIdx.x & 31) == 0) wsum[threadIdx.x >> 5] = sum;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float total = 0.0f;
+        for (int q = 0; q < QG_THREADS / 32; q++) total += wsum[q];
+        *a.loss = total * (1.0f / (float)a.B);
+        if (!a.idx) *a.counter += (uint64_t)a.B; /* every draw of this call has been read */
+      }
+    }
+  };
+  if (!XE) gate();
   const qg_op D = {p.dl[i], n, n, B, p.vecd[i], 0, 0, NULL};
   const qg_op X = {p.act[i], k, k, B, p.veca[i], 1, 0, NULL};
   float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f}; /* the step's t, bias corrections, clip coefficient (1: no clipping) */
   if (o.on)
     for (int q = 0; q < 3; q++) pv[q] = p.opt[q];
   float acc[QG_OUT];
-  qg_mm<false, false>(sm, D, X, j0, k0, acc, qg_nothing());
+  qg_mm<false, false, XE ? 2 : 0>(sm, D, X, j0, k0, acc, qg_nothing(), gate);
   if (j < n)
     for (int q = 0; q < QG_OUT; q++) {
       const int kx = k0 + w * QG_OUT + q;
@@ -624,7 +678,8 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
       for (int q = 0; q < parts; q++) f.vec_x = f.vec_x && (uintptr_t)src[q].p % 16 == 0;
       f.prep = qg_prep{i == 0 && opt.on ? p.opt : NULL, opt.state, opt.b1, opt.b2, 1, 0};
       dim3 grid((unsigned)((f.n + 31) / 32), (unsigned)((B + 31) / 32), (unsigned)parts);
-      e = ag__launch(qg_fwd_kernel, grid, QG_THREADS, 0, st->stream, *a, f);
+      if (i == 0) e = ag__launch(qg_fwd_kernel<false>, grid, QG_THREADS, 0, st->stream, *a, f);
+      else e = ag__launch(qg_fwd_kernel<true>, grid, QG_THREADS, 0, st->stream, *a, f);
     } else {
       qg_out o;
       for (int q = 0; q < 3; q++) o.in[q] = src[q];
@@ -642,6 +697,10 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
     cudaError_t e = ag__launch(qg_bwd_kernel, grid, QG_THREADS, 0, st->stream, *a, p, i);
     if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: qgrad backward kernel");
   }
-  ag__launch(qg_grad_kernel, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
+  /* the layers' inputs (A_i) are read before the wait when the output
+   * kernel, which saves A_0 when there is no hidden layer, is not the
+   * previous kernel */
+  if (L >= 2) ag__launch(qg_grad_kernel<true>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
+  else ag__launch(qg_grad_kernel<false>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
   return ag__cuda_check_launch("cuda: qgrad gradient kernel");
 }
