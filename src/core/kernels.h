@@ -349,7 +349,7 @@ typedef struct ag__per_sample_args {
  * gradient is final as soon as it is made). */
 #define AG__QG_MAX_LAYERS 9
 #define AG__QG_MAX_ACTIONS 64
-#define AG__QG_TILE 4
+#define AG__QG_TILE 2
 
 typedef struct ag__qgrad_args {
   const float *table;
