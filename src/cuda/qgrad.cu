@@ -99,6 +99,7 @@ __device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s,
 #define QG_P 36
 #define QG_STAGE (32 * QG_P)
 #define QG_SMEM (2 * QG_GS * QG_STAGE)
+static_assert(QG_SMEM >= QG_GROUPS * 1056, "the rings hold the groups' sums at the end of a tile product");
 static_assert(QG_THREADS == 256 || QG_THREADS == 512, "4 or 8 groups of 64 threads a tile");
 
 /* One operand: element (m, r) at p[r + m ld] (kmaj) or p[m + r ld]; with
@@ -335,7 +336,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
       }
     });
   } else {
-    qg_mm<false, true, EARLY>(sm, W, X, j0, b0, v, qg_nothing());
+    qg_mm<false, true, EARLY ? 1 : 0>(sm, W, X, j0, b0, v, qg_nothing());
   }
   const float xs = in.gather ? a.scale : 1.0f;
   if (j < n) {
@@ -511,7 +512,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
     on[r] = k < K && b < B && p.act[i][k + b * K] > 0.0f;
   }
   float v[QG_OUT];
-  qg_mm<true, true, true>(sm, W, D, k0, b0, v, qg_nothing());
+  qg_mm<true, true, 1>(sm, W, D, k0, b0, v, qg_nothing());
   if (k < K)
     for (int r = 0; r < QG_OUT; r++) {
       const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
@@ -580,7 +581,11 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   if (!XE) gate();
   const qg_op D = {p.dl[i], n, n, B, p.vecd[i], 0, 0, NULL};
   const qg_op X = {p.act[i], k, k, B, p.veca[i], 1, 0, NULL};
-  float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f}; /* the step's t, bias corrections, clip coefficient (1: no clipping) */
+  /* the step's t, bias corrections, clip coefficient (1: no clipping): made
+   * by the first forward kernel, two kernels back or earlier (XE), or,
+   * without a hidden layer, by the output kernel just before, and then read
+   * after the wait (the gate above) */
+  float pv[4] = {0.0f, 0.0f, 0.0f, 1.0f};
   if (o.on)
     for (int q = 0; q < 3; q++) pv[q] = p.opt[q];
   float acc[QG_OUT];
