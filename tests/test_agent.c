@@ -344,6 +344,62 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
   }
 }
 
+/* ag_dqn_train(d, n) replays a recording of 8 updates while 8 or more are
+ * left, then single ones: 21 updates in one call (two recordings of 8 and
+ * five single updates) give the same bits as 21 calls of one update (the
+ * parameters, their gradients and the loss reported), for the fused update
+ * with Adam inside it, the fused update with clipping (Adam after it) and
+ * the composed ops. */
+static void dqn_train_many_equals_one_at_a_time(void **state) {
+  (void)state;
+  for (int variant = 0; variant < 3; variant++) {
+    ag_ctx *ctx = agt_ctx();
+    ag_dqn_config cfg = small_config(variant == 1, 1);
+    if (variant == 0) cfg.max_grad_norm = 0.0f;
+    cfg.fused = variant != 2;
+    ag_dqn *d[2];
+    for (int k = 0; k < 2; k++) agt_ok(ag_dqn_create(ctx, 3, 2, 1000, &cfg, &d[k]));
+    assert_int_equal(ag_dqn_fused(d[0]), variant != 2);
+    agt_rng g = {41 + (uint64_t)variant};
+    enum { N = 50 };
+    float obs[N * 3], next[N * 3], rew[N];
+    int32_t act[N];
+    int term[N];
+    for (int j = 0; j < N; j++) {
+      for (int e = 0; e < 3; e++) obs[j * 3 + e] = agt_uniform(&g, -2, 2), next[j * 3 + e] = agt_uniform(&g, -2, 2);
+      act[j] = (int32_t)agt_below(&g, 2);
+      rew[j] = agt_uniform(&g, -1, 1) * 5;
+      term[j] = j % 4 == 0;
+    }
+    for (int k = 0; k < 2; k++) agt_ok(ag_dqn_store(d[k], obs, act, rew, next, term, N));
+    float loss[2];
+    agt_ok(ag_dqn_train(d[0], 21, &loss[0]));
+    for (int i = 0; i < 21; i++) agt_ok(ag_dqn_train(d[1], 1, &loss[1]));
+    assert_int_equal(ag_dqn_updates(d[0]), 21);
+    assert_int_equal(ag_dqn_updates(d[1]), 21);
+    if (memcmp(&loss[0], &loss[1], sizeof(float)) != 0)
+      fail_msg("variant %d: loss %.9g after 21 updates in one call, %.9g one at a time", variant, (double)loss[0],
+               (double)loss[1]);
+    for (int p = 0; p < ag_mlp_n_params(ag_dqn_q(d[0])); p++)
+      for (int gr = 0; gr < 2; gr++) {
+        ag_tensor *ta = ag_mlp_params(ag_dqn_q(d[0]))[p], *tb = ag_mlp_params(ag_dqn_q(d[1]))[p];
+        float *va = agt_read_f32(gr ? ag_tensor_grad(ta) : ta), *vb = agt_read_f32(gr ? ag_tensor_grad(tb) : tb);
+        const int64_t m = ag_tensor_rows(ta) * ag_tensor_cols(ta);
+        for (int64_t e = 0; e < m; e++)
+          if (memcmp(&va[e], &vb[e], sizeof(float)) != 0)
+            fail_msg("variant %d: %s of parameter %d [%lld] is %.9g after one call, %.9g one at a time", variant,
+                     gr ? "gradient" : "value", p, (long long)e, (double)va[e], (double)vb[e]);
+        free(va), free(vb);
+      }
+    /* a single update after the chain reports its own loss, not the chain's */
+    agt_ok(ag_dqn_train(d[0], 1, &loss[0]));
+    agt_ok(ag_dqn_train(d[1], 1, &loss[1]));
+    assert_memory_equal(&loss[0], &loss[1], sizeof(float));
+    for (int k = 0; k < 2; k++) ag_dqn_free(d[k]);
+    ag_ctx_free(ctx);
+  }
+}
+
 /* More actions than the fused call takes: the update runs on the composed ops. */
 static void dqn_with_many_actions_uses_the_ops(void **state) {
   (void)state;
@@ -455,6 +511,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(dqn_loss_matches_host_reference),
       cmocka_unit_test(dqn_fused_update_matches_composed_ops),
       cmocka_unit_test(dqn_fused_update_applies_adam_itself),
+      cmocka_unit_test(dqn_train_many_equals_one_at_a_time),
       cmocka_unit_test(dqn_with_many_actions_uses_the_ops),
       cmocka_unit_test(dqn_acts_greedily_and_epsilon_decays_linearly),
       cmocka_unit_test(dqn_learn_is_deterministic_and_improves),

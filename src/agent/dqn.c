@@ -25,8 +25,9 @@ struct ag_dqn {
   ag_optim *opt;
   ag_replay *replay;
   ag_rng *rng;
-  ag_capture *update;
-  ag_tensor *loss; /* the loss of the recorded update (in the recording's workspace) */
+  ag_capture *update, *chain; /* one update; AG__DQN_CHAIN of them */
+  ag_tensor *loss;             /* the loss of the update being recorded, then of the last replayed */
+  ag_tensor *loss_of[2];       /* the last update's loss in each recording (its workspace) */
   int64_t updates;
   uint64_t host_rng; /* epsilon-greedy draws */
   ag_tensor *obs_in; /* acting input [obs_dim, n] */
@@ -91,6 +92,7 @@ static ag_status check_config(const ag_dqn_config *c) {
 void ag_dqn_free(ag_dqn *d) {
   if (!d) return;
   ag_capture_free(d->update);
+  ag_capture_free(d->chain);
   ag_optim_free(d->opt);
   ag_mlp_free(d->q);
   ag_mlp_free(d->target);
@@ -373,12 +375,49 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   return s;
 }
 
+/* AG__DQN_CHAIN updates in one recording: on the GPU one graph, in which
+ * each update's first kernel follows the last one's as every kernel of an
+ * update follows the one before it (no launch between updates). The
+ * workspace is rewound between them: an update's temporaries die with it,
+ * and the next update's kernels write them only after the last one's have
+ * run (stream order), so the recording takes one update's memory. */
+#define AG__DQN_CHAIN 8
+
+static ag_status chain_step(ag_ctx *ctx, void *user) {
+  ag_status s = AG_OK;
+  for (int k = 0; k < AG__DQN_CHAIN && !s; k++) {
+    if (k > 0) ag__ws_rewind(ctx->ws);
+    s = update_step(ctx, user);
+  }
+  return s;
+}
+
+/* Replays recording `which` (0: one update, 1: the chain), made first if
+ * needed; d->loss then names its last update's loss (a replay that records
+ * the step again sets a new one). */
+static ag_status replay(ag_dqn *d, int which) {
+  ag_capture **c = which ? &d->chain : &d->update;
+  ag_status s;
+  if (!*c) {
+    if ((s = ag_capture_create(d->ctx, which ? chain_step : update_step, d, c))) return s;
+    d->loss_of[which] = d->loss;
+  }
+  d->loss = d->loss_of[which];
+  s = ag_capture_replay(*c);
+  d->loss_of[which] = d->loss;
+  return s;
+}
+
 ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
   if (!d || n < 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_train: dqn is NULL or n < 0");
   ag_status s;
-  if (n > 0 && !d->update && (s = ag_capture_create(d->ctx, update_step, d, &d->update))) return s;
-  for (int64_t i = 0; i < n; i++) {
-    if ((s = ag_capture_replay(d->update))) return s;
+  int64_t i = 0;
+  for (; n - i >= AG__DQN_CHAIN; i += AG__DQN_CHAIN) {
+    if ((s = replay(d, 1))) return s;
+    d->updates += AG__DQN_CHAIN;
+  }
+  for (; i < n; i++) {
+    if ((s = replay(d, 0))) return s;
     d->updates++;
   }
   if (last_loss && d->loss) return ag_tensor_read(d->loss, last_loss, sizeof *last_loss);

@@ -237,6 +237,11 @@ ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, a
 ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
                           ag_tensor **out);
 void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws);
+/* Rewinds ws without giving back or merging its chunks (whose addresses a
+ * recording in progress may already hold): the next temporaries reuse its
+ * memory from the start, and every header handed out so far is freed. For
+ * a recording of several steps whose temporaries die with each step. */
+void ag__ws_rewind(ag__workspace *ws);
 void ag__ws_destroy(ag_ctx *ctx, ag__workspace *ws);
 /* Appends a tape node; returns its index or -1 (out of host memory). */
 int ag__tape_push(ag_ctx *ctx, const ag__node *n);

@@ -104,6 +104,12 @@ void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws) {
   ws->used = 0;
 }
 
+void ag__ws_rewind(ag__workspace *ws) {
+  retire_headers(ws);
+  ws->cur = 0;
+  ws->used = 0;
+}
+
 void ag__ws_destroy(ag_ctx *ctx, ag__workspace *ws) {
   retire_headers(ws);
   release_chunks(ctx, ws);
