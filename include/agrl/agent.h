@@ -76,8 +76,9 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
 ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
                        const float *next_obs, const int *terminated, int n);
 
-/* Runs n recorded updates. With last_loss, waits and reports the loss of the
- * last update. */
+/* Runs n recorded updates: a recording of 8 updates (on the GPU one graph)
+ * while 8 or more are left, then a recording of one. With last_loss, waits
+ * and reports the loss of the last update. */
 ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
 
 /* The loss of the current networks on a gathered batch (the table's rows

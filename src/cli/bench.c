@@ -422,11 +422,13 @@ static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int
  * double DQN), Huber, Adam without clipping. */
 typedef struct agent_job {
   ag_dqn *d;
+  int per_call; /* updates an ag_dqn_train call */
 } agent_job;
 
 static ag_status agent_body(void *arg, int i) {
   (void)i;
-  return ag_dqn_train(((agent_job *)arg)->d, 1, NULL);
+  const agent_job *j = arg;
+  return ag_dqn_train(j->d, j->per_call, NULL);
 }
 
 static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hidden, int64_t acts, int64_t B) {
@@ -462,14 +464,20 @@ static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hid
   return s;
 }
 
-static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters) {
+/* per_call updates an ag_dqn_train call; the row reports the time of one
+ * update (a call's time / per_call). */
+static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters,
+                      int per_call) {
   if (!wanted(b, work)) return;
   agent_job j;
   stat3 st;
   ag_status s = agent_setup(b->ctx, &j, obs, hidden, acts, B);
-  if (!s && !(s = measure(b, agent_body, &j, iters, 0, &st))) {
-    char note[160];
-    snprintf(note, sizeof note, "ag_dqn_train, %s; %.1f GFLOP/s", ag_dqn_fused(j.d) ? "fused" : "composed ops",
+  j.per_call = per_call;
+  if (!s && !(s = measure(b, agent_body, &j, (iters + per_call - 1) / per_call, 0, &st))) {
+    st.median /= per_call, st.min /= per_call, st.max /= per_call;
+    char note[160], calls[48] = "";
+    if (per_call > 1) snprintf(calls, sizeof calls, ", %d updates a call", per_call);
+    snprintf(note, sizeof note, "ag_dqn_train%s, %s; %.1f GFLOP/s", calls, ag_dqn_fused(j.d) ? "fused" : "composed ops",
              dqn_gflops(obs, hidden, acts, B, st.median));
     report(b, work, st, note);
   }
@@ -543,11 +551,15 @@ int agrl_cmd_bench(int argc, char **argv) {
   per_rows(&b, prefix);
   if (cpu) {
     add_row(&b, "cpu_add_1_mujoco");
-    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200);
+    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200, 1);
     dqn_row(&b, "cpu_dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 200);
   } else {
-    agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000);
-    agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000);
+    agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000, 1);
+    agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000, 1);
+    /* as a training loop calls it (gradient steps a call): the peer is JAX's
+     * 1000 updates in one jitted call */
+    agent_row(&b, "dqn_update_4_128_128_2_b128_x64", 4, 128, 2, 128, 12800, 64);
+    agent_row(&b, "dqn_update_17_256_256_6_b256_x64", 17, 256, 6, 256, 12800, 64);
     dqn_row(&b, "dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 2000);
     dqn_row(&b, "dqn_update_17_256_256_6_b256_ops", 17, 256, 6, 256, 2000);
   }
