@@ -489,9 +489,9 @@ static ag_status cuda_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill,
 static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain_fn drain, void *user) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
-  cudaError_t e = cudaStreamSynchronize(st->stream);
-  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: waiting for the stream before a download");
-  st->ring_count = 0; /* every staged upload is done */
+  const ag_status s = cuda_sync(p); /* the data is written; every staged upload is done */
+  if (s != AG_OK) return s;
+  cudaError_t e = cudaSuccess;
   const size_t part = AG_TRANSFER_PART_BYTES;
   size_t nparts = (bytes + part - 1) / part;
   for (size_t i = 0; i <= nparts && e == cudaSuccess; i++) {
