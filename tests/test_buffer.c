@@ -275,6 +275,50 @@ static void get_rows_matches_host_reference(void **state) {
   ag__cpu_vector_paths = 1;
 }
 
+/* A CPU gather of 16 KB or more is split over the helper threads, in parts
+ * of at least 32 columns: batches around those sizes and splits that do not
+ * come out even, each against the host's copy and against the same gather
+ * on one thread (ag__cpu_gather_threads = 1), back to back with fresh
+ * indices each time. */
+static void split_gathers_match_one_thread_and_the_host(void **state) {
+  (void)state;
+  static const int64_t sizes[] = {63, 64, 65, 97, 100, 257, 1000, 4099};
+  ag_ctx *ctx = agt_ctx();
+  agt_rng g = {4242};
+  const int64_t rows = 42, cap = 20000;
+  ag_buffer *b = NULL;
+  agt_ok(ag_buffer_create(ctx, rows, cap, AG_F32, &b));
+  float *d = random_cols(&g, rows, cap);
+  agt_ok(ag_buffer_write(b, d, AG_F32, rows, cap, 0));
+  int64_t *idx = malloc(4099 * sizeof *idx);
+  for (int rep = 0; rep < 3; rep++)
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+      const int64_t n = sizes[k];
+      for (int64_t j = 0; j < n; j++) idx[j] = agt_below(&g, cap);
+      float *got[2];
+      for (int one = 0; one < 2; one++) {
+        ag__cpu_gather_threads = one;
+        ag_tensor *t = NULL;
+        agt_ok(ag_get_rows(b, idx, n, &t));
+        got[one] = agt_read_f32(t);
+      }
+      ag__cpu_gather_threads = 0;
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t r = 0; r < rows; r++) {
+          const float e = d[idx[j] * rows + r];
+          if (got[0][j * rows + r] != e || got[1][j * rows + r] != e)
+            fail_msg("batch %lld column %lld (idx %lld) row %lld: split %g, one thread %g, expected %g",
+                     (long long)n, (long long)j, (long long)idx[j], (long long)r, (double)got[0][j * rows + r],
+                     (double)got[1][j * rows + r], (double)e);
+        }
+      free(got[0]);
+      free(got[1]);
+    }
+  free(idx);
+  free(d);
+  ag_ctx_free(ctx);
+}
+
 /* A new buffer of `dt` filled with random non-negative values (they fit u8
  * too); returns what it stored, read back as f32 (the caller frees it). */
 static float *filled_buffer(ag_ctx *ctx, agt_rng *g, int64_t rows, int64_t cap, ag_dtype dt, ag_buffer **b) {
@@ -985,6 +1029,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(buffer_read_large_in_parts),
       cmocka_unit_test(buffer_write_f32_into_compact_dtypes_converts),
       cmocka_unit_test(get_rows_matches_host_reference),
+      cmocka_unit_test(split_gathers_match_one_thread_and_the_host),
       cmocka_unit_test(get_rows_dev_matches_host_for_every_dtype),
       cmocka_unit_test(back_to_back_gathers_of_different_kinds_each_get_their_rows),
       cmocka_unit_test(get_rows_beyond_2_24_columns),

@@ -1,10 +1,21 @@
-/* pool.c — a few helper threads for large host-side copies.
+/* pool.c — a few helper threads for large host-side copies and gathers.
  *
  * Filling the staging memory of a large transfer (memcpy, or a conversion
  * to a compact dtype) is bound by one core's memory bandwidth; splitting it
- * over several threads lets it keep up with the bus. The pool is created at
- * the first large transfer and lives until the process exits. AGRL_THREADS
- * sets the number of threads that work on one transfer (1: no helpers).
+ * over several threads lets it keep up with the bus. A CPU gather of random
+ * columns is bound by how many misses one core keeps in flight; several
+ * cores each gathering a part of the batch keep more. The pool is created at
+ * the first parallel job and lives until the process exits. AGRL_THREADS
+ * sets the number of threads that work on one job (1: no helpers);
+ * AGRL_SPIN_US how long a helper keeps looking for the next job after one,
+ * before it sleeps (default 50 us: jobs that come closer together than that,
+ * such as a training loop's batches, find the helpers awake).
+ *
+ * A job is claimed task by task: the caller publishes it (a generation
+ * number and the next task, in one word) and takes task 0, then any task
+ * still unclaimed, so a job never waits for a helper to wake up; helpers
+ * that are awake claim the rest. The caller returns once every task has
+ * finished.
  *
  * The plain-copy fills live here too. A device backend whose staging memory
  * is read by a DMA engine right after the fill uses the streaming copy
@@ -14,107 +25,165 @@
  * CPU backend's uploads) keeps memcpy.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__SSE2__)
 #include <emmintrin.h>
 #define AG__HAVE_SSE2 1
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
 #endif
 
 #include "core/internal.h"
 
 #define AG__POOL_MAX 16
+#define AG__POOL_SPIN_US 50
+#define AG__NO_TASK 0xffffffffu /* the job word's task when the job is closed */
 
 typedef struct ag__pool {
-  pthread_mutex_t mu;
-  pthread_cond_t go, done;
-  int n_threads;      /* helpers; the caller works too */
-  uint64_t round;     /* incremented for every job */
-  ag__task_fn fn;
-  void *arg;
-  int n_tasks, next_task, pending;
+  pthread_mutex_t mu; /* starting the helpers; their sleep */
+  pthread_cond_t go;
+  atomic_int n_threads;  /* helpers started; -1: not yet */
+  long spin_ns;          /* how long a helper looks for a job before it sleeps */
+  atomic_int busy;       /* a job is running: another caller runs its tasks alone */
+  atomic_ullong job;     /* generation << 32 | next task to claim (AG__NO_TASK: closed) */
+  _Atomic(ag__task_fn) fn; /* the job's, written only while it is closed */
+  _Atomic(void *) arg;
+  atomic_int n_tasks;
+  atomic_int finished; /* tasks of the job done */
+  atomic_int sleepers; /* helpers asleep (or going to sleep) on go */
 } ag__pool;
 
-static ag__pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0,
-                        NULL, NULL, 0, 0, 0};
+static ag__pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0, 0, AG__NO_TASK, NULL, NULL, 0, 0, 0};
 
-/* Takes tasks of the current job until none is left. Called with mu held. */
-static void work(void) {
-  while (pool.next_task < pool.n_tasks) {
-    int i = pool.next_task++;
-    ag__task_fn fn = pool.fn;
-    void *arg = pool.arg;
-    pthread_mutex_unlock(&pool.mu);
-    fn(arg, i);
-    pthread_mutex_lock(&pool.mu);
-    if (--pool.pending == 0) pthread_cond_broadcast(&pool.done);
+static uint32_t generation(void) { return (uint32_t)(atomic_load(&pool.job) >> 32); }
+
+/* Claims the next task of generation gen (n tasks); -1 when none is left or
+ * the job is no longer gen's. A claim that succeeds saw the job open, so
+ * fn, arg and n read after seeing gen were still its own (they are written
+ * only while the job word is closed). */
+static int claim(uint32_t gen, int n) {
+  unsigned long long w = atomic_load(&pool.job);
+  for (;;) {
+    const uint32_t i = (uint32_t)w;
+    if ((uint32_t)(w >> 32) != gen || i == AG__NO_TASK || (int64_t)i >= (int64_t)n) return -1;
+    if (atomic_compare_exchange_weak(&pool.job, &w, w + 1)) return (int)i;
   }
+}
+
+/* Runs the tasks of generation gen that are left; returns how many. */
+static int take_tasks(uint32_t gen) {
+  const ag__task_fn fn = atomic_load(&pool.fn);
+  void *const arg = atomic_load(&pool.arg);
+  const int n = atomic_load(&pool.n_tasks);
+  int i, k = 0;
+  while ((i = claim(gen, n)) >= 0) {
+    fn(arg, i);
+    k++;
+  }
+  return k;
+}
+
+static long elapsed_ns(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long)(t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+/* Waits for a generation other than seen: looking for spin_ns, then asleep. */
+static uint32_t next_job(uint32_t seen) {
+  uint32_t g;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned k = 1;; k++) {
+    if ((g = generation()) != seen) return g;
+    cpu_relax();
+    if (k % 256 == 0 && elapsed_ns(&t0) >= pool.spin_ns) break;
+  }
+  pthread_mutex_lock(&pool.mu);
+  atomic_fetch_add(&pool.sleepers, 1); /* before looking again: a caller that publishes after this wakes us */
+  while ((g = generation()) == seen) pthread_cond_wait(&pool.go, &pool.mu);
+  atomic_fetch_sub(&pool.sleepers, 1);
+  pthread_mutex_unlock(&pool.mu);
+  return g;
 }
 
 static void *helper(void *unused) {
   (void)unused;
-  pthread_mutex_lock(&pool.mu);
-  uint64_t seen = pool.round;
+  uint32_t seen = generation();
   for (;;) {
-    while (pool.round == seen) pthread_cond_wait(&pool.go, &pool.mu);
-    seen = pool.round;
-    work();
+    seen = next_job(seen);
+    const int k = take_tasks(seen);
+    if (k) atomic_fetch_add(&pool.finished, k);
   }
   return NULL;
 }
 
 /* Starts the helpers once; returns how many threads a job may use. */
 static int pool_size(void) {
-  if (pool.n_threads >= 0) return pool.n_threads + 1;
-  const char *env = getenv("AGRL_THREADS");
-  long want = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-  if (want < 1) want = 1;
-  if (want > AG__POOL_MAX) want = AG__POOL_MAX;
-  int started = 0;
-  for (long i = 0; i + 1 < want; i++) {
-    pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &at, helper, NULL) == 0) started++;
-    pthread_attr_destroy(&at);
+  int n = atomic_load(&pool.n_threads);
+  if (n >= 0) return n + 1;
+  pthread_mutex_lock(&pool.mu);
+  if ((n = atomic_load(&pool.n_threads)) < 0) {
+    const char *env = getenv("AGRL_THREADS");
+    long want = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (want < 1) want = 1;
+    if (want > AG__POOL_MAX) want = AG__POOL_MAX;
+    const char *spin = getenv("AGRL_SPIN_US");
+    long us = spin ? strtol(spin, NULL, 10) : AG__POOL_SPIN_US;
+    pool.spin_ns = (us < 0 ? 0 : us > 1000000 ? 1000000 : us) * 1000L;
+    n = 0;
+    for (long i = 0; i + 1 < want; i++) {
+      pthread_t t;
+      pthread_attr_t at;
+      pthread_attr_init(&at);
+      pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+      if (pthread_create(&t, &at, helper, NULL) == 0) n++;
+      pthread_attr_destroy(&at);
+    }
+    atomic_store(&pool.n_threads, n);
   }
-  pool.n_threads = started;
-  return started + 1;
-}
-
-int ag__pool_threads(void) {
-  pthread_mutex_lock(&pool.mu);
-  int n = pool_size();
   pthread_mutex_unlock(&pool.mu);
-  return n;
+  return n + 1;
 }
 
-/* Task 0 always runs on the calling thread: alone, the caller runs the tasks
- * in order; with helpers, it holds mu from here until work() has taken task
- * 0. The CUDA backend's large uploads rely on it (their task 0 is the only
- * one that calls CUDA, and the others wait for it to open their parts). */
+int ag__pool_threads(void) { return pool_size(); }
+
+/* Task 0 always runs on the calling thread: alone, the caller runs the
+ * tasks in order; with helpers, no helper can claim task 0. The CUDA
+ * backend's large uploads rely on it (their task 0 is the only one that
+ * calls CUDA, and the others wait for it to open their parts). */
 void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg) {
-  pthread_mutex_lock(&pool.mu);
-  if (pool_size() == 1 || n_tasks <= 1 || pool.pending) { /* no helpers, one task, or a job running: alone */
-    pthread_mutex_unlock(&pool.mu);
-    for (int i = 0; i < n_tasks; i++) fn(arg, i);
+  int idle = 0;
+  if (n_tasks <= 1 || pool_size() == 1 || !atomic_compare_exchange_strong(&pool.busy, &idle, 1)) {
+    for (int i = 0; i < n_tasks; i++) fn(arg, i); /* no helpers, one task, or a job running: alone */
     return;
   }
-  pool.fn = fn;
-  pool.arg = arg;
-  pool.n_tasks = n_tasks;
-  pool.next_task = 0;
-  pool.pending = n_tasks;
-  pool.round++;
-  pthread_cond_broadcast(&pool.go);
-  work(); /* takes task 0 first: no helper can before mu is released */
-  while (pool.pending) pthread_cond_wait(&pool.done, &pool.mu);
-  pool.fn = NULL;
-  pool.n_tasks = 0;
-  pthread_mutex_unlock(&pool.mu);
+  atomic_store(&pool.fn, fn);
+  atomic_store(&pool.arg, arg);
+  atomic_store(&pool.n_tasks, n_tasks);
+  atomic_store(&pool.finished, 0);
+  const uint32_t gen = generation() + 1;
+  atomic_store(&pool.job, (unsigned long long)gen << 32 | 1u); /* open; task 0 is the caller's */
+  if (atomic_load(&pool.sleepers) > 0) {
+    pthread_mutex_lock(&pool.mu);
+    pthread_cond_broadcast(&pool.go);
+    pthread_mutex_unlock(&pool.mu);
+  }
+  fn(arg, 0);
+  atomic_fetch_add(&pool.finished, 1 + take_tasks(gen));
+  for (unsigned k = 0; atomic_load(&pool.finished) < n_tasks; k++) { /* the helpers' last tasks */
+    if (k < 4096) cpu_relax();
+    else sched_yield();
+  }
+  atomic_store(&pool.job, (unsigned long long)gen << 32 | AG__NO_TASK); /* closed: fn, arg, n may change */
+  atomic_store(&pool.busy, 0);
 }
 
 /* ---- parallel fills of transfer parts ---- */

@@ -57,22 +57,22 @@ __attribute__((target("avx512f"))) static void copy_f32_avx512(float *d, const f
 }
 #endif
 
-static ag_status k_gather(const void *args) {
-  const ag__gather_args *a = args;
+/* Columns [j0, j1) of a gather. */
+static void gather_range(const ag__gather_args *a, int64_t j0, int64_t j1) {
   const size_t es = ag_dtype_size(a->src_dtype), col_bytes = (size_t)a->rows * es;
   /* random columns: every line of the first AHEAD_BYTES of them is asked
    * for at once (a burst of misses the memory serves together; a batch of
    * small transitions fits whole), then one more column for each copied */
   enum { AHEAD_BYTES = 96 << 10, AHEAD_MIN = 16 };
   const int64_t ahead = col_bytes && AHEAD_BYTES / col_bytes > AHEAD_MIN ? (int64_t)(AHEAD_BYTES / col_bytes) : AHEAD_MIN;
-  for (int64_t j = 0; j < a->n && j < ahead; j++)
+  for (int64_t j = j0; j < j1 && j < j0 + ahead; j++)
     prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
   const int plain = a->src_dtype == AG_F32 && a->scale == 1.0f;
 #ifdef AG_CPU_GATHER_AVX512
   const int inline_copy = plain && a->rows >= 16 && a->rows <= 256 && ag__cpu_vector_paths && __builtin_cpu_supports("avx512f");
 #endif
-  for (int64_t j = 0; j < a->n; j++) {
-    if (j + ahead < a->n) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
+  for (int64_t j = j0; j < j1; j++) {
+    if (j + ahead < j1) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
     int64_t c = gather_col(a, j);
     float *out = a->dst + j * a->rows;
     size_t base = (size_t)c * (size_t)a->rows;
@@ -88,6 +88,47 @@ static ag_status k_gather(const void *args) {
       for (int64_t r = 0; r < a->rows; r++) out[r] = ag__load_f32(a->src, a->src_dtype, base + (size_t)r) * a->scale;
     }
   }
+}
+
+/* A gather split over the helper threads (pool.c): task i takes columns
+ * [i per, (i + 1) per). */
+typedef struct gather_split {
+  const ag__gather_args *a;
+  int64_t per;
+} gather_split;
+
+static void gather_task(void *arg, int i) {
+  const gather_split *g = arg;
+  const int64_t j0 = (int64_t)i * g->per, j1 = j0 + g->per < g->a->n ? j0 + g->per : g->a->n;
+  if (j0 < j1) gather_range(g->a, j0, j1);
+}
+
+int ag__cpu_gather_threads = 0; /* 0: as many as the pool has; 1: one thread */
+
+/* A batch of AG__GATHER_SPLIT_BYTES or more is split into parts of at least
+ * AG__GATHER_SPLIT_COLS columns, one a thread: each thread's misses are in
+ * flight beside the others' (a gather of random columns waits on memory,
+ * one core keeps only so many misses in flight). Only plain f32 columns are
+ * split: their copy is the same bits on any thread, while a conversion's
+ * floating-point mode (cpu_backend.c's flush to zero) is the caller's. */
+#define AG__GATHER_SPLIT_BYTES ((size_t)16 << 10)
+#define AG__GATHER_SPLIT_COLS 32
+
+static ag_status k_gather(const void *args) {
+  const ag__gather_args *a = args;
+  const size_t bytes = (size_t)a->n * (size_t)a->rows * ag_dtype_size(a->src_dtype);
+  const int plain = a->src_dtype == AG_F32 && a->scale == 1.0f;
+  if (plain && bytes >= AG__GATHER_SPLIT_BYTES && a->n >= 2 * AG__GATHER_SPLIT_COLS && ag__cpu_gather_threads != 1) {
+    int64_t parts = ag__pool_threads();
+    if (ag__cpu_gather_threads > 1 && parts > ag__cpu_gather_threads) parts = ag__cpu_gather_threads;
+    if (parts > a->n / AG__GATHER_SPLIT_COLS) parts = a->n / AG__GATHER_SPLIT_COLS;
+    if (parts > 1) {
+      gather_split g = {a, (a->n + parts - 1) / parts};
+      ag__pool_run((int)parts, gather_task, &g);
+      return AG_OK;
+    }
+  }
+  gather_range(a, 0, a->n);
   return AG_OK;
 }
 
