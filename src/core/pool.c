@@ -114,11 +114,15 @@ static uint32_t next_job(uint32_t seen) {
   return g;
 }
 
-static void *helper(void *unused) {
-  (void)unused;
+/* Helper number `index` (1, 2 ...) claims tasks only of jobs with more
+ * tasks than that: the job word is fought over by as many threads as the
+ * job can use, not by every helper. */
+static void *helper(void *index) {
+  const int me = (int)(intptr_t)index;
   uint32_t seen = generation();
   for (;;) {
     seen = next_job(seen);
+    if (atomic_load(&pool.n_tasks) <= me) continue;
     const int k = take_tasks(seen);
     if (k) atomic_fetch_add(&pool.finished, k);
   }
@@ -144,7 +148,7 @@ static int pool_size(void) {
       pthread_attr_t at;
       pthread_attr_init(&at);
       pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-      if (pthread_create(&t, &at, helper, NULL) == 0) n++;
+      if (pthread_create(&t, &at, helper, (void *)(intptr_t)(n + 1)) == 0) n++;
       pthread_attr_destroy(&at);
     }
     atomic_store(&pool.n_threads, n);
