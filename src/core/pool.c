@@ -46,21 +46,27 @@
 #define AG__POOL_SPIN_US 50
 #define AG__NO_TASK 0xffffffffu /* the job word's task when the job is closed */
 
+/* The job word, the job's description and its count of finished tasks
+ * each have a cache line of their own: threads looking for work read the
+ * first over and over, the tasks' ends write the last. */
 typedef struct ag__pool {
   pthread_mutex_t mu; /* starting the helpers; their sleep */
   pthread_cond_t go;
-  atomic_int n_threads;  /* helpers started; -1: not yet */
-  long spin_ns;          /* how long a helper looks for a job before it sleeps */
-  atomic_int busy;       /* a job is running: another caller runs its tasks alone */
-  atomic_ullong job;     /* generation << 32 | next task to claim (AG__NO_TASK: closed) */
-  _Atomic(ag__task_fn) fn; /* the job's, written only while it is closed */
+  atomic_int n_threads; /* helpers started; -1: not yet */
+  long spin_ns;         /* how long a helper looks for a job before it sleeps */
+  atomic_int busy;      /* a job is running: another caller runs its tasks alone */
+  atomic_int sleepers;  /* helpers asleep (or going to sleep) on go */
+  _Alignas(64) atomic_ullong job; /* generation << 32 | next task to claim (AG__NO_TASK: closed) */
+  _Alignas(64) _Atomic(ag__task_fn) fn; /* the job's, written only while it is closed */
   _Atomic(void *) arg;
   atomic_int n_tasks;
-  atomic_int finished; /* tasks of the job done */
-  atomic_int sleepers; /* helpers asleep (or going to sleep) on go */
+  _Alignas(64) atomic_int finished; /* tasks of the job done */
 } ag__pool;
 
-static ag__pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0, 0, AG__NO_TASK, NULL, NULL, 0, 0, 0};
+static ag__pool pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                        .go = PTHREAD_COND_INITIALIZER,
+                        .n_threads = -1,
+                        .job = AG__NO_TASK};
 
 static uint32_t generation(void) { return (uint32_t)(atomic_load(&pool.job) >> 32); }
 
