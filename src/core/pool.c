@@ -6,10 +6,11 @@
  * columns is bound by how many misses one core keeps in flight; several
  * cores each gathering a part of the batch keep more. The pool is created at
  * the first parallel job and lives until the process exits. AGRL_THREADS
- * sets the number of threads that work on one job (1: no helpers);
- * AGRL_SPIN_US how long a helper keeps looking for the next job after one,
- * before it sleeps (default 50 us: jobs that come closer together than that,
- * such as a training loop's batches, find the helpers awake).
+ * sets the number of threads that work on one job (1: no helpers; by
+ * default one a core, at most 8; 16 at most); AGRL_SPIN_US how long a helper
+ * keeps looking for the next job after one, before it sleeps (default 50 us:
+ * jobs that come closer together than that, such as a training loop's
+ * batches, find the helpers awake).
  *
  * A job is claimed task by task: the caller publishes it (a generation
  * number and the next task, in one word) and takes task 0, then any task
@@ -43,6 +44,10 @@
 #include "core/internal.h"
 
 #define AG__POOL_MAX 16
+/* threads a job may use unless AGRL_THREADS says: past 8, a gather of 256
+ * columns ran slower on a 16-core Xeon (every thread looking for work reads
+ * the job word the claims write), and large fills are held by the memory */
+#define AG__POOL_DEFAULT 8
 #define AG__POOL_SPIN_US 50
 #define AG__NO_TASK 0xffffffffu /* the job word's task when the job is closed */
 
@@ -142,7 +147,9 @@ static int pool_size(void) {
   pthread_mutex_lock(&pool.mu);
   if ((n = atomic_load(&pool.n_threads)) < 0) {
     const char *env = getenv("AGRL_THREADS");
-    long want = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    long want = sysconf(_SC_NPROCESSORS_ONLN);
+    if (want > AG__POOL_DEFAULT) want = AG__POOL_DEFAULT;
+    if (env) want = strtol(env, NULL, 10);
     if (want < 1) want = 1;
     if (want > AG__POOL_MAX) want = AG__POOL_MAX;
     const char *spin = getenv("AGRL_SPIN_US");
