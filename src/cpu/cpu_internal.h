@@ -13,7 +13,7 @@ extern const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT];
  * sampling) take it where the processor has the instructions; 0: the
  * portable path everywhere. Both give the same bits; tests run both. */
 extern int ag__cpu_vector_paths;
-/* Threads a CPU gather may split over (cpu_kernels.c): 0, the pool's; 1, one. */
+/* Threads a CPU gather may split over (cpu_kernels.c): 0, the pool's; n > 0, at most n. */
 extern int ag__cpu_gather_threads;
 
 /* AG__K_QGRAD (cpu_qgrad.c). */

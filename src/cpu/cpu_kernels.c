@@ -103,7 +103,7 @@ static void gather_task(void *arg, int i) {
   if (j0 < j1) gather_range(g->a, j0, j1);
 }
 
-int ag__cpu_gather_threads = 0; /* 0: as many as the pool has; 1: one thread */
+int ag__cpu_gather_threads = 0; /* 0: as many as the pool has; n > 0: at most n */
 
 /* A batch of AG__GATHER_SPLIT_BYTES or more is split into parts of at least
  * AG__GATHER_SPLIT_COLS columns, one a thread: each thread's misses are in
