@@ -130,12 +130,16 @@ void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);
 /* ---- fault injection (for tests of error paths) --------------------------
  * After `after` further successful operations of the kind, the next one fails
  * once with AG_ERR_DEVICE (upload/download) or AG_ERR_OUT_OF_MEMORY
- * (allocation). A negative `after` disarms. */
+ * (allocation). A negative `after` disarms. Device allocations, uploads and
+ * downloads are counted per context; host allocations (AG_FAULT_HOST_ALLOC:
+ * every malloc of the library) are counted on the calling thread, whatever
+ * the context, and for that kind ctx may be NULL. */
 typedef enum ag_fault {
   AG_FAULT_ALLOC = 0,
   AG_FAULT_UPLOAD = 1,
   AG_FAULT_DOWNLOAD = 2,
-  AG_FAULT_COUNT_ = 3
+  AG_FAULT_HOST_ALLOC = 3,
+  AG_FAULT_COUNT_ = 4
 } ag_fault;
 
 ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after);

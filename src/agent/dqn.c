@@ -118,7 +118,7 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
   if (cfg->batch_size % world)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be a multiple of the group size %d", fn,
                     (long long)cfg->batch_size, world);
-  ag_dqn *d = calloc(1, sizeof *d);
+  ag_dqn *d = ag__calloc(1, sizeof *d);
   if (!d) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   d->ctx = ctx;
   d->cfg = *cfg;
@@ -156,7 +156,7 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
   if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17 + (uint64_t)rank * 0x632BE59BD9B4E019ull, &d->rng);
   if (!s && g) {
     d->n_grads = ag_mlp_n_params(d->q);
-    d->grads = calloc((size_t)d->n_grads, sizeof *d->grads);
+    d->grads = ag__calloc((size_t)d->n_grads, sizeof *d->grads);
     if (!d->grads) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   if (!s && cfg->fused && cfg->n_hidden + 1 <= AG__QG_MAX_LAYERS && n_actions <= AG__QG_MAX_ACTIONS) {
@@ -209,7 +209,7 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
   /* decide the random ones first (the same draws whatever the device) */
   int need_net = 0;
   if (d->scratch_n < n) {
-    int32_t *a = realloc(d->act_scratch, (size_t)n * sizeof *a);
+    int32_t *a = ag__realloc(d->act_scratch, (size_t)n * sizeof *a);
     if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     d->act_scratch = a;
     d->scratch_n = n;
@@ -233,7 +233,7 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
   }
   if ((s = ag_tensor_write(d->obs_in, obs, (size_t)(d->obs_dim * n) * sizeof(float)))) return s;
   ag_tensor *qv, *a;
-  int32_t greedy[256], *g = n <= 256 ? greedy : malloc((size_t)n * sizeof *g);
+  int32_t greedy[256], *g = n <= 256 ? greedy : ag__malloc((size_t)n * sizeof *g);
   if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   ag_no_grad_begin(d->ctx);
   s = ag_mlp_forward(d->q, d->obs_in, &qv);
@@ -467,7 +467,7 @@ static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, i
   v[1] = (float)n;
   for (int i = 0; i < n; i++) v[2 + i] = (float)win->r[(win->next - 1 - i + 20) % 20]; /* newest first */
   ag_tensor *all;
-  float *a = malloc(sizeof(float) * XCHG_ROWS * (size_t)G);
+  float *a = ag__malloc(sizeof(float) * XCHG_ROWS * (size_t)G);
   if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_dqn_learn: out of host memory");
   ag_status s = ag_tensor_write(xchg, v, sizeof v);
   if (!s) s = ag_dist_allgather(d->dist, xchg, &all);
@@ -497,11 +497,11 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
                     spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
   int n = ag_vec_env_size(env), od = spec->obs_dim;
   int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
-  float *obs = malloc(sizeof(float) * (size_t)(n * od)), *next = malloc(sizeof(float) * (size_t)(n * od));
-  float *fin = malloc(sizeof(float) * (size_t)(n * od)), *rew = malloc(sizeof(float) * (size_t)n);
-  float *actf = malloc(sizeof(float) * (size_t)n);
-  int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
-  int *term = malloc(sizeof(int) * (size_t)n), *trunc = malloc(sizeof(int) * (size_t)n);
+  float *obs = ag__malloc(sizeof(float) * (size_t)(n * od)), *next = ag__malloc(sizeof(float) * (size_t)(n * od));
+  float *fin = ag__malloc(sizeof(float) * (size_t)(n * od)), *rew = ag__malloc(sizeof(float) * (size_t)n);
+  float *actf = ag__malloc(sizeof(float) * (size_t)n);
+  int32_t *act = ag__malloc(sizeof(int32_t) * (size_t)n);
+  int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
   ag_status s = AG_OK;
   if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (!s) s = ag_vec_env_reset(env, obs);

@@ -53,7 +53,7 @@ ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype
   if (!ag__mul3((uint64_t)rows, (uint64_t)capacity, ag_dtype_size(dtype), &bytes))
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: %lld x %lld values of %s overflow the address space", fn,
                     (long long)rows, (long long)capacity, ag_dtype_name(dtype));
-  ag_buffer *b = calloc(1, sizeof *b);
+  ag_buffer *b = ag__calloc(1, sizeof *b);
   if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   b->ctx = ctx;
   b->rows = rows;

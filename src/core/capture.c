@@ -51,7 +51,7 @@ void ag__capture_note_read(ag_ctx *ctx, ag__store *s) {
     if (c->reads[i].store == s) return;
   if (c->n_reads == c->cap_reads) {
     int cap = c->cap_reads ? 2 * c->cap_reads : 16;
-    capture_read *r = realloc(c->reads, (size_t)cap * sizeof *r);
+    capture_read *r = ag__realloc(c->reads, (size_t)cap * sizeof *r);
     if (!r) { /* without the note the recording could outlive the store: refuse it */
       c->invalid = 1;
       return;
@@ -142,7 +142,7 @@ ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture *
   if (!ctx || !fn || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fn and out must not be NULL", fn_name);
   ag_status s = ag__not_recording(ctx, fn_name);
   if (s) return s;
-  ag_capture *c = calloc(1, sizeof *c);
+  ag_capture *c = ag__calloc(1, sizeof *c);
   if (!c) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn_name);
   c->ctx = ctx;
   c->fn = fn;
@@ -224,8 +224,8 @@ ag_status ag_capture_add_input(ag_capture *c, const char *name, ag_tensor *t) {
   if (!(t->flags & AG__T_PERSISTENT) || t->ctx != c->ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: input '%s' must be a persistent tensor of the recording's context", fn, name);
   if (ag_capture_input(c, name)) return ag__fail(AG_ERR_INVALID_ARG, "%s: the input '%s' is named already", fn, name);
-  capture_input *in = realloc(c->inputs, (size_t)(c->n_inputs + 1) * sizeof *in);
-  char *copy = malloc(strlen(name) + 1);
+  capture_input *in = ag__realloc(c->inputs, (size_t)(c->n_inputs + 1) * sizeof *in);
+  char *copy = ag__malloc(strlen(name) + 1);
   if (in) c->inputs = in;
   if (!in || !copy) {
     free(copy);
@@ -279,7 +279,7 @@ struct ag_rng {
 
 ag_status ag_rng_create(ag_ctx *ctx, uint64_t seed, ag_rng **out) {
   if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_rng_create: ctx and out must not be NULL");
-  ag_rng *r = calloc(1, sizeof *r);
+  ag_rng *r = ag__calloc(1, sizeof *r);
   if (!r) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_rng_create: out of host memory");
   ag_status s = ag_tensor_create(ctx, 1, 1, AG_I64, NULL, &r->counter);
   if (s) {

@@ -37,7 +37,7 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_create: out is NULL");
   ag_status s = resolve_device("ag_ctx_create", &kind, &index);
   if (s) return s;
-  ag_ctx *ctx = calloc(1, sizeof *ctx);
+  ag_ctx *ctx = ag__calloc(1, sizeof *ctx);
   if (!ctx) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_ctx_create: out of host memory");
   ctx->be = backend_for(kind);
   s = ctx->be->open(index, &ctx->st, ctx->desc, sizeof ctx->desc);
@@ -219,9 +219,13 @@ void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out) {
 }
 
 ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after) {
-  if (!ctx) return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_inject_fault: ctx is NULL");
   if ((int)kind < 0 || kind >= AG_FAULT_COUNT_)
     return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_inject_fault: fault kind %d is unknown", (int)kind);
+  if (kind == AG_FAULT_HOST_ALLOC) {
+    ag__host_fault_arm(after);
+    return AG_OK;
+  }
+  if (!ctx) return ag__fail(AG_ERR_INVALID_ARG, "ag_ctx_inject_fault: ctx is NULL");
   ctx->fault_after[kind] = after < 0 ? -1 : after;
   return AG_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "agrl/buffer.h"
 #include "agrl/ctx.h"
@@ -33,6 +34,31 @@ extern "C" {
 
 /* Sets this thread's message (printf-style) and returns s. */
 ag_status ag__fail(ag_status s, const char *fmt, ...) AG__PRINTF(2, 3);
+
+/* ---- host memory and whole-file writes (hostmem.c) ---- */
+
+/* malloc, calloc, realloc and strdup for every host allocation of the
+ * library: they fail (return NULL) when a fault is injected on this thread
+ * (AG_FAULT_HOST_ALLOC). Free with free(). A size of 0 is taken as 1. */
+void *ag__malloc(size_t bytes);
+void *ag__calloc(size_t n, size_t size);
+void *ag__realloc(void *p, size_t bytes);
+char *ag__strdup(const char *s);
+/* Arms this thread's host-allocation fault (-1 disarms); the count left. */
+void ag__host_fault_arm(int64_t after);
+int64_t ag__host_fault_pending(void);
+
+/* A file written whole: data goes to a new file beside `path`, which
+ * commit flushes to disk and renames over `path`; until then (and if
+ * anything fails, or on abort) `path` is untouched and the temporary is
+ * removed. `fn` names the public call in messages. */
+typedef struct ag__afile {
+  FILE *f; /* write here */
+  char *path, *tmp;
+} ag__afile;
+ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
+ag_status ag__afile_commit(ag__afile *a, const char *fn);
+void ag__afile_abort(ag__afile *a);
 
 /* ---- dtypes (dtype.c) ---- */
 

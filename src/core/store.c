@@ -126,7 +126,7 @@ ag_status ag__stores_rescue(ag_ctx *ctx) {
   size_t n = 0, i = 0;
   for (s = ctx->stores.next; s != &ctx->stores; s = s->next) n++;
   if (n) {
-    copies = calloc(n, sizeof *copies);
+    copies = ag__calloc(n, sizeof *copies);
     if (!copies) return ag__fail(AG_ERR_OUT_OF_MEMORY, "device switch: out of host memory");
   }
   for (s = ctx->stores.next; s != &ctx->stores && st == AG_OK; s = s->next, i++) {

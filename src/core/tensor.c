@@ -18,7 +18,7 @@ ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dty
   if (!ag__mul3((uint64_t)rows, (uint64_t)cols, ag_dtype_size(dtype), &bytes))
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: %lld x %lld values of %s overflow the address space",
                     fn, (long long)rows, (long long)cols, ag_dtype_name(dtype));
-  ag_tensor *t = calloc(1, sizeof *t);
+  ag_tensor *t = ag__calloc(1, sizeof *t);
   if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   t->ctx = ctx;
   t->rows = rows;

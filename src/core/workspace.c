@@ -22,7 +22,7 @@ static size_t align_up(size_t n) { return (n + AG__WS_ALIGN - 1) & ~(size_t)(AG_
 static ag_status add_chunk(ag_ctx *ctx, ag__workspace *ws, size_t size) {
   if (ws->n_chunks == ws->cap_chunks) {
     int cap = ws->cap_chunks ? 2 * ws->cap_chunks : 4;
-    ag__chunk *c = realloc(ws->chunks, (size_t)cap * sizeof *c);
+    ag__chunk *c = ag__realloc(ws->chunks, (size_t)cap * sizeof *c);
     if (!c) return ag__fail(AG_ERR_OUT_OF_MEMORY, "workspace: out of host memory");
     ws->chunks = c;
     ws->cap_chunks = cap;
@@ -130,7 +130,7 @@ int ag__tape_push(ag_ctx *ctx, const ag__node *n) {
   ag__workspace *ws = ctx->ws;
   if (ws->n_tape == ws->cap_tape) {
     int cap = ws->cap_tape ? 2 * ws->cap_tape : 64;
-    ag__node *t = realloc(ws->tape, (size_t)cap * sizeof *t);
+    ag__node *t = ag__realloc(ws->tape, (size_t)cap * sizeof *t);
     if (!t) return -1;
     ws->tape = t;
     ws->cap_tape = cap;
@@ -144,8 +144,8 @@ static ag_tensor *new_header(ag__workspace *ws) {
   if (!ws->slab_cur || ws->slab_used == AG__TENSOR_SLAB) {
     ag__tensor_slab *next = ws->slab_cur ? ws->slab_cur->next : ws->slabs;
     if (!next) {
-      next = calloc(1, sizeof *next);
-      if (next) next->items = calloc(AG__TENSOR_SLAB, sizeof *next->items);
+      next = ag__calloc(1, sizeof *next);
+      if (next) next->items = ag__calloc(AG__TENSOR_SLAB, sizeof *next->items);
       if (!next || !next->items) {
         free(next);
         return NULL;

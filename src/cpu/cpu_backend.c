@@ -50,7 +50,7 @@ static ag_status cpu_open(int index, void **st, char *desc, size_t desc_len) {
   /* RL matrices are small: BLAS threads cost more than they give. The
    * variable OPENBLAS_NUM_THREADS, when set, is left to decide. */
   if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
-  cpu_state *s = calloc(1, sizeof *s);
+  cpu_state *s = ag__calloc(1, sizeof *s);
   if (!s) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory");
   *st = s;
   /* the kernels OpenBLAS chose: a processor it does not recognise (some
@@ -141,7 +141,7 @@ static ag_status cpu_alloc(void *st, size_t bytes, void **out) {
     pthread_mutex_lock(&big_mu);
     if (n_big == cap_big) {
       size_t c = cap_big ? 2 * cap_big : 16;
-      big_block *b = realloc(big, c * sizeof *b);
+      big_block *b = ag__realloc(big, c * sizeof *b);
       if (b) big = b, cap_big = c;
     }
     size_t len = 0;
@@ -215,7 +215,7 @@ static void *cpu_native_stream(void *st) {
 static int plan_append(cpu_plan *p, ag__kernel_id id, const void *args, size_t size) {
   if (p->n == p->cap) {
     size_t cap = p->cap ? 2 * p->cap : 64;
-    cpu_call *c = realloc(p->calls, cap * sizeof *c);
+    cpu_call *c = ag__realloc(p->calls, cap * sizeof *c);
     if (!c) return 0;
     p->calls = c;
     p->cap = cap;
@@ -224,7 +224,7 @@ static int plan_append(cpu_plan *p, ag__kernel_id id, const void *args, size_t s
   if (off + size > p->blob_cap) {
     size_t cap = p->blob_cap ? 2 * p->blob_cap : 4096;
     while (cap < off + size) cap *= 2;
-    unsigned char *b = realloc(p->blob, cap);
+    unsigned char *b = ag__realloc(p->blob, cap);
     if (!b) return 0;
     p->blob = b;
     p->blob_cap = cap;
@@ -277,7 +277,7 @@ static ag_status cpu_run(void *st, ag__kernel_id id, const void *args, size_t si
 static ag_status cpu_record_begin(void *st) {
   cpu_state *s = state_of(st);
   if (s->rec) return ag__fail(AG_ERR_STATE, "cpu: a recording is already in progress");
-  s->rec = calloc(1, sizeof *s->rec);
+  s->rec = ag__calloc(1, sizeof *s->rec);
   return s->rec ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory");
 }
 

@@ -85,7 +85,7 @@ static void cuda_close(void *p) {
 }
 
 static ag_status cuda_open(int index, void **out, char *desc, size_t desc_len) {
-  ag__cuda_state *st = (ag__cuda_state *)calloc(1, sizeof *st);
+  ag__cuda_state *st = (ag__cuda_state *)ag__calloc(1, sizeof *st);
   if (!st) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
   st->device = index;
   cudaError_t e = cudaSetDevice(index);

@@ -182,7 +182,7 @@ ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, 
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: this agrl was built without NCCL: groups of more than one process are not available", fn);
 #endif
   }
-  ag_dist *g = calloc(1, sizeof *g);
+  ag_dist *g = ag__calloc(1, sizeof *g);
   if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   g->ctx = ctx;
   g->rank = rank;
@@ -255,7 +255,7 @@ static ag_status check_tensors(ag_dist *g, ag_tensor *const *ts, int n, const ch
 typedef ncclResult_t (*coll_fn)(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st, const void *arg);
 
 static ag_status grouped(ag_dist *g, ag_tensor *const *ts, int n, coll_fn call, const void *arg, const char *fn, const char *what) {
-  void **ptrs = malloc(sizeof *ptrs * (size_t)n);
+  void **ptrs = ag__malloc(sizeof *ptrs * (size_t)n);
   if (!ptrs) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   ag_status s = AG_OK;
   for (int i = 0; i < n && !s; i++) s = ag__tensor_ptr(ts[i], &ptrs[i]);

@@ -52,18 +52,18 @@ ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int
     return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 1..capacity (%lld)", fn, (long long)min_size,
                     (long long)capacity);
   if (n_fields < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n_fields = %d; give at least one field", fn, n_fields);
-  ag_shard *sh = calloc(1, sizeof *sh);
+  ag_shard *sh = ag__calloc(1, sizeof *sh);
   if (!sh) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   sh->ctx = ctx;
   sh->rank = rank;
   sh->world = world;
   sh->capacity = capacity;
   sh->n_fields = n_fields;
-  sh->width = calloc((size_t)n_fields, sizeof *sh->width);
-  sh->dtype = calloc((size_t)n_fields, sizeof *sh->dtype);
-  sh->pack = calloc((size_t)n_fields, sizeof *sh->pack);
-  sh->pack_cap = calloc((size_t)n_fields, sizeof *sh->pack_cap);
-  sh->ptrs = calloc((size_t)n_fields, sizeof *sh->ptrs);
+  sh->width = ag__calloc((size_t)n_fields, sizeof *sh->width);
+  sh->dtype = ag__calloc((size_t)n_fields, sizeof *sh->dtype);
+  sh->pack = ag__calloc((size_t)n_fields, sizeof *sh->pack);
+  sh->pack_cap = ag__calloc((size_t)n_fields, sizeof *sh->pack_cap);
+  sh->ptrs = ag__calloc((size_t)n_fields, sizeof *sh->ptrs);
   ag_status s = AG_OK;
   if (!sh->width || !sh->dtype || !sh->pack || !sh->pack_cap || !sh->ptrs)
     s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -129,7 +129,7 @@ ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k) {
     for (int i = 0; i < sh->n_fields; i++) {
       size_t row = (size_t)sh->width[i] * ag_dtype_size(sh->dtype[i]), need = row * (size_t)m;
       if (sh->pack_cap[i] < need) {
-        unsigned char *p = realloc(sh->pack[i], need);
+        unsigned char *p = ag__realloc(sh->pack[i], need);
         if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
         sh->pack[i] = p;
         sh->pack_cap[i] = need;

@@ -57,7 +57,7 @@ static ag_status classic_step(void *state, const float *action, float *obs, floa
 static const ag_env_ops classic_ops = {classic_reset, classic_step, free};
 
 ag_status ag__classic_create(const ag__classic *c, const char *fn, ag_env **out) {
-  classic_state *cs = calloc(1, sizeof *cs);
+  classic_state *cs = ag__calloc(1, sizeof *cs);
   if (!cs)
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for environment \"%s\"", fn, c->spec.id);
   cs->task = c;

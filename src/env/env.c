@@ -58,10 +58,10 @@ ag_status ag__env_new(const ag_env_ops *ops, void *state, const ag_env_spec *spe
 
   const char *id = spec->id ? spec->id : "custom";
   size_t id_len = strlen(id) + 1;
-  ag_env *e = calloc(1, sizeof *e);
-  char *id_copy = malloc(id_len);
-  float *scratch = calloc((size_t)spec->obs_dim, sizeof *scratch);
-  float *bounds = spec->act_low ? malloc(2 * (size_t)spec->act_dim * sizeof *bounds) : NULL;
+  ag_env *e = ag__calloc(1, sizeof *e);
+  char *id_copy = ag__malloc(id_len);
+  float *scratch = ag__calloc((size_t)spec->obs_dim, sizeof *scratch);
+  float *bounds = spec->act_low ? ag__malloc(2 * (size_t)spec->act_dim * sizeof *bounds) : NULL;
   if (!e || !id_copy || !scratch || (spec->act_low && !bounds)) {
     free(e);
     free(id_copy);

@@ -39,15 +39,15 @@ static void free_arrays(ag_vec_env *v) {
 
 /* Allocates a vector around envs (taken over on success). */
 static ag_status vec_new(ag_env *const *envs, int n, uint64_t seed, const char *fn, ag_vec_env **out) {
-  ag_vec_env *v = calloc(1, sizeof *v);
+  ag_vec_env *v = ag__calloc(1, sizeof *v);
   size_t un = (size_t)n;
   if (v) {
-    v->envs = malloc(un * sizeof *v->envs);
-    v->seeds = malloc(un * sizeof *v->seeds);
-    v->episode = calloc(un, sizeof *v->episode);
-    v->ret = calloc(un, sizeof *v->ret);
-    v->len = calloc(un, sizeof *v->len);
-    v->last = calloc(un, sizeof *v->last);
+    v->envs = ag__malloc(un * sizeof *v->envs);
+    v->seeds = ag__malloc(un * sizeof *v->seeds);
+    v->episode = ag__calloc(un, sizeof *v->episode);
+    v->ret = ag__calloc(un, sizeof *v->ret);
+    v->len = ag__calloc(un, sizeof *v->len);
+    v->last = ag__calloc(un, sizeof *v->last);
   }
   if (!v || !v->envs || !v->seeds || !v->episode || !v->ret || !v->len || !v->last) {
     free_arrays(v);
@@ -73,7 +73,7 @@ ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env *
     ag__classic_names(known, sizeof known);
     return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown environment \"%.64s\"; known: %s", fn, name, known);
   }
-  ag_env **envs = calloc((size_t)n, sizeof *envs);
+  ag_env **envs = ag__calloc((size_t)n, sizeof *envs);
   if (!envs) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d environments", fn, n);
   ag_status st = AG_OK;
   for (int i = 0; i < n && st == AG_OK; i++) st = ag__classic_create(c, fn, &envs[i]);

@@ -55,14 +55,14 @@ static ag_status mlp_alloc(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_ac
       return ag__fail(AG_ERR_INVALID_ARG, "%s: sizes[%d] = %lld must be a positive size", fn, i, (long long)sizes[i]);
   if (!act_ok(hidden) || !act_ok(last))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn, act_ok(hidden) ? (int)last : (int)hidden);
-  ag_mlp *m = calloc(1, sizeof *m);
+  ag_mlp *m = ag__calloc(1, sizeof *m);
   if (!m) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   m->ctx = ctx;
   m->n_layers = n_sizes - 1;
   m->hidden = hidden;
   m->last = last;
-  m->sizes = malloc((size_t)n_sizes * sizeof *m->sizes);
-  m->params = calloc((size_t)(2 * m->n_layers), sizeof *m->params);
+  m->sizes = ag__malloc((size_t)n_sizes * sizeof *m->sizes);
+  m->params = ag__calloc((size_t)(2 * m->n_layers), sizeof *m->params);
   if (!m->sizes || !m->params) {
     ag_mlp_free(m);
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -93,7 +93,7 @@ ag_status ag_mlp_create(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_act h
     for (int k = 0; k < 2 && !s; k++) {
       ag_tensor *p = m->params[2 * l + k];
       size_t n = (size_t)(p->rows * p->cols);
-      float *v = malloc(n * sizeof *v);
+      float *v = ag__malloc(n * sizeof *v);
       if (!v) {
         s = ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_mlp_create: out of host memory");
         break;
@@ -192,7 +192,7 @@ ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
   ag_status s = AG_OK;
   for (int k = 0; ok && k < 2 * m->n_layers; k++) {
     size_t n = (size_t)(m->params[k]->rows * m->params[k]->cols);
-    float *v = malloc(n * sizeof *v);
+    float *v = ag__malloc(n * sizeof *v);
     if (!v) {
       s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
       break;
@@ -228,7 +228,7 @@ ag_status ag_mlp_load(ag_ctx *ctx, const char *path, ag_mlp **out) {
   }
   for (int k = 0; k < 2 * m->n_layers && !s; k++) {
     size_t n = (size_t)(m->params[k]->rows * m->params[k]->cols);
-    float *v = malloc(n * sizeof *v);
+    float *v = ag__malloc(n * sizeof *v);
     if (!v) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     else if (fread(v, sizeof *v, n, f) != n) s = ag__fail(AG_ERR_IO, "%s: %s is truncated", fn, path);
     else s = ag_tensor_write(m->params[k], v, n * sizeof *v);

@@ -63,16 +63,16 @@ static ag_status optim_create(ag_ctx *ctx, ag_tensor *const *params, int n, cons
     if (!params[i]->grad || !(params[i]->flags & AG__T_PERSISTENT))
       return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] does not require a gradient", fn, i);
   }
-  ag_optim *o = calloc(1, sizeof *o);
+  ag_optim *o = ag__calloc(1, sizeof *o);
   if (!o) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   o->ctx = ctx;
   o->sgd = sgd;
   o->cfg = *cfg;
   o->n = n;
-  o->params = malloc((size_t)n * sizeof *o->params);
+  o->params = ag__malloc((size_t)n * sizeof *o->params);
   if (!sgd) {
-    o->m = calloc((size_t)n, sizeof *o->m);
-    o->v = calloc((size_t)n, sizeof *o->v);
+    o->m = ag__calloc((size_t)n, sizeof *o->m);
+    o->v = ag__calloc((size_t)n, sizeof *o->v);
   }
   if (!o->params || (!sgd && (!o->m || !o->v))) {
     ag_optim_free(o);

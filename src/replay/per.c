@@ -35,7 +35,7 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   if (ag__replay_per(r)) return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
   int64_t cap = ag_replay_capacity(r);
   if (cap > INT32_MAX) return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
-  ag_per *p = calloc(1, sizeof *p);
+  ag_per *p = ag__calloc(1, sizeof *p);
   if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   p->r = r;
   p->ctx = ag_buffer_ctx(ag_replay_buffer(r));

@@ -71,19 +71,19 @@ ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, in
         return ag__fail(AG_ERR_INVALID_ARG, "%s: field name '%s' is used twice", fn, fields[i].name);
     rows += fields[i].width;
   }
-  ag_replay *r = calloc(1, sizeof *r);
+  ag_replay *r = ag__calloc(1, sizeof *r);
   if (!r) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   r->ctx = ctx;
   r->rows = rows;
   r->capacity = capacity;
   r->min_size = min_size;
   r->storage = storage;
-  r->fields = calloc((size_t)n_fields, sizeof *r->fields);
+  r->fields = ag__calloc((size_t)n_fields, sizeof *r->fields);
   ag_status s = r->fields ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   int64_t row0 = 0;
   for (int i = 0; i < n_fields && !s; i++, r->n_fields++) {
     field *f = &r->fields[i];
-    f->name = malloc(strlen(fields[i].name) + 1);
+    f->name = ag__malloc(strlen(fields[i].name) + 1);
     if (!f->name) {
       s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
       break;
@@ -139,7 +139,7 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   }
   size_t es = ag_dtype_size(r->storage), need = (size_t)(r->rows * k) * es;
   if (need > r->stage_cap) {
-    unsigned char *p = realloc(r->stage, need);
+    unsigned char *p = ag__realloc(r->stage, need);
     if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     r->stage = p;
     r->stage_cap = need;
