@@ -30,23 +30,24 @@ static void unlink_store(ag__store *s) {
   s->next = s->prev = NULL;
 }
 
-/* Checks the S3 guard: bytes must not exceed the usable share of free memory. */
-static ag_status check_free_memory(ag_ctx *ctx, size_t bytes, const char *op) {
+/* Checks the S3 guard: bytes must not exceed the usable share of free
+ * memory. `hint` ends the message with what the caller can do about it. */
+static ag_status check_free_memory(ag_ctx *ctx, size_t bytes, const char *op, const char *hint) {
   size_t free_b = 0, total_b = 0;
   if (ctx->be->mem_info(ctx->st, &free_b, &total_b) != AG_OK) return AG_OK; /* unknown: try */
   double usable = AG_BUFFER_MEM_SHARE * (double)free_b;
   if ((double)bytes > usable)
     return ag__fail(AG_ERR_OUT_OF_MEMORY,
                     "%s: %.1f MB requested, the device (%s) reports %.1f MB free, of which "
-                    "%.1f MB (%d%%) may be used; reduce the capacity",
+                    "%.1f MB (%d%%) may be used; %s",
                     op, AG__MB(bytes), ctx->desc, AG__MB(free_b), usable / (1024.0 * 1024.0),
-                    (int)(AG_BUFFER_MEM_SHARE * 100 + 0.5));
+                    (int)(AG_BUFFER_MEM_SHARE * 100 + 0.5), hint);
   return AG_OK;
 }
 
 /* Allocates `bytes` on ctx->be after the S3 guard; names the size on failure (S4). */
-static ag_status alloc_guarded(ag_ctx *ctx, size_t bytes, const char *op, void **out) {
-  ag_status s = check_free_memory(ctx, bytes, op);
+static ag_status alloc_guarded(ag_ctx *ctx, size_t bytes, const char *op, const char *hint, void **out) {
+  ag_status s = check_free_memory(ctx, bytes, op, hint);
   if (s) return s;
   s = ag__mem_alloc(ctx, ctx->be, bytes, out);
   if (s) {
@@ -63,7 +64,9 @@ ag_status ag__store_init(ag_ctx *ctx, ag__store *s, size_t bytes, ag__owner_kind
   void *p = NULL;
   ag_status st = ag__not_recording(ctx, op);
   if (st) return st;
-  st = alloc_guarded(ctx, bytes, op, &p);
+  st = alloc_guarded(ctx, bytes, op,
+                     kind == AG__OWNER_BUFFER ? "reduce the capacity" : "ask for a smaller tensor or free device memory",
+                     &p);
   if (st) return st;
   st = ctx->be->zero(ctx->st, p, bytes);
   if (st) {
@@ -92,7 +95,7 @@ ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s) {
   if (s->on == ctx->be) return AG_OK;
   /* a host copy (after a switch) goes up in parts into a new allocation */
   void *p = NULL;
-  ag_status st = alloc_guarded(ctx, s->bytes, "upload", &p);
+  ag_status st = alloc_guarded(ctx, s->bytes, "upload", "free device memory, or keep the context on the CPU", &p);
   if (st) return st;
   for (size_t off = 0; off < s->bytes; off += AG_TRANSFER_PART_BYTES) {
     size_t len = s->bytes - off < AG_TRANSFER_PART_BYTES ? s->bytes - off : AG_TRANSFER_PART_BYTES;
