@@ -103,8 +103,9 @@ ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype,
   ag_status s = check_buf(buf, fn);
   if (s) return s;
   if (data_dtype != buf->dtype && data_dtype != AG_F32)
-    return ag__fail(AG_ERR_SHAPE, "%s: data of dtype %s cannot be written to a %s buffer (give %s or f32)",
-                    fn, ag_dtype_name(data_dtype), ag_dtype_name(buf->dtype), ag_dtype_name(buf->dtype));
+    return ag__fail(AG_ERR_SHAPE, "%s: data of dtype %s cannot be written to a %s buffer (give %s%s)", fn,
+                    ag_dtype_name(data_dtype), ag_dtype_name(buf->dtype), ag_dtype_name(buf->dtype),
+                    buf->dtype == AG_F32 ? "" : " or f32");
   if (data_rows != buf->rows)
     return ag__fail(AG_ERR_SHAPE, "%s: data has %lld rows, the buffer has %lld", fn, (long long)data_rows,
                     (long long)buf->rows);
@@ -127,6 +128,20 @@ ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype,
   return ag__mem_upload(buf->ctx, fn, dst, n * elem, fill_convert, &j);
 }
 
+ag_status ag__buffer_part(ag_buffer *buf, const void *data, int64_t k, int64_t col_offset, const char *fn,
+                          ag__upload_part *out) {
+  ag_status s = check_buf(buf, fn);
+  if (s || (s = check_range(buf, col_offset, k, fn))) return s;
+  if (k > 0 && !data) return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL for k = %lld columns", fn, (long long)k);
+  if ((s = ag__store_ensure(buf->ctx, &buf->store))) return s;
+  size_t elem = ag_dtype_size(buf->dtype);
+  out->dst = (char *)buf->store.ptr + (size_t)col_offset * (size_t)buf->rows * elem;
+  out->bytes = (size_t)buf->rows * (size_t)k * elem;
+  out->fill = ag__fill_copy;
+  out->user = (void *)data;
+  return AG_OK;
+}
+
 ag_status ag_buffer_wait(ag_buffer *buf) {
   ag_status s = check_buf(buf, "ag_buffer_wait");
   if (s) return s;
@@ -141,8 +156,9 @@ ag_status ag_buffer_read(ag_buffer *buf, int64_t col_offset, int64_t k, ag_dtype
   ag_status s = check_buf(buf, fn);
   if (s) return s;
   if (out_dtype != buf->dtype && out_dtype != AG_F32)
-    return ag__fail(AG_ERR_SHAPE, "%s: a %s buffer cannot be read as %s (ask for %s or f32)", fn,
-                    ag_dtype_name(buf->dtype), ag_dtype_name(out_dtype), ag_dtype_name(buf->dtype));
+    return ag__fail(AG_ERR_SHAPE, "%s: a %s buffer cannot be read as %s (ask for %s%s)", fn,
+                    ag_dtype_name(buf->dtype), ag_dtype_name(out_dtype), ag_dtype_name(buf->dtype),
+                    buf->dtype == AG_F32 ? "" : " or f32");
   if ((s = check_range(buf, col_offset, k, fn))) return s;
   if (k == 0) return AG_OK;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL for k = %lld columns", fn, (long long)k);

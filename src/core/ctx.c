@@ -2,6 +2,7 @@
  * uses (they count transfers and inject faults), transfer counters, and the
  * device switch (S18).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +100,15 @@ ag_status ag_ctx_sync(ag_ctx *ctx) {
 ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out) {
   if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: ctx and out must not be NULL");
   if (bytes == 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: bytes = 0");
-  return ctx->be->host_alloc(ctx->st, bytes, out);
+  void *p = NULL;
+  ag_status s = ctx->be->host_alloc(ctx->st, bytes, &p);
+  if (s) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    return ag__fail(s, "ag_host_alloc: %zu bytes (%.1f MB) could not be allocated: %s", bytes, AG__MB(bytes), why);
+  }
+  *out = p;
+  return AG_OK;
 }
 
 void ag_host_free(ag_ctx *ctx, void *p) {
@@ -284,6 +293,23 @@ ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, a
   ag_status s = ctx->be->upload(ctx->st, dst, bytes, fill, user);
   if (s == AG_OK) ag__xfer_add(ctx, op, bytes, 0);
   return s;
+}
+
+ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_part *parts, int n, int *landed) {
+  if (landed) *landed = 0;
+  ag_status s = ag__not_recording(ctx, op);
+  if (s) return s;
+  size_t total = 0;
+  for (int i = 0; i < n; i++) total += parts[i].bytes;
+  if (fault_fires(ctx, AG_FAULT_UPLOAD))
+    return ag__fail(AG_ERR_DEVICE, "%s: upload of %zu bytes failed (injected fault)", op, total);
+  for (int i = 0; i < n; i++) {
+    if (parts[i].bytes == 0) continue;
+    if ((s = ctx->be->upload(ctx->st, parts[i].dst, parts[i].bytes, parts[i].fill, parts[i].user))) return s;
+    ag__xfer_add(ctx, op, parts[i].bytes, 0);
+    if (landed) *landed = i + 1;
+  }
+  return AG_OK;
 }
 
 ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes) {

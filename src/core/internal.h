@@ -68,8 +68,9 @@ uint16_t ag__f32_to_bf16(float f);
 float ag__bf16_to_f32(uint16_t h);
 /* Element i of src as f32. */
 float ag__load_f32(const void *src, ag_dtype dt, size_t i);
-/* dst[i] = (dst_dt) src[i], for src_dt or dst_dt == AG_F32 or equal dtypes;
- * integer targets round to nearest (values must already be checked). */
+/* dst[i] = (dst_dt) src[i] for any two dtypes: between integer dtypes (u8,
+ * i32, i64) exactly, otherwise through f32; integer targets of floating
+ * values round to nearest (values must already be checked to fit). */
 void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, size_t n);
 /* Checks that f32 values fit dtype dt (integers: finite and in range).
  * Returns the index of the first value that does not fit, or -1. */
@@ -212,6 +213,27 @@ ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const vo
                                 size_t bytes);
 void ag__xfer_add(ag_ctx *ctx, const char *op, uint64_t up, uint64_t down);
 
+/* One piece of an upload made of several (the two parts of a ring write,
+ * a counter beside them). */
+typedef struct ag__upload_part {
+  void *dst;
+  size_t bytes;
+  ag__fill_fn fill;
+  void *user;
+} ag__upload_part;
+/* Uploads the parts, in order, as one operation: an injected fault fails
+ * it before any part is sent. A device error while the parts are sent
+ * leaves the first *landed parts written (landed may be NULL). */
+ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_part *parts, int n, int *landed);
+/* The part that writes columns col_offset .. col_offset+k-1 of buf from
+ * `data` (storage dtype, rows x k values), after the checks of
+ * ag_buffer_write; the buffer is made resident. Nothing is sent. */
+ag_status ag__buffer_part(ag_buffer *buf, const void *data, int64_t k, int64_t col_offset, const char *fn,
+                          ag__upload_part *out);
+/* The part that replaces the whole of persistent or temporary tensor t
+ * with `src` (its bytes); t is made resident. Nothing is sent. */
+ag_status ag__tensor_part(ag_tensor *t, const void *src, const char *fn, ag__upload_part *out);
+
 /* ---- helper threads (pool.c) ---- */
 
 typedef void (*ag__task_fn)(void *arg, int i);
@@ -286,11 +308,33 @@ ag_status ag__not_recording(ag_ctx *ctx, const char *fn);
 void ag__capture_note_read(ag_ctx *ctx, ag__store *s);
 /* Invalidates every recording that reads s (s is being released). */
 void ag__capture_forget(ag_ctx *ctx, ag__store *s);
+/* Makes recording c ready to replay (checks it, records it again if what
+ * it reads moved), without running it; ag__capture_run then runs it and
+ * can fail only on a device error. fn names the caller in messages. */
+ag_status ag__capture_prepare(struct ag_capture *c, const char *fn);
+ag_status ag__capture_run(struct ag_capture *c);
+/* Whether c holds a recording that ag__capture_run may run. */
+int ag__capture_ready(const struct ag_capture *c);
 /* Frees every recording of the context. */
 void ag__capture_free_all(ag_ctx *ctx);
 /* Releases what every recording holds on the current backend (before a
  * device switch); they are recorded again at their next replay. */
 void ag__capture_release_backend(ag_ctx *ctx);
+
+/* ---- snapshots (snapshot.c) ---- */
+
+/* Device copies of a list of persistent tensors. take copies them (making
+ * the copies at the first take, or when the list changed); restore copies
+ * them back. Both are queued; past their first checks only the device can
+ * fail. The copies are persistent tensors of the context: free the
+ * snapshot before the tensors' context. */
+typedef struct ag__snapshot {
+  int n;
+  struct ag_tensor **src, **copy;
+} ag__snapshot;
+ag_status ag__snapshot_take(ag__snapshot *sn, struct ag_tensor *const *ts, int n, const char *fn);
+ag_status ag__snapshot_restore(ag__snapshot *sn);
+void ag__snapshot_free(ag__snapshot *sn);
 
 /* The device pointer of a tensor (persistent ones are made resident). */
 ag_status ag__tensor_ptr(ag_tensor *t, void **out);

@@ -515,8 +515,11 @@ static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain
 static ag_status cuda_alloc_static(void *p, size_t bytes, void **out) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
-  cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
-  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: cudaMalloc");
+  void *d = NULL;
+  cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: cudaMalloc");
+  *out = d;
+  return AG_OK;
 }
 
 static void cuda_release_static(void *p, void *ptr) {
@@ -526,8 +529,11 @@ static void cuda_release_static(void *p, void *ptr) {
 
 static ag_status cuda_host_alloc(void *p, size_t bytes, void **out) {
   ag__cuda_enter((ag__cuda_state *)p);
-  cudaError_t e = cudaMallocHost(out, bytes);
-  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: cudaMallocHost");
+  void *h = NULL;
+  cudaError_t e = cudaMallocHost(&h, bytes);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: cudaMallocHost");
+  *out = h;
+  return AG_OK;
 }
 
 static void cuda_host_free(void *p, void *ptr) {
