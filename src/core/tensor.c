@@ -58,6 +58,37 @@ static size_t tensor_bytes(const ag_tensor *t) {
   return (size_t)t->rows * (size_t)t->cols * ag_dtype_size(t->dtype);
 }
 
+/* Whether t's elements are one run of memory: a column, or columns without
+ * gaps between them (a row view of a taller tensor has gaps). */
+static int packed(const ag_tensor *t) { return t->ld == t->rows || t->cols == 1; }
+
+/* Bytes from t's first element to one past its last: the columns and the
+ * gaps between them. */
+static size_t span_bytes(const ag_tensor *t) {
+  return ((size_t)(t->cols - 1) * (size_t)t->ld + (size_t)t->rows) * ag_dtype_size(t->dtype);
+}
+
+/* Drains the span of a view into packed rows x cols values. */
+typedef struct unspan {
+  char *dst;
+  size_t es, rows, ld;
+} unspan;
+
+static void drain_unspan(const void *host_src, size_t off, size_t len, void *user) {
+  const unspan *u = user;
+  const char *src = host_src;
+  for (size_t e = off / u->es, end = (off + len) / u->es; e < end;) {
+    size_t c = e / u->ld, r = e % u->ld;
+    if (r >= u->rows) { /* a gap: skip to the next column */
+      e += u->ld - r;
+      continue;
+    }
+    size_t run = u->rows - r < end - e ? u->rows - r : end - e;
+    memcpy(u->dst + (c * u->rows + r) * u->es, src + (e * u->es - off), run * u->es);
+    e += run;
+  }
+}
+
 ag_status ag_tensor_read(const ag_tensor *t, void *dst, size_t dst_bytes) {
   static const char fn[] = "ag_tensor_read";
   ag_status s = ag__check_tensor(t, fn, "t");
@@ -67,10 +98,32 @@ ag_status ag_tensor_read(const ag_tensor *t, void *dst, size_t dst_bytes) {
   if (dst_bytes < need)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: dst holds %zu bytes, the %lld x %lld %s tensor needs %zu",
                     fn, dst_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
+  if ((s = ag__not_recording(t->ctx, fn))) return s;
   void *p;
   s = ag__tensor_ptr((ag_tensor *)t, &p);
   if (s) return s;
-  return ag__mem_download_copy(t->ctx, fn, dst, p, need);
+  if (packed(t)) return ag__mem_download_copy(t->ctx, fn, dst, p, need);
+  if (t->dtype == AG_F32) { /* packed on the device first: only the view's values cross */
+    ag_tensor *c;
+    if ((s = ag__tensor_temp(t->ctx, t->rows, t->cols, AG_F32, &c))) return s;
+    ag__copy_args a = {{p, t->rows, t->cols, t->ld}, {c->data, c->rows, c->cols, c->ld}, 0};
+    if ((s = ag__run(t->ctx, AG__K_COPY, &a, sizeof a))) return s;
+    return ag__mem_download_copy(t->ctx, fn, dst, c->data, need);
+  }
+  unspan u = {dst, ag_dtype_size(t->dtype), (size_t)t->rows, (size_t)t->ld};
+  return ag__mem_download(t->ctx, fn, p, span_bytes(t), drain_unspan, &u);
+}
+
+ag_status ag__tensor_part(ag_tensor *t, const void *src, const char *fn, ag__upload_part *out) {
+  if (!packed(t)) return ag__fail(AG_ERR_SHAPE, "%s: the tensor has gaps between its columns", fn);
+  void *p;
+  ag_status s = ag__tensor_ptr(t, &p);
+  if (s) return s;
+  out->dst = p;
+  out->bytes = tensor_bytes(t);
+  out->fill = ag__fill_copy;
+  out->user = (void *)src;
+  return AG_OK;
 }
 
 ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes) {
@@ -82,8 +135,28 @@ ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes) {
   if (src_bytes != need)
     return ag__fail(AG_ERR_SHAPE, "%s: src holds %zu bytes, the %lld x %lld %s tensor has %zu", fn,
                     src_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
+  if ((s = ag__not_recording(t->ctx, fn))) return s;
   void *p;
   s = ag__tensor_ptr(t, &p);
   if (s) return s;
-  return ag__mem_upload_copy(t->ctx, fn, p, src, need);
+  if (packed(t)) return ag__mem_upload_copy(t->ctx, fn, p, src, need);
+  if (t->dtype == AG_F32) { /* uploaded packed, then spread over the view's columns on the device */
+    ag_tensor *c;
+    if ((s = ag__tensor_temp(t->ctx, t->rows, t->cols, AG_F32, &c)) ||
+        (s = ag__mem_upload_copy(t->ctx, fn, c->data, src, need)))
+      return s;
+    ag__copy_args a = {{c->data, c->rows, c->cols, c->ld}, {p, t->rows, t->cols, t->ld}, 0};
+    return ag__run(t->ctx, AG__K_COPY, &a, sizeof a);
+  }
+  /* other dtypes: the span read, the view's values put in, the span written
+   * back (the gaps keep what they held: nothing is queued in between) */
+  size_t span = span_bytes(t), es = ag_dtype_size(t->dtype);
+  char *buf = ag__malloc(span);
+  if (!buf) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes", fn, span);
+  s = ag__mem_download_copy(t->ctx, fn, buf, p, span);
+  for (int64_t c = 0; !s && c < t->cols; c++)
+    memcpy(buf + (size_t)c * (size_t)t->ld * es, (const char *)src + (size_t)c * (size_t)t->rows * es, (size_t)t->rows * es);
+  if (!s) s = ag__mem_upload_copy(t->ctx, fn, p, buf, span);
+  free(buf);
+  return s;
 }
