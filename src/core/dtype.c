@@ -117,9 +117,32 @@ static void store_from_f32(void *dst, ag_dtype dt, size_t i, float v) {
   }
 }
 
+static int is_int(ag_dtype dt) { return dt == AG_U8 || dt == AG_I32 || dt == AG_I64; }
+
+static int64_t load_int(const void *src, ag_dtype dt, size_t i) {
+  switch (dt) {
+    case AG_U8: return ((const uint8_t *)src)[i];
+    case AG_I32: return ((const int32_t *)src)[i];
+    default: return ((const int64_t *)src)[i];
+  }
+}
+
+/* The value must fit dt (checked by the caller). */
+static void store_int(void *dst, ag_dtype dt, size_t i, int64_t v) {
+  switch (dt) {
+    case AG_U8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
+    case AG_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
+    default: ((int64_t *)dst)[i] = v; break;
+  }
+}
+
 void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, size_t n) {
   if (dst_dt == src_dt) {
     memcpy(dst, src, n * ag_dtype_size(dst_dt));
+    return;
+  }
+  if (is_int(dst_dt) && is_int(src_dt)) { /* exact: never through f32, whose 24 bits lose 2^24 + 1 */
+    for (size_t i = 0; i < n; i++) store_int(dst, dst_dt, i, load_int(src, src_dt, i));
     return;
   }
   for (size_t i = 0; i < n; i++) store_from_f32(dst, dst_dt, i, ag__load_f32(src, src_dt, i));
