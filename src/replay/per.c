@@ -67,6 +67,12 @@ static ag_status ptrs(ag_per *p, double **tree, float **state) {
   return AG_OK;
 }
 
+ag_status ag__per_prepare(ag_per *p) {
+  double *tree;
+  float *state;
+  return ptrs(p, &tree, &state);
+}
+
 ag_status ag__per_added(ag_per *p, int64_t pos, int64_t k) {
   double *tree;
   float *state;

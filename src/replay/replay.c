@@ -33,6 +33,7 @@ struct ag_replay {
   ag_per *per;         /* prioritized sampler, if attached */
   unsigned char *stage;
   size_t stage_cap;
+  int broken; /* a device error interrupted an add: the columns are undefined */
 };
 
 static int host_dtype_ok(ag_dtype d) { return d >= AG_F32 && d <= AG_I64; }
@@ -113,13 +114,28 @@ static int fits(double v, ag_dtype st) {
   }
 }
 
+/* Element i as a double: integers exactly (i64 to 53 bits, enough to tell
+ * whether it fits i32 or u8). */
 static double load_any(const void *p, ag_dtype dt, size_t i) {
-  return dt == AG_I64 ? (double)((const int64_t *)p)[i] : (double)ag__load_f32(p, dt, i);
+  switch (dt) {
+    case AG_I64: return (double)((const int64_t *)p)[i];
+    case AG_I32: return (double)((const int32_t *)p)[i];
+    default: return (double)ag__load_f32(p, dt, i);
+  }
+}
+
+/* Refuses a table that a device error left half written. */
+static ag_status check_sound(const ag_replay *r, const char *fn) {
+  if (!r->broken) return AG_OK;
+  return ag__fail(AG_ERR_STATE, "%s: a device error interrupted an earlier ag_replay_add, which left the table's "
+                  "columns partly written; free the table", fn);
 }
 
 ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   static const char fn[] = "ag_replay_add";
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay is NULL", fn);
+  ag_status s = check_sound(r, fn);
+  if (s) return s;
   if (k < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: k = %lld must not be negative", fn, (long long)k);
   if (k == 0) return AG_OK;
   if (!data) return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL", fn);
@@ -137,6 +153,8 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
                           f->name, v, (long long)(e / f->width), ag_dtype_name(r->storage));
       }
   }
+  /* 1. everything that can fail without a trace: host staging, the objects
+   * made resident (after a device switch they are uploaded here) */
   size_t es = ag_dtype_size(r->storage), need = (size_t)(r->rows * k) * es;
   if (need > r->stage_cap) {
     unsigned char *p = ag__realloc(r->stage, need);
@@ -147,30 +165,31 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   for (int i = 0; i < r->n_fields; i++) {
     const field *f = &r->fields[i];
     size_t fe = ag_dtype_size(f->dtype);
-    for (int64_t j = 0; j < k; j++) {
-      unsigned char *dst = r->stage + (size_t)(j * r->rows + f->row0) * es;
-      const unsigned char *src = (const unsigned char *)data[i] + (size_t)(j * f->width) * fe;
-      if (f->dtype == AG_I64) { /* through f32 */
-        for (int64_t e = 0; e < f->width; e++) {
-          float v = (float)((const int64_t *)src)[e];
-          ag__convert(dst + (size_t)e * es, r->storage, &v, AG_F32, 1);
-        }
-      } else {
-        ag__convert(dst, r->storage, src, f->dtype, (size_t)f->width);
-      }
-    }
+    for (int64_t j = 0; j < k; j++) /* integers go across exactly (ag__convert) */
+      ag__convert(r->stage + (size_t)(j * r->rows + f->row0) * es, r->storage,
+                  (const unsigned char *)data[i] + (size_t)(j * f->width) * fe, f->dtype, (size_t)f->width);
   }
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
-  ag_status s = ag_buffer_write(r->buf, r->stage, r->storage, r->rows, first, r->pos);
-  if (!s && k > first) s = ag_buffer_write(r->buf, r->stage + (size_t)(first * r->rows) * es, r->storage, r->rows, k - first, 0);
+  int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
+  ag__upload_part parts[3];
+  int n = 0;
+  s = ag__buffer_part(r->buf, r->stage, first, r->pos, fn, &parts[n++]);
+  if (!s && k > first) s = ag__buffer_part(r->buf, r->stage + (size_t)(first * r->rows) * es, k - first, 0, fn, &parts[n++]);
+  if (!s && size != r->size) s = ag__tensor_part(r->size_dev, &size, fn, &parts[n++]);
+  if (!s && r->per) s = ag__per_prepare(r->per);
+  if (s) return s;
+  /* 2. the columns and the count in one upload, then the new priorities:
+   * past this point only the device itself can fail */
+  int landed = 0;
+  s = ag__mem_upload_parts(r->ctx, fn, parts, n, &landed);
   if (!s && r->per) s = ag__per_added(r->per, r->pos, first);
   if (!s && r->per && k > first) s = ag__per_added(r->per, 0, k - first);
-  if (s) return s;
-  r->pos = (r->pos + k) % r->capacity;
-  if (r->size < r->capacity) {
-    r->size = r->size + k < r->capacity ? r->size + k : r->capacity;
-    if ((s = ag_tensor_write(r->size_dev, &r->size, sizeof r->size))) return s;
+  if (s) {
+    if (landed > 0) r->broken = 1; /* some columns are written, the rest not: no way back */
+    return s;
   }
+  r->pos = (r->pos + k) % r->capacity;
+  r->size = size;
   return AG_OK;
 }
 
@@ -199,6 +218,8 @@ ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, i
 }
 
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn) {
+  ag_status s = check_sound(r, fn);
+  if (s) return s;
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
   if (r->size < r->min_size)
     return ag__fail(AG_ERR_STATE, "%s: the table holds %lld transitions, fewer than its minimum %lld", fn,
@@ -224,6 +245,9 @@ ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **bat
 ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch) {
   static const char fn[] = "ag_replay_gather";
   if (!r || !idx || !batch) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, idx and batch must not be NULL", fn);
+  ag_status s = check_sound(r, fn);
+  if (s) return s;
+  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld; give at least one index", fn, (long long)n);
   for (int64_t j = 0; j < n; j++)
     if (idx[j] < 0 || idx[j] >= r->size)
       return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn,
@@ -232,10 +256,13 @@ ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tenso
 }
 
 ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out) {
-  if (!r || !name) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: replay and name must not be NULL");
+  if (!r || !batch || !name || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: replay, batch, name and out must not be NULL");
+  ag_status s = ag__check_tensor(batch, "ag_replay_view", "batch");
+  if (s) return s;
   const field *f = find(r, name);
   if (!f) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: the table has no field '%s'", name);
-  if (batch && ag_tensor_rows(batch) != r->rows)
+  if (ag_tensor_rows(batch) != r->rows)
     return ag__fail(AG_ERR_SHAPE, "ag_replay_view: the batch has %lld rows, the table %lld", (long long)ag_tensor_rows(batch),
                     (long long)r->rows);
   return ag_slice_rows(batch, f->row0, f->width, out);
