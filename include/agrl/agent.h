@@ -78,7 +78,16 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
 
 /* Runs n recorded updates: a recording of 8 updates (on the GPU one graph)
  * while 8 or more are left, then a recording of one. With last_loss, waits
- * and reports the loss of the last update. */
+ * and reports the loss of the last update. n = 0 runs nothing (last_loss
+ * untouched).
+ * All or nothing: the recordings are made (or made again) before any update
+ * runs, and with last_loss what the updates change (parameters, gradients,
+ * Adam's moments and step count, the sampling stream) is copied on the
+ * device first, so a failed read-back puts it back: on error the DQN is as
+ * before the call and ag_dqn_updates has not moved. Only a device error
+ * while the updates run without last_loss (or while the copy is put back)
+ * cannot be undone: the call then says so, and every later call on the DQN
+ * returns AG_ERR_STATE. */
 ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
 
 /* The loss of the current networks on a gathered batch (the table's rows

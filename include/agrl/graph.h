@@ -44,7 +44,12 @@ ag_status ag_zero_grad(ag_tensor *const *params, int n);
 
 /* Reverse mode from a [1, 1] loss: d loss / d x is added to the gradient
  * of every parameter x the loss depends on (accumulated: zero them between
- * steps). The tape is kept until ag_ctx_reset(); backward twice adds twice. */
+ * steps). The tape is kept until ag_ctx_reset(); backward twice adds twice.
+ * Errors found before any gradient is written (bad loss, a reset tape)
+ * change nothing. A failure while the gradients are being written (no
+ * memory for a temporary, a device error) leaves every parameter the loss
+ * reaches as after ag_zero_grad: what they had accumulated is dropped, and
+ * a retry of the backward computes them afresh. */
 ag_status ag_backward(ag_tensor *loss);
 
 /* Between begin and end no op is taped and no result requires a gradient

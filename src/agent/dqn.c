@@ -8,6 +8,7 @@
  * all environment copies at once.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +33,10 @@ struct ag_dqn {
   uint64_t host_rng; /* epsilon-greedy draws */
   ag_tensor *obs_in; /* acting input [obs_dim, n] */
   int obs_in_n;
-  int32_t *act_scratch; /* per copy: 1 when its action was drawn at random */
+  int32_t *act_scratch; /* per copy: 1 when its action was drawn at random, then the action */
   int scratch_n;
+  ag__snapshot snap; /* what ag_dqn_train changes, kept while it runs (to undo a failed read) */
+  int broken;        /* a device error left the learner half updated */
   int64_t updates_at_target; /* updates when the target was last refreshed */
   /* data-parallel (ag_dqn_create_dist): this rank's shard and group */
   ag_dist *dist;
@@ -102,6 +105,7 @@ void ag_dqn_free(ag_dqn *d) {
   ag_rng_free(d->rng);
   ag_tensor_free(d->obs_in);
   free(d->act_scratch);
+  ag__snapshot_free(&d->snap);
   free(d);
 }
 
@@ -202,55 +206,72 @@ static uint64_t next_u64(uint64_t *s) {
 
 static double next_uniform(uint64_t *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }
 
+static ag_status check_sound(const ag_dqn *d, const char *fn) {
+  if (!d->broken) return AG_OK;
+  return ag__fail(AG_ERR_STATE, "%s: a device error interrupted an earlier ag_dqn_train and left the networks half "
+                  "updated; free the DQN", fn);
+}
+
 ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions) {
   static const char fn[] = "ag_dqn_act";
   if (!d || !obs || !actions || n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, obs and actions must be given for n >= 1", fn);
+  ag_status s = check_sound(d, fn);
+  if (s) return s;
   float eps = explore ? ag_dqn_epsilon(d, step) : 0.0f;
-  /* decide the random ones first (the same draws whatever the device) */
-  int need_net = 0;
   if (d->scratch_n < n) {
-    int32_t *a = ag__realloc(d->act_scratch, (size_t)n * sizeof *a);
+    int32_t *a = ag__realloc(d->act_scratch, 2 * (size_t)n * sizeof *a);
     if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     d->act_scratch = a;
     d->scratch_n = n;
   }
+  /* decide the random ones first (the same draws whatever the device); the
+   * stream moves on only if the call succeeds */
+  uint64_t rng = d->host_rng;
+  int32_t *random = d->act_scratch, *chosen = d->act_scratch + n;
+  int need_net = 0;
   for (int i = 0; i < n; i++) {
-    if (explore && next_uniform(&d->host_rng) < eps) {
-      actions[i] = (int32_t)(next_u64(&d->host_rng) % (uint64_t)d->n_actions);
-      d->act_scratch[i] = 1;
+    if (explore && next_uniform(&rng) < eps) {
+      chosen[i] = (int32_t)(next_u64(&rng) % (uint64_t)d->n_actions);
+      random[i] = 1;
     } else {
-      d->act_scratch[i] = 0;
+      random[i] = 0;
       need_net = 1;
     }
   }
-  if (!need_net) return AG_OK;
-  ag_status s;
-  if (!d->obs_in || d->obs_in_n != n) {
-    ag_tensor_free(d->obs_in);
-    d->obs_in = NULL;
-    if ((s = ag_tensor_create(d->ctx, d->obs_dim, n, AG_F32, NULL, &d->obs_in))) return s;
-    d->obs_in_n = n;
+  if (need_net) {
+    if (!d->obs_in || d->obs_in_n != n) {
+      ag_tensor *in;
+      if ((s = ag_tensor_create(d->ctx, d->obs_dim, n, AG_F32, NULL, &in))) return s;
+      ag_tensor_free(d->obs_in);
+      d->obs_in = in;
+      d->obs_in_n = n;
+    }
+    if ((s = ag_tensor_write(d->obs_in, obs, (size_t)(d->obs_dim * n) * sizeof(float)))) return s;
+    ag_tensor *qv, *a;
+    int32_t greedy[256], *g = n <= 256 ? greedy : ag__malloc((size_t)n * sizeof *g);
+    if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    ag_no_grad_begin(d->ctx);
+    s = ag_mlp_forward(d->q, d->obs_in, &qv);
+    if (!s) s = ag_argmax(qv, AG_AXIS_ROWS, AG_I32, &a);
+    ag_no_grad_end(d->ctx);
+    if (!s) s = ag_tensor_read(a, g, (size_t)n * sizeof *g);
+    if (!s)
+      for (int i = 0; i < n; i++)
+        if (!random[i]) chosen[i] = g[i];
+    if (g != greedy) free(g);
+    ag_ctx_reset(d->ctx);
+    if (s) return s;
   }
-  if ((s = ag_tensor_write(d->obs_in, obs, (size_t)(d->obs_dim * n) * sizeof(float)))) return s;
-  ag_tensor *qv, *a;
-  int32_t greedy[256], *g = n <= 256 ? greedy : ag__malloc((size_t)n * sizeof *g);
-  if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  ag_no_grad_begin(d->ctx);
-  s = ag_mlp_forward(d->q, d->obs_in, &qv);
-  if (!s) s = ag_argmax(qv, AG_AXIS_ROWS, AG_I32, &a);
-  ag_no_grad_end(d->ctx);
-  if (!s) s = ag_tensor_read(a, g, (size_t)n * sizeof *g);
-  if (!s)
-    for (int i = 0; i < n; i++)
-      if (!d->act_scratch[i]) actions[i] = g[i];
-  if (g != greedy) free(g);
-  ag_ctx_reset(d->ctx);
-  return s;
+  memcpy(actions, chosen, (size_t)n * sizeof *actions);
+  d->host_rng = rng;
+  return AG_OK;
 }
 
 ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards, const float *next_obs,
                        const int *terminated, int n) {
   if (!d) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_store: dqn is NULL");
+  ag_status s = check_sound(d, "ag_dqn_store");
+  if (s) return s;
   for (int i = 0; actions && i < n; i++)
     if (actions[i] < 0 || actions[i] >= d->n_actions)
       return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: actions[%d] = %d is outside 0..%lld", i, actions[i],
@@ -392,35 +413,70 @@ static ag_status chain_step(ag_ctx *ctx, void *user) {
   return s;
 }
 
-/* Replays recording `which` (0: one update, 1: the chain), made first if
- * needed; d->loss then names its last update's loss (a replay that records
- * the step again sets a new one). */
-static ag_status replay(ag_dqn *d, int which) {
+/* Makes recording `which` (0: one update, 1: the chain) ready to run: made
+ * at the first call, made again when what it reads moved. Runs nothing. */
+static ag_status prepare(ag_dqn *d, int which) {
+  static const char fn[] = "ag_dqn_train";
   ag_capture **c = which ? &d->chain : &d->update;
-  ag_status s;
-  if (!*c) {
-    if ((s = ag_capture_create(d->ctx, which ? chain_step : update_step, d, c))) return s;
-    d->loss_of[which] = d->loss;
-  }
-  d->loss = d->loss_of[which];
-  s = ag_capture_replay(*c);
-  d->loss_of[which] = d->loss;
+  ag_capture_info info = {0};
+  if (*c) ag_capture_get_info(*c, &info);
+  int before = info.records;
+  ag_status s = *c ? ag__capture_prepare(*c, fn) : ag_capture_create(d->ctx, which ? chain_step : update_step, d, c);
+  if (*c) ag_capture_get_info(*c, &info);
+  if (!*c || !ag__capture_ready(*c)) d->loss_of[which] = NULL; /* gone with the recording's workspace */
+  else if (info.records != before) d->loss_of[which] = d->loss; /* recorded (again): the step set d->loss */
   return s;
 }
 
+/* The tensors an update changes: the online network's parameters and
+ * gradients, the optimizer's moments and step count, the sampling stream.
+ * Writes up to max of them; returns how many there are. */
+static int update_state(const ag_dqn *d, ag_tensor **out, int max) {
+  int n = 0, np = ag_mlp_n_params(d->q);
+  ag_tensor *const *p = ag_mlp_params(d->q);
+  for (int i = 0; i < np; i++) {
+    if (n < max) out[n] = p[i];
+    n++;
+    if (n < max) out[n] = p[i]->grad;
+    n++;
+  }
+  if (n < max) out[n] = ag__rng_counter_tensor(d->rng);
+  n++;
+  return n + ag__optim_state(d->opt, n < max ? out + n : out, n < max ? max - n : 0);
+}
+
 ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
-  if (!d || n < 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_train: dqn is NULL or n < 0");
-  ag_status s;
-  int64_t i = 0;
-  for (; n - i >= AG__DQN_CHAIN; i += AG__DQN_CHAIN) {
-    if ((s = replay(d, 1))) return s;
-    d->updates += AG__DQN_CHAIN;
+  static const char fn[] = "ag_dqn_train";
+  if (!d || n < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL or n < 0", fn);
+  ag_status s = check_sound(d, fn);
+  if (s) return s;
+  if (n == 0) return AG_OK;
+  const int64_t chains = n / AG__DQN_CHAIN, singles = n % AG__DQN_CHAIN;
+  /* 1. the recordings ready before any update runs */
+  if ((chains && (s = prepare(d, 1))) || (singles && (s = prepare(d, 0)))) return s;
+  /* 2. with a loss to read back, what the updates change is kept first, so
+   * that a failed read can be undone */
+  if (last_loss) {
+    ag_tensor *keep[4 * (AG_DQN_MAX_HIDDEN + 1) * 4 + 8];
+    int m = update_state(d, keep, (int)(sizeof keep / sizeof *keep));
+    if (m > (int)(sizeof keep / sizeof *keep)) return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);
+    if ((s = ag__snapshot_take(&d->snap, keep, m, fn))) return s;
   }
-  for (; i < n; i++) {
-    if ((s = replay(d, 0))) return s;
-    d->updates++;
+  /* 3. the updates: from here only the device can fail */
+  for (int64_t i = 0; i < chains && !s; i++) s = ag__capture_run(d->chain);
+  for (int64_t i = 0; i < singles && !s; i++) s = ag__capture_run(d->update);
+  d->loss = d->loss_of[singles ? 0 : 1];
+  if (!s && last_loss) s = ag_tensor_read(d->loss, last_loss, sizeof *last_loss);
+  if (s) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    if (!last_loss || ag__snapshot_restore(&d->snap)) {
+      d->broken = 1;
+      return ag__fail(s, "%s: %s; the networks are left half updated and the DQN refuses further use", fn, why);
+    }
+    return ag__fail(s, "%s: %s; the %lld updates were undone", fn, why, (long long)n);
   }
-  if (last_loss && d->loss) return ag_tensor_read(d->loss, last_loss, sizeof *last_loss);
+  d->updates += n;
   return AG_OK;
 }
 

@@ -352,10 +352,16 @@ ag_status ag_backward(ag_tensor *loss) {
   }
   loss->grad = ctx->one; /* never written: gradients flow from it, not into it */
   loss->flags |= AG__T_GRAD_INIT;
-  for (int k = loss->node; k >= 0; k--) {
+  for (int k = loss->node; k >= 0 && !s; k--) {
     ag__node *n = &ws->tape[k];
     if (!n->out->grad) continue; /* the loss does not depend on it */
-    if ((s = node_backward(n))) return s;
+    s = node_backward(n);
   }
-  return AG_OK;
+  if (s) /* some gradients hold part of this pass: drop them all, as ag_zero_grad would */
+    for (int k = 0; k <= loss->node; k++)
+      for (int j = 0; j < 3; j++) {
+        ag_tensor *x = ws->tape[k].in[j];
+        if (x && (x->flags & AG__T_PERSISTENT) && x->grad && ag__needs_grad(x)) x->flags |= AG__T_GRAD_STALE;
+      }
+  return s;
 }

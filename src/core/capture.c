@@ -158,8 +158,7 @@ ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture *
   return AG_OK;
 }
 
-ag_status ag_capture_replay(ag_capture *c) {
-  static const char fn[] = "ag_capture_replay";
+ag_status ag__capture_prepare(ag_capture *c, const char *fn) {
   if (!c) return ag__fail(AG_ERR_INVALID_ARG, "%s: cap is NULL", fn);
   ag_ctx *ctx = c->ctx;
   ag_status s = ag__not_recording(ctx, fn);
@@ -173,7 +172,24 @@ ag_status ag_capture_replay(ag_capture *c) {
     if ((s = ag__store_ensure(ctx, st))) return s;
     if (st->gen != c->reads[i].gen) again = 1; /* new memory: the recorded pointers are stale */
   }
-  if (again && (s = record(c))) return s;
+  return again ? record(c) : AG_OK;
+}
+
+int ag__capture_ready(const ag_capture *c) { return c->rec != NULL && !c->invalid; }
+
+ag_status ag__capture_run(ag_capture *c) {
+  ag_status s = c->ctx->be->replay(c->ctx->st, c->rec);
+  if (s) return s;
+  c->replays++;
+  c->ctx->stats.replays++;
+  return AG_OK;
+}
+
+ag_status ag_capture_replay(ag_capture *c) {
+  static const char fn[] = "ag_capture_replay";
+  ag_status s = ag__capture_prepare(c, fn);
+  if (s) return s;
+  ag_ctx *ctx = c->ctx;
   if ((s = ctx->be->replay(ctx->st, c->rec))) return s;
   c->replays++;
   ctx->stats.replays++;
@@ -301,6 +317,7 @@ void ag_rng_free(ag_rng *r) {
 uint64_t ag__rng_seed(const ag_rng *r) { return r->seed; }
 
 ag_status ag__rng_counter(ag_rng *r, void **ptr) { return ag__tensor_ptr(r->counter, ptr); }
+ag_tensor *ag__rng_counter_tensor(const ag_rng *r) { return r->counter; }
 
 ag_status ag_rng_set_counter(ag_rng *r, uint64_t counter) {
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_rng_set_counter: rng is NULL");

@@ -40,6 +40,8 @@ ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const voi
 struct ag_rng;
 uint64_t ag__rng_seed(const struct ag_rng *r);
 ag_status ag__rng_counter(struct ag_rng *r, void **ptr);
+/* The 1 x 1 i64 tensor that holds the stream's counter. */
+ag_tensor *ag__rng_counter_tensor(const struct ag_rng *r);
 
 /* An Adam optimizer whose whole step is one AG__K_ADAM launch with its
  * preparation and no gradient norm (no clipping): a kernel that makes the
@@ -48,5 +50,8 @@ struct ag_optim;
 int ag__optim_fusable(const struct ag_optim *o);
 /* That launch's arguments (prep = 1). */
 ag_status ag__optim_step_args(struct ag_optim *o, ag__adam_args *a);
+/* The tensors a step changes besides the parameters (moments, step count):
+ * writes up to max of them into out and returns how many there are. */
+int ag__optim_state(const struct ag_optim *o, ag_tensor **out, int max);
 
 #endif /* AGRL_CORE_GRAPH_INTERNAL_H */

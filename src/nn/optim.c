@@ -139,10 +139,39 @@ ag_status ag__optim_step_args(ag_optim *o, ag__adam_args *a) {
   return s;
 }
 
+int ag__optim_state(const ag_optim *o, ag_tensor **out, int max) {
+  int n = 0;
+  if (n < max) out[n] = o->state;
+  n++;
+  for (int i = 0; !o->sgd && i < o->n; i++) {
+    if (n < max) out[n] = o->m[i];
+    n++;
+    if (n < max) out[n] = o->v[i];
+    n++;
+  }
+  return n;
+}
+
 ag_status ag_optim_step(ag_optim *o) {
   if (!o) return ag__fail(AG_ERR_INVALID_ARG, "ag_optim_step: optim is NULL");
   for (int i = 0; i < o->n; i++) {
     ag_status s = ag__check_tensor(o->params[i], "ag_optim_step", "a parameter");
+    if (s) return s;
+  }
+  /* everything resident first (after a device switch each is uploaded
+   * here): past this point only the device can fail, so a failing step
+   * changes nothing */
+  for (int i = 0; i < o->n; i++) {
+    void *p;
+    ag_status s = ag__tensor_ptr(o->params[i], &p);
+    if (!s) s = ag__tensor_ptr(o->params[i]->grad, &p);
+    if (!s && !o->sgd) s = ag__tensor_ptr(o->m[i], &p);
+    if (!s && !o->sgd) s = ag__tensor_ptr(o->v[i], &p);
+    if (s) return s;
+  }
+  {
+    void *p;
+    ag_status s = ag__tensor_ptr(o->state, &p);
     if (s) return s;
   }
   for (int i = 0; i < o->n; i++) { /* a parameter the loss did not reach has a zero gradient */
