@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_mlp_load into corpus/mlp_load/.
+
+Small model files in the layouts of include/agrl/nn.h: valid version-2 and
+version-1 files of a few shapes, and broken ones (truncated, a changed
+byte, trailing bytes, a NaN under a correct CRC, a bad activation code,
+n_sizes out of range, sizes of terabytes, a newer version, not a model).
+zlib.crc32 is the CRC-32 the format uses. Run it again after a change of
+the format; the files are checked in.
+"""
+import os
+import struct
+import zlib
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "mlp_load")
+
+
+def values(sizes, seed):
+    """W0, b0, W1, b1, ...: small fractions, W column-major [out, in]."""
+    params = []
+    for l in range(len(sizes) - 1):
+        for count in (sizes[l + 1] * sizes[l], sizes[l + 1]):
+            params.append([((i * 7 + seed * 13 + len(params)) % 23 - 11) / 16.0 for i in range(count)])
+    return params
+
+
+def v2(sizes, hidden, last, params, reserved=0):
+    h = b"AGRLMLP2" + struct.pack("<iiiI", len(sizes), hidden, last, reserved)
+    h += struct.pack("<%dq" % len(sizes), *sizes)
+    out = h + struct.pack("<I", zlib.crc32(h))
+    for p in params:
+        d = struct.pack("<%df" % len(p), *p)
+        out += d + struct.pack("<I", zlib.crc32(d))
+    return out
+
+
+def v1(sizes, hidden, last, params):
+    out = b"AGRLMLP1" + struct.pack("<iii", len(sizes), hidden, last)
+    out += struct.pack("<%dq" % len(sizes), *sizes)
+    for p in params:
+        out += struct.pack("<%df" % len(p), *p)
+    return out
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    seeds = {}
+    shapes = [([2, 3, 1], 1, 0), ([1, 1], 0, 3), ([4, 8, 2], 2, 0), ([3, 2, 2, 2, 1], 1, 2)]
+    for i, (sizes, hid, last) in enumerate(shapes):
+        seeds["v2_valid_%d" % i] = v2(sizes, hid, last, values(sizes, i))
+        seeds["v1_valid_%d" % i] = v1(sizes, hid, last, values(sizes, i))
+    good = seeds["v2_valid_0"]
+    seeds["v2_truncated_data"] = good[:-5]
+    seeds["v2_truncated_header"] = good[:30]
+    seeds["v2_trailing"] = good + b"\0"
+    flipped = bytearray(good)
+    flipped[60] ^= 0x10
+    seeds["v2_flipped_data"] = bytes(flipped)
+    flipped = bytearray(good)
+    flipped[30] ^= 0x01
+    seeds["v2_flipped_size"] = bytes(flipped)
+    p = values([2, 3, 1], 0)
+    p[2][1] = float("nan")
+    seeds["v2_nan_crc_ok"] = v2([2, 3, 1], 1, 0, p)
+    seeds["v1_inf"] = v1([2, 3, 1], 1, 0, [[float("inf")] + q[1:] if k == 0 else q for k, q in enumerate(p)])
+    seeds["v2_bad_act"] = v2([2, 3, 1], 7, 0, values([2, 3, 1], 0))
+    seeds["v2_reserved"] = v2([2, 3, 1], 1, 0, values([2, 3, 1], 0), reserved=1)
+    seeds["v2_n_sizes_65"] = b"AGRLMLP2" + struct.pack("<iiiI", 65, 1, 0, 0) + b"\1" * 64
+    huge = b"AGRLMLP2" + struct.pack("<iiiI", 3, 1, 0, 0) + struct.pack("<3q", 1000000, 1000000, 1)
+    seeds["v2_terabytes"] = huge + struct.pack("<I", zlib.crc32(huge)) + b"\0" * 16
+    seeds["v1_terabytes"] = b"AGRLMLP1" + struct.pack("<iii3q", 3, 1, 0, 1000000, 1000000, 1) + b"\0" * 16
+    seeds["v3"] = b"AGRLMLP3" + good[8:]
+    seeds["not_a_model"] = b"PK\x03\x04 this is not a model file"
+    seeds["empty"] = b""
+    for name, data in sorted(seeds.items()):
+        with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
+            f.write(data)
+    print("%d seeds in %s" % (len(seeds), OUT))
+
+
+if __name__ == "__main__":
+    main()
