@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # Installs what building and testing agrl needs on Debian/Ubuntu, when it is
 # missing: a C compiler, CMake, cmocka, OpenBLAS (with cblas.h), valgrind,
-# and Python with matplotlib for the learning curves.
+# Python with matplotlib for the learning curves, and clang with its
+# libFuzzer and sanitizer runtimes for the fuzzing stage (scripts/fuzz.sh).
 # The CUDA toolkit is used when present (nvcc on PATH or /usr/local/cuda).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev valgrind python3 python3-matplotlib; do
+for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev valgrind python3 python3-matplotlib \
+         clang-14 libclang-rt-14-dev; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "installing: ${need[*]}"
   $SUDO apt-get update -qq
+  # libclang-rt-14-dev is Debian 12's (and Ubuntu 23.04's) package of the
+  # runtimes; earlier releases ship them inside clang-14's dependencies
+  if ! apt-cache show libclang-rt-14-dev >/dev/null 2>&1; then
+    kept=()
+    for p in "${need[@]}"; do [ "$p" = libclang-rt-14-dev ] || kept+=("$p"); done
+    need=("${kept[@]}")
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # the learning curves need matplotlib in the python3 on PATH (or the system's)

@@ -3,7 +3,8 @@
 #   1. a release build, all tests through CTest (CUDA tests skip without a GPU);
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA, its CPU tests under valgrind memcheck (leaks and
-#      invalid accesses are errors).
+#      invalid accesses are errors);
+#   4. the libFuzzer harnesses (scripts/fuzz.sh), 60 s in all.
 # Tests labelled "slow" run only with AGRL_SLOW=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,4 +29,7 @@ echo "== valgrind memcheck (CPU tests, in a build without CUDA)"
 # portable code: valgrind does not know every vector instruction of this machine
 scripts/build.sh build-cpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGRL_CUDA=OFF -DAGRL_NATIVE=OFF >/dev/null
 ctest --test-dir build-cpu -j"$jobs" --output-on-failure -L valgrind
+
+echo "== fuzzing (libFuzzer with ASan + UBSan, in build-fuzz)"
+scripts/fuzz.sh 60
 echo "all test stages passed"
