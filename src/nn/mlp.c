@@ -461,6 +461,7 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
   if (start < 0 || fseeko(f, 0, SEEK_END) != 0 || (end = ftello(f)) < 0 || fseeko(f, start, SEEK_SET) != 0)
     return ag__fail(AG_ERR_IO, "%s: cannot find the length of %s: %s (a model is read from a file that can seek)",
                     fn, name, strerror(errno));
+  if (end < start) end = start; /* positioned past its end: nothing to read */
   mlp_header h;
   ag_status s = read_header(f, name, (int64_t)(end - start), &h);
   if (s) return s;
