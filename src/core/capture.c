@@ -96,7 +96,46 @@ static ag_status make_resident(ag_ctx *ctx) {
   return AG_OK;
 }
 
+/* The flags of the context's persistent tensors (which gradients are
+ * stale): a step that is recorded sets them as its replay will leave them,
+ * so a recording that fails must put them back. */
+typedef struct saved_flags {
+  ag_tensor *t;
+  uint32_t flags;
+} saved_flags;
+
+static ag_status save_flags(ag_ctx *ctx, saved_flags **out, size_t *n_out) {
+  size_t n = 0;
+  for (ag__store *s = ctx->stores.next; s != &ctx->stores; s = s->next) n += s->owner_kind == AG__OWNER_TENSOR;
+  saved_flags *v = ag__malloc((n ? n : 1) * sizeof *v);
+  if (!v) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_capture: out of host memory");
+  size_t i = 0;
+  for (ag__store *s = ctx->stores.next; s != &ctx->stores; s = s->next)
+    if (s->owner_kind == AG__OWNER_TENSOR) {
+      v[i].t = s->owner;
+      v[i].flags = v[i].t->flags;
+      i++;
+    }
+  *out = v;
+  *n_out = n;
+  return AG_OK;
+}
+
+static ag_status record_step(ag_capture *c);
+
 static ag_status record(ag_capture *c) {
+  saved_flags *flags = NULL;
+  size_t n_flags = 0;
+  ag_status s = save_flags(c->ctx, &flags, &n_flags);
+  if (s) return s;
+  s = record_step(c);
+  if (s)
+    for (size_t i = 0; i < n_flags; i++) flags[i].t->flags = flags[i].flags;
+  free(flags);
+  return s;
+}
+
+static ag_status record_step(ag_capture *c) {
   ag_ctx *ctx = c->ctx;
   drop_recording(c);
   ag_status s = make_resident(ctx);

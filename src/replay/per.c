@@ -67,6 +67,9 @@ static ag_status ptrs(ag_per *p, double **tree, float **state) {
   return AG_OK;
 }
 
+ag_tensor *ag__per_tree(const ag_per *p) { return p->tree; }
+ag_tensor *ag__per_state(const ag_per *p) { return p->state; }
+
 ag_status ag__per_prepare(ag_per *p) {
   double *tree;
   float *state;

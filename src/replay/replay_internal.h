@@ -14,6 +14,10 @@ ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn)
 /* Makes the sampler's device state resident, so that ag__per_added can
  * only fail on a device error. */
 ag_status ag__per_prepare(ag_per *per);
+/* The sum tree and the sampler's state (largest priority seen), for tests
+ * that compare a sampler before and after a call. */
+ag_tensor *ag__per_tree(const ag_per *per);
+ag_tensor *ag__per_state(const ag_per *per);
 /* New columns pos .. pos+k-1 (no wrap) take the largest priority. */
 ag_status ag__per_added(ag_per *per, int64_t pos, int64_t k);
 
