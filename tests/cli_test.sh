@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # The command-line tool: bad flags and values give a one-line error, the
 # usage and exit code 2; a short training run is deterministic on the CPU,
-# writes its logs and network, and `agrl eval` loads the network.
+# writes its logs and network, and `agrl eval` loads the network; no shell
+# ever reads --out (quotes, $(...), backticks, ; and newlines in it run
+# nothing).
 # usage: tests/cli_test.sh PATH_TO_AGRL
 set -u
-AGRL=$1
+case $1 in
+  /*) AGRL=$1 ;;
+  *) AGRL=$PWD/$1 ;;
+esac
 fails=0
 pass=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1 # whatever a run writes by mistake lands here
 
 expect_usage_error() { # expect_usage_error "what it names" args...
   local what=$1
   shift
-  "$AGRL" "$@" >"$tmp/out" 2>"$tmp/err"
+  timeout 60 "$AGRL" "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   local first
   first=$(head -n1 "$tmp/err")
@@ -79,5 +85,40 @@ else
   echo "FAIL: agrl eval of the trained network"
   fails=$((fails + 1))
 fi
+
+ok() { pass=$((pass + 1)); }
+bad() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+# the files a run leaves in its directory, one a line, sorted
+listing() { (cd "$1" && ls -A | LC_ALL=C sort); }
+RUN=(train --steps 300 --device cpu --quiet --hidden 16 --learning-starts 100)
+if python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  files=$(printf '%s\n' episodes.csv learning_curve.png losses.csv q_network.agrl summary.json)
+else
+  files=$(printf '%s\n' episodes.csv losses.csv q_network.agrl summary.json)
+fi
+
+# No shell reads --out: runs in a fresh directory with quotes, spaces, $(...),
+# backticks, ; and a newline in --out create nothing but their directories,
+# each holding exactly the run's files (the curve too when matplotlib is
+# there: its drawing gets the directory whole).
+inj=$tmp/inject
+mkdir "$inj"
+names=("q'uote" 'dq"uote' "sp ace" '$(touch X1)' '`touch X2`' 'semi;touch X3;' $'new\nline' "x';touch X4;'"
+       'a"; touch X5; "b' $'all \' " $(touch X6) `touch X7`; touch X8 \n\tend')
+for n in "${names[@]}"; do
+  (cd "$inj" && "$AGRL" "${RUN[@]}" --out "$n") >"$tmp/inj.txt" 2>&1 || { bad "training with --out $(printf %q "$n")"; cat "$tmp/inj.txt"; }
+  if [ -d "$inj/$n" ] && [ "$(listing "$inj/$n")" = "$files" ]; then ok; else
+    bad "--out $(printf %q "$n"): the directory holds [$(listing "$inj/$n" 2>&1 | tr '\n' ' ')]"
+  fi
+done
+if [ "$(cd "$inj" && printf '%s\0' * | LC_ALL=C sort -z | tr '\0' '|')" = "$(printf '%s\0' "${names[@]}" | LC_ALL=C sort -z | tr '\0' '|')" ]; then
+  ok
+else
+  bad "the runs with odd --out names left other files: $(cd "$inj" && printf '[%q] ' *)"
+fi
+
 echo "$pass passed, $fails failed"
 [ $fails -eq 0 ]

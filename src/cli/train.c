@@ -6,17 +6,22 @@
  * Q-network (q_network.agrl) that `agrl eval` loads.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agrl/agent.h"
 #include "cli/cli.h"
+
+extern char **environ;
 
 static void train_usage(FILE *f) {
   ag_dqn_config c = ag_dqn_defaults();
@@ -151,34 +156,67 @@ static int on_event(const ag_train_event *ev, void *user) {
   return r->solved_at >= 0 && !isinf(r->stop_at);
 }
 
-/* The learning curve, drawn by matplotlib (python3). Returns 0 when drawn. */
+/* ---- the learning curve ---- */
+
+/* Runs argv (argv[0] looked up on PATH unless it holds a '/') without a
+ * shell, stdin, stdout and stderr on /dev/null; its exit status, or -1 when
+ * it did not start or did not exit. */
+static int run_quiet(char *const argv[]) {
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return -1;
+  int rc = -1;
+  pid_t pid;
+  if (!posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) &&
+      !posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) &&
+      !posix_spawn_file_actions_adddup2(&fa, 1, 2) && posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) == 0) {
+    int st;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+    }
+    if (w == pid && WIFEXITED(st)) rc = WEXITSTATUS(st);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  return rc;
+}
+
+/* The learning curve, drawn by matplotlib (python3). The script travels in
+ * the argument vector (python3 -c SCRIPT DIR TITLE): no shell reads the
+ * directory's name and no file is written but the picture, itself under a
+ * temporary name renamed when whole. The working directory is taken off
+ * Python's path so that no module there is imported instead of matplotlib's.
+ * Returns 0 when drawn. */
 static int plot_curve(const char *dir, const char *title) {
   static const char script[] =
-      "import sys, csv\n"
+      "import sys\n"
+      "if sys.path and sys.path[0] == '':\n"
+      "    del sys.path[0]\n"
+      "import csv, os\n"
       "import matplotlib\n"
       "matplotlib.use('Agg')\n"
       "import matplotlib.pyplot as plt\n"
       "d, title = sys.argv[1], sys.argv[2]\n"
-      "rows = list(csv.DictReader(open(d + '/episodes.csv')))\n"
+      "with open(os.path.join(d, 'episodes.csv'), newline='') as f:\n"
+      "    rows = list(csv.DictReader(f))\n"
       "st = [int(r['step']) for r in rows]\n"
       "fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)\n"
       "ax.plot(st, [float(r['return']) for r in rows], '.', ms=2, alpha=0.35, label='episode return')\n"
       "ax.plot(st, [float(r['mean20']) for r in rows], lw=2, label='mean of the last 20')\n"
       "ax.set_xlabel('environment steps'); ax.set_ylabel('return'); ax.set_title(title)\n"
       "ax.grid(alpha=0.3); ax.legend(loc='lower right')\n"
-      "fig.tight_layout(); fig.savefig(d + '/learning_curve.png')\n";
-  char cmd[4096];
-  FILE *f;
-  char path[1100];
-  snprintf(path, sizeof path, "%s/plot_curve.py", dir);
-  if (!(f = fopen(path, "w"))) return -1;
-  fputs(script, f);
-  fclose(f);
+      "fig.tight_layout()\n"
+      "out = os.path.join(d, 'learning_curve.png')\n"
+      "tmp = '%s.tmp%d' % (out, os.getpid())\n"
+      "try:\n"
+      "    fig.savefig(tmp, format='png')\n"
+      "    os.replace(tmp, out)\n"
+      "finally:\n"
+      "    if os.path.exists(tmp):\n"
+      "        os.unlink(tmp)\n";
   /* the first Python that has matplotlib: the one on PATH, else the system's */
   static const char *const pythons[] = {"python3", "/usr/bin/python3"};
   for (int i = 0; i < 2; i++) {
-    snprintf(cmd, sizeof cmd, "%s '%s' '%s' '%s' >/dev/null 2>&1", pythons[i], path, dir, title);
-    if (system(cmd) == 0) return 0;
+    char *const argv[] = {(char *)pythons[i], "-c", (char *)script, (char *)dir, (char *)title, NULL};
+    if (run_quiet(argv) == 0) return 0;
   }
   return -1;
 }
