@@ -4,6 +4,7 @@
 # writes its logs and network, and `agrl eval` loads the network; no shell
 # ever reads --out (quotes, $(...), backticks, ; and newlines in it run
 # nothing).
+# (tests/cli_bad_input.sh tries every flag with every kind of bad value.)
 # usage: tests/cli_test.sh PATH_TO_AGRL
 set -u
 case $1 in
@@ -23,7 +24,7 @@ expect_usage_error() { # expect_usage_error "what it names" args...
   local rc=$?
   local first
   first=$(head -n1 "$tmp/err")
-  if [ $rc -ne 2 ] || ! grep -q -- "$what" <<<"$first" || ! grep -q "^usage: agrl" "$tmp/err"; then
+  if [ $rc -ne 2 ] || ! grep -qF -- "$what" <<<"$first" || ! grep -q "^usage: agrl" "$tmp/err"; then
     echo "FAIL: agrl $* -> rc $rc, first line: $first"
     fails=$((fails + 1))
   else
@@ -46,20 +47,46 @@ expect_usage_error "--gpus 2 needs CUDA devices" train --gpus 2 --device cpu
 expect_usage_error "must be a multiple of the number of GPUs" train --gpus 3 --batch 128 --device cuda
 expect_usage_error "--gpus needs a number of GPUs" train --gpus 0
 expect_usage_error "--world needs --rank" train --world 2 --device cuda --id-file /tmp/x
-expect_usage_error "bad value for --shape" bench-dist --shape nope
+expect_usage_error "--shape needs cartpole or mujoco" bench-dist --shape nope
 expect_usage_error "unknown option '--bogus'" bench-dist --bogus
 expect_usage_error "--model FILE is required" eval
 expect_usage_error "--episodes needs a positive number" eval --model x --episodes 0
 expect_usage_error "unknown option '--nope'" bench --nope
 expect_usage_error "unknown option '--x'" demo --x
 expect_usage_error "unknown command 'frobnicate'" frobnicate
+# eval's flags: an unknown one is unknown, a known one without its value says which value
+expect_usage_error "agrl eval: unknown option '--bogus'" eval --bogus
+expect_usage_error "agrl eval: unknown option '--bogus'" eval --model x --bogus 3
+expect_usage_error "agrl eval: --model needs a path" eval --model
+expect_usage_error "agrl eval: --model needs a path" eval --model --episodes 3
+expect_usage_error "agrl eval: --episodes needs a positive number" eval --model x --episodes
+# a Q-network acts on discrete actions: Pendulum's are continuous
+expect_usage_error "agrl eval: --env pendulum: Pendulum-v1's actions are continuous; a Q-network needs discrete ones" \
+  eval --env pendulum --model x
+# --hidden: an empty size (a trailing, leading or doubled comma) is an error
+expect_usage_error "--hidden needs sizes like 256,256" train --hidden 256,
+expect_usage_error "--hidden needs sizes like 256,256" train --hidden ,256
+expect_usage_error "--hidden needs sizes like 256,256" train --hidden 256,,256
+expect_usage_error "--hidden needs sizes like 256,256" train --hidden 1,2,3,4,5,6,7,8,9
+# steps: at most 1e11, the documented maximum (2^40 was taken before)
+expect_usage_error "--steps needs a positive whole number up to 100000000000" train --steps 1099511627776
+expect_usage_error "--steps needs a positive whole number up to 100000000000" train --steps 100000000001
+expect_usage_error "--train-freq needs a number of steps in 1..100000000000" train --train-freq 1099511627776
+# a value that is the next flag is a missing value, not a directory named --quiet
+expect_usage_error "--out needs a directory" train --out --quiet
+expect_usage_error "--buffer (100) must hold at least --batch (128)" train --buffer 100
+expect_usage_error "--rank is set by the launcher" train --rank 1
 
-for cmd in train eval bench demo; do
+for cmd in train eval bench bench-dist demo; do
   if "$AGRL" $cmd --help | grep -q "^usage: agrl $cmd"; then pass=$((pass + 1)); else
     echo "FAIL: agrl $cmd --help"
     fails=$((fails + 1))
   fi
 done
+if "$AGRL" train --help | grep -q "at most 100000000000"; then pass=$((pass + 1)); else
+  echo "FAIL: agrl train --help does not give the most steps"
+  fails=$((fails + 1))
+fi
 
 # two short runs with one seed: identical episode and loss logs
 for k in 1 2; do

@@ -8,6 +8,7 @@
  * the launch floor). bench/compare.py runs this and the peers in one
  * invocation and prints the ratios.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,7 +501,7 @@ static void bench_usage(FILE *f) {
           "\n"
           "  --device D     auto (default), cpu, cuda, cuda:N\n"
           "  --filter TEXT  only rows whose name contains TEXT\n"
-          "  --iters N      N calls a repetition instead of each row's own count\n"
+          "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
           "                 (for a profiler: few calls, same work)\n"
           "  --json FILE    also write one JSON object a row to FILE\n");
 }
@@ -512,34 +513,31 @@ int agrl_cmd_bench(int argc, char **argv) {
   const char *json = NULL;
   bench b;
   memset(&b, 0, sizeof b);
+  int64_t iters = 0;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v = cli_value(argc, argv, i);
+#define NEEDS(bad, what) CLI_NEEDS(bench_usage, bad, what)
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       bench_usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--device")) {
-      if (cli_parse_device(v, &kind, &index)) return cli_bad_usage(cmd, bench_usage, "--device needs auto, cpu, cuda or cuda:N");
-      i++;
-    } else if (!strcmp(a, "--filter")) {
-      if (!v) return cli_bad_usage(cmd, bench_usage, "--filter needs a text");
-      b.filter = argv[++i];
-    } else if (!strcmp(a, "--iters")) {
-      char *end = NULL;
-      long n = v ? strtol(v, &end, 10) : 0;
-      if (!v || *end || n < 1 || n > 1000000) return cli_bad_usage(cmd, bench_usage, "--iters needs a count from 1 to 1000000");
-      b.iters = (int)n;
-      i++;
-    } else if (!strcmp(a, "--json")) {
-      if (!v) return cli_bad_usage(cmd, bench_usage, "--json needs a file");
-      json = argv[++i];
-    } else {
-      return cli_bad_usage(cmd, bench_usage, "unknown option '%s'", a);
-    }
+    } else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else if (!strcmp(a, "--filter")) {
+      NEEDS(!*v, "a text");
+      b.filter = v;
+    } else if (!strcmp(a, "--iters")) NEEDS(cli_parse_i64(v, 1, 1000000, &iters), "a count from 1 to 1000000");
+    else if (!strcmp(a, "--json")) {
+      NEEDS(!*v, "a file");
+      json = v;
+    } else return cli_bad_usage(cmd, bench_usage, "unknown option '%s'", a);
+#undef NEEDS
   }
+  b.iters = (int)iters;
   ag_status s = ag_ctx_create(&b.ctx, kind, index);
   if (s) return cli_fail(cmd, "creating the context", s);
+  /* streamed, not renamed into place when whole: bench/compare.py reads the
+   * rows measured before a crash or its timeout from this file */
   if (json && !(b.json = fopen(json, "w"))) {
-    fprintf(stderr, "agrl bench: cannot write %s\n", json);
+    fprintf(stderr, "agrl bench: cannot write %s: %s\n", json, strerror(errno));
     ag_ctx_free(b.ctx);
     return 1;
   }
@@ -563,7 +561,10 @@ int agrl_cmd_bench(int argc, char **argv) {
     dqn_row(&b, "dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 2000);
     dqn_row(&b, "dqn_update_17_256_256_6_b256_ops", 17, 256, 6, 256, 2000);
   }
-  if (b.json) fclose(b.json);
+  if (b.json && fclose(b.json)) {
+    fprintf(stderr, "agrl bench: writing %s failed: %s\n", json, strerror(errno));
+    b.failed = 1;
+  }
   ag_ctx_free(b.ctx);
   return b.failed;
 }

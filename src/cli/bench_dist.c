@@ -34,24 +34,25 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
   int64_t gpus = 1, batch = 256, updates = 200, reps = 9, rank = -1, world = 0;
   const char *shape = "mujoco", *id_file = NULL;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int bad = 0;
+    const char *a = argv[i], *v = cli_value(argc, argv, i);
+#define NEEDS(bad, what) CLI_NEEDS(usage, bad, what)
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--gpus")) bad = cli_parse_i64(v, 1, 64, &gpus), i++;
-    else if (!strcmp(a, "--batch")) bad = cli_parse_i64(v, 1, 1 << 20, &batch), i++;
-    else if (!strcmp(a, "--updates")) bad = cli_parse_i64(v, 1, 1 << 20, &updates), i++;
-    else if (!strcmp(a, "--reps")) bad = cli_parse_i64(v, 1, 1000, &reps), i++;
-    else if (!strcmp(a, "--rank")) bad = cli_parse_i64(v, 0, 63, &rank), i++;
-    else if (!strcmp(a, "--world")) bad = cli_parse_i64(v, 1, 64, &world), i++;
-    else if (!strcmp(a, "--id-file")) bad = !v, id_file = v, i++;
-    else if (!strcmp(a, "--shape")) {
-      bad = !v || (strcmp(v, "cartpole") && strcmp(v, "mujoco"));
+    } else if (!strcmp(a, "--gpus")) NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
+    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &batch), "a batch per GPU in 1..1048576");
+    else if (!strcmp(a, "--updates")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &updates), "a number of updates in 1..1048576");
+    else if (!strcmp(a, "--reps")) NEEDS(cli_parse_i64(v, 1, 1000, &reps), "a number of repetitions in 1..1000");
+    else if (!strcmp(a, "--rank")) NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
+    else if (!strcmp(a, "--world")) NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
+    else if (!strcmp(a, "--id-file")) {
+      NEEDS(!*v, "a path");
+      id_file = v;
+    } else if (!strcmp(a, "--shape")) {
+      NEEDS(strcmp(v, "cartpole") && strcmp(v, "mujoco"), "cartpole or mujoco");
       shape = v;
-      i++;
     } else return cli_bad_usage(cmd, usage, "unknown option '%s'", a);
-    if (bad) return cli_bad_usage(cmd, usage, "bad value for %s", a);
+#undef NEEDS
   }
   if (gpus > 1 && world == 0) {
     if (ag_cuda_device_count() < gpus)

@@ -7,10 +7,31 @@
 
 #include "agrl/agrl.h"
 
+/* The value of the flag argv[i]: argv[i + 1], or NULL when there is none or
+ * it is itself a flag (begins with "--"), so that `--out --quiet` reports
+ * the missing directory instead of making one named --quiet. */
+const char *cli_value(int argc, char **argv, int i);
 /* Parses "auto", "cpu", "cuda" or "cuda:N". Returns 0 on success. */
 int cli_parse_device(const char *s, ag_device_kind *kind, int *index);
-/* Parses a whole number in [lo, hi]. Returns 0 on success. */
+/* Parses a whole number in [lo, hi]: decimal digits after an optional sign,
+ * nothing before or after them. Returns 0 on success. */
 int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Parses a finite number in [lo, hi] (never nan or inf, whatever the bounds;
+ * no leading blanks). Returns 0 on success. */
+int cli_parse_f64(const char *s, double lo, double hi, double *out);
+/* DIR/NAME in a new allocation (free it), or NULL when out of memory: paths
+ * are never cut to a fixed buffer. */
+char *cli_path(const char *dir, const char *name);
+/* In a subcommand's loop over its flags (i the index of the flag a, v its
+ * value from cli_value, cmd the subcommand's name): takes the value when it
+ * is there and `bad` is false, else returns the usage error "FLAG needs
+ * WHAT" (exit status 2). */
+#define CLI_NEEDS(usage, bad, what)                                             \
+  do {                                                                          \
+    if (!v || (bad)) return cli_bad_usage(cmd, usage, "%s needs %s", a, what); \
+    i++;                                                                        \
+  } while (0)
+
 /* Prints "agrl CMD: MESSAGE" and the usage to stderr; returns 2. */
 int cli_bad_usage(const char *cmd, void (*usage)(FILE *), const char *fmt, ...);
 /* Prints "agrl CMD: <what> failed: STATUS: last error" to stderr; returns 1. */

@@ -26,22 +26,16 @@ int agrl_cmd_demo(int argc, char **argv) {
   int index = 0;
   int64_t cap = 100000, batch = 256;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v = cli_value(argc, argv, i);
+#define NEEDS(bad, what) CLI_NEEDS(demo_usage, bad, what)
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       demo_usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--device")) {
-      if (cli_parse_device(v, &kind, &index)) return cli_bad_usage(cmd, demo_usage, "--device needs auto, cpu, cuda or cuda:N");
-      i++;
-    } else if (!strcmp(a, "--capacity")) {
-      if (cli_parse_i64(v, 1, (int64_t)1 << 40, &cap)) return cli_bad_usage(cmd, demo_usage, "--capacity needs a positive whole number");
-      i++;
-    } else if (!strcmp(a, "--batch")) {
-      if (cli_parse_i64(v, 1, 1 << 24, &batch)) return cli_bad_usage(cmd, demo_usage, "--batch needs a positive whole number");
-      i++;
-    } else {
-      return cli_bad_usage(cmd, demo_usage, "unknown option '%s'", a);
-    }
+    } else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else if (!strcmp(a, "--capacity")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cap), "a positive whole number up to 2^40");
+    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 24, &batch), "a positive whole number up to 2^24");
+    else return cli_bad_usage(cmd, demo_usage, "unknown option '%s'", a);
+#undef NEEDS
   }
 
   const int64_t rows = 11;

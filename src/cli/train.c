@@ -23,6 +23,16 @@
 
 extern char **environ;
 
+/* The most environment steps (and the most of any count of steps: learning
+ * starts, train frequency, target update) a run takes. Every count below it
+ * is exact: the step counters are 64-bit and the epsilon schedule divides in
+ * double (exact below 2^53); the updates of a run, at most steps /
+ * train-freq x gradient-steps <= 1e11 x 2^24 ~ 1.7e18, stay below 2^63 for
+ * every setting of the flags. 1e11 steps is also months of training at the
+ * fastest rate measured (about 15,000 steps a second). */
+#define MAX_STEPS 100000000000LL
+#define MAX_GRADIENT_STEPS (1 << 24)
+
 static void train_usage(FILE *f) {
   ag_dqn_config c = ag_dqn_defaults();
   fprintf(f,
@@ -34,10 +44,10 @@ static void train_usage(FILE *f) {
           "  --algo dqn            the algorithm (dqn)\n"
           "  --env NAME            cartpole (default), acrobot, mountaincar\n"
           "  --device D            auto (default: the GPU when present), cpu, cuda, cuda:N\n"
-          "  --steps N             environment steps (default 100000)\n"
+          "  --steps N             environment steps (default 100000, at most %lld)\n"
           "  --seed S              seed of everything random (default 0)\n"
           "  --out DIR             where logs, the curve and the network go (default runs/ALGO-ENV-sSEED)\n"
-          "  --n-envs N            environment copies stepped together (default 1)\n"
+          "  --n-envs N            environment copies stepped together (default 1, at most 4096)\n"
           "  --stop-at R|none      stop once the mean return of the last 20 episodes reaches R\n"
           "                        (default: the environment's reward threshold, 475 for CartPole)\n"
           "  --quiet               no progress line\n"
@@ -48,11 +58,14 @@ static void train_usage(FILE *f) {
           "  --learning-starts N [%lld]  --train-freq N [%lld]  --gradient-steps N [%lld]\n"
           "  --target-update N [%lld env steps]  --tau X [%g]  --hidden N,N,... [%lld,%lld]\n"
           "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
-          "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n",
-          (double)c.lr, (double)c.gamma, (long long)c.batch_size, (long long)c.buffer_size,
+          "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
+          "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
+          "%lld; --gradient-steps at most %d.\n",
+          MAX_STEPS, (double)c.lr, (double)c.gamma, (long long)c.batch_size, (long long)c.buffer_size,
           (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
           (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
-          (double)c.exploration_fraction, (double)c.eps_start, (double)c.eps_end, (double)c.max_grad_norm);
+          (double)c.exploration_fraction, (double)c.eps_start, (double)c.eps_end, (double)c.max_grad_norm,
+          MAX_STEPS, MAX_GRADIENT_STEPS);
 }
 
 static void eval_usage(FILE *f) {
@@ -64,37 +77,40 @@ static void eval_usage(FILE *f) {
           "\n"
           "  --model FILE   the network (required)\n"
           "  --env NAME     the environment it was trained on (default cartpole)\n"
-          "  --episodes N   episodes (default 10)\n"
+          "  --episodes N   episodes (default 10, at most 1000000)\n"
           "  --seed S       seed of the first episode (default 12345)\n"
           "  --device D     auto (default), cpu, cuda, cuda:N\n");
 }
 
+/* A finite number in [lo, hi], stored as a float. */
 static int parse_f(const char *s, double lo, double hi, float *out) {
-  if (!s || !*s) return -1;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || !(v >= lo && v <= hi)) return -1;
+  double v;
+  if (cli_parse_f64(s, lo, hi, &v)) return -1;
   *out = (float)v;
   return 0;
 }
 
+/* "N,N,...": 1 to AG_DQN_MAX_HIDDEN sizes in 1..65536, decimal digits only;
+ * an empty size (a leading, doubled or trailing comma) is an error. */
 static int parse_hidden(const char *s, ag_dqn_config *c) {
-  if (!s || !*s) return -1;
+  int64_t h[AG_DQN_MAX_HIDDEN];
   int n = 0;
-  const char *p = s;
-  while (*p) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(p, &end, 10);
-    if (errno || end == p || v < 1 || v > 65536 || n == AG_DQN_MAX_HIDDEN) return -1;
-    c->hidden[n++] = v;
-    if (*end == ',') end++;
-    else if (*end) return -1;
-    p = end;
+  for (const char *p = s;; p++) {
+    const char *q = p;
+    int64_t v = 0;
+    for (; *q >= '0' && *q <= '9'; q++) {
+      if (v > 65536) return -1; /* stops before the number could overflow */
+      v = v * 10 + (*q - '0');
+    }
+    if (q == p || v < 1 || v > 65536 || n == AG_DQN_MAX_HIDDEN) return -1;
+    h[n++] = v;
+    if (!*q) break;
+    if (*q != ',') return -1;
+    p = q;
   }
+  memcpy(c->hidden, h, (size_t)n * sizeof *h);
   c->n_hidden = n;
-  return n ? 0 : -1;
+  return 0;
 }
 
 /* mkdir -p */
@@ -224,65 +240,61 @@ static int plot_curve(const char *dir, const char *title) {
 int agrl_cmd_train(int argc, char **argv) {
   static const char cmd[] = "train";
   ag_dqn_config cfg = ag_dqn_defaults();
-  const char *env_name = "cartpole", *out_dir = NULL, *algo = "dqn", *stop = NULL;
+  const char *env_name = "cartpole", *out_dir = NULL, *algo = "dqn";
   ag_device_kind kind = AG_DEVICE_AUTO;
-  int index = 0, quiet = 0;
+  int index = 0, quiet = 0, stop_given = 0;
+  double stop_value = INFINITY; /* --stop-at: INFINITY is none */
   int64_t steps = 100000, seed = 0, n_envs = 1;
   int64_t gpus = 1, rank = -1, world = 0; /* rank/world/id-file: set by the launcher */
   const char *id_file = NULL;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDS(cond, what)                                          \
-  do {                                                             \
-    if (!v || (cond)) return cli_bad_usage(cmd, train_usage, "%s needs %s", a, what); \
-    i++;                                                           \
-  } while (0)
+    const char *a = argv[i], *v = cli_value(argc, argv, i);
+#define NEEDS(bad, what) CLI_NEEDS(train_usage, bad, what)
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       train_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--algo")) {
       NEEDS(strcmp(v, "dqn"), "dqn");
       algo = v;
-    }
-    else if (!strcmp(a, "--env")) {
-      NEEDS(0, "a name");
+    } else if (!strcmp(a, "--env")) {
+      NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
       env_name = v;
-    }
-    else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
-    else if (!strcmp(a, "--steps")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &steps), "a positive whole number");
-    else if (!strcmp(a, "--seed")) NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0");
+    } else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else if (!strcmp(a, "--steps")) NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &steps), "a positive whole number up to 100000000000");
+    else if (!strcmp(a, "--seed")) NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
     else if (!strcmp(a, "--out")) {
       NEEDS(!*v, "a directory");
       out_dir = v;
-    }
-    else if (!strcmp(a, "--n-envs")) NEEDS(cli_parse_i64(v, 1, 4096, &n_envs), "a number of copies in 1..4096");
+    } else if (!strcmp(a, "--n-envs")) NEEDS(cli_parse_i64(v, 1, 4096, &n_envs), "a number of copies in 1..4096");
     else if (!strcmp(a, "--stop-at")) {
-      NEEDS(0, "a return or none");
-      stop = v;
-    }
-    else if (!strcmp(a, "--quiet")) quiet = 1;
+      NEEDS(strcmp(v, "none") && cli_parse_f64(v, -1e12, 1e12, &stop_value), "a return in [-1e12, 1e12] or none");
+      if (!strcmp(v, "none")) stop_value = INFINITY;
+      stop_given = 1;
+    } else if (!strcmp(a, "--quiet")) quiet = 1;
     else if (!strcmp(a, "--gpus")) NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
     else if (!strcmp(a, "--rank")) NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
     else if (!strcmp(a, "--world")) NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
     else if (!strcmp(a, "--id-file")) {
-      if (!v) return cli_bad_usage(cmd, train_usage, "--id-file needs a path");
+      NEEDS(!*v, "a path");
       id_file = v;
-      i++;
-    }
-    else if (!strcmp(a, "--lr")) NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in (0, 10]");
+    } else if (!strcmp(a, "--lr")) NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in [1e-9, 10]");
     else if (!strcmp(a, "--gamma")) NEEDS(parse_f(v, 0, 1, &cfg.gamma), "a discount in [0, 1]");
-    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size");
-    else if (!strcmp(a, "--buffer")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 36, &cfg.buffer_size), "a positive capacity");
-    else if (!strcmp(a, "--learning-starts")) NEEDS(cli_parse_i64(v, 0, (int64_t)1 << 40, &cfg.learning_starts), "a number of steps >= 0");
-    else if (!strcmp(a, "--train-freq")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cfg.train_freq), "a positive number of steps");
-    else if (!strcmp(a, "--gradient-steps")) NEEDS(cli_parse_i64(v, 0, 1 << 24, &cfg.gradient_steps), "a number >= 0");
-    else if (!strcmp(a, "--target-update")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cfg.target_update_interval), "a positive number of steps");
-    else if (!strcmp(a, "--tau")) NEEDS(parse_f(v, 1e-9, 1, &cfg.tau), "a value in (0, 1]");
-    else if (!strcmp(a, "--hidden")) NEEDS(parse_hidden(v, &cfg), "sizes like 256,256");
+    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size up to 1048576");
+    else if (!strcmp(a, "--buffer")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 36, &cfg.buffer_size), "a positive capacity up to 2^36");
+    else if (!strcmp(a, "--learning-starts"))
+      NEEDS(cli_parse_i64(v, 0, MAX_STEPS, &cfg.learning_starts), "a number of steps in 0..100000000000");
+    else if (!strcmp(a, "--train-freq"))
+      NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &cfg.train_freq), "a number of steps in 1..100000000000");
+    else if (!strcmp(a, "--gradient-steps"))
+      NEEDS(cli_parse_i64(v, 0, MAX_GRADIENT_STEPS, &cfg.gradient_steps), "a number in 0..16777216");
+    else if (!strcmp(a, "--target-update"))
+      NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &cfg.target_update_interval), "a number of steps in 1..100000000000");
+    else if (!strcmp(a, "--tau")) NEEDS(parse_f(v, 1e-9, 1, &cfg.tau), "a value in [1e-9, 1]");
+    else if (!strcmp(a, "--hidden")) NEEDS(parse_hidden(v, &cfg), "sizes like 256,256 (1 to 8 of 1..65536)");
     else if (!strcmp(a, "--eps-fraction")) NEEDS(parse_f(v, 0, 1, &cfg.exploration_fraction), "a fraction in [0, 1]");
     else if (!strcmp(a, "--eps-start")) NEEDS(parse_f(v, 0, 1, &cfg.eps_start), "a probability in [0, 1]");
     else if (!strcmp(a, "--eps-end")) NEEDS(parse_f(v, 0, 1, &cfg.eps_end), "a probability in [0, 1]");
-    else if (!strcmp(a, "--max-grad-norm")) NEEDS(parse_f(v, 0, 1e9, &cfg.max_grad_norm), "a norm >= 0");
+    else if (!strcmp(a, "--max-grad-norm")) NEEDS(parse_f(v, 0, 1e9, &cfg.max_grad_norm), "a norm in [0, 1e9]");
     else if (!strcmp(a, "--double")) cfg.double_dqn = 1;
     else if (!strcmp(a, "--no-double")) cfg.double_dqn = 0;
     else if (!strcmp(a, "--mse")) cfg.huber = 0;
@@ -290,6 +302,9 @@ int agrl_cmd_train(int argc, char **argv) {
 #undef NEEDS
   }
   cfg.seed = (uint64_t)seed;
+  if (cfg.buffer_size < cfg.batch_size)
+    return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
+                         (long long)cfg.buffer_size, (long long)cfg.batch_size);
   if (gpus > 1 || world > 0) {
     if (kind == AG_DEVICE_CPU) return cli_bad_usage(cmd, train_usage, "--gpus %lld needs CUDA devices, not --device cpu", (long long)gpus);
     if (cfg.batch_size % (world > 0 ? world : gpus))
@@ -298,6 +313,8 @@ int agrl_cmd_train(int argc, char **argv) {
   }
   if (world > 0 && (rank < 0 || rank >= world || !id_file))
     return cli_bad_usage(cmd, train_usage, "--world needs --rank in 0..world-1 and --id-file");
+  if (world == 0 && (rank >= 0 || id_file))
+    return cli_bad_usage(cmd, train_usage, "%s is set by the launcher of --gpus, with --world", rank >= 0 ? "--rank" : "--id-file");
   if (gpus > 1 && world == 0) { /* the launcher: one worker per GPU */
     int have = ag_cuda_device_count();
     if (have < gpus + index)
@@ -315,23 +332,14 @@ int agrl_cmd_train(int argc, char **argv) {
   ag_vec_env *env = NULL;
   /* each worker's environments get their own seeds; rank 0 those of a one-GPU run */
   ag_status s = ag_vec_env_create(env_name, (int)n_envs, (uint64_t)seed + (uint64_t)(worker ? rank : 0) * 1000003u, &env);
-  if (s) return cli_bad_usage(cmd, train_usage, "%s", ag_last_error());
+  if (s) return cli_bad_usage(cmd, train_usage, "--env %s: %s", env_name, ag_last_error());
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
   if (spec->n_actions < 2) {
-    int rc = cli_bad_usage(cmd, train_usage, "DQN needs discrete actions; %s has continuous ones", spec->id);
+    int rc = cli_bad_usage(cmd, train_usage, "--env %s: DQN needs discrete actions; %s has continuous ones", env_name, spec->id);
     ag_vec_env_free(env); /* after the message: spec belongs to env */
     return rc;
   }
-  double stop_at = isnan(spec->reward_threshold) ? INFINITY : spec->reward_threshold;
-  if (stop && !strcmp(stop, "none")) stop_at = INFINITY;
-  else if (stop) {
-    float v;
-    if (parse_f(stop, -1e12, 1e12, &v)) {
-      ag_vec_env_free(env);
-      return cli_bad_usage(cmd, train_usage, "--stop-at needs a return or none");
-    }
-    stop_at = v;
-  }
+  double stop_at = stop_given ? stop_value : isnan(spec->reward_threshold) ? INFINITY : spec->reward_threshold;
   char dir[1024];
   if (out_dir) snprintf(dir, sizeof dir, "%s", out_dir);
   else snprintf(dir, sizeof dir, "runs/%s-%s-s%lld", algo, env_name, (long long)seed);
@@ -454,30 +462,42 @@ int agrl_cmd_eval(int argc, char **argv) {
   int index = 0;
   int64_t episodes = 10, seed = 12345;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v = cli_value(argc, argv, i);
+#define NEEDS(bad, what) CLI_NEEDS(eval_usage, bad, what)
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       eval_usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--model") && v) model = argv[++i];
-    else if (!strcmp(a, "--env") && v) env_name = argv[++i];
-    else if (!strcmp(a, "--episodes") && v) {
-      if (cli_parse_i64(argv[++i], 1, 1000000, &episodes)) return cli_bad_usage(cmd, eval_usage, "--episodes needs a positive number");
-    } else if (!strcmp(a, "--seed") && v) {
-      if (cli_parse_i64(argv[++i], 0, INT64_MAX, &seed)) return cli_bad_usage(cmd, eval_usage, "--seed needs a whole number >= 0");
-    } else if (!strcmp(a, "--device") && v) {
-      if (cli_parse_device(argv[++i], &kind, &index)) return cli_bad_usage(cmd, eval_usage, "--device needs auto, cpu, cuda or cuda:N");
-    } else
-      return cli_bad_usage(cmd, eval_usage, v || a[0] != '-' ? "unknown option '%s'" : "%s needs a value", a);
+    } else if (!strcmp(a, "--model")) {
+      NEEDS(!*v, "a path");
+      model = v;
+    } else if (!strcmp(a, "--env")) {
+      NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
+      env_name = v;
+    } else if (!strcmp(a, "--episodes")) NEEDS(cli_parse_i64(v, 1, 1000000, &episodes), "a positive number up to 1000000");
+    else if (!strcmp(a, "--seed")) NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
+    else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else return cli_bad_usage(cmd, eval_usage, "unknown option '%s'", a);
+#undef NEEDS
   }
   if (!model) return cli_bad_usage(cmd, eval_usage, "--model FILE is required");
   ag_env *env = NULL;
   ag_status s = ag_env_create(env_name, &env);
-  if (s) return cli_bad_usage(cmd, eval_usage, "%s", ag_last_error());
+  if (s) return cli_bad_usage(cmd, eval_usage, "--env %s: %s", env_name, ag_last_error());
+  const ag_env_spec *spec = ag_env_get_spec(env);
+  if (spec->n_actions < 1) {
+    int rc = cli_bad_usage(cmd, eval_usage, "--env %s: %s's actions are continuous; a Q-network needs discrete ones", env_name,
+                           spec->id);
+    ag_env_free(env); /* after the message: spec belongs to env */
+    return rc;
+  }
   ag_ctx *ctx = NULL;
   ag_mlp *q = NULL;
   int rc = 1;
   double mean = 0, *rets = malloc((size_t)episodes * sizeof *rets);
-  if (!rets) goto done;
+  if (!rets) {
+    fprintf(stderr, "agrl eval: out of memory\n");
+    goto done;
+  }
   if ((s = ag_ctx_create(&ctx, kind, index))) {
     rc = cli_fail(cmd, "creating the context", s);
     goto done;
