@@ -109,7 +109,7 @@ ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
  *     ("truncated"), or longer ("trailing bytes");
  *   - (version 2) a parameter whose values fail their CRC-32;
  *   - a NaN or an infinity among the values (both versions).
- * Version-1 files pass every check but the CRCs, which they do not have.
+ * Version-1 files get every check but the CRCs, which they do not have.
  * The values go to the device in parts of at most 1 MB through one host
  * buffer. On failure nothing stays allocated and *out is not written.
  * AG_ERR_OUT_OF_MEMORY when a valid model does not fit on the device. */
