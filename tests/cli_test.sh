@@ -3,7 +3,8 @@
 # usage and exit code 2; a short training run is deterministic on the CPU,
 # writes its logs and network, and `agrl eval` loads the network; no shell
 # ever reads --out (quotes, $(...), backticks, ; and newlines in it run
-# nothing).
+# nothing); a path of any length is used whole; the files of a run that
+# failed are written whole.
 # (tests/cli_bad_input.sh tries every flag with every kind of bad value.)
 # usage: tests/cli_test.sh PATH_TO_AGRL
 set -u
@@ -145,6 +146,47 @@ if [ "$(cd "$inj" && printf '%s\0' * | LC_ALL=C sort -z | tr '\0' '|')" = "$(pri
   ok
 else
   bad "the runs with odd --out names left other files: $(cd "$inj" && printf '[%q] ' *)"
+fi
+
+# A path of more than 1023 bytes (it was cut at 1023 and the run wrote
+# elsewhere) is used whole.
+long=$tmp/long
+L=$(printf 'L%.0s' $(seq 200))
+p=$long/$L/$L/$L/$L/$L/$L
+"$AGRL" "${RUN[@]}" --out "$p" >"$tmp/long.txt" 2>&1 || { bad "training with a long --out"; cat "$tmp/long.txt"; }
+if [ ${#p} -gt 1023 ] && [ "$(listing "$p")" = "$files" ] && [ "$(find "$long" -type f | wc -l)" -eq "$(wc -l <<<"$files")" ]; then
+  ok
+else
+  bad "a --out of ${#p} bytes: its files are not all in it, or are elsewhere: $(find "$long" -type f | head -3)"
+fi
+# one the system refuses: an error naming --out
+p=$long/$(printf "$L/%.0s" $(seq 30))x
+"$AGRL" "${RUN[@]}" --out "$p" >"$tmp/long.txt" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && head -n1 "$tmp/long.txt" | grep -q "cannot create the --out directory .*File name too long"; then ok; else
+  bad "a --out of ${#p} bytes -> rc $rc: $(head -c 200 "$tmp/long.txt")"
+fi
+
+# A run that fails after training (its network cannot be written) keeps the
+# logs it wrote, whole; nothing is left under a temporary name.
+d=$tmp/failed
+mkdir -p "$d/q_network.agrl"
+"$AGRL" "${RUN[@]}" --out "$d" >"$tmp/failed.txt" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "saving the network failed" "$tmp/failed.txt" && [ "$(wc -l <"$d/episodes.csv")" -gt 5 ] &&
+   [ "$(head -n1 "$d/losses.csv")" = "step,updates,loss,mean20" ] && [ "$(listing "$d")" = "$(printf '%s\n' episodes.csv losses.csv q_network.agrl)" ]; then
+  ok
+else
+  bad "a run whose network cannot be saved -> rc $rc, files [$(listing "$d" | tr '\n' ' ')]: $(tail -n2 "$tmp/failed.txt")"
+fi
+# one that fails before it logs anything leaves an earlier run's files as they were
+d=$tmp/earlier
+"$AGRL" "${RUN[@]}" --out "$d" >/dev/null 2>&1
+cp "$d/episodes.csv" "$tmp/earlier.csv"
+"$AGRL" "${RUN[@]}" --device cuda:1023 --out "$d" >"$tmp/earlier.txt" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && cmp -s "$d/episodes.csv" "$tmp/earlier.csv" && [ "$(listing "$d")" = "$files" ]; then ok; else
+  bad "a run that failed at the start -> rc $rc, changed the earlier run's files: [$(listing "$d" | tr '\n' ' ')]"
 fi
 
 echo "$pass passed, $fails failed"

@@ -3,7 +3,10 @@
  * train: DQN on a built-in environment, with a live progress line, a final
  * summary, and in --out: episodes.csv, losses.csv, summary.json, the
  * learning curve (learning_curve.png, drawn by matplotlib) and the trained
- * Q-network (q_network.agrl) that `agrl eval` loads.
+ * Q-network (q_network.agrl) that `agrl eval` loads. Every file is written
+ * under a temporary name and renamed over its target when whole, so a
+ * reader never sees half a file and an older run's file stays until the new
+ * one is complete.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 
 #include "agrl/agent.h"
 #include "cli/cli.h"
+#include "core/internal.h"
 
 extern char **environ;
 
@@ -113,23 +117,70 @@ static int parse_hidden(const char *s, ag_dqn_config *c) {
   return 0;
 }
 
-/* mkdir -p */
+/* mkdir -p; any length the system takes (errno tells why not) */
 static int make_dirs(const char *path) {
-  char buf[1024];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
-  for (char *p = buf + 1; *p; p++)
+  char *buf = strdup(path);
+  if (!buf) return -1;
+  int rc = 0;
+  for (char *p = buf + 1; *p && !rc; p++)
     if (*p == '/') {
       *p = '\0';
-      if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+      if (mkdir(buf, 0777) && errno != EEXIST) rc = -1;
       *p = '/';
     }
-  return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+  if (!rc && mkdir(buf, 0777) && errno != EEXIST) rc = -1;
+  int e = errno;
+  free(buf);
+  errno = e;
+  return rc;
+}
+
+/* A file of the run written whole: DIR/NAME under a temporary name until
+ * commit. Prints why not and returns -1 when it cannot be created. */
+static int open_whole(ag__afile *a, const char *dir, const char *name) {
+  memset(a, 0, sizeof *a);
+  char *p = cli_path(dir, name);
+  if (!p) {
+    fprintf(stderr, "agrl train: out of memory\n");
+    return -1;
+  }
+  ag_status s = ag__afile_open(a, p, "train");
+  free(p);
+  if (s) fprintf(stderr, "agrl %s\n", ag_last_error());
+  return s ? -1 : 0;
+}
+
+/* Ends a file written whole: renamed over its target when keep (and it was
+ * all written), else removed. Returns -1, with a message, when it failed. */
+static int close_whole(ag__afile *a, int keep) {
+  if (!a->f) return 0;
+  if (!keep) {
+    ag__afile_abort(a);
+    return 0;
+  }
+  if (ag__afile_commit(a, "train")) {
+    fprintf(stderr, "agrl %s\n", ag_last_error());
+    return -1;
+  }
+  return 0;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
 }
 
 /* ---- the run's state, for the callback ---- */
 
 typedef struct run {
-  FILE *episodes, *losses;
+  FILE *episodes, *losses; /* NULL: not logged (another rank than 0) */
+  int64_t rows;            /* lines logged, both files */
   int progress, tty;
   int64_t total;
   double t0, last_print, stop_at;
@@ -154,15 +205,21 @@ static int on_event(const ag_train_event *ev, void *user) {
   run *r = user;
   r->last = *ev;
   if (ev->kind == AG_TRAIN_EPISODE) {
-    fprintf(r->episodes, "%lld,%lld,%.6g,%lld,%d,%.6g,%.6g,%lld\n", (long long)ev->episodes, (long long)ev->step,
-            ev->episode_return, (long long)ev->episode_length, ev->truncated, ev->mean_return, (double)ev->epsilon,
-            (long long)ev->updates);
+    if (r->episodes) {
+      fprintf(r->episodes, "%lld,%lld,%.6g,%lld,%d,%.6g,%.6g,%lld\n", (long long)ev->episodes, (long long)ev->step,
+              ev->episode_return, (long long)ev->episode_length, ev->truncated, ev->mean_return, (double)ev->epsilon,
+              (long long)ev->updates);
+      r->rows++;
+    }
     if (ev->episodes >= 20 && ev->mean_return > r->best_mean) r->best_mean = ev->mean_return;
     if (r->solved_at < 0 && ev->episodes >= 20 && ev->mean_return >= r->stop_at) r->solved_at = ev->step;
   } else {
     r->last_loss = ev->loss;
-    fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates, (double)ev->loss,
-            ev->mean_return);
+    if (r->losses) {
+      fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates, (double)ev->loss,
+              ev->mean_return);
+      r->rows++;
+    }
   }
   double t = cli_now_s();
   if (r->progress && t - r->last_print > (r->tty ? 0.25 : 5.0)) {
@@ -235,6 +292,21 @@ static int plot_curve(const char *dir, const char *title) {
     if (run_quiet(argv) == 0) return 0;
   }
   return -1;
+}
+
+/* A new string of printf's output, or NULL when out of memory. */
+static char *format_new(const char *fmt, ...) AG__PRINTF(1, 2);
+static char *format_new(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = n < 0 ? NULL : malloc((size_t)n + 1);
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
 }
 
 int agrl_cmd_train(int argc, char **argv) {
@@ -340,18 +412,29 @@ int agrl_cmd_train(int argc, char **argv) {
     return rc;
   }
   double stop_at = stop_given ? stop_value : isnan(spec->reward_threshold) ? INFINITY : spec->reward_threshold;
-  char dir[1024];
-  if (out_dir) snprintf(dir, sizeof dir, "%s", out_dir);
-  else snprintf(dir, sizeof dir, "runs/%s-%s-s%lld", algo, env_name, (long long)seed);
-  if (lead && make_dirs(dir)) {
+  /* the directory as given, whatever its length: a path is never cut */
+  char *dir = out_dir ? strdup(out_dir) : format_new("runs/%s-%s-s%lld", algo, env_name, (long long)seed);
+  if (!dir) {
     ag_vec_env_free(env);
-    fprintf(stderr, "agrl train: cannot create the directory %s: %s\n", dir, strerror(errno));
+    fprintf(stderr, "agrl train: out of memory\n");
+    return 1;
+  }
+  if (lead && make_dirs(dir)) {
+    int e = errno;
+    fprintf(stderr, "agrl train: cannot create the %sdirectory %s: %s\n", out_dir ? "--out " : "", dir, strerror(e));
+    ag_vec_env_free(env);
+    free(dir);
     return 1;
   }
 
   ag_ctx *ctx = NULL;
   ag_dist *group = NULL;
   ag_dqn *dqn = NULL;
+  ag__afile ep_log, loss_log, summary;
+  memset(&ep_log, 0, sizeof ep_log);
+  memset(&loss_log, 0, sizeof loss_log);
+  memset(&summary, 0, sizeof summary);
+  char *path = NULL;
   run r;
   memset(&r, 0, sizeof r);
   r.solved_at = -1;
@@ -360,7 +443,6 @@ int agrl_cmd_train(int argc, char **argv) {
   r.total = steps;
   r.progress = !quiet;
   r.tty = isatty(2);
-  char path[1200];
   int rc = 1;
   if ((s = ag_ctx_create(&ctx, kind, index))) {
     rc = cli_fail(cmd, "creating the context", s);
@@ -376,22 +458,16 @@ int agrl_cmd_train(int argc, char **argv) {
     goto done;
   }
   if (!lead) { /* another rank trains in step with rank 0, which reports */
-    r.episodes = fopen("/dev/null", "w");
-    r.losses = fopen("/dev/null", "w");
     r.stop_at = INFINITY;
-    if (!r.episodes || !r.losses) goto done;
     if ((s = ag_dqn_learn(dqn, env, steps, on_event, &r))) rc = cli_fail(cmd, "training", s);
     else rc = 0;
     goto done;
   }
-  snprintf(path, sizeof path, "%s/episodes.csv", dir);
-  r.episodes = fopen(path, "w");
-  snprintf(path, sizeof path, "%s/losses.csv", dir);
-  r.losses = fopen(path, "w");
-  if (!r.episodes || !r.losses) {
-    fprintf(stderr, "agrl train: cannot write logs in %s\n", dir);
-    goto done;
-  }
+  /* the logs grow under temporary names and are renamed when the run ends,
+   * also when it failed part-way: what it logged is kept */
+  if (open_whole(&ep_log, dir, "episodes.csv") || open_whole(&loss_log, dir, "losses.csv")) goto done;
+  r.episodes = ep_log.f;
+  r.losses = loss_log.f;
   fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
   fprintf(r.losses, "step,updates,loss,mean20\n");
   char devs[160];
@@ -408,27 +484,30 @@ int agrl_cmd_train(int argc, char **argv) {
     goto done;
   }
   if (r.progress) print_progress(&r, 1);
-  snprintf(path, sizeof path, "%s/q_network.agrl", dir);
+  r.episodes = r.losses = NULL;
+  if (close_whole(&ep_log, 1) | close_whole(&loss_log, 1)) goto done;
+  if (!(path = cli_path(dir, "q_network.agrl"))) {
+    fprintf(stderr, "agrl train: out of memory\n");
+    goto done;
+  }
   if ((s = ag_mlp_save(ag_dqn_q(dqn), path))) {
     rc = cli_fail(cmd, "saving the network", s);
     goto done;
   }
-  fclose(r.episodes);
-  fclose(r.losses);
-  r.episodes = r.losses = NULL;
   double sps = wall > 0 ? (double)r.last.step / wall : 0;
-  snprintf(path, sizeof path, "%s/summary.json", dir);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fprintf(f,
-            "{\"algo\": \"dqn\", \"env\": \"%s\", \"device\": \"%s\", \"gpus\": %lld, \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
-            " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
-            " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f}\n",
-            spec->id, devs, (long long)(worker ? world : 1), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
-            (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
-            (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps);
-    fclose(f);
-  }
+  if (open_whole(&summary, dir, "summary.json")) goto done;
+  fprintf(summary.f, "{\"algo\": \"dqn\", \"env\": ");
+  json_str(summary.f, spec->id);
+  fprintf(summary.f, ", \"device\": ");
+  json_str(summary.f, devs);
+  fprintf(summary.f,
+          ", \"gpus\": %lld, \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
+          " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
+          " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f}\n",
+          (long long)(worker ? world : 1), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
+          (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
+          (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps);
+  if (close_whole(&summary, 1)) goto done;
   char title[256];
   snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
   int plotted = plot_curve(dir, title) == 0;
@@ -446,8 +525,12 @@ int agrl_cmd_train(int argc, char **argv) {
   if (plotted) printf("    %s/learning_curve.png\n", dir);
   rc = 0;
 done:
-  if (r.episodes) fclose(r.episodes);
-  if (r.losses) fclose(r.losses);
+  /* a run that failed keeps the logs it wrote; none were written: the
+   * files of an earlier run stay as they were */
+  if (close_whole(&ep_log, r.rows > 0) | close_whole(&loss_log, r.rows > 0)) rc = 1;
+  ag__afile_abort(&summary);
+  free(path);
+  free(dir);
   ag_dqn_free(dqn);
   ag_dist_free(group);
   ag_vec_env_free(env);
