@@ -4,7 +4,7 @@
 # writes its logs and network, and `agrl eval` loads the network; no shell
 # ever reads --out (quotes, $(...), backticks, ; and newlines in it run
 # nothing); a path of any length is used whole; the files of a run that
-# failed are written whole.
+# failed or was stopped by a signal are written whole.
 # (tests/cli_bad_input.sh tries every flag with every kind of bad value.)
 # usage: tests/cli_test.sh PATH_TO_AGRL
 set -u
@@ -187,6 +187,27 @@ cp "$d/episodes.csv" "$tmp/earlier.csv"
 rc=$?
 if [ $rc -eq 1 ] && cmp -s "$d/episodes.csv" "$tmp/earlier.csv" && [ "$(listing "$d")" = "$files" ]; then ok; else
   bad "a run that failed at the start -> rc $rc, changed the earlier run's files: [$(listing "$d" | tr '\n' ' ')]"
+fi
+
+# SIGTERM stops a run of the most steps (1e11) after the step in progress:
+# it writes its files whole and exits with 143.
+d=$tmp/stopped
+"$AGRL" train --steps 100000000000 --stop-at none --device cpu --quiet --hidden 16 --learning-starts 100 --out "$d" \
+  >"$tmp/stopped.txt" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+  [ -n "$(find "$d" -name 'losses.csv.tmp*' 2>/dev/null)" ] && break
+  sleep 0.1
+done
+sleep 1
+kill -TERM $pid
+wait $pid
+rc=$?
+if [ $rc -eq 143 ] && grep -q '"interrupted": true' "$d/summary.json" && [ "$(wc -l <"$d/episodes.csv")" -gt 5 ] &&
+   [ "$(listing "$d")" = "$files" ] && grep -q "interrupted by signal 15" "$tmp/stopped.txt"; then
+  ok
+else
+  bad "SIGTERM -> rc $rc, files [$(listing "$d" | tr '\n' ' ')]: $(tail -n3 "$tmp/stopped.txt")"
 fi
 
 echo "$pass passed, $fails failed"

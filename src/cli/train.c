@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,7 +65,8 @@ static void train_usage(FILE *f) {
           "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
           "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
-          "%lld; --gradient-steps at most %d.\n",
+          "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
+          "the step in progress, writes its files and exits with 130 (SIGINT) or 143 (SIGTERM).\n",
           MAX_STEPS, (double)c.lr, (double)c.gamma, (long long)c.batch_size, (long long)c.buffer_size,
           (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
           (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
@@ -176,12 +178,35 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* ---- stopping on a signal ---- */
+
+/* SIGINT or SIGTERM received (0: none). The training loop stops at the next
+ * event and the run's files are written as at any other end; the handler is
+ * reset once it ran, so a second signal ends the process at once. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void) {
+  static const int sigs[2] = {SIGINT, SIGTERM};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  for (int i = 0; i < 2; i++) {
+    struct sigaction old;
+    /* a signal the caller ignores (a background job's SIGINT) stays ignored */
+    if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+  }
+}
+
 /* ---- the run's state, for the callback ---- */
 
 typedef struct run {
   FILE *episodes, *losses; /* NULL: not logged (another rank than 0) */
   int64_t rows;            /* lines logged, both files */
-  int progress, tty;
+  int progress, tty, stopped;
   int64_t total;
   double t0, last_print, stop_at;
   double best_mean;
@@ -226,7 +251,8 @@ static int on_event(const ag_train_event *ev, void *user) {
     r->last_print = t;
     print_progress(r, 0);
   }
-  return r->solved_at >= 0 && !isinf(r->stop_at);
+  if ((r->solved_at >= 0 && !isinf(r->stop_at)) || stop_signal) r->stopped = 1;
+  return r->stopped;
 }
 
 /* ---- the learning curve ---- */
@@ -444,6 +470,9 @@ int agrl_cmd_train(int argc, char **argv) {
   r.progress = !quiet;
   r.tty = isatty(2);
   int rc = 1;
+  /* a worker is stopped by its launcher, which stops them all: one that
+   * stopped on its own would leave the others waiting for it */
+  if (!worker) catch_stop_signals();
   if ((s = ag_ctx_create(&ctx, kind, index))) {
     rc = cli_fail(cmd, "creating the context", s);
     goto done;
@@ -479,6 +508,8 @@ int agrl_cmd_train(int argc, char **argv) {
   r.t0 = cli_now_s();
   s = ag_dqn_learn(dqn, env, steps, on_event, &r);
   double wall = cli_now_s() - r.t0;
+  /* stopped by a signal (one after the last step changes nothing) */
+  int interrupted = r.stopped ? (int)stop_signal : 0;
   if (s) {
     rc = cli_fail(cmd, "training", s);
     goto done;
@@ -503,10 +534,10 @@ int agrl_cmd_train(int argc, char **argv) {
   fprintf(summary.f,
           ", \"gpus\": %lld, \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
           " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
-          " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f}\n",
+          " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f, \"interrupted\": %s}\n",
           (long long)(worker ? world : 1), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
           (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
-          (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps);
+          (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps, interrupted ? "true" : "false");
   if (close_whole(&summary, 1)) goto done;
   char title[256];
   snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
@@ -515,6 +546,7 @@ int agrl_cmd_train(int argc, char **argv) {
          (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
+  if (interrupted) printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)r.last.step);
   if (!isinf(stop_at)) {
     if (r.solved_at >= 0) printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
     else printf("  not solved: mean20 stayed below %g\n", stop_at);
@@ -523,7 +555,8 @@ int agrl_cmd_train(int argc, char **argv) {
   printf("  network: %s/q_network.agrl (agrl eval --model %s/q_network.agrl --env %s)\n", dir, dir, env_name);
   printf("  learning curve: %s\n", plotted ? "written to learning_curve.png" : "not drawn (python3 with matplotlib is missing)");
   if (plotted) printf("    %s/learning_curve.png\n", dir);
-  rc = 0;
+  /* stopped by a signal: the status a shell expects of it */
+  rc = interrupted ? 128 + interrupted : 0;
 done:
   /* a run that failed keeps the logs it wrote; none were written: the
    * files of an earlier run stay as they were */
