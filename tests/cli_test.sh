@@ -138,7 +138,7 @@ names=("q'uote" 'dq"uote' "sp ace" '$(touch X1)' '`touch X2`' 'semi;touch X3;' $
        'a"; touch X5; "b' $'all \' " $(touch X6) `touch X7`; touch X8 \n\tend')
 for n in "${names[@]}"; do
   (cd "$inj" && "$AGRL" "${RUN[@]}" --out "$n") >"$tmp/inj.txt" 2>&1 || { bad "training with --out $(printf %q "$n")"; cat "$tmp/inj.txt"; }
-  if [ -d "$inj/$n" ] && [ "$(listing "$inj/$n")" = "$files" ]; then ok; else
+  if [ -d "$inj/$n" ] && [ "$(listing "$inj/$n")" = "$files" ] && grep -q '"steps": 300,' "$inj/$n/summary.json"; then ok; else
     bad "--out $(printf %q "$n"): the directory holds [$(listing "$inj/$n" 2>&1 | tr '\n' ' ')]"
   fi
 done
@@ -190,9 +190,10 @@ if [ $rc -eq 1 ] && cmp -s "$d/episodes.csv" "$tmp/earlier.csv" && [ "$(listing 
 fi
 
 # SIGTERM stops a run of the most steps (1e11) after the step in progress:
-# it writes its files whole and exits with 143.
+# it writes its files whole and exits with 143. Its progress line gives the
+# ETA in hours or days, not in millions of seconds.
 d=$tmp/stopped
-"$AGRL" train --steps 100000000000 --stop-at none --device cpu --quiet --hidden 16 --learning-starts 100 --out "$d" \
+"$AGRL" train --steps 100000000000 --stop-at none --device cpu --hidden 16 --learning-starts 100 --out "$d" \
   >"$tmp/stopped.txt" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
@@ -204,10 +205,19 @@ kill -TERM $pid
 wait $pid
 rc=$?
 if [ $rc -eq 143 ] && grep -q '"interrupted": true' "$d/summary.json" && [ "$(wc -l <"$d/episodes.csv")" -gt 5 ] &&
-   [ "$(listing "$d")" = "$files" ] && grep -q "interrupted by signal 15" "$tmp/stopped.txt"; then
+   [ "$(listing "$d")" = "$files" ] && grep -q "interrupted by signal 15" "$tmp/stopped.txt" &&
+   grep -q "^step .* | ETA  *[0-9.]*[hd]$" "$tmp/stopped.txt"; then
   ok
 else
   bad "SIGTERM -> rc $rc, files [$(listing "$d" | tr '\n' ' ')]: $(tail -n3 "$tmp/stopped.txt")"
+fi
+
+# the steps a run reports are the steps it took: --n-envs 7 takes 7 at a
+# time, so --steps 300 ends at 301 (it reported the step of the last event)
+d=$tmp/steps
+"$AGRL" "${RUN[@]}" --n-envs 7 --out "$d" >"$tmp/steps.txt" 2>&1
+if grep -q '"steps": 301,' "$d/summary.json" && grep -q "^agrl train: 301 steps" "$tmp/steps.txt"; then ok; else
+  bad "--steps 300 --n-envs 7: $(head -c 300 "$d/summary.json")"
 fi
 
 echo "$pass passed, $fails failed"

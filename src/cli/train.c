@@ -216,12 +216,21 @@ typedef struct run {
   float last_loss;
 } run;
 
+/* Seconds left as "1234s", "12.3h" or "45d": a long run's ETA stays short. */
+static void format_eta(char *buf, size_t n, double s) {
+  if (s < 9999.5) snprintf(buf, n, "%4.0fs", s);
+  else if (s < 99.95 * 3600) snprintf(buf, n, "%4.1fh", s / 3600);
+  else snprintf(buf, n, "%4.0fd", s / 86400);
+}
+
 static void print_progress(run *r, int final) {
   double el = cli_now_s() - r->t0, sps = el > 0 ? (double)r->last.step / el : 0;
   double eta = sps > 0 ? (double)(r->total - r->last.step) / sps : 0;
-  fprintf(stderr, "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %4.0fs%s",
+  char eta_s[32];
+  format_eta(eta_s, sizeof eta_s, final || eta < 0 ? 0.0 : eta);
+  fprintf(stderr, "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %s%s",
           r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
-          r->last.mean_return, (double)r->last_loss, (double)r->last.epsilon, sps, final ? 0.0 : eta,
+          r->last.mean_return, (double)r->last_loss, (double)r->last.epsilon, sps, eta_s,
           r->tty && !final ? "   " : "\n");
   fflush(stderr);
 }
@@ -514,6 +523,11 @@ int agrl_cmd_train(int argc, char **argv) {
     rc = cli_fail(cmd, "training", s);
     goto done;
   }
+  /* the steps taken: the loop takes n_envs (x GPUs) at a time and ends at
+   * the first multiple at or past --steps, unless a stop came at an event */
+  int64_t per = n_envs * (worker ? world : 1);
+  int64_t taken = r.stopped ? r.last.step : (steps + per - 1) / per * per;
+  r.last.step = taken;
   if (r.progress) print_progress(&r, 1);
   r.episodes = r.losses = NULL;
   if (close_whole(&ep_log, 1) | close_whole(&loss_log, 1)) goto done;
@@ -525,7 +539,7 @@ int agrl_cmd_train(int argc, char **argv) {
     rc = cli_fail(cmd, "saving the network", s);
     goto done;
   }
-  double sps = wall > 0 ? (double)r.last.step / wall : 0;
+  double sps = wall > 0 ? (double)taken / wall : 0;
   if (open_whole(&summary, dir, "summary.json")) goto done;
   fprintf(summary.f, "{\"algo\": \"dqn\", \"env\": ");
   json_str(summary.f, spec->id);
@@ -535,18 +549,18 @@ int agrl_cmd_train(int argc, char **argv) {
           ", \"gpus\": %lld, \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
           " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
           " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f, \"interrupted\": %s}\n",
-          (long long)(worker ? world : 1), (long long)seed, (long long)r.last.step, (long long)r.last.episodes,
+          (long long)(worker ? world : 1), (long long)seed, (long long)taken, (long long)r.last.episodes,
           (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
           (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps, interrupted ? "true" : "false");
   if (close_whole(&summary, 1)) goto done;
   char title[256];
   snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
   int plotted = plot_curve(dir, title) == 0;
-  printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n", (long long)r.last.step,
+  printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n", (long long)taken,
          (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
-  if (interrupted) printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)r.last.step);
+  if (interrupted) printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)taken);
   if (!isinf(stop_at)) {
     if (r.solved_at >= 0) printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
     else printf("  not solved: mean20 stayed below %g\n", stop_at);
