@@ -57,7 +57,12 @@ if has test; then
   AGRL_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -j4 -V -LE 'slow|valgrind' -E dist_mp > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/ctest.log" | tail -25
   python3 scripts/count_tests.py "$OUT/ctest.log" | tee "$OUT/test_counts.txt"
+  grep -E '(^|: )faults(\.cuda|\.cpu)?:' "$OUT/ctest.log" | tee "$OUT/fault_sweep.txt"
   stamp "tests done"; pack
+  # the soak on the GPU, shortened (AGRL_SLOW=1 make test runs the whole one on the CPU)
+  AGRL_SOAK_ADDS=2000000 AGRL_SOAK_SAMPLES=200000 timeout 300 "$BUILD/tests/test_soak" cuda > "$OUT/soak_cuda.log" 2>&1 || status=1
+  grep -E '^soak: RSS|PASSED|FAILED' "$OUT/soak_cuda.log"
+  stamp "soak done"; pack
 fi
 if has train; then
   # acceptance on the GPU (the update replayed as a CUDA graph), then the same
@@ -110,6 +115,16 @@ if has sanitize; then
       "$BUILD/tests/test_$t" cuda $f > "$OUT/memcheck_$t.log" 2>&1
     echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
   done
+  # calls that fail change nothing, and the fault sweep (the device switch's
+  # sites included), every 4th occurrence under the sanitizer
+  timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+    "$BUILD/tests/test_atomic" cuda > "$OUT/memcheck_atomic.log" 2>&1
+  echo "memcheck atomic: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_atomic.log" | tail -1)"
+  AGRL_FAULT_STRIDE=4 timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+    "$BUILD/tests/test_faults" cuda > "$OUT/memcheck_faults.log" 2>&1
+  echo "memcheck faults: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_faults.log" | tail -1)"
+  grep -E '^faults' "$OUT/memcheck_faults.log"
+  pack
   # the fused update's shared-memory traffic
   timeout 180 compute-sanitizer --tool racecheck --error-exitcode 3 "$BUILD/tests/test_agent" cuda 'dqn_fused*' \
     > "$OUT/racecheck_agent.log" 2>&1

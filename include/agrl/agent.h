@@ -68,11 +68,13 @@ void ag_dqn_free(ag_dqn *d);
 float ag_dqn_epsilon(const ag_dqn *d, int64_t step);
 
 /* Actions for n observations (n x obs_dim floats, one observation after the
- * other): greedy, or epsilon-greedy at `step` when explore is set. */
+ * other): greedy, or epsilon-greedy at `step` when explore is set. On error
+ * `actions` is not written and the exploration stream has not moved. */
 ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions);
 
 /* Stores n transitions (next_obs: the true last observation of an episode
- * that ended, see ag_vec_env_step's final_obs). */
+ * that ended, see ag_vec_env_step's final_obs). All or nothing, as
+ * ag_replay_add. */
 ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
                        const float *next_obs, const int *terminated, int n);
 
@@ -148,7 +150,11 @@ typedef struct ag_train_event {
 /* Called for every event; return nonzero to stop the run. */
 typedef int (*ag_train_callback)(const ag_train_event *ev, void *user);
 
-/* Trains on a vector environment for total_steps environment steps. */
+/* Trains on a vector environment for total_steps environment steps.
+ * Each step's calls (act, the environments' step, store, train) are all or
+ * nothing, but the run is not: on error the steps taken so far stay taken
+ * (the environments have moved, transitions are stored, updates applied),
+ * and the status is that of the call that failed. */
 ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user);
 
 /* Mean return of `episodes` greedy episodes of a Q-network on an environment

@@ -44,8 +44,15 @@ void ag_replay_free(ag_replay *r);
 
 /* Appends k transitions. data[i] holds field i for the k transitions,
  * transition by transition (k * width values of the field's dtype). Values
- * must fit the storage dtype. Oldest transitions are overwritten when full.
- * On error nothing is written. */
+ * must fit the storage dtype; integer fields are stored exactly in integer
+ * storage. Oldest transitions are overwritten when full.
+ * All or nothing: the columns (two parts when the ring wraps), the size
+ * on the device and, with prioritized sampling, the new priorities are
+ * written only after everything that can fail has succeeded; on error the
+ * table, its size, position and priorities are as before. Only a device
+ * error while the parts are sent can leave some columns written: the table
+ * then refuses every later add, sample and gather with AG_ERR_STATE (free
+ * it). */
 ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
 
 int64_t ag_replay_size(const ag_replay *r);     /* valid transitions */

@@ -5,7 +5,16 @@
  * message says in one sentence what was wrong (which argument, which columns,
  * how many MB ...); it stays until the next failure on that thread.
  * A call that fails changes nothing that the caller can observe, unless its
- * comment says otherwise.
+ * comment says otherwise, and writes none of its out-parameters: a handle
+ * or value passed by address keeps what it held. Calls that change state in
+ * several steps (a ring write of two parts, a run of updates) do every step
+ * that can fail (allocation, residency after a device switch, recording)
+ * before the first change; what can still fail after it is only the device
+ * itself (an error of the CUDA driver). Where such an error leaves an object
+ * half changed, the object's header says what is left, and the object
+ * refuses every later call with AG_ERR_STATE.
+ * ag_ctx_inject_fault (agrl/ctx.h) makes allocations and transfers fail on
+ * purpose, so that tests can check all of this.
  */
 #ifndef AGRL_STATUS_H
 #define AGRL_STATUS_H

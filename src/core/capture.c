@@ -316,9 +316,9 @@ ag_status ag_capture_read_at(const ag_capture *c, int i, ag_buffer **buf, ag_ten
   if (i < 0 || i >= c->n_reads)
     return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_capture_read_at: read %d requested, the recording has %d", i, c->n_reads);
   ag__store *s = c->reads[i].store;
+  if (!s) return ag__fail(AG_ERR_FREED, "ag_capture_read_at: read %d has been freed", i);
   *buf = NULL;
   *tensor = NULL;
-  if (!s) return ag__fail(AG_ERR_FREED, "ag_capture_read_at: read %d has been freed", i);
   if (s->owner_kind == AG__OWNER_BUFFER) *buf = s->owner;
   else *tensor = s->owner;
   return AG_OK;

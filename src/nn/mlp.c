@@ -157,6 +157,13 @@ static ag_status axpby(ag_mlp *dst, const ag_mlp *src, float a, float b, const c
   ag_status s = same_sizes(dst, src, fn);
   if (s) return s;
   int n = 2 * dst->n_layers;
+  /* every parameter resident first (after a device switch each is uploaded
+   * here): with more than AG__MT_MAX of them the launches below are several,
+   * and past this loop only the device can fail between them */
+  for (int k = 0; k < n; k++) {
+    void *p;
+    if ((s = ag__tensor_ptr(dst->params[k], &p)) || (s = ag__tensor_ptr(src->params[k], &p))) return s;
+  }
   for (int k0 = 0; k0 < n; k0 += AG__MT_MAX) {
     ag__axpby_args x;
     memset(&x, 0, sizeof x);
