@@ -118,12 +118,16 @@ def main():
     ours, peers, problems, verdicts = [], [], [], []
 
     def save():
-        if json_out:
-            with open(json_out, "w") as f:
+        if json_out:  # written whole under a temporary name, then renamed over the old one
+            tmp = f"{json_out}.tmp{os.getpid()}"
+            with open(tmp, "w") as f:
                 json.dump({"device": dev, "agrl": ours, "peers": peers, "problems": problems,
                            "targets": verdicts}, f, indent=1)
+            os.replace(tmp, json_out)
 
     jf = os.path.join(build, f"agrl_bench_{dev}.jsonl")
+    if os.path.exists(jf):
+        os.remove(jf)  # agrl bench appends its rows: this run's only
     _, err = run_lines([os.path.join(build, "agrl"), "bench", "--device", dev, "--json", jf], env)
     if err:
         problems.append("agrl " + err)

@@ -29,7 +29,7 @@ for seed in $SEEDS; do
     sps=$(grep -o '"steps_per_s": [0-9.]*' "$s" 2>/dev/null | grep -o '[0-9.]*$')
     if [ "${at:--1}" -ge 0 ]; then solved[$g]=$((solved[$g] + 1)); ok=yes; else ok=no; fi
     printf "%-5s %-6s %-8s %-10s %-8s %-10s\n" "$g" $seed $ok "${at:--}" "${wall:--}" "${sps:--}"
-    rm -f "$d/q_network.agrl" "$d/plot_curve.py"
+    rm -f "$d/q_network.agrl"
   done
 done
 echo "one GPU: ${solved[1]} of $n seeds solved; $G GPUs (data-parallel): ${solved[$G]} of $n"

@@ -68,7 +68,7 @@ if has train; then
   # acceptance on the GPU (the update replayed as a CUDA graph), then the same
   # 20k steps with agrl and with a PyTorch DQN of the same hyper-parameters
   timeout 150 scripts/accept_dqn.sh "$BUILD/agrl" cuda "$OUT/accept_cuda" | tee "$OUT/accept_cuda.txt"
-  rm -f "$OUT"/accept_cuda/*/q_network.agrl "$OUT"/accept_cuda/*/plot_curve.py
+  rm -f "$OUT"/accept_cuda/*/q_network.agrl
   "$BUILD/agrl" train --device cuda --steps 20000 --stop-at none --quiet --out "$OUT/rate_agrl_cuda" > "$OUT/rate_agrl_cuda.txt" 2>&1
   grep -o '"steps_per_s": [0-9.]*' "$OUT/rate_agrl_cuda/summary.json" | sed 's/^/agrl cuda 20k: /'
   timeout 60 python3 bench/peers/torch_dqn_train.py --device cuda --total-steps 20000 > "$OUT/rate_torch_cuda.txt" 2>"$OUT/rate_torch_cuda.err"

@@ -503,7 +503,7 @@ static void bench_usage(FILE *f) {
           "  --filter TEXT  only rows whose name contains TEXT\n"
           "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
           "                 (for a profiler: few calls, same work)\n"
-          "  --json FILE    also write one JSON object a row to FILE\n");
+          "  --json FILE    also append one JSON object a row to FILE\n");
 }
 
 int agrl_cmd_bench(int argc, char **argv) {
@@ -534,9 +534,10 @@ int agrl_cmd_bench(int argc, char **argv) {
   b.iters = (int)iters;
   ag_status s = ag_ctx_create(&b.ctx, kind, index);
   if (s) return cli_fail(cmd, "creating the context", s);
-  /* streamed, not renamed into place when whole: bench/compare.py reads the
-   * rows measured before a crash or its timeout from this file */
-  if (json && !(b.json = fopen(json, "w"))) {
+  /* a log of rows, appended to as they are measured (never truncated):
+   * bench/compare.py removes it first and reads the rows measured before a
+   * crash or its timeout from it */
+  if (json && !(b.json = fopen(json, "a"))) {
     fprintf(stderr, "agrl bench: cannot write %s: %s\n", json, strerror(errno));
     ag_ctx_free(b.ctx);
     return 1;
