@@ -116,11 +116,11 @@ if has sanitize; then
     echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
   done
   # calls that fail change nothing, and the fault sweep (the device switch's
-  # sites included), every 4th occurrence under the sanitizer
+  # sites included), every 16th occurrence under the sanitizer
   timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
     "$BUILD/tests/test_atomic" cuda > "$OUT/memcheck_atomic.log" 2>&1
   echo "memcheck atomic: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_atomic.log" | tail -1)"
-  AGRL_FAULT_STRIDE=4 timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+  AGRL_FAULT_STRIDE=16 timeout 240 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
     "$BUILD/tests/test_faults" cuda > "$OUT/memcheck_faults.log" 2>&1
   echo "memcheck faults: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_faults.log" | tail -1)"
   grep -E '^faults' "$OUT/memcheck_faults.log"
