@@ -100,6 +100,10 @@ ag_status ag_ctx_sync(ag_ctx *ctx) {
 ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out) {
   if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: ctx and out must not be NULL");
   if (bytes == 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: bytes = 0");
+  size_t avail = 0, total = 0; /* more than the machine has is refused without asking the driver */
+  if (ag__cpu_backend()->mem_info(NULL, &avail, &total) == AG_OK && bytes > total)
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_host_alloc: %zu bytes (%.1f MB) is more than the host's %.1f MB of memory",
+                    bytes, AG__MB(bytes), AG__MB(total));
   void *p = NULL;
   ag_status s = ctx->be->host_alloc(ctx->st, bytes, &p);
   if (s) {
