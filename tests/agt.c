@@ -41,3 +41,15 @@ float *agt_read_f32(const ag_tensor *t) {
   agt_ok(ag_tensor_read(t, v, n * sizeof *v));
   return v;
 }
+
+ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint64_t seed, int fused) {
+  ag_dqn_config c = ag_dqn_defaults();
+  c.n_hidden = 1;
+  c.hidden[0] = hidden;
+  c.batch_size = batch;
+  c.buffer_size = buffer;
+  c.learning_starts = 0;
+  c.seed = seed;
+  c.fused = fused;
+  return c;
+}

@@ -61,6 +61,10 @@ static inline float agt_uniform(agt_rng *r, float lo, float hi) {
 }
 static inline int64_t agt_below(agt_rng *r, int64_t n) { return (int64_t)(agt_next(r) % (uint64_t)n); }
 
+/* A small DQN's configuration: one hidden layer of `hidden`, batches of
+ * `batch` from a table of `buffer`, training from the first step. */
+ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint64_t seed, int fused);
+
 /* Reads a whole f32 tensor into a new malloc'd array. */
 float *agt_read_f32(const ag_tensor *t);
 

@@ -266,17 +266,7 @@ static void a_failed_add_keeps_the_size(void **state) {
 
 /* ---- all or nothing: the DQN ---- */
 
-static ag_dqn_config tiny_config(int fused) {
-  ag_dqn_config c = ag_dqn_defaults();
-  c.n_hidden = 1;
-  c.hidden[0] = 8;
-  c.batch_size = 4;
-  c.buffer_size = 16;
-  c.learning_starts = 0;
-  c.seed = 3;
-  c.fused = fused;
-  return c;
-}
+static ag_dqn_config tiny_config(int fused) { return agt_dqn_config(8, 4, 16, 3, fused); }
 
 static void fill_dqn(ag_dqn *d, int n) {
   agt_rng g = {7};

@@ -297,14 +297,7 @@ static ag_status fit_step(ag_ctx *ctx, void *user) {
 }
 
 static ag_dqn_config small_dqn(int fused) {
-  ag_dqn_config c = ag_dqn_defaults();
-  c.n_hidden = 1;
-  c.hidden[0] = 6;
-  c.batch_size = 3;
-  c.buffer_size = 8;
-  c.learning_starts = 0;
-  c.seed = 11;
-  c.fused = fused;
+  ag_dqn_config c = agt_dqn_config(6, 3, 8, 11, fused);
   c.tau = fused ? 1.0f : 0.5f;
   return c;
 }
