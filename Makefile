@@ -12,7 +12,7 @@ gpu:
 	scripts/gpu_check.sh out
 
 format:
-	clang-format -i include/agrl/*.h src/*/*.c src/*/*.h src/cuda/*.cu tests/*.c tests/*.h bench/*.c bench/*.h
+	scripts/format.sh
 
 clean:
 	rm -rf build build-asan build-gpu

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing agrl needs on Debian/Ubuntu, when it is
 # missing: a C compiler, CMake, cmocka, OpenBLAS (with cblas.h), valgrind,
-# Python with matplotlib for the learning curves, and clang with its
+# Python with matplotlib for the learning curves, clang-format for the
+# format check, and clang with its
 # libFuzzer and sanitizer runtimes for the fuzzing stage (scripts/fuzz.sh).
 # The CUDA toolkit is used when present (nvcc on PATH or /usr/local/cuda).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev valgrind python3 python3-matplotlib \
-         clang-14 libclang-rt-14-dev; do
+         clang-14 clang-format-14 libclang-rt-14-dev; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

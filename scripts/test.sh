@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, then
+# Runs every test: installs what is missing, checks the formatting, then
 #   1. a release build, all tests through CTest (CUDA tests skip without a GPU);
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA, its CPU tests under valgrind memcheck (leaks and
@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+echo "== format"
+scripts/format.sh --check | tail -3
 label_args=(-LE 'slow|valgrind')
 [ "${AGRL_SLOW:-0}" = 1 ] && label_args=(-LE valgrind)
 jobs=$(nproc)
