@@ -28,21 +28,20 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
 /* A context on the device under test (fails the test if it cannot). */
 ag_ctx *agt_ctx(void);
 
-#define agt_ok(expr)                                                                         \
-  do {                                                                                       \
-    ag_status agt_s_ = (expr);                                                               \
-    if (agt_s_ != AG_OK)                                                                     \
-      fail_msg("%s returned %s: %s", #expr, ag_status_name(agt_s_), ag_last_error());        \
+#define agt_ok(expr)                                                                                     \
+  do {                                                                                                   \
+    ag_status agt_s_ = (expr);                                                                           \
+    if (agt_s_ != AG_OK) fail_msg("%s returned %s: %s", #expr, ag_status_name(agt_s_), ag_last_error()); \
   } while (0)
 
 /* Asserts that expr fails with `status` and a message containing `part`. */
-#define agt_err(expr, status, part)                                                          \
-  do {                                                                                       \
-    ag_status agt_s_ = (expr);                                                               \
-    if (agt_s_ != (status))                                                                  \
-      fail_msg("%s returned %s, expected %s (message: %s)", #expr, ag_status_name(agt_s_),   \
-               ag_status_name(status), ag_last_error());                                     \
-    if (!strstr(ag_last_error(), (part)))                                                    \
+#define agt_err(expr, status, part)                                                           \
+  do {                                                                                        \
+    ag_status agt_s_ = (expr);                                                                \
+    if (agt_s_ != (status))                                                                   \
+      fail_msg("%s returned %s, expected %s (message: %s)", #expr, ag_status_name(agt_s_),    \
+               ag_status_name(status), ag_last_error());                                      \
+    if (!strstr(ag_last_error(), (part)))                                                     \
       fail_msg("%s: message \"%s\" does not contain \"%s\"", #expr, ag_last_error(), (part)); \
   } while (0)
 

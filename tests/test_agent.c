@@ -166,7 +166,8 @@ static void dqn_loss_matches_host_reference(void **state) {
     int32_t act[20];
     int term[20];
     for (int j = 0; j < 20; j++) {
-      for (int e = 0; e < 3; e++) obs[j * 3 + e] = agt_uniform(&g, -2, 2), next[j * 3 + e] = agt_uniform(&g, -2, 2);
+      for (int e = 0; e < 3; e++)
+        obs[j * 3 + e] = agt_uniform(&g, -2, 2), next[j * 3 + e] = agt_uniform(&g, -2, 2);
       act[j] = (int32_t)agt_below(&g, 2);
       rew[j] = agt_uniform(&g, -1, 1) * 5;
       term[j] = j % 3 == 0;
@@ -194,7 +195,8 @@ static void dqn_loss_matches_host_reference(void **state) {
       acc += variant == 2 ? diff * diff : (ad <= 1 ? 0.5 * diff * diff : ad - 0.5);
     }
     acc /= 6;
-    if (!(fabs(lv - acc) <= 1e-4 * (1 + fabs(acc)))) fail_msg("variant %d: loss %.7g, host %.7g", variant, (double)lv, acc);
+    if (!(fabs(lv - acc) <= 1e-4 * (1 + fabs(acc))))
+      fail_msg("variant %d: loss %.7g, host %.7g", variant, (double)lv, acc);
     assert_int_equal(ag_dqn_updates(d), 5);
     ag_dqn_free(d);
     ag_ctx_free(ctx);
@@ -227,7 +229,8 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
       if (shape == 3) set_shape(&cfg, 70, 33, 37, 200), od = 5, na = 10, n = 120;
       if (shape == 4) cfg.n_hidden = 0, cfg.batch_size = 30, od = 6, na = 3, n = 60;
       if (shape == 5) cfg.n_hidden = 1, set_shape(&cfg, 40, 0, 50, 200), od = 4, na = 5, n = 90;
-      if (shape == 6) cfg.n_hidden = 3, set_shape(&cfg, 48, 33, 70, 200), cfg.hidden[2] = 20, od = 40, na = 4, n = 120;
+      if (shape == 6)
+        cfg.n_hidden = 3, set_shape(&cfg, 48, 33, 70, 200), cfg.hidden[2] = 20, od = 40, na = 4, n = 120;
       if (shape == 7) set_shape(&cfg, 50, 30, 90, 200), od = 37, na = 3, n = 150;
       ag_dqn *d[2];
       for (int k = 0; k < 2; k++) {
@@ -242,7 +245,8 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
       int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
       int *term = malloc(sizeof(int) * (size_t)n);
       for (int64_t j = 0; j < n; j++) {
-        for (int64_t e = 0; e < od; e++) obs[j * od + e] = agt_uniform(&g, -2, 2), next[j * od + e] = agt_uniform(&g, -2, 2);
+        for (int64_t e = 0; e < od; e++)
+          obs[j * od + e] = agt_uniform(&g, -2, 2), next[j * od + e] = agt_uniform(&g, -2, 2);
         act[j] = (int32_t)agt_below(&g, (uint64_t)na);
         rew[j] = agt_uniform(&g, -1, 1) * 5;
         term[j] = j % 3 == 0;
@@ -251,10 +255,11 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
       for (int step = 0; step < 3; step++) {
         float loss[2];
         for (int k = 0; k < 2; k++) agt_ok(ag_dqn_train(d[k], 1, &loss[k]));
-        double tol = step == 0 ? 1e-5 : 1e-3; /* later steps start from parameters Adam moved apart by rounding */
+        double tol =
+            step == 0 ? 1e-5 : 1e-3; /* later steps start from parameters Adam moved apart by rounding */
         if (!(fabs(loss[0] - loss[1]) <= tol * (1 + fabs(loss[1])))) /* NaN fails too */
-          fail_msg("shape %d variant %d step %d: fused loss %.8g, composed %.8g", shape, variant, step, (double)loss[0],
-                   (double)loss[1]);
+          fail_msg("shape %d variant %d step %d: fused loss %.8g, composed %.8g", shape, variant, step,
+                   (double)loss[0], (double)loss[1]);
         if (step > 0) continue;
         for (int p = 0; p < ag_mlp_n_params(ag_dqn_q(d[0])); p++) {
           float *ga = agt_read_f32(ag_tensor_grad(ag_mlp_params(ag_dqn_q(d[0]))[p]));
@@ -266,8 +271,8 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
           assert_true(nonzero > 0); /* the loss reaches every parameter tensor */
           for (int64_t e = 0; e < m; e++)
             if (!(fabs(ga[e] - gb[e]) <= 1e-5 * scale + 1e-9))
-              fail_msg("shape %d variant %d: gradient of parameter %d [%lld] fused %.8g, composed %.8g", shape, variant, p,
-                       (long long)e, (double)ga[e], (double)gb[e]);
+              fail_msg("shape %d variant %d: gradient of parameter %d [%lld] fused %.8g, composed %.8g",
+                       shape, variant, p, (long long)e, (double)ga[e], (double)gb[e]);
           free(ga), free(gb);
         }
       }
@@ -292,7 +297,8 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
     cfg.lr = 1e-2f;
     int64_t od = 3, na = 2, n = 40;
     if (shape == 1) set_shape(&cfg, 70, 33, 37, 200), od = 5, na = 3, n = 120;
-    if (shape == 2) cfg.n_hidden = 3, set_shape(&cfg, 40, 24, 50, 200), cfg.hidden[2] = 12, od = 34, na = 3, n = 120;
+    if (shape == 2)
+      cfg.n_hidden = 3, set_shape(&cfg, 40, 24, 50, 200), cfg.hidden[2] = 12, od = 34, na = 3, n = 120;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
     assert_int_equal(ag_dqn_fused(d), 1);
@@ -301,8 +307,10 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
     int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
     int *term = malloc(sizeof(int) * (size_t)n);
     for (int64_t j = 0; j < n * od; j++) obs[j] = agt_uniform(&g, -2, 2);
-    for (int64_t j = 0; j < n; j++) act[j] = (int32_t)agt_below(&g, (uint64_t)na), rew[j] = agt_uniform(&g, -3, 3), term[j] = j % 4 == 0;
-    agt_ok(ag_dqn_store(d, obs, act, rew, obs, term, (int)(n - 1))); /* next obs: the same rows (any values do) */
+    for (int64_t j = 0; j < n; j++)
+      act[j] = (int32_t)agt_below(&g, (uint64_t)na), rew[j] = agt_uniform(&g, -3, 3), term[j] = j % 4 == 0;
+    agt_ok(ag_dqn_store(d, obs, act, rew, obs, term,
+                        (int)(n - 1))); /* next obs: the same rows (any values do) */
     ag_mlp *q = ag_dqn_q(d);
     const int np = ag_mlp_n_params(q);
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8, lr = cfg.lr;
@@ -326,11 +334,13 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
         for (int64_t e = 0; e < len; e++) {
           m[k][e] = b1 * m[k][e] + (1 - b1) * gr[e];
           v[k][e] = b2 * v[k][e] + (1 - b2) * (double)gr[e] * gr[e];
-          const double want = p0[k][e] - lr * (m[k][e] / (1 - pow(b1, step))) / (sqrt(v[k][e] / (1 - pow(b2, step))) + eps);
+          const double want =
+              p0[k][e] - lr * (m[k][e] / (1 - pow(b1, step))) / (sqrt(v[k][e] / (1 - pow(b2, step))) + eps);
           moved = fmax(moved, fabs(want - p0[k][e]));
           if (!(fabs(p1[e] - want) <= 1e-6 + 1e-6 * fabs(want))) /* NaN fails too */
-            fail_msg("shape %d step %d: parameter %d [%lld] is %.9g, Adam gives %.9g (was %.9g, gradient %.6g)", shape,
-                     step, k, (long long)e, (double)p1[e], want, (double)p0[k][e], (double)gr[e]);
+            fail_msg(
+                "shape %d step %d: parameter %d [%lld] is %.9g, Adam gives %.9g (was %.9g, gradient %.6g)",
+                shape, step, k, (long long)e, (double)p1[e], want, (double)p0[k][e], (double)gr[e]);
         }
         free(gr), free(p0[k]);
         p0[k] = p1;
@@ -366,7 +376,8 @@ static void dqn_train_many_equals_one_at_a_time(void **state) {
     int32_t act[N];
     int term[N];
     for (int j = 0; j < N; j++) {
-      for (int e = 0; e < 3; e++) obs[j * 3 + e] = agt_uniform(&g, -2, 2), next[j * 3 + e] = agt_uniform(&g, -2, 2);
+      for (int e = 0; e < 3; e++)
+        obs[j * 3 + e] = agt_uniform(&g, -2, 2), next[j * 3 + e] = agt_uniform(&g, -2, 2);
       act[j] = (int32_t)agt_below(&g, 2);
       rew[j] = agt_uniform(&g, -1, 1) * 5;
       term[j] = j % 4 == 0;
@@ -378,17 +389,18 @@ static void dqn_train_many_equals_one_at_a_time(void **state) {
     assert_int_equal(ag_dqn_updates(d[0]), 21);
     assert_int_equal(ag_dqn_updates(d[1]), 21);
     if (memcmp(&loss[0], &loss[1], sizeof(float)) != 0)
-      fail_msg("variant %d: loss %.9g after 21 updates in one call, %.9g one at a time", variant, (double)loss[0],
-               (double)loss[1]);
+      fail_msg("variant %d: loss %.9g after 21 updates in one call, %.9g one at a time", variant,
+               (double)loss[0], (double)loss[1]);
     for (int p = 0; p < ag_mlp_n_params(ag_dqn_q(d[0])); p++)
       for (int gr = 0; gr < 2; gr++) {
         ag_tensor *ta = ag_mlp_params(ag_dqn_q(d[0]))[p], *tb = ag_mlp_params(ag_dqn_q(d[1]))[p];
-        float *va = agt_read_f32(gr ? ag_tensor_grad(ta) : ta), *vb = agt_read_f32(gr ? ag_tensor_grad(tb) : tb);
+        float *va = agt_read_f32(gr ? ag_tensor_grad(ta) : ta),
+              *vb = agt_read_f32(gr ? ag_tensor_grad(tb) : tb);
         const int64_t m = ag_tensor_rows(ta) * ag_tensor_cols(ta);
         for (int64_t e = 0; e < m; e++)
           if (memcmp(&va[e], &vb[e], sizeof(float)) != 0)
-            fail_msg("variant %d: %s of parameter %d [%lld] is %.9g after one call, %.9g one at a time", variant,
-                     gr ? "gradient" : "value", p, (long long)e, (double)va[e], (double)vb[e]);
+            fail_msg("variant %d: %s of parameter %d [%lld] is %.9g after one call, %.9g one at a time",
+                     variant, gr ? "gradient" : "value", p, (long long)e, (double)va[e], (double)vb[e]);
         free(va), free(vb);
       }
     /* the loss reported is the last replayed recording's: 8 updates (the
@@ -397,8 +409,8 @@ static void dqn_train_many_equals_one_at_a_time(void **state) {
       agt_ok(ag_dqn_train(d[0], n, &loss[0]));
       for (int i = 0; i < n; i++) agt_ok(ag_dqn_train(d[1], 1, &loss[1]));
       if (memcmp(&loss[0], &loss[1], sizeof(float)) != 0)
-        fail_msg("variant %d: loss %.9g after %d updates in one call, %.9g one at a time", variant, (double)loss[0], n,
-                 (double)loss[1]);
+        fail_msg("variant %d: loss %.9g after %d updates in one call, %.9g one at a time", variant,
+                 (double)loss[0], n, (double)loss[1]);
     }
     for (int k = 0; k < 2; k++) ag_dqn_free(d[k]);
     ag_ctx_free(ctx);
@@ -460,7 +472,8 @@ static void dqn_acts_greedily_and_epsilon_decays_linearly(void **state) {
     ones += r[j];
   }
   assert_true(ones > 60 && ones < 140);
-  agt_err(ag_dqn_store(d, obs, (int32_t[]){2}, obs, obs, (int[]){0}, 1), AG_ERR_OUT_OF_RANGE, "actions[0] = 2");
+  agt_err(ag_dqn_store(d, obs, (int32_t[]){2}, obs, obs, (int[]){0}, 1), AG_ERR_OUT_OF_RANGE,
+          "actions[0] = 2");
   ag_dqn_free(d);
   ag_ctx_free(ctx);
 }

@@ -200,7 +200,8 @@ static void a_failed_add_changes_nothing(void **state) {
         agt_ok(ag_ctx_inject_fault(ctx, kinds[kind], n));
         const void *data[1] = {third};
         ag_status s = ag_replay_add(r, data, 3);
-        int fired = kinds[kind] == AG_FAULT_HOST_ALLOC ? ag__host_fault_pending() < 0 : ctx->fault_after[kinds[kind]] < 0;
+        int fired = kinds[kind] == AG_FAULT_HOST_ALLOC ? ag__host_fault_pending() < 0
+                                                       : ctx->fault_after[kinds[kind]] < 0;
         ag_ctx_inject_fault(ctx, kinds[kind], -1);
         if (s != AG_OK) {
           assert_true(fired);
@@ -313,39 +314,39 @@ static void a_failed_train_changes_nothing(void **state) {
     int failures = 0;
     const ag_fault kinds[4] = {AG_FAULT_DOWNLOAD, AG_FAULT_ALLOC, AG_FAULT_UPLOAD, AG_FAULT_HOST_ALLOC};
     for (int kind = 0; kind < 4; kind++)
-    for (int64_t n = 0;; n++) {
-      ag_ctx *ctx = agt_ctx();
-      ag_dqn *d;
-      agt_ok(ag_dqn_create(ctx, 3, 2, 1000, &c, &d));
-      fill_dqn(d, 12);
-      size_t np0;
-      float *p0 = read_params(ag_dqn_q(d), &np0);
-      float l1 = -1, l2 = -1;
-      agt_ok(ag_ctx_inject_fault(ctx, kinds[kind], n));
-      ag_status s = ag_dqn_train(d, 9, &l1);
-      ag_ctx_inject_fault(ctx, kinds[kind], -1);
-      if (s) {
-        failures++;
-        assert_true(l1 == -1.0f); /* untouched */
-        assert_int_equal(ag_dqn_updates(d), 0);
-        size_t np1;
-        float *p1 = read_params(ag_dqn_q(d), &np1);
-        assert_memory_equal(p0, p1, np0 * sizeof *p0);
-        free(p1);
-        agt_ok(ag_dqn_train(d, 9, &l1));
+      for (int64_t n = 0;; n++) {
+        ag_ctx *ctx = agt_ctx();
+        ag_dqn *d;
+        agt_ok(ag_dqn_create(ctx, 3, 2, 1000, &c, &d));
+        fill_dqn(d, 12);
+        size_t np0;
+        float *p0 = read_params(ag_dqn_q(d), &np0);
+        float l1 = -1, l2 = -1;
+        agt_ok(ag_ctx_inject_fault(ctx, kinds[kind], n));
+        ag_status s = ag_dqn_train(d, 9, &l1);
+        ag_ctx_inject_fault(ctx, kinds[kind], -1);
+        if (s) {
+          failures++;
+          assert_true(l1 == -1.0f); /* untouched */
+          assert_int_equal(ag_dqn_updates(d), 0);
+          size_t np1;
+          float *p1 = read_params(ag_dqn_q(d), &np1);
+          assert_memory_equal(p0, p1, np0 * sizeof *p0);
+          free(p1);
+          agt_ok(ag_dqn_train(d, 9, &l1));
+        }
+        agt_ok(ag_dqn_train(d, 3, &l2));
+        assert_true(l1 == rl1 && l2 == rl2);
+        assert_int_equal(ag_dqn_updates(d), 12);
+        size_t np2;
+        float *p2 = read_params(ag_dqn_q(d), &np2);
+        assert_memory_equal(p2, rp, np * sizeof *rp);
+        free(p2);
+        free(p0);
+        ag_dqn_free(d);
+        ag_ctx_free(ctx);
+        if (!s) break;
       }
-      agt_ok(ag_dqn_train(d, 3, &l2));
-      assert_true(l1 == rl1 && l2 == rl2);
-      assert_int_equal(ag_dqn_updates(d), 12);
-      size_t np2;
-      float *p2 = read_params(ag_dqn_q(d), &np2);
-      assert_memory_equal(p2, rp, np * sizeof *rp);
-      free(p2);
-      free(p0);
-      ag_dqn_free(d);
-      ag_ctx_free(ctx);
-      if (!s) break;
-    }
     assert_true(failures >= 1);
     free(rp);
     ag_dqn_free(ref);
@@ -445,11 +446,11 @@ static void constructors_leave_out_untouched_on_error(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
   void *const sentinel = (void *)&sentinel;
-#define UNTOUCHED(type, call)                    \
-  do {                                           \
-    type *out_ = (type *)sentinel;               \
-    assert_int_not_equal(call, AG_OK);           \
-    assert_ptr_equal(out_, sentinel);            \
+#define UNTOUCHED(type, call)          \
+  do {                                 \
+    type *out_ = (type *)sentinel;     \
+    assert_int_not_equal(call, AG_OK); \
+    assert_ptr_equal(out_, sentinel);  \
   } while (0)
   UNTOUCHED(ag_ctx, ag_ctx_create(&out_, (ag_device_kind)7, 0));
   UNTOUCHED(ag_buffer, ag_buffer_create(ctx, 0, 4, AG_F32, &out_));
@@ -481,8 +482,10 @@ static void constructors_leave_out_untouched_on_error(void **state) {
       agt_ok(ag_ctx_inject_fault(ctx, k, n));
       ag_status s = ag_dqn_create(ctx, 3, 2, 100, &cc, &d);
       ag_ctx_inject_fault(ctx, k, -1);
-      if (s) assert_ptr_equal(d, sentinel);
-      else ag_dqn_free(d);
+      if (s)
+        assert_ptr_equal(d, sentinel);
+      else
+        ag_dqn_free(d);
     }
 #undef UNTOUCHED
   ag_ctx_free(ctx);

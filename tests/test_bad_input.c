@@ -16,7 +16,7 @@ typedef struct fixture {
   ag_buffer *i32;   /* 3 x 10 */
   ag_buffer *freed; /* freed handle */
   ag_tensor *idx_f32, *idx_other, *idx_ok;
-  ag_tensor *out;   /* out-parameter sentinel */
+  ag_tensor *out; /* out-parameter sentinel */
   ag_buffer *bout;
   ag_ctx *cout;
   float data[3 * 4];
@@ -62,11 +62,26 @@ F(write_k_huge) { return ag_buffer_write(f->f32, f->data, AG_F32, 3, INT64_MAX, 
 F(write_data_null) { return ag_buffer_write(f->f32, NULL, AG_F32, 3, 2, 0); }
 F(write_dtype_mismatch) { return ag_buffer_write(f->f32, f->data, AG_I32, 3, 1, 0); }
 F(write_u8_from_f16) { return ag_buffer_write(f->u8, f->data, AG_F16, 3, 1, 0); }
-F(write_u8_too_large) { f->big[4] = 256.0f; return ag_buffer_write(f->u8, f->big, AG_F32, 3, 4, 0); }
-F(write_u8_negative) { f->big[5] = -1.0f; return ag_buffer_write(f->u8, f->big, AG_F32, 3, 4, 0); }
-F(write_u8_nan) { f->big[2] = NAN; return ag_buffer_write(f->u8, f->big, AG_F32, 3, 4, 0); }
-F(write_i32_too_large) { f->big[7] = 3e9f; return ag_buffer_write(f->i32, f->big, AG_F32, 3, 4, 0); }
-F(write_i32_inf) { f->big[0] = INFINITY; return ag_buffer_write(f->i32, f->big, AG_F32, 3, 4, 0); }
+F(write_u8_too_large) {
+  f->big[4] = 256.0f;
+  return ag_buffer_write(f->u8, f->big, AG_F32, 3, 4, 0);
+}
+F(write_u8_negative) {
+  f->big[5] = -1.0f;
+  return ag_buffer_write(f->u8, f->big, AG_F32, 3, 4, 0);
+}
+F(write_u8_nan) {
+  f->big[2] = NAN;
+  return ag_buffer_write(f->u8, f->big, AG_F32, 3, 4, 0);
+}
+F(write_i32_too_large) {
+  f->big[7] = 3e9f;
+  return ag_buffer_write(f->i32, f->big, AG_F32, 3, 4, 0);
+}
+F(write_i32_inf) {
+  f->big[0] = INFINITY;
+  return ag_buffer_write(f->i32, f->big, AG_F32, 3, 4, 0);
+}
 F(read_null_buf) { return ag_buffer_read(NULL, 0, 1, AG_F32, f->data, sizeof f->data); }
 F(read_freed) { return ag_buffer_read(f->freed, 0, 1, AG_F32, f->data, sizeof f->data); }
 F(read_out_null) { return ag_buffer_read(f->f32, 0, 1, AG_F32, NULL, 12); }
@@ -80,11 +95,26 @@ F(rows_freed) { return ag_get_rows(f->freed, f->idx, 2, &f->out); }
 F(rows_empty) { return ag_get_rows(f->f32, f->idx, 0, &f->out); }
 F(rows_n_negative) { return ag_get_rows(f->f32, f->idx, -3, &f->out); }
 F(rows_idx_null) { return ag_get_rows(f->f32, NULL, 2, &f->out); }
-F(rows_idx_negative) { f->idx[1] = -1; return ag_get_rows(f->f32, f->idx, 2, &f->out); }
-F(rows_idx_capacity) { f->idx[2] = 10; return ag_get_rows(f->f32, f->idx, 4, &f->out); }
-F(rows_idx_huge) { f->idx[0] = (int64_t)1 << 40; return ag_get_rows(f->f32, f->idx, 1, &f->out); }
-F(rows_i32_idx_capacity) { f->idx32[3] = 10; return ag_get_rows_i32(f->f32, f->idx32, 4, &f->out); }
-F(rows_i32_idx_negative) { f->idx32[0] = INT32_MIN; return ag_get_rows_i32(f->f32, f->idx32, 4, &f->out); }
+F(rows_idx_negative) {
+  f->idx[1] = -1;
+  return ag_get_rows(f->f32, f->idx, 2, &f->out);
+}
+F(rows_idx_capacity) {
+  f->idx[2] = 10;
+  return ag_get_rows(f->f32, f->idx, 4, &f->out);
+}
+F(rows_idx_huge) {
+  f->idx[0] = (int64_t)1 << 40;
+  return ag_get_rows(f->f32, f->idx, 1, &f->out);
+}
+F(rows_i32_idx_capacity) {
+  f->idx32[3] = 10;
+  return ag_get_rows_i32(f->f32, f->idx32, 4, &f->out);
+}
+F(rows_i32_idx_negative) {
+  f->idx32[0] = INT32_MIN;
+  return ag_get_rows_i32(f->f32, f->idx32, 4, &f->out);
+}
 F(rows_out_null) { return ag_get_rows(f->f32, f->idx, 2, NULL); }
 F(rows_dev_idx_null) { return ag_get_rows_dev(f->f32, NULL, &f->out); }
 F(rows_dev_idx_f32) { return ag_get_rows_dev(f->f32, f->idx_f32, &f->out); }
@@ -126,14 +156,18 @@ static const bad_call calls[] = {
     {"write: 0 rows", AG_ERR_SHAPE, "data has 0 rows", write_rows_zero},
     {"write: k -1", AG_ERR_INVALID_ARG, "k = -1", write_k_negative},
     {"write: offset -1", AG_ERR_OUT_OF_RANGE, "col_offset = -1", write_offset_negative},
-    {"write: offset = capacity", AG_ERR_OUT_OF_RANGE, "columns 10..10 are outside the buffer (capacity 10)", write_offset_at_capacity},
-    {"write: range past the end", AG_ERR_OUT_OF_RANGE, "columns 8..10 are outside the buffer (capacity 10)", write_range_past_end},
+    {"write: offset = capacity", AG_ERR_OUT_OF_RANGE, "columns 10..10 are outside the buffer (capacity 10)",
+     write_offset_at_capacity},
+    {"write: range past the end", AG_ERR_OUT_OF_RANGE, "columns 8..10 are outside the buffer (capacity 10)",
+     write_range_past_end},
     {"write: offset INT64_MAX", AG_ERR_OUT_OF_RANGE, "outside the buffer", write_offset_huge},
     {"write: k INT64_MAX", AG_ERR_OUT_OF_RANGE, "outside the buffer", write_k_huge},
     {"write: data NULL", AG_ERR_INVALID_ARG, "data is NULL", write_data_null},
-    {"write: i32 data to f32", AG_ERR_SHAPE, "data of dtype i32 cannot be written to a f32 buffer", write_dtype_mismatch},
+    {"write: i32 data to f32", AG_ERR_SHAPE, "data of dtype i32 cannot be written to a f32 buffer",
+     write_dtype_mismatch},
     {"write: f16 data to u8", AG_ERR_SHAPE, "dtype f16", write_u8_from_f16},
-    {"write: 256 into u8", AG_ERR_OUT_OF_RANGE, "value 256 at row 1 of data column 1 does not fit u8", write_u8_too_large},
+    {"write: 256 into u8", AG_ERR_OUT_OF_RANGE, "value 256 at row 1 of data column 1 does not fit u8",
+     write_u8_too_large},
     {"write: -1 into u8", AG_ERR_OUT_OF_RANGE, "value -1 at row 2 of data column 1", write_u8_negative},
     {"write: nan into u8", AG_ERR_OUT_OF_RANGE, "value nan at row 2 of data column 0", write_u8_nan},
     {"write: 3e9 into i32", AG_ERR_OUT_OF_RANGE, "does not fit i32", write_i32_too_large},
@@ -141,10 +175,12 @@ static const bad_call calls[] = {
     {"read: buf NULL", AG_ERR_INVALID_ARG, "buf is NULL", read_null_buf},
     {"read: freed buffer", AG_ERR_FREED, "has been freed", read_freed},
     {"read: out NULL", AG_ERR_INVALID_ARG, "out is NULL", read_out_null},
-    {"read: out too small", AG_ERR_INVALID_ARG, "out holds 8 bytes, 3 x 1 values of f32 need 12", read_out_small},
+    {"read: out too small", AG_ERR_INVALID_ARG, "out holds 8 bytes, 3 x 1 values of f32 need 12",
+     read_out_small},
     {"read: k -2", AG_ERR_INVALID_ARG, "k = -2", read_k_negative},
     {"read: offset -1", AG_ERR_OUT_OF_RANGE, "col_offset = -1", read_offset_negative},
-    {"read: range past the end", AG_ERR_OUT_OF_RANGE, "columns 5..10 are outside the buffer (capacity 10)", read_range_past_end},
+    {"read: range past the end", AG_ERR_OUT_OF_RANGE, "columns 5..10 are outside the buffer (capacity 10)",
+     read_range_past_end},
     {"read: as i32", AG_ERR_SHAPE, "cannot be read as i32", read_dtype_mismatch},
     {"get_rows: buf NULL", AG_ERR_INVALID_ARG, "buf is NULL", rows_null_buf},
     {"get_rows: freed", AG_ERR_FREED, "has been freed", rows_freed},
@@ -154,11 +190,13 @@ static const bad_call calls[] = {
     {"get_rows: idx -1", AG_ERR_OUT_OF_RANGE, "idx[1] = -1 is outside 0..9", rows_idx_negative},
     {"get_rows: idx = capacity", AG_ERR_OUT_OF_RANGE, "idx[2] = 10 is outside 0..9", rows_idx_capacity},
     {"get_rows: idx 2^40", AG_ERR_OUT_OF_RANGE, "idx[0] = 1099511627776 is outside", rows_idx_huge},
-    {"get_rows_i32: idx = capacity", AG_ERR_OUT_OF_RANGE, "idx[3] = 10 is outside 0..9", rows_i32_idx_capacity},
+    {"get_rows_i32: idx = capacity", AG_ERR_OUT_OF_RANGE, "idx[3] = 10 is outside 0..9",
+     rows_i32_idx_capacity},
     {"get_rows_i32: INT32_MIN", AG_ERR_OUT_OF_RANGE, "idx[0] = -2147483648", rows_i32_idx_negative},
     {"get_rows: out NULL", AG_ERR_INVALID_ARG, "out is NULL", rows_out_null},
     {"get_rows_dev: idx NULL", AG_ERR_INVALID_ARG, "idx is NULL", rows_dev_idx_null},
-    {"get_rows_dev: f32 idx", AG_ERR_SHAPE, "idx has dtype f32; indices must be i32 or i64", rows_dev_idx_f32},
+    {"get_rows_dev: f32 idx", AG_ERR_SHAPE, "idx has dtype f32; indices must be i32 or i64",
+     rows_dev_idx_f32},
     {"get_rows_dev: other context", AG_ERR_INVALID_ARG, "another context", rows_dev_other_ctx},
     {"get_rows_dev: freed", AG_ERR_FREED, "has been freed", rows_dev_freed},
     {"get_rows_dev: out NULL", AG_ERR_INVALID_ARG, "out is NULL", rows_dev_out_null},
@@ -172,7 +210,8 @@ static const bad_call calls[] = {
     {"ctx_create: cuda 99", AG_ERR_NO_DEVICE, "CUDA", ctx_bad_index},
     {"set_device: kind -3", AG_ERR_INVALID_ARG, "device kind -3", ctx_switch_bad_kind},
     {"set_device: cuda 99", AG_ERR_NO_DEVICE, "CUDA", ctx_switch_bad_index},
-    {"tensor_create: rows 0", AG_ERR_INVALID_ARG, "rows = 0 and cols = 3 must both be positive", tensor_rows_zero},
+    {"tensor_create: rows 0", AG_ERR_INVALID_ARG, "rows = 0 and cols = 3 must both be positive",
+     tensor_rows_zero},
     {"tensor_create: dtype 42", AG_ERR_INVALID_ARG, "dtype 42 is unknown", tensor_bad_dtype},
     {"tensor_read: dst too small", AG_ERR_INVALID_ARG, "dst holds 1 bytes", tensor_read_small},
     {"tensor_read: t NULL", AG_ERR_INVALID_ARG, "t is NULL", tensor_read_null},
@@ -238,8 +277,8 @@ static void every_bad_input_is_an_error_that_changes_nothing(void **state) {
     ag_xfer_total(f.ctx, &up1, &down1);
     if (s1.allocs != s0.allocs || s1.frees != s0.frees || s1.live_bytes != s0.live_bytes)
       fail_msg("[%s] changed the memory: allocs %llu -> %llu, frees %llu -> %llu", c->what,
-               (unsigned long long)s0.allocs, (unsigned long long)s1.allocs,
-               (unsigned long long)s0.frees, (unsigned long long)s1.frees);
+               (unsigned long long)s0.allocs, (unsigned long long)s1.allocs, (unsigned long long)s0.frees,
+               (unsigned long long)s1.frees);
     if (up1 != up0 || down1 != down0) fail_msg("[%s] moved bytes across the bus", c->what);
     if (f.out != SENTINEL_T || f.bout != SENTINEL_B || f.cout != SENTINEL_C)
       fail_msg("[%s] wrote an out-parameter on error", c->what);

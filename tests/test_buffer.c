@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "agt.h"
-#include "core/internal.h" /* ag__copy_stream: the staging fill of plain copies */
+#include "core/internal.h"    /* ag__copy_stream: the staging fill of plain copies */
 #include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 /* The host reference of a buffer: rows x capacity f32, column by column. */
@@ -84,7 +84,8 @@ static void buffer_new_is_zero_filled(void **state) {
     float *got = malloc(7 * 500 * sizeof *got);
     agt_ok(ag_buffer_read(b, 0, 500, AG_F32, got, 7 * 500 * sizeof *got));
     for (int i = 0; i < 7 * 500; i++)
-      if (got[i] != 0.0f) fail_msg("dtype %s: element %d is %g, not 0", ag_dtype_name(dts[d]), i, (double)got[i]);
+      if (got[i] != 0.0f)
+        fail_msg("dtype %s: element %d is %g, not 0", ag_dtype_name(dts[d]), i, (double)got[i]);
     free(got);
     ag_buffer_free(b);
   }
@@ -130,7 +131,7 @@ static void buffer_write_vector_and_zero_columns(void **state) {
   agt_ok(ag_buffer_write(b, v, AG_F32, 4, 1, 5));
   ref_write(&r, v, 1, 5);
   agt_ok(ag_buffer_write(b, NULL, AG_F32, 4, 0, 3));
-  agt_ok(ag_buffer_write(b, v, AG_F32, 4, 0, 6)); /* an empty range at the end */
+  agt_ok(ag_buffer_write(b, v, AG_F32, 4, 0, 6));   /* an empty range at the end */
   agt_ok(ag_buffer_read(b, 2, 0, AG_F32, NULL, 0)); /* S8: k = 0 reads nothing */
   assert_buffer_equals(b, &r);
   free(r.v);
@@ -197,12 +198,14 @@ static void buffer_write_f32_into_compact_dtypes_converts(void **state) {
         case AG_U8: expect[i] = (float)(uint8_t)lrintf(x); break;
         case AG_I32: expect[i] = (float)(int32_t)lrintf(x); break;
         case AG_F16: { /* reference: round to 11 significant bits (all values are normal f16) */
-          int e; float m = frexpf(x, &e);
+          int e;
+          float m = frexpf(x, &e);
           expect[i] = ldexpf(rintf(ldexpf(m, 11)), e - 11);
           break;
         }
         default: { /* bf16: 8 significant bits */
-          int e; float m = frexpf(x, &e);
+          int e;
+          float m = frexpf(x, &e);
           expect[i] = ldexpf(rintf(ldexpf(m, 8)), e - 8);
           break;
         }
@@ -213,8 +216,8 @@ static void buffer_write_f32_into_compact_dtypes_converts(void **state) {
     agt_ok(ag_buffer_read(b, 0, cap, AG_F32, got, (size_t)(rows * cap) * sizeof *got));
     for (int64_t i = 0; i < rows * cap; i++)
       if (got[i] != expect[i])
-        fail_msg("%s: element %lld of %g read back as %g, expected %g", ag_dtype_name(dts[d]),
-                 (long long)i, (double)src[i], (double)got[i], (double)expect[i]);
+        fail_msg("%s: element %lld of %g read back as %g, expected %g", ag_dtype_name(dts[d]), (long long)i,
+                 (double)src[i], (double)got[i], (double)expect[i]);
     /* native-dtype round trip: read raw, write raw elsewhere, read again */
     size_t es = ag_dtype_size(dts[d]);
     void *raw = malloc((size_t)(rows * cap) * es);
@@ -263,9 +266,9 @@ static void get_rows_matches_host_reference(void **state) {
       for (int64_t r = 0; r < rows; r++) {
         float e = d[idx[j] * rows + r];
         if (got[j * rows + r] != e || got32[j * rows + r] != e)
-          fail_msg("rows %lld path %d column %lld (idx %lld) row %lld: got %g / %g, expected %g", (long long)rows,
-                   k / 4, (long long)j, (long long)idx[j], (long long)r, (double)got[j * rows + r],
-                   (double)got32[j * rows + r], (double)e);
+          fail_msg("rows %lld path %d column %lld (idx %lld) row %lld: got %g / %g, expected %g",
+                   (long long)rows, k / 4, (long long)j, (long long)idx[j], (long long)r,
+                   (double)got[j * rows + r], (double)got32[j * rows + r], (double)e);
       }
     free(got);
     free(got32);
@@ -308,9 +311,10 @@ static void split_gathers_match_one_thread_and_the_host(void **state) {
           const float e = d[idx[j] * rows + r];
           for (int v = 0; v < 3; v++)
             if (got[v][j * rows + r] != e)
-              fail_msg("batch %lld column %lld (idx %lld) row %lld, gather threads setting %d: %g, expected %g",
-                       (long long)n, (long long)j, (long long)idx[j], (long long)r, v, (double)got[v][j * rows + r],
-                       (double)e);
+              fail_msg(
+                  "batch %lld column %lld (idx %lld) row %lld, gather threads setting %d: %g, expected %g",
+                  (long long)n, (long long)j, (long long)idx[j], (long long)r, v,
+                  (double)got[v][j * rows + r], (double)e);
         }
       for (int v = 0; v < 3; v++) free(got[v]);
     }
@@ -359,8 +363,8 @@ static void get_rows_dev_matches_host_for_every_dtype(void **state) {
       for (int64_t r = 0; r < rows; r++) {
         float e = stored[idx[j] * rows + r] * scale;
         if (got[j * rows + r] != e || got32[j * rows + r] != e)
-          fail_msg("%s: column %lld row %lld: got %g / %g, expected %g", ag_dtype_name(dts[d]),
-                   (long long)j, (long long)r, (double)got[j * rows + r], (double)got32[j * rows + r], (double)e);
+          fail_msg("%s: column %lld row %lld: got %g / %g, expected %g", ag_dtype_name(dts[d]), (long long)j,
+                   (long long)r, (double)got[j * rows + r], (double)got32[j * rows + r], (double)e);
       }
     free(got);
     free(got32);

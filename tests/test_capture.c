@@ -32,10 +32,10 @@ static ag_status step(ag_ctx *ctx, void *user) {
     return ag_get_rows(w->buf, h, 2, &batch);
   }
   if (w->use_rng && (s = ag_randint(w->rng, CAP, B, AG_I32, &idx))) return s;
-  if ((s = ag_get_rows_dev(w->buf, idx, &batch))) return s;       /* [6, B] */
-  if ((s = ag_slice_rows(batch, 0, 4, &obs))) return s;            /* [4, B] view */
-  if ((s = ag_slice_rows(batch, 4, 2, &target))) return s;         /* [2, B] view */
-  if ((s = ag_mlp_forward(w->net, obs, &pred))) return s;          /* [2, B] */
+  if ((s = ag_get_rows_dev(w->buf, idx, &batch))) return s; /* [6, B] */
+  if ((s = ag_slice_rows(batch, 0, 4, &obs))) return s;     /* [4, B] view */
+  if ((s = ag_slice_rows(batch, 4, 2, &target))) return s;  /* [2, B] view */
+  if ((s = ag_mlp_forward(w->net, obs, &pred))) return s;   /* [2, B] */
   if ((s = ag_mse_loss(pred, target, &loss))) return s;
   if ((s = ag_optim_zero_grad(w->opt))) return s;
   if ((s = ag_backward(loss))) return s;
@@ -114,7 +114,8 @@ static void compare_params(world *a, world *b, double tol) {
     return;
   }
   for (int i = 0; i < na; i++)
-    if (fabsf(pa[i] - pb[i]) > tol * (1 + fabsf(pb[i]))) fail_msg("param %d: %.8g vs %.8g", i, (double)pa[i], (double)pb[i]);
+    if (fabsf(pa[i] - pb[i]) > tol * (1 + fabsf(pb[i])))
+      fail_msg("param %d: %.8g vs %.8g", i, (double)pa[i], (double)pb[i]);
 }
 
 /* A captured step replayed N times gives the parameters of N eager steps
@@ -137,8 +138,8 @@ static void replay_equals_eager_steps(void **state) {
     agt_ok(ag_capture_get_info(cap, &info));
     assert_int_equal(info.records, 1);
     assert_int_equal(info.replays, 100);
-    printf("  %s indices: the recorded step has %d nodes and reads %d objects\n", use_rng ? "device" : "input",
-           info.nodes, info.reads);
+    printf("  %s indices: the recorded step has %d nodes and reads %d objects\n",
+           use_rng ? "device" : "input", info.nodes, info.reads);
     ag_capture_free(cap);
     world_free(&e);
     world_free(&r);
@@ -199,7 +200,8 @@ static void freeing_what_a_recording_reads_invalidates_it(void **state) {
       w.net = NULL;
     }
     agt_err(ag_capture_replay(cap), AG_ERR_INVALIDATED, "has been freed");
-  agt_err(ag_capture_set_input(cap, "nope", &what, sizeof what), AG_ERR_INVALID_ARG, "no input named 'nope'");
+    agt_err(ag_capture_set_input(cap, "nope", &what, sizeof what), AG_ERR_INVALID_ARG,
+            "no input named 'nope'");
     agt_ok(ag_capture_get_info(cap, &info));
     assert_false(info.valid);
     ag_capture_free(cap);
@@ -216,7 +218,8 @@ static void host_transfers_inside_a_recording_are_refused(void **state) {
   world_new(&w, agt_kind, 0);
   w.host_indices_inside = 1;
   ag_capture *cap = (ag_capture *)(uintptr_t)0x77;
-  agt_err(ag_capture_create(w.ctx, step, &w, &cap), AG_ERR_STATE, "not allowed while a step is being recorded");
+  agt_err(ag_capture_create(w.ctx, step, &w, &cap), AG_ERR_STATE,
+          "not allowed while a step is being recorded");
   assert_ptr_equal(cap, (ag_capture *)(uintptr_t)0x77);
   w.host_indices_inside = 0;
   int32_t idx[B];
@@ -271,7 +274,8 @@ static void philox_matches_known_answers(void **state) {
     ag__u32x4 c = {{kat[i].ctr[0], kat[i].ctr[1], kat[i].ctr[2], kat[i].ctr[3]}};
     ag__u32x4 r = ag__philox4x32_10(c, kat[i].key[0], kat[i].key[1]);
     for (int k = 0; k < 4; k++)
-      if (r.v[k] != kat[i].out[k]) fail_msg("vector %zu word %d: %08x, expected %08x", i, k, r.v[k], kat[i].out[k]);
+      if (r.v[k] != kat[i].out[k])
+        fail_msg("vector %zu word %d: %08x, expected %08x", i, k, r.v[k], kat[i].out[k]);
   }
 }
 
@@ -308,8 +312,10 @@ static void randint_stream(void) {
   agt_ok(ag_randint(rng, 1000, 77, AG_I32, &e));
   agt_ok(ag_tensor_read(d, vd, sizeof vd));
   agt_ok(ag_tensor_read(e, ve, sizeof ve));
-  for (int i = 0; i < 5; i++) assert_int_equal(vd[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1600 + (uint64_t)i), 1000));
-  for (int i = 0; i < 77; i++) assert_int_equal(ve[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1605 + (uint64_t)i), 1000));
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(vd[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1600 + (uint64_t)i), 1000));
+  for (int i = 0; i < 77; i++)
+    assert_int_equal(ve[i], (int32_t)ag__scale_u64(ag__philox_u64(99, 1605 + (uint64_t)i), 1000));
   for (int k = 0; k < 7; k++) assert_true(seen[k] > 100); /* about 143 each */
   /* bounds about 2^32 (the CPU's vector draws take bounds below it, the rest
    * go a block at a time) */
@@ -321,7 +327,8 @@ static void randint_stream(void) {
     agt_ok(ag_randint(rng, edge[q], 45, AG_I64, &f));
     agt_ok(ag_tensor_read(f, vf, sizeof vf));
     for (int i = 0; i < 45; i++)
-      assert_int_equal(vf[i], (int64_t)ag__scale_u64(ag__philox_u64(99, at + (uint64_t)i), (uint64_t)edge[q]));
+      assert_int_equal(vf[i],
+                       (int64_t)ag__scale_u64(ag__philox_u64(99, at + (uint64_t)i), (uint64_t)edge[q]));
     at += 45;
   }
   agt_ok(ag_rng_set_counter(rng, 0));

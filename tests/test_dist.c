@@ -85,7 +85,8 @@ static void bad_groups(void **state) {
  * one table: column j of the table is column j / G of shard j mod G */
 #define ROWS 3
 static void compare_union(ag_replay *ref, ag_shard **sh, int G, int64_t C) {
-  float *want = malloc(sizeof(float) * ROWS * (size_t)C), *got = malloc(sizeof(float) * ROWS * (size_t)(C / G));
+  float *want = malloc(sizeof(float) * ROWS * (size_t)C),
+        *got = malloc(sizeof(float) * ROWS * (size_t)(C / G));
   assert_non_null(want);
   assert_non_null(got);
   agt_ok(ag_buffer_read(ag_replay_buffer(ref), 0, C, AG_F32, want, sizeof(float) * ROWS * (size_t)C));
@@ -95,7 +96,8 @@ static void compare_union(ag_replay *ref, ag_shard **sh, int G, int64_t C) {
     assert_int_equal(ag_shard_size(sh[r]), ag_replay_size(ref));
     assert_int_equal(ag_shard_position(sh[r]), ag_replay_position(ref));
     local_total += ag_replay_size(loc);
-    agt_ok(ag_buffer_read(ag_replay_buffer(loc), 0, C / G, AG_F32, got, sizeof(float) * ROWS * (size_t)(C / G)));
+    agt_ok(
+        ag_buffer_read(ag_replay_buffer(loc), 0, C / G, AG_F32, got, sizeof(float) * ROWS * (size_t)(C / G)));
     for (int64_t l = 0; l < C / G; l++) {
       int64_t j = ag_shard_global_index(sh[r], l);
       int owner;
@@ -202,8 +204,10 @@ static void shard_local_adds(void **state) {
   for (int r = 0; r < G; r++) ag_shard_free(sh[r]);
   ag_replay_free(ref);
   ag_shard *bad = NULL;
-  agt_err(ag_shard_create(ctx, fields, 2, 10, AG_F32, 1, 0, 3, &bad), AG_ERR_INVALID_ARG, "multiple of world");
-  agt_err(ag_shard_create(ctx, fields, 2, 12, AG_F32, 1, 3, 3, &bad), AG_ERR_INVALID_ARG, "rank 3 of world 3");
+  agt_err(ag_shard_create(ctx, fields, 2, 10, AG_F32, 1, 0, 3, &bad), AG_ERR_INVALID_ARG,
+          "multiple of world");
+  agt_err(ag_shard_create(ctx, fields, 2, 12, AG_F32, 1, 3, 3, &bad), AG_ERR_INVALID_ARG,
+          "rank 3 of world 3");
   agt_err(ag_shard_create(ctx, fields, 2, 12, AG_F32, 13, 0, 3, &bad), AG_ERR_INVALID_ARG, "min_size");
   assert_null(bad);
   ag_ctx_free(ctx);

@@ -166,7 +166,8 @@ static void shard_union(void **state) {
   /* every shard's columns side by side, through NCCL */
   int64_t lc = C / G;
   float *mine = malloc(sizeof(float) * 3 * (size_t)lc), *want = malloc(sizeof(float) * 3 * (size_t)C);
-  agt_ok(ag_buffer_read(ag_replay_buffer(ag_shard_local(sh)), 0, lc, AG_F32, mine, sizeof(float) * 3 * (size_t)lc));
+  agt_ok(ag_buffer_read(ag_replay_buffer(ag_shard_local(sh)), 0, lc, AG_F32, mine,
+                        sizeof(float) * 3 * (size_t)lc));
   agt_ok(ag_buffer_read(ag_replay_buffer(ref), 0, C, AG_F32, want, sizeof(float) * 3 * (size_t)C));
   ag_tensor *tm, *all;
   agt_ok(ag_tensor_create(W_ctx, 3, lc, AG_F32, mine, &tm));
@@ -177,7 +178,8 @@ static void shard_union(void **state) {
       for (int r = 0; r < 3; r++)
         if (u[(k * lc + l) * 3 + r] != want[(l * G + k) * 3 + r])
           fail_msg("shard %d column %lld row %d: %g, the table's column %lld: %g", k, (long long)l, r,
-                   (double)u[(k * lc + l) * 3 + r], (long long)(l * G + k), (double)want[(l * G + k) * 3 + r]);
+                   (double)u[(k * lc + l) * 3 + r], (long long)(l * G + k),
+                   (double)want[(l * G + k) * 3 + r]);
   free(u), free(mine), free(want);
   ag_tensor_free(tm);
   ag_ctx_reset(W_ctx);
@@ -280,8 +282,8 @@ static void dp_step_equals_whole_batch(void **state) {
       float *a = agt_read_f32(ag_mlp_params(dp)[i]), *b = agt_read_f32(ag_mlp_params(ref)[i]);
       for (int64_t e = 0; e < ag_tensor_numel(ag_mlp_params(dp)[i]); e++)
         if (fabsf(a[e] - b[e]) > 2e-6f * (1.0f + fabsf(b[e])))
-          fail_msg("step %d parameter %d element %lld: data-parallel %.9g, whole batch %.9g", step, i, (long long)e,
-                   (double)a[e], (double)b[e]);
+          fail_msg("step %d parameter %d element %lld: data-parallel %.9g, whole batch %.9g", step, i,
+                   (long long)e, (double)a[e], (double)b[e]);
       free(a), free(b);
     }
     ag_ctx_reset(W_ctx);
@@ -409,8 +411,11 @@ static void table_beyond_one_gpu(void **state) {
   agt_err(ag_replay_create(W_ctx, f, 1, C, AG_F32, 1, &one), AG_ERR_OUT_OF_MEMORY, "reduce the capacity");
   ag_shard *sh;
   agt_ok(ag_shard_create(W_ctx, f, 1, C, AG_F32, 1024, W_rank, G, &sh));
-  printf("rank %d: a table of %lld columns (%.1f GB) over %d GPUs, %lld columns (%.1f GB) here, %.1f GB were free\n", W_rank,
-         (long long)C, (double)C * rows * 4 / 1e9, G, (long long)lc, (double)lc * rows * 4 / 1e9, (double)free_b / 1e9);
+  printf(
+      "rank %d: a table of %lld columns (%.1f GB) over %d GPUs, %lld columns (%.1f GB) here, %.1f GB were "
+      "free\n",
+      W_rank, (long long)C, (double)C * rows * 4 / 1e9, G, (long long)lc, (double)lc * rows * 4 / 1e9,
+      (double)free_b / 1e9);
   /* fill it: column j holds (j mod 65536, j / 65536, ...) */
   void *mem;
   agt_ok(ag_host_alloc(W_ctx, sizeof(float) * (size_t)(rows * chunk), &mem));
@@ -459,25 +464,31 @@ static int worker(int rank, int world, const char *id_path) {
   int required = req ? atoi(req) : 0;
   if (!ag_dist_nccl_available() || ag_cuda_device_count() < world) {
     if (required >= world) {
-      fprintf(stderr, "dist_mp rank %d: FAILED: AGRL_REQUIRE_GPUS=%d but %d GPUs and NCCL %s\n", rank, required,
-              ag_cuda_device_count(), ag_dist_nccl_available() ? "present" : "missing");
+      fprintf(stderr, "dist_mp rank %d: FAILED: AGRL_REQUIRE_GPUS=%d but %d GPUs and NCCL %s\n", rank,
+              required, ag_cuda_device_count(), ag_dist_nccl_available() ? "present" : "missing");
       return 1;
     }
     if (rank == 0)
-      printf("dist_mp.cuda: SKIPPED: needs %d GPUs and NCCL (%d GPUs, NCCL %s)\n", world, ag_cuda_device_count(),
-             ag_dist_nccl_available() ? "present" : "missing");
+      printf("dist_mp.cuda: SKIPPED: needs %d GPUs and NCCL (%d GPUs, NCCL %s)\n", world,
+             ag_cuda_device_count(), ag_dist_nccl_available() ? "present" : "missing");
     return 77;
   }
   W_rank = rank;
   W_world = world;
-  if (ag_ctx_create(&W_ctx, AG_DEVICE_CUDA, rank) || ag_dist_create(W_ctx, rank, world, id_path, 120.0, &W_g)) {
+  if (ag_ctx_create(&W_ctx, AG_DEVICE_CUDA, rank) ||
+      ag_dist_create(W_ctx, rank, world, id_path, 120.0, &W_g)) {
     fprintf(stderr, "dist_mp rank %d: cannot join the group: %s\n", rank, ag_last_error());
     return 1;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(collectives),   cmocka_unit_test(recorded_allreduce),         cmocka_unit_test(shard_union),
-      cmocka_unit_test(sample_global), cmocka_unit_test(dp_step_equals_whole_batch), cmocka_unit_test(dqn_ranks_agree),
-      cmocka_unit_test(learn_stops_together), cmocka_unit_test(table_beyond_one_gpu),
+      cmocka_unit_test(collectives),
+      cmocka_unit_test(recorded_allreduce),
+      cmocka_unit_test(shard_union),
+      cmocka_unit_test(sample_global),
+      cmocka_unit_test(dp_step_equals_whole_batch),
+      cmocka_unit_test(dqn_ranks_agree),
+      cmocka_unit_test(learn_stops_together),
+      cmocka_unit_test(table_beyond_one_gpu),
   };
   char name[64];
   snprintf(name, sizeof name, "dist_mp.cuda.rank%d", rank);

@@ -106,8 +106,10 @@ static void arm(world *w) {
 }
 
 static void disarm(world *w) {
-  if (w->kind == AG_FAULT_HOST_ALLOC) ag__host_fault_arm(-1);
-  else if (w->ctx && w->kind >= 0) w->ctx->fault_after[w->kind] = -1;
+  if (w->kind == AG_FAULT_HOST_ALLOC)
+    ag__host_fault_arm(-1);
+  else if (w->ctx && w->kind >= 0)
+    w->ctx->fault_after[w->kind] = -1;
 }
 
 /* ---- reading state back ---- */
@@ -196,8 +198,8 @@ static void snap_file(blog *l, const char *path) {
 
 /* Everything the run has made so far, which pointers are set included. */
 static void snap(world *w, blog *l) {
-  const void *handles[13] = {w->ctx, w->buf, w->buf8, w->t, w->ti, w->rng, w->rep, w->mlp, w->tgt, w->loaded,
-                             w->opt, w->cap, w->dqn};
+  const void *handles[13] = {w->ctx, w->buf, w->buf8,   w->t,   w->ti,  w->rng, w->rep,
+                             w->mlp, w->tgt, w->loaded, w->opt, w->cap, w->dqn};
   for (int i = 0; i < 13; i++) {
     int set = handles[i] != NULL;
     bput(l, &set, sizeof set);
@@ -228,38 +230,38 @@ static void note_site(world *w, const char *expr) {
 }
 
 /* One call of the sequence, checked as the header says. */
-#define STEP(W, EXPR)                                                                                    \
-  do {                                                                                                   \
-    arm(W);                                                                                              \
-    blog before_ = {0};                                                                                  \
-    int live_ = (W)->armed && pending(W);                                                                \
-    if (live_) {                                                                                         \
-      pause_faults(W);                                                                                   \
-      snap(W, &before_);                                                                                 \
-      resume_faults(W);                                                                                  \
-    }                                                                                                    \
-    ag_status s_ = (EXPR);                                                                               \
-    int fired_ = live_ && !pending(W);                                                                   \
-    if (fired_) (W)->fired = 1;                                                                          \
-    if (s_ != AG_OK) {                                                                                   \
-      if (!fired_) fail_msg("%s failed with no fault injected: %s", #EXPR, ag_last_error());           \
-      blog after_ = {0};                                                                                 \
-      pause_faults(W);                                                                                   \
-      snap(W, &after_);                                                                                  \
-      resume_faults(W);                                                                                  \
-      if (after_.n != before_.n || memcmp(after_.b, before_.b, before_.n) != 0)                         \
-        fail_msg("fault %d at occurrence %lld: %s failed (%s) and changed the state", (W)->kind,        \
-                 (long long)(W)->n, #EXPR, ag_last_error());                                             \
-      (W)->checked++;                                                                                    \
-      note_site(W, #EXPR);                                                                               \
-      bfree(&after_);                                                                                    \
-      disarm(W);                                                                                         \
-      s_ = (EXPR);                                                                                       \
-      if (s_ != AG_OK) fail_msg("the retry of %s failed: %s", #EXPR, ag_last_error());                  \
-    } else if (fired_) {                                                                                 \
-      (W)->absorbed++;                                                                                   \
-    }                                                                                                    \
-    bfree(&before_);                                                                                     \
+#define STEP(W, EXPR)                                                                            \
+  do {                                                                                           \
+    arm(W);                                                                                      \
+    blog before_ = {0};                                                                          \
+    int live_ = (W)->armed && pending(W);                                                        \
+    if (live_) {                                                                                 \
+      pause_faults(W);                                                                           \
+      snap(W, &before_);                                                                         \
+      resume_faults(W);                                                                          \
+    }                                                                                            \
+    ag_status s_ = (EXPR);                                                                       \
+    int fired_ = live_ && !pending(W);                                                           \
+    if (fired_) (W)->fired = 1;                                                                  \
+    if (s_ != AG_OK) {                                                                           \
+      if (!fired_) fail_msg("%s failed with no fault injected: %s", #EXPR, ag_last_error());     \
+      blog after_ = {0};                                                                         \
+      pause_faults(W);                                                                           \
+      snap(W, &after_);                                                                          \
+      resume_faults(W);                                                                          \
+      if (after_.n != before_.n || memcmp(after_.b, before_.b, before_.n) != 0)                  \
+        fail_msg("fault %d at occurrence %lld: %s failed (%s) and changed the state", (W)->kind, \
+                 (long long)(W)->n, #EXPR, ag_last_error());                                     \
+      (W)->checked++;                                                                            \
+      note_site(W, #EXPR);                                                                       \
+      bfree(&after_);                                                                            \
+      disarm(W);                                                                                 \
+      s_ = (EXPR);                                                                               \
+      if (s_ != AG_OK) fail_msg("the retry of %s failed: %s", #EXPR, ag_last_error());           \
+    } else if (fired_) {                                                                         \
+      (W)->absorbed++;                                                                           \
+    }                                                                                            \
+    bfree(&before_);                                                                             \
   } while (0)
 
 /* Appends a tensor's values to the run's outputs (a read is a step too). */
@@ -500,7 +502,8 @@ static void sweep_every_site_and_occurrence(void **state) {
   blog want = ref.out;
   ref.out.b = NULL;
   world_free(&ref);
-  static const char *const names[AG_FAULT_COUNT_] = {"device allocation", "upload", "download", "host allocation"};
+  static const char *const names[AG_FAULT_COUNT_] = {"device allocation", "upload", "download",
+                                                     "host allocation"};
   int total_checked = 0, total_runs = 0, total_sites = 0;
   for (int kind = 0; kind < AG_FAULT_COUNT_; kind++) {
     int checked = 0, absorbed = 0, sites = 0;
@@ -512,7 +515,8 @@ static void sweep_every_site_and_occurrence(void **state) {
       sequence(&w, agt_kind);
       int fired = w.fired;
       if (w.out.n != want.n || memcmp(w.out.b, want.b, want.n) != 0)
-        fail_msg("fault '%s' at occurrence %lld: the run's outputs differ from the reference", names[kind], (long long)n);
+        fail_msg("fault '%s' at occurrence %lld: the run's outputs differ from the reference", names[kind],
+                 (long long)n);
       checked += w.checked;
       absorbed += w.absorbed;
       for (int i = 0; i < w.n_sites; i++) {
@@ -524,10 +528,12 @@ static void sweep_every_site_and_occurrence(void **state) {
       total_runs++;
       if (!fired) break; /* n is past the last occurrence */
     }
-    printf("faults.%s: %-17s occurrences 0..%lld (every %lld): %d failed calls checked, %d absorbed, %d call sites, "
-           "0 violations\n",
-           agt_kind == AG_DEVICE_CUDA ? "cuda" : "cpu", names[kind], (long long)(n - 1), (long long)stride, checked,
-           absorbed, sites);
+    printf(
+        "faults.%s: %-17s occurrences 0..%lld (every %lld): %d failed calls checked, %d absorbed, %d call "
+        "sites, "
+        "0 violations\n",
+        agt_kind == AG_DEVICE_CUDA ? "cuda" : "cpu", names[kind], (long long)(n - 1), (long long)stride,
+        checked, absorbed, sites);
     total_checked += checked;
     total_sites += sites;
     assert_true(checked > 0);

@@ -22,7 +22,7 @@ typedef struct op_case {
   const char *name;
   int n_in;
   int64_t shape[MAXIN][2];
-  float lo, hi;     /* inputs drawn in [lo, hi], |x| >= gap (away from kinks) */
+  float lo, hi; /* inputs drawn in [lo, hi], |x| >= gap (away from kinks) */
   float gap;
   int64_t out_rows, out_cols;
   /* agrl: out = f(in) */
@@ -40,8 +40,13 @@ static double bat(double **in, const int64_t (*s)[2], int i, int64_t r, int64_t 
   return in[i][cc * s[i][0] + rr];
 }
 
-#define OUTDIM(R, C) int64_t RR = (R), CC = (C); (void)RR; (void)CC
-#define LOOP2 for (int64_t c = 0; c < CC; c++) for (int64_t r = 0; r < RR; r++)
+#define OUTDIM(R, C)          \
+  int64_t RR = (R), CC = (C); \
+  (void)RR;                   \
+  (void)CC
+#define LOOP2                      \
+  for (int64_t c = 0; c < CC; c++) \
+    for (int64_t r = 0; r < RR; r++)
 
 /* matmul variants */
 static ag_status run_mm_nn(ag_tensor **in, ag_tensor **out) { return ag_matmul(in[0], 0, in[1], 0, out); }
@@ -68,28 +73,28 @@ static void ref_mm_tt(double **in, const int64_t (*s)[2], double *out) { ref_mm(
 
 /* binary ops with broadcasting */
 static int64_t bmax(int64_t a, int64_t b) { return a > b ? a : b; }
-#define BINARY(NAME, EXPR)                                                              \
+#define BINARY(NAME, EXPR)                                                                              \
   static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return ag_##NAME(in[0], in[1], out); } \
-  static void ref_##NAME(double **in, const int64_t (*s)[2], double *out) {             \
-    OUTDIM(bmax(R_(s, 0), R_(s, 1)), bmax(C_(s, 0), C_(s, 1)));                        \
-    LOOP2 {                                                                             \
-      double a = bat(in, s, 0, r, c), b = bat(in, s, 1, r, c);                          \
-      out[c * RR + r] = (EXPR);                                                         \
-    }                                                                                   \
+  static void ref_##NAME(double **in, const int64_t(*s)[2], double *out) {                              \
+    OUTDIM(bmax(R_(s, 0), R_(s, 1)), bmax(C_(s, 0), C_(s, 1)));                                         \
+    LOOP2 {                                                                                             \
+      double a = bat(in, s, 0, r, c), b = bat(in, s, 1, r, c);                                          \
+      out[c * RR + r] = (EXPR);                                                                         \
+    }                                                                                                   \
   }
 BINARY(add, a + b)
 BINARY(sub, a - b)
-BINARY(mul, a * b)
+BINARY(mul, a *b)
 BINARY(div, a / b)
 
 /* unary ops */
-#define UNARY(NAME, CALL, EXPR)                                                        \
-  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return CALL; }         \
-  static void ref_##NAME(double **in, const int64_t (*s)[2], double *out) {            \
-    for (int64_t i = 0; i < R_(s, 0) * C_(s, 0); i++) {                                 \
-      double x = in[0][i];                                                              \
-      out[i] = (EXPR);                                                                  \
-    }                                                                                   \
+#define UNARY(NAME, CALL, EXPR)                                                 \
+  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return CALL; } \
+  static void ref_##NAME(double **in, const int64_t(*s)[2], double *out) {      \
+    for (int64_t i = 0; i < R_(s, 0) * C_(s, 0); i++) {                         \
+      double x = in[0][i];                                                      \
+      out[i] = (EXPR);                                                          \
+    }                                                                           \
   }
 UNARY(scale, ag_scale(in[0], -2.5f, out), -2.5 * x)
 UNARY(affine, ag_affine(in[0], 0.5f, 3.0f, out), 0.5 * x + 3.0)
@@ -98,23 +103,24 @@ UNARY(tanh, ag_tanh(in[0], out), tanh(x))
 UNARY(sigmoid, ag_sigmoid(in[0], out), 1.0 / (1.0 + exp(-x)))
 UNARY(exp, ag_exp(in[0], out), exp(x))
 UNARY(log, ag_log(in[0], out), log(x))
-UNARY(square, ag_square(in[0], out), x * x)
+UNARY(square, ag_square(in[0], out), x *x)
 UNARY(abs, ag_abs(in[0], out), fabs(x))
 
 /* reductions */
-#define REDUCE(NAME, CALL, AXIS, MEAN)                                                  \
-  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return CALL; }          \
-  static void ref_##NAME(double **in, const int64_t (*s)[2], double *out) {             \
-    int64_t R = R_(s, 0), C = C_(s, 0);                                                 \
-    int64_t oR = (AXIS) == 1 ? R : 1, oC = (AXIS) == 0 ? C : 1;                          \
-    for (int64_t i = 0; i < oR * oC; i++) out[i] = 0;                                   \
-    for (int64_t c = 0; c < C; c++)                                                     \
-      for (int64_t r = 0; r < R; r++) {                                                 \
-        int64_t o = (AXIS) == 0 ? c : ((AXIS) == 1 ? r : 0);                              \
-        out[o] += in[0][c * R + r];                                                     \
-      }                                                                                 \
-    double n = (AXIS) == 0 ? R : ((AXIS) == 1 ? C : R * C);                               \
-    if (MEAN) for (int64_t i = 0; i < oR * oC; i++) out[i] /= n;                        \
+#define REDUCE(NAME, CALL, AXIS, MEAN)                                          \
+  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return CALL; } \
+  static void ref_##NAME(double **in, const int64_t(*s)[2], double *out) {      \
+    int64_t R = R_(s, 0), C = C_(s, 0);                                         \
+    int64_t oR = (AXIS) == 1 ? R : 1, oC = (AXIS) == 0 ? C : 1;                 \
+    for (int64_t i = 0; i < oR * oC; i++) out[i] = 0;                           \
+    for (int64_t c = 0; c < C; c++)                                             \
+      for (int64_t r = 0; r < R; r++) {                                         \
+        int64_t o = (AXIS) == 0 ? c : ((AXIS) == 1 ? r : 0);                    \
+        out[o] += in[0][c * R + r];                                             \
+      }                                                                         \
+    double n = (AXIS) == 0 ? R : ((AXIS) == 1 ? C : R * C);                     \
+    if (MEAN)                                                                   \
+      for (int64_t i = 0; i < oR * oC; i++) out[i] /= n;                        \
   }
 REDUCE(sum0, ag_sum(in[0], AG_AXIS_ROWS, out), 0, 0)
 REDUCE(sum1, ag_sum(in[0], AG_AXIS_COLS, out), 1, 0)
@@ -177,7 +183,9 @@ static void ref_slice_cols(double **in, const int64_t (*s)[2], double *out) {
   for (int64_t c = 0; c < 3; c++)
     for (int64_t r = 0; r < R_(s, 0); r++) out[c * R_(s, 0) + r] = pow(in[0][(c + 2) * R_(s, 0) + r], 2);
 }
-static ag_status run_concat_rows(ag_tensor **in, ag_tensor **out) { return ag_concat_rows(in[0], in[1], out); }
+static ag_status run_concat_rows(ag_tensor **in, ag_tensor **out) {
+  return ag_concat_rows(in[0], in[1], out);
+}
 static void ref_concat_rows(double **in, const int64_t (*s)[2], double *out) {
   int64_t ra = R_(s, 0), rb = R_(s, 1);
   for (int64_t c = 0; c < C_(s, 0); c++) {
@@ -185,7 +193,9 @@ static void ref_concat_rows(double **in, const int64_t (*s)[2], double *out) {
     for (int64_t r = 0; r < rb; r++) out[c * (ra + rb) + ra + r] = in[1][c * rb + r];
   }
 }
-static ag_status run_concat_cols(ag_tensor **in, ag_tensor **out) { return ag_concat_cols(in[0], in[1], out); }
+static ag_status run_concat_cols(ag_tensor **in, ag_tensor **out) {
+  return ag_concat_cols(in[0], in[1], out);
+}
 static void ref_concat_cols(double **in, const int64_t (*s)[2], double *out) {
   int64_t na = R_(s, 0) * C_(s, 0);
   for (int64_t i = 0; i < na; i++) out[i] = in[0][i];
@@ -212,14 +222,16 @@ static void ref_huber(double **in, const int64_t (*s)[2], double *out) {
 }
 
 /* fused bias + activation */
-#define BIAS_ACT(NAME, KIND, EXPR)                                                          \
-  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) { return ag_bias_act(in[0], in[1], KIND, out); } \
-  static void ref_##NAME(double **in, const int64_t (*s)[2], double *out) {                \
-    OUTDIM(R_(s, 0), C_(s, 0));                                                             \
-    LOOP2 {                                                                                 \
-      double x = bat(in, s, 0, r, c) + bat(in, s, 1, r, c);                                 \
-      out[c * RR + r] = (EXPR);                                                             \
-    }                                                                                       \
+#define BIAS_ACT(NAME, KIND, EXPR)                                         \
+  static ag_status run_##NAME(ag_tensor **in, ag_tensor **out) {           \
+    return ag_bias_act(in[0], in[1], KIND, out);                           \
+  }                                                                        \
+  static void ref_##NAME(double **in, const int64_t(*s)[2], double *out) { \
+    OUTDIM(R_(s, 0), C_(s, 0));                                            \
+    LOOP2 {                                                                \
+      double x = bat(in, s, 0, r, c) + bat(in, s, 1, r, c);                \
+      out[c * RR + r] = (EXPR);                                            \
+    }                                                                      \
   }
 BIAS_ACT(bias_relu, AG_BIAS_RELU, x > 0 ? x : 0)
 BIAS_ACT(bias_tanh, AG_BIAS_TANH, tanh(x))
@@ -323,7 +335,8 @@ static void run_case(ag_ctx *ctx, const op_case *c, float **x, const float *w, f
   agt_ok(ag_backward(loss));
   agt_ok(ag_tensor_read(y, out, (size_t)(c->out_rows * c->out_cols) * sizeof(float)));
   for (int i = 0; i < c->n_in; i++) {
-    agt_ok(ag_tensor_read(ag_tensor_grad(in[i]), grad[i], (size_t)(c->shape[i][0] * c->shape[i][1]) * sizeof(float)));
+    agt_ok(ag_tensor_read(ag_tensor_grad(in[i]), grad[i],
+                          (size_t)(c->shape[i][0] * c->shape[i][1]) * sizeof(float)));
     ag_tensor_free(in[i]);
   }
   ag_tensor_free(wt);
@@ -459,7 +472,8 @@ static void subnormals_flush_on_the_cpu_only(void **state) {
     assert_true(fabsf(sum - host_sum) <= 1e-45f); /* any order of the sum: subnormals add exactly */
   }
 #if defined(__x86_64__) || defined(__i386__)
-  assert_int_equal(_mm_getcsr() & 0xFFC0u, mode & 0xFFC0u); /* the caller's mode (not its sticky flags) is back */
+  assert_int_equal(_mm_getcsr() & 0xFFC0u,
+                   mode & 0xFFC0u); /* the caller's mode (not its sticky flags) is back */
 #endif
   ag_ctx_free(ctx);
 }
@@ -599,7 +613,8 @@ static void adam_two_steps_match_closed_form(void **state) {
       v = b2 * v + (1 - b2) * gg * gg;
       x -= lr * (m / (1 - pow(b1, t))) / (sqrt(v / (1 - pow(b2, t))) + eps);
     }
-    if (!(fabs(got[i] - x) <= 1e-5 * (1 + fabs(x)))) fail_msg("p[%d] = %.8g, closed form %.8g", i, (double)got[i], x);
+    if (!(fabs(got[i] - x) <= 1e-5 * (1 + fabs(x))))
+      fail_msg("p[%d] = %.8g, closed form %.8g", i, (double)got[i], x);
   }
   int64_t steps;
   agt_ok(ag_optim_steps(opt, &steps));
@@ -630,7 +645,8 @@ static void adam_matches_closed_form_over_blocks_and_tensors(void **state) {
     for (int k = 0; k < nt; k++) {
       agt_ok(ag_tensor_create(ctx, len, 1, AG_F32, init + k * len, &p[k]));
       agt_ok(ag_tensor_set_requires_grad(p[k], 1));
-      for (int t = 0; t < 3; t++) agt_ok(ag_tensor_create(ctx, len, 1, AG_F32, g + t * total + k * len, &c[t][k]));
+      for (int t = 0; t < 3; t++)
+        agt_ok(ag_tensor_create(ctx, len, 1, AG_F32, g + t * total + k * len, &c[t][k]));
     }
     ag_adam_config cfg = ag_adam_defaults();
     cfg.lr = 0.05f;

@@ -50,7 +50,8 @@ static void b_put(bytes *b, const void *d, size_t n) {
   b->n += n;
 }
 static void b_u32(bytes *b, uint32_t v) {
-  unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+  unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 24)};
   b_put(b, c, 4);
 }
 static void b_u64(bytes *b, uint64_t v) {
@@ -236,7 +237,8 @@ static void expect_refused(ag_ctx *ctx, const char *path, const bytes *b, size_t
   uint64_t live0 = live_bytes(ctx), allocs0 = allocs(ctx);
   ag_mlp *out = SENTINEL;
   agt_err(ag_mlp_load(ctx, path, &out), status, part);
-  if (strncmp(ag_last_error(), "ag_mlp_load: ", 13) != 0) fail_msg("message \"%s\" does not name ag_mlp_load", ag_last_error());
+  if (strncmp(ag_last_error(), "ag_mlp_load: ", 13) != 0)
+    fail_msg("message \"%s\" does not name ag_mlp_load", ag_last_error());
   assert_ptr_equal(out, SENTINEL);
   assert_int_equal(live_bytes(ctx), live0);
   if (before_alloc) assert_int_equal(allocs(ctx), allocs0);
@@ -261,11 +263,11 @@ static void round_trip(void **state) {
     int64_t sizes[5];
     ag_act hidden, last;
   } shapes[] = {
-      {2, {3, 1}, AG_ACT_RELU, AG_ACT_NONE},             /* one layer */
-      {2, {1, 1}, AG_ACT_NONE, AG_ACT_SIGMOID},          /* one weight */
+      {2, {3, 1}, AG_ACT_RELU, AG_ACT_NONE},    /* one layer */
+      {2, {1, 1}, AG_ACT_NONE, AG_ACT_SIGMOID}, /* one weight */
       {3, {4, 8, 2}, AG_ACT_TANH, AG_ACT_NONE},
-      {5, {5, 7, 6, 3, 2}, AG_ACT_RELU, AG_ACT_TANH},    /* four layers */
-      {3, {600, 600, 3}, AG_ACT_SIGMOID, AG_ACT_RELU},   /* W0 1.4 MB: uploaded in parts */
+      {5, {5, 7, 6, 3, 2}, AG_ACT_RELU, AG_ACT_TANH},  /* four layers */
+      {3, {600, 600, 3}, AG_ACT_SIGMOID, AG_ACT_RELU}, /* W0 1.4 MB: uploaded in parts */
   };
   ag_ctx *ctx = agt_ctx();
   tdir t;
@@ -339,7 +341,10 @@ static void host_forward(const net *m, const float *x, float *y) {
     for (int64_t r = 0; r < out; r++) {
       double s = m->vals[2 * l + 1][r];
       for (int64_t c = 0; c < in; c++) s += (double)m->vals[2 * l][c * out + r] * h[c]; /* column-major */
-      z[r] = act == AG_ACT_RELU ? (s > 0 ? s : 0) : act == AG_ACT_TANH ? tanh(s) : act == AG_ACT_SIGMOID ? 1 / (1 + exp(-s)) : s;
+      z[r] = act == AG_ACT_RELU      ? (s > 0 ? s : 0)
+             : act == AG_ACT_TANH    ? tanh(s)
+             : act == AG_ACT_SIGMOID ? 1 / (1 + exp(-s))
+                                     : s;
     }
     for (int64_t r = 0; r < out; r++) h[r] = z[r];
   }
@@ -363,7 +368,8 @@ static void version1_loads(void **state) {
   assert_int_equal(ag_mlp_in(a), 3);
   assert_int_equal(ag_mlp_out(a), 2);
   net back = read_net(a, sizes, 4, 0, 0);
-  for (int k = 0; k < 6; k++) assert_memory_equal(back.vals[k], m.vals[k], param_count(&m, k) * sizeof(float));
+  for (int k = 0; k < 6; k++)
+    assert_memory_equal(back.vals[k], m.vals[k], param_count(&m, k) * sizeof(float));
   float x[3] = {0.5f, -1.25f, 2.0f}, want[2], got[2];
   host_forward(&m, x, want);
   ag_tensor *tx, *y;
@@ -483,11 +489,14 @@ static void every_changed_byte_refused(void **state) {
         assert_non_null(strstr(msg, "of version"));
       } else {
         assert_int_equal(s, AG_ERR_IO);
-        if (!strstr(msg, "is corrupt") && !strstr(msg, "is truncated") && !strstr(msg, "not an agrl MLP file"))
+        if (!strstr(msg, "is corrupt") && !strstr(msg, "is truncated") &&
+            !strstr(msg, "not an agrl MLP file"))
           fail_msg("byte %zu changed by 0x%02x: message \"%s\"", at, x, msg);
       }
-      if (strstr(msg, "CRC-32")) n_checksum++;
-      else n_other++;
+      if (strstr(msg, "CRC-32"))
+        n_checksum++;
+      else
+        n_other++;
       if (at >= header) assert_non_null(strstr(msg, "fails its CRC-32 check"));
       b.p[at] ^= (unsigned char)x;
     }
@@ -569,8 +578,8 @@ static void bad_activation_refused(void **state) {
     for (int which = 0; which < 2; which++) {
       net m = make_net(sizes, 3, which ? AG_ACT_RELU : bad[i], which ? bad[i] : AG_ACT_NONE);
       char part[96];
-      snprintf(part, sizeof part, "the %s activation code %d is not one of 0..3", which ? "last layer's" : "hidden layers'",
-               (int)bad[i]);
+      snprintf(part, sizeof part, "the %s activation code %d is not one of 0..3",
+               which ? "last layer's" : "hidden layers'", (int)bad[i]);
       bytes b2 = ref_v2(&m), b1 = ref_v1(&m);
       expect_refused(ctx, t.path, &b2, b2.n, AG_ERR_IO, part, 1);
       expect_refused(ctx, t.path, &b1, b1.n, AG_ERR_IO, part, 1);
@@ -601,10 +610,10 @@ static void huge_declarations_refused(void **state) {
     int64_t sizes[4];
     const char *part;
   } cases[] = {
-      {3, {1000000, 1000000, 1}, "is truncated"},                        /* 4 TB */
-      {2, {INT32_MAX, INT32_MAX}, "more than 2^63 bytes"},                  /* 2^64 bytes */
-      {2, {1 << 30, 1 << 30}, "is truncated"},                              /* 2^62 bytes */
-      {3, {INT32_MAX, INT32_MAX, INT32_MAX}, "more than 2^63 bytes"},       /* overflow */
+      {3, {1000000, 1000000, 1}, "is truncated"},                     /* 4 TB */
+      {2, {INT32_MAX, INT32_MAX}, "more than 2^63 bytes"},            /* 2^64 bytes */
+      {2, {1 << 30, 1 << 30}, "is truncated"},                        /* 2^62 bytes */
+      {3, {INT32_MAX, INT32_MAX, INT32_MAX}, "more than 2^63 bytes"}, /* overflow */
       {4, {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX}, "more than 2^63 bytes"},
       {3, {4, (int64_t)INT32_MAX + 1, 2}, "sizes[1] = 2147483648, outside 1..2147483647"},
       {3, {4, -5, 2}, "sizes[1] = -5"},
@@ -653,7 +662,8 @@ static void huge_declarations_refused(void **state) {
   b_put(&junk, zip, strlen(zip));
   expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_IO, "is not an agrl MLP file", 1);
   memcpy(junk.p, "AGRLMLP3", 8);
-  expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_UNSUPPORTED, "of version 3, which this library cannot read", 1);
+  expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_UNSUPPORTED,
+                 "of version 3, which this library cannot read", 1);
   memcpy(junk.p, "AGRLMLPX", 8);
   expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_IO, "is not a version number", 1);
   expect_refused(ctx, t.path, &junk, 0, AG_ERR_IO, "is truncated", 1);
@@ -692,11 +702,13 @@ static void stream_from_position(void **state) {
   ag_mlp *a = SENTINEL;
   agt_ok(ag__mlp_load_stream(ctx, f, "memory", &a));
   net back = read_net(a, sizes, 3, 0, 0);
-  for (int k = 0; k < 4; k++) assert_memory_equal(back.vals[k], m.vals[k], param_count(&m, k) * sizeof(float));
+  for (int k = 0; k < 4; k++)
+    assert_memory_equal(back.vals[k], m.vals[k], param_count(&m, k) * sizeof(float));
   ag_mlp_free(a);
   rewind(f);
   a = SENTINEL;
-  agt_err(ag__mlp_load_stream(ctx, f, "memory", &a), AG_ERR_IO, "ag_mlp_load: memory is not an agrl MLP file");
+  agt_err(ag__mlp_load_stream(ctx, f, "memory", &a), AG_ERR_IO,
+          "ag_mlp_load: memory is not an agrl MLP file");
   assert_ptr_equal(a, SENTINEL);
   fclose(f);
   free(b.p), free(model.p);
@@ -747,8 +759,10 @@ static void failed_saves_leave_the_old_file(void **state) {
       free(now.p);
     }
     /* downloads: 6 parameters, W1 in two parts */
-    if (!kind) assert_int_equal(failures, 7);
-    else assert_true(failures >= 3); /* the part buffer, the two names of the temporary, ... */
+    if (!kind)
+      assert_int_equal(failures, 7);
+    else
+      assert_true(failures >= 3); /* the part buffer, the two names of the temporary, ... */
     free(old.p);
   }
   /* no previous file: a failed save creates none */

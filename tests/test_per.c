@@ -99,7 +99,8 @@ static void sampling_is_stratified_over_the_running_sum(void **state) {
     assert_true(i >= 0 && i < N);
     double eps = 1e-9 * total;
     if (!(cum[i] - eps <= u && u < cum[i + 1] + eps))
-      fail_msg("sample %lld: target %.9g is outside [%.9g, %.9g) of index %lld", (long long)j, u, cum[i], cum[i + 1], (long long)i);
+      fail_msg("sample %lld: target %.9g is outside [%.9g, %.9g) of index %lld", (long long)j, u, cum[i],
+               cum[i + 1], (long long)i);
     wref[j] = pow((double)N * pow(p[i], (double)0.7f) / total, -(double)0.4f);
     wmax = fmax(wmax, wref[j]);
   }
@@ -163,7 +164,8 @@ static void per_bad_input_is_refused_and_changes_nothing(void **state) {
   const int64_t bad_idx[1] = {10};
   const float ok_p[1] = {2}, nan_p[1] = {NAN}, neg_p[1] = {-1};
   const int64_t ok_idx[1] = {2};
-  agt_err(ag_per_update_host(t.per, bad_idx, ok_p, 1), AG_ERR_OUT_OF_RANGE, "idx[0] = 10 is outside the 10 valid");
+  agt_err(ag_per_update_host(t.per, bad_idx, ok_p, 1), AG_ERR_OUT_OF_RANGE,
+          "idx[0] = 10 is outside the 10 valid");
   agt_err(ag_per_update_host(t.per, ok_idx, nan_p, 1), AG_ERR_INVALID_ARG, "must be finite");
   agt_err(ag_per_update_host(t.per, ok_idx, neg_p, 1), AG_ERR_INVALID_ARG, "must be finite and >= 0");
   ag_tensor *i, *w;
@@ -290,8 +292,8 @@ static void bare_set_cols(bare_tree *b, const int64_t *idx, const float *prio, i
   ag_tensor *ti, *tp;
   agt_ok(ag_tensor_create(b->ctx, n, 1, dt, dt == AG_I32 ? (const void *)i32 : (const void *)idx, &ti));
   agt_ok(ag_tensor_create(b->ctx, n * stride, 1, AG_F32, ps, &tp));
-  ag__per_set_args a = {dev_ptr(b->tree), b->depth,  alpha, dev_ptr(b->state), dev_ptr(ti),
-                        dt,                n,         dev_ptr(tp), stride,   cols};
+  ag__per_set_args a = {dev_ptr(b->tree), b->depth, alpha, dev_ptr(b->state), dev_ptr(ti), dt, n,
+                        dev_ptr(tp),      stride,   cols};
   agt_ok(ag__run(b->ctx, AG__K_PER_SET, &a, sizeof a));
   agt_ok(ag_ctx_sync(b->ctx)); /* the kernel was queued outside the tensors' bookkeeping */
   ag_tensor_free(ti);
@@ -322,7 +324,9 @@ static int64_t batch(agt_rng *g, int bi, int64_t leaves, const int64_t *hot, int
   const int64_t n = sizes[bi], group = (leaves / AG__PER_FAN) * 3 / 7 * AG__PER_FAN;
   for (int64_t j = 0; j < n; j++) {
     int64_t r = agt_below(g, 4);
-    idx[j] = r < 2 ? hot[agt_below(g, 40)] : r == 2 ? group + agt_below(g, AG__PER_FAN) : agt_below(g, leaves);
+    idx[j] = r < 2    ? hot[agt_below(g, 40)]
+             : r == 2 ? group + agt_below(g, AG__PER_FAN)
+                      : agt_below(g, leaves);
     prio[j] = j % 97 == 5 ? 0.0f : 0.5f + (float)agt_below(g, 1 << 20) / 4096.0f;
   }
   return n;
@@ -335,8 +339,10 @@ enum { BATCHES = 6, BATCH_MAX = 2500 };
 static void check_tree(const double *tr, const double *ref_leaf, int depth) {
   for (int d = 0; d < depth - 1; d++)
     for (int64_t node = 0; node < ag__per_offset(d + 1) - ag__per_offset(d); node++) {
-      double got = tr[ag__per_offset(d) + node], want = ag__per_sum16(tr + ag__per_offset(d + 1) + node * AG__PER_FAN);
-      if (got != want) fail_msg("level %d node %lld: %.17g, its children sum to %.17g", d, (long long)node, got, want);
+      double got = tr[ag__per_offset(d) + node],
+             want = ag__per_sum16(tr + ag__per_offset(d + 1) + node * AG__PER_FAN);
+      if (got != want)
+        fail_msg("level %d node %lld: %.17g, its children sum to %.17g", d, (long long)node, got, want);
     }
   if (tr[ag__per_offset(depth)] != ag__per_sum16(tr)) fail_msg("the root is not the sum of level 0");
   int64_t leaves = ag__per_offset(depth) - ag__per_offset(depth - 1);
@@ -349,7 +355,8 @@ static void check_tree(const double *tr, const double *ref_leaf, int depth) {
       for (int c = 0; c < AG__PER_FAN; c++) s += sum[node * AG__PER_FAN + c];
       sum[node] = s; /* in place: node * 16 + c >= node */
       double got = tr[d < 0 ? ag__per_offset(depth) : ag__per_offset(d) + node];
-      if (!(fabs(got - s) <= 1e-12 * s)) fail_msg("level %d node %lld: %.17g, reference %.17g", d, (long long)node, got, s);
+      if (!(fabs(got - s) <= 1e-12 * s))
+        fail_msg("level %d node %lld: %.17g, reference %.17g", d, (long long)node, got, s);
     }
   }
   free(sum);
@@ -390,7 +397,8 @@ static void batched_updates_keep_every_node_the_sum_of_its_children(void **state
     const double *leaf = tr + ag__per_offset(b.depth - 1);
     for (int64_t i = 0; i < b.leaves; i++) {
       if (!(fabs(leaf[i] - ref[i]) <= 1e-15 * ref[i]))
-        fail_msg("depth %d leaf %lld: %.17g, pow of the last priority %.17g", b.depth, (long long)i, leaf[i], ref[i]);
+        fail_msg("depth %d leaf %lld: %.17g, pow of the last priority %.17g", b.depth, (long long)i, leaf[i],
+                 ref[i]);
       if (agt_kind == AG_DEVICE_CPU && memcmp(&leaf[i], &exact[i], sizeof *leaf) != 0)
         fail_msg("path %d depth %d leaf %lld: %.17g, ag__per_pow of the last priority %.17g", k / 3, b.depth,
                  (long long)i, leaf[i], exact[i]);
@@ -419,7 +427,7 @@ static void repeated_indices_keep_the_last_priority(void **state) {
   int64_t idx[N];
   float p[N];
   for (int j = 0; j < N; j++) idx[j] = (j % 5) * 100, p[j] = (float)(j + 1); /* last: 696 .. 700 */
-  idx[3] = idx[600] = 999, p[3] = 0.25f, p[600] = 16.0f;                    /* 999 last at 16 */
+  idx[3] = idx[600] = 999, p[3] = 0.25f, p[600] = 16.0f;                     /* 999 last at 16 */
   agt_ok(ag_per_update_host(t.per, idx, p, N));
   double ref = 994.0 + 4.0, total;
   for (int k = 0; k < 5; k++) ref += sqrt(696.0 + k);
@@ -655,9 +663,9 @@ static void many_passes_with_repeats_and_skipped_indices(void **state) {
       const int64_t n = batch ? N : 777;
       for (int64_t j = 0; j < n; j++) {
         int64_t r = agt_below(&g, 10);
-        idx[j] = r < 4   ? hot[agt_below(&g, 24)]
-                 : r < 6 ? group + agt_below(&g, AG__PER_FAN) % (cols - group)
-                 : r < 8 ? agt_below(&g, cols)
+        idx[j] = r < 4    ? hot[agt_below(&g, 24)]
+                 : r < 6  ? group + agt_below(&g, AG__PER_FAN) % (cols - group)
+                 : r < 8  ? agt_below(&g, cols)
                  : r == 8 ? cols + agt_below(&g, b.leaves - cols)
                           : -1 - agt_below(&g, 3);
         if (j % 101 == 7) idx[j] = dt == AG_I64 ? ((int64_t)1 << 40) + (int64_t)agt_below(&g, 16) : INT32_MAX;
@@ -682,8 +690,8 @@ static void many_passes_with_repeats_and_skipped_indices(void **state) {
     const double tol = alpha == 1.0f ? 0.0 : 1e-15;
     for (int64_t i = 0; i < b.leaves; i++) {
       if (!(fabs(leaf[i] - ref[i]) <= tol * ref[i]))
-        fail_msg("depth %d alpha %g leaf %lld: %.17g, pow of the last valid priority %.17g", depth, (double)alpha,
-                 (long long)i, leaf[i], ref[i]);
+        fail_msg("depth %d alpha %g leaf %lld: %.17g, pow of the last valid priority %.17g", depth,
+                 (double)alpha, (long long)i, leaf[i], ref[i]);
       if (agt_kind == AG_DEVICE_CPU && memcmp(&leaf[i], &exact[i], sizeof *leaf) != 0)
         fail_msg("depth %d alpha %g leaf %lld: %.17g, ag__per_pow of the last valid priority %.17g", depth,
                  (double)alpha, (long long)i, leaf[i], exact[i]);

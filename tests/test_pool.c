@@ -16,7 +16,7 @@
 typedef struct job {
   atomic_int runs[MAX_TASKS];
   pthread_t thread[MAX_TASKS];
-  atomic_int order; /* tasks started so far */
+  atomic_int order;     /* tasks started so far */
   int first[MAX_TASKS]; /* the order in which task i started */
 } job;
 
@@ -35,7 +35,8 @@ static void job_reset(job *j) {
 /* Every task of job j (n tasks) ran once; task 0 on this thread. */
 static void check_job(job *j, int n, const char *what) {
   for (int i = 0; i < n; i++)
-    if (atomic_load(&j->runs[i]) != 1) fail_msg("%s: task %d of %d ran %d times", what, i, n, atomic_load(&j->runs[i]));
+    if (atomic_load(&j->runs[i]) != 1)
+      fail_msg("%s: task %d of %d ran %d times", what, i, n, atomic_load(&j->runs[i]));
   for (int i = n; i < MAX_TASKS; i++)
     if (atomic_load(&j->runs[i]) != 0) fail_msg("%s: task %d past the job's %d ran", what, i, n);
   if (!pthread_equal(j->thread[0], pthread_self())) fail_msg("%s: task 0 did not run on the caller", what);
@@ -51,8 +52,10 @@ static void every_task_runs_once_and_task_0_on_the_caller(void **state) {
       job_reset(&j);
       ag__pool_run(n, count_task, &j);
       snprintf(what, sizeof what, "round %d, %d tasks", round, n);
-      if (n > 0) check_job(&j, n, what);
-      else assert_int_equal(atomic_load(&j.order), 0);
+      if (n > 0)
+        check_job(&j, n, what);
+      else
+        assert_int_equal(atomic_load(&j.order), 0);
     }
 }
 

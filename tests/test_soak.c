@@ -31,14 +31,16 @@ static int64_t env_count(const char *name, int64_t dflt) {
 
 static void soak_adds_and_samples_stay_exact_and_flat(void **state) {
   (void)state;
-  const int64_t adds = env_count("AGRL_SOAK_ADDS", 100000000), samples = env_count("AGRL_SOAK_SAMPLES", 10000000);
+  const int64_t adds = env_count("AGRL_SOAK_ADDS", 100000000),
+                samples = env_count("AGRL_SOAK_SAMPLES", 10000000);
   ag_ctx *ctx = agt_ctx();
   const ag_field f[3] = {{"obs", 3, AG_F32}, {"action", 1, AG_I32}, {"reward", 1, AG_F32}};
   ag_replay *r;
   ag_rng *rng;
   agt_ok(ag_replay_create(ctx, f, 3, CAP, AG_F32, 1, &r));
   agt_ok(ag_rng_create(ctx, 77, &rng));
-  float *mirror = calloc((size_t)ROWS * CAP, sizeof *mirror), *table = malloc((size_t)ROWS * CAP * sizeof *table);
+  float *mirror = calloc((size_t)ROWS * CAP, sizeof *mirror),
+        *table = malloc((size_t)ROWS * CAP * sizeof *table);
   assert_true(mirror && table);
   int64_t pos = 0, size = 0, t = 0;
   float obs[3 * 7], rew[7];
@@ -87,12 +89,13 @@ static void soak_adds_and_samples_stay_exact_and_flat(void **state) {
       long rss = rss_kb();
       if (!rss0) rss0 = rss;
       if (rss > rss_max) rss_max = rss;
-      printf("soak: %lld adds, %lld sample+gathers, table exact, RSS %ld KB\n", (long long)(a + 1), (long long)sampled,
-             rss);
+      printf("soak: %lld adds, %lld sample+gathers, table exact, RSS %ld KB\n", (long long)(a + 1),
+             (long long)sampled, rss);
       fflush(stdout);
     }
   }
-  printf("soak: RSS at the first checkpoint %ld KB, highest %ld KB (growth %ld KB)\n", rss0, rss_max, rss_max - rss0);
+  printf("soak: RSS at the first checkpoint %ld KB, highest %ld KB (growth %ld KB)\n", rss0, rss_max,
+         rss_max - rss0);
   assert_true(rss_max - rss0 < 4096);
   assert_int_equal(sampled, samples);
   free(mirror);

@@ -173,7 +173,8 @@ static void cpu_and_cuda_give_identical_results(void **state) {
       const int64_t rows = rows_of[ri], cap = 777, n = 256;
       agt_rng g = {1000 + d * 10 + ri};
       float *src = malloc((size_t)(rows * cap) * sizeof *src);
-      for (int64_t i = 0; i < rows * cap; i++) src[i] = dts[d] == AG_U8 ? (float)agt_below(&g, 256) : agt_uniform(&g, -50, 50);
+      for (int64_t i = 0; i < rows * cap; i++)
+        src[i] = dts[d] == AG_U8 ? (float)agt_below(&g, 256) : agt_uniform(&g, -50, 50);
       int64_t idx[256];
       for (int j = 0; j < n; j++) idx[j] = agt_below(&g, cap + 20) - 10; /* some clamp */
       float *out[2];
@@ -195,7 +196,8 @@ static void cpu_and_cuda_give_identical_results(void **state) {
         ag_ctx_reset(c[k]);
       }
       if (memcmp(out[0], out[1], (size_t)(rows * n) * sizeof(float)) != 0)
-        fail_msg("gather differs between cpu and cuda for %s rows %lld", ag_dtype_name(dts[d]), (long long)rows);
+        fail_msg("gather differs between cpu and cuda for %s rows %lld", ag_dtype_name(dts[d]),
+                 (long long)rows);
       if (memcmp(raw[0], raw[1], (size_t)(rows * cap) * es) != 0)
         fail_msg("stored bits differ between cpu and cuda for %s", ag_dtype_name(dts[d]));
       for (int k = 0; k < 2; k++) {

@@ -25,26 +25,26 @@ extern "C" {
 #define AG_DQN_MAX_HIDDEN 8
 
 typedef struct ag_dqn_config {
-  int n_hidden;                        /* 2 */
-  int64_t hidden[AG_DQN_MAX_HIDDEN];   /* 256, 256 (ReLU) */
-  float lr;                            /* 7e-4 (Adam) */
-  float gamma;                         /* 0.99 */
-  int64_t batch_size;                  /* 128 */
-  int64_t buffer_size;                 /* 100000 */
-  int64_t learning_starts;             /* 1000 */
-  int64_t train_freq;                  /* 256 environment steps */
-  int64_t gradient_steps;              /* 128 per training phase */
-  int64_t target_update_interval;      /* 10 environment steps */
-  float tau;                           /* 1: hard copy; < 1: Polyak */
-  float exploration_fraction;          /* 0.16 */
-  float eps_start, eps_end;            /* 1.0, 0.01 */
-  float max_grad_norm;                 /* 10 (0: none) */
-  int double_dqn;                      /* 1 */
-  int huber;                           /* 1 (0: MSE) */
-  uint64_t seed;                       /* 0 */
-  int fused;                           /* 1: the loss and its gradient as one fused
-                                          call where the network allows it (see
-                                          ag_dqn_fused); 0: composed ops */
+  int n_hidden;                      /* 2 */
+  int64_t hidden[AG_DQN_MAX_HIDDEN]; /* 256, 256 (ReLU) */
+  float lr;                          /* 7e-4 (Adam) */
+  float gamma;                       /* 0.99 */
+  int64_t batch_size;                /* 128 */
+  int64_t buffer_size;               /* 100000 */
+  int64_t learning_starts;           /* 1000 */
+  int64_t train_freq;                /* 256 environment steps */
+  int64_t gradient_steps;            /* 128 per training phase */
+  int64_t target_update_interval;    /* 10 environment steps */
+  float tau;                         /* 1: hard copy; < 1: Polyak */
+  float exploration_fraction;        /* 0.16 */
+  float eps_start, eps_end;          /* 1.0, 0.01 */
+  float max_grad_norm;               /* 10 (0: none) */
+  int double_dqn;                    /* 1 */
+  int huber;                         /* 1 (0: MSE) */
+  uint64_t seed;                     /* 0 */
+  int fused;                         /* 1: the loss and its gradient as one fused
+                                        call where the network allows it (see
+                                        ag_dqn_fused); 0: composed ops */
 } ag_dqn_config;
 
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
@@ -142,8 +142,9 @@ typedef struct ag_train_event {
   double episode_return;  /* EPISODE */
   int64_t episode_length; /* EPISODE */
   int truncated;          /* EPISODE: ended by the time limit */
-  double mean_return;     /* over the last (up to) 20 episodes (in a group: 20 / G of each rank's, as of the last training boundary) */
-  float loss;             /* PHASE: the last update's loss */
+  double mean_return; /* over the last (up to) 20 episodes (in a group: 20 / G of each rank's, as of the last
+                         training boundary) */
+  float loss;         /* PHASE: the last update's loss */
   float epsilon;
 } ag_train_event;
 

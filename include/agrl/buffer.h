@@ -55,8 +55,7 @@ typedef struct ag_buffer_info {
  * memory the device reports (the message gives MB requested, free, usable;
  * S3) or when the allocation fails (the message names the size; S4).
  * On error *out is untouched and nothing leaks. */
-ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype dtype,
-                           ag_buffer **out);
+ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype dtype, ag_buffer **out);
 
 /* Releases the buffer's memory (S9); queued work that reads it finishes
  * first. Later calls with the handle return AG_ERR_FREED. NULL is accepted;
@@ -71,8 +70,8 @@ void ag_buffer_free(ag_buffer *buf);
  * Ordering (S6): work issued before the call reads the old columns, work
  * issued after reads the new ones; `data` may be reused on return. Only the
  * k new columns cross the bus (S7). On error nothing is written. */
-ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype,
-                          int64_t data_rows, int64_t k, int64_t col_offset);
+ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype, int64_t data_rows, int64_t k,
+                          int64_t col_offset);
 
 /* Blocks until every write issued so far is on the device (for consumers
  * outside the context's queue). */
@@ -82,8 +81,8 @@ ag_status ag_buffer_wait(ag_buffer *buf);
  * out_dtype: the buffer's dtype or AG_F32), after queued work that writes
  * the buffer (S8). out_bytes must hold them. k = 0 reads nothing. Large
  * reads go through a bounded staging area in parts. */
-ag_status ag_buffer_read(ag_buffer *buf, int64_t col_offset, int64_t k, ag_dtype out_dtype,
-                         void *out, size_t out_bytes);
+ag_status ag_buffer_read(ag_buffer *buf, int64_t col_offset, int64_t k, ag_dtype out_dtype, void *out,
+                         size_t out_bytes);
 
 /* Selects columns by 0-based index as a device operation (S10): *out is a
  * temporary rows x n f32 tensor without gradient, computed on the queue.

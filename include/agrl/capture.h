@@ -59,12 +59,12 @@ ag_status ag_capture_set_input(ag_capture *cap, const char *name, const void *da
 ag_tensor *ag_capture_input(const ag_capture *cap, const char *name);
 
 typedef struct ag_capture_info {
-  int nodes;          /* kernels and copies in the recording (CUDA graph nodes) */
-  int reads;          /* buffers and persistent tensors it reads */
-  int records;        /* times recorded (1 + re-records) */
+  int nodes;   /* kernels and copies in the recording (CUDA graph nodes) */
+  int reads;   /* buffers and persistent tensors it reads */
+  int records; /* times recorded (1 + re-records) */
   uint64_t replays;
   uint64_t workspace_bytes;
-  int valid;          /* 0 once something it reads was freed */
+  int valid; /* 0 once something it reads was freed */
 } ag_capture_info;
 
 ag_status ag_capture_get_info(const ag_capture *cap, ag_capture_info *out);

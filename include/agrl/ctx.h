@@ -103,8 +103,7 @@ typedef struct ag_xfer_entry {
 void ag_xfer_total(const ag_ctx *ctx, uint64_t *up_bytes, uint64_t *down_bytes);
 
 /* Bytes for one operation name (0 and 0 if it never transferred). */
-void ag_xfer_get(const ag_ctx *ctx, const char *op, uint64_t *up_bytes,
-                 uint64_t *down_bytes);
+void ag_xfer_get(const ag_ctx *ctx, const char *op, uint64_t *up_bytes, uint64_t *down_bytes);
 
 /* Number of operation names recorded, and the i-th entry (0-based). */
 int ag_xfer_count(const ag_ctx *ctx);
@@ -115,14 +114,14 @@ void ag_xfer_reset(ag_ctx *ctx);
 
 /* ---- statistics ---------------------------------------------------------- */
 typedef struct ag_ctx_stats {
-  uint64_t allocs;         /* storage allocations on the current backend */
-  uint64_t frees;          /* storage releases */
-  uint64_t live_bytes;     /* bytes allocated and not yet released */
+  uint64_t allocs;          /* storage allocations on the current backend */
+  uint64_t frees;           /* storage releases */
+  uint64_t live_bytes;      /* bytes allocated and not yet released */
   uint64_t workspace_bytes; /* bytes held by the workspace (in use or kept) */
-  uint64_t syncs;          /* host waits on the queue */
-  uint64_t kernels;        /* kernels run (or recorded) */
-  uint64_t replays;        /* recordings replayed */
-  uint64_t records;        /* recordings made (first records and re-records) */
+  uint64_t syncs;           /* host waits on the queue */
+  uint64_t kernels;         /* kernels run (or recorded) */
+  uint64_t replays;         /* recordings replayed */
+  uint64_t records;         /* recordings made (first records and re-records) */
 } ag_ctx_stats;
 
 void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);

@@ -83,8 +83,8 @@ typedef struct ag_shard ag_shard;
 /* This rank's shard: capacity / world columns on ctx's device. rank and
  * world are given directly (not an ag_dist), so that routing works without
  * a group; min_size is the global minimum (each shard needs its share). */
-ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity, ag_dtype storage,
-                          int64_t min_size, int rank, int world, ag_shard **out);
+ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
+                          ag_dtype storage, int64_t min_size, int rank, int world, ag_shard **out);
 void ag_shard_free(ag_shard *sh);
 
 /* Appends k transitions of the global stream (every rank passes the same
@@ -98,9 +98,9 @@ ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k);
  * multiple of world, i.e. after global adds that left the shards uneven. */
 ag_status ag_shard_add_local(ag_shard *sh, const void *const *data, int64_t k);
 
-int64_t ag_shard_size(const ag_shard *sh);          /* valid global columns */
-int64_t ag_shard_capacity(const ag_shard *sh);      /* global columns */
-int64_t ag_shard_position(const ag_shard *sh);      /* next global column */
+int64_t ag_shard_size(const ag_shard *sh);     /* valid global columns */
+int64_t ag_shard_capacity(const ag_shard *sh); /* global columns */
+int64_t ag_shard_position(const ag_shard *sh); /* next global column */
 int ag_shard_rank(const ag_shard *sh);
 int ag_shard_world(const ag_shard *sh);
 /* This rank's table (sample, gather, PER on it as on any table). */

@@ -67,11 +67,11 @@ ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_ten
 
 /* ---- elementwise (broadcasting b, or a) ---- */
 
-ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a + b */
-ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a - b */
-ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a * b */
-ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out); /* a / b */
-ag_status ag_scale(ag_tensor *x, float s, ag_tensor **out);    /* s * x */
+ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a + b */
+ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a - b */
+ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a * b */
+ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a / b */
+ag_status ag_scale(ag_tensor *x, float s, ag_tensor **out);           /* s * x */
 ag_status ag_affine(ag_tensor *x, float a, float b, ag_tensor **out); /* a * x + b */
 ag_status ag_relu(ag_tensor *x, ag_tensor **out);
 ag_status ag_tanh(ag_tensor *x, ag_tensor **out);

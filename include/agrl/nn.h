@@ -16,12 +16,7 @@
 extern "C" {
 #endif
 
-typedef enum ag_act {
-  AG_ACT_NONE = 0,
-  AG_ACT_RELU = 1,
-  AG_ACT_TANH = 2,
-  AG_ACT_SIGMOID = 3
-} ag_act;
+typedef enum ag_act { AG_ACT_NONE = 0, AG_ACT_RELU = 1, AG_ACT_TANH = 2, AG_ACT_SIGMOID = 3 } ag_act;
 
 /* Applies an activation (AG_ACT_NONE returns x itself). */
 ag_status ag_activate(ag_tensor *x, ag_act act, ag_tensor **out);

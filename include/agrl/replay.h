@@ -55,7 +55,7 @@ void ag_replay_free(ag_replay *r);
  * it). */
 ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
 
-int64_t ag_replay_size(const ag_replay *r);     /* valid transitions */
+int64_t ag_replay_size(const ag_replay *r); /* valid transitions */
 int64_t ag_replay_capacity(const ag_replay *r);
 int64_t ag_replay_position(const ag_replay *r); /* column the next transition goes to */
 int64_t ag_replay_rows(const ag_replay *r);     /* rows of a gathered batch */
@@ -90,7 +90,8 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
 void ag_per_free(ag_per *per);
 
 /* B indices ([B, 1] i32) and their importance weights ([1, B] f32). */
-ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights);
+ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx,
+                        ag_tensor **weights);
 /* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of the
  * columns idx (i32 / i64, as many). Values below 1e-12 count as 1e-12.
  * Indices are on the device, where they cannot be checked before the kernel

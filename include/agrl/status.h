@@ -24,19 +24,19 @@ extern "C" {
 #endif
 
 /* X(code enum, value, name, generic description) — one table for all. */
-#define AG_STATUS_TABLE(X)                                                    \
-  X(AG_OK, 0, "AG_OK", "success")                                             \
-  X(AG_ERR_INVALID_ARG, -1, "AG_ERR_INVALID_ARG", "invalid argument")         \
-  X(AG_ERR_OUT_OF_RANGE, -2, "AG_ERR_OUT_OF_RANGE", "index or range outside the object") \
-  X(AG_ERR_SHAPE, -3, "AG_ERR_SHAPE", "shapes or dtypes do not match")        \
-  X(AG_ERR_OUT_OF_MEMORY, -4, "AG_ERR_OUT_OF_MEMORY", "not enough memory")    \
-  X(AG_ERR_FREED, -5, "AG_ERR_FREED", "the object has been freed")            \
-  X(AG_ERR_NO_DEVICE, -6, "AG_ERR_NO_DEVICE", "the requested device is not available") \
-  X(AG_ERR_DEVICE, -7, "AG_ERR_DEVICE", "the device reported an error")       \
+#define AG_STATUS_TABLE(X)                                                                      \
+  X(AG_OK, 0, "AG_OK", "success")                                                               \
+  X(AG_ERR_INVALID_ARG, -1, "AG_ERR_INVALID_ARG", "invalid argument")                           \
+  X(AG_ERR_OUT_OF_RANGE, -2, "AG_ERR_OUT_OF_RANGE", "index or range outside the object")        \
+  X(AG_ERR_SHAPE, -3, "AG_ERR_SHAPE", "shapes or dtypes do not match")                          \
+  X(AG_ERR_OUT_OF_MEMORY, -4, "AG_ERR_OUT_OF_MEMORY", "not enough memory")                      \
+  X(AG_ERR_FREED, -5, "AG_ERR_FREED", "the object has been freed")                              \
+  X(AG_ERR_NO_DEVICE, -6, "AG_ERR_NO_DEVICE", "the requested device is not available")          \
+  X(AG_ERR_DEVICE, -7, "AG_ERR_DEVICE", "the device reported an error")                         \
   X(AG_ERR_INVALIDATED, -8, "AG_ERR_INVALIDATED", "a recording reads an object that was freed") \
-  X(AG_ERR_UNSUPPORTED, -9, "AG_ERR_UNSUPPORTED", "operation not supported here") \
-  X(AG_ERR_STATE, -10, "AG_ERR_STATE", "the object is not in a state that allows this") \
-  X(AG_ERR_IO, -11, "AG_ERR_IO", "input/output error")                      \
+  X(AG_ERR_UNSUPPORTED, -9, "AG_ERR_UNSUPPORTED", "operation not supported here")               \
+  X(AG_ERR_STATE, -10, "AG_ERR_STATE", "the object is not in a state that allows this")         \
+  X(AG_ERR_IO, -11, "AG_ERR_IO", "input/output error")                                          \
   X(AG_ERR_TIMEOUT, -12, "AG_ERR_TIMEOUT", "gave up waiting for another process")
 
 typedef enum ag_status {

@@ -41,8 +41,8 @@ typedef struct ag_tensor ag_tensor;
  * `host` (rows*cols values of `dtype`, column by column) or with zeros when
  * `host` is NULL. rows and cols must be positive.
  * On error *out is untouched and nothing is allocated. */
-ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
-                           const void *host, ag_tensor **out);
+ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, const void *host,
+                           ag_tensor **out);
 
 /* Frees a persistent tensor at once (pending work that reads it finishes
  * first). NULL and temporary tensors are accepted (a temporary is released

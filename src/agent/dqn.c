@@ -27,16 +27,16 @@ struct ag_dqn {
   ag_replay *replay;
   ag_rng *rng;
   ag_capture *update, *chain; /* one update; AG__DQN_CHAIN of them */
-  ag_tensor *loss;             /* the loss of the update being recorded, then of the last replayed */
-  ag_tensor *loss_of[2];       /* the last update's loss in each recording (its workspace) */
+  ag_tensor *loss;            /* the loss of the update being recorded, then of the last replayed */
+  ag_tensor *loss_of[2];      /* the last update's loss in each recording (its workspace) */
   int64_t updates;
   uint64_t host_rng; /* epsilon-greedy draws */
   ag_tensor *obs_in; /* acting input [obs_dim, n] */
   int obs_in_n;
   int32_t *act_scratch; /* per copy: 1 when its action was drawn at random, then the action */
   int scratch_n;
-  ag__snapshot snap; /* what ag_dqn_train changes, kept while it runs (to undo a failed read) */
-  int broken;        /* a device error left the learner half updated */
+  ag__snapshot snap;         /* what ag_dqn_train changes, kept while it runs (to undo a failed read) */
+  int broken;                /* a device error left the learner half updated */
   int64_t updates_at_target; /* updates when the target was last refreshed */
   /* data-parallel (ag_dqn_create_dist): this rank's shard and group */
   ag_dist *dist;
@@ -44,7 +44,7 @@ struct ag_dqn {
   int64_t batch; /* transitions sampled by this rank per update */
   ag_tensor **grads;
   int n_grads;
-  int fused; /* the update's loss and gradient as AG__K_QGRAD */
+  int fused;              /* the update's loss and gradient as AG__K_QGRAD */
   ag__adam_args opt_args; /* the optimizer's step inside that call (fused_grad), read by recordings */
 };
 
@@ -75,20 +75,31 @@ ag_dqn_config ag_dqn_defaults(void) {
 static ag_status check_config(const ag_dqn_config *c) {
   static const char fn[] = "ag_dqn_create";
   if (c->n_hidden < 0 || c->n_hidden > AG_DQN_MAX_HIDDEN)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_hidden = %d must be in 0..%d", fn, c->n_hidden, AG_DQN_MAX_HIDDEN);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_hidden = %d must be in 0..%d", fn, c->n_hidden,
+                    AG_DQN_MAX_HIDDEN);
   for (int i = 0; i < c->n_hidden; i++)
-    if (c->hidden[i] < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: hidden[%d] = %lld must be positive", fn, i, (long long)c->hidden[i]);
-  if (!(c->gamma >= 0.0f && c->gamma <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g must be in [0, 1]", fn, (double)c->gamma);
-  if (c->batch_size < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be positive", fn, (long long)c->batch_size);
+    if (c->hidden[i] < 1)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: hidden[%d] = %lld must be positive", fn, i,
+                      (long long)c->hidden[i]);
+  if (!(c->gamma >= 0.0f && c->gamma <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g must be in [0, 1]", fn, (double)c->gamma);
+  if (c->batch_size < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be positive", fn,
+                    (long long)c->batch_size);
   if (c->buffer_size < c->batch_size)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: buffer_size = %lld is smaller than batch_size", fn, (long long)c->buffer_size);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: buffer_size = %lld is smaller than batch_size", fn,
+                    (long long)c->buffer_size);
   if (c->learning_starts < 0 || c->train_freq < 1 || c->gradient_steps < 0 || c->target_update_interval < 1)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: learning_starts >= 0, train_freq >= 1, gradient_steps >= 0 and "
-                    "target_update_interval >= 1 are required", fn);
-  if (!(c->tau > 0.0f && c->tau <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: tau = %g must be in (0, 1]", fn, (double)c->tau);
-  if (!(c->exploration_fraction >= 0.0f && c->exploration_fraction <= 1.0f) || !(c->eps_start >= 0.0f && c->eps_start <= 1.0f) ||
-      !(c->eps_end >= 0.0f && c->eps_end <= 1.0f))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: exploration_fraction, eps_start and eps_end must be in [0, 1]", fn);
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: learning_starts >= 0, train_freq >= 1, gradient_steps >= 0 and "
+                    "target_update_interval >= 1 are required",
+                    fn);
+  if (!(c->tau > 0.0f && c->tau <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: tau = %g must be in (0, 1]", fn, (double)c->tau);
+  if (!(c->exploration_fraction >= 0.0f && c->exploration_fraction <= 1.0f) ||
+      !(c->eps_start >= 0.0f && c->eps_start <= 1.0f) || !(c->eps_end >= 0.0f && c->eps_end <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: exploration_fraction, eps_start and eps_end must be in [0, 1]",
+                    fn);
   return AG_OK;
 }
 
@@ -99,8 +110,10 @@ void ag_dqn_free(ag_dqn *d) {
   ag_optim_free(d->opt);
   ag_mlp_free(d->q);
   ag_mlp_free(d->target);
-  if (d->shard) ag_shard_free(d->shard); /* owns d->replay */
-  else ag_replay_free(d->replay);
+  if (d->shard)
+    ag_shard_free(d->shard); /* owns d->replay */
+  else
+    ag_replay_free(d->replay);
   free(d->grads);
   ag_rng_free(d->rng);
   ag_tensor_free(d->obs_in);
@@ -113,12 +126,14 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
                             const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
   if (!ctx || !cfg || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg and out must not be NULL", fn);
   if (obs_dim < 1 || n_actions < 2 || total_steps < 1)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: obs_dim = %lld, n_actions = %lld, total_steps = %lld: need >= 1, >= 2, >= 1", fn,
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: obs_dim = %lld, n_actions = %lld, total_steps = %lld: need >= 1, >= 2, >= 1", fn,
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
   ag_status s = check_config(cfg);
   if (s) return s;
   int world = g ? ag_dist_world(g) : 1, rank = g ? ag_dist_rank(g) : 0;
-  if (g && ag_dist_ctx(g) != ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: the group computes on another context", fn);
+  if (g && ag_dist_ctx(g) != ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: the group computes on another context", fn);
   if (cfg->batch_size % world)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be a multiple of the group size %d", fn,
                     (long long)cfg->batch_size, world);
@@ -144,7 +159,8 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
                               {"next_obs", obs_dim, AG_F32},
                               {"terminated", 1, AG_I32}};
   s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 1, &d->q);
-  if (!s) s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
+  if (!s)
+    s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
   if (!s && g) s = ag_dist_broadcast(g, ag_mlp_params(d->q), ag_mlp_n_params(d->q), 0);
   if (!s) s = ag_mlp_copy(d->target, d->q);
   ag_adam_config ac = ag_adam_defaults();
@@ -157,7 +173,9 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
     s = ag_shard_create(ctx, fields, 5, cap, AG_F32, cfg->batch_size, rank, world, &d->shard);
     if (!s) d->replay = ag_shard_local(d->shard);
   }
-  if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17 + (uint64_t)rank * 0x632BE59BD9B4E019ull, &d->rng);
+  if (!s)
+    s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17 + (uint64_t)rank * 0x632BE59BD9B4E019ull,
+                      &d->rng);
   if (!s && g) {
     d->n_grads = ag_mlp_n_params(d->q);
     d->grads = ag__calloc((size_t)d->n_grads, sizeof *d->grads);
@@ -176,8 +194,8 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
   return AG_OK;
 }
 
-ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps, const ag_dqn_config *cfg,
-                        ag_dqn **out) {
+ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                        const ag_dqn_config *cfg, ag_dqn **out) {
   return dqn_create(ctx, NULL, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create", out);
 }
 
@@ -208,13 +226,16 @@ static double next_uniform(uint64_t *s) { return (double)(next_u64(s) >> 11) * (
 
 static ag_status check_sound(const ag_dqn *d, const char *fn) {
   if (!d->broken) return AG_OK;
-  return ag__fail(AG_ERR_STATE, "%s: a device error interrupted an earlier ag_dqn_train and left the networks half "
-                  "updated; free the DQN", fn);
+  return ag__fail(AG_ERR_STATE,
+                  "%s: a device error interrupted an earlier ag_dqn_train and left the networks half "
+                  "updated; free the DQN",
+                  fn);
 }
 
 ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions) {
   static const char fn[] = "ag_dqn_act";
-  if (!d || !obs || !actions || n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, obs and actions must be given for n >= 1", fn);
+  if (!d || !obs || !actions || n < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, obs and actions must be given for n >= 1", fn);
   ag_status s = check_sound(d, fn);
   if (s) return s;
   float eps = explore ? ag_dqn_epsilon(d, step) : 0.0f;
@@ -267,8 +288,8 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
   return AG_OK;
 }
 
-ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards, const float *next_obs,
-                       const int *terminated, int n) {
+ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                       const float *next_obs, const int *terminated, int n) {
   if (!d) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_store: dqn is NULL");
   ag_status s = check_sound(d, "ag_dqn_store");
   if (s) return s;
@@ -283,9 +304,12 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
 ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
   ag_tensor *obs, *act, *rew, *next, *term, *qn, *y, *q, *qa;
   ag_status s;
-  if (!d || !batch || !loss) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
-  if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) || (s = ag_replay_view(d->replay, batch, "action", &act)) ||
-      (s = ag_replay_view(d->replay, batch, "reward", &rew)) || (s = ag_replay_view(d->replay, batch, "next_obs", &next)) ||
+  if (!d || !batch || !loss)
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
+  if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) ||
+      (s = ag_replay_view(d->replay, batch, "action", &act)) ||
+      (s = ag_replay_view(d->replay, batch, "reward", &rew)) ||
+      (s = ag_replay_view(d->replay, batch, "next_obs", &next)) ||
       (s = ag_replay_view(d->replay, batch, "terminated", &term)))
     return s;
   /* y = r + gamma * (1 - terminated) * max_a Q'(s', a)   (Double DQN: Q'(s', argmax_a Q(s', a))) */
@@ -323,12 +347,14 @@ static ag_status fused_grad(ag_dqn *d, int step) {
   a.scale = buf->scale;
   /* the batch is drawn inside the call, as ag_replay_sample would draw it */
   void *p, *cnt;
-  if ((s = ag__tensor_ptr(ag__replay_size_tensor(d->replay), &p)) || (s = ag__rng_counter(d->rng, &cnt))) return s;
+  if ((s = ag__tensor_ptr(ag__replay_size_tensor(d->replay), &p)) || (s = ag__rng_counter(d->rng, &cnt)))
+    return s;
   a.size_dev = p;
   a.counter = cnt;
   a.seed = ag__rng_seed(d->rng);
   a.B = d->batch;
-  if ((s = ag_replay_field(d->replay, "obs", &a.obs_row, NULL)) || (s = ag_replay_field(d->replay, "action", &a.act_row, NULL)) ||
+  if ((s = ag_replay_field(d->replay, "obs", &a.obs_row, NULL)) ||
+      (s = ag_replay_field(d->replay, "action", &a.act_row, NULL)) ||
       (s = ag_replay_field(d->replay, "reward", &a.rew_row, NULL)) ||
       (s = ag_replay_field(d->replay, "next_obs", &a.next_row, NULL)) ||
       (s = ag_replay_field(d->replay, "terminated", &a.done_row, NULL)))
@@ -342,8 +368,9 @@ static ag_status fused_grad(ag_dqn *d, int step) {
     a.sizes[i] = w->cols;
     a.sizes[i + 1] = w->rows;
     void *x[6];
-    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) || (s = ag__tensor_ptr(tp[2 * i], &x[2])) ||
-        (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) || (s = ag__tensor_ptr(w->grad, &x[4])) || (s = ag__tensor_ptr(b->grad, &x[5])))
+    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) ||
+        (s = ag__tensor_ptr(tp[2 * i], &x[2])) || (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) ||
+        (s = ag__tensor_ptr(w->grad, &x[4])) || (s = ag__tensor_ptr(b->grad, &x[5])))
       return s;
     a.w[i] = x[0], a.b[i] = x[1], a.tw[i] = x[2], a.tb[i] = x[3], a.gw[i] = x[4], a.gb[i] = x[5];
   }
@@ -360,7 +387,8 @@ static ag_status fused_grad(ag_dqn *d, int step) {
     if ((s = ag__optim_step_args(d->opt, &d->opt_args))) return s;
     for (int i = 0; i < 2 * a.L; i++)
       if (d->opt_args.count != 2 * a.L || d->opt_args.t[i].p != (i % 2 ? a.b[i / 2] : a.w[i / 2]))
-        return ag__fail(AG_ERR_STATE, "%s: the optimizer is not over the online network's layers in order", fn);
+        return ag__fail(AG_ERR_STATE, "%s: the optimizer is not over the online network's layers in order",
+                        fn);
     a.opt = &d->opt_args;
   }
   if ((s = ag__run(d->ctx, AG__K_QGRAD, &a, sizeof a))) return s;
@@ -388,7 +416,8 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   if (!s && d->dist) { /* the mean of the ranks' batch means: the gradient of the whole batch */
     ag_tensor *const *p = ag_mlp_params(d->q);
     for (int i = 0; i < d->n_grads && !s; i++)
-      if (!(d->grads[i] = ag_tensor_grad(p[i]))) s = ag__fail(AG_ERR_STATE, "ag_dqn_train: parameter %d has no gradient", i);
+      if (!(d->grads[i] = ag_tensor_grad(p[i])))
+        s = ag__fail(AG_ERR_STATE, "ag_dqn_train: parameter %d has no gradient", i);
     if (!s) s = ag_dist_allreduce(d->dist, d->grads, d->n_grads, AG_REDUCE_MEAN);
   }
   if (!s) s = ag_optim_step(d->opt);
@@ -421,10 +450,13 @@ static ag_status prepare(ag_dqn *d, int which) {
   ag_capture_info info = {0};
   if (*c) ag_capture_get_info(*c, &info);
   int before = info.records;
-  ag_status s = *c ? ag__capture_prepare(*c, fn) : ag_capture_create(d->ctx, which ? chain_step : update_step, d, c);
+  ag_status s =
+      *c ? ag__capture_prepare(*c, fn) : ag_capture_create(d->ctx, which ? chain_step : update_step, d, c);
   if (*c) ag_capture_get_info(*c, &info);
-  if (!*c || !ag__capture_ready(*c)) d->loss_of[which] = NULL; /* gone with the recording's workspace */
-  else if (info.records != before) d->loss_of[which] = d->loss; /* recorded (again): the step set d->loss */
+  if (!*c || !ag__capture_ready(*c))
+    d->loss_of[which] = NULL; /* gone with the recording's workspace */
+  else if (info.records != before)
+    d->loss_of[which] = d->loss; /* recorded (again): the step set d->loss */
   return s;
 }
 
@@ -459,7 +491,8 @@ ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
   if (last_loss) {
     ag_tensor *keep[4 * (AG_DQN_MAX_HIDDEN + 1) * 4 + 8];
     int m = update_state(d, keep, (int)(sizeof keep / sizeof *keep));
-    if (m > (int)(sizeof keep / sizeof *keep)) return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);
+    if (m > (int)(sizeof keep / sizeof *keep))
+      return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);
     if ((s = ag__snapshot_take(&d->snap, keep, m, fn))) return s;
   }
   /* 3. the updates: from here only the device can fail */
@@ -472,7 +505,8 @@ ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
     snprintf(why, sizeof why, "%s", ag_last_error());
     if (!last_loss || ag__snapshot_restore(&d->snap)) {
       d->broken = 1;
-      return ag__fail(s, "%s: %s; the networks are left half updated and the DQN refuses further use", fn, why);
+      return ag__fail(s, "%s: %s; the networks are left half updated and the DQN refuses further use", fn,
+                      why);
     }
     return ag__fail(s, "%s: %s; the %lld updates were undone", fn, why, (long long)n);
   }
@@ -515,7 +549,8 @@ static double recent_push(recent *w, double v) {
  * one-GPU run averages over. */
 enum { XCHG_ROWS = 2 + 20 };
 
-static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, int want_stop, int *stop, double *mean) {
+static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, int want_stop, int *stop,
+                                double *mean) {
   int G = ag_dist_world(d->dist), keep = 20 / G > 0 ? 20 / G : 1;
   float v[XCHG_ROWS] = {0};
   int n = win->n < keep ? win->n : keep;
@@ -549,17 +584,20 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
   if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
   if (spec->obs_dim != d->obs_dim || spec->n_actions != d->n_actions)
-    return ag__fail(AG_ERR_SHAPE, "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
+    return ag__fail(AG_ERR_SHAPE,
+                    "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
                     spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
   int n = ag_vec_env_size(env), od = spec->obs_dim;
   int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
-  float *obs = ag__malloc(sizeof(float) * (size_t)(n * od)), *next = ag__malloc(sizeof(float) * (size_t)(n * od));
+  float *obs = ag__malloc(sizeof(float) * (size_t)(n * od)),
+        *next = ag__malloc(sizeof(float) * (size_t)(n * od));
   float *fin = ag__malloc(sizeof(float) * (size_t)(n * od)), *rew = ag__malloc(sizeof(float) * (size_t)n);
   float *actf = ag__malloc(sizeof(float) * (size_t)n);
   int32_t *act = ag__malloc(sizeof(int32_t) * (size_t)n);
   int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
   ag_status s = AG_OK;
-  if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc)
+    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (!s) s = ag_vec_env_reset(env, obs);
   recent win = {{0}, 0, 0};
   double mean = 0;
@@ -586,8 +624,16 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
       episodes++;
       double own = recent_push(&win, info.ret);
       if (!d->dist) mean = own; /* in a group: the group's mean, from the last boundary */
-      ag_train_event ev = {AG_TRAIN_EPISODE, step, episodes, d->updates, info.ret, info.length, info.truncated && !info.terminated,
-                           mean, 0.0f, ag_dqn_epsilon(d, step)};
+      ag_train_event ev = {AG_TRAIN_EPISODE,
+                           step,
+                           episodes,
+                           d->updates,
+                           info.ret,
+                           info.length,
+                           info.truncated && !info.terminated,
+                           mean,
+                           0.0f,
+                           ag_dqn_epsilon(d, step)};
       if (cb && cb(&ev, user)) want_stop = 1;
     }
     if (s) break;
@@ -608,7 +654,8 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
        * agreed at the next boundary */
       if (flag && (s = group_boundary(d, flag, &win, want_stop, &stop, &mean))) break;
       if (trained) {
-        ag_train_event ev = {AG_TRAIN_PHASE, step, episodes, d->updates, 0, 0, 0, mean, loss, ag_dqn_epsilon(d, step)};
+        ag_train_event ev = {AG_TRAIN_PHASE,         step, episodes, d->updates, 0, 0, 0, mean, loss,
+                             ag_dqn_epsilon(d, step)};
         if (cb && cb(&ev, user)) want_stop = 1;
       }
     }
@@ -621,11 +668,14 @@ ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train
 
 ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns) {
   static const char fn[] = "ag_q_evaluate";
-  if (!q || !env || !mean || episodes < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: q, env and mean must be given, episodes >= 1", fn);
+  if (!q || !env || !mean || episodes < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: q, env and mean must be given, episodes >= 1", fn);
   const ag_env_spec *spec = ag_env_get_spec(env);
   if (spec->obs_dim != ag_mlp_in(q) || spec->n_actions != ag_mlp_out(q))
-    return ag__fail(AG_ERR_SHAPE, "%s: the environment has %d observations and %d actions, the network %lld inputs and %lld outputs",
-                    fn, spec->obs_dim, spec->n_actions, (long long)ag_mlp_in(q), (long long)ag_mlp_out(q));
+    return ag__fail(
+        AG_ERR_SHAPE,
+        "%s: the environment has %d observations and %d actions, the network %lld inputs and %lld outputs",
+        fn, spec->obs_dim, spec->n_actions, (long long)ag_mlp_in(q), (long long)ag_mlp_out(q));
   ag_ctx *ctx = ag_tensor_ctx(ag_mlp_params(q)[0]);
   float obs[64];
   if (spec->obs_dim > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: observations wider than 64", fn);

@@ -68,7 +68,9 @@ static void report(bench *b, const char *work, stat3 s, const char *note) {
   printf("%-36s %10.2f us  (%8.2f - %8.2f)  %s\n", work, s.median, s.min, s.max, note);
   fflush(stdout);
   if (b->json)
-    fprintf(b->json, "{\"impl\": \"agrl\", \"work\": \"%s\", \"us\": %.3f, \"min\": %.3f, \"max\": %.3f, \"note\": \"%s\"}\n",
+    fprintf(b->json,
+            "{\"impl\": \"agrl\", \"work\": \"%s\", \"us\": %.3f, \"min\": %.3f, \"max\": %.3f, \"note\": "
+            "\"%s\"}\n",
             work, s.median, s.min, s.max, note);
 }
 
@@ -208,14 +210,16 @@ static void write_rows(bench *b, const char *prefix) {
       stat3 st;
       if (!s && !(s = measure(b, write_body, &w, ks[kk] > 1000 ? 20 : 2000, 0, &st))) {
         char note[128];
-        snprintf(note, sizeof note, "%.2f GB/s (pinned host-to-device ceiling %.1f), waited for each", (double)bytes / (st.median * 1e3),
-                 PINNED_H2D_GBS);
+        snprintf(note, sizeof note, "%.2f GB/s (pinned host-to-device ceiling %.1f), waited for each",
+                 (double)bytes / (st.median * 1e3), PINNED_H2D_GBS);
         report(b, work, st, note);
       }
       if (s) fail(b, work, s);
       ag_buffer_free(w.buf);
-      if (pinned) ag_host_free(b->ctx, data);
-      else free(data);
+      if (pinned)
+        ag_host_free(b->ctx, data);
+      else
+        free(data);
     }
 }
 
@@ -234,13 +238,17 @@ static ag_status add_body(void *arg, int i) {
 
 static void add_row(bench *b, const char *work) {
   if (!wanted(b, work)) return;
-  const ag_field f[5] = {{"obs", 17, AG_F32}, {"action", 6, AG_F32}, {"reward", 1, AG_F32}, {"next_obs", 17, AG_F32},
+  const ag_field f[5] = {{"obs", 17, AG_F32},
+                         {"action", 6, AG_F32},
+                         {"reward", 1, AG_F32},
+                         {"next_obs", 17, AG_F32},
                          {"done", 1, AG_F32}};
   float obs[17] = {0}, act[6] = {0}, rew = 1, next[17] = {0}, done = 0;
   add_job a = {NULL, {obs, act, &rew, next, &done}};
   ag_status s = ag_replay_create(b->ctx, f, 5, 1000000, AG_F32, 1, &a.r);
   stat3 st;
-  if (!s && !(s = measure(b, add_body, &a, 20000, 0, &st))) report(b, work, st, "5 fields, 42 f32, into a 1M table");
+  if (!s && !(s = measure(b, add_body, &a, 20000, 0, &st)))
+    report(b, work, st, "5 fields, 42 f32, into a 1M table");
   if (s) fail(b, work, s);
   ag_replay_free(a.r);
 }
@@ -280,7 +288,8 @@ static void per_rows(bench *b, const char *prefix) {
   int32_t idx[256];
   float prio[256];
   uint64_t z = 99;
-  for (int j = 0; j < 256; j++) idx[j] = (int32_t)(mix(&z) % (uint64_t)cap), prio[j] = 0.1f + (float)(mix(&z) % 1000) / 100.0f;
+  for (int j = 0; j < 256; j++)
+    idx[j] = (int32_t)(mix(&z) % (uint64_t)cap), prio[j] = 0.1f + (float)(mix(&z) % 1000) / 100.0f;
   const void *d[1] = {x};
   ag_status s = x ? ag_replay_create(b->ctx, f, 1, cap, AG_F32, 1, &p.r) : AG_ERR_OUT_OF_MEMORY;
   if (!s) s = ag_replay_add(p.r, d, cap);
@@ -320,7 +329,8 @@ static ag_status dqn_update(ag_ctx *ctx, void *user) {
   ag_status s;
   int64_t act_rows = d->rows == 11 ? 1 : 6;
   int64_t r_act = d->obs, r_rew = r_act + act_rows, r_next = r_rew + 1, r_done = r_next + d->obs;
-  if ((s = ag_randint(d->rng, d->cap, d->B, AG_I32, &idx)) || (s = ag_get_rows_dev(d->buf, idx, &batch))) return s;
+  if ((s = ag_randint(d->rng, d->cap, d->B, AG_I32, &idx)) || (s = ag_get_rows_dev(d->buf, idx, &batch)))
+    return s;
   if ((s = ag_slice_rows(batch, 0, d->obs, &obs)) || (s = ag_slice_rows(batch, r_act, 1, &act)) ||
       (s = ag_slice_rows(batch, r_rew, 1, &rew)) || (s = ag_slice_rows(batch, r_next, d->obs, &next)) ||
       (s = ag_slice_rows(batch, r_done, 1, &done)))
@@ -330,7 +340,8 @@ static ag_status dqn_update(ag_ctx *ctx, void *user) {
   if (!s) s = ag_td_target(qn, NULL, rew, done, 0.99f, &y);
   ag_no_grad_end(ctx);
   if (s || (s = ag_mlp_forward(d->online, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;
-  if ((s = ag_huber_loss(qa, y, 1.0f, &loss)) || (s = ag_optim_zero_grad(d->opt)) || (s = ag_backward(loss))) return s;
+  if ((s = ag_huber_loss(qa, y, 1.0f, &loss)) || (s = ag_optim_zero_grad(d->opt)) || (s = ag_backward(loss)))
+    return s;
   return ag_optim_step(d->opt);
 }
 
@@ -398,7 +409,8 @@ static double dqn_gflops(int64_t obs, int64_t hidden, int64_t acts, int64_t B, d
   return 4.0 * fwd / (us * 1e3);
 }
 
-static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters) {
+static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B,
+                    int iters) {
   if (!wanted(b, work)) return;
   dqn_job d;
   stat3 st;
@@ -412,7 +424,8 @@ static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int
     report(b, work, st, note);
     char w2[128];
     snprintf(w2, sizeof w2, "%s_eager", work);
-    if (!(s = measure(b, dqn_eager_body, &d, iters / 4 + 1, 0, &st))) report(b, w2, st, "the same ops, not recorded");
+    if (!(s = measure(b, dqn_eager_body, &d, iters / 4 + 1, 0, &st)))
+      report(b, w2, st, "the same ops, not recorded");
   }
   if (s) fail(b, work, s);
   dqn_free(&d);
@@ -432,7 +445,8 @@ static ag_status agent_body(void *arg, int i) {
   return ag_dqn_train(j->d, j->per_call, NULL);
 }
 
-static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hidden, int64_t acts, int64_t B) {
+static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hidden, int64_t acts,
+                             int64_t B) {
   ag_dqn_config c = ag_dqn_defaults();
   c.hidden[0] = c.hidden[1] = hidden;
   c.batch_size = B;
@@ -467,8 +481,8 @@ static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hid
 
 /* per_call updates an ag_dqn_train call; the row reports the time of one
  * update (a call's time / per_call). */
-static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B, int iters,
-                      int per_call) {
+static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B,
+                      int iters, int per_call) {
   if (!wanted(b, work)) return;
   agent_job j;
   stat3 st;
@@ -478,8 +492,8 @@ static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, i
     st.median /= per_call, st.min /= per_call, st.max /= per_call;
     char note[160], calls[48] = "";
     if (per_call > 1) snprintf(calls, sizeof calls, ", %d updates a call", per_call);
-    snprintf(note, sizeof note, "ag_dqn_train%s, %s; %.1f GFLOP/s", calls, ag_dqn_fused(j.d) ? "fused" : "composed ops",
-             dqn_gflops(obs, hidden, acts, B, st.median));
+    snprintf(note, sizeof note, "ag_dqn_train%s, %s; %.1f GFLOP/s", calls,
+             ag_dqn_fused(j.d) ? "fused" : "composed ops", dqn_gflops(obs, hidden, acts, B, st.median));
     report(b, work, st, note);
   }
   if (s) fail(b, work, s);
@@ -520,15 +534,18 @@ int agrl_cmd_bench(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       bench_usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    } else if (!strcmp(a, "--device"))
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
     else if (!strcmp(a, "--filter")) {
       NEEDS(!*v, "a text");
       b.filter = v;
-    } else if (!strcmp(a, "--iters")) NEEDS(cli_parse_i64(v, 1, 1000000, &iters), "a count from 1 to 1000000");
+    } else if (!strcmp(a, "--iters"))
+      NEEDS(cli_parse_i64(v, 1, 1000000, &iters), "a count from 1 to 1000000");
     else if (!strcmp(a, "--json")) {
       NEEDS(!*v, "a file");
       json = v;
-    } else return cli_bad_usage(cmd, bench_usage, "unknown option '%s'", a);
+    } else
+      return cli_bad_usage(cmd, bench_usage, "unknown option '%s'", a);
 #undef NEEDS
   }
   b.iters = (int)iters;

@@ -39,24 +39,32 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--gpus")) NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
-    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &batch), "a batch per GPU in 1..1048576");
-    else if (!strcmp(a, "--updates")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &updates), "a number of updates in 1..1048576");
-    else if (!strcmp(a, "--reps")) NEEDS(cli_parse_i64(v, 1, 1000, &reps), "a number of repetitions in 1..1000");
-    else if (!strcmp(a, "--rank")) NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
-    else if (!strcmp(a, "--world")) NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
+    } else if (!strcmp(a, "--gpus"))
+      NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
+    else if (!strcmp(a, "--batch"))
+      NEEDS(cli_parse_i64(v, 1, 1 << 20, &batch), "a batch per GPU in 1..1048576");
+    else if (!strcmp(a, "--updates"))
+      NEEDS(cli_parse_i64(v, 1, 1 << 20, &updates), "a number of updates in 1..1048576");
+    else if (!strcmp(a, "--reps"))
+      NEEDS(cli_parse_i64(v, 1, 1000, &reps), "a number of repetitions in 1..1000");
+    else if (!strcmp(a, "--rank"))
+      NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
+    else if (!strcmp(a, "--world"))
+      NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
     else if (!strcmp(a, "--id-file")) {
       NEEDS(!*v, "a path");
       id_file = v;
     } else if (!strcmp(a, "--shape")) {
       NEEDS(strcmp(v, "cartpole") && strcmp(v, "mujoco"), "cartpole or mujoco");
       shape = v;
-    } else return cli_bad_usage(cmd, usage, "unknown option '%s'", a);
+    } else
+      return cli_bad_usage(cmd, usage, "unknown option '%s'", a);
 #undef NEEDS
   }
   if (gpus > 1 && world == 0) {
     if (ag_cuda_device_count() < gpus)
-      return cli_bad_usage(cmd, usage, "--gpus %lld: this machine has %d GPUs", (long long)gpus, ag_cuda_device_count());
+      return cli_bad_usage(cmd, usage, "--gpus %lld: this machine has %d GPUs", (long long)gpus,
+                           ag_cuda_device_count());
     return cli_launch(cmd, argc, argv, (int)gpus);
   }
   if (world == 0) world = 1, rank = 0;
@@ -133,10 +141,13 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
   qsort(t, (size_t)reps, sizeof *t, cli_cmp_double);
   double med = t[reps / 2];
   if (rank == 0)
-    printf("bench-dist dqn %lld-%lld-%lld-%lld gpus %lld batch/gpu %lld global %lld: %.2f us/update (min %.2f max %.2f), "
-           "%.0f updates/s, %.3g transitions/s\n",
-           (long long)obs_dim, (long long)hid, (long long)hid, (long long)n_act, (long long)world, (long long)batch,
-           (long long)(batch * world), med, t[0], t[reps - 1], 1e6 / med, 1e6 / med * (double)(batch * world));
+    printf(
+        "bench-dist dqn %lld-%lld-%lld-%lld gpus %lld batch/gpu %lld global %lld: %.2f us/update (min %.2f "
+        "max %.2f), "
+        "%.0f updates/s, %.3g transitions/s\n",
+        (long long)obs_dim, (long long)hid, (long long)hid, (long long)n_act, (long long)world,
+        (long long)batch, (long long)(batch * world), med, t[0], t[reps - 1], 1e6 / med,
+        1e6 / med * (double)(batch * world));
   free(t);
   rc = 0;
 done:

@@ -18,9 +18,12 @@ const char *cli_value(int argc, char **argv, int i) {
 int cli_parse_device(const char *s, ag_device_kind *kind, int *index) {
   if (!s) return -1;
   *index = 0;
-  if (strcmp(s, "auto") == 0) *kind = AG_DEVICE_AUTO;
-  else if (strcmp(s, "cpu") == 0) *kind = AG_DEVICE_CPU;
-  else if (strcmp(s, "cuda") == 0) *kind = AG_DEVICE_CUDA;
+  if (strcmp(s, "auto") == 0)
+    *kind = AG_DEVICE_AUTO;
+  else if (strcmp(s, "cpu") == 0)
+    *kind = AG_DEVICE_CPU;
+  else if (strcmp(s, "cuda") == 0)
+    *kind = AG_DEVICE_CUDA;
   else if (strncmp(s, "cuda:", 5) == 0) {
     int64_t v;
     if (cli_parse_i64(s + 5, 0, 1023, &v)) return -1;

@@ -26,10 +26,10 @@ char *cli_path(const char *dir, const char *name);
  * value from cli_value, cmd the subcommand's name): takes the value when it
  * is there and `bad` is false, else returns the usage error "FLAG needs
  * WHAT" (exit status 2). */
-#define CLI_NEEDS(usage, bad, what)                                             \
-  do {                                                                          \
+#define CLI_NEEDS(usage, bad, what)                                            \
+  do {                                                                         \
     if (!v || (bad)) return cli_bad_usage(cmd, usage, "%s needs %s", a, what); \
-    i++;                                                                        \
+    i++;                                                                       \
   } while (0)
 
 /* Prints "agrl CMD: MESSAGE" and the usage to stderr; returns 2. */

@@ -31,10 +31,14 @@ int agrl_cmd_demo(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       demo_usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
-    else if (!strcmp(a, "--capacity")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cap), "a positive whole number up to 2^40");
-    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 24, &batch), "a positive whole number up to 2^24");
-    else return cli_bad_usage(cmd, demo_usage, "unknown option '%s'", a);
+    } else if (!strcmp(a, "--device"))
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else if (!strcmp(a, "--capacity"))
+      NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cap), "a positive whole number up to 2^40");
+    else if (!strcmp(a, "--batch"))
+      NEEDS(cli_parse_i64(v, 1, 1 << 24, &batch), "a positive whole number up to 2^24");
+    else
+      return cli_bad_usage(cmd, demo_usage, "unknown option '%s'", a);
 #undef NEEDS
   }
 
@@ -73,7 +77,8 @@ int agrl_cmd_demo(int argc, char **argv) {
       for (int64_t r = 0; r < rows; r++) chunk[j * rows + r] = (float)(done_n + j) + 0.01f * (float)r;
     int64_t first = k < cap - pos ? k : cap - pos;
     if ((s = ag_buffer_write(buf, chunk, AG_F32, rows, first, pos))) goto fail_write;
-    if (k > first && (s = ag_buffer_write(buf, chunk + first * rows, AG_F32, rows, k - first, 0))) goto fail_write;
+    if (k > first && (s = ag_buffer_write(buf, chunk + first * rows, AG_F32, rows, k - first, 0)))
+      goto fail_write;
     for (int64_t j = 0; j < k; j++)
       memcpy(host + ((pos + j) % cap) * rows, chunk + j * rows, (size_t)rows * sizeof(float));
     pos = (pos + k) % cap;

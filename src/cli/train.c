@@ -171,9 +171,12 @@ static int close_whole(ag__afile *a, int keep) {
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
   }
   fputc('"', f);
 }
@@ -218,9 +221,12 @@ typedef struct run {
 
 /* Seconds left as "1234s", "12.3h" or "45d": a long run's ETA stays short. */
 static void format_eta(char *buf, size_t n, double s) {
-  if (s < 9999.5) snprintf(buf, n, "%4.0fs", s);
-  else if (s < 99.95 * 3600) snprintf(buf, n, "%4.1fh", s / 3600);
-  else snprintf(buf, n, "%4.0fd", s / 86400);
+  if (s < 9999.5)
+    snprintf(buf, n, "%4.0fs", s);
+  else if (s < 99.95 * 3600)
+    snprintf(buf, n, "%4.1fh", s / 3600);
+  else
+    snprintf(buf, n, "%4.0fd", s / 86400);
 }
 
 static void print_progress(run *r, int final) {
@@ -228,10 +234,12 @@ static void print_progress(run *r, int final) {
   double eta = sps > 0 ? (double)(r->total - r->last.step) / sps : 0;
   char eta_s[32];
   format_eta(eta_s, sizeof eta_s, final || eta < 0 ? 0.0 : eta);
-  fprintf(stderr, "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %s%s",
-          r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
-          r->last.mean_return, (double)r->last_loss, (double)r->last.epsilon, sps, eta_s,
-          r->tty && !final ? "   " : "\n");
+  fprintf(
+      stderr,
+      "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %s%s",
+      r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
+      r->last.mean_return, (double)r->last_loss, (double)r->last.epsilon, sps, eta_s,
+      r->tty && !final ? "   " : "\n");
   fflush(stderr);
 }
 
@@ -240,9 +248,9 @@ static int on_event(const ag_train_event *ev, void *user) {
   r->last = *ev;
   if (ev->kind == AG_TRAIN_EPISODE) {
     if (r->episodes) {
-      fprintf(r->episodes, "%lld,%lld,%.6g,%lld,%d,%.6g,%.6g,%lld\n", (long long)ev->episodes, (long long)ev->step,
-              ev->episode_return, (long long)ev->episode_length, ev->truncated, ev->mean_return, (double)ev->epsilon,
-              (long long)ev->updates);
+      fprintf(r->episodes, "%lld,%lld,%.6g,%lld,%d,%.6g,%.6g,%lld\n", (long long)ev->episodes,
+              (long long)ev->step, ev->episode_return, (long long)ev->episode_length, ev->truncated,
+              ev->mean_return, (double)ev->epsilon, (long long)ev->updates);
       r->rows++;
     }
     if (ev->episodes >= 20 && ev->mean_return > r->best_mean) r->best_mean = ev->mean_return;
@@ -250,8 +258,8 @@ static int on_event(const ag_train_event *ev, void *user) {
   } else {
     r->last_loss = ev->loss;
     if (r->losses) {
-      fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates, (double)ev->loss,
-              ev->mean_return);
+      fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates,
+              (double)ev->loss, ev->mean_return);
       r->rows++;
     }
   }
@@ -276,7 +284,8 @@ static int run_quiet(char *const argv[]) {
   pid_t pid;
   if (!posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) &&
       !posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) &&
-      !posix_spawn_file_actions_adddup2(&fa, 1, 2) && posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) == 0) {
+      !posix_spawn_file_actions_adddup2(&fa, 1, 2) &&
+      posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) == 0) {
     int st;
     pid_t w;
     while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
@@ -366,28 +375,41 @@ int agrl_cmd_train(int argc, char **argv) {
     } else if (!strcmp(a, "--env")) {
       NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
       env_name = v;
-    } else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
-    else if (!strcmp(a, "--steps")) NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &steps), "a positive whole number up to 100000000000");
-    else if (!strcmp(a, "--seed")) NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
+    } else if (!strcmp(a, "--device"))
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else if (!strcmp(a, "--steps"))
+      NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &steps), "a positive whole number up to 100000000000");
+    else if (!strcmp(a, "--seed"))
+      NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
     else if (!strcmp(a, "--out")) {
       NEEDS(!*v, "a directory");
       out_dir = v;
-    } else if (!strcmp(a, "--n-envs")) NEEDS(cli_parse_i64(v, 1, 4096, &n_envs), "a number of copies in 1..4096");
+    } else if (!strcmp(a, "--n-envs"))
+      NEEDS(cli_parse_i64(v, 1, 4096, &n_envs), "a number of copies in 1..4096");
     else if (!strcmp(a, "--stop-at")) {
-      NEEDS(strcmp(v, "none") && cli_parse_f64(v, -1e12, 1e12, &stop_value), "a return in [-1e12, 1e12] or none");
+      NEEDS(strcmp(v, "none") && cli_parse_f64(v, -1e12, 1e12, &stop_value),
+            "a return in [-1e12, 1e12] or none");
       if (!strcmp(v, "none")) stop_value = INFINITY;
       stop_given = 1;
-    } else if (!strcmp(a, "--quiet")) quiet = 1;
-    else if (!strcmp(a, "--gpus")) NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
-    else if (!strcmp(a, "--rank")) NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
-    else if (!strcmp(a, "--world")) NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
+    } else if (!strcmp(a, "--quiet"))
+      quiet = 1;
+    else if (!strcmp(a, "--gpus"))
+      NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
+    else if (!strcmp(a, "--rank"))
+      NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
+    else if (!strcmp(a, "--world"))
+      NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
     else if (!strcmp(a, "--id-file")) {
       NEEDS(!*v, "a path");
       id_file = v;
-    } else if (!strcmp(a, "--lr")) NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in [1e-9, 10]");
-    else if (!strcmp(a, "--gamma")) NEEDS(parse_f(v, 0, 1, &cfg.gamma), "a discount in [0, 1]");
-    else if (!strcmp(a, "--batch")) NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size up to 1048576");
-    else if (!strcmp(a, "--buffer")) NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 36, &cfg.buffer_size), "a positive capacity up to 2^36");
+    } else if (!strcmp(a, "--lr"))
+      NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in [1e-9, 10]");
+    else if (!strcmp(a, "--gamma"))
+      NEEDS(parse_f(v, 0, 1, &cfg.gamma), "a discount in [0, 1]");
+    else if (!strcmp(a, "--batch"))
+      NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size up to 1048576");
+    else if (!strcmp(a, "--buffer"))
+      NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 36, &cfg.buffer_size), "a positive capacity up to 2^36");
     else if (!strcmp(a, "--learning-starts"))
       NEEDS(cli_parse_i64(v, 0, MAX_STEPS, &cfg.learning_starts), "a number of steps in 0..100000000000");
     else if (!strcmp(a, "--train-freq"))
@@ -395,17 +417,28 @@ int agrl_cmd_train(int argc, char **argv) {
     else if (!strcmp(a, "--gradient-steps"))
       NEEDS(cli_parse_i64(v, 0, MAX_GRADIENT_STEPS, &cfg.gradient_steps), "a number in 0..16777216");
     else if (!strcmp(a, "--target-update"))
-      NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &cfg.target_update_interval), "a number of steps in 1..100000000000");
-    else if (!strcmp(a, "--tau")) NEEDS(parse_f(v, 1e-9, 1, &cfg.tau), "a value in [1e-9, 1]");
-    else if (!strcmp(a, "--hidden")) NEEDS(parse_hidden(v, &cfg), "sizes like 256,256 (1 to 8 of 1..65536)");
-    else if (!strcmp(a, "--eps-fraction")) NEEDS(parse_f(v, 0, 1, &cfg.exploration_fraction), "a fraction in [0, 1]");
-    else if (!strcmp(a, "--eps-start")) NEEDS(parse_f(v, 0, 1, &cfg.eps_start), "a probability in [0, 1]");
-    else if (!strcmp(a, "--eps-end")) NEEDS(parse_f(v, 0, 1, &cfg.eps_end), "a probability in [0, 1]");
-    else if (!strcmp(a, "--max-grad-norm")) NEEDS(parse_f(v, 0, 1e9, &cfg.max_grad_norm), "a norm in [0, 1e9]");
-    else if (!strcmp(a, "--double")) cfg.double_dqn = 1;
-    else if (!strcmp(a, "--no-double")) cfg.double_dqn = 0;
-    else if (!strcmp(a, "--mse")) cfg.huber = 0;
-    else return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
+      NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &cfg.target_update_interval),
+            "a number of steps in 1..100000000000");
+    else if (!strcmp(a, "--tau"))
+      NEEDS(parse_f(v, 1e-9, 1, &cfg.tau), "a value in [1e-9, 1]");
+    else if (!strcmp(a, "--hidden"))
+      NEEDS(parse_hidden(v, &cfg), "sizes like 256,256 (1 to 8 of 1..65536)");
+    else if (!strcmp(a, "--eps-fraction"))
+      NEEDS(parse_f(v, 0, 1, &cfg.exploration_fraction), "a fraction in [0, 1]");
+    else if (!strcmp(a, "--eps-start"))
+      NEEDS(parse_f(v, 0, 1, &cfg.eps_start), "a probability in [0, 1]");
+    else if (!strcmp(a, "--eps-end"))
+      NEEDS(parse_f(v, 0, 1, &cfg.eps_end), "a probability in [0, 1]");
+    else if (!strcmp(a, "--max-grad-norm"))
+      NEEDS(parse_f(v, 0, 1e9, &cfg.max_grad_norm), "a norm in [0, 1e9]");
+    else if (!strcmp(a, "--double"))
+      cfg.double_dqn = 1;
+    else if (!strcmp(a, "--no-double"))
+      cfg.double_dqn = 0;
+    else if (!strcmp(a, "--mse"))
+      cfg.huber = 0;
+    else
+      return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
 #undef NEEDS
   }
   cfg.seed = (uint64_t)seed;
@@ -413,20 +446,24 @@ int agrl_cmd_train(int argc, char **argv) {
     return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
                          (long long)cfg.buffer_size, (long long)cfg.batch_size);
   if (gpus > 1 || world > 0) {
-    if (kind == AG_DEVICE_CPU) return cli_bad_usage(cmd, train_usage, "--gpus %lld needs CUDA devices, not --device cpu", (long long)gpus);
+    if (kind == AG_DEVICE_CPU)
+      return cli_bad_usage(cmd, train_usage, "--gpus %lld needs CUDA devices, not --device cpu",
+                           (long long)gpus);
     if (cfg.batch_size % (world > 0 ? world : gpus))
-      return cli_bad_usage(cmd, train_usage, "the batch (%lld) must be a multiple of the number of GPUs (%lld)",
+      return cli_bad_usage(cmd, train_usage,
+                           "the batch (%lld) must be a multiple of the number of GPUs (%lld)",
                            (long long)cfg.batch_size, (long long)(world > 0 ? world : gpus));
   }
   if (world > 0 && (rank < 0 || rank >= world || !id_file))
     return cli_bad_usage(cmd, train_usage, "--world needs --rank in 0..world-1 and --id-file");
   if (world == 0 && (rank >= 0 || id_file))
-    return cli_bad_usage(cmd, train_usage, "%s is set by the launcher of --gpus, with --world", rank >= 0 ? "--rank" : "--id-file");
+    return cli_bad_usage(cmd, train_usage, "%s is set by the launcher of --gpus, with --world",
+                         rank >= 0 ? "--rank" : "--id-file");
   if (gpus > 1 && world == 0) { /* the launcher: one worker per GPU */
     int have = ag_cuda_device_count();
     if (have < gpus + index)
-      return cli_bad_usage(cmd, train_usage, "--gpus %lld needs GPUs %d..%lld; this machine has %d", (long long)gpus, index,
-                           (long long)(index + gpus - 1), have);
+      return cli_bad_usage(cmd, train_usage, "--gpus %lld needs GPUs %d..%lld; this machine has %d",
+                           (long long)gpus, index, (long long)(index + gpus - 1), have);
     return cli_launch(cmd, argc, argv, (int)gpus);
   }
   int worker = world > 0, lead = !worker || rank == 0;
@@ -438,15 +475,19 @@ int agrl_cmd_train(int argc, char **argv) {
 
   ag_vec_env *env = NULL;
   /* each worker's environments get their own seeds; rank 0 those of a one-GPU run */
-  ag_status s = ag_vec_env_create(env_name, (int)n_envs, (uint64_t)seed + (uint64_t)(worker ? rank : 0) * 1000003u, &env);
+  ag_status s = ag_vec_env_create(env_name, (int)n_envs,
+                                  (uint64_t)seed + (uint64_t)(worker ? rank : 0) * 1000003u, &env);
   if (s) return cli_bad_usage(cmd, train_usage, "--env %s: %s", env_name, ag_last_error());
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
   if (spec->n_actions < 2) {
-    int rc = cli_bad_usage(cmd, train_usage, "--env %s: DQN needs discrete actions; %s has continuous ones", env_name, spec->id);
+    int rc = cli_bad_usage(cmd, train_usage, "--env %s: DQN needs discrete actions; %s has continuous ones",
+                           env_name, spec->id);
     ag_vec_env_free(env); /* after the message: spec belongs to env */
     return rc;
   }
-  double stop_at = stop_given ? stop_value : isnan(spec->reward_threshold) ? INFINITY : spec->reward_threshold;
+  double stop_at = stop_given                      ? stop_value
+                   : isnan(spec->reward_threshold) ? INFINITY
+                                                   : spec->reward_threshold;
   /* the directory as given, whatever its length: a path is never cut */
   char *dir = out_dir ? strdup(out_dir) : format_new("runs/%s-%s-s%lld", algo, env_name, (long long)seed);
   if (!dir) {
@@ -456,7 +497,8 @@ int agrl_cmd_train(int argc, char **argv) {
   }
   if (lead && make_dirs(dir)) {
     int e = errno;
-    fprintf(stderr, "agrl train: cannot create the %sdirectory %s: %s\n", out_dir ? "--out " : "", dir, strerror(e));
+    fprintf(stderr, "agrl train: cannot create the %sdirectory %s: %s\n", out_dir ? "--out " : "", dir,
+            strerror(e));
     ag_vec_env_free(env);
     free(dir);
     return 1;
@@ -497,8 +539,10 @@ int agrl_cmd_train(int argc, char **argv) {
   }
   if (!lead) { /* another rank trains in step with rank 0, which reports */
     r.stop_at = INFINITY;
-    if ((s = ag_dqn_learn(dqn, env, steps, on_event, &r))) rc = cli_fail(cmd, "training", s);
-    else rc = 0;
+    if ((s = ag_dqn_learn(dqn, env, steps, on_event, &r)))
+      rc = cli_fail(cmd, "training", s);
+    else
+      rc = 0;
     goto done;
   }
   /* the logs grow under temporary names and are renamed when the run ends,
@@ -509,9 +553,11 @@ int agrl_cmd_train(int argc, char **argv) {
   fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
   fprintf(r.losses, "step,updates,loss,mean20\n");
   char devs[160];
-  if (worker) snprintf(devs, sizeof devs, "%lld GPUs (cuda:%d..%lld, NCCL)", (long long)world, index,
-                       (long long)(index + world - 1));
-  else snprintf(devs, sizeof devs, "%s", ag_ctx_device_name(ctx));
+  if (worker)
+    snprintf(devs, sizeof devs, "%lld GPUs (cuda:%d..%lld, NCCL)", (long long)world, index,
+             (long long)(index + world - 1));
+  else
+    snprintf(devs, sizeof devs, "%s", ag_ctx_device_name(ctx));
   fprintf(stderr, "agrl train: dqn on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", spec->id, devs,
           (long long)steps, (long long)seed, (long long)n_envs, dir);
   r.t0 = cli_now_s();
@@ -556,18 +602,21 @@ int agrl_cmd_train(int argc, char **argv) {
   char title[256];
   snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
   int plotted = plot_curve(dir, title) == 0;
-  printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n", (long long)taken,
-         (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
+  printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n",
+         (long long)taken, (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
   if (interrupted) printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)taken);
   if (!isinf(stop_at)) {
-    if (r.solved_at >= 0) printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
-    else printf("  not solved: mean20 stayed below %g\n", stop_at);
+    if (r.solved_at >= 0)
+      printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
+    else
+      printf("  not solved: mean20 stayed below %g\n", stop_at);
   }
   printf("  logs: %s/episodes.csv, %s/losses.csv, %s/summary.json\n", dir, dir, dir);
   printf("  network: %s/q_network.agrl (agrl eval --model %s/q_network.agrl --env %s)\n", dir, dir, env_name);
-  printf("  learning curve: %s\n", plotted ? "written to learning_curve.png" : "not drawn (python3 with matplotlib is missing)");
+  printf("  learning curve: %s\n",
+         plotted ? "written to learning_curve.png" : "not drawn (python3 with matplotlib is missing)");
   if (plotted) printf("    %s/learning_curve.png\n", dir);
   /* stopped by a signal: the status a shell expects of it */
   rc = interrupted ? 128 + interrupted : 0;
@@ -603,10 +652,14 @@ int agrl_cmd_eval(int argc, char **argv) {
     } else if (!strcmp(a, "--env")) {
       NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
       env_name = v;
-    } else if (!strcmp(a, "--episodes")) NEEDS(cli_parse_i64(v, 1, 1000000, &episodes), "a positive number up to 1000000");
-    else if (!strcmp(a, "--seed")) NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
-    else if (!strcmp(a, "--device")) NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
-    else return cli_bad_usage(cmd, eval_usage, "unknown option '%s'", a);
+    } else if (!strcmp(a, "--episodes"))
+      NEEDS(cli_parse_i64(v, 1, 1000000, &episodes), "a positive number up to 1000000");
+    else if (!strcmp(a, "--seed"))
+      NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
+    else if (!strcmp(a, "--device"))
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+    else
+      return cli_bad_usage(cmd, eval_usage, "unknown option '%s'", a);
 #undef NEEDS
   }
   if (!model) return cli_bad_usage(cmd, eval_usage, "--model FILE is required");
@@ -615,7 +668,8 @@ int agrl_cmd_eval(int argc, char **argv) {
   if (s) return cli_bad_usage(cmd, eval_usage, "--env %s: %s", env_name, ag_last_error());
   const ag_env_spec *spec = ag_env_get_spec(env);
   if (spec->n_actions < 1) {
-    int rc = cli_bad_usage(cmd, eval_usage, "--env %s: %s's actions are continuous; a Q-network needs discrete ones", env_name,
+    int rc = cli_bad_usage(cmd, eval_usage,
+                           "--env %s: %s's actions are continuous; a Q-network needs discrete ones", env_name,
                            spec->id);
     ag_env_free(env); /* after the message: spec belongs to env */
     return rc;

@@ -15,7 +15,8 @@ ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on) {
   ag_status s = ag__check_tensor(t, fn, "t");
   if (s) return s;
   if (!(t->flags & AG__T_PERSISTENT) || (t->flags & AG__T_IS_GRAD))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: only a persistent tensor (ag_tensor_create) can be a parameter", fn);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: only a persistent tensor (ag_tensor_create) can be a parameter",
+                    fn);
   if (t->dtype != AG_F32)
     return ag__fail(AG_ERR_SHAPE, "%s: t has dtype %s; parameters are f32", fn, ag_dtype_name(t->dtype));
   if (!on) {
@@ -54,12 +55,14 @@ ag_tensor *ag_tensor_grad(const ag_tensor *t) {
 
 ag_status ag_zero_grad(ag_tensor *const *params, int n) {
   static const char fn[] = "ag_zero_grad";
-  if (n < 0 || (n > 0 && !params)) return ag__fail(AG_ERR_INVALID_ARG, "%s: params is NULL or n = %d < 0", fn, n);
+  if (n < 0 || (n > 0 && !params))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: params is NULL or n = %d < 0", fn, n);
   for (int i = 0; i < n; i++) { /* validate all first */
     ag_status s = ag__check_tensor(params[i], fn, "a parameter");
     if (s) return s;
     if (!params[i]->grad)
-      return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] has no gradient (ag_tensor_set_requires_grad)", fn, i);
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] has no gradient (ag_tensor_set_requires_grad)", fn,
+                      i);
   }
   /* no kernel: the next contribution to each gradient writes instead of adding
    * (and ag__grad_materialize zeroes one that receives none) */
@@ -96,8 +99,8 @@ static void grad_written(ag_tensor *t) {
  * can take the gradient g as its own without a copy: nothing else will add
  * to it. */
 static int grad_alias(ag_tensor *t, ag__mat g, float scale) {
-  if ((t->flags & (AG__T_PERSISTENT | AG__T_GRAD_INIT)) || t->uses != 1 || scale != 1.0f || g.rows != t->rows ||
-      g.cols != t->cols)
+  if ((t->flags & (AG__T_PERSISTENT | AG__T_GRAD_INIT)) || t->uses != 1 || scale != 1.0f ||
+      g.rows != t->rows || g.cols != t->cols)
     return 0;
   ag_tensor *v;
   if (ag__tensor_view(t->ctx, g.rows, g.cols, g.ld, AG_F32, g.p, &v)) return 0;
@@ -158,8 +161,8 @@ static ag_status grad_map(ag_tensor *t, ag__map_op op, float p0, float p1, ag__m
 
 /* t.grad += alpha * f(a, b), computed at the shape [rows, cols] and summed
  * back when t is broadcast. */
-static ag_status grad_map2(ag_tensor *t, ag__map2_op op, float alpha, float p0, ag__mat a, ag__mat b, int64_t rows,
-                           int64_t cols) {
+static ag_status grad_map2(ag_tensor *t, ag__map2_op op, float alpha, float p0, ag__mat a, ag__mat b,
+                           int64_t rows, int64_t cols) {
   gdst d;
   ag_status s = grad_dst(t, &d);
   if (s) return s;
@@ -170,7 +173,8 @@ static ag_status grad_map2(ag_tensor *t, ag__map2_op op, float alpha, float p0, 
     ag_tensor *tmp;
     if ((s = ag__tensor_temp(t->ctx, rows, cols, AG_F32, &tmp))) return s;
     ag__map2_args m = {op, alpha, p0, a, b, ag__mat_of_temp(tmp), 0};
-    if (!(s = ag__run(t->ctx, AG__K_MAP2, &m, sizeof m))) s = reduce_into(t->ctx, ag__mat_of_temp(tmp), d, 1.0f);
+    if (!(s = ag__run(t->ctx, AG__K_MAP2, &m, sizeof m)))
+      s = reduce_into(t->ctx, ag__mat_of_temp(tmp), d, 1.0f);
   }
   if (!s) grad_written(t);
   return s;
@@ -189,9 +193,11 @@ static ag_status matmul_backward(ag__node *n, ag__mat g) {
     if ((s = grad_dst(a, &d))) return s;
     ag__gemm_args m;
     if (!ta) /* dA [m, k] = g [m, n] op(B)^T */
-      m = (ag__gemm_args){0, !tb, a->rows, a->cols, g.cols, 1.0f, d.acc ? 1.0f : 0.0f, g.p, g.ld, mb.p, mb.ld, d.m.p, d.m.ld};
+      m = (ag__gemm_args){0,   !tb,  a->rows, a->cols, g.cols, 1.0f,  d.acc ? 1.0f : 0.0f,
+                          g.p, g.ld, mb.p,    mb.ld,   d.m.p,  d.m.ld};
     else /* dA [k, m] = op(B) g^T */
-      m = (ag__gemm_args){tb, 1, a->rows, a->cols, g.cols, 1.0f, d.acc ? 1.0f : 0.0f, mb.p, mb.ld, g.p, g.ld, d.m.p, d.m.ld};
+      m = (ag__gemm_args){tb,   1,     a->rows, a->cols, g.cols, 1.0f,  d.acc ? 1.0f : 0.0f,
+                          mb.p, mb.ld, g.p,     g.ld,    d.m.p,  d.m.ld};
     if ((s = ag__run(a->ctx, AG__K_GEMM, &m, sizeof m))) return s;
     grad_written(a);
   }
@@ -200,9 +206,11 @@ static ag_status matmul_backward(ag__node *n, ag__mat g) {
     if ((s = grad_dst(b, &d))) return s;
     ag__gemm_args m;
     if (!tb) /* dB [k, n] = op(A)^T g */
-      m = (ag__gemm_args){!ta, 0, b->rows, b->cols, g.rows, 1.0f, d.acc ? 1.0f : 0.0f, ma.p, ma.ld, g.p, g.ld, d.m.p, d.m.ld};
+      m = (ag__gemm_args){!ta,  0,     b->rows, b->cols, g.rows, 1.0f,  d.acc ? 1.0f : 0.0f,
+                          ma.p, ma.ld, g.p,     g.ld,    d.m.p,  d.m.ld};
     else /* dB [n, k] = g^T op(A) */
-      m = (ag__gemm_args){1, ta, b->rows, b->cols, g.rows, 1.0f, d.acc ? 1.0f : 0.0f, g.p, g.ld, ma.p, ma.ld, d.m.p, d.m.ld};
+      m = (ag__gemm_args){1,   ta,   b->rows, b->cols, g.rows, 1.0f,  d.acc ? 1.0f : 0.0f,
+                          g.p, g.ld, ma.p,    ma.ld,   d.m.p,  d.m.ld};
     if ((s = ag__run(b->ctx, AG__K_GEMM, &m, sizeof m))) return s;
     grad_written(b);
   }
@@ -259,7 +267,8 @@ static ag_status binary_backward(ag__node *n, ag__mat g) {
   }
 }
 
-static ag_status pick_backward(ag_tensor *x, int axis, const void *idx, ag_dtype dt, int64_t stride, ag__mat g) {
+static ag_status pick_backward(ag_tensor *x, int axis, const void *idx, ag_dtype dt, int64_t stride,
+                               ag__mat g) {
   gdst d;
   ag_status s = grad_dst(x, &d);
   if (s) return s;
@@ -296,7 +305,8 @@ static ag_status node_backward(ag__node *n) {
       return ag__run(x->ctx, AG__K_COPY, &c, sizeof c);
     }
     case AG__OP_BIAS_ACT: { /* dz = act'(y) * g, then as for x + b */
-      static const ag__map2_op bwd[4] = {AG__MAP2_ADD, AG__MAP2_RELU_BWD, AG__MAP2_TANH_BWD, AG__MAP2_SIGMOID_BWD};
+      static const ag__map2_op bwd[4] = {AG__MAP2_ADD, AG__MAP2_RELU_BWD, AG__MAP2_TANH_BWD,
+                                         AG__MAP2_SIGMOID_BWD};
       ag_tensor *dz;
       if ((s = ag__tensor_temp(x->ctx, n->out->rows, n->out->cols, AG_F32, &dz))) return s;
       ag__map2_args m = {bwd[n->i[0]], 1.0f, 0.0f, g, ag__mat_of_temp(n->out), ag__mat_of_temp(dz), 0};
@@ -311,11 +321,14 @@ static ag_status node_backward(ag__node *n) {
       ag__mat md = ag__mat_of_temp(dp);
       int64_t R = dp->rows, C = dp->cols;
       if (ag__needs_grad(x)) {
-        if (n->out->grad == x->ctx->one) s = grad_add(x, md, 1.0f); /* the seed: no product needed */
-        else s = grad_map2(x, AG__MAP2_MUL, 1.0f, 0.0f, md, g, R, C);
+        if (n->out->grad == x->ctx->one)
+          s = grad_add(x, md, 1.0f); /* the seed: no product needed */
+        else
+          s = grad_map2(x, AG__MAP2_MUL, 1.0f, 0.0f, md, g, R, C);
         if (s) return s;
       }
-      if (ag__needs_grad(n->in[1]) && (s = grad_map2(n->in[1], AG__MAP2_MUL, -1.0f, 0.0f, md, g, R, C))) return s;
+      if (ag__needs_grad(n->in[1]) && (s = grad_map2(n->in[1], AG__MAP2_MUL, -1.0f, 0.0f, md, g, R, C)))
+        return s;
       return AG_OK;
     }
     case AG__OP_CONCAT: {
@@ -339,7 +352,8 @@ ag_status ag_backward(ag_tensor *loss) {
     return ag__fail(AG_ERR_SHAPE, "%s: the loss must be a [1, 1] f32 tensor, not [%lld, %lld] %s", fn,
                     (long long)loss->rows, (long long)loss->cols, ag_dtype_name(loss->dtype));
   if (!ag__needs_grad(loss) || loss->node < 0)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: the loss does not depend on any parameter that requires a gradient", fn);
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: the loss does not depend on any parameter that requires a gradient", fn);
   ag_ctx *ctx = loss->ctx;
   ag__workspace *ws = ctx->ws;
   if (loss->node >= ws->n_tape || ws->tape[loss->node].out != loss)

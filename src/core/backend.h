@@ -50,8 +50,7 @@ typedef struct ag__backend {
   ag_status (*upload)(void *st, void *dst, size_t bytes, ag__fill_fn fill, void *user);
   /* Device -> host: waits for queued work, then hands the bytes to `drain`
    * in parts of at most AG_TRANSFER_PART_BYTES. */
-  ag_status (*download)(void *st, const void *src, size_t bytes, ag__drain_fn drain,
-                        void *user);
+  ag_status (*download)(void *st, const void *src, size_t bytes, ag__drain_fn drain, void *user);
   ag_status (*copy)(void *st, void *dst, const void *src, size_t bytes);
   ag_status (*sync)(void *st);
   /* The native queue handle (cudaStream_t) or NULL. */

@@ -25,30 +25,32 @@ static ag_status check_buf(const ag_buffer *buf, const char *fn) {
 
 /* Checks col_offset and k against the capacity (S5, S8). */
 static ag_status check_range(const ag_buffer *buf, int64_t col_offset, int64_t k, const char *fn) {
-  if (k < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: k = %lld columns must not be negative", fn, (long long)k);
+  if (k < 0)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: k = %lld columns must not be negative", fn, (long long)k);
   if (col_offset < 0)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: col_offset = %lld must be a non-negative whole number",
-                    fn, (long long)col_offset);
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: col_offset = %lld must be a non-negative whole number", fn,
+                    (long long)col_offset);
   if (col_offset > buf->capacity || k > buf->capacity - col_offset)
-    return ag__fail(AG_ERR_OUT_OF_RANGE,
-                    "%s: columns %lld..%llu are outside the buffer (capacity %lld)", fn,
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: columns %lld..%llu are outside the buffer (capacity %lld)", fn,
                     (long long)col_offset, (unsigned long long)col_offset + (unsigned long long)k - 1u,
                     (long long)buf->capacity);
   return AG_OK;
 }
 
-ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype dtype,
-                           ag_buffer **out) {
+ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype dtype, ag_buffer **out) {
   static const char fn[] = "ag_buffer_create";
   if (!ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx is NULL", fn);
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  if (rows < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: rows = %lld must be a positive whole number", fn, (long long)rows);
+  if (rows < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rows = %lld must be a positive whole number", fn,
+                    (long long)rows);
   if (capacity < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity = %lld must be a positive whole number", fn,
                     (long long)capacity);
   if (!storage_dtype_ok(dtype))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: dtype %s (%d) cannot store a buffer; use f32, f16, bf16, u8 or i32",
-                    fn, ag_dtype_name(dtype), (int)dtype);
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: dtype %s (%d) cannot store a buffer; use f32, f16, bf16, u8 or i32", fn,
+                    ag_dtype_name(dtype), (int)dtype);
   size_t bytes;
   if (!ag__mul3((uint64_t)rows, (uint64_t)capacity, ag_dtype_size(dtype), &bytes))
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: %lld x %lld values of %s overflow the address space", fn,
@@ -97,8 +99,8 @@ static void drain_convert(const void *host_src, size_t off, size_t len, void *us
   ag__convert((char *)j->src + off / se * de, j->dst_dt, host_src, j->src_dt, len / se);
 }
 
-ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype, int64_t data_rows,
-                          int64_t k, int64_t col_offset) {
+ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype, int64_t data_rows, int64_t k,
+                          int64_t col_offset) {
   static const char fn[] = "ag_buffer_write";
   ag_status s = check_buf(buf, fn);
   if (s) return s;
@@ -116,8 +118,8 @@ ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype,
   if (data_dtype == AG_F32 && buf->dtype != AG_F32) {
     int64_t bad = ag__first_unfit(data, n, buf->dtype);
     if (bad >= 0)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: value %g at row %lld of data column %lld does not fit %s",
-                      fn, (double)((const float *)data)[bad], (long long)(bad % buf->rows),
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: value %g at row %lld of data column %lld does not fit %s", fn,
+                      (double)((const float *)data)[bad], (long long)(bad % buf->rows),
                       (long long)(bad / buf->rows), ag_dtype_name(buf->dtype));
   }
   if ((s = ag__store_ensure(buf->ctx, &buf->store))) return s;
@@ -132,7 +134,8 @@ ag_status ag__buffer_part(ag_buffer *buf, const void *data, int64_t k, int64_t c
                           ag__upload_part *out) {
   ag_status s = check_buf(buf, fn);
   if (s || (s = check_range(buf, col_offset, k, fn))) return s;
-  if (k > 0 && !data) return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL for k = %lld columns", fn, (long long)k);
+  if (k > 0 && !data)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL for k = %lld columns", fn, (long long)k);
   if ((s = ag__store_ensure(buf->ctx, &buf->store))) return s;
   size_t elem = ag_dtype_size(buf->dtype);
   out->dst = (char *)buf->store.ptr + (size_t)col_offset * (size_t)buf->rows * elem;
@@ -181,20 +184,21 @@ static ag_status gather(ag_buffer *buf, const void *dev_idx, ag_dtype idx_dt, in
   ag_tensor *res = NULL;
   ag_status s = ag__tensor_temp(buf->ctx, buf->rows, n, AG_F32, &res);
   if (s) return s;
-  ag__gather_args a = {buf->store.ptr, buf->dtype, buf->rows, buf->capacity, dev_idx, idx_dt, n,
-                       buf->scale, (float *)res->data};
+  ag__gather_args a = {buf->store.ptr, buf->dtype, buf->rows,  buf->capacity,     dev_idx,
+                       idx_dt,         n,          buf->scale, (float *)res->data};
   if ((s = ag__run(buf->ctx, AG__K_GATHER, &a, sizeof a))) return s;
   *out = res;
   return AG_OK;
 }
 
-static ag_status get_rows_host(ag_buffer *buf, const void *idx, ag_dtype idx_dt, int64_t n,
-                               ag_tensor **out) {
+static ag_status get_rows_host(ag_buffer *buf, const void *idx, ag_dtype idx_dt, int64_t n, ag_tensor **out) {
   static const char fn[] = "ag_get_rows";
   ag_status s = check_buf(buf, fn);
   if (s) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: idx is empty (n = %lld); give at least one index", fn, (long long)n);
+  if (n < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: idx is empty (n = %lld); give at least one index", fn,
+                    (long long)n);
   if (!idx) return ag__fail(AG_ERR_INVALID_ARG, "%s: idx is NULL", fn);
   for (int64_t i = 0; i < n; i++) { /* S11 */
     int64_t v = ag__index_at(idx, idx_dt, i);

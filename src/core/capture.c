@@ -106,7 +106,8 @@ typedef struct saved_flags {
 
 static ag_status save_flags(ag_ctx *ctx, saved_flags **out, size_t *n_out) {
   size_t n = 0;
-  for (ag__store *s = ctx->stores.next; s != &ctx->stores; s = s->next) n += s->owner_kind == AG__OWNER_TENSOR;
+  for (ag__store *s = ctx->stores.next; s != &ctx->stores; s = s->next)
+    n += s->owner_kind == AG__OWNER_TENSOR;
   saved_flags *v = ag__malloc((n ? n : 1) * sizeof *v);
   if (!v) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_capture: out of host memory");
   size_t i = 0;
@@ -178,7 +179,8 @@ static ag_status record_step(ag_capture *c) {
 
 ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture **out) {
   static const char fn_name[] = "ag_capture_create";
-  if (!ctx || !fn || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fn and out must not be NULL", fn_name);
+  if (!ctx || !fn || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fn and out must not be NULL", fn_name);
   ag_status s = ag__not_recording(ctx, fn_name);
   if (s) return s;
   ag_capture *c = ag__calloc(1, sizeof *c);
@@ -204,7 +206,8 @@ ag_status ag__capture_prepare(ag_capture *c, const char *fn) {
   if (s) return s;
   if (c->invalid)
     return ag__fail(AG_ERR_INVALIDATED,
-                    "%s: the recording reads a buffer or tensor that has been freed; record the step again", fn);
+                    "%s: the recording reads a buffer or tensor that has been freed; record the step again",
+                    fn);
   int again = !c->rec || c->epoch != ctx->epoch;
   for (int i = 0; i < c->n_reads && !again; i++) {
     ag__store *st = c->reads[i].store;
@@ -273,12 +276,15 @@ ag_tensor *ag_capture_input(const ag_capture *c, const char *name) {
 
 ag_status ag_capture_add_input(ag_capture *c, const char *name, ag_tensor *t) {
   static const char fn[] = "ag_capture_add_input";
-  if (!c || !name || !name[0]) return ag__fail(AG_ERR_INVALID_ARG, "%s: cap and a non-empty name are required", fn);
+  if (!c || !name || !name[0])
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: cap and a non-empty name are required", fn);
   ag_status s = ag__check_tensor(t, fn, "t");
   if (s) return s;
   if (!(t->flags & AG__T_PERSISTENT) || t->ctx != c->ctx)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: input '%s' must be a persistent tensor of the recording's context", fn, name);
-  if (ag_capture_input(c, name)) return ag__fail(AG_ERR_INVALID_ARG, "%s: the input '%s' is named already", fn, name);
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: input '%s' must be a persistent tensor of the recording's context", fn, name);
+  if (ag_capture_input(c, name))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: the input '%s' is named already", fn, name);
   capture_input *in = ag__realloc(c->inputs, (size_t)(c->n_inputs + 1) * sizeof *in);
   char *copy = ag__malloc(strlen(name) + 1);
   if (in) c->inputs = in;
@@ -296,7 +302,8 @@ ag_status ag_capture_add_input(ag_capture *c, const char *name, ag_tensor *t) {
 ag_status ag_capture_set_input(ag_capture *c, const char *name, const void *data, size_t bytes) {
   ag_tensor *t = ag_capture_input(c, name);
   if (!t)
-    return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_set_input: the recording has no input named '%s'", name ? name : "(null)");
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_set_input: the recording has no input named '%s'",
+                    name ? name : "(null)");
   return ag_tensor_write(t, data, bytes);
 }
 
@@ -312,15 +319,19 @@ ag_status ag_capture_get_info(const ag_capture *c, ag_capture_info *out) {
 }
 
 ag_status ag_capture_read_at(const ag_capture *c, int i, ag_buffer **buf, ag_tensor **tensor) {
-  if (!c || !buf || !tensor) return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_read_at: arguments must not be NULL");
+  if (!c || !buf || !tensor)
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_capture_read_at: arguments must not be NULL");
   if (i < 0 || i >= c->n_reads)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_capture_read_at: read %d requested, the recording has %d", i, c->n_reads);
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_capture_read_at: read %d requested, the recording has %d", i,
+                    c->n_reads);
   ag__store *s = c->reads[i].store;
   if (!s) return ag__fail(AG_ERR_FREED, "ag_capture_read_at: read %d has been freed", i);
   *buf = NULL;
   *tensor = NULL;
-  if (s->owner_kind == AG__OWNER_BUFFER) *buf = s->owner;
-  else *tensor = s->owner;
+  if (s->owner_kind == AG__OWNER_BUFFER)
+    *buf = s->owner;
+  else
+    *tensor = s->owner;
   return AG_OK;
 }
 
@@ -364,8 +375,8 @@ ag_status ag_rng_set_counter(ag_rng *r, uint64_t counter) {
   return ag_tensor_write(r->counter, &v, sizeof v);
 }
 
-static ag_status randint(ag_rng *r, ag_tensor *bound, int64_t bound_const, int64_t n, ag_dtype dtype, const char *fn,
-                         ag_tensor **out) {
+static ag_status randint(ag_rng *r, ag_tensor *bound, int64_t bound_const, int64_t n, ag_dtype dtype,
+                         const char *fn, ag_tensor **out) {
   if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: rng and out must not be NULL", fn);
   if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld must be positive", fn, (long long)n);
   if (dtype != AG_I32 && dtype != AG_I64)
@@ -381,7 +392,8 @@ static ag_status randint(ag_rng *r, ag_tensor *bound, int64_t bound_const, int64
   } else if (bound_const < 1) {
     return ag__fail(AG_ERR_INVALID_ARG, "%s: bound = %lld must be positive", fn, (long long)bound_const);
   } else if (dtype == AG_I32 && bound_const > INT32_MAX + 1LL) {
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: bound = %lld does not fit i32 indices", fn, (long long)bound_const);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: bound = %lld does not fit i32 indices", fn,
+                    (long long)bound_const);
   }
   void *cp;
   if ((s = ag__tensor_ptr(r->counter, &cp))) return s;

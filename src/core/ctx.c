@@ -25,7 +25,9 @@ static ag_status resolve_device(const char *fn, ag_device_kind *kind, int *index
     return AG_OK;
   }
   if (*kind != AG_DEVICE_CUDA)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: device kind %d is not AG_DEVICE_CPU, AG_DEVICE_CUDA or AG_DEVICE_AUTO", fn, (int)*kind);
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: device kind %d is not AG_DEVICE_CPU, AG_DEVICE_CUDA or AG_DEVICE_AUTO", fn,
+                    (int)*kind);
   int n = ag__cuda_device_count();
   if (ag__cuda_backend() == NULL)
     return ag__fail(AG_ERR_NO_DEVICE, "%s: this agrl was built without CUDA", fn);
@@ -102,14 +104,16 @@ ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out) {
   if (bytes == 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: bytes = 0");
   size_t avail = 0, total = 0; /* more than the machine has is refused without asking the driver */
   if (ag__cpu_backend()->mem_info(NULL, &avail, &total) == AG_OK && bytes > total)
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_host_alloc: %zu bytes (%.1f MB) is more than the host's %.1f MB of memory",
-                    bytes, AG__MB(bytes), AG__MB(total));
+    return ag__fail(AG_ERR_OUT_OF_MEMORY,
+                    "ag_host_alloc: %zu bytes (%.1f MB) is more than the host's %.1f MB of memory", bytes,
+                    AG__MB(bytes), AG__MB(total));
   void *p = NULL;
   ag_status s = ctx->be->host_alloc(ctx->st, bytes, &p);
   if (s) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
-    return ag__fail(s, "ag_host_alloc: %zu bytes (%.1f MB) could not be allocated: %s", bytes, AG__MB(bytes), why);
+    return ag__fail(s, "ag_host_alloc: %zu bytes (%.1f MB) could not be allocated: %s", bytes, AG__MB(bytes),
+                    why);
   }
   *out = p;
   return AG_OK;
@@ -171,8 +175,10 @@ void ag__xfer_add(ag_ctx *ctx, const char *op, uint64_t up, uint64_t down) {
   for (i = 0; i < ctx->n_xfer; i++)
     if (ctx->xfer[i].op == op || strcmp(ctx->xfer[i].op, op) == 0) break;
   if (i == ctx->n_xfer) {
-    if (ctx->n_xfer == AG__XFER_MAX) i = AG__XFER_MAX - 1; /* saturate into the last */
-    else ctx->xfer[ctx->n_xfer++].op = op;
+    if (ctx->n_xfer == AG__XFER_MAX)
+      i = AG__XFER_MAX - 1; /* saturate into the last */
+    else
+      ctx->xfer[ctx->n_xfer++].op = op;
   }
   ag_xfer_entry *e = &ctx->xfer[i];
   e->up_bytes += up;
@@ -285,11 +291,11 @@ ag_status ag__not_recording(ag_ctx *ctx, const char *fn) {
   if (!ctx->recording) return AG_OK;
   return ag__fail(AG_ERR_STATE,
                   "%s: not allowed while a step is being recorded (a recording moves no host data and "
-                  "never waits; give inputs as device tensors written before ag_capture_replay)", fn);
+                  "never waits; give inputs as device tensors written before ag_capture_replay)",
+                  fn);
 }
 
-ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill,
-                         void *user) {
+ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   ag_status rs = ag__not_recording(ctx, op);
   if (rs) return rs;
   if (fault_fires(ctx, AG_FAULT_UPLOAD))
@@ -299,7 +305,8 @@ ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, a
   return s;
 }
 
-ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_part *parts, int n, int *landed) {
+ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_part *parts, int n,
+                               int *landed) {
   if (landed) *landed = 0;
   ag_status s = ag__not_recording(ctx, op);
   if (s) return s;
@@ -320,8 +327,8 @@ ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void
   return ag__mem_upload(ctx, op, dst, bytes, ag__fill_copy, (void *)src);
 }
 
-ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes,
-                           ag__drain_fn drain, void *user) {
+ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes, ag__drain_fn drain,
+                           void *user) {
   ag_status rs = ag__not_recording(ctx, op);
   if (rs) return rs;
   if (fault_fires(ctx, AG_FAULT_DOWNLOAD))
@@ -336,7 +343,6 @@ static void drain_copy(const void *host_src, size_t off, size_t len, void *user)
   memcpy((char *)user + off, host_src, len);
 }
 
-ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src,
-                                size_t bytes) {
+ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes) {
   return ag__mem_download(ctx, op, src, bytes, drain_copy, dst);
 }

@@ -151,8 +151,14 @@ void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, s
 int64_t ag__first_unfit(const float *src, size_t n, ag_dtype dt) {
   double lo, hi;
   switch (dt) {
-    case AG_U8: lo = -0.5; hi = 255.5; break;
-    case AG_I32: lo = -2147483648.5; hi = 2147483647.5; break;
+    case AG_U8:
+      lo = -0.5;
+      hi = 255.5;
+      break;
+    case AG_I32:
+      lo = -2147483648.5;
+      hi = 2147483647.5;
+      break;
     default: return -1; /* floating types take any value */
   }
   for (size_t i = 0; i < n; i++) {

@@ -15,7 +15,8 @@ ag_status ag__operand(ag_tensor *t, const char *fn, const char *what, ag__mat *m
   ag_status s = ag__check_tensor(t, fn, what);
   if (s) return s;
   if (t->dtype != AG_F32)
-    return ag__fail(AG_ERR_SHAPE, "%s: %s has dtype %s; this op takes f32", fn, what, ag_dtype_name(t->dtype));
+    return ag__fail(AG_ERR_SHAPE, "%s: %s has dtype %s; this op takes f32", fn, what,
+                    ag_dtype_name(t->dtype));
   void *p;
   if ((s = ag__tensor_ptr(t, &p))) return s;
   m->p = p;
@@ -31,7 +32,8 @@ ag__mat ag__mat_of_temp(ag_tensor *t) {
 }
 
 static ag_status same_ctx(ag_tensor *a, ag_tensor *b, const char *fn) {
-  if (a->ctx != b->ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: the operands belong to different contexts", fn);
+  if (a->ctx != b->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: the operands belong to different contexts", fn);
   return AG_OK;
 }
 
@@ -91,7 +93,8 @@ ag_status ag__unary(ag_tensor *x, ag__map_op op, float p0, float p1, const char 
   return AG_OK;
 }
 
-static ag_status binary(ag_tensor *a, ag_tensor *b, ag__map2_op op, int tape_op, const char *fn, ag_tensor **out) {
+static ag_status binary(ag_tensor *a, ag_tensor *b, ag__map2_op op, int tape_op, const char *fn,
+                        ag_tensor **out) {
   ag__mat ma, mb;
   ag_status s = ag__operand(a, fn, "a", &ma);
   if (s || (s = ag__operand(b, fn, "b", &mb)) || (s = same_ctx(a, b, fn))) return s;
@@ -107,10 +110,18 @@ static ag_status binary(ag_tensor *a, ag_tensor *b, ag__map2_op op, int tape_op,
   return AG_OK;
 }
 
-ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return binary(a, b, AG__MAP2_ADD, AG__OP_ADD, "ag_add", out); }
-ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return binary(a, b, AG__MAP2_SUB, AG__OP_SUB, "ag_sub", out); }
-ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return binary(a, b, AG__MAP2_MUL, AG__OP_MUL, "ag_mul", out); }
-ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return binary(a, b, AG__MAP2_DIV, AG__OP_DIV, "ag_div", out); }
+ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return binary(a, b, AG__MAP2_ADD, AG__OP_ADD, "ag_add", out);
+}
+ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return binary(a, b, AG__MAP2_SUB, AG__OP_SUB, "ag_sub", out);
+}
+ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return binary(a, b, AG__MAP2_MUL, AG__OP_MUL, "ag_mul", out);
+}
+ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return binary(a, b, AG__MAP2_DIV, AG__OP_DIV, "ag_div", out);
+}
 
 static ag_status finite_param(float v, const char *fn, const char *what) {
   if (!isfinite(v)) return ag__fail(AG_ERR_INVALID_ARG, "%s: %s = %g is not finite", fn, what, (double)v);
@@ -130,10 +141,14 @@ ag_status ag_affine(ag_tensor *x, float a, float b, ag_tensor **out) {
 
 ag_status ag_relu(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_RELU, 0, 0, "ag_relu", out); }
 ag_status ag_tanh(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_TANH, 0, 0, "ag_tanh", out); }
-ag_status ag_sigmoid(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_SIGMOID, 0, 0, "ag_sigmoid", out); }
+ag_status ag_sigmoid(ag_tensor *x, ag_tensor **out) {
+  return ag__unary(x, AG__MAP_SIGMOID, 0, 0, "ag_sigmoid", out);
+}
 ag_status ag_exp(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_EXP, 0, 0, "ag_exp", out); }
 ag_status ag_log(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_LOG, 0, 0, "ag_log", out); }
-ag_status ag_square(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_SQUARE, 0, 0, "ag_square", out); }
+ag_status ag_square(ag_tensor *x, ag_tensor **out) {
+  return ag__unary(x, AG__MAP_SQUARE, 0, 0, "ag_square", out);
+}
 ag_status ag_abs(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_ABS, 0, 0, "ag_abs", out); }
 
 /* ---- matrix product ---- */
@@ -147,13 +162,14 @@ ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_ten
   int64_t m = trans_a ? a->cols : a->rows, k = trans_a ? a->rows : a->cols;
   int64_t kb = trans_b ? b->cols : b->rows, n = trans_b ? b->rows : b->cols;
   if (k != kb)
-    return ag__fail(AG_ERR_SHAPE, "%s: op(a) is [%lld, %lld] and op(b) is [%lld, %lld]; inner sizes differ", fn,
-                    (long long)m, (long long)k, (long long)kb, (long long)n);
+    return ag__fail(AG_ERR_SHAPE, "%s: op(a) is [%lld, %lld] and op(b) is [%lld, %lld]; inner sizes differ",
+                    fn, (long long)m, (long long)k, (long long)kb, (long long)n);
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: sizes beyond 2^31 are not supported by the BLAS", fn);
   ag_tensor *y;
   if ((s = ag__tensor_temp(a->ctx, m, n, AG_F32, &y))) return s;
-  ag__gemm_args g = {trans_a != 0, trans_b != 0, m, n, k, 1.0f, 0.0f, ma.p, ma.ld, mb.p, mb.ld, (float *)y->data, m};
+  ag__gemm_args g = {trans_a != 0, trans_b != 0,     m, n, k, 1.0f, 0.0f, ma.p, ma.ld, mb.p,
+                     mb.ld,        (float *)y->data, m};
   if ((s = ag__run(a->ctx, AG__K_GEMM, &g, sizeof g))) return s;
   const int64_t i[2] = {trans_a != 0, trans_b != 0};
   if ((s = ag__tape(a->ctx, AG__OP_MATMUL, y, a, b, NULL, i, NULL))) return s;
@@ -194,8 +210,12 @@ static ag_status sum_scaled(ag_tensor *x, ag_axis axis, int mean, const char *fn
   return AG_OK;
 }
 
-ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out) { return sum_scaled(x, axis, 0, "ag_sum", out); }
-ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out) { return sum_scaled(x, axis, 1, "ag_mean", out); }
+ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out) {
+  return sum_scaled(x, axis, 0, "ag_sum", out);
+}
+ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out) {
+  return sum_scaled(x, axis, 1, "ag_mean", out);
+}
 
 ag_status ag_max(ag_tensor *x, ag_axis axis, ag_tensor **out) {
   static const char fn[] = "ag_max";
@@ -283,7 +303,8 @@ static ag_status make_view(ag_tensor *x, int64_t r0, int64_t c0, int64_t rows, i
   if (s) return s;
   ag_tensor *v;
   size_t es = ag_dtype_size(x->dtype);
-  if ((s = ag__tensor_view(x->ctx, rows, cols, x->ld, x->dtype, (char *)p + (size_t)(c0 * x->ld + r0) * es, &v)))
+  if ((s = ag__tensor_view(x->ctx, rows, cols, x->ld, x->dtype, (char *)p + (size_t)(c0 * x->ld + r0) * es,
+                           &v)))
     return s;
   v->base = x;
   const int64_t i[2] = {r0, c0};
@@ -301,8 +322,9 @@ static ag_status slice(ag_tensor *x, int by_rows, int64_t start, int64_t n, cons
   int64_t extent = by_rows ? x->rows : x->cols;
   const char *what = by_rows ? "rows" : "columns";
   if (n < 1 || start < 0 || start > extent - n)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %s %lld..%lld (n = %lld) are outside the %lld %s of x", fn, what,
-                    (long long)start, (long long)(start + n - 1), (long long)n, (long long)extent, what);
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %s %lld..%lld (n = %lld) are outside the %lld %s of x", fn,
+                    what, (long long)start, (long long)(start + n - 1), (long long)n, (long long)extent,
+                    what);
   return by_rows ? make_view(x, start, 0, n, x->cols, fn, out) : make_view(x, 0, start, x->rows, n, fn, out);
 }
 
@@ -343,26 +365,33 @@ static ag_status concat(ag_tensor *a, ag_tensor *b, int by_rows, const char *fn,
   ag__mat ya = {my.p, a->rows, a->cols, my.ld};
   ag__mat yb = {by_rows ? my.p + a->rows : my.p + a->cols * my.ld, b->rows, b->cols, my.ld};
   ag__copy_args c1 = {ma, ya, 0}, c2 = {mb, yb, 0};
-  if ((s = ag__run(a->ctx, AG__K_COPY, &c1, sizeof c1)) || (s = ag__run(a->ctx, AG__K_COPY, &c2, sizeof c2))) return s;
+  if ((s = ag__run(a->ctx, AG__K_COPY, &c1, sizeof c1)) || (s = ag__run(a->ctx, AG__K_COPY, &c2, sizeof c2)))
+    return s;
   const int64_t i[2] = {by_rows, 0};
   if ((s = ag__tape(a->ctx, AG__OP_CONCAT, y, a, b, NULL, i, NULL))) return s;
   *out = y;
   return AG_OK;
 }
 
-ag_status ag_concat_rows(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return concat(a, b, 1, "ag_concat_rows", out); }
-ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out) { return concat(a, b, 0, "ag_concat_cols", out); }
+ag_status ag_concat_rows(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return concat(a, b, 1, "ag_concat_rows", out);
+}
+ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return concat(a, b, 0, "ag_concat_cols", out);
+}
 
 /* ---- losses ---- */
 
-static ag_status loss(ag_tensor *pred, ag_tensor *target, int kind, float delta, const char *fn, ag_tensor **out) {
+static ag_status loss(ag_tensor *pred, ag_tensor *target, int kind, float delta, const char *fn,
+                      ag_tensor **out) {
   ag__mat mp, mt;
   ag_status s = ag__operand(pred, fn, "pred", &mp);
   if (s || (s = ag__operand(target, fn, "target", &mt)) || (s = same_ctx(pred, target, fn))) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
   if (pred->rows != target->rows || pred->cols != target->cols)
-    return ag__fail(AG_ERR_SHAPE, "%s: pred is [%lld, %lld] and target [%lld, %lld]", fn, (long long)pred->rows,
-                    (long long)pred->cols, (long long)target->rows, (long long)target->cols);
+    return ag__fail(AG_ERR_SHAPE, "%s: pred is [%lld, %lld] and target [%lld, %lld]", fn,
+                    (long long)pred->rows, (long long)pred->cols, (long long)target->rows,
+                    (long long)target->cols);
   ag_ctx *ctx = pred->ctx;
   int grad = !ctx->no_grad && (ag__needs_grad(pred) || ag__needs_grad(target));
   ag_tensor *y, *dpred = NULL;
@@ -382,7 +411,8 @@ ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out) {
 
 ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out) {
   if (!(delta > 0.0f) || !isfinite(delta))
-    return ag__fail(AG_ERR_INVALID_ARG, "ag_huber_loss: delta = %g must be positive and finite", (double)delta);
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_huber_loss: delta = %g must be positive and finite",
+                    (double)delta);
   return loss(pred, target, 1, delta, "ag_huber_loss", out);
 }
 
@@ -390,8 +420,10 @@ ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tens
 
 ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tensor **out) {
   static const char fn[] = "ag_bias_act";
-  static const ag__map2_op ops[4] = {AG__MAP2_ADD, AG__MAP2_ADD_RELU, AG__MAP2_ADD_TANH, AG__MAP2_ADD_SIGMOID};
-  if ((int)act < 0 || act > AG_BIAS_SIGMOID) return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn, (int)act);
+  static const ag__map2_op ops[4] = {AG__MAP2_ADD, AG__MAP2_ADD_RELU, AG__MAP2_ADD_TANH,
+                                     AG__MAP2_ADD_SIGMOID};
+  if ((int)act < 0 || act > AG_BIAS_SIGMOID)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn, (int)act);
   if (act == AG_BIAS_NONE) return ag_add(x, b, out);
   ag__mat mx, mb;
   ag_status s = ag__operand(x, fn, "x", &mx);
@@ -400,8 +432,8 @@ ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tenso
   int64_t rows = 0, cols = 0;
   if ((s = broadcast_shape(x, b, fn, &rows, &cols))) return s;
   if (rows != x->rows || cols != x->cols)
-    return ag__fail(AG_ERR_SHAPE, "%s: b [%lld, %lld] must broadcast to x [%lld, %lld]", fn, (long long)b->rows,
-                    (long long)b->cols, (long long)x->rows, (long long)x->cols);
+    return ag__fail(AG_ERR_SHAPE, "%s: b [%lld, %lld] must broadcast to x [%lld, %lld]", fn,
+                    (long long)b->rows, (long long)b->cols, (long long)x->rows, (long long)x->cols);
   ag_tensor *y;
   if ((s = ag__tensor_temp(x->ctx, rows, cols, AG_F32, &y))) return s;
   ag__map2_args k = {ops[act], 1.0f, 0.0f, mx, mb, ag__mat_of_temp(y), 0};
@@ -420,12 +452,14 @@ ag_status ag_td_target(ag_tensor *q_next, ag_tensor *idx, ag_tensor *reward, ag_
   if (s || (s = ag__operand(reward, fn, "reward", &mr)) || (s = ag__operand(done, fn, "done", &md))) return s;
   if ((s = same_ctx(q_next, reward, fn)) || (s = same_ctx(q_next, done, fn))) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  if (!isfinite(gamma)) return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g is not finite", fn, (double)gamma);
+  if (!isfinite(gamma))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g is not finite", fn, (double)gamma);
   int64_t B = q_next->cols;
   if (reward->rows != 1 || reward->cols != B || done->rows != 1 || done->cols != B)
-    return ag__fail(AG_ERR_SHAPE, "%s: reward [%lld, %lld] and done [%lld, %lld] must be [1, %lld] like q_next's columns", fn,
-                    (long long)reward->rows, (long long)reward->cols, (long long)done->rows, (long long)done->cols,
-                    (long long)B);
+    return ag__fail(AG_ERR_SHAPE,
+                    "%s: reward [%lld, %lld] and done [%lld, %lld] must be [1, %lld] like q_next's columns",
+                    fn, (long long)reward->rows, (long long)reward->cols, (long long)done->rows,
+                    (long long)done->cols, (long long)B);
   const void *ip = NULL;
   int64_t stride = 1;
   if (idx && ((s = ag__index_operand(idx, B, fn, &ip, &stride)) || (s = same_ctx(q_next, idx, fn)))) return s;

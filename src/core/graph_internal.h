@@ -9,7 +9,7 @@
 
 /* Tape ops: what a node's backward does (autograd.c). */
 enum {
-  AG__OP_MAP = 1,  /* i[0]: ag__map_op, f: its parameters */
+  AG__OP_MAP = 1, /* i[0]: ag__map_op, f: its parameters */
   AG__OP_ADD,
   AG__OP_SUB,
   AG__OP_MUL,

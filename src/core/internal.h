@@ -110,21 +110,21 @@ typedef struct ag__tensor_slab {
 
 /* One recorded operation of the autograd tape. */
 typedef struct ag__node {
-  int op;                    /* ag__op (graph.c) */
+  int op; /* ag__op (graph.c) */
   struct ag_tensor *in[3];
   struct ag_tensor *out;
   float f[2];
   int64_t i[2];
-  void *aux;                 /* e.g. argmax indices on the device */
+  void *aux; /* e.g. argmax indices on the device */
 } ag__node;
 
 typedef struct ag__workspace {
   ag__chunk *chunks;
   int n_chunks, cap_chunks;
-  int cur;        /* chunk being filled */
-  size_t used;    /* bytes used in chunks[cur] */
-  size_t total;   /* bytes held in all chunks */
-  int is_static;  /* memory from alloc_static (a recording's workspace) */
+  int cur;       /* chunk being filled */
+  size_t used;   /* bytes used in chunks[cur] */
+  size_t total;  /* bytes held in all chunks */
+  int is_static; /* memory from alloc_static (a recording's workspace) */
   ag__tensor_slab *slabs, *slab_cur;
   int slab_used;
   ag__node *tape;
@@ -146,15 +146,15 @@ enum {
 struct ag_tensor {
   ag_ctx *ctx;
   int64_t rows, cols;
-  int64_t ld;      /* leading dimension: element (r, c) at data[c * ld + r] */
+  int64_t ld; /* leading dimension: element (r, c) at data[c * ld + r] */
   ag_dtype dtype;
   uint32_t flags;
-  void *data;      /* temporaries and views: device memory */
+  void *data; /* temporaries and views: device memory */
   struct ag_tensor *grad;
   struct ag_tensor *base; /* a view's tensor (its offset is on the tape node) */
-  int node;        /* tape index of the op that made it, -1 for none */
-  int uses;        /* taped ops that read it (a gradient may be shared when 1) */
-  ag__store store; /* persistent tensors only */
+  int node;               /* tape index of the op that made it, -1 for none */
+  int uses;               /* taped ops that read it (a gradient may be shared when 1) */
+  ag__store store;        /* persistent tensors only */
 };
 
 struct ag_buffer {
@@ -182,12 +182,12 @@ struct ag_ctx {
   ag_buffer *handles;
 
   ag__workspace ws_main;
-  ag__workspace *ws;  /* ws_main, or a recording's while it records */
+  ag__workspace *ws;            /* ws_main, or a recording's while it records */
   struct ag_capture *recording; /* the recording in progress, or NULL */
   struct ag_capture *captures;  /* every live recording */
-  uint64_t epoch;     /* incremented by every device switch */
-  int no_grad;        /* depth of no-grad scopes */
-  struct ag_tensor *one; /* 1 x 1 f32 holding 1: the seed of every backward */
+  uint64_t epoch;               /* incremented by every device switch */
+  int no_grad;                  /* depth of no-grad scopes */
+  struct ag_tensor *one;        /* 1 x 1 f32 holding 1: the seed of every backward */
 
   ag_xfer_entry xfer[AG__XFER_MAX];
   int n_xfer;
@@ -202,15 +202,13 @@ struct ag_ctx {
 ag_status ag__mem_alloc(ag_ctx *ctx, const ag__backend *be, size_t bytes, void **out);
 void ag__mem_release(ag_ctx *ctx, const ag__backend *be, void *p, size_t bytes);
 /* Uploads through ctx->be, counting `bytes` up under `op`. */
-ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill,
-                         void *user);
+ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill, void *user);
 /* Plain copy of host memory `src` (the fill for unconverted uploads). */
 ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes);
-ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes,
-                           ag__drain_fn drain, void *user);
+ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes, ag__drain_fn drain,
+                           void *user);
 /* Download of device memory into plain host memory. */
-ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src,
-                                size_t bytes);
+ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes);
 void ag__xfer_add(ag_ctx *ctx, const char *op, uint64_t up, uint64_t down);
 
 /* One piece of an upload made of several (the two parts of a ring write,
@@ -282,8 +280,7 @@ ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out);
 ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
                           ag_tensor **out);
 /* A temporary tensor header with memory for rows x cols of dtype. */
-ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
-                          ag_tensor **out);
+ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, ag_tensor **out);
 void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws);
 /* Rewinds ws without giving back or merging its chunks (whose addresses a
  * recording in progress may already hold): the next temporaries reuse its

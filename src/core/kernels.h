@@ -89,12 +89,12 @@ typedef enum ag__map_op {
   AG__MAP_AFFINE,    /* p0 * x + p1 */
   AG__MAP_RELU,      /* max(x, 0) */
   AG__MAP_TANH,
-  AG__MAP_SIGMOID,   /* 1 / (1 + exp(-x)) */
+  AG__MAP_SIGMOID, /* 1 / (1 + exp(-x)) */
   AG__MAP_EXP,
   AG__MAP_LOG,
-  AG__MAP_SQUARE,    /* x * x */
+  AG__MAP_SQUARE, /* x * x */
   AG__MAP_ABS,
-  AG__MAP_HUBER,     /* |x| <= p0 ? x^2 / 2 : p0 * (|x| - p0 / 2) */
+  AG__MAP_HUBER, /* |x| <= p0 ? x^2 / 2 : p0 * (|x| - p0 / 2) */
   AG__MAP_COUNT
 } ag__map_op;
 
@@ -326,7 +326,6 @@ typedef struct ag__per_sample_args {
   float *w;
 } ag__per_sample_args;
 
-
 /* ---- the DQN gradient of a small MLP in one call ----
  * AG__K_QGRAD: for the B transitions idx[0..B-1] (clamped to the table) of a
  * table of f32 columns [rows, capacity] (times scale) — or, when idx is
@@ -361,7 +360,7 @@ typedef struct ag__qgrad_args {
   const int64_t *size_dev;
   int64_t B;
   int64_t obs_row, act_row, rew_row, next_row, done_row;
-  int L;                               /* layers: sizes[0] inputs .. sizes[L] actions */
+  int L; /* layers: sizes[0] inputs .. sizes[L] actions */
   int64_t sizes[AG__QG_MAX_LAYERS + 1];
   const float *w[AG__QG_MAX_LAYERS], *b[AG__QG_MAX_LAYERS];   /* online, W_i [sizes[i+1], sizes[i]] */
   const float *tw[AG__QG_MAX_LAYERS], *tb[AG__QG_MAX_LAYERS]; /* target */

@@ -126,8 +126,10 @@ AG__HD int64_t ag__per_step(const double *tree, int d, int64_t node, double *u) 
   for (int c = 0; c < AG__PER_FAN; c++) {
     if (x[c] > 0.0) last = c;
     if (pick < 0 && x[c] > 0.0) {
-      if (v < x[c]) pick = c;
-      else v -= x[c];
+      if (v < x[c])
+        pick = c;
+      else
+        v -= x[c];
     }
   }
   *u = v;

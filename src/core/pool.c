@@ -57,21 +57,19 @@
 typedef struct ag__pool {
   pthread_mutex_t mu; /* starting the helpers; their sleep */
   pthread_cond_t go;
-  atomic_int n_threads; /* helpers started; -1: not yet */
-  long spin_ns;         /* how long a helper looks for a job before it sleeps */
-  atomic_int busy;      /* a job is running: another caller runs its tasks alone */
-  atomic_int sleepers;  /* helpers asleep (or going to sleep) on go */
-  _Alignas(64) atomic_ullong job; /* generation << 32 | next task to claim (AG__NO_TASK: closed) */
+  atomic_int n_threads;                 /* helpers started; -1: not yet */
+  long spin_ns;                         /* how long a helper looks for a job before it sleeps */
+  atomic_int busy;                      /* a job is running: another caller runs its tasks alone */
+  atomic_int sleepers;                  /* helpers asleep (or going to sleep) on go */
+  _Alignas(64) atomic_ullong job;       /* generation << 32 | next task to claim (AG__NO_TASK: closed) */
   _Alignas(64) _Atomic(ag__task_fn) fn; /* the job's, written only while it is closed */
   _Atomic(void *) arg;
   atomic_int n_tasks;
   _Alignas(64) atomic_int finished; /* tasks of the job done */
 } ag__pool;
 
-static ag__pool pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
-                        .go = PTHREAD_COND_INITIALIZER,
-                        .n_threads = -1,
-                        .job = AG__NO_TASK};
+static ag__pool pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .n_threads = -1, .job = AG__NO_TASK};
 
 static uint32_t generation(void) { return (uint32_t)(atomic_load(&pool.job) >> 32); }
 
@@ -196,8 +194,10 @@ void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg) {
   fn(arg, 0);
   atomic_fetch_add(&pool.finished, 1 + take_tasks(gen));
   for (unsigned k = 0; atomic_load(&pool.finished) < n_tasks; k++) { /* the helpers' last tasks */
-    if (k < 4096) cpu_relax();
-    else sched_yield();
+    if (k < 4096)
+      cpu_relax();
+    else
+      sched_yield();
   }
   atomic_store(&pool.job, (unsigned long long)gen << 32 | AG__NO_TASK); /* closed: fn, arg, n may change */
   atomic_store(&pool.busy, 0);

@@ -49,7 +49,8 @@ ag_status ag__snapshot_take(ag__snapshot *sn, ag_tensor *const *ts, int n, const
   }
   /* every tensor resident first: past this loop only the device can fail */
   for (int i = 0; i < n; i++) {
-    if ((s = ag__store_ensure(ctx, &ts[i]->store)) || (s = ag__store_ensure(ctx, &sn->copy[i]->store))) return s;
+    if ((s = ag__store_ensure(ctx, &ts[i]->store)) || (s = ag__store_ensure(ctx, &sn->copy[i]->store)))
+      return s;
   }
   for (int i = 0; i < n; i++)
     if ((s = ctx->be->copy(ctx->st, sn->copy[i]->store.ptr, ts[i]->store.ptr, ts[i]->store.bytes))) return s;
@@ -61,8 +62,10 @@ ag_status ag__snapshot_restore(ag__snapshot *sn) {
   ag_ctx *ctx = sn->src[0]->ctx;
   ag_status s;
   for (int i = 0; i < sn->n; i++)
-    if ((s = ag__store_ensure(ctx, &sn->src[i]->store)) || (s = ag__store_ensure(ctx, &sn->copy[i]->store))) return s;
+    if ((s = ag__store_ensure(ctx, &sn->src[i]->store)) || (s = ag__store_ensure(ctx, &sn->copy[i]->store)))
+      return s;
   for (int i = 0; i < sn->n; i++)
-    if ((s = ctx->be->copy(ctx->st, sn->src[i]->store.ptr, sn->copy[i]->store.ptr, sn->src[i]->store.bytes))) return s;
+    if ((s = ctx->be->copy(ctx->st, sn->src[i]->store.ptr, sn->copy[i]->store.ptr, sn->src[i]->store.bytes)))
+      return s;
   return AG_OK;
 }

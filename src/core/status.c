@@ -8,8 +8,7 @@ static _Thread_local char ag__errbuf[1024];
 const char *ag_status_name(ag_status s) {
   switch (s) {
 #define AG__NAME_CASE(code, value, name, desc) \
-  case code:                                   \
-    return name;
+  case code: return name;
     AG_STATUS_TABLE(AG__NAME_CASE)
 #undef AG__NAME_CASE
   }
@@ -19,8 +18,7 @@ const char *ag_status_name(ag_status s) {
 const char *ag_status_describe(ag_status s) {
   switch (s) {
 #define AG__DESC_CASE(code, value, name, desc) \
-  case code:                                   \
-    return desc;
+  case code: return desc;
     AG_STATUS_TABLE(AG__DESC_CASE)
 #undef AG__DESC_CASE
   }

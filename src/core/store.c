@@ -53,8 +53,8 @@ static ag_status alloc_guarded(ag_ctx *ctx, size_t bytes, const char *op, const 
   if (s) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
-    return ag__fail(s, "%s: the device (%s) could not allocate %.1f MB (%zu bytes): %s", op,
-                    ctx->desc, AG__MB(bytes), bytes, why);
+    return ag__fail(s, "%s: the device (%s) could not allocate %.1f MB (%zu bytes): %s", op, ctx->desc,
+                    AG__MB(bytes), bytes, why);
   }
   return AG_OK;
 }
@@ -64,9 +64,10 @@ ag_status ag__store_init(ag_ctx *ctx, ag__store *s, size_t bytes, ag__owner_kind
   void *p = NULL;
   ag_status st = ag__not_recording(ctx, op);
   if (st) return st;
-  st = alloc_guarded(ctx, bytes, op,
-                     kind == AG__OWNER_BUFFER ? "reduce the capacity" : "ask for a smaller tensor or free device memory",
-                     &p);
+  st = alloc_guarded(
+      ctx, bytes, op,
+      kind == AG__OWNER_BUFFER ? "reduce the capacity" : "ask for a smaller tensor or free device memory",
+      &p);
   if (st) return st;
   st = ctx->be->zero(ctx->st, p, bytes);
   if (st) {
@@ -95,7 +96,8 @@ ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s) {
   if (s->on == ctx->be) return AG_OK;
   /* a host copy (after a switch) goes up in parts into a new allocation */
   void *p = NULL;
-  ag_status st = alloc_guarded(ctx, s->bytes, "upload", "free device memory, or keep the context on the CPU", &p);
+  ag_status st =
+      alloc_guarded(ctx, s->bytes, "upload", "free device memory, or keep the context on the CPU", &p);
   if (st) return st;
   for (size_t off = 0; off < s->bytes; off += AG_TRANSFER_PART_BYTES) {
     size_t len = s->bytes - off < AG_TRANSFER_PART_BYTES ? s->bytes - off : AG_TRANSFER_PART_BYTES;
@@ -136,8 +138,8 @@ ag_status ag__stores_rescue(ag_ctx *ctx) {
     if (s->on == cpu) continue; /* already a host copy */
     st = ag__mem_alloc(ctx, cpu, s->bytes, &copies[i]);
     if (st) {
-      st = ag__fail(st, "device switch aborted: no host memory for a %.1f MB copy of a %s",
-                    AG__MB(s->bytes), s->owner_kind == AG__OWNER_BUFFER ? "buffer" : "tensor");
+      st = ag__fail(st, "device switch aborted: no host memory for a %.1f MB copy of a %s", AG__MB(s->bytes),
+                    s->owner_kind == AG__OWNER_BUFFER ? "buffer" : "tensor");
       break;
     }
     for (size_t off = 0; off < s->bytes; off += AG_TRANSFER_PART_BYTES) {
@@ -146,10 +148,11 @@ ag_status ag__stores_rescue(ag_ctx *ctx) {
       if (st) {
         char why[512];
         snprintf(why, sizeof why, "%s", ag_last_error());
-        st = ag__fail(st, "device switch aborted: copying a %.1f MB %s to the host failed at byte %zu "
+        st = ag__fail(st,
+                      "device switch aborted: copying a %.1f MB %s to the host failed at byte %zu "
                       "(%s); every value stays on %s",
-                      AG__MB(s->bytes), s->owner_kind == AG__OWNER_BUFFER ? "buffer" : "tensor",
-                      off, why, ctx->desc);
+                      AG__MB(s->bytes), s->owner_kind == AG__OWNER_BUFFER ? "buffer" : "tensor", off, why,
+                      ctx->desc);
         break;
       }
     }

@@ -6,8 +6,8 @@
 
 static int dtype_ok(ag_dtype dt) { return (int)dt >= 0 && dt < AG_DTYPE_COUNT_; }
 
-ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype,
-                           const void *host, ag_tensor **out) {
+ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, const void *host,
+                           ag_tensor **out) {
   static const char fn[] = "ag_tensor_create";
   if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx and out must not be NULL", fn);
   if (rows < 1 || cols < 1)
@@ -16,8 +16,8 @@ ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dty
   if (!dtype_ok(dtype)) return ag__fail(AG_ERR_INVALID_ARG, "%s: dtype %d is unknown", fn, (int)dtype);
   size_t bytes;
   if (!ag__mul3((uint64_t)rows, (uint64_t)cols, ag_dtype_size(dtype), &bytes))
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: %lld x %lld values of %s overflow the address space",
-                    fn, (long long)rows, (long long)cols, ag_dtype_name(dtype));
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: %lld x %lld values of %s overflow the address space", fn,
+                    (long long)rows, (long long)cols, ag_dtype_name(dtype));
   ag_tensor *t = ag__calloc(1, sizeof *t);
   if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   t->ctx = ctx;
@@ -96,8 +96,8 @@ ag_status ag_tensor_read(const ag_tensor *t, void *dst, size_t dst_bytes) {
   size_t need = tensor_bytes(t);
   if (!dst) return ag__fail(AG_ERR_INVALID_ARG, "%s: dst is NULL", fn);
   if (dst_bytes < need)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst holds %zu bytes, the %lld x %lld %s tensor needs %zu",
-                    fn, dst_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst holds %zu bytes, the %lld x %lld %s tensor needs %zu", fn,
+                    dst_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
   if ((s = ag__not_recording(t->ctx, fn))) return s;
   void *p;
   s = ag__tensor_ptr((ag_tensor *)t, &p);
@@ -133,8 +133,8 @@ ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes) {
   size_t need = tensor_bytes(t);
   if (!src) return ag__fail(AG_ERR_INVALID_ARG, "%s: src is NULL", fn);
   if (src_bytes != need)
-    return ag__fail(AG_ERR_SHAPE, "%s: src holds %zu bytes, the %lld x %lld %s tensor has %zu", fn,
-                    src_bytes, (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
+    return ag__fail(AG_ERR_SHAPE, "%s: src holds %zu bytes, the %lld x %lld %s tensor has %zu", fn, src_bytes,
+                    (long long)t->rows, (long long)t->cols, ag_dtype_name(t->dtype), need);
   if ((s = ag__not_recording(t->ctx, fn))) return s;
   void *p;
   s = ag__tensor_ptr(t, &p);
@@ -155,7 +155,8 @@ ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes) {
   if (!buf) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes", fn, span);
   s = ag__mem_download_copy(t->ctx, fn, buf, p, span);
   for (int64_t c = 0; !s && c < t->cols; c++)
-    memcpy(buf + (size_t)c * (size_t)t->ld * es, (const char *)src + (size_t)c * (size_t)t->rows * es, (size_t)t->rows * es);
+    memcpy(buf + (size_t)c * (size_t)t->ld * es, (const char *)src + (size_t)c * (size_t)t->rows * es,
+           (size_t)t->rows * es);
   if (!s) s = ag__mem_upload_copy(t->ctx, fn, p, buf, span);
   free(buf);
   return s;

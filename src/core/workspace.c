@@ -28,7 +28,8 @@ static ag_status add_chunk(ag_ctx *ctx, ag__workspace *ws, size_t size) {
     ws->cap_chunks = cap;
   }
   void *p = NULL;
-  ag_status s = ws->is_static ? ctx->be->alloc_static(ctx->st, size, &p) : ag__mem_alloc(ctx, ctx->be, size, &p);
+  ag_status s =
+      ws->is_static ? ctx->be->alloc_static(ctx->st, size, &p) : ag__mem_alloc(ctx, ctx->be, size, &p);
   if (s) {
     char why[512];
     strncpy(why, ag_last_error(), sizeof why - 1);
@@ -150,8 +151,10 @@ static ag_tensor *new_header(ag__workspace *ws) {
         free(next);
         return NULL;
       }
-      if (ws->slab_cur) ws->slab_cur->next = next;
-      else ws->slabs = next;
+      if (ws->slab_cur)
+        ws->slab_cur->next = next;
+      else
+        ws->slabs = next;
     }
     ws->slab_cur = next;
     ws->slab_used = 0;

@@ -138,7 +138,8 @@ static void *big_map(size_t bytes, size_t *len) {
 static ag_status cpu_alloc(void *st, size_t bytes, void **out) {
   (void)st;
   if (bytes > SIZE_MAX / 2) /* the rounding below would wrap */
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: %zu bytes cannot be allocated (more than the address space allows)", bytes);
+    return ag__fail(AG_ERR_OUT_OF_MEMORY,
+                    "cpu: %zu bytes cannot be allocated (more than the address space allows)", bytes);
   if (bytes >= BIG_BYTES) {
     pthread_mutex_lock(&big_mu);
     if (n_big == cap_big) {

@@ -64,15 +64,18 @@ static void gather_range(const ag__gather_args *a, int64_t j0, int64_t j1) {
    * for at once (a burst of misses the memory serves together; a batch of
    * small transitions fits whole), then one more column for each copied */
   enum { AHEAD_BYTES = 96 << 10, AHEAD_MIN = 16 };
-  const int64_t ahead = col_bytes && AHEAD_BYTES / col_bytes > AHEAD_MIN ? (int64_t)(AHEAD_BYTES / col_bytes) : AHEAD_MIN;
+  const int64_t ahead =
+      col_bytes && AHEAD_BYTES / col_bytes > AHEAD_MIN ? (int64_t)(AHEAD_BYTES / col_bytes) : AHEAD_MIN;
   for (int64_t j = j0; j < j1 && j < j0 + ahead; j++)
     prefetch_span((const char *)a->src + (size_t)gather_col(a, j) * col_bytes, col_bytes);
   const int plain = a->src_dtype == AG_F32 && a->scale == 1.0f;
 #ifdef AG_CPU_GATHER_AVX512
-  const int inline_copy = plain && a->rows >= 16 && a->rows <= 256 && ag__cpu_vector_paths && __builtin_cpu_supports("avx512f");
+  const int inline_copy =
+      plain && a->rows >= 16 && a->rows <= 256 && ag__cpu_vector_paths && __builtin_cpu_supports("avx512f");
 #endif
   for (int64_t j = j0; j < j1; j++) {
-    if (j + ahead < j1) prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
+    if (j + ahead < j1)
+      prefetch_span((const char *)a->src + (size_t)gather_col(a, j + ahead) * col_bytes, col_bytes);
     int64_t c = gather_col(a, j);
     float *out = a->dst + j * a->rows;
     size_t base = (size_t)c * (size_t)a->rows;
@@ -85,7 +88,8 @@ static void gather_range(const ag__gather_args *a, int64_t j0, int64_t j1) {
     if (plain) {
       memcpy(out, (const float *)a->src + base, (size_t)a->rows * sizeof(float));
     } else {
-      for (int64_t r = 0; r < a->rows; r++) out[r] = ag__load_f32(a->src, a->src_dtype, base + (size_t)r) * a->scale;
+      for (int64_t r = 0; r < a->rows; r++)
+        out[r] = ag__load_f32(a->src, a->src_dtype, base + (size_t)r) * a->scale;
     }
   }
 }
@@ -118,7 +122,8 @@ static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const size_t bytes = (size_t)a->n * (size_t)a->rows * ag_dtype_size(a->src_dtype);
   const int plain = a->src_dtype == AG_F32 && a->scale == 1.0f;
-  if (plain && bytes >= AG__GATHER_SPLIT_BYTES && a->n >= 2 * AG__GATHER_SPLIT_COLS && ag__cpu_gather_threads != 1) {
+  if (plain && bytes >= AG__GATHER_SPLIT_BYTES && a->n >= 2 * AG__GATHER_SPLIT_COLS &&
+      ag__cpu_gather_threads != 1) {
     int64_t parts = ag__pool_threads();
     if (ag__cpu_gather_threads > 1 && parts > ag__cpu_gather_threads) parts = ag__cpu_gather_threads;
     if (parts > a->n / AG__GATHER_SPLIT_COLS) parts = a->n / AG__GATHER_SPLIT_COLS;
@@ -148,16 +153,16 @@ static inline const float *col_of(const ag__mat *m, int64_t c, int64_t *step) {
 
 /* One contiguous column; called with a constant op, each call site becomes
  * a loop of its own that the compiler can vectorize. */
-static inline void map_col(ag__map_op op, const float *restrict x, float *restrict o, int64_t n, float p0, float p1,
-                           int acc) {
+static inline void map_col(ag__map_op op, const float *restrict x, float *restrict o, int64_t n, float p0,
+                           float p1, int acc) {
   if (acc)
     for (int64_t r = 0; r < n; r++) o[r] += ag__map_f(op, x[r], p0, p1);
   else
     for (int64_t r = 0; r < n; r++) o[r] = ag__map_f(op, x[r], p0, p1);
 }
 
-static inline void map2_col(ag__map2_op op, const float *restrict x, const float *restrict y, float *restrict o,
-                            int64_t n, float alpha, float p0, int acc) {
+static inline void map2_col(ag__map2_op op, const float *restrict x, const float *restrict y,
+                            float *restrict o, int64_t n, float alpha, float p0, int acc) {
   if (acc)
     for (int64_t r = 0; r < n; r++) o[r] += alpha * ag__map2_f(op, x[r], y[r], p0);
   else
@@ -177,7 +182,8 @@ static ag_status k_map(const void *args) {
       continue;
     }
     switch (a->op) {
-#define CASE(OP) case OP: map_col(OP, px, po, n, a->p0, a->p1, a->accumulate); break;
+#define CASE(OP) \
+  case OP: map_col(OP, px, po, n, a->p0, a->p1, a->accumulate); break;
       CASE(AG__MAP_IDENT)
       CASE(AG__MAP_AFFINE)
       CASE(AG__MAP_RELU)
@@ -210,7 +216,8 @@ static ag_status k_map2(const void *args) {
       continue;
     }
     switch (a->op) {
-#define CASE(OP) case OP: map2_col(OP, px, py, po, n, a->alpha, a->p0, a->accumulate); break;
+#define CASE(OP) \
+  case OP: map2_col(OP, px, py, po, n, a->alpha, a->p0, a->accumulate); break;
       CASE(AG__MAP2_ADD)
       CASE(AG__MAP2_SUB)
       CASE(AG__MAP2_MUL)
@@ -232,8 +239,10 @@ static ag_status k_map2(const void *args) {
 }
 
 static void put_arg(void *arg, ag_dtype dt, int64_t k, int64_t v) {
-  if (dt == AG_I32) ((int32_t *)arg)[k] = (int32_t)v;
-  else ((int64_t *)arg)[k] = v;
+  if (dt == AG_I32)
+    ((int32_t *)arg)[k] = (int32_t)v;
+  else
+    ((int64_t *)arg)[k] = v;
 }
 
 static ag_status k_reduce(const void *args) {
@@ -283,8 +292,10 @@ static ag_status k_pick(const void *args) {
   int64_t n = a->axis == 0 ? a->x.cols : a->x.rows, limit = a->axis == 0 ? a->x.rows : a->x.cols;
   for (int64_t j = 0; j < n; j++) {
     int64_t i = ag__pick_index(a->idx, a->idx_dtype, a->idx_stride, j, limit);
-    if (a->axis == 0) put(&a->out, 0, j, a->x.p[j * a->x.ld + i], a->accumulate);
-    else put(&a->out, j, 0, a->x.p[i * a->x.ld + j], a->accumulate);
+    if (a->axis == 0)
+      put(&a->out, 0, j, a->x.p[j * a->x.ld + i], a->accumulate);
+    else
+      put(&a->out, j, 0, a->x.p[i * a->x.ld + j], a->accumulate);
   }
   return AG_OK;
 }
@@ -294,7 +305,8 @@ static ag_status k_pick_bwd(const void *args) {
   for (int64_t c = 0; c < a->dx.cols; c++)
     for (int64_t r = 0; r < a->dx.rows; r++) {
       int64_t j = a->axis == 0 ? c : r, pos = a->axis == 0 ? r : c;
-      int64_t i = ag__pick_index(a->idx, a->idx_dtype, a->idx_stride, j, a->axis == 0 ? a->dx.rows : a->dx.cols);
+      int64_t i =
+          ag__pick_index(a->idx, a->idx_dtype, a->idx_stride, j, a->axis == 0 ? a->dx.rows : a->dx.cols);
       float g = a->axis == 0 ? at(&a->g, 0, j) : at(&a->g, j, 0);
       put(&a->dx, r, c, pos == i ? g : 0.0f, a->accumulate);
     }
@@ -387,7 +399,7 @@ static ag_status k_axpby(const void *args) {
 #define AG_CPU_DRAWS_AVX2 1
 
 __attribute__((target("avx2"))) static void draws_avx2(uint64_t seed, uint64_t b0, int64_t nb, uint32_t bound,
-                                                      uint64_t *out) {
+                                                       uint64_t *out) {
   const __m256i m0 = _mm256_set1_epi64x(AG__PHILOX_M0), m1 = _mm256_set1_epi64x(AG__PHILOX_M1);
   const __m256i lo = _mm256_set1_epi64x(0xFFFFFFFFu), bd = _mm256_set1_epi64x(bound);
   __m256i key0[10], key1[10];
@@ -396,9 +408,10 @@ __attribute__((target("avx2"))) static void draws_avx2(uint64_t seed, uint64_t b
     key0[r] = _mm256_set1_epi64x(k0), key1[r] = _mm256_set1_epi64x(k1);
   for (int64_t j = 0; j + 4 <= nb; j += 4) {
     const uint64_t b = b0 + (uint64_t)j; /* the counter's words: lanes hold a 32-bit value each */
-    __m256i c0 = _mm256_and_si256(_mm256_set_epi64x((long long)(b + 3), (long long)(b + 2), (long long)(b + 1), (long long)b), lo);
-    __m256i c1 = _mm256_set_epi64x((long long)((b + 3) >> 32), (long long)((b + 2) >> 32), (long long)((b + 1) >> 32),
-                                   (long long)(b >> 32));
+    __m256i c0 = _mm256_and_si256(
+        _mm256_set_epi64x((long long)(b + 3), (long long)(b + 2), (long long)(b + 1), (long long)b), lo);
+    __m256i c1 = _mm256_set_epi64x((long long)((b + 3) >> 32), (long long)((b + 2) >> 32),
+                                   (long long)((b + 1) >> 32), (long long)(b >> 32));
     __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
     for (int r = 0; r < 10; r++) {
       const __m256i p0 = _mm256_mul_epu32(m0, c0), p1 = _mm256_mul_epu32(m1, c2);
@@ -425,7 +438,8 @@ __attribute__((target("avx2"))) static void draws_avx2(uint64_t seed, uint64_t b
 __attribute__((target("avx512f"))) static inline void philox8(uint64_t seed, uint64_t b0, __m512i c[4]) {
   const __m512i m0 = _mm512_set1_epi64(AG__PHILOX_M0), m1 = _mm512_set1_epi64(AG__PHILOX_M1);
   const __m512i lo = _mm512_set1_epi64(0xFFFFFFFFu);
-  const __m512i b = _mm512_add_epi64(_mm512_set1_epi64((long long)b0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m512i b =
+      _mm512_add_epi64(_mm512_set1_epi64((long long)b0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
   __m512i c0 = _mm512_and_si512(b, lo), c1 = _mm512_srli_epi64(b, 32), c2 = _mm512_setzero_si512(), c3 = c2;
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (int r = 0; r < 10; r++, k0 += AG__PHILOX_W0, k1 += AG__PHILOX_W1) { /* the rounds */
@@ -439,10 +453,11 @@ __attribute__((target("avx512f"))) static inline void philox8(uint64_t seed, uin
 }
 
 /* draws_avx2's draws for 8 blocks a vector (nb a multiple of 8). */
-__attribute__((target("avx512f"))) static void draws_avx512(uint64_t seed, uint64_t b0, int64_t nb, uint32_t bound,
-                                                          uint64_t *out) {
+__attribute__((target("avx512f"))) static void draws_avx512(uint64_t seed, uint64_t b0, int64_t nb,
+                                                            uint32_t bound, uint64_t *out) {
   const __m512i bd = _mm512_set1_epi64(bound);
-  const __m512i p0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), p1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i p0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11),
+                p1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
   for (int64_t j = 0; j + 8 <= nb; j += 8) {
     __m512i c[4];
     philox8(seed, b0 + (uint64_t)j, c);
@@ -474,8 +489,10 @@ static ag_status k_randint(const void *args) {
     const int64_t whole = (n - i) / 2 < CHUNK ? (n - i) / 2 : CHUNK, eights = wide && whole >= 8;
     const int64_t nb = whole & (eights ? ~(int64_t)7 : ~(int64_t)3);
     if (fast && (k & 1) == 0 && nb > 0) { /* whole blocks, eight or four at a time */
-      if (eights) draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
-      else draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
+      if (eights)
+        draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
+      else
+        draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
       for (int64_t q = 0; q < 2 * nb; q++) put_arg(out, dt, i + q, (int64_t)v[q]);
       i += 2 * nb;
       continue;
@@ -718,26 +735,29 @@ PER_AVX512 static void per_pow8(const float *p, double alpha, double *out) {
   const __m512d z = _mm512_mul_pd(s, s), z2 = _mm512_mul_pd(z, z), z4 = _mm512_mul_pd(z2, z2),
                 z8 = _mm512_mul_pd(z4, z4);
 #define PP_FMA(c1, v, c0) _mm512_fmadd_pd(_mm512_set1_pd(c1), v, _mm512_set1_pd(c0))
-  const __m512d r0 = PP_FMA(2.0 / 5, z, 2.0 / 3), r1 = PP_FMA(2.0 / 9, z, 2.0 / 7), r2 = PP_FMA(2.0 / 13, z, 2.0 / 11),
-                r3 = PP_FMA(2.0 / 17, z, 2.0 / 15), r4 = PP_FMA(2.0 / 21, z, 2.0 / 19);
-  const __m512d R = _mm512_add_pd(_mm512_fmadd_pd(_mm512_fmadd_pd(r3, z2, r2), z4, _mm512_fmadd_pd(r1, z2, r0)),
-                                  _mm512_mul_pd(r4, z8));
+  const __m512d r0 = PP_FMA(2.0 / 5, z, 2.0 / 3), r1 = PP_FMA(2.0 / 9, z, 2.0 / 7),
+                r2 = PP_FMA(2.0 / 13, z, 2.0 / 11), r3 = PP_FMA(2.0 / 17, z, 2.0 / 15),
+                r4 = PP_FMA(2.0 / 21, z, 2.0 / 19);
+  const __m512d R = _mm512_add_pd(
+      _mm512_fmadd_pd(_mm512_fmadd_pd(r3, z2, r2), z4, _mm512_fmadd_pd(r1, z2, r0)), _mm512_mul_pd(r4, z8));
   const __m512d lnm = _mm512_fmadd_pd(_mm512_mul_pd(s, z), R, _mm512_mul_pd(_mm512_set1_pd(2.0), s));
   const __m512d a = _mm512_set1_pd(alpha), ea = _mm512_mul_pd(a, _mm512_cvtepi64_pd(e));
-  const __m512d k = _mm512_roundscale_pd(ea, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), r = _mm512_sub_pd(ea, k);
-  const __m512d x = _mm512_fmadd_pd(
-      a, lnm,
-      _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.62e42fefa39efp-1), _mm512_mul_pd(r, _mm512_set1_pd(0x1.abc9e3b39803fp-56))));
+  const __m512d k = _mm512_roundscale_pd(ea, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                r = _mm512_sub_pd(ea, k);
+  const __m512d x = _mm512_fmadd_pd(a, lnm,
+                                    _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.62e42fefa39efp-1),
+                                                    _mm512_mul_pd(r, _mm512_set1_pd(0x1.abc9e3b39803fp-56))));
   const __m512d x2 = _mm512_mul_pd(x, x), x4 = _mm512_mul_pd(x2, x2), x8 = _mm512_mul_pd(x4, x4);
   const __m512d q0 = PP_FMA(1.0 / 6, x, 1.0 / 2), q1 = PP_FMA(1.0 / 120, x, 1.0 / 24),
                 q2 = PP_FMA(1.0 / 5040, x, 1.0 / 720), q3 = PP_FMA(1.0 / 362880, x, 1.0 / 40320),
-                q4 = PP_FMA(1.0 / 39916800, x, 1.0 / 3628800), q5 = PP_FMA(1.0 / 6227020800.0, x, 1.0 / 479001600),
+                q4 = PP_FMA(1.0 / 39916800, x, 1.0 / 3628800),
+                q5 = PP_FMA(1.0 / 6227020800.0, x, 1.0 / 479001600),
                 q6 = PP_FMA(1.0 / 1307674368000.0, x, 1.0 / 87178291200.0),
                 q7 = _mm512_set1_pd(1.0 / 20922789888000.0);
 #undef PP_FMA
-  const __m512d Q = _mm512_fmadd_pd(
-      _mm512_fmadd_pd(_mm512_fmadd_pd(q7, x2, q6), x4, _mm512_fmadd_pd(q5, x2, q4)), x8,
-      _mm512_fmadd_pd(_mm512_fmadd_pd(q3, x2, q2), x4, _mm512_fmadd_pd(q1, x2, q0)));
+  const __m512d Q =
+      _mm512_fmadd_pd(_mm512_fmadd_pd(_mm512_fmadd_pd(q7, x2, q6), x4, _mm512_fmadd_pd(q5, x2, q4)), x8,
+                      _mm512_fmadd_pd(_mm512_fmadd_pd(q3, x2, q2), x4, _mm512_fmadd_pd(q1, x2, q0)));
   const __m512d ex = _mm512_add_pd(one, _mm512_fmadd_pd(x2, Q, x));
   const __m512i kb = _mm512_slli_epi64(_mm512_add_epi64(_mm512_cvtpd_epi64(k), _mm512_set1_epi64(1023)), 52);
   const __m512d v = _mm512_mul_pd(ex, _mm512_castsi512_pd(kb));
@@ -1008,11 +1028,24 @@ static ag_status k_per_sample(const void *args) {
 }
 
 const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
-    [AG__K_GATHER] = k_gather,   [AG__K_GEMM] = k_gemm,         [AG__K_MAP] = k_map,
-    [AG__K_MAP2] = k_map2,       [AG__K_REDUCE] = k_reduce,     [AG__K_PICK] = k_pick,
-    [AG__K_PICK_BWD] = k_pick_bwd, [AG__K_FILL] = k_fill,       [AG__K_COPY] = k_copy,
-    [AG__K_ADAM_PREP] = k_adam_prep, [AG__K_ADAM] = k_adam,     [AG__K_SUMSQ] = k_sumsq,
-    [AG__K_AXPBY] = k_axpby,     [AG__K_RANDINT] = k_randint,   [AG__K_TD_TARGET] = k_td_target,
-    [AG__K_LOSS] = k_loss,       [AG__K_PER_SET] = k_per_set,   [AG__K_PER_FILL] = k_per_fill,
-    [AG__K_PER_SAMPLE] = k_per_sample, [AG__K_QGRAD] = ag__cpu_qgrad,
+    [AG__K_GATHER] = k_gather,
+    [AG__K_GEMM] = k_gemm,
+    [AG__K_MAP] = k_map,
+    [AG__K_MAP2] = k_map2,
+    [AG__K_REDUCE] = k_reduce,
+    [AG__K_PICK] = k_pick,
+    [AG__K_PICK_BWD] = k_pick_bwd,
+    [AG__K_FILL] = k_fill,
+    [AG__K_COPY] = k_copy,
+    [AG__K_ADAM_PREP] = k_adam_prep,
+    [AG__K_ADAM] = k_adam,
+    [AG__K_SUMSQ] = k_sumsq,
+    [AG__K_AXPBY] = k_axpby,
+    [AG__K_RANDINT] = k_randint,
+    [AG__K_TD_TARGET] = k_td_target,
+    [AG__K_LOSS] = k_loss,
+    [AG__K_PER_SET] = k_per_set,
+    [AG__K_PER_FILL] = k_per_fill,
+    [AG__K_PER_SAMPLE] = k_per_sample,
+    [AG__K_QGRAD] = ag__cpu_qgrad,
 };

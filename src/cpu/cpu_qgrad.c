@@ -22,16 +22,18 @@
 #include "cpu/cpu_internal.h"
 
 /* Y [n, B] = act(W X + b) for W [n, k], X [k, B]. */
-static void dense(const float *w, const float *b, const float *x, float *y, int64_t n, int64_t k, int64_t B, int relu) {
+static void dense(const float *w, const float *b, const float *x, float *y, int64_t n, int64_t k, int64_t B,
+                  int relu) {
   for (int64_t j = 0; j < B; j++) memcpy(y + j * n, b, (size_t)n * sizeof *y);
-  cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)B, (int)k, 1.0f, w, (int)n, x, (int)k, 1.0f, y, (int)n);
+  cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)B, (int)k, 1.0f, w, (int)n, x, (int)k,
+              1.0f, y, (int)n);
   if (relu)
     for (int64_t e = 0; e < n * B; e++) y[e] = y[e] > 0.0f ? y[e] : 0.0f;
 }
 
 /* A network's output on X [sizes[0], B] into out, its hidden layers through P and R. */
-static void forward(const ag__qgrad_args *a, const float *const *w, const float *const *b, const float *x, float *P,
-                    float *R, float *out) {
+static void forward(const ag__qgrad_args *a, const float *const *w, const float *const *b, const float *x,
+                    float *P, float *R, float *out) {
   const float *in = x;
   for (int i = 0; i < a->L; i++) {
     float *y = i == a->L - 1 ? out : (i % 2 ? R : P);
@@ -56,13 +58,18 @@ ag_status ag__cpu_qgrad(const void *args) {
     dl[i] = cur;
     cur += a->sizes[i + 1] * B;
   }
-  float *S = cur, *P = S + K0 * B, *R = P + widest * B, *Qo = R + widest * B, *Qt = Qo + A * B, *part = Qt + A * B;
+  float *S = cur, *P = S + K0 * B, *R = P + widest * B, *Qo = R + widest * B, *Qt = Qo + A * B,
+        *part = Qt + A * B;
   const int64_t tiles = (B + AG__QG_TILE - 1) / AG__QG_TILE;
-  int64_t *cols = (int64_t *)(((uintptr_t)(part + tiles) + 7) & ~(uintptr_t)7); /* 8-byte aligned; the scratch has room */
+  int64_t *cols =
+      (int64_t *)(((uintptr_t)(part + tiles) + 7) & ~(uintptr_t)7); /* 8-byte aligned; the scratch has room */
   const int64_t bound = a->idx ? 0 : *a->size_dev;
   for (int64_t j = 0; j < B; j++) {
-    int64_t c = a->idx ? a->idx[j]
-                       : (bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a->seed, *a->counter + (uint64_t)j), (uint64_t)bound));
+    int64_t c = a->idx
+                    ? a->idx[j]
+                    : (bound < 1 ? 0
+                                 : (int64_t)ag__scale_u64(ag__philox_u64(a->seed, *a->counter + (uint64_t)j),
+                                                          (uint64_t)bound));
     cols[j] = c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
   }
   if (!a->idx) *a->counter += (uint64_t)B;
@@ -73,7 +80,8 @@ ag_status ag__cpu_qgrad(const void *args) {
       S[j * K0 + k] = col[a->next_row + k] * a->scale;
     }
   }
-  for (int i = 0; i < L; i++) dense(a->w[i], a->b[i], act[i], act[i + 1], a->sizes[i + 1], a->sizes[i], B, i < L - 1);
+  for (int i = 0; i < L; i++)
+    dense(a->w[i], a->b[i], act[i], act[i + 1], a->sizes[i + 1], a->sizes[i], B, i < L - 1);
   forward(a, a->tw, a->tb, S, P, R, Qt);
   if (a->double_dqn) forward(a, a->w, a->b, S, P, R, Qo);
   /* the TD target, the loss in tiles, d loss / d Q(s) */
@@ -84,7 +92,8 @@ ag_status ag__cpu_qgrad(const void *args) {
     float sum = 0.0f;
     for (int64_t j = t * AG__QG_TILE; j < B && j < (t + 1) * AG__QG_TILE; j++) {
       const float *col = a->table + cols[j] * a->rows;
-      const float act_f = col[a->act_row] * a->scale, r = col[a->rew_row] * a->scale, d = col[a->done_row] * a->scale;
+      const float act_f = col[a->act_row] * a->scale, r = col[a->rew_row] * a->scale,
+                  d = col[a->done_row] * a->scale;
       const float *qt = Qt + j * A;
       float v;
       if (a->double_dqn) {
@@ -111,15 +120,15 @@ ag_status ag__cpu_qgrad(const void *args) {
   /* backward: D_i-1 = (W_i^T D_i) * (A_i > 0); dW_i = D_i A_i^T, db_i = D_i 1 */
   for (int i = L - 1; i >= 0; i--) {
     const int64_t n = a->sizes[i + 1], k = a->sizes[i];
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)k, (int)B, 1.0f, dl[i], (int)n, act[i], (int)k,
-                0.0f, a->gw[i], (int)n);
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)k, (int)B, 1.0f, dl[i], (int)n, act[i],
+                (int)k, 0.0f, a->gw[i], (int)n);
     float *gb = a->gb[i];
     memset(gb, 0, (size_t)n * sizeof *gb);
     for (int64_t j = 0; j < B; j++)
       for (int64_t r = 0; r < n; r++) gb[r] += dl[i][j * n + r];
     if (i == 0) break;
-    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)B, (int)n, 1.0f, a->w[i], (int)n, dl[i], (int)n, 0.0f,
-                dl[i - 1], (int)k);
+    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)B, (int)n, 1.0f, a->w[i], (int)n, dl[i],
+                (int)n, 0.0f, dl[i - 1], (int)k);
     for (int64_t e = 0; e < k * B; e++)
       if (!(act[i][e] > 0.0f)) dl[i - 1][e] = 0.0f;
   }

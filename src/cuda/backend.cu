@@ -207,8 +207,14 @@ static ag_status ring_reserve(ag__cuda_state *st, size_t len, size_t *start) {
       size_t head = newest->end;
       int wrapped = newest->start < lo;
       if (!wrapped) {
-        if (st->staging_size - head >= len) { *start = head; return AG_OK; }
-        if (lo >= len) { *start = 0; return AG_OK; }
+        if (st->staging_size - head >= len) {
+          *start = head;
+          return AG_OK;
+        }
+        if (lo >= len) {
+          *start = 0;
+          return AG_OK;
+        }
       } else if (lo - head >= len) {
         *start = head;
         return AG_OK;
@@ -497,8 +503,8 @@ static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain
   for (size_t i = 0; i <= nparts && e == cudaSuccess; i++) {
     if (i < nparts) { /* start part i into half i % 2 */
       size_t off = i * part, len = bytes - off < part ? bytes - off : part;
-      e = cudaMemcpyAsync(st->staging + (i % 2) * part, (const char *)src + off, len,
-                          cudaMemcpyDeviceToHost, st->stream);
+      e = cudaMemcpyAsync(st->staging + (i % 2) * part, (const char *)src + off, len, cudaMemcpyDeviceToHost,
+                          st->stream);
       if (e == cudaSuccess) e = cudaEventRecord(st->part_ev[i % 2], st->stream);
     }
     if (i > 0 && e == cudaSuccess) { /* finish part i-1 */
@@ -545,10 +551,10 @@ static void cuda_host_free(void *p, void *ptr) {
 
 /* in the order of ag__kernel_id */
 static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
-    ag__cuda_gather, ag__cuda_gemm,      ag__cuda_map,  ag__cuda_map2,     ag__cuda_reduce,
-    ag__cuda_pick,   ag__cuda_pick_bwd,  ag__cuda_fill, ag__cuda_copy,     ag__cuda_adam_prep,
-    ag__cuda_adam,   ag__cuda_sumsq,     ag__cuda_axpby, ag__cuda_randint, ag__cuda_td_target,
-    ag__cuda_loss,   ag__cuda_per_set,   ag__cuda_per_fill, ag__cuda_per_sample, ag__cuda_qgrad,
+    ag__cuda_gather, ag__cuda_gemm,     ag__cuda_map,      ag__cuda_map2,       ag__cuda_reduce,
+    ag__cuda_pick,   ag__cuda_pick_bwd, ag__cuda_fill,     ag__cuda_copy,       ag__cuda_adam_prep,
+    ag__cuda_adam,   ag__cuda_sumsq,    ag__cuda_axpby,    ag__cuda_randint,    ag__cuda_td_target,
+    ag__cuda_loss,   ag__cuda_per_set,  ag__cuda_per_fill, ag__cuda_per_sample, ag__cuda_qgrad,
 };
 
 static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {
@@ -608,10 +614,11 @@ static void cuda_record_free(void *p, void *rec) {
 }
 
 static const ag__backend cuda_backend = {
-    "cuda",            AG_DEVICE_CUDA,    cuda_open,          cuda_close,        cuda_mem_info,
-    cuda_alloc,        cuda_release,      cuda_zero,          cuda_upload,       cuda_download,
-    cuda_copy,         cuda_sync,         cuda_native_stream, cuda_alloc_static, cuda_release_static,
-    cuda_host_alloc,   cuda_host_free,    cuda_run,          cuda_record_begin, cuda_record_end,    cuda_replay,       cuda_record_free,
+    "cuda",          AG_DEVICE_CUDA,   cuda_open,          cuda_close,        cuda_mem_info,
+    cuda_alloc,      cuda_release,     cuda_zero,          cuda_upload,       cuda_download,
+    cuda_copy,       cuda_sync,        cuda_native_stream, cuda_alloc_static, cuda_release_static,
+    cuda_host_alloc, cuda_host_free,   cuda_run,           cuda_record_begin, cuda_record_end,
+    cuda_replay,     cuda_record_free,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -164,7 +164,8 @@ static inline cudaError_t ag__launch_one(ag__cuda_state *st, void (*kernel)(KArg
 
 /* ADAM_PREP's values from the optimizer's state as it stands: t, 1 - b1^t,
  * 1 - b2^t, the clip coefficient. */
-__device__ __forceinline__ void ag__adam_values(const float *state, float b1, float b2, float max_norm, float v[4]) {
+__device__ __forceinline__ void ag__adam_values(const float *state, float b1, float b2, float max_norm,
+                                                float v[4]) {
   const float t = state[AG__OPT_T] + 1.0f;
   v[0] = t;
   v[1] = 1.0f - powf(b1, t);
@@ -182,8 +183,9 @@ __device__ __forceinline__ void ag__adam_store(float *state, const float v[4]) {
 }
 
 /* One element's Adam (or SGD) step: p, m, v in place. */
-__device__ __forceinline__ void ag__adam_elem(int sgd, float lr, float b1, float b2, float eps, float wd, float bc1,
-                                              float bc2, float coef, float g, float *p, float *m, float *v) {
+__device__ __forceinline__ void ag__adam_elem(int sgd, float lr, float b1, float b2, float eps, float wd,
+                                              float bc1, float bc2, float coef, float g, float *p, float *m,
+                                              float *v) {
   const float gr = coef * g + wd * *p;
   if (sgd) {
     *p -= lr * gr;

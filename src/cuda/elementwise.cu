@@ -20,8 +20,9 @@ __device__ __forceinline__ void ag_put(ag__mat m, int64_t r, int64_t c, float v,
   *o = accumulate ? *o + v : v;
 }
 
-#define AG_GRID_LOOP(e, total) \
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < (total); e += (int64_t)gridDim.x * blockDim.x)
+#define AG_GRID_LOOP(e, total)                                                  \
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < (total); \
+       e += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void ag_map_kernel(ag__map_args a) {
   ag__pdl_wait();
@@ -65,8 +66,10 @@ __global__ void ag_pick_kernel(ag__pick_args a) {
   const int64_t n = a.axis == 0 ? a.x.cols : a.x.rows, limit = a.axis == 0 ? a.x.rows : a.x.cols;
   AG_GRID_LOOP(j, n) {
     int64_t i = ag__pick_index(a.idx, a.idx_dtype, a.idx_stride, j, limit);
-    if (a.axis == 0) ag_put(a.out, 0, j, a.x.p[j * a.x.ld + i], a.accumulate);
-    else ag_put(a.out, j, 0, a.x.p[i * a.x.ld + j], a.accumulate);
+    if (a.axis == 0)
+      ag_put(a.out, 0, j, a.x.p[j * a.x.ld + i], a.accumulate);
+    else
+      ag_put(a.out, j, 0, a.x.p[i * a.x.ld + j], a.accumulate);
   }
 }
 
@@ -111,9 +114,9 @@ ag_status ag__cuda_fill(ag__cuda_state *st, const void *args) {
 ag_status ag__cuda_copy(ag__cuda_state *st, const void *args) {
   const ag__copy_args *a = (const ag__copy_args *)args;
   if (!a->accumulate) {
-    cudaError_t e = cudaMemcpy2DAsync(a->out.p, (size_t)a->out.ld * 4, a->x.p, (size_t)a->x.ld * 4,
-                                      (size_t)a->out.rows * 4, (size_t)a->out.cols, cudaMemcpyDeviceToDevice,
-                                      st->stream);
+    cudaError_t e =
+        cudaMemcpy2DAsync(a->out.p, (size_t)a->out.ld * 4, a->x.p, (size_t)a->x.ld * 4,
+                          (size_t)a->out.rows * 4, (size_t)a->out.cols, cudaMemcpyDeviceToDevice, st->stream);
     return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: copy");
   }
   ag__launch(ag_copy_acc_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,

@@ -11,9 +11,16 @@
 
 #include "cuda/cuda_internal.h"
 
-template <typename T> __device__ __forceinline__ float ag_to_f32(T v) { return (float)v; }
-template <> __device__ __forceinline__ float ag_to_f32<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float ag_to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
+template <typename T>
+__device__ __forceinline__ float ag_to_f32(T v) {
+  return (float)v;
+}
+template <>
+__device__ __forceinline__ float ag_to_f32<__half>(__half v) {
+  return __half2float(v);
+}
+template <>
+__device__ __forceinline__ float ag_to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
 
@@ -25,8 +32,7 @@ __device__ __forceinline__ int64_t ag_clamp_col(const I *idx, int64_t j, int64_t
 
 template <typename T, typename I>
 __global__ void ag_gather_kernel(const T *__restrict__ src, int64_t rows, int64_t capacity,
-                                 const I *__restrict__ idx, int64_t n, float scale,
-                                 float *__restrict__ dst) {
+                                 const I *__restrict__ idx, int64_t n, float scale, float *__restrict__ dst) {
   ag__pdl_wait();
   int64_t total = rows * n;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -88,7 +94,9 @@ static void launch_dtype(ag__cuda_state *st, const ag__gather_args *a) {
 
 ag_status ag__cuda_gather(ag__cuda_state *st, const void *args) {
   const ag__gather_args *a = (const ag__gather_args *)args;
-  if (a->idx_dtype == AG_I32) launch_dtype<int32_t>(st, a);
-  else launch_dtype<int64_t>(st, a);
+  if (a->idx_dtype == AG_I32)
+    launch_dtype<int32_t>(st, a);
+  else
+    launch_dtype<int64_t>(st, a);
   return ag__cuda_check_launch("cuda: gather kernel");
 }

@@ -4,8 +4,8 @@
 
 ag_status ag__cuda_gemm(ag__cuda_state *st, const void *args) {
   const ag__gemm_args *a = (const ag__gemm_args *)args;
-  cublasStatus_t s = cublasSgemm(st->blas, a->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, a->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                 (int)a->m, (int)a->n, (int)a->k, &a->alpha, a->a, (int)a->lda, a->b, (int)a->ldb,
-                                 &a->beta, a->c, (int)a->ldc);
+  cublasStatus_t s = cublasSgemm(
+      st->blas, a->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, a->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)a->m,
+      (int)a->n, (int)a->k, &a->alpha, a->a, (int)a->lda, a->b, (int)a->ldb, &a->beta, a->c, (int)a->ldc);
   return s == CUBLAS_STATUS_SUCCESS ? AG_OK : ag__cublas_fail(s, "cuda: cublasSgemm");
 }

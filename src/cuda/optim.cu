@@ -9,7 +9,7 @@
 #include "cuda/cuda_internal.h"
 
 #define AG__MT_BLOCK 256
-#define AG__MT_PER 4                              /* elements a thread handles (ADAM) */
+#define AG__MT_PER 4                             /* elements a thread handles (ADAM) */
 #define AG__MT_CHUNK (AG__MT_BLOCK * AG__MT_PER) /* elements a block handles */
 
 typedef struct ag_mt_plan {

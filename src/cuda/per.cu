@@ -85,8 +85,10 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag_per_set_kernel(ag__per_set_a
     for (int w = 0; w < AG__PER_WARPS; w++) {
       if (warp == w && last) {
         leaves[leaf] = v;
-        if (depth == 1) top0[leaf] = v;
-        else if (depth == 2) top1[ag_per_pad(leaf)] = v;
+        if (depth == 1)
+          top0[leaf] = v;
+        else if (depth == 2)
+          top1[ag_per_pad(leaf)] = v;
       }
       __syncthreads(); /* warp w's leaves land before warp w + 1's */
     }

@@ -53,7 +53,8 @@ typedef struct qg_ptrs {
   float *part;                   /* a partial loss per tile */
   float *opt;                    /* the optimizer step's values (qg_prep) */
   int first[AG__QG_MAX_LAYERS + 1]; /* gradient kernel: first block of each layer */
-  int vecd[AG__QG_MAX_LAYERS], veca[AG__QG_MAX_LAYERS], vecw[AG__QG_MAX_LAYERS]; /* D_i, A_i, W_i as 16-byte copies (qg_op's vec) */
+  int vecd[AG__QG_MAX_LAYERS], veca[AG__QG_MAX_LAYERS],
+      vecw[AG__QG_MAX_LAYERS]; /* D_i, A_i, W_i as 16-byte copies (qg_op's vec) */
 } qg_ptrs;
 
 /* Where a layer reads its input: a [K, B] block, or the table by index. */
@@ -71,13 +72,15 @@ __device__ __forceinline__ int64_t qg_col(const ag__qgrad_args &a, int64_t b) {
     c = a.idx[b];
   } else {
     const int64_t bound = *a.size_dev;
-    c = bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, *a.counter + (uint64_t)b), (uint64_t)bound);
+    c = bound < 1 ? 0
+                  : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, *a.counter + (uint64_t)b), (uint64_t)bound);
   }
   return c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
 }
 
 /* Input k of transition b (table column c when gathering). */
-__device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s, int64_t k, int64_t b, int64_t c) {
+__device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s, int64_t k, int64_t b,
+                                       int64_t c) {
   if (!s.gather) return s.p[k + b * s.K];
   return a.table[c * a.rows + s.row0 + k] * a.scale;
 }
@@ -143,8 +146,11 @@ __device__ __forceinline__ void qg_feed(const qg_op &o, const float *base, bool 
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         const bool ok = rok && m + q < o.M;
-        if (o.bias && m + q == o.M) d[q] = rok ? 1.0f : 0.0f;
-        else __pipeline_memcpy_async(d + q, ok ? base + q + r * o.ld : o.p, sizeof(float), ok ? 0 : sizeof(float));
+        if (o.bias && m + q == o.M)
+          d[q] = rok ? 1.0f : 0.0f;
+        else
+          __pipeline_memcpy_async(d + q, ok ? base + q + r * o.ld : o.p, sizeof(float),
+                                  ok ? 0 : sizeof(float));
       }
     }
   }
@@ -156,7 +162,8 @@ template <bool KM>
 __device__ __forceinline__ void qg_load4(const float *S, int r0, int u, float v[4][4]) {
 #pragma unroll
   for (int i = 0; i < 4; i++) {
-    const float4 x = *reinterpret_cast<const float4 *>(KM ? &S[(u + 8 * i) * QG_P + r0] : &S[(r0 + i) * QG_P + 4 * u]);
+    const float4 x =
+        *reinterpret_cast<const float4 *>(KM ? &S[(u + 8 * i) * QG_P + r0] : &S[(r0 + i) * QG_P + 4 * u]);
     if (KM) {
       v[i][0] = x.x, v[i][1] = x.y, v[i][2] = x.z, v[i][3] = x.w;
     } else {
@@ -197,8 +204,10 @@ __device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B,
   /* this thread's slot: kmaj, row m0 + sa from r = sb; else column m0 + sb at r = sa */
   const int64_t ma = AK ? m0 + sa : m0 + sb, mb = BK ? n0 + sa : n0 + sb;
   const bool oka = ma < A.M, okb = mb < B.M;
-  const float *pa = AK ? (A.cols ? A.p + A.cols[sa] * A.ld + A.row0 : A.p + (oka ? ma : 0) * A.ld) : A.p + (oka ? ma : 0);
-  const float *pb = BK ? (B.cols ? B.p + B.cols[sa] * B.ld + B.row0 : B.p + (okb ? mb : 0) * B.ld) : B.p + (okb ? mb : 0);
+  const float *pa =
+      AK ? (A.cols ? A.p + A.cols[sa] * A.ld + A.row0 : A.p + (oka ? ma : 0) * A.ld) : A.p + (oka ? ma : 0);
+  const float *pb =
+      BK ? (B.cols ? B.p + B.cols[sa] * B.ld + B.row0 : B.p + (okb ? mb : 0) * B.ld) : B.p + (okb ? mb : 0);
   const int passes = (int)((A.R + 31) / 32);
   /* pass c's copies of A (a) and B (b); commit: close a group of copies */
   auto issue = [&](int c, bool a, bool b, bool commit) {
@@ -295,7 +304,7 @@ typedef struct qg_fwd {
   qg_src in[3];
   const float *W[3], *bias[3];
   float *out[3];
-  float *save; /* part 0's gathered input goes here too (A_0), or NULL */
+  float *save;      /* part 0's gathered input goes here too (A_0), or NULL */
   int vec_w, vec_x; /* W, the inputs as 16-byte copies (qg_op's vec) */
   qg_prep prep;
 } qg_fwd;
@@ -562,7 +571,8 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   /* the wait, then (last block) the loss */
   auto gate = [&]() {
     qg_gate()();
-    if (blockIdx.x == gridDim.x - 1) { /* the loss, first: the partials loaded together, added in a fixed order */
+    if (blockIdx.x ==
+        gridDim.x - 1) { /* the loss, first: the partials loaded together, added in a fixed order */
       __shared__ float wsum[QG_THREADS / 32];
       const int64_t tiles = (a.B + QG_T - 1) / QG_T;
       float sum = 0.0f;
@@ -598,7 +608,8 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
       (kx < k ? a.gw[i] : a.gb[i])[e] = acc[q];
       if (o.on) { /* this gradient value is final: the optimizer's step for it */
         const int t = 2 * i + (kx < k ? 0 : 1);
-        ag__adam_elem(o.sgd, o.lr, o.b1, o.b2, o.eps, o.wd, pv[1], pv[2], pv[3], acc[q], &pr[q], &mr[q], &vr[q]);
+        ag__adam_elem(o.sgd, o.lr, o.b1, o.b2, o.eps, o.wd, pv[1], pv[2], pv[3], acc[q], &pr[q], &mr[q],
+                      &vr[q]);
         ((float *)(kx < k ? a.w[i] : a.b[i]))[e] = pr[q];
         if (!o.sgd) o.m[t][e] = mr[q], o.v[t][e] = vr[q];
       }
@@ -610,18 +621,20 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   const int L = a->L;
   const int64_t B = a->B;
   if (L < 1 || L > AG__QG_MAX_LAYERS || a->sizes[L] > AG__QG_MAX_ACTIONS)
-    return ag__fail(AG_ERR_UNSUPPORTED, "cuda: %d layers and %lld actions are outside the fused DQN gradient", L,
-                    (long long)a->sizes[L]);
+    return ag__fail(AG_ERR_UNSUPPORTED, "cuda: %d layers and %lld actions are outside the fused DQN gradient",
+                    L, (long long)a->sizes[L]);
   qg_opt opt;
   memset(&opt, 0, sizeof opt);
   if (a->opt) {
     const ag__adam_args *q = a->opt;
     if (q->count != 2 * L || !q->prep || q->max_norm > 0.0f)
-      return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step must be one launch over the %d tensors", 2 * L);
+      return ag__fail(AG_ERR_INVALID_ARG,
+                      "cuda: qgrad's optimizer step must be one launch over the %d tensors", 2 * L);
     for (int i = 0; i < L; i++)
       if (q->t[2 * i].p != a->w[i] || q->t[2 * i + 1].p != a->b[i])
         return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step is not over the online network");
-    opt.on = 1, opt.sgd = q->sgd, opt.lr = q->lr, opt.b1 = q->b1, opt.b2 = q->b2, opt.eps = q->eps, opt.wd = q->wd;
+    opt.on = 1, opt.sgd = q->sgd, opt.lr = q->lr, opt.b1 = q->b1, opt.b2 = q->b2, opt.eps = q->eps,
+    opt.wd = q->wd;
     opt.state = q->state;
     for (int t = 0; t < 2 * L; t++) opt.m[t] = q->t[t].m, opt.v[t] = q->t[t].v;
   }
@@ -683,8 +696,10 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
       for (int q = 0; q < parts; q++) f.vec_x = f.vec_x && (uintptr_t)src[q].p % 16 == 0;
       f.prep = qg_prep{i == 0 && opt.on ? p.opt : NULL, opt.state, opt.b1, opt.b2, 1, 0};
       dim3 grid((unsigned)((f.n + 31) / 32), (unsigned)((B + 31) / 32), (unsigned)parts);
-      if (i == 0) e = ag__launch(qg_fwd_kernel<false>, grid, QG_THREADS, 0, st->stream, *a, f);
-      else e = ag__launch(qg_fwd_kernel<true>, grid, QG_THREADS, 0, st->stream, *a, f);
+      if (i == 0)
+        e = ag__launch(qg_fwd_kernel<false>, grid, QG_THREADS, 0, st->stream, *a, f);
+      else
+        e = ag__launch(qg_fwd_kernel<true>, grid, QG_THREADS, 0, st->stream, *a, f);
     } else {
       qg_out o;
       for (int q = 0; q < 3; q++) o.in[q] = src[q];
@@ -705,7 +720,9 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   /* the layers' inputs (A_i) are read before the wait when the output
    * kernel, which saves A_0 when there is no hidden layer, is not the
    * previous kernel */
-  if (L >= 2) ag__launch(qg_grad_kernel<true>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
-  else ag__launch(qg_grad_kernel<false>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
+  if (L >= 2)
+    ag__launch(qg_grad_kernel<true>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
+  else
+    ag__launch(qg_grad_kernel<false>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
   return ag__cuda_check_launch("cuda: qgrad gradient kernel");
 }

@@ -14,9 +14,12 @@ __global__ void ag_randint_kernel(ag__randint_args a) {
   const uint64_t base = *a.counter;
   const int64_t bound = a.bound_dev ? *a.bound_dev : a.bound_const;
   for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
-    int64_t v = bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, base + (uint64_t)i), (uint64_t)bound);
-    if (a.out_dtype == AG_I32) ((int32_t *)a.out)[i] = (int32_t)v;
-    else ((int64_t *)a.out)[i] = v;
+    int64_t v =
+        bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, base + (uint64_t)i), (uint64_t)bound);
+    if (a.out_dtype == AG_I32)
+      ((int32_t *)a.out)[i] = (int32_t)v;
+    else
+      ((int64_t *)a.out)[i] = v;
   }
   __syncthreads();
   if (threadIdx.x == 0) *a.counter = base + (uint64_t)a.n;

@@ -27,8 +27,10 @@ __device__ __forceinline__ void ag_store(const ag__reduce_args &a, int64_t o, fl
     *p = (a.op == AG__RED_SUM && a.accumulate) ? *p + v : v;
   }
   if (a.arg) {
-    if (a.arg_dtype == AG_I32) ((int32_t *)a.arg)[o] = (int32_t)arg;
-    else ((int64_t *)a.arg)[o] = arg;
+    if (a.arg_dtype == AG_I32)
+      ((int32_t *)a.arg)[o] = (int32_t)arg;
+    else
+      ((int64_t *)a.arg)[o] = arg;
   }
 }
 
@@ -44,10 +46,12 @@ __device__ __forceinline__ void ag_combine(int op, float *bv, int64_t *bi, float
 
 __global__ void ag_reduce_thread_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
   ag__pdl_wait();
-  for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < outer; o += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < outer;
+       o += (int64_t)gridDim.x * blockDim.x) {
     float bv = a.op == AG__RED_SUM ? 0.0f : ag_line_at(a, o, 0);
     int64_t bi = 0;
-    for (int64_t i = a.op == AG__RED_SUM ? 0 : 1; i < inner; i++) ag_combine(a.op, &bv, &bi, ag_line_at(a, o, i), i);
+    for (int64_t i = a.op == AG__RED_SUM ? 0 : 1; i < inner; i++)
+      ag_combine(a.op, &bv, &bi, ag_line_at(a, o, i), i);
     ag_store(a, o, a.op == AG__RED_SUM ? a.scale * bv : bv, bi);
   }
 }
@@ -59,7 +63,8 @@ __global__ void ag_reduce_block_kernel(ag__reduce_args a, int64_t outer, int64_t
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
     float bv = a.op == AG__RED_SUM ? 0.0f : -INFINITY;
     int64_t bi = INT64_MAX;
-    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) ag_combine(a.op, &bv, &bi, ag_line_at(a, o, i), i);
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
+      ag_combine(a.op, &bv, &bi, ag_line_at(a, o, i), i);
     sv[threadIdx.x] = bv;
     si[threadIdx.x] = bi;
     __syncthreads();
@@ -82,9 +87,18 @@ ag_status ag__cuda_reduce(ag__cuda_state *st, const void *args) {
   const ag__reduce_args *a = (const ag__reduce_args *)args;
   int64_t outer, inner;
   switch (a->axis) {
-    case 0: outer = a->x.cols; inner = a->x.rows; break;
-    case 1: outer = a->x.rows; inner = a->x.cols; break;
-    default: outer = 1; inner = a->x.rows * a->x.cols; break;
+    case 0:
+      outer = a->x.cols;
+      inner = a->x.rows;
+      break;
+    case 1:
+      outer = a->x.rows;
+      inner = a->x.cols;
+      break;
+    default:
+      outer = 1;
+      inner = a->x.rows * a->x.cols;
+      break;
   }
   if (inner <= AG__SHORT) {
     ag__launch(ag_reduce_thread_kernel, ag__cuda_grid(st, outer, AG__RBLOCK), AG__RBLOCK, 0, st->stream, *a,

@@ -11,7 +11,8 @@
 
 __global__ void ag_td_target_kernel(ag__td_args a) {
   ag__pdl_wait();
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.out.cols; j += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.out.cols;
+       j += (int64_t)gridDim.x * blockDim.x) {
     const float *q = &a.q.p[j * a.q.ld];
     float v;
     if (a.idx) {

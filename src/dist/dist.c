@@ -33,7 +33,7 @@
 struct ag_dist {
   ag_ctx *ctx;
   int rank, world;
-  uint64_t epoch; /* ctx->epoch when the group was made: a device switch ends it */
+  uint64_t epoch;   /* ctx->epoch when the group was made: a device switch ends it */
   ag_tensor *token; /* 1 x 1 i32 for barriers */
 #ifdef AGRL_WITH_NCCL
   ncclComm_t comm;
@@ -55,7 +55,8 @@ ag_ctx *ag_dist_ctx(const ag_dist *g) { return g ? g->ctx : NULL; }
 static ag_status check_group(const ag_dist *g, const char *fn) {
   if (!g) return ag__fail(AG_ERR_INVALID_ARG, "%s: the group is NULL", fn);
   if (g->ctx->epoch != g->epoch)
-    return ag__fail(AG_ERR_STATE, "%s: the context changed device since the group was made; make a new group", fn);
+    return ag__fail(AG_ERR_STATE, "%s: the context changed device since the group was made; make a new group",
+                    fn);
   return AG_OK;
 }
 
@@ -69,10 +70,10 @@ static double mono_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-
 /* Waits until a non-blocking NCCL call has finished (or the deadline passed,
  * deadline <= 0: no deadline). */
-static ag_status nccl_wait(ncclComm_t comm, ncclResult_t r, const char *fn, const char *what, double deadline) {
+static ag_status nccl_wait(ncclComm_t comm, ncclResult_t r, const char *fn, const char *what,
+                           double deadline) {
   while (r == ncclInProgress) {
     if (deadline > 0 && mono_s() > deadline)
       return ag__fail(AG_ERR_TIMEOUT, "%s: %s did not finish in time: are all ranks running?", fn, what);
@@ -109,7 +110,8 @@ static ag_status write_id(const char *path, const ncclUniqueId *id, const char *
   unlink(tmp);
   if (l) {
     if (e == EEXIST)
-      return ag__fail(AG_ERR_STATE, "%s: %s exists (left by an earlier run?): remove it or use a fresh path", fn, path);
+      return ag__fail(AG_ERR_STATE, "%s: %s exists (left by an earlier run?): remove it or use a fresh path",
+                      fn, path);
     return ag__fail(AG_ERR_IO, "%s: cannot create %s: %s", fn, path, strerror(e));
   }
   return AG_OK;
@@ -157,29 +159,38 @@ void ag_dist_free(ag_dist *g) {
 #ifdef AGRL_WITH_NCCL
   if (g->comm) {
     ncclResult_t r = ncclCommFinalize(g->comm);
-    if (nccl_wait(g->comm, r, "ag_dist_free", "finalize", mono_s() + 60.0) == AG_OK) ncclCommDestroy(g->comm);
-    else ncclCommAbort(g->comm);
+    if (nccl_wait(g->comm, r, "ag_dist_free", "finalize", mono_s() + 60.0) == AG_OK)
+      ncclCommDestroy(g->comm);
+    else
+      ncclCommAbort(g->comm);
   }
 #endif
   ag_tensor_free(g->token);
   free(g);
 }
 
-ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, double timeout_s, ag_dist **out) {
+ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, double timeout_s,
+                         ag_dist **out) {
   static const char fn[] = "ag_dist_create";
   if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx and out must not be NULL", fn);
   if (world < 1 || rank < 0 || rank >= world)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: rank %d of world %d: need world >= 1 and 0 <= rank < world", fn, rank, world);
-  if (!(timeout_s > 0.0)) return ag__fail(AG_ERR_INVALID_ARG, "%s: timeout_s = %g must be positive", fn, timeout_s);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rank %d of world %d: need world >= 1 and 0 <= rank < world", fn,
+                    rank, world);
+  if (!(timeout_s > 0.0))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: timeout_s = %g must be positive", fn, timeout_s);
   ag_status s = ag__not_recording(ctx, fn);
   if (s) return s;
   if (world > 1) {
-    if (!id_path || !id_path[0]) return ag__fail(AG_ERR_INVALID_ARG, "%s: a group of %d needs an id_path", fn, world);
+    if (!id_path || !id_path[0])
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: a group of %d needs an id_path", fn, world);
     if (ag_ctx_device(ctx) != AG_DEVICE_CUDA)
-      return ag__fail(AG_ERR_UNSUPPORTED, "%s: a group of %d processes needs CUDA contexts (this one is on %s)", fn, world,
+      return ag__fail(AG_ERR_UNSUPPORTED,
+                      "%s: a group of %d processes needs CUDA contexts (this one is on %s)", fn, world,
                       ag_ctx_device_name(ctx));
 #ifndef AGRL_WITH_NCCL
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: this agrl was built without NCCL: groups of more than one process are not available", fn);
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: this agrl was built without NCCL: groups of more than one process are not available",
+                    fn);
 #endif
   }
   ag_dist *g = ag__calloc(1, sizeof *g);
@@ -239,22 +250,28 @@ static ag_status check_tensors(ag_dist *g, ag_tensor *const *ts, int n, const ch
   if (n < 1 || !ts) return ag__fail(AG_ERR_INVALID_ARG, "%s: give at least one tensor (n = %d)", fn, n);
   for (int i = 0; i < n; i++) {
     if ((s = ag__check_tensor(ts[i], fn, "a tensor"))) return s;
-    if (ts[i]->ctx != g->ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: tensor %d belongs to another context", fn, i);
+    if (ts[i]->ctx != g->ctx)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: tensor %d belongs to another context", fn, i);
     if (ts[i]->rows != ts[i]->ld && ts[i]->cols > 1)
       return ag__fail(AG_ERR_SHAPE, "%s: tensor %d is a strided view; make it contiguous first", fn, i);
     ag_dtype dt = ts[i]->dtype;
     if (reduce && dt != AG_F32 && dt != AG_I32 && dt != AG_I64)
-      return ag__fail(AG_ERR_SHAPE, "%s: tensor %d is %s; reductions take f32, i32 or i64", fn, i, ag_dtype_name(dt));
-    if (reduce == 2 && dt != AG_F32) return ag__fail(AG_ERR_SHAPE, "%s: a mean needs f32 tensors (tensor %d is %s)", fn, i, ag_dtype_name(dt));
+      return ag__fail(AG_ERR_SHAPE, "%s: tensor %d is %s; reductions take f32, i32 or i64", fn, i,
+                      ag_dtype_name(dt));
+    if (reduce == 2 && dt != AG_F32)
+      return ag__fail(AG_ERR_SHAPE, "%s: a mean needs f32 tensors (tensor %d is %s)", fn, i,
+                      ag_dtype_name(dt));
   }
   return AG_OK;
 }
 
 #ifdef AGRL_WITH_NCCL
 /* Runs n NCCL calls as one group: call(g, i, ptr, count, type, stream). */
-typedef ncclResult_t (*coll_fn)(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st, const void *arg);
+typedef ncclResult_t (*coll_fn)(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st,
+                                const void *arg);
 
-static ag_status grouped(ag_dist *g, ag_tensor *const *ts, int n, coll_fn call, const void *arg, const char *fn, const char *what) {
+static ag_status grouped(ag_dist *g, ag_tensor *const *ts, int n, coll_fn call, const void *arg,
+                         const char *fn, const char *what) {
   void **ptrs = ag__malloc(sizeof *ptrs * (size_t)n);
   if (!ptrs) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   ag_status s = AG_OK;
@@ -266,17 +283,20 @@ static ag_status grouped(ag_dist *g, ag_tensor *const *ts, int n, coll_fn call, 
   cudaStream_t st = (cudaStream_t)ag_ctx_native_stream(g->ctx);
   s = nccl_wait(g->comm, ncclGroupStart(), fn, "group start", 0);
   for (int i = 0; i < n && !s; i++)
-    s = nccl_wait(g->comm, call(g, ptrs[i], (size_t)ag_tensor_numel(ts[i]), nccl_type(ts[i]->dtype), st, arg), fn, what, 0);
+    s = nccl_wait(g->comm, call(g, ptrs[i], (size_t)ag_tensor_numel(ts[i]), nccl_type(ts[i]->dtype), st, arg),
+                  fn, what, 0);
   ag_status e = nccl_wait(g->comm, ncclGroupEnd(), fn, what, 0);
   free(ptrs);
   return s ? s : e;
 }
 
-static ncclResult_t do_allreduce(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st, const void *arg) {
+static ncclResult_t do_allreduce(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st,
+                                 const void *arg) {
   return ncclAllReduce(p, p, count, t, *(const ncclRedOp_t *)arg, g->comm, st);
 }
 
-static ncclResult_t do_broadcast(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st, const void *arg) {
+static ncclResult_t do_broadcast(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st,
+                                 const void *arg) {
   return ncclBroadcast(p, p, count, t, *(const int *)arg, g->comm, st);
 }
 #endif
@@ -321,7 +341,8 @@ ag_status ag_dist_allgather(ag_dist *g, ag_tensor *x, ag_tensor **out) {
   void *src;
   if ((s = ag__tensor_ptr(x, &src))) return s;
   cudaStream_t st = (cudaStream_t)ag_ctx_native_stream(g->ctx);
-  s = nccl_wait(g->comm, ncclAllGather(src, o->data, (size_t)ag_tensor_numel(x), nccl_type(x->dtype), g->comm, st), fn,
+  s = nccl_wait(g->comm,
+                ncclAllGather(src, o->data, (size_t)ag_tensor_numel(x), nccl_type(x->dtype), g->comm, st), fn,
                 "all-gather", 0);
   if (!s) *out = o;
   return s;

@@ -39,19 +39,22 @@ void ag_shard_free(ag_shard *sh) {
   free(sh);
 }
 
-ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity, ag_dtype storage,
-                          int64_t min_size, int rank, int world, ag_shard **out) {
+ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
+                          ag_dtype storage, int64_t min_size, int rank, int world, ag_shard **out) {
   static const char fn[] = "ag_shard_create";
-  if (!ctx || !fields || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fields and out must not be NULL", fn);
+  if (!ctx || !fields || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fields and out must not be NULL", fn);
   if (world < 1 || rank < 0 || rank >= world)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: rank %d of world %d: need world >= 1 and 0 <= rank < world", fn, rank, world);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rank %d of world %d: need world >= 1 and 0 <= rank < world", fn,
+                    rank, world);
   if (capacity < world || capacity % world)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity %lld must be a positive multiple of world (%d)", fn, (long long)capacity,
-                    world);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity %lld must be a positive multiple of world (%d)", fn,
+                    (long long)capacity, world);
   if (min_size < 1 || min_size > capacity)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 1..capacity (%lld)", fn, (long long)min_size,
-                    (long long)capacity);
-  if (n_fields < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n_fields = %d; give at least one field", fn, n_fields);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 1..capacity (%lld)", fn,
+                    (long long)min_size, (long long)capacity);
+  if (n_fields < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_fields = %d; give at least one field", fn, n_fields);
   ag_shard *sh = ag__calloc(1, sizeof *sh);
   if (!sh) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   sh->ctx = ctx;
@@ -104,9 +107,10 @@ static int64_t local_pos_of(const ag_shard *sh, int64_t p) {
 
 static ag_status check_in_step(const ag_shard *sh, const char *fn) {
   if (ag_replay_position(sh->local) != local_pos_of(sh, sh->pos))
-    return ag__fail(AG_ERR_STATE, "%s: the shard's table was added to directly (local position %lld, expected %lld); add "
-                    "through ag_shard_add or ag_shard_add_local only", fn, (long long)ag_replay_position(sh->local),
-                    (long long)local_pos_of(sh, sh->pos));
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the shard's table was added to directly (local position %lld, expected %lld); add "
+                    "through ag_shard_add or ag_shard_add_local only",
+                    fn, (long long)ag_replay_position(sh->local), (long long)local_pos_of(sh, sh->pos));
   return AG_OK;
 }
 
@@ -114,7 +118,8 @@ ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k) {
   static const char fn[] = "ag_shard_add";
   if (!sh) return ag__fail(AG_ERR_INVALID_ARG, "%s: shard is NULL", fn);
   if (k < 0 || k > sh->capacity)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: k = %lld must be in 0..capacity (%lld)", fn, (long long)k, (long long)sh->capacity);
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: k = %lld must be in 0..capacity (%lld)", fn, (long long)k,
+                    (long long)sh->capacity);
   if (k == 0) return AG_OK;
   if (!data) return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL", fn);
   for (int i = 0; i < sh->n_fields; i++)
@@ -135,7 +140,8 @@ ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k) {
         sh->pack_cap[i] = need;
       }
       const unsigned char *src = data[i];
-      for (int64_t j = 0; j < m; j++) memcpy(sh->pack[i] + row * (size_t)j, src + row * (size_t)(t0 + j * sh->world), row);
+      for (int64_t j = 0; j < m; j++)
+        memcpy(sh->pack[i] + row * (size_t)j, src + row * (size_t)(t0 + j * sh->world), row);
       sh->ptrs[i] = sh->pack[i];
     }
     if ((s = ag_replay_add(sh->local, (const void *const *)sh->ptrs, m))) return s;
@@ -149,12 +155,15 @@ ag_status ag_shard_add_local(ag_shard *sh, const void *const *data, int64_t k) {
   static const char fn[] = "ag_shard_add_local";
   if (!sh) return ag__fail(AG_ERR_INVALID_ARG, "%s: shard is NULL", fn);
   if (k < 0 || k > sh->capacity / sh->world)
-    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: k = %lld must be in 0..%lld (the shard's capacity)", fn, (long long)k,
-                    (long long)(sh->capacity / sh->world));
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: k = %lld must be in 0..%lld (the shard's capacity)", fn,
+                    (long long)k, (long long)(sh->capacity / sh->world));
   if (k == 0) return AG_OK;
   if (sh->pos % sh->world)
-    return ag__fail(AG_ERR_STATE, "%s: the global position %lld is not a multiple of the group size %d (after global adds): the "
-                    "shards would no longer interleave", fn, (long long)sh->pos, sh->world);
+    return ag__fail(
+        AG_ERR_STATE,
+        "%s: the global position %lld is not a multiple of the group size %d (after global adds): the "
+        "shards would no longer interleave",
+        fn, (long long)sh->pos, sh->world);
   ag_status s = check_in_step(sh, fn);
   if (!s) s = ag_replay_add(sh->local, data, k);
   if (s) return s;
@@ -166,13 +175,14 @@ ag_status ag_shard_add_local(ag_shard *sh, const void *const *data, int64_t k) {
 
 ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, int64_t B, ag_tensor **batch) {
   static const char fn[] = "ag_shard_sample_global";
-  if (!sh || !g || !rng || !batch) return ag__fail(AG_ERR_INVALID_ARG, "%s: shard, group, rng and batch must not be NULL", fn);
+  if (!sh || !g || !rng || !batch)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: shard, group, rng and batch must not be NULL", fn);
   if (ag_dist_rank(g) != sh->rank || ag_dist_world(g) != sh->world)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: the shard is rank %d of %d, the group's process rank %d of %d", fn, sh->rank,
-                    sh->world, ag_dist_rank(g), ag_dist_world(g));
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: the shard is rank %d of %d, the group's process rank %d of %d",
+                    fn, sh->rank, sh->world, ag_dist_rank(g), ag_dist_world(g));
   if (B < sh->world || B % sh->world)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be a positive multiple of the group size %d", fn, (long long)B,
-                    sh->world);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be a positive multiple of the group size %d", fn,
+                    (long long)B, sh->world);
   ag_tensor *mine;
   ag_status s = ag_replay_sample(sh->local, rng, B / sh->world, &mine, NULL);
   if (!s) s = ag_dist_allgather(g, mine, batch);

@@ -52,13 +52,18 @@ void ag_mlp_free(ag_mlp *m) {
 /* An MLP with uninitialised (zero) parameters. */
 static ag_status mlp_alloc(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_act hidden, ag_act last,
                            const char *fn, ag_mlp **out) {
-  if (!ctx || !sizes || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, sizes and out must not be NULL", fn);
-  if (n_sizes < 2) return ag__fail(AG_ERR_INVALID_ARG, "%s: n_sizes = %d; give at least an input and an output size", fn, n_sizes);
+  if (!ctx || !sizes || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, sizes and out must not be NULL", fn);
+  if (n_sizes < 2)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_sizes = %d; give at least an input and an output size", fn,
+                    n_sizes);
   for (int i = 0; i < n_sizes; i++)
     if (sizes[i] < 1 || sizes[i] > INT32_MAX)
-      return ag__fail(AG_ERR_INVALID_ARG, "%s: sizes[%d] = %lld must be a positive size", fn, i, (long long)sizes[i]);
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: sizes[%d] = %lld must be a positive size", fn, i,
+                      (long long)sizes[i]);
   if (!act_ok(hidden) || !act_ok(last))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn, act_ok(hidden) ? (int)last : (int)hidden);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn,
+                    act_ok(hidden) ? (int)last : (int)hidden);
   ag_mlp *m = ag__calloc(1, sizeof *m);
   if (!m) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   m->ctx = ctx;
@@ -86,8 +91,8 @@ static ag_status mlp_alloc(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_ac
   return AG_OK;
 }
 
-ag_status ag_mlp_create(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_act hidden, ag_act last, uint64_t seed,
-                        ag_mlp **out) {
+ag_status ag_mlp_create(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_act hidden, ag_act last,
+                        uint64_t seed, ag_mlp **out) {
   ag_mlp *m;
   ag_status s = mlp_alloc(ctx, sizes, n_sizes, hidden, last, "ag_mlp_create", &m);
   if (s) return s;
@@ -337,9 +342,10 @@ ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
       if (bad >= 0) {
         char name[16];
         param_name(k, name);
-        s = ag__fail(AG_ERR_STATE, "%s: parameter %s holds %s at element %lld; such a file would not load, so "
-                     "%s is left as it was", fn, name, nan ? "a NaN" : "an infinity",
-                     (long long)(off / 4 + (size_t)bad), path);
+        s = ag__fail(AG_ERR_STATE,
+                     "%s: parameter %s holds %s at element %lld; such a file would not load, so "
+                     "%s is left as it was",
+                     fn, name, nan ? "a NaN" : "an infinity", (long long)(off / 4 + (size_t)bad), path);
         break;
       }
       crc = crc32_add(crc, buf, len);
@@ -350,8 +356,9 @@ ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
     if (!s && wrote) wrote = fwrite(c, 1, 4, a.f) == 4;
   }
   free(buf);
-  if (!s && !wrote) s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
-                                 strerror(errno));
+  if (!s && !wrote)
+    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
+                 strerror(errno));
   if (s) {
     ag__afile_abort(&a);
     return s;
@@ -373,8 +380,8 @@ typedef struct mlp_header {
 static ag_status read_exact(FILE *f, void *dst, size_t n, const char *name) {
   if (fread(dst, 1, n, f) == n) return AG_OK;
   if (ferror(f)) return ag__fail(AG_ERR_IO, "ag_mlp_load: reading %s failed: %s", name, strerror(errno));
-  return ag__fail(AG_ERR_IO, "ag_mlp_load: %s is truncated: it ended before the length it had when the load began",
-                  name);
+  return ag__fail(
+      AG_ERR_IO, "ag_mlp_load: %s is truncated: it ended before the length it had when the load began", name);
 }
 
 /* Reads and checks the header of a stream of `len` bytes: the magic and
@@ -388,40 +395,48 @@ static ag_status read_header(FILE *f, const char *name, int64_t len, mlp_header 
   ag_status s = read_exact(f, hb, got, name);
   if (s) return s;
   if (memcmp(hb, mlp_magic, got < 7 ? got : 7) != 0)
-    return ag__fail(AG_ERR_IO, "%s: %s is not an agrl MLP file (it does not begin with \"AGRLMLP\")", fn, name);
+    return ag__fail(AG_ERR_IO, "%s: %s is not an agrl MLP file (it does not begin with \"AGRLMLP\")", fn,
+                    name);
   if (got < 8)
     return ag__fail(AG_ERR_IO, "%s: %s is truncated: %lld bytes, shorter than the 8-byte magic", fn, name,
                     (long long)len);
   if (hb[7] == '1' || hb[7] == '2') {
     h->version = hb[7] - '0';
   } else if (hb[7] >= '3' && hb[7] <= '9') {
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %s is an agrl MLP file of version %c, which this library cannot read "
-                    "(it reads versions 1 and 2)", fn, name, hb[7]);
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %s is an agrl MLP file of version %c, which this library cannot read "
+                    "(it reads versions 1 and 2)",
+                    fn, name, hb[7]);
   } else {
-    return ag__fail(AG_ERR_IO, "%s: %s is not an agrl MLP file (byte 7, 0x%02x, is not a version number)", fn, name,
-                    hb[7]);
+    return ag__fail(AG_ERR_IO, "%s: %s is not an agrl MLP file (byte 7, 0x%02x, is not a version number)", fn,
+                    name, hb[7]);
   }
   int64_t fixed = h->version == 1 ? MLP_V1_FIXED : MLP_V2_FIXED;
   if (len < fixed)
-    return ag__fail(AG_ERR_IO, "%s: %s is truncated: %lld bytes, shorter than the %lld-byte start of a version-%d "
-                    "header", fn, name, (long long)len, (long long)fixed, h->version);
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is truncated: %lld bytes, shorter than the %lld-byte start of a version-%d "
+                    "header",
+                    fn, name, (long long)len, (long long)fixed, h->version);
   if ((s = read_exact(f, hb + got, (size_t)fixed - got, name))) return s;
   int32_t n = (int32_t)get32(hb + 8);
   if (n < 2 || n > MLP_MAX_SIZES)
-    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: n_sizes = %d, outside 2..%d", fn, name, (int)n, MLP_MAX_SIZES);
+    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: n_sizes = %d, outside 2..%d", fn, name, (int)n,
+                    MLP_MAX_SIZES);
   int64_t hbytes = fixed + 8 * (int64_t)n + (h->version == 2 ? 4 : 0);
   if (len < hbytes)
-    return ag__fail(AG_ERR_IO, "%s: %s is truncated: %lld bytes, shorter than the %lld-byte header of %d sizes", fn,
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is truncated: %lld bytes, shorter than the %lld-byte header of %d sizes", fn,
                     name, (long long)len, (long long)hbytes, (int)n);
   if ((s = read_exact(f, hb + fixed, (size_t)(hbytes - fixed), name))) return s;
   if (h->version == 2) {
     uint32_t stored = get32(hb + hbytes - 4), computed = crc32_add(0, hb, (size_t)hbytes - 4);
     if (stored != computed)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)",
-                      fn, name, (unsigned)stored, (unsigned)computed);
+      return ag__fail(AG_ERR_IO,
+                      "%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                      name, (unsigned)stored, (unsigned)computed);
     if (get32(hb + 20) != 0)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: the reserved header word at byte 20 is %u, not 0", fn, name,
-                      (unsigned)get32(hb + 20));
+      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: the reserved header word at byte 20 is %u, not 0", fn,
+                      name, (unsigned)get32(hb + 20));
   }
   h->n_sizes = n;
   h->hidden = (int32_t)get32(hb + 12);
@@ -433,8 +448,8 @@ static ag_status read_header(FILE *f, const char *name, int64_t len, mlp_header 
   for (int i = 0; i < n; i++) {
     int64_t v = (int64_t)get64(hb + fixed + 8 * i);
     if (v < 1 || v > INT32_MAX)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: sizes[%d] = %lld, outside 1..%d", fn, name, i, (long long)v,
-                      INT32_MAX);
+      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: sizes[%d] = %lld, outside 1..%d", fn, name, i,
+                      (long long)v, INT32_MAX);
     h->sizes[i] = v;
   }
   /* the values: < 2^62 a weight matrix, at most 126 of them; the sum is
@@ -443,14 +458,17 @@ static ag_status read_header(FILE *f, const char *name, int64_t len, mlp_header 
   for (int k = 0; k < 2 * (n - 1); k++) {
     int64_t count = param_rows(h->sizes, k) * param_cols(h->sizes, k);
     if (count > (INT64_MAX - per_crc - total) / 4)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: its sizes describe more than 2^63 bytes of parameters", fn, name);
+      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: its sizes describe more than 2^63 bytes of parameters",
+                      fn, name);
     total += 4 * count + per_crc;
   }
   if (len < total)
-    return ag__fail(AG_ERR_IO, "%s: %s is truncated: %lld bytes, where its header's sizes need %lld (%lld missing)",
-                    fn, name, (long long)len, (long long)total, (long long)(total - len));
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is truncated: %lld bytes, where its header's sizes need %lld (%lld missing)", fn,
+                    name, (long long)len, (long long)total, (long long)(total - len));
   if (len > total)
-    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: %lld trailing bytes follow the %lld bytes its header describes", fn,
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is corrupt: %lld trailing bytes follow the %lld bytes its header describes", fn,
                     name, (long long)(len - total), (long long)total);
   h->data_at = hbytes;
   return AG_OK;
@@ -462,12 +480,14 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
  * of the fuzzer (which feeds it memory through fmemopen). */
 ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **out) {
   static const char fn[] = "ag_mlp_load";
-  if (!ctx || !f || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, the file and out must not be NULL", fn);
+  if (!ctx || !f || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, the file and out must not be NULL", fn);
   if (!name) name = "the stream";
   off_t start = ftello(f), end = -1;
   if (start < 0 || fseeko(f, 0, SEEK_END) != 0 || (end = ftello(f)) < 0 || fseeko(f, start, SEEK_SET) != 0)
-    return ag__fail(AG_ERR_IO, "%s: cannot find the length of %s: %s (a model is read from a file that can seek)",
-                    fn, name, strerror(errno));
+    return ag__fail(AG_ERR_IO,
+                    "%s: cannot find the length of %s: %s (a model is read from a file that can seek)", fn,
+                    name, strerror(errno));
   if (end < start) end = start; /* positioned past its end: nothing to read */
   mlp_header h;
   ag_status s = read_header(f, name, (int64_t)(end - start), &h);
@@ -484,8 +504,9 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
     double mb = AG__MB((double)((int64_t)(end - start) - h.data_at));
-    return ag__fail(s, "%s: the parameters of %s (%.1f MB, and as much again for their gradients) do not fit: %s",
-                    fn, name, mb, why);
+    return ag__fail(
+        s, "%s: the parameters of %s (%.1f MB, and as much again for their gradients) do not fit: %s", fn,
+        name, mb, why);
   }
   for (int k = 0; k < n_params && !s; k++) {
     ag_tensor *p = m->params[k];
@@ -514,13 +535,15 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
       unsigned char c[4];
       if ((s = read_exact(f, c, 4, name))) break;
       if (get32(c) != crc) {
-        s = ag__fail(AG_ERR_IO, "%s: %s is corrupt: parameter %s fails its CRC-32 check (stored %08x, computed %08x)",
+        s = ag__fail(AG_ERR_IO,
+                     "%s: %s is corrupt: parameter %s fails its CRC-32 check (stored %08x, computed %08x)",
                      fn, name, pname, (unsigned)get32(c), (unsigned)crc);
         break;
       }
     }
     if (bad >= 0)
-      s = ag__fail(AG_ERR_IO, "%s: %s is corrupt: parameter %s holds %s at element %lld (row %lld, column %lld)", fn,
+      s = ag__fail(AG_ERR_IO,
+                   "%s: %s is corrupt: parameter %s holds %s at element %lld (row %lld, column %lld)", fn,
                    name, pname, nan ? "a NaN" : "an infinity", (long long)bad, (long long)(bad % p->rows),
                    (long long)(bad / p->rows));
   }
@@ -535,7 +558,8 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
 
 ag_status ag_mlp_load(ag_ctx *ctx, const char *path, ag_mlp **out) {
   static const char fn[] = "ag_mlp_load";
-  if (!ctx || !path || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  if (!ctx || !path || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
   FILE *f = fopen(path, "rb");
   if (!f) return ag__fail(AG_ERR_IO, "%s: cannot open %s: %s", fn, path, strerror(errno));
   struct stat st;

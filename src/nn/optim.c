@@ -41,25 +41,33 @@ void ag_optim_free(ag_optim *o) {
 }
 
 static ag_status check_config(const ag_adam_config *c, int sgd, const char *fn) {
-  if (!(c->lr > 0.0f) || !(c->lr < 1e6f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: lr = %g must be positive", fn, (double)c->lr);
-  if (!(c->max_grad_norm >= 0.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: max_grad_norm = %g must be >= 0", fn, (double)c->max_grad_norm);
-  if (!(c->weight_decay >= 0.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: weight_decay = %g must be >= 0", fn, (double)c->weight_decay);
+  if (!(c->lr > 0.0f) || !(c->lr < 1e6f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: lr = %g must be positive", fn, (double)c->lr);
+  if (!(c->max_grad_norm >= 0.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: max_grad_norm = %g must be >= 0", fn, (double)c->max_grad_norm);
+  if (!(c->weight_decay >= 0.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: weight_decay = %g must be >= 0", fn, (double)c->weight_decay);
   if (sgd) return AG_OK;
   if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: beta1 = %g and beta2 = %g must be in [0, 1)", fn, (double)c->beta1, (double)c->beta2);
-  if (!(c->eps > 0.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: eps = %g must be positive", fn, (double)c->eps);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: beta1 = %g and beta2 = %g must be in [0, 1)", fn,
+                    (double)c->beta1, (double)c->beta2);
+  if (!(c->eps > 0.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: eps = %g must be positive", fn, (double)c->eps);
   return AG_OK;
 }
 
-static ag_status optim_create(ag_ctx *ctx, ag_tensor *const *params, int n, const ag_adam_config *cfg, int sgd,
-                              const char *fn, ag_optim **out) {
-  if (!ctx || !out || !cfg) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, config and out must not be NULL", fn);
-  if (n < 1 || !params) return ag__fail(AG_ERR_INVALID_ARG, "%s: give at least one parameter (n = %d)", fn, n);
+static ag_status optim_create(ag_ctx *ctx, ag_tensor *const *params, int n, const ag_adam_config *cfg,
+                              int sgd, const char *fn, ag_optim **out) {
+  if (!ctx || !out || !cfg)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, config and out must not be NULL", fn);
+  if (n < 1 || !params)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: give at least one parameter (n = %d)", fn, n);
   ag_status s = check_config(cfg, sgd, fn);
   if (s) return s;
   for (int i = 0; i < n; i++) {
     if ((s = ag__check_tensor(params[i], fn, "a parameter"))) return s;
-    if (params[i]->ctx != ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] belongs to another context", fn, i);
+    if (params[i]->ctx != ctx)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] belongs to another context", fn, i);
     if (!params[i]->grad || !(params[i]->flags & AG__T_PERSISTENT))
       return ag__fail(AG_ERR_INVALID_ARG, "%s: params[%d] does not require a gradient", fn, i);
   }
@@ -92,11 +100,13 @@ static ag_status optim_create(ag_ctx *ctx, ag_tensor *const *params, int n, cons
   return AG_OK;
 }
 
-ag_status ag_adam_create(ag_ctx *ctx, ag_tensor *const *params, int n, const ag_adam_config *cfg, ag_optim **out) {
+ag_status ag_adam_create(ag_ctx *ctx, ag_tensor *const *params, int n, const ag_adam_config *cfg,
+                         ag_optim **out) {
   return optim_create(ctx, params, n, cfg, 0, "ag_adam_create", out);
 }
 
-ag_status ag_sgd_create(ag_ctx *ctx, ag_tensor *const *params, int n, float lr, float max_grad_norm, ag_optim **out) {
+ag_status ag_sgd_create(ag_ctx *ctx, ag_tensor *const *params, int n, float lr, float max_grad_norm,
+                        ag_optim **out) {
   ag_adam_config c = ag_adam_defaults();
   c.lr = lr;
   c.max_grad_norm = max_grad_norm;

@@ -31,10 +31,12 @@ void ag_per_free(ag_per *p) {
 ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   static const char fn[] = "ag_per_create";
   if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and out must not be NULL", fn);
-  if (!(alpha >= 0.0f && alpha <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: alpha = %g must be in [0, 1]", fn, (double)alpha);
+  if (!(alpha >= 0.0f && alpha <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: alpha = %g must be in [0, 1]", fn, (double)alpha);
   if (ag__replay_per(r)) return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
   int64_t cap = ag_replay_capacity(r);
-  if (cap > INT32_MAX) return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
+  if (cap > INT32_MAX)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
   ag_per *p = ag__calloc(1, sizeof *p);
   if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   p->r = r;
@@ -87,9 +89,11 @@ ag_status ag__per_added(ag_per *p, int64_t pos, int64_t k) {
 
 ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
   static const char fn[] = "ag_per_sample";
-  if (!p || !rng || !idx || !weights) return ag__fail(AG_ERR_INVALID_ARG, "%s: per, rng, idx and weights must not be NULL", fn);
+  if (!p || !rng || !idx || !weights)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: per, rng, idx and weights must not be NULL", fn);
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
-  if (!(beta >= 0.0f && beta <= 1.0f)) return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
+  if (!(beta >= 0.0f && beta <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
   if (ag_replay_size(p->r) < 1) return ag__fail(AG_ERR_STATE, "%s: the table is empty", fn);
   double *tree;
   float *state;
@@ -99,7 +103,8 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
   if (!s) s = ag__rng_counter(rng, &ctr);
   if (s) return s;
   ag_tensor *ti, *tw;
-  if ((s = ag__tensor_temp(p->ctx, B, 1, AG_I32, &ti)) || (s = ag__tensor_temp(p->ctx, 1, B, AG_F32, &tw))) return s;
+  if ((s = ag__tensor_temp(p->ctx, B, 1, AG_I32, &ti)) || (s = ag__tensor_temp(p->ctx, 1, B, AG_F32, &tw)))
+    return s;
   ag__per_sample_args a = {tree, p->depth, beta, ag__rng_seed(rng), ctr, sz, B, ti->data, tw->data};
   if ((s = ag__run(p->ctx, AG__K_PER_SAMPLE, &a, sizeof a))) return s;
   *idx = ti;
@@ -113,7 +118,8 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   ag_status s = ag__check_tensor(idx, fn, "idx");
   if (s || (s = ag__check_tensor(prio, fn, "priorities"))) return s;
   if (idx->dtype != AG_I32 && idx->dtype != AG_I64)
-    return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn, ag_dtype_name(idx->dtype));
+    return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn,
+                    ag_dtype_name(idx->dtype));
   if (idx->ld != idx->rows && idx->rows != 1 && idx->cols != 1)
     return ag__fail(AG_ERR_SHAPE, "%s: idx must be contiguous", fn);
   if (idx->rows == 1 && idx->cols > 1 && idx->ld != 1)
@@ -127,19 +133,22 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   float *state;
   void *ip;
   if ((s = ptrs(p, &tree, &state)) || (s = ag__tensor_ptr(idx, &ip))) return s;
-  ag__per_set_args a = {tree, p->depth, p->alpha, state, ip, idx->dtype, n, pp, stride, ag_replay_capacity(p->r)};
+  ag__per_set_args a = {tree,       p->depth, p->alpha, state,  ip,
+                        idx->dtype, n,        pp,       stride, ag_replay_capacity(p->r)};
   return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
 }
 
 ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, int64_t n) {
   static const char fn[] = "ag_per_update_host";
-  if (!p || !idx || !prio || n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: per, idx and priorities must be given, n >= 1", fn);
+  if (!p || !idx || !prio || n < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: per, idx and priorities must be given, n >= 1", fn);
   for (int64_t j = 0; j < n; j++) {
     if (idx[j] < 0 || idx[j] >= ag_replay_size(p->r))
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn, (long long)j,
-                      (long long)idx[j], (long long)ag_replay_size(p->r));
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn,
+                      (long long)j, (long long)idx[j], (long long)ag_replay_size(p->r));
     if (!(prio[j] >= 0.0f) || isinf(prio[j]))
-      return ag__fail(AG_ERR_INVALID_ARG, "%s: priorities[%lld] = %g must be finite and >= 0", fn, (long long)j, (double)prio[j]);
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: priorities[%lld] = %g must be finite and >= 0", fn,
+                      (long long)j, (double)prio[j]);
   }
   ag_tensor *ti, *tp;
   ag_status s = ag__tensor_temp(p->ctx, n, 1, AG_I64, &ti);

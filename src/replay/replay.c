@@ -49,15 +49,18 @@ void ag_replay_free(ag_replay *r) {
   free(r);
 }
 
-ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity, ag_dtype storage,
-                           int64_t min_size, ag_replay **out) {
+ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
+                           ag_dtype storage, int64_t min_size, ag_replay **out) {
   static const char fn[] = "ag_replay_create";
-  if (!ctx || !fields || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fields and out must not be NULL", fn);
-  if (n_fields < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n_fields = %d; give at least one field", fn, n_fields);
-  if (capacity < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity = %lld must be positive", fn, (long long)capacity);
+  if (!ctx || !fields || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, fields and out must not be NULL", fn);
+  if (n_fields < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_fields = %d; give at least one field", fn, n_fields);
+  if (capacity < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity = %lld must be positive", fn, (long long)capacity);
   if (min_size < 1 || min_size > capacity)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 1..capacity (%lld)", fn, (long long)min_size,
-                    (long long)capacity);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 1..capacity (%lld)", fn,
+                    (long long)min_size, (long long)capacity);
   int64_t rows = 0;
   for (int i = 0; i < n_fields; i++) {
     if (!fields[i].name || !fields[i].name[0])
@@ -66,7 +69,8 @@ ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, in
       return ag__fail(AG_ERR_INVALID_ARG, "%s: field '%s' has width %lld; widths must be positive", fn,
                       fields[i].name, (long long)fields[i].width);
     if (!host_dtype_ok(fields[i].dtype))
-      return ag__fail(AG_ERR_INVALID_ARG, "%s: field '%s' has unknown dtype %d", fn, fields[i].name, (int)fields[i].dtype);
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: field '%s' has unknown dtype %d", fn, fields[i].name,
+                      (int)fields[i].dtype);
     for (int k = 0; k < i; k++)
       if (strcmp(fields[k].name, fields[i].name) == 0)
         return ag__fail(AG_ERR_INVALID_ARG, "%s: field name '%s' is used twice", fn, fields[i].name);
@@ -127,8 +131,10 @@ static double load_any(const void *p, ag_dtype dt, size_t i) {
 /* Refuses a table that a device error left half written. */
 static ag_status check_sound(const ag_replay *r, const char *fn) {
   if (!r->broken) return AG_OK;
-  return ag__fail(AG_ERR_STATE, "%s: a device error interrupted an earlier ag_replay_add, which left the table's "
-                  "columns partly written; free the table", fn);
+  return ag__fail(AG_ERR_STATE,
+                  "%s: a device error interrupted an earlier ag_replay_add, which left the table's "
+                  "columns partly written; free the table",
+                  fn);
 }
 
 ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
@@ -149,8 +155,9 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
       for (int64_t e = 0; e < k * f->width; e++) {
         double v = load_any(data[i], f->dtype, (size_t)e);
         if (!fits(v, r->storage))
-          return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: field '%s' value %g (transition %lld) does not fit %s storage", fn,
-                          f->name, v, (long long)(e / f->width), ag_dtype_name(r->storage));
+          return ag__fail(AG_ERR_OUT_OF_RANGE,
+                          "%s: field '%s' value %g (transition %lld) does not fit %s storage", fn, f->name, v,
+                          (long long)(e / f->width), ag_dtype_name(r->storage));
       }
   }
   /* 1. everything that can fail without a trace: host staging, the objects
@@ -174,7 +181,8 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   ag__upload_part parts[3];
   int n = 0;
   s = ag__buffer_part(r->buf, r->stage, first, r->pos, fn, &parts[n++]);
-  if (!s && k > first) s = ag__buffer_part(r->buf, r->stage + (size_t)(first * r->rows) * es, k - first, 0, fn, &parts[n++]);
+  if (!s && k > first)
+    s = ag__buffer_part(r->buf, r->stage + (size_t)(first * r->rows) * es, k - first, 0, fn, &parts[n++]);
   if (!s && size != r->size) s = ag__tensor_part(r->size_dev, &size, fn, &parts[n++]);
   if (!s && r->per) s = ag__per_prepare(r->per);
   if (s) return s;
@@ -234,7 +242,8 @@ static ag_status sample_idx(ag_replay *r, ag_rng *rng, int64_t B, const char *fn
 
 ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **batch, ag_tensor **idx) {
   static const char fn[] = "ag_replay_sample";
-  if (!r || !rng || !batch) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, rng and batch must not be NULL", fn);
+  if (!r || !rng || !batch)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, rng and batch must not be NULL", fn);
   ag_tensor *i;
   ag_status s = sample_idx(r, rng, B, fn, &i);
   if (!s) s = ag_get_rows_dev(r->buf, i, batch);
@@ -244,7 +253,8 @@ ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **bat
 
 ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch) {
   static const char fn[] = "ag_replay_gather";
-  if (!r || !idx || !batch) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, idx and batch must not be NULL", fn);
+  if (!r || !idx || !batch)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, idx and batch must not be NULL", fn);
   ag_status s = check_sound(r, fn);
   if (s) return s;
   if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld; give at least one index", fn, (long long)n);
@@ -263,7 +273,7 @@ ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name,
   const field *f = find(r, name);
   if (!f) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: the table has no field '%s'", name);
   if (ag_tensor_rows(batch) != r->rows)
-    return ag__fail(AG_ERR_SHAPE, "ag_replay_view: the batch has %lld rows, the table %lld", (long long)ag_tensor_rows(batch),
-                    (long long)r->rows);
+    return ag__fail(AG_ERR_SHAPE, "ag_replay_view: the batch has %lld rows, the table %lld",
+                    (long long)ag_tensor_rows(batch), (long long)r->rows);
   return ag_slice_rows(batch, f->row0, f->width, out);
 }

@@ -66,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fclose(f);
   if (s != AG_OK) {
     if (m != (ag_mlp *)&sentinel) die("a refused load wrote *out");
-    if (strncmp(ag_last_error(), "ag_mlp_load: ", 13) != 0) die("a refusal's message does not name ag_mlp_load");
+    if (strncmp(ag_last_error(), "ag_mlp_load: ", 13) != 0)
+      die("a refusal's message does not name ag_mlp_load");
     if (live_bytes() != live0) die("a refused load left device memory allocated");
     return 0;
   }
