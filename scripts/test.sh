@@ -21,6 +21,7 @@ ctest --test-dir build -j"$jobs" --output-on-failure -V "${label_args[@]}" > bui
   { grep -E "\*\*\*|Failed|FAIL|ERROR" build/ctest.log | head -60; exit 1; }
 grep -E "tests passed|Skipped" build/ctest.log
 python3 scripts/count_tests.py build/ctest.log
+scripts/check_exports.sh build
 
 echo "== AddressSanitizer + UBSan"
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON >/dev/null

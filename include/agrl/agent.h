@@ -54,29 +54,29 @@ typedef struct ag_dqn_config {
  * episodes >= 475) within 100,000 steps for seeds 0-4 on the CPU (and 3 of
  * seeds 5-9): Double DQN, Adam at 7e-4, batches of 128, final epsilon 0.01.
  * The zoo settings alone solved 0 to 3 of seeds 0-4. */
-ag_dqn_config ag_dqn_defaults(void);
+AG_API ag_dqn_config ag_dqn_defaults(void);
 
 typedef struct ag_dqn ag_dqn;
 
 /* A DQN for obs_dim inputs and n_actions actions, planned for total_steps
  * environment steps (for the epsilon schedule). */
-ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
-                        const ag_dqn_config *cfg, ag_dqn **out);
-void ag_dqn_free(ag_dqn *d);
+AG_API ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                               const ag_dqn_config *cfg, ag_dqn **out);
+AG_API void ag_dqn_free(ag_dqn *d);
 
 /* Epsilon at environment step `step`. */
-float ag_dqn_epsilon(const ag_dqn *d, int64_t step);
+AG_API float ag_dqn_epsilon(const ag_dqn *d, int64_t step);
 
 /* Actions for n observations (n x obs_dim floats, one observation after the
  * other): greedy, or epsilon-greedy at `step` when explore is set. On error
  * `actions` is not written and the exploration stream has not moved. */
-ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions);
+AG_API ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions);
 
 /* Stores n transitions (next_obs: the true last observation of an episode
  * that ended, see ag_vec_env_step's final_obs). All or nothing, as
  * ag_replay_add. */
-ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
-                       const float *next_obs, const int *terminated, int n);
+AG_API ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                              const float *next_obs, const int *terminated, int n);
 
 /* Runs n recorded updates: a recording of 8 updates (on the GPU one graph)
  * while 8 or more are left, then a recording of one. With last_loss, waits
@@ -90,23 +90,23 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
  * while the updates run without last_loss (or while the copy is put back)
  * cannot be undone: the call then says so, and every later call on the DQN
  * returns AG_ERR_STATE. */
-ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
+AG_API ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
 
 /* The loss of the current networks on a gathered batch (the table's rows
  * x B), with gradients: what one update minimises. */
-ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss);
+AG_API ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss);
 
 /* Target network update: a copy (tau = 1) or Polyak averaging. */
-ag_status ag_dqn_update_target(ag_dqn *d);
+AG_API ag_status ag_dqn_update_target(ag_dqn *d);
 
-ag_mlp *ag_dqn_q(const ag_dqn *d);      /* the online network */
-ag_mlp *ag_dqn_target(const ag_dqn *d); /* the target network */
-ag_replay *ag_dqn_replay(const ag_dqn *d);
-int64_t ag_dqn_updates(const ag_dqn *d);
+AG_API ag_mlp *ag_dqn_q(const ag_dqn *d);      /* the online network */
+AG_API ag_mlp *ag_dqn_target(const ag_dqn *d); /* the target network */
+AG_API ag_replay *ag_dqn_replay(const ag_dqn *d);
+AG_API int64_t ag_dqn_updates(const ag_dqn *d);
 /* 1 when the update computes its loss and gradient in one fused call
  * (a few kernels on the GPU instead of ~30): cfg.fused is set and the
  * network has at most 64 actions. */
-int ag_dqn_fused(const ag_dqn *d);
+AG_API int ag_dqn_fused(const ag_dqn *d);
 
 /* ---- several GPUs (agrl/dist.h) ---- */
 typedef struct ag_dist ag_dist;
@@ -123,9 +123,9 @@ typedef struct ag_dist ag_dist;
  * target updates and epsilon, so a run of total_steps takes total_steps / G
  * steps on each rank. Each rank seeds its exploration and sampling with
  * (seed, rank). The group must outlive the DQN. */
-ag_status ag_dqn_create_dist(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
-                             const ag_dqn_config *cfg, ag_dqn **out);
-ag_dist *ag_dqn_dist(const ag_dqn *d); /* NULL for a one-GPU DQN */
+AG_API ag_status ag_dqn_create_dist(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions,
+                                    int64_t total_steps, const ag_dqn_config *cfg, ag_dqn **out);
+AG_API ag_dist *ag_dqn_dist(const ag_dqn *d); /* NULL for a one-GPU DQN */
 
 /* ---- the training loop ---- */
 
@@ -156,12 +156,14 @@ typedef int (*ag_train_callback)(const ag_train_event *ev, void *user);
  * nothing, but the run is not: on error the steps taken so far stay taken
  * (the environments have moved, transitions are stored, updates applied),
  * and the status is that of the call that failed. */
-ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user);
+AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb,
+                              void *user);
 
 /* Mean return of `episodes` greedy episodes of a Q-network on an environment
  * (episode k seeded with ag_env_derive_seed(seed, k)); returns may be NULL or
  * hold `episodes` values. */
-ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns);
+AG_API ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean,
+                               double *returns);
 
 #ifdef __cplusplus
 }

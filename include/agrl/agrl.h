@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* "0.1.0 (cpu+cuda)" or "0.1.0 (cpu)". */
-const char *ag_version(void);
+AG_API const char *ag_version(void);
 
 #ifdef __cplusplus
 }

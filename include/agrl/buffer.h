@@ -55,12 +55,13 @@ typedef struct ag_buffer_info {
  * memory the device reports (the message gives MB requested, free, usable;
  * S3) or when the allocation fails (the message names the size; S4).
  * On error *out is untouched and nothing leaks. */
-ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype dtype, ag_buffer **out);
+AG_API ag_status ag_buffer_create(ag_ctx *ctx, int64_t rows, int64_t capacity, ag_dtype dtype,
+                                  ag_buffer **out);
 
 /* Releases the buffer's memory (S9); queued work that reads it finishes
  * first. Later calls with the handle return AG_ERR_FREED. NULL is accepted;
  * freeing twice is a no-op. */
-void ag_buffer_free(ag_buffer *buf);
+AG_API void ag_buffer_free(ag_buffer *buf);
 
 /* Writes columns col_offset .. col_offset+k-1 from `data`: data_rows x k
  * values of `data_dtype`, column by column (S5). data_dtype is the buffer's
@@ -70,44 +71,44 @@ void ag_buffer_free(ag_buffer *buf);
  * Ordering (S6): work issued before the call reads the old columns, work
  * issued after reads the new ones; `data` may be reused on return. Only the
  * k new columns cross the bus (S7). On error nothing is written. */
-ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype, int64_t data_rows, int64_t k,
-                          int64_t col_offset);
+AG_API ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype, int64_t data_rows,
+                                 int64_t k, int64_t col_offset);
 
 /* Blocks until every write issued so far is on the device (for consumers
  * outside the context's queue). */
-ag_status ag_buffer_wait(ag_buffer *buf);
+AG_API ag_status ag_buffer_wait(ag_buffer *buf);
 
 /* Reads columns col_offset .. col_offset+k-1 into `out` (rows x k values of
  * out_dtype: the buffer's dtype or AG_F32), after queued work that writes
  * the buffer (S8). out_bytes must hold them. k = 0 reads nothing. Large
  * reads go through a bounded staging area in parts. */
-ag_status ag_buffer_read(ag_buffer *buf, int64_t col_offset, int64_t k, ag_dtype out_dtype, void *out,
-                         size_t out_bytes);
+AG_API ag_status ag_buffer_read(ag_buffer *buf, int64_t col_offset, int64_t k, ag_dtype out_dtype, void *out,
+                                size_t out_bytes);
 
 /* Selects columns by 0-based index as a device operation (S10): *out is a
  * temporary rows x n f32 tensor without gradient, computed on the queue.
  * Host indices are checked (S11): each in 0..capacity-1, n >= 1; only the
  * indices cross the bus (S14). */
-ag_status ag_get_rows(ag_buffer *buf, const int64_t *idx, int64_t n, ag_tensor **out);
-ag_status ag_get_rows_i32(ag_buffer *buf, const int32_t *idx, int64_t n, ag_tensor **out);
+AG_API ag_status ag_get_rows(ag_buffer *buf, const int64_t *idx, int64_t n, ag_tensor **out);
+AG_API ag_status ag_get_rows_i32(ag_buffer *buf, const int32_t *idx, int64_t n, ag_tensor **out);
 
 /* The same with indices already on the device: an AG_I32 or AG_I64 tensor
  * of the buffer's context, all its elements used in storage order. They are
  * not checked; each is clamped to 0..capacity-1 on the device before the
  * read (S13), so no read leaves the buffer. Nothing crosses the bus. */
-ag_status ag_get_rows_dev(ag_buffer *buf, const ag_tensor *idx, ag_tensor **out);
+AG_API ag_status ag_get_rows_dev(ag_buffer *buf, const ag_tensor *idx, ag_tensor **out);
 
 /* Factor applied to every gathered value (default 1; e.g. 1/255 for u8
  * frames). Must be finite. */
-ag_status ag_buffer_set_scale(ag_buffer *buf, float scale);
+AG_API ag_status ag_buffer_set_scale(ag_buffer *buf, float scale);
 
 /* Rows, capacity, dtype, where it lives, generation (S21). Works on a freed
  * handle (where = AG_WHERE_FREED). */
-ag_status ag_buffer_get_info(const ag_buffer *buf, ag_buffer_info *out);
+AG_API ag_status ag_buffer_get_info(const ag_buffer *buf, ag_buffer_info *out);
 
-int64_t ag_buffer_rows(const ag_buffer *buf);
-int64_t ag_buffer_capacity(const ag_buffer *buf);
-ag_ctx *ag_buffer_ctx(const ag_buffer *buf);
+AG_API int64_t ag_buffer_rows(const ag_buffer *buf);
+AG_API int64_t ag_buffer_capacity(const ag_buffer *buf);
+AG_API ag_ctx *ag_buffer_ctx(const ag_buffer *buf);
 
 #ifdef __cplusplus
 }

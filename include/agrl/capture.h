@@ -40,23 +40,23 @@ typedef struct ag_capture ag_capture;
 typedef ag_status (*ag_step_fn)(ag_ctx *ctx, void *user);
 
 /* Records fn(ctx, user). The step does not run yet. On error nothing is kept. */
-ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture **out);
+AG_API ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture **out);
 
 /* Runs the recorded step once on the queue (re-recording first if needed). */
-ag_status ag_capture_replay(ag_capture *cap);
+AG_API ag_status ag_capture_replay(ag_capture *cap);
 
 /* Waits for queued work, then frees the recording. NULL is accepted. */
-void ag_capture_free(ag_capture *cap);
+AG_API void ag_capture_free(ag_capture *cap);
 
 /* Named inputs: gives the persistent tensor `t` (read by the step) a name,
  * so that callers can set it by name before a replay. Names are copied;
  * a name is given once. */
-ag_status ag_capture_add_input(ag_capture *cap, const char *name, ag_tensor *t);
+AG_API ag_status ag_capture_add_input(ag_capture *cap, const char *name, ag_tensor *t);
 /* Writes `bytes` of host data into the input `name` (ordered before the next
  * replay, as ag_tensor_write; the data may be reused on return). */
-ag_status ag_capture_set_input(ag_capture *cap, const char *name, const void *data, size_t bytes);
+AG_API ag_status ag_capture_set_input(ag_capture *cap, const char *name, const void *data, size_t bytes);
 /* The tensor of input `name`, or NULL. */
-ag_tensor *ag_capture_input(const ag_capture *cap, const char *name);
+AG_API ag_tensor *ag_capture_input(const ag_capture *cap, const char *name);
 
 typedef struct ag_capture_info {
   int nodes;   /* kernels and copies in the recording (CUDA graph nodes) */
@@ -67,11 +67,11 @@ typedef struct ag_capture_info {
   int valid; /* 0 once something it reads was freed */
 } ag_capture_info;
 
-ag_status ag_capture_get_info(const ag_capture *cap, ag_capture_info *out);
+AG_API ag_status ag_capture_get_info(const ag_capture *cap, ag_capture_info *out);
 
 /* The i-th object the recording reads: a buffer (*buf set, *tensor NULL) or
  * a persistent tensor (the reverse). */
-ag_status ag_capture_read_at(const ag_capture *cap, int i, ag_buffer **buf, ag_tensor **tensor);
+AG_API ag_status ag_capture_read_at(const ag_capture *cap, int i, ag_buffer **buf, ag_tensor **tensor);
 
 /* ---- device random numbers ----
  * A Philox4x32-10 stream: a seed and a counter kept on the device. Each
@@ -79,16 +79,16 @@ ag_status ag_capture_read_at(const ag_capture *cap, int i, ag_buffer **buf, ag_t
  * the same numbers on the CPU and the GPU, eager or replayed. */
 typedef struct ag_rng ag_rng;
 
-ag_status ag_rng_create(ag_ctx *ctx, uint64_t seed, ag_rng **out);
-void ag_rng_free(ag_rng *rng);
+AG_API ag_status ag_rng_create(ag_ctx *ctx, uint64_t seed, ag_rng **out);
+AG_API void ag_rng_free(ag_rng *rng);
 /* Sets the counter (queued). */
-ag_status ag_rng_set_counter(ag_rng *rng, uint64_t counter);
+AG_API ag_status ag_rng_set_counter(ag_rng *rng, uint64_t counter);
 
 /* n uniform integers in [0, bound) as an [n, 1] AG_I32 or AG_I64 tensor. */
-ag_status ag_randint(ag_rng *rng, int64_t bound, int64_t n, ag_dtype dtype, ag_tensor **out);
+AG_API ag_status ag_randint(ag_rng *rng, int64_t bound, int64_t n, ag_dtype dtype, ag_tensor **out);
 /* The same with the bound read on the device from a 1 x 1 AG_I64 tensor
  * (e.g. the number of transitions in a replay buffer); a bound < 1 gives 0. */
-ag_status ag_randint_dev(ag_rng *rng, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out);
+AG_API ag_status ag_randint_dev(ag_rng *rng, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -30,25 +30,25 @@ typedef enum ag_device_kind {
 
 /* Number of CUDA devices usable by agrl: 0 when the library was built
  * without CUDA, when no driver is loaded or no device is present. */
-int ag_cuda_device_count(void);
+AG_API int ag_cuda_device_count(void);
 
 /* Creates a context on `kind` (device `index` for CUDA; ignored for the CPU).
  * On success *out owns the context; free it with ag_ctx_free().
  * Errors: AG_ERR_INVALID_ARG (out NULL, bad kind or index),
  * AG_ERR_NO_DEVICE (no such CUDA device), AG_ERR_DEVICE. *out is untouched
  * on error. */
-ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index);
+AG_API ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index);
 
 /* Waits for the context's queue, then frees every buffer and tensor still
  * owned by the context and the context itself. NULL is accepted. */
-void ag_ctx_free(ag_ctx *ctx);
+AG_API void ag_ctx_free(ag_ctx *ctx);
 
 /* The device the context computes on now (never AG_DEVICE_AUTO). */
-ag_device_kind ag_ctx_device(const ag_ctx *ctx);
-int ag_ctx_device_index(const ag_ctx *ctx);
+AG_API ag_device_kind ag_ctx_device(const ag_ctx *ctx);
+AG_API int ag_ctx_device_index(const ag_ctx *ctx);
 
 /* A short description of the device: "cpu" or "cuda:0 (NVIDIA H200)". */
-const char *ag_ctx_device_name(const ag_ctx *ctx);
+AG_API const char *ag_ctx_device_name(const ag_ctx *ctx);
 
 /* Switches the context to another device (S18).
  * CUDA -> CPU: every buffer and persistent tensor on the device is first
@@ -60,30 +60,30 @@ const char *ag_ctx_device_name(const ag_ctx *ctx);
  * on the device, each into a new allocation with a new generation (S19).
  * The workspace is reset by a switch (temporary tensors become invalid).
  * Switching to the device already in use is a no-op. */
-ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index);
+AG_API ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index);
 
 /* Blocks until all work queued on the context has finished (S6: for
  * consumers outside the context). */
-ag_status ag_ctx_sync(ag_ctx *ctx);
+AG_API ag_status ag_ctx_sync(ag_ctx *ctx);
 
 /* The native queue: a cudaStream_t on CUDA, NULL on the CPU. For handing
  * results to another framework; agrl keeps ownership. */
-void *ag_ctx_native_stream(const ag_ctx *ctx);
+AG_API void *ag_ctx_native_stream(const ag_ctx *ctx);
 
 /* Host memory that transfers can read at full speed (page-locked on a CUDA
  * device, ordinary memory on the CPU), for data that is written into
  * buffers often. Free with ag_host_free (NULL is accepted). */
-ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out);
-void ag_host_free(ag_ctx *ctx, void *p);
+AG_API ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out);
+AG_API void ag_host_free(ag_ctx *ctx, void *p);
 
 /* Releases every temporary tensor of the workspace (results of operations);
  * their handles become invalid. Buffers, persistent tensors and recordings
  * are not affected (S17). Memory is kept for reuse. */
-void ag_ctx_reset(ag_ctx *ctx);
+AG_API void ag_ctx_reset(ag_ctx *ctx);
 
 /* Free and total memory of the context's device in bytes, as the device
  * reports it (on the CPU: available and total physical memory). */
-ag_status ag_ctx_mem_info(ag_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
+AG_API ag_status ag_ctx_mem_info(ag_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 
 /* ---- transfer accounting (S20) -------------------------------------------
  * Every byte that crosses between the caller's host memory and the context's
@@ -100,17 +100,17 @@ typedef struct ag_xfer_entry {
 } ag_xfer_entry;
 
 /* Totals over all operations since the last reset. Either pointer may be NULL. */
-void ag_xfer_total(const ag_ctx *ctx, uint64_t *up_bytes, uint64_t *down_bytes);
+AG_API void ag_xfer_total(const ag_ctx *ctx, uint64_t *up_bytes, uint64_t *down_bytes);
 
 /* Bytes for one operation name (0 and 0 if it never transferred). */
-void ag_xfer_get(const ag_ctx *ctx, const char *op, uint64_t *up_bytes, uint64_t *down_bytes);
+AG_API void ag_xfer_get(const ag_ctx *ctx, const char *op, uint64_t *up_bytes, uint64_t *down_bytes);
 
 /* Number of operation names recorded, and the i-th entry (0-based). */
-int ag_xfer_count(const ag_ctx *ctx);
-ag_status ag_xfer_entry_at(const ag_ctx *ctx, int i, ag_xfer_entry *out);
+AG_API int ag_xfer_count(const ag_ctx *ctx);
+AG_API ag_status ag_xfer_entry_at(const ag_ctx *ctx, int i, ag_xfer_entry *out);
 
 /* Sets every counter to zero. */
-void ag_xfer_reset(ag_ctx *ctx);
+AG_API void ag_xfer_reset(ag_ctx *ctx);
 
 /* ---- statistics ---------------------------------------------------------- */
 typedef struct ag_ctx_stats {
@@ -124,7 +124,7 @@ typedef struct ag_ctx_stats {
   uint64_t records;         /* recordings made (first records and re-records) */
 } ag_ctx_stats;
 
-void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);
+AG_API void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);
 
 /* ---- fault injection (for tests of error paths) --------------------------
  * After `after` further successful operations of the kind, the next one fails
@@ -141,7 +141,7 @@ typedef enum ag_fault {
   AG_FAULT_COUNT_ = 4
 } ag_fault;
 
-ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after);
+AG_API ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after);
 
 #ifdef __cplusplus
 }

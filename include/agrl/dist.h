@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* 1 when the library was built with NCCL (groups of several processes). */
-int ag_dist_nccl_available(void);
+AG_API int ag_dist_nccl_available(void);
 
 typedef struct ag_dist ag_dist;
 
@@ -39,15 +39,15 @@ typedef struct ag_dist ag_dist;
  * never connect) and removes it once every rank has joined; the others wait
  * for it. The whole join must finish within timeout_s seconds, else
  * AG_ERR_TIMEOUT and nothing is kept. world = 1: id_path may be NULL. */
-ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, double timeout_s,
-                         ag_dist **out);
+AG_API ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, double timeout_s,
+                                ag_dist **out);
 /* Leaves the group (waits for the context's queue first); before freeing the
  * context. NULL is accepted. */
-void ag_dist_free(ag_dist *g);
+AG_API void ag_dist_free(ag_dist *g);
 
-int ag_dist_rank(const ag_dist *g);
-int ag_dist_world(const ag_dist *g);
-ag_ctx *ag_dist_ctx(const ag_dist *g);
+AG_API int ag_dist_rank(const ag_dist *g);
+AG_API int ag_dist_world(const ag_dist *g);
+AG_API ag_ctx *ag_dist_ctx(const ag_dist *g);
 
 typedef enum ag_reduce_op {
   AG_REDUCE_SUM = 0,
@@ -61,15 +61,15 @@ typedef enum ag_reduce_op {
 
 /* In place: each tensor becomes the reduction of that tensor over the
  * ranks (n tensors, one grouped operation). */
-ag_status ag_dist_allreduce(ag_dist *g, ag_tensor *const *ts, int n, ag_reduce_op op);
+AG_API ag_status ag_dist_allreduce(ag_dist *g, ag_tensor *const *ts, int n, ag_reduce_op op);
 /* In place: each tensor takes rank root's value. */
-ag_status ag_dist_broadcast(ag_dist *g, ag_tensor *const *ts, int n, int root);
+AG_API ag_status ag_dist_broadcast(ag_dist *g, ag_tensor *const *ts, int n, int root);
 /* x [r, c] of every rank side by side: out [r, c * world] (a temporary),
  * rank k's columns at k*c .. k*c + c-1. */
-ag_status ag_dist_allgather(ag_dist *g, ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_dist_allgather(ag_dist *g, ag_tensor *x, ag_tensor **out);
 /* Returns once every rank has called it and this rank's queued work is
  * done (not recordable). */
-ag_status ag_dist_barrier(ag_dist *g);
+AG_API ag_status ag_dist_barrier(ag_dist *g);
 
 /* ---- a replay table sharded over the ranks ----
  * A table of `capacity` columns (a multiple of world) in a global index
@@ -83,37 +83,37 @@ typedef struct ag_shard ag_shard;
 /* This rank's shard: capacity / world columns on ctx's device. rank and
  * world are given directly (not an ag_dist), so that routing works without
  * a group; min_size is the global minimum (each shard needs its share). */
-ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
-                          ag_dtype storage, int64_t min_size, int rank, int world, ag_shard **out);
-void ag_shard_free(ag_shard *sh);
+AG_API ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
+                                 ag_dtype storage, int64_t min_size, int rank, int world, ag_shard **out);
+AG_API void ag_shard_free(ag_shard *sh);
 
 /* Appends k transitions of the global stream (every rank passes the same
  * data, laid out as for ag_replay_add); this rank keeps the ones whose
  * global column it owns. */
-ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k);
+AG_API ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k);
 /* Appends k transitions of this rank's own (e.g. from its environments):
  * they take this rank's next local columns. Every rank adds the same k at
  * each call (data-parallel lockstep); the global position then advances by
  * k * world. Refused (AG_ERR_STATE) while the global position is not a
  * multiple of world, i.e. after global adds that left the shards uneven. */
-ag_status ag_shard_add_local(ag_shard *sh, const void *const *data, int64_t k);
+AG_API ag_status ag_shard_add_local(ag_shard *sh, const void *const *data, int64_t k);
 
-int64_t ag_shard_size(const ag_shard *sh);     /* valid global columns */
-int64_t ag_shard_capacity(const ag_shard *sh); /* global columns */
-int64_t ag_shard_position(const ag_shard *sh); /* next global column */
-int ag_shard_rank(const ag_shard *sh);
-int ag_shard_world(const ag_shard *sh);
+AG_API int64_t ag_shard_size(const ag_shard *sh);     /* valid global columns */
+AG_API int64_t ag_shard_capacity(const ag_shard *sh); /* global columns */
+AG_API int64_t ag_shard_position(const ag_shard *sh); /* next global column */
+AG_API int ag_shard_rank(const ag_shard *sh);
+AG_API int ag_shard_world(const ag_shard *sh);
 /* This rank's table (sample, gather, PER on it as on any table). */
-ag_replay *ag_shard_local(const ag_shard *sh);
+AG_API ag_replay *ag_shard_local(const ag_shard *sh);
 /* Global column of a local one, and the owner and local column of a global one. */
-int64_t ag_shard_global_index(const ag_shard *sh, int64_t local);
-void ag_shard_locate(const ag_shard *sh, int64_t global, int *rank, int64_t *local);
+AG_API int64_t ag_shard_global_index(const ag_shard *sh, int64_t local);
+AG_API void ag_shard_locate(const ag_shard *sh, int64_t global, int *rank, int64_t *local);
 
 /* A single-learner batch: every rank draws B / world transitions uniformly
  * from its shard and the group gathers them, so that each rank holds the
  * same batch [rows, B] (rank k's draws at columns k*B/world ...). B must be
  * a multiple of world; recordable. */
-ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, int64_t B, ag_tensor **batch);
+AG_API ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, int64_t B, ag_tensor **batch);
 
 /* The data-parallel DQN (ag_dqn_create_dist) is declared in agrl/agent.h. */
 

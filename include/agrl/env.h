@@ -93,7 +93,7 @@ typedef struct ag_env_ops {
 
 /* The name and id of each built-in environment, in the order listed above:
  * ag_env_builtin_name(i) is "cartpole", "acrobot" ...; NULL past the end. */
-const char *ag_env_builtin_name(int i);
+AG_API const char *ag_env_builtin_name(int i);
 
 /* Creates the built-in environment called `name` (a short name or the
  * Gymnasium id, see above). On success *out owns it; free it with
@@ -101,7 +101,7 @@ const char *ag_env_builtin_name(int i);
  * Errors: AG_ERR_INVALID_ARG for name or out NULL, or an unknown name (the
  * message lists the known ones); AG_ERR_OUT_OF_MEMORY. *out is untouched on
  * error. */
-ag_status ag_env_create(const char *name, ag_env **out);
+AG_API ag_status ag_env_create(const char *name, ag_env **out);
 
 /* Creates an environment from your functions. On success the handle owns
  * `state` (ops->free releases it when the handle is freed) and keeps its own
@@ -111,20 +111,21 @@ ag_status ag_env_create(const char *name, ag_env **out);
  * Errors: AG_ERR_INVALID_ARG for ops, ops->reset, ops->step, spec or out
  * NULL or a bad spec field (named in the message); AG_ERR_OUT_OF_MEMORY. On
  * error the caller still owns `state` and *out is untouched. */
-ag_status ag_env_create_custom(const ag_env_ops *ops, void *state, const ag_env_spec *spec, ag_env **out);
+AG_API ag_status ag_env_create_custom(const ag_env_ops *ops, void *state, const ag_env_spec *spec,
+                                      ag_env **out);
 
 /* Frees the environment (and its user state). NULL is accepted. */
-void ag_env_free(ag_env *env);
+AG_API void ag_env_free(ag_env *env);
 
 /* The environment's spec, valid as long as the handle; NULL for env NULL. */
-const ag_env_spec *ag_env_get_spec(const ag_env *env);
+AG_API const ag_env_spec *ag_env_get_spec(const ag_env *env);
 
 /* Starts a new episode from the start state drawn from `seed` (see Seeds
  * above) and writes its obs_dim floats to obs. Allowed at any time.
  * Errors: AG_ERR_INVALID_ARG for env or obs NULL; for a user environment,
  * the status of its reset — the handle then needs a successful reset before
  * the next step. */
-ag_status ag_env_reset(ag_env *env, uint64_t seed, float *obs);
+AG_API ag_status ag_env_reset(ag_env *env, uint64_t seed, float *obs);
 
 /* One step: writes the next observation (obs_dim floats), the reward, and
  * the two end flags (0 or 1). *terminated: the task's own end (the pole fell,
@@ -138,13 +139,13 @@ ag_status ag_env_reset(ag_env *env, uint64_t seed, float *obs);
  * AG_ERR_OUT_OF_RANGE for a discrete index outside 0 .. n_actions-1;
  * AG_ERR_STATE before the first reset or after the episode ended; a user
  * step's own status. Nothing changes on error. */
-ag_status ag_env_step(ag_env *env, const float *action, float *obs, float *reward, int *terminated,
-                      int *truncated);
+AG_API ag_status ag_env_step(ag_env *env, const float *action, float *obs, float *reward, int *terminated,
+                             int *truncated);
 
 /* A seed for item `index` of a sequence started at `seed` (two rounds of
  * splitmix64's mixer). Different (seed, index) pairs give unrelated seeds;
  * use ag_env_derive_seed(base, k) for the k-th episode. */
-uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
+AG_API uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
 
 /* ---- vectors of environments, with same-step autoreset ---- */
 
@@ -166,7 +167,7 @@ typedef struct ag_episode_info {
  * ag_vec_env_free(). It must be reset before the first step.
  * Errors: AG_ERR_INVALID_ARG for name or out NULL, an unknown name, or n < 1;
  * AG_ERR_OUT_OF_MEMORY. *out is untouched on error. */
-ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env **out);
+AG_API ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env **out);
 
 /* Like ag_vec_env_create with n environments you made (for instance with
  * ag_env_create_custom): envs[0 .. n-1], distinct, with equal obs_dim,
@@ -176,14 +177,14 @@ ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env *
  * Errors: AG_ERR_INVALID_ARG for envs or out NULL, n < 1, envs[i] NULL or
  * repeated, or specs that differ (the message names the copy and field);
  * AG_ERR_OUT_OF_MEMORY. */
-ag_status ag_vec_env_create_from(ag_env *const *envs, int n, uint64_t seed, ag_vec_env **out);
+AG_API ag_status ag_vec_env_create_from(ag_env *const *envs, int n, uint64_t seed, ag_vec_env **out);
 
 /* Frees the vector and its environments. NULL is accepted. */
-void ag_vec_env_free(ag_vec_env *v);
+AG_API void ag_vec_env_free(ag_vec_env *v);
 
 /* Number of copies (0 for v NULL); the copies' spec (NULL for v NULL). */
-int ag_vec_env_size(const ag_vec_env *v);
-const ag_env_spec *ag_vec_env_get_spec(const ag_vec_env *v);
+AG_API int ag_vec_env_size(const ag_vec_env *v);
+AG_API const ag_env_spec *ag_vec_env_get_spec(const ag_vec_env *v);
 
 /* Starts a new episode in every copy (each from the next seed of its
  * sequence; episodes in progress are dropped without being counted) and
@@ -191,7 +192,7 @@ const ag_env_spec *ag_vec_env_get_spec(const ag_vec_env *v);
  * Errors: AG_ERR_INVALID_ARG for v or obs NULL; a user reset's status (the
  * message names the copy; copies before it were reset, and the vector needs
  * a successful reset before the next step). */
-ag_status ag_vec_env_reset(ag_vec_env *v, float *obs);
+AG_API ag_status ag_vec_env_reset(ag_vec_env *v, float *obs);
 
 /* Steps every copy once. actions: n rows of 1 float (discrete: the index) or
  * act_dim floats (continuous). Writes obs (n x obs_dim), rewards (n),
@@ -211,13 +212,13 @@ ag_status ag_vec_env_reset(ag_vec_env *v, float *obs);
  * change nothing. A user environment's failing step or reset returns its
  * status naming the copy; copies before it have then stepped, and the
  * vector needs ag_vec_env_reset before the next step. */
-ag_status ag_vec_env_step(ag_vec_env *v, const float *actions, float *obs, float *rewards, int *terminated,
-                          int *truncated, float *final_obs);
+AG_API ag_status ag_vec_env_step(ag_vec_env *v, const float *actions, float *obs, float *rewards,
+                                 int *terminated, int *truncated, float *final_obs);
 
 /* The last finished episode of copy i (see ag_episode_info).
  * Errors: AG_ERR_INVALID_ARG for v or out NULL; AG_ERR_OUT_OF_RANGE for i
  * outside 0 .. n-1. *out is untouched on error. */
-ag_status ag_vec_env_last_episode(const ag_vec_env *v, int i, ag_episode_info *out);
+AG_API ag_status ag_vec_env_last_episode(const ag_vec_env *v, int i, ag_episode_info *out);
 
 #ifdef __cplusplus
 }

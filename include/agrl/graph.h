@@ -35,12 +35,12 @@ typedef enum ag_axis {
 /* Makes a persistent tensor a leaf that receives gradients (a parameter):
  * allocates its gradient, zero-filled. on = 0 stops it (the gradient is
  * kept). Only persistent f32 tensors can require gradients. */
-ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on);
-int ag_tensor_requires_grad(const ag_tensor *t);
+AG_API ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on);
+AG_API int ag_tensor_requires_grad(const ag_tensor *t);
 /* The gradient tensor (persistent for parameters, temporary otherwise), or NULL. */
-ag_tensor *ag_tensor_grad(const ag_tensor *t);
+AG_API ag_tensor *ag_tensor_grad(const ag_tensor *t);
 /* Sets the gradients of n parameters to zero (queued). */
-ag_status ag_zero_grad(ag_tensor *const *params, int n);
+AG_API ag_status ag_zero_grad(ag_tensor *const *params, int n);
 
 /* Reverse mode from a [1, 1] loss: d loss / d x is added to the gradient
  * of every parameter x the loss depends on (accumulated: zero them between
@@ -50,36 +50,36 @@ ag_status ag_zero_grad(ag_tensor *const *params, int n);
  * memory for a temporary, a device error) leaves every parameter the loss
  * reaches as after ag_zero_grad: what they had accumulated is dropped, and
  * a retry of the backward computes them afresh. */
-ag_status ag_backward(ag_tensor *loss);
+AG_API ag_status ag_backward(ag_tensor *loss);
 
 /* Between begin and end no op is taped and no result requires a gradient
  * (targets, acting). Scopes nest. */
-void ag_no_grad_begin(ag_ctx *ctx);
-void ag_no_grad_end(ag_ctx *ctx);
+AG_API void ag_no_grad_begin(ag_ctx *ctx);
+AG_API void ag_no_grad_end(ag_ctx *ctx);
 
 /* A view of x that never requires a gradient. */
-ag_status ag_detach(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_detach(ag_tensor *x, ag_tensor **out);
 
 /* ---- linear algebra ---- */
 
 /* out [m, n] = op(a) op(b); op(a) = a [m, k] or a^T (a [k, m]) when trans_a. */
-ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_tensor **out);
+AG_API ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_tensor **out);
 
 /* ---- elementwise (broadcasting b, or a) ---- */
 
-ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a + b */
-ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a - b */
-ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a * b */
-ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a / b */
-ag_status ag_scale(ag_tensor *x, float s, ag_tensor **out);           /* s * x */
-ag_status ag_affine(ag_tensor *x, float a, float b, ag_tensor **out); /* a * x + b */
-ag_status ag_relu(ag_tensor *x, ag_tensor **out);
-ag_status ag_tanh(ag_tensor *x, ag_tensor **out);
-ag_status ag_sigmoid(ag_tensor *x, ag_tensor **out);
-ag_status ag_exp(ag_tensor *x, ag_tensor **out);
-ag_status ag_log(ag_tensor *x, ag_tensor **out);
-ag_status ag_square(ag_tensor *x, ag_tensor **out);
-ag_status ag_abs(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a + b */
+AG_API ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a - b */
+AG_API ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a * b */
+AG_API ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a / b */
+AG_API ag_status ag_scale(ag_tensor *x, float s, ag_tensor **out);           /* s * x */
+AG_API ag_status ag_affine(ag_tensor *x, float a, float b, ag_tensor **out); /* a * x + b */
+AG_API ag_status ag_relu(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_tanh(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_sigmoid(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_exp(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_log(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_square(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_abs(ag_tensor *x, ag_tensor **out);
 
 /* act(x + b) in one pass (b broadcast, typically a bias [r, 1]); act is
  * AG_BIAS_NONE, AG_BIAS_RELU, AG_BIAS_TANH or AG_BIAS_SIGMOID. */
@@ -89,40 +89,40 @@ typedef enum ag_bias_act_kind {
   AG_BIAS_TANH = 2,
   AG_BIAS_SIGMOID = 3
 } ag_bias_act_kind;
-ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tensor **out);
+AG_API ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tensor **out);
 
 /* ---- reductions ---- */
 
-ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out);
-ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out);
+AG_API ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out);
+AG_API ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out);
 /* Maximum along AG_AXIS_ROWS or AG_AXIS_COLS; the gradient flows to the
  * first maximum. */
-ag_status ag_max(ag_tensor *x, ag_axis axis, ag_tensor **out);
+AG_API ag_status ag_max(ag_tensor *x, ag_axis axis, ag_tensor **out);
 /* Index of the first maximum along AG_AXIS_ROWS ([1, c] of row indices) or
  * AG_AXIS_COLS ([r, 1] of column indices), as AG_I32 or AG_I64; no gradient. */
-ag_status ag_argmax(ag_tensor *x, ag_axis axis, ag_dtype idx_dtype, ag_tensor **out);
+AG_API ag_status ag_argmax(ag_tensor *x, ag_axis axis, ag_dtype idx_dtype, ag_tensor **out);
 
 /* ---- selection, slicing, joining ---- */
 
 /* Q(s, a): out [1, n] with out[0, j] = x[idx_j, j] for x [r, n], idx holding
  * n indices (any shape, i32 / i64 / f32 whole numbers). Indices are clamped
  * to 0..r-1 on the device. */
-ag_status ag_pick(ag_tensor *x, ag_tensor *idx, ag_tensor **out);
+AG_API ag_status ag_pick(ag_tensor *x, ag_tensor *idx, ag_tensor **out);
 /* Views (no copy): rows r0 .. r0+n-1, or columns c0 .. c0+n-1, of x. */
-ag_status ag_slice_rows(ag_tensor *x, int64_t r0, int64_t n, ag_tensor **out);
-ag_status ag_slice_cols(ag_tensor *x, int64_t c0, int64_t n, ag_tensor **out);
+AG_API ag_status ag_slice_rows(ag_tensor *x, int64_t r0, int64_t n, ag_tensor **out);
+AG_API ag_status ag_slice_cols(ag_tensor *x, int64_t c0, int64_t n, ag_tensor **out);
 /* A contiguous copy of x (for views that are passed where rows must be packed). */
-ag_status ag_contiguous(ag_tensor *x, ag_tensor **out);
+AG_API ag_status ag_contiguous(ag_tensor *x, ag_tensor **out);
 /* [ra + rb, n] from a [ra, n] over b [rb, n]; [r, na + nb] side by side. */
-ag_status ag_concat_rows(ag_tensor *a, ag_tensor *b, ag_tensor **out);
-ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out);
+AG_API ag_status ag_concat_rows(ag_tensor *a, ag_tensor *b, ag_tensor **out);
+AG_API ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out);
 
 /* ---- losses: [1, 1] means over all elements ---- */
 
-ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out);
+AG_API ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out);
 /* Huber: |d| <= delta ? d^2 / 2 : delta * (|d| - delta / 2), d = pred - target
  * (PyTorch's smooth_l1_loss for delta = 1). */
-ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out);
+AG_API ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out);
 
 /* ---- reinforcement learning ---- */
 
@@ -131,13 +131,13 @@ ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tens
  * or q_next[idx_j, j] when idx is given (Double DQN: idx = argmax of the
  * online network). q_next [A, B]; reward, done: [1, B] (row views of a
  * batch are fine); idx as for ag_pick. */
-ag_status ag_td_target(ag_tensor *q_next, ag_tensor *idx, ag_tensor *reward, ag_tensor *done, float gamma,
-                       ag_tensor **out);
+AG_API ag_status ag_td_target(ag_tensor *q_next, ag_tensor *idx, ag_tensor *reward, ag_tensor *done,
+                              float gamma, ag_tensor **out);
 
 /* ---- values ---- */
 
 /* A temporary rows x cols f32 tensor filled with `value`. */
-ag_status ag_full(ag_ctx *ctx, int64_t rows, int64_t cols, float value, ag_tensor **out);
+AG_API ag_status ag_full(ag_ctx *ctx, int64_t rows, int64_t cols, float value, ag_tensor **out);
 
 #ifdef __cplusplus
 }

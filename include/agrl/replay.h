@@ -38,9 +38,9 @@ typedef struct ag_replay ag_replay;
  * widths >= 1, host dtypes f32 / f16 / bf16 / u8 / i32 / i64), stored as
  * `storage` (f32, f16, bf16, u8 or i32). Sampling is refused while fewer
  * than `min_size` transitions are stored (at least 1). */
-ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
-                           ag_dtype storage, int64_t min_size, ag_replay **out);
-void ag_replay_free(ag_replay *r);
+AG_API ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
+                                  ag_dtype storage, int64_t min_size, ag_replay **out);
+AG_API void ag_replay_free(ag_replay *r);
 
 /* Appends k transitions. data[i] holds field i for the k transitions,
  * transition by transition (k * width values of the field's dtype). Values
@@ -53,27 +53,27 @@ void ag_replay_free(ag_replay *r);
  * error while the parts are sent can leave some columns written: the table
  * then refuses every later add, sample and gather with AG_ERR_STATE (free
  * it). */
-ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
+AG_API ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
 
-int64_t ag_replay_size(const ag_replay *r); /* valid transitions */
-int64_t ag_replay_capacity(const ag_replay *r);
-int64_t ag_replay_position(const ag_replay *r); /* column the next transition goes to */
-int64_t ag_replay_rows(const ag_replay *r);     /* rows of a gathered batch */
-ag_buffer *ag_replay_buffer(const ag_replay *r);
+AG_API int64_t ag_replay_size(const ag_replay *r); /* valid transitions */
+AG_API int64_t ag_replay_capacity(const ag_replay *r);
+AG_API int64_t ag_replay_position(const ag_replay *r); /* column the next transition goes to */
+AG_API int64_t ag_replay_rows(const ag_replay *r);     /* rows of a gathered batch */
+AG_API ag_buffer *ag_replay_buffer(const ag_replay *r);
 
 /* First row and width of a field in a gathered batch. */
-ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width);
+AG_API ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width);
 
 /* B transitions drawn uniformly on the device from the valid ones:
  * batch [rows, B] f32 (and, if idx is not NULL, the [B, 1] i32 indices).
  * Works inside a recording: the bound is read on the device at each replay.
  * AG_ERR_STATE while size < min_size. */
-ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **batch, ag_tensor **idx);
+AG_API ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **batch, ag_tensor **idx);
 /* The transitions at the given indices (checked against the valid size). */
-ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch);
+AG_API ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch);
 
 /* A field of a gathered batch: a [width, B] view. */
-ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out);
+AG_API ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out);
 
 /* ---- prioritized replay (Schaul et al., "Prioritized Experience Replay") ----
  * Proportional prioritization over the columns of a table: column i is drawn
@@ -86,22 +86,22 @@ typedef struct ag_per ag_per;
 
 /* Attaches prioritized sampling to a table (one per table; freed with it or
  * by ag_per_free). alpha in [0, 1]. Transitions already stored get priority 1. */
-ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
-void ag_per_free(ag_per *per);
+AG_API ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
+AG_API void ag_per_free(ag_per *per);
 
 /* B indices ([B, 1] i32) and their importance weights ([1, B] f32). */
-ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx,
-                        ag_tensor **weights);
+AG_API ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx,
+                               ag_tensor **weights);
 /* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of the
  * columns idx (i32 / i64, as many). Values below 1e-12 count as 1e-12.
  * Indices are on the device, where they cannot be checked before the kernel
  * runs: one outside 0 .. capacity-1 is skipped (nothing is written for it). */
-ag_status ag_per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities);
+AG_API ag_status ag_per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities);
 /* The same from host arrays (checked: indices inside the valid part,
  * priorities finite and >= 0). */
-ag_status ag_per_update_host(ag_per *per, const int64_t *idx, const float *priorities, int64_t n);
+AG_API ag_status ag_per_update_host(ag_per *per, const int64_t *idx, const float *priorities, int64_t n);
 /* Sum of p^alpha over the table (reads the device). */
-ag_status ag_per_total(ag_per *per, double *total);
+AG_API ag_status ag_per_total(ag_per *per, double *total);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,14 @@
 #ifndef AGRL_STATUS_H
 #define AGRL_STATUS_H
 
+/* AG_API marks the library's public functions: the shared library is built
+ * with every other symbol hidden, so it exports these and nothing else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define AG_API __attribute__((visibility("default")))
+#else
+#define AG_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -46,17 +54,17 @@ typedef enum ag_status {
 } ag_status;
 
 /* "AG_ERR_INVALID_ARG" etc.; "AG_UNKNOWN_STATUS" for values not in the table. */
-const char *ag_status_name(ag_status s);
+AG_API const char *ag_status_name(ag_status s);
 
 /* A generic description of the code ("invalid argument"). */
-const char *ag_status_describe(ag_status s);
+AG_API const char *ag_status_describe(ag_status s);
 
 /* The message of the last failure on this thread (never NULL; "" if none).
  * The pointer stays valid until the next agrl call on this thread. */
-const char *ag_last_error(void);
+AG_API const char *ag_last_error(void);
 
 /* Clears this thread's last-error message. */
-void ag_clear_error(void);
+AG_API void ag_clear_error(void);
 
 #ifdef __cplusplus
 }

@@ -31,9 +31,9 @@ typedef enum ag_dtype {
 } ag_dtype;
 
 /* Bytes per element (0 for a value outside the enum). */
-size_t ag_dtype_size(ag_dtype dt);
+AG_API size_t ag_dtype_size(ag_dtype dt);
 /* "f32", "f16", "bf16", "u8", "i32", "i64" ("?" outside the enum). */
-const char *ag_dtype_name(ag_dtype dt);
+AG_API const char *ag_dtype_name(ag_dtype dt);
 
 typedef struct ag_tensor ag_tensor;
 
@@ -41,29 +41,29 @@ typedef struct ag_tensor ag_tensor;
  * `host` (rows*cols values of `dtype`, column by column) or with zeros when
  * `host` is NULL. rows and cols must be positive.
  * On error *out is untouched and nothing is allocated. */
-ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, const void *host,
-                           ag_tensor **out);
+AG_API ag_status ag_tensor_create(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, const void *host,
+                                  ag_tensor **out);
 
 /* Frees a persistent tensor at once (pending work that reads it finishes
  * first). NULL and temporary tensors are accepted (a temporary is released
  * by ag_ctx_reset()). */
-void ag_tensor_free(ag_tensor *t);
+AG_API void ag_tensor_free(ag_tensor *t);
 
-int64_t ag_tensor_rows(const ag_tensor *t);
-int64_t ag_tensor_cols(const ag_tensor *t);
-int64_t ag_tensor_numel(const ag_tensor *t);
-ag_dtype ag_tensor_dtype(const ag_tensor *t);
-ag_ctx *ag_tensor_ctx(const ag_tensor *t);
+AG_API int64_t ag_tensor_rows(const ag_tensor *t);
+AG_API int64_t ag_tensor_cols(const ag_tensor *t);
+AG_API int64_t ag_tensor_numel(const ag_tensor *t);
+AG_API ag_dtype ag_tensor_dtype(const ag_tensor *t);
+AG_API ag_ctx *ag_tensor_ctx(const ag_tensor *t);
 
 /* Copies the whole tensor to `dst` (rows*cols values of the tensor's dtype,
  * column by column), after all queued work that writes it. dst_bytes must be
  * at least that size. */
-ag_status ag_tensor_read(const ag_tensor *t, void *dst, size_t dst_bytes);
+AG_API ag_status ag_tensor_read(const ag_tensor *t, void *dst, size_t dst_bytes);
 
 /* Replaces the tensor's contents with `src` (rows*cols values of the
  * tensor's dtype). Ordered on the queue like a buffer write (S6): work issued
  * later reads the new values; `src` may be reused when the call returns. */
-ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes);
+AG_API ag_status ag_tensor_write(ag_tensor *t, const void *src, size_t src_bytes);
 
 #ifdef __cplusplus
 }

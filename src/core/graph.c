@@ -155,7 +155,7 @@ ag_status ag_abs(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_AB
 
 ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_tensor **out) {
   static const char fn[] = "ag_matmul";
-  ag__mat ma, mb;
+  ag__mat ma = {0}, mb = {0};
   ag_status s = ag__operand(a, fn, "a", &ma);
   if (s || (s = ag__operand(b, fn, "b", &mb)) || (s = same_ctx(a, b, fn))) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);

@@ -24,7 +24,7 @@ __device__ __forceinline__ void ag_put(ag__mat m, int64_t r, int64_t c, float v,
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < (total); \
        e += (int64_t)gridDim.x * blockDim.x)
 
-__global__ void ag_map_kernel(ag__map_args a) {
+__global__ void ag__map_kernel(ag__map_args a) {
   ag__pdl_wait();
   AG_GRID_LOOP(e, a.out.rows * a.out.cols) {
     int64_t r, c;
@@ -33,7 +33,7 @@ __global__ void ag_map_kernel(ag__map_args a) {
   }
 }
 
-__global__ void ag_map2_kernel(ag__map2_args a) {
+__global__ void ag__map2_kernel(ag__map2_args a) {
   ag__pdl_wait();
   AG_GRID_LOOP(e, a.out.rows * a.out.cols) {
     int64_t r, c;
@@ -43,7 +43,7 @@ __global__ void ag_map2_kernel(ag__map2_args a) {
   }
 }
 
-__global__ void ag_fill_kernel(ag__fill_args a) {
+__global__ void ag__fill_kernel(ag__fill_args a) {
   ag__pdl_wait();
   AG_GRID_LOOP(e, a.out.rows * a.out.cols) {
     int64_t r, c;
@@ -52,7 +52,7 @@ __global__ void ag_fill_kernel(ag__fill_args a) {
   }
 }
 
-__global__ void ag_copy_acc_kernel(ag__copy_args a) {
+__global__ void ag__copy_acc_kernel(ag__copy_args a) {
   ag__pdl_wait();
   AG_GRID_LOOP(e, a.out.rows * a.out.cols) {
     int64_t r, c;
@@ -61,7 +61,7 @@ __global__ void ag_copy_acc_kernel(ag__copy_args a) {
   }
 }
 
-__global__ void ag_pick_kernel(ag__pick_args a) {
+__global__ void ag__pick_kernel(ag__pick_args a) {
   ag__pdl_wait();
   const int64_t n = a.axis == 0 ? a.x.cols : a.x.rows, limit = a.axis == 0 ? a.x.rows : a.x.cols;
   AG_GRID_LOOP(j, n) {
@@ -73,7 +73,7 @@ __global__ void ag_pick_kernel(ag__pick_args a) {
   }
 }
 
-__global__ void ag_pick_bwd_kernel(ag__pick_bwd_args a) {
+__global__ void ag__pick_bwd_kernel(ag__pick_bwd_args a) {
   ag__pdl_wait();
   AG_GRID_LOOP(e, a.dx.rows * a.dx.cols) {
     int64_t r, c;
@@ -87,14 +87,14 @@ __global__ void ag_pick_bwd_kernel(ag__pick_bwd_args a) {
 
 ag_status ag__cuda_map(ag__cuda_state *st, const void *args) {
   const ag__map_args *a = (const ag__map_args *)args;
-  ag__launch(ag_map_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0, st->stream,
-             *a);
+  ag__launch(ag__map_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
+             st->stream, *a);
   return ag__cuda_check_launch("cuda: map kernel");
 }
 
 ag_status ag__cuda_map2(ag__cuda_state *st, const void *args) {
   const ag__map2_args *a = (const ag__map2_args *)args;
-  ag__launch(ag_map2_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
+  ag__launch(ag__map2_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
              st->stream, *a);
   return ag__cuda_check_launch("cuda: map2 kernel");
 }
@@ -106,7 +106,7 @@ ag_status ag__cuda_fill(ag__cuda_state *st, const void *args) {
                                       (size_t)a->out.cols, st->stream);
     return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: fill");
   }
-  ag__launch(ag_fill_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
+  ag__launch(ag__fill_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
              st->stream, *a);
   return ag__cuda_check_launch("cuda: fill kernel");
 }
@@ -119,21 +119,21 @@ ag_status ag__cuda_copy(ag__cuda_state *st, const void *args) {
                           (size_t)a->out.rows * 4, (size_t)a->out.cols, cudaMemcpyDeviceToDevice, st->stream);
     return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: copy");
   }
-  ag__launch(ag_copy_acc_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
+  ag__launch(ag__copy_acc_kernel, ag__cuda_grid(st, a->out.rows * a->out.cols, AG__BLOCK), AG__BLOCK, 0,
              st->stream, *a);
   return ag__cuda_check_launch("cuda: copy kernel");
 }
 
 ag_status ag__cuda_pick(ag__cuda_state *st, const void *args) {
   const ag__pick_args *a = (const ag__pick_args *)args;
-  ag__launch(ag_pick_kernel, ag__cuda_grid(st, a->axis == 0 ? a->x.cols : a->x.rows, AG__BLOCK), AG__BLOCK, 0,
-             st->stream, *a);
+  ag__launch(ag__pick_kernel, ag__cuda_grid(st, a->axis == 0 ? a->x.cols : a->x.rows, AG__BLOCK), AG__BLOCK,
+             0, st->stream, *a);
   return ag__cuda_check_launch("cuda: pick kernel");
 }
 
 ag_status ag__cuda_pick_bwd(ag__cuda_state *st, const void *args) {
   const ag__pick_bwd_args *a = (const ag__pick_bwd_args *)args;
-  ag__launch(ag_pick_bwd_kernel, ag__cuda_grid(st, a->dx.rows * a->dx.cols, AG__BLOCK), AG__BLOCK, 0,
+  ag__launch(ag__pick_bwd_kernel, ag__cuda_grid(st, a->dx.rows * a->dx.cols, AG__BLOCK), AG__BLOCK, 0,
              st->stream, *a);
   return ag__cuda_check_launch("cuda: pick_bwd kernel");
 }

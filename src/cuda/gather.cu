@@ -31,8 +31,9 @@ __device__ __forceinline__ int64_t ag_clamp_col(const I *idx, int64_t j, int64_t
 }
 
 template <typename T, typename I>
-__global__ void ag_gather_kernel(const T *__restrict__ src, int64_t rows, int64_t capacity,
-                                 const I *__restrict__ idx, int64_t n, float scale, float *__restrict__ dst) {
+__global__ void ag__gather_kernel(const T *__restrict__ src, int64_t rows, int64_t capacity,
+                                  const I *__restrict__ idx, int64_t n, float scale,
+                                  float *__restrict__ dst) {
   ag__pdl_wait();
   int64_t total = rows * n;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -45,9 +46,9 @@ __global__ void ag_gather_kernel(const T *__restrict__ src, int64_t rows, int64_
 
 /* rows4 = rows / 4; src, dst 16-byte aligned */
 template <typename I>
-__global__ void ag_gather_f32x4_kernel(const float4 *__restrict__ src, int64_t rows4, int64_t capacity,
-                                       const I *__restrict__ idx, int64_t n, float scale,
-                                       float4 *__restrict__ dst) {
+__global__ void ag__gather_f32x4_kernel(const float4 *__restrict__ src, int64_t rows4, int64_t capacity,
+                                        const I *__restrict__ idx, int64_t n, float scale,
+                                        float4 *__restrict__ dst) {
   ag__pdl_wait();
   int64_t total = rows4 * n;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -66,7 +67,7 @@ template <typename T, typename I>
 static void launch(ag__cuda_state *st, const ag__gather_args *a) {
   const int block = 256;
   unsigned grid = ag__cuda_grid(st, a->rows * a->n, block);
-  ag__launch_one(st, ag_gather_kernel<T, I>, grid, block, (const T *)a->src, a->rows, a->capacity,
+  ag__launch_one(st, ag__gather_kernel<T, I>, grid, block, (const T *)a->src, a->rows, a->capacity,
                  (const I *)a->idx, a->n, a->scale, a->dst);
 }
 
@@ -78,8 +79,8 @@ static void launch_dtype(ag__cuda_state *st, const ag__gather_args *a) {
         const int block = 256;
         int64_t rows4 = a->rows / 4;
         unsigned grid = ag__cuda_grid(st, rows4 * a->n, block);
-        ag__launch_one(st, ag_gather_f32x4_kernel<I>, grid, block, (const float4 *)a->src, rows4, a->capacity,
-                       (const I *)a->idx, a->n, a->scale, (float4 *)a->dst);
+        ag__launch_one(st, ag__gather_f32x4_kernel<I>, grid, block, (const float4 *)a->src, rows4,
+                       a->capacity, (const I *)a->idx, a->n, a->scale, (float4 *)a->dst);
       } else {
         launch<float, I>(st, a);
       }

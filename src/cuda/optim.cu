@@ -43,7 +43,7 @@ __device__ __forceinline__ void ag_mt_locate(const ag_mt_plan &p, int *k, int64_
  * itself. An atomic sum over blocks would not (the DQN's parameters are
  * ~10^5 values: one block reads them in a few microseconds). */
 #define AG__SUMSQ_BLOCK 1024
-__global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag_sumsq_kernel(ag__adam_args a) {
+__global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag__sumsq_kernel(ag__adam_args a) {
   ag__pdl_wait();
   __shared__ float red[AG__SUMSQ_BLOCK];
   float s = 0.0f;
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(AG__SUMSQ_BLOCK) ag_sumsq_kernel(ag__adam_args
   if (threadIdx.x == 0) a.state[AG__OPT_SUMSQ] += red[0];
 }
 
-__global__ void ag_adam_prep_kernel(ag__adam_args a) {
+__global__ void ag__adam_prep_kernel(ag__adam_args a) {
   ag__pdl_wait();
   float v[4];
   ag__adam_values(a.state, a.b1, a.b2, a.max_norm, v);
@@ -73,7 +73,7 @@ __global__ void ag_adam_prep_kernel(ag__adam_args a) {
  * them (gradient, parameter, moments) before it computes any: one round
  * trip to memory a launch, not one an element (the stores of one element
  * could alias the loads of the next, so the compiler keeps their order). */
-__global__ void __launch_bounds__(AG__MT_BLOCK) ag_adam_kernel(ag__adam_args a, ag_mt_plan p) {
+__global__ void __launch_bounds__(AG__MT_BLOCK) ag__adam_kernel(ag__adam_args a, ag_mt_plan p) {
   ag__pdl_wait();
   int k;
   int64_t lo;
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(AG__MT_BLOCK) ag_adam_kernel(ag__adam_args a, 
   }
 }
 
-__global__ void ag_axpby_kernel(ag__axpby_args a, ag_mt_plan p) {
+__global__ void ag__axpby_kernel(ag__axpby_args a, ag_mt_plan p) {
   ag__pdl_wait();
   int k;
   int64_t lo;
@@ -129,12 +129,12 @@ __global__ void ag_axpby_kernel(ag__axpby_args a, ag_mt_plan p) {
 
 ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args) {
   const ag__adam_args *a = (const ag__adam_args *)args;
-  if (a->count > 0) ag__launch(ag_sumsq_kernel, 1, AG__SUMSQ_BLOCK, 0, st->stream, *a);
+  if (a->count > 0) ag__launch(ag__sumsq_kernel, 1, AG__SUMSQ_BLOCK, 0, st->stream, *a);
   return ag__cuda_check_launch("cuda: sumsq kernel");
 }
 
 ag_status ag__cuda_adam_prep(ag__cuda_state *st, const void *args) {
-  ag__launch(ag_adam_prep_kernel, 1, 1, 0, st->stream, *(const ag__adam_args *)args);
+  ag__launch(ag__adam_prep_kernel, 1, 1, 0, st->stream, *(const ag__adam_args *)args);
   return ag__cuda_check_launch("cuda: adam_prep kernel");
 }
 
@@ -142,7 +142,7 @@ ag_status ag__cuda_adam(ag__cuda_state *st, const void *args) {
   const ag__adam_args *a = (const ag__adam_args *)args;
   ag_mt_plan p = plan_of(a->count, a->t);
   if (p.first[a->count] > 0)
-    ag__launch(ag_adam_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
+    ag__launch(ag__adam_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: adam kernel");
 }
 
@@ -150,6 +150,6 @@ ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args) {
   const ag__axpby_args *a = (const ag__axpby_args *)args;
   ag_mt_plan p = plan_of(a->count, a->t);
   if (p.first[a->count] > 0)
-    ag__launch(ag_axpby_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
+    ag__launch(ag__axpby_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: axpby kernel");
 }

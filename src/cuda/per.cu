@@ -42,7 +42,7 @@ __device__ __forceinline__ int ag_per_pad(uint32_t i) { return (int)(i + (i >> 4
  * - the root is summed once, after the last pass.
  * A node is summed in ag__per_sum16's order everywhere: bit for bit the
  * CPU's tree from the same leaves. */
-__global__ void __launch_bounds__(AG__PER_BLOCK) ag_per_set_kernel(ag__per_set_args a) {
+__global__ void __launch_bounds__(AG__PER_BLOCK) ag__per_set_kernel(ag__per_set_args a) {
   ag__pdl_wait();
   /* the children of each thread's node, a row a thread (17 doubles, so that
    * a half-warp reading its rows column by column hits 16 bank pairs) */
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag_per_set_kernel(ag__per_set_a
   if (lane == 0) atomicMax((unsigned int *)&a.state[0], __float_as_uint(pmax));
 }
 
-__global__ void ag_per_fill_kernel(ag__per_fill_args a) {
+__global__ void ag__per_fill_kernel(ag__per_fill_args a) {
   ag__pdl_wait();
   const double v = pow((double)a.state[0], (double)a.alpha);
   double *leaves = a.tree + ag__per_offset(a.depth - 1);
@@ -155,7 +155,7 @@ __global__ void ag_per_fill_kernel(ag__per_fill_args a) {
   if (threadIdx.x == 0) ag__per_recompute_root(a.tree, a.depth);
 }
 
-__global__ void ag_per_sample_kernel(ag__per_sample_args a) {
+__global__ void ag__per_sample_kernel(ag__per_sample_args a) {
   ag__pdl_wait();
   __shared__ float red[AG__PER_BLOCK];
   const uint64_t base = *a.counter;
@@ -183,16 +183,16 @@ __global__ void ag_per_sample_kernel(ag__per_sample_args a) {
 }
 
 ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args) {
-  ag__launch(ag_per_set_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_set_args *)args);
+  ag__launch(ag__per_set_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_set_args *)args);
   return ag__cuda_check_launch("cuda: per_set kernel");
 }
 
 ag_status ag__cuda_per_fill(ag__cuda_state *st, const void *args) {
-  ag__launch(ag_per_fill_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_fill_args *)args);
+  ag__launch(ag__per_fill_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_fill_args *)args);
   return ag__cuda_check_launch("cuda: per_fill kernel");
 }
 
 ag_status ag__cuda_per_sample(ag__cuda_state *st, const void *args) {
-  ag__launch(ag_per_sample_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_sample_args *)args);
+  ag__launch(ag__per_sample_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_sample_args *)args);
   return ag__cuda_check_launch("cuda: per_sample kernel");
 }

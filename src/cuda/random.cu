@@ -9,7 +9,7 @@
 
 #define AG__RAND_BLOCK 256
 
-__global__ void ag_randint_kernel(ag__randint_args a) {
+__global__ void ag__randint_kernel(ag__randint_args a) {
   ag__pdl_wait();
   const uint64_t base = *a.counter;
   const int64_t bound = a.bound_dev ? *a.bound_dev : a.bound_const;
@@ -27,6 +27,6 @@ __global__ void ag_randint_kernel(ag__randint_args a) {
 
 ag_status ag__cuda_randint(ag__cuda_state *st, const void *args) {
   const ag__randint_args *a = (const ag__randint_args *)args;
-  ag__launch(ag_randint_kernel, 1, AG__RAND_BLOCK, 0, st->stream, *a);
+  ag__launch(ag__randint_kernel, 1, AG__RAND_BLOCK, 0, st->stream, *a);
   return ag__cuda_check_launch("cuda: randint kernel");
 }

@@ -44,7 +44,7 @@ __device__ __forceinline__ void ag_combine(int op, float *bv, int64_t *bi, float
   }
 }
 
-__global__ void ag_reduce_thread_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
+__global__ void ag__reduce_thread_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
   ag__pdl_wait();
   for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < outer;
        o += (int64_t)gridDim.x * blockDim.x) {
@@ -56,7 +56,7 @@ __global__ void ag_reduce_thread_kernel(ag__reduce_args a, int64_t outer, int64_
   }
 }
 
-__global__ void ag_reduce_block_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
+__global__ void ag__reduce_block_kernel(ag__reduce_args a, int64_t outer, int64_t inner) {
   ag__pdl_wait();
   __shared__ float sv[AG__RBLOCK];
   __shared__ int64_t si[AG__RBLOCK];
@@ -101,11 +101,11 @@ ag_status ag__cuda_reduce(ag__cuda_state *st, const void *args) {
       break;
   }
   if (inner <= AG__SHORT) {
-    ag__launch(ag_reduce_thread_kernel, ag__cuda_grid(st, outer, AG__RBLOCK), AG__RBLOCK, 0, st->stream, *a,
+    ag__launch(ag__reduce_thread_kernel, ag__cuda_grid(st, outer, AG__RBLOCK), AG__RBLOCK, 0, st->stream, *a,
                outer, inner);
   } else {
     int64_t grid = outer < (int64_t)st->sm_count * 8 ? outer : (int64_t)st->sm_count * 8;
-    ag__launch(ag_reduce_block_kernel, (unsigned)grid, AG__RBLOCK, 0, st->stream, *a, outer, inner);
+    ag__launch(ag__reduce_block_kernel, (unsigned)grid, AG__RBLOCK, 0, st->stream, *a, outer, inner);
   }
   return ag__cuda_check_launch("cuda: reduce kernel");
 }

@@ -9,7 +9,7 @@
 #define AG__TD_BLOCK 128
 #define AG__LOSS_BLOCK 256
 
-__global__ void ag_td_target_kernel(ag__td_args a) {
+__global__ void ag__td_target_kernel(ag__td_args a) {
   ag__pdl_wait();
   for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.out.cols;
        j += (int64_t)gridDim.x * blockDim.x) {
@@ -25,7 +25,7 @@ __global__ void ag_td_target_kernel(ag__td_args a) {
   }
 }
 
-__global__ void ag_loss_kernel(ag__loss_args a) {
+__global__ void ag__loss_kernel(ag__loss_args a) {
   ag__pdl_wait();
   __shared__ float red[AG__LOSS_BLOCK];
   const int64_t n = a.pred.rows * a.pred.cols;
@@ -48,12 +48,12 @@ __global__ void ag_loss_kernel(ag__loss_args a) {
 
 ag_status ag__cuda_td_target(ag__cuda_state *st, const void *args) {
   const ag__td_args *a = (const ag__td_args *)args;
-  ag__launch(ag_td_target_kernel, ag__cuda_grid(st, a->out.cols, AG__TD_BLOCK), AG__TD_BLOCK, 0, st->stream,
+  ag__launch(ag__td_target_kernel, ag__cuda_grid(st, a->out.cols, AG__TD_BLOCK), AG__TD_BLOCK, 0, st->stream,
              *a);
   return ag__cuda_check_launch("cuda: td_target kernel");
 }
 
 ag_status ag__cuda_loss(ag__cuda_state *st, const void *args) {
-  ag__launch(ag_loss_kernel, 1, AG__LOSS_BLOCK, 0, st->stream, *(const ag__loss_args *)args);
+  ag__launch(ag__loss_kernel, 1, AG__LOSS_BLOCK, 0, st->stream, *(const ag__loss_args *)args);
   return ag__cuda_check_launch("cuda: loss kernel");
 }
