@@ -5,7 +5,7 @@
 
 #include "agrl/graph.h"
 #include "core/internal.h"
-#include "core/kernels.h"
+#include "base/kernels.h"
 
 /* Tape ops: what a node's backward does (autograd.c). */
 enum {

@@ -1,7 +1,7 @@
-/* internal.h — the structures behind the opaque handles, and the helpers
- * that every core file shares: error reporting, the device-memory wrappers
+/* internal.h — the core: the structures behind the opaque handles, and what
+ * every core file and the layers above share: the device-memory wrappers
  * that count transfers and inject faults, stores (persistent memory that
- * follows the context across device switches) and the workspace.
+ * follows the context across device switches), the workspace, snapshots.
  *
  * Internal non-static symbols carry the double prefix ag__.
  */
@@ -17,68 +17,13 @@
 #include "agrl/ctx.h"
 #include "agrl/status.h"
 #include "agrl/tensor.h"
-#include "core/backend.h"
-#include "core/kernels.h"
+#include "base/backend.h"
+#include "base/base.h"
+#include "base/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#if defined(__GNUC__)
-#define AG__PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define AG__PRINTF(a, b)
-#endif
-
-/* ---- errors (status.c) ---- */
-
-/* Sets this thread's message (printf-style) and returns s. */
-ag_status ag__fail(ag_status s, const char *fmt, ...) AG__PRINTF(2, 3);
-
-/* ---- host memory and whole-file writes (hostmem.c) ---- */
-
-/* malloc, calloc, realloc and strdup for every host allocation of the
- * library: they fail (return NULL) when a fault is injected on this thread
- * (AG_FAULT_HOST_ALLOC). Free with free(). A size of 0 is taken as 1. */
-void *ag__malloc(size_t bytes);
-void *ag__calloc(size_t n, size_t size);
-void *ag__realloc(void *p, size_t bytes);
-char *ag__strdup(const char *s);
-/* Arms this thread's host-allocation fault (-1 disarms); the count left. */
-void ag__host_fault_arm(int64_t after);
-int64_t ag__host_fault_pending(void);
-
-/* A file written whole: data goes to a new file beside `path`, which
- * commit flushes to disk and renames over `path`; until then (and if
- * anything fails, or on abort) `path` is untouched and the temporary is
- * removed. `fn` names the public call in messages. */
-typedef struct ag__afile {
-  FILE *f; /* write here */
-  char *path, *tmp;
-} ag__afile;
-ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
-ag_status ag__afile_commit(ag__afile *a, const char *fn);
-void ag__afile_abort(ag__afile *a);
-
-/* ---- dtypes (dtype.c) ---- */
-
-uint16_t ag__f32_to_f16(float f);
-float ag__f16_to_f32(uint16_t h);
-uint16_t ag__f32_to_bf16(float f);
-float ag__bf16_to_f32(uint16_t h);
-/* Element i of src as f32. */
-float ag__load_f32(const void *src, ag_dtype dt, size_t i);
-/* dst[i] = (dst_dt) src[i] for any two dtypes: between integer dtypes (u8,
- * i32, i64) exactly, otherwise through f32; integer targets of floating
- * values round to nearest (values must already be checked to fit). */
-void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, size_t n);
-/* Checks that f32 values fit dtype dt (integers: finite and in range).
- * Returns the index of the first value that does not fit, or -1. */
-int64_t ag__first_unfit(const float *src, size_t n, ag_dtype dt);
-/* Reads element i of an index array (AG_I32 / AG_I64). */
-static inline int64_t ag__index_at(const void *idx, ag_dtype dt, int64_t i) {
-  return dt == AG_I32 ? (int64_t)((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
-}
 
 /* ---- stores: persistent memory owned by a buffer or a tensor ---- */
 
@@ -232,30 +177,6 @@ ag_status ag__buffer_part(ag_buffer *buf, const void *data, int64_t k, int64_t c
  * with `src` (its bytes); t is made resident. Nothing is sent. */
 ag_status ag__tensor_part(ag_tensor *t, const void *src, const char *fn, ag__upload_part *out);
 
-/* ---- helper threads (pool.c) ---- */
-
-typedef void (*ag__task_fn)(void *arg, int i);
-/* Runs fn(arg, i) for i in 0 .. n_tasks-1 over the helper threads and the
- * caller; returns when all are done. */
-void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg);
-int ag__pool_threads(void);
-/* fill(dst, off, len, user) split over the helper threads (large lengths). */
-void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size_t len);
-
-/* ---- plain copies into transfer memory (pool.c) ---- */
-
-/* The fill of every unconverted upload: memcpy from user + off. A backend may
- * recognise it by its address (the source is then `user`, `bytes` long) and
- * replace it, e.g. by ag__fill_copy_stream, or skip the staging. */
-void ag__fill_copy(void *host_dst, size_t off, size_t len, void *user);
-/* The same with ag__copy_stream, for staging memory that a DMA engine reads
- * next. */
-void ag__fill_copy_stream(void *host_dst, size_t off, size_t len, void *user);
-/* memcpy that writes dst's whole cache lines with non-temporal stores (x86:
- * SSE2), then fences: on return the bytes are in memory, not in this core's
- * caches. Any alignment and length; a plain memcpy elsewhere. */
-void ag__copy_stream(void *dst, const void *src, size_t len);
-
 /* ---- stores (store.c) ---- */
 
 uint64_t ag__next_generation(void);
@@ -337,17 +258,6 @@ void ag__snapshot_free(ag__snapshot *sn);
 ag_status ag__tensor_ptr(ag_tensor *t, void **out);
 /* Checks that a handle is a live tensor; `what` names it in the message. */
 ag_status ag__check_tensor(const ag_tensor *t, const char *fn, const char *what);
-
-/* Overflow-checked a*b*c; returns 0 on overflow. */
-static inline int ag__mul3(uint64_t a, uint64_t b, uint64_t c, size_t *out) {
-  if (a && b > SIZE_MAX / a) return 0;
-  uint64_t ab = a * b;
-  if (ab && c > SIZE_MAX / ab) return 0;
-  *out = (size_t)(ab * c);
-  return 1;
-}
-
-#define AG__MB(b) ((double)(b) / (1024.0 * 1024.0))
 
 #ifdef __cplusplus
 }

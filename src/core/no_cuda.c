@@ -1,5 +1,5 @@
 /* no_cuda.c — linked instead of the CUDA backend when CUDA is not built. */
-#include "core/backend.h"
+#include "base/backend.h"
 
 const ag__backend *ag__cuda_backend(void) { return NULL; }
 int ag__cuda_device_count(void) { return 0; }

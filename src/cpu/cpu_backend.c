@@ -17,7 +17,7 @@
 
 #include <cblas.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 #include "cpu/cpu_internal.h"
 
 /* A recorded plan: the kernel calls in order, their arguments copied into

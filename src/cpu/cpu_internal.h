@@ -2,7 +2,7 @@
 #ifndef AGRL_CPU_INTERNAL_H
 #define AGRL_CPU_INTERNAL_H
 
-#include "core/kernels.h"
+#include "base/kernels.h"
 
 typedef ag_status (*ag__cpu_kernel_fn)(const void *args);
 

@@ -10,11 +10,11 @@
 
 #include <cblas.h>
 
-#include "core/internal.h"
-#include "core/kernels.h"
-#include "core/per_tree.h"
-#include "core/philox.h"
-#include "core/scalar_ops.h"
+#include "base/base.h"
+#include "base/kernels.h"
+#include "base/per_tree.h"
+#include "base/philox.h"
+#include "base/scalar_ops.h"
 #include "cpu/cpu_internal.h"
 
 static inline float at(const ag__mat *m, int64_t r, int64_t c) { return ag__mat_at(*m, r, c); }

@@ -15,10 +15,10 @@
 
 #include <cblas.h>
 
-#include "core/internal.h"
-#include "core/kernels.h"
-#include "core/philox.h"
-#include "core/scalar_ops.h"
+#include "base/base.h"
+#include "base/kernels.h"
+#include "base/philox.h"
+#include "base/scalar_ops.h"
 #include "cpu/cpu_internal.h"
 
 /* Y [n, B] = act(W X + b) for W [n, k], X [k, B]. */

@@ -15,7 +15,8 @@
 #include <tuple>
 #include <utility>
 
-#include "core/internal.h"
+#include "agrl/buffer.h" /* AG_TRANSFER_PART_BYTES */
+#include "base/base.h"
 
 #define AG__CUDA_RING_EVENTS 128
 

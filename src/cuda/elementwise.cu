@@ -4,7 +4,7 @@
  * themselves are the shared ones of core/scalar_ops.h, so the CPU reference
  * and these kernels compute the same expressions.
  */
-#include "core/scalar_ops.h"
+#include "base/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
 #define AG__BLOCK 256

@@ -4,7 +4,7 @@
  * after all its children are written), and sampling walks the tree with one
  * thread a sample. The tree code is shared with the CPU (core/per_tree.h).
  */
-#include "core/per_tree.h"
+#include "base/per_tree.h"
 #include "cuda/cuda_internal.h"
 
 #define AG__PER_BLOCK 256 /* = 16^2: level 1 has a node a thread */

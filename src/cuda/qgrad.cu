@@ -30,8 +30,8 @@
  * wait: the next kernel's blocks that find room wait on the SMs, with those
  * loads under way.
  */
-#include "core/philox.h"
-#include "core/scalar_ops.h"
+#include "base/philox.h"
+#include "base/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
 #include <cuda_pipeline.h>

@@ -4,7 +4,7 @@
  * after a barrier thread 0 advances the counter in device memory, so a
  * recorded step draws new indices at every replay with no host involvement.
  */
-#include "core/philox.h"
+#include "base/philox.h"
 #include "cuda/cuda_internal.h"
 
 #define AG__RAND_BLOCK 256

@@ -6,7 +6,7 @@
  * depend on scheduling. Ties in an argmax go to the first index, as in the
  * CPU reference.
  */
-#include "core/scalar_ops.h"
+#include "base/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
 #define AG__RBLOCK 256

@@ -3,7 +3,7 @@
  * sums in a fixed order (no atomics, so every replay gives the same bits)
  * and writes the gradient with respect to the prediction on the way.
  */
-#include "core/scalar_ops.h"
+#include "base/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
 #define AG__TD_BLOCK 128

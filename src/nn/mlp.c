@@ -16,7 +16,7 @@
 
 #include "agrl/nn.h"
 #include "core/graph_internal.h"
-#include "core/philox.h"
+#include "base/philox.h"
 
 struct ag_mlp {
   ag_ctx *ctx;

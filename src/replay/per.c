@@ -7,7 +7,7 @@
 
 #include "agrl/graph.h"
 #include "core/graph_internal.h"
-#include "core/per_tree.h"
+#include "base/per_tree.h"
 #include "replay/replay_internal.h"
 
 struct ag_per {

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 
 size_t ag_dtype_size(ag_dtype dt) {
   switch (dt) {

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "core/hd.h"
-#include "core/kernels.h"
+#include "base/hd.h"
+#include "base/kernels.h"
 
 AG__HD float ag__map_f(ag__map_op op, float x, float p0, float p1) {
   switch (op) {

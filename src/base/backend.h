@@ -17,7 +17,7 @@
 
 #include "agrl/status.h"
 #include "agrl/tensor.h"
-#include "core/kernels.h"
+#include "base/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "core/hd.h"
+#include "base/hd.h"
 
 typedef struct ag__u32x4 {
   uint32_t v[4];

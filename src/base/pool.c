@@ -41,7 +41,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
-#include "core/internal.h"
+#include "base/base.h"
 
 #define AG__POOL_MAX 16
 /* threads a job may use unless AGRL_THREADS says: past 8, a gather of 256

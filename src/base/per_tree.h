@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/hd.h"
-#include "core/kernels.h"
-#include "core/philox.h"
+#include "base/hd.h"
+#include "base/kernels.h"
+#include "base/philox.h"
 
 /* First node of level d (level `depth` is the root). */
 AG__HD int64_t ag__per_offset(int d) {

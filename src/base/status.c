@@ -1,7 +1,7 @@
 /* status.c — the status table and the per-thread last-error message. */
 #include <stdio.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 
 static _Thread_local char ag__errbuf[1024];
 

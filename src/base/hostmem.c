@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 
 /* Host allocations left before an injected failure, per thread (-1: none). */
 static _Thread_local int64_t host_fault_after = -1;

@@ -1,0 +1,122 @@
+/* base.h — the ground floor: what every layer and every backend may use.
+ *
+ * Error reporting (status.c), dtype conversions (dtype.c), host memory that
+ * tests can make fail and files written whole (hostmem.c), the helper
+ * threads and the copies into transfer memory (pool.c), and small integer
+ * helpers. A backend includes this, backend.h and kernels.h, and nothing of
+ * the layers above.
+ *
+ * Internal non-static symbols carry the double prefix ag__.
+ */
+#ifndef AGRL_BASE_BASE_H
+#define AGRL_BASE_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agrl/status.h"
+#include "agrl/tensor.h"
+#include "base/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define AG__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define AG__PRINTF(a, b)
+#endif
+
+/* ---- errors (status.c) ---- */
+
+/* Sets this thread's message (printf-style) and returns s. */
+ag_status ag__fail(ag_status s, const char *fmt, ...) AG__PRINTF(2, 3);
+
+/* ---- host memory and whole-file writes (hostmem.c) ---- */
+
+/* malloc, calloc, realloc and strdup for every host allocation of the
+ * library: they fail (return NULL) when a fault is injected on this thread
+ * (AG_FAULT_HOST_ALLOC). Free with free(). A size of 0 is taken as 1. */
+void *ag__malloc(size_t bytes);
+void *ag__calloc(size_t n, size_t size);
+void *ag__realloc(void *p, size_t bytes);
+char *ag__strdup(const char *s);
+/* Arms this thread's host-allocation fault (-1 disarms); the count left. */
+void ag__host_fault_arm(int64_t after);
+int64_t ag__host_fault_pending(void);
+
+/* A file written whole: data goes to a new file beside `path`, which
+ * commit flushes to disk and renames over `path`; until then (and if
+ * anything fails, or on abort) `path` is untouched and the temporary is
+ * removed. `fn` names the public call in messages. */
+typedef struct ag__afile {
+  FILE *f; /* write here */
+  char *path, *tmp;
+} ag__afile;
+ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
+ag_status ag__afile_commit(ag__afile *a, const char *fn);
+void ag__afile_abort(ag__afile *a);
+
+/* ---- dtypes (dtype.c) ---- */
+
+uint16_t ag__f32_to_f16(float f);
+float ag__f16_to_f32(uint16_t h);
+uint16_t ag__f32_to_bf16(float f);
+float ag__bf16_to_f32(uint16_t h);
+/* Element i of src as f32. */
+float ag__load_f32(const void *src, ag_dtype dt, size_t i);
+/* dst[i] = (dst_dt) src[i] for any two dtypes: between integer dtypes (u8,
+ * i32, i64) exactly, otherwise through f32; integer targets of floating
+ * values round to nearest (values must already be checked to fit). */
+void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, size_t n);
+/* Checks that f32 values fit dtype dt (integers: finite and in range).
+ * Returns the index of the first value that does not fit, or -1. */
+int64_t ag__first_unfit(const float *src, size_t n, ag_dtype dt);
+/* Reads element i of an index array (AG_I32 / AG_I64). */
+static inline int64_t ag__index_at(const void *idx, ag_dtype dt, int64_t i) {
+  return dt == AG_I32 ? (int64_t)((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+}
+
+/* ---- helper threads (pool.c) ---- */
+
+typedef void (*ag__task_fn)(void *arg, int i);
+/* Runs fn(arg, i) for i in 0 .. n_tasks-1 over the helper threads and the
+ * caller; returns when all are done. */
+void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg);
+int ag__pool_threads(void);
+/* fill(dst, off, len, user) split over the helper threads (large lengths). */
+void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size_t len);
+
+/* ---- plain copies into transfer memory (pool.c) ---- */
+
+/* The fill of every unconverted upload: memcpy from user + off. A backend may
+ * recognise it by its address (the source is then `user`, `bytes` long) and
+ * replace it, e.g. by ag__fill_copy_stream, or skip the staging. */
+void ag__fill_copy(void *host_dst, size_t off, size_t len, void *user);
+/* The same with ag__copy_stream, for staging memory that a DMA engine reads
+ * next. */
+void ag__fill_copy_stream(void *host_dst, size_t off, size_t len, void *user);
+/* memcpy that writes dst's whole cache lines with non-temporal stores (x86:
+ * SSE2), then fences: on return the bytes are in memory, not in this core's
+ * caches. Any alignment and length; a plain memcpy elsewhere. */
+void ag__copy_stream(void *dst, const void *src, size_t len);
+
+/* Overflow-checked a*b*c; returns 0 on overflow. */
+static inline int ag__mul3(uint64_t a, uint64_t b, uint64_t c, size_t *out) {
+  if (a && b > SIZE_MAX / a) return 0;
+  uint64_t ab = a * b;
+  if (ab && c > SIZE_MAX / ab) return 0;
+  *out = (size_t)(ab * c);
+  return 1;
+}
+
+
+#define AG__MB(b) ((double)(b) / (1024.0 * 1024.0))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_BASE_BASE_H */
