@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "agt.h"
-#include "core/philox.h"
+#include "base/philox.h"
 #include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 enum { ROWS = 6, CAP = 5000, B = 64 };

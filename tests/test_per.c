@@ -9,7 +9,7 @@
 
 #include "agt.h"
 #include "core/internal.h" /* ag__run: the tree kernels on a tree of the test's own */
-#include "core/per_tree.h"
+#include "base/per_tree.h"
 #include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 typedef struct table {
