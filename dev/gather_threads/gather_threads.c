@@ -5,7 +5,7 @@
  * for the lines of its first `burst` columns at once (into L2), then one
  * column 16 ahead for each copied; helpers look for the next job without
  * sleeping. Median, minimum and 90th percentile of 3000 gathers a count.
- * Build: cc -O2 -march=native -pthread -o gather_threads bench/tools/gather_threads.c
+ * Build: cc -O2 -march=native -pthread -o gather_threads dev/gather_threads/gather_threads.c
  * Run:   ./gather_threads [T (8)] [burst (32)] */
 #define _GNU_SOURCE
 #include <immintrin.h>

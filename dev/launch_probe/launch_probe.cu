@@ -5,7 +5,7 @@
 // and its recorded replay. Calls pipelined (2000, then one wait); "host
 // submit" is the time to issue them. Cartpole rows: 256 of 11 f32 from 1M.
 // Build (after agrl's CUDA build in build-gpu):
-//   nvcc -arch=sm_90 -std=c++17 -O2 -Iinclude bench/tools/launch_probe.cu -o launch_probe \
+//   nvcc -arch=sm_90 -std=c++17 -O2 -Iinclude dev/launch_probe/launch_probe.cu -o launch_probe \
 //        -Lbuild-gpu -lagrl -lcuda -Xlinker -rpath,$PWD/build-gpu
 #include <cstdio>
 #include <cstdlib>

@@ -7,7 +7,7 @@
  * prefetch a fixed distance ahead, for N and the distance in a grid; with a
  * second argument the table is a 2 MB-aligned mapping advised into 2 MB
  * pages (the process's AnonHugePages is printed: whether they were given).
- * Build: cc -O2 -o gather_floor bench/tools/gather_floor.c
+ * Build: cc -O2 -o gather_floor dev/gather_floor/gather_floor.c
  * Run:   ./gather_floor | ./gather_floor burst | ./gather_floor burst huge */
 #include <stdio.h>
 #include <stdlib.h>
