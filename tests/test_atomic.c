@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "agt.h"
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 #include "core/internal.h"
 
 /* ---- views ---- */

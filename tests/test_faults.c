@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "agt.h"
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 #include "core/internal.h"
 #include "replay/replay_internal.h"
 

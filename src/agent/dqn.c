@@ -14,7 +14,7 @@
 
 #include "agrl/agent.h"
 #include "agrl/dist.h"
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 #include "core/internal.h"
 #include "replay/replay_internal.h"
 

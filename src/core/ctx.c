@@ -8,16 +8,12 @@
 
 #include "core/internal.h"
 
-int ag_cuda_device_count(void) { return ag__cuda_device_count(); }
-
-static const ag__backend *backend_for(ag_device_kind kind) {
-  return kind == AG_DEVICE_CUDA ? ag__cuda_backend() : ag__cpu_backend();
-}
+int ag_cuda_device_count(void) { return ag__device_count(AG_DEVICE_CUDA); }
 
 /* Resolves AUTO and checks that the device exists. */
 static ag_status resolve_device(const char *fn, ag_device_kind *kind, int *index) {
   if (*kind == AG_DEVICE_AUTO) {
-    *kind = ag__cuda_device_count() > 0 ? AG_DEVICE_CUDA : AG_DEVICE_CPU;
+    *kind = ag__device_count(AG_DEVICE_CUDA) > 0 ? AG_DEVICE_CUDA : AG_DEVICE_CPU;
     if (*kind == AG_DEVICE_CPU) *index = 0;
   }
   if (*kind == AG_DEVICE_CPU) {
@@ -28,8 +24,8 @@ static ag_status resolve_device(const char *fn, ag_device_kind *kind, int *index
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: device kind %d is not AG_DEVICE_CPU, AG_DEVICE_CUDA or AG_DEVICE_AUTO", fn,
                     (int)*kind);
-  int n = ag__cuda_device_count();
-  if (ag__cuda_backend() == NULL)
+  int n = ag__device_count(AG_DEVICE_CUDA);
+  if (ag__backend_of(AG_DEVICE_CUDA) == NULL)
     return ag__fail(AG_ERR_NO_DEVICE, "%s: this agrl was built without CUDA", fn);
   if (*index < 0 || *index >= n)
     return ag__fail(AG_ERR_NO_DEVICE, "%s: CUDA device %d requested, %d present", fn, *index, n);
@@ -42,7 +38,7 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
   if (s) return s;
   ag_ctx *ctx = ag__calloc(1, sizeof *ctx);
   if (!ctx) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_ctx_create: out of host memory");
-  ctx->be = backend_for(kind);
+  ctx->be = ag__backend_of(kind);
   s = ctx->be->open(index, &ctx->st, ctx->desc, sizeof ctx->desc);
   if (s) {
     free(ctx);
@@ -65,7 +61,7 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
 void ag_ctx_free(ag_ctx *ctx) {
   if (!ctx) return;
   ctx->be->sync(ctx->st);
-  ag__capture_free_all(ctx);
+  if (ctx->hooks) ctx->hooks->free_all(ctx);
   /* owners of live stores: persistent tensors are freed with their header */
   while (ctx->stores.next != &ctx->stores) {
     ag__store *s = ctx->stores.next;
@@ -103,7 +99,7 @@ ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out) {
   if (!ctx || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: ctx and out must not be NULL");
   if (bytes == 0) return ag__fail(AG_ERR_INVALID_ARG, "ag_host_alloc: bytes = 0");
   size_t avail = 0, total = 0; /* more than the machine has is refused without asking the driver */
-  if (ag__cpu_backend()->mem_info(NULL, &avail, &total) == AG_OK && bytes > total)
+  if (ag__host_backend()->mem_info(NULL, &avail, &total) == AG_OK && bytes > total)
     return ag__fail(AG_ERR_OUT_OF_MEMORY,
                     "ag_host_alloc: %zu bytes (%.1f MB) is more than the host's %.1f MB of memory", bytes,
                     AG__MB(bytes), AG__MB(total));
@@ -143,7 +139,7 @@ ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index) {
   if (kind == ctx->kind && index == ctx->index) return AG_OK;
 
   /* open the new device first: if that fails, nothing has changed */
-  const ag__backend *nbe = backend_for(kind);
+  const ag__backend *nbe = ag__backend_of(kind);
   void *nst = NULL;
   char ndesc[sizeof ctx->desc];
   s = nbe->open(index, &nst, ndesc, sizeof ndesc);
@@ -155,7 +151,7 @@ ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index) {
     nbe->close(nst);
     return s;
   }
-  ag__capture_release_backend(ctx); /* recordings are made anew on the new device */
+  if (ctx->hooks) ctx->hooks->release_backend(ctx); /* recordings are made anew on the new device */
   ag__ws_destroy(ctx, &ctx->ws_main);
   ctx->be->close(ctx->st);
   ctx->epoch++;

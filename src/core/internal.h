@@ -128,8 +128,9 @@ struct ag_ctx {
 
   ag__workspace ws_main;
   ag__workspace *ws;            /* ws_main, or a recording's while it records */
-  struct ag_capture *recording; /* the recording in progress, or NULL */
-  struct ag_capture *captures;  /* every live recording */
+  struct ag_capture *recording; /* the recording in progress, or NULL (opaque here) */
+  struct ag_capture *captures;  /* every live recording (opaque here) */
+  const struct ag__capture_hooks *hooks; /* set by the graph layer's first recording */
   uint64_t epoch;               /* incremented by every device switch */
   int no_grad;                  /* depth of no-grad scopes */
   struct ag_tensor *one;        /* 1 x 1 f32 holding 1: the seed of every backward */
@@ -220,24 +221,28 @@ ag_status ag__run(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size);
  * move host data or wait for the device). */
 ag_status ag__not_recording(ag_ctx *ctx, const char *fn);
 
-/* ---- recordings (capture.c) ---- */
+/* ---- what the graph layer hooks into the core ----
+ * Recordings live above the core (src/graph). They note the stores a step
+ * reads, are invalidated when one is released, let go of what they hold on
+ * a backend before a device switch, and are freed with the context: the
+ * core calls these hooks, which capture.c sets when it makes the first
+ * recording of a context. */
+typedef struct ag__capture_hooks {
+  void (*note_read)(ag_ctx *ctx, ag__store *s); /* while ctx->recording */
+  void (*forget)(ag_ctx *ctx, ag__store *s);    /* s is being released */
+  void (*release_backend)(ag_ctx *ctx);         /* before a device switch */
+  void (*free_all)(ag_ctx *ctx);                /* the context is being freed */
+} ag__capture_hooks;
 
-/* Notes that the recording in progress reads store s. */
-void ag__capture_note_read(ag_ctx *ctx, ag__store *s);
-/* Invalidates every recording that reads s (s is being released). */
-void ag__capture_forget(ag_ctx *ctx, ag__store *s);
-/* Makes recording c ready to replay (checks it, records it again if what
- * it reads moved), without running it; ag__capture_run then runs it and
- * can fail only on a device error. fn names the caller in messages. */
-ag_status ag__capture_prepare(struct ag_capture *c, const char *fn);
-ag_status ag__capture_run(struct ag_capture *c);
-/* Whether c holds a recording that ag__capture_run may run. */
-int ag__capture_ready(const struct ag_capture *c);
-/* Frees every recording of the context. */
-void ag__capture_free_all(ag_ctx *ctx);
-/* Releases what every recording holds on the current backend (before a
- * device switch); they are recorded again at their next replay. */
-void ag__capture_release_backend(ag_ctx *ctx);
+/* ---- the backends agrl was built with (registry.c) ---- */
+
+/* The backend of a device kind, or NULL when this build has none. */
+const ag__backend *ag__backend_of(ag_device_kind kind);
+/* Devices of a kind present (the CPU: 1; a kind not built: 0). */
+int ag__device_count(ag_device_kind kind);
+/* Where host copies of stores live (after a switch to the CPU, or while
+ * waiting for their next upload): the CPU backend. */
+const ag__backend *ag__host_backend(void);
 
 /* ---- snapshots (snapshot.c) ---- */
 

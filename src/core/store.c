@@ -86,13 +86,13 @@ ag_status ag__store_init(ag_ctx *ctx, ag__store *s, size_t bytes, ag__owner_kind
 
 ag_where ag__store_where(const ag_ctx *ctx, const ag__store *s) {
   if (!s->ptr) return AG_WHERE_FREED;
-  if (s->on == ag__cpu_backend()) return AG_WHERE_HOST;
+  if (s->on == ag__host_backend()) return AG_WHERE_HOST;
   (void)ctx;
   return AG_WHERE_DEVICE;
 }
 
 ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s) {
-  if (ctx->recording) ag__capture_note_read(ctx, s);
+  if (ctx->recording) ctx->hooks->note_read(ctx, s);
   if (s->on == ctx->be) return AG_OK;
   /* a host copy (after a switch) goes up in parts into a new allocation */
   void *p = NULL;
@@ -115,14 +115,14 @@ ag_status ag__store_ensure(ag_ctx *ctx, ag__store *s) {
 }
 
 void ag__store_release(ag_ctx *ctx, ag__store *s) {
-  if (ctx->captures) ag__capture_forget(ctx, s);
+  if (ctx->captures) ctx->hooks->forget(ctx, s);
   if (s->ptr) ag__mem_release(ctx, s->on, s->ptr, s->bytes);
   s->ptr = NULL;
   unlink_store(s);
 }
 
 ag_status ag__stores_rescue(ag_ctx *ctx) {
-  const ag__backend *cpu = ag__cpu_backend();
+  const ag__backend *cpu = ag__host_backend();
   if (ctx->be == cpu) return AG_OK;
   ag_status st = AG_OK;
   /* pass 1: a host copy of every resident store, in parts */

@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "agrl/nn.h"
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 #include "base/philox.h"
 
 struct ag_mlp {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "agrl/graph.h"
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 #include "base/per_tree.h"
 #include "replay/replay_internal.h"
 

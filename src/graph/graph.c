@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 
 /* ---- operands ---- */
 

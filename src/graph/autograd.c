@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "core/graph_internal.h"
+#include "graph/graph_internal.h"
 
 ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on) {
   static const char fn[] = "ag_tensor_set_requires_grad";

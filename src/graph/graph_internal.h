@@ -1,7 +1,7 @@
 /* graph_internal.h — shared by graph.c (forward), autograd.c (backward),
  * the nn layer and the capture layer. */
-#ifndef AGRL_CORE_GRAPH_INTERNAL_H
-#define AGRL_CORE_GRAPH_INTERNAL_H
+#ifndef AGRL_GRAPH_GRAPH_INTERNAL_H
+#define AGRL_GRAPH_GRAPH_INTERNAL_H
 
 #include "agrl/graph.h"
 #include "core/internal.h"
@@ -36,6 +36,17 @@ ag_status ag__unary(ag_tensor *x, ag__map_op op, float p0, float p1, const char 
 ag_status ag__grad_materialize(ag_tensor *t);
 ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const void **p, int64_t *stride);
 
+/* ---- recordings (capture.c) ---- */
+
+
+/* Makes recording c ready to replay (checks it, records it again if what
+ * it reads moved), without running it; ag__capture_run then runs it and
+ * can fail only on a device error. fn names the caller in messages. */
+ag_status ag__capture_prepare(struct ag_capture *c, const char *fn);
+ag_status ag__capture_run(struct ag_capture *c);
+/* Whether c holds a recording that ag__capture_run may run. */
+int ag__capture_ready(const struct ag_capture *c);
+
 /* The seed of an RNG stream and the device address of its counter (u64). */
 struct ag_rng;
 uint64_t ag__rng_seed(const struct ag_rng *r);
@@ -54,4 +65,4 @@ ag_status ag__optim_step_args(struct ag_optim *o, ag__adam_args *a);
  * writes up to max of them into out and returns how many there are. */
 int ag__optim_state(const struct ag_optim *o, ag_tensor **out, int max);
 
-#endif /* AGRL_CORE_GRAPH_INTERNAL_H */
+#endif /* AGRL_GRAPH_GRAPH_INTERNAL_H */

@@ -1,0 +1,34 @@
+/* registry.c — the backends this build has, by device kind. A backend
+ * added later (Vulkan) is one more row here. */
+#include "core/internal.h"
+
+typedef struct backend_row {
+  ag_device_kind kind;
+  const ag__backend *(*get)(void); /* NULL when not built */
+  int (*count)(void);
+} backend_row;
+
+static int one(void) { return 1; }
+
+static const backend_row rows[] = {
+    {AG_DEVICE_CPU, ag__cpu_backend, one},
+    {AG_DEVICE_CUDA, ag__cuda_backend, ag__cuda_device_count},
+};
+
+static const backend_row *row_of(ag_device_kind kind) {
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (rows[i].kind == kind) return &rows[i];
+  return NULL;
+}
+
+const ag__backend *ag__backend_of(ag_device_kind kind) {
+  const backend_row *r = row_of(kind);
+  return r ? r->get() : NULL;
+}
+
+int ag__device_count(ag_device_kind kind) {
+  const backend_row *r = row_of(kind);
+  return r && r->get() ? r->count() : 0;
+}
+
+const ag__backend *ag__host_backend(void) { return ag__cpu_backend(); }
