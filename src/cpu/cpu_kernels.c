@@ -980,6 +980,7 @@ static ag_status k_per_set(const void *args) {
       hi |= node[k];
     }
     m = kept;
+    if (m == 0) continue; /* every index of the chunk outside the table: no node to sum */
     if (a->depth < 2) { /* the leaves are level 0 */
       ag__per_recompute_root(a->tree, a->depth);
       continue;
