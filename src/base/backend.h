@@ -69,6 +69,17 @@ typedef struct ag__backend {
   /* Runs (or, while recording, records) kernel `id` with its arguments
    * (kernels.h); `args` may be reused when the call returns. */
   ag_status (*run)(void *st, ag__kernel_id id, const void *args, size_t size);
+  /* Whether run() takes kernel `id` with these arguments: a backend may lack
+   * a kernel (a fused one, say) or take it for some shapes only; its caller
+   * then composes the same work from other kernels. NULL: it takes every
+   * kernel of kernels.h with any arguments that header allows. */
+  int (*supports)(void *st, ag__kernel_id id, const void *args, size_t size);
+  /* Bytes of device scratch kernel `id` needs with these arguments, which
+   * the caller provides through the arguments' scratch field (see
+   * kernels.h). st may be NULL: the answer depends on the arguments only,
+   * so that memory can be made before the context is on this backend.
+   * NULL: no kernel needs scratch. */
+  size_t (*scratch)(void *st, ag__kernel_id id, const void *args, size_t size);
 
   /* ---- recording ----
    * Between record_begin and record_end, kernels are recorded, not run;

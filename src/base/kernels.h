@@ -206,9 +206,8 @@ typedef struct ag__mt_entry {
 
 /* Optimizer state on the device (floats):
  *   [0] step t, [1] sum of squared gradients (SUMSQ accumulates, ADAM_PREP
- *   clears), [2] 1 - b1^t, [3] 1 - b2^t, [4] clip coefficient, [5] blocks
- *   of a prep-fused ADAM launch done so far (0 between launches). */
-enum { AG__OPT_T = 0, AG__OPT_SUMSQ, AG__OPT_BC1, AG__OPT_BC2, AG__OPT_COEF, AG__OPT_DONE, AG__OPT_STATE_N };
+ *   clears), [2] 1 - b1^t, [3] 1 - b2^t, [4] clip coefficient. */
+enum { AG__OPT_T = 0, AG__OPT_SUMSQ, AG__OPT_BC1, AG__OPT_BC2, AG__OPT_COEF, AG__OPT_STATE_N };
 
 /* AG__K_SUMSQ: state[SUMSQ] += sum over entries of g[i]^2. */
 /* AG__K_ADAM_PREP (one thread): t += 1; BC1 = 1 - b1^t; BC2 = 1 - b2^t;
@@ -225,6 +224,11 @@ typedef struct ag__adam_args {
   ag__mt_entry t[AG__MT_MAX];
   float lr, b1, b2, eps, wd, max_norm;
   float *state;
+  /* device scratch of the size the backend's scratch query asks for (a
+   * backend may split a prep-fused launch over blocks that must agree on
+   * which is last), zero-filled when made and zero again after every
+   * launch; NULL when the query says 0 */
+  float *scratch;
 } ag__adam_args;
 
 /* AG__K_AXPBY: y_i = a * x_i + b * y_i for every entry (y = p, x = g). */

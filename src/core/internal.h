@@ -127,13 +127,13 @@ struct ag_ctx {
   ag_buffer *handles;
 
   ag__workspace ws_main;
-  ag__workspace *ws;            /* ws_main, or a recording's while it records */
-  struct ag_capture *recording; /* the recording in progress, or NULL (opaque here) */
-  struct ag_capture *captures;  /* every live recording (opaque here) */
+  ag__workspace *ws;                     /* ws_main, or a recording's while it records */
+  struct ag_capture *recording;          /* the recording in progress, or NULL (opaque here) */
+  struct ag_capture *captures;           /* every live recording (opaque here) */
   const struct ag__capture_hooks *hooks; /* set by the graph layer's first recording */
-  uint64_t epoch;               /* incremented by every device switch */
-  int no_grad;                  /* depth of no-grad scopes */
-  struct ag_tensor *one;        /* 1 x 1 f32 holding 1: the seed of every backward */
+  uint64_t epoch;                        /* incremented by every device switch */
+  int no_grad;                           /* depth of no-grad scopes */
+  struct ag_tensor *one;                 /* 1 x 1 f32 holding 1: the seed of every backward */
 
   ag_xfer_entry xfer[AG__XFER_MAX];
   int n_xfer;
@@ -243,6 +243,12 @@ int ag__device_count(ag_device_kind kind);
 /* Where host copies of stores live (after a switch to the CPU, or while
  * waiting for their next upload): the CPU backend. */
 const ag__backend *ag__host_backend(void);
+/* Whether the context's backend runs kernel id with these arguments. */
+int ag__kernel_supported(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size);
+/* The most scratch kernel id needs with these arguments on any backend of
+ * this build: memory made once that serves on every device the context may
+ * move to. */
+size_t ag__kernel_scratch_max(ag__kernel_id id, const void *args, size_t size);
 
 /* ---- snapshots (snapshot.c) ---- */
 

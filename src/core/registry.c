@@ -32,3 +32,17 @@ int ag__device_count(ag_device_kind kind) {
 }
 
 const ag__backend *ag__host_backend(void) { return ag__cpu_backend(); }
+
+int ag__kernel_supported(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size) {
+  return !ctx->be->supports || ctx->be->supports(ctx->st, id, args, size);
+}
+
+size_t ag__kernel_scratch_max(ag__kernel_id id, const void *args, size_t size) {
+  size_t most = 0;
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    const ag__backend *be = rows[i].get();
+    size_t n = be && be->scratch ? be->scratch(NULL, id, args, size) : 0;
+    most = n > most ? n : most;
+  }
+  return most;
+}

@@ -564,6 +564,11 @@ static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t si
   return launchers[id]((ag__cuda_state *)p, args);
 }
 
+static size_t cuda_scratch(void *p, ag__kernel_id id, const void *args, size_t size) {
+  (void)p, (void)size;
+  return id == AG__K_ADAM ? ag__cuda_adam_scratch(args) : 0;
+}
+
 /* ---- recording: stream capture into a CUDA graph ---- */
 
 static ag_status cuda_record_begin(void *p) {
@@ -614,11 +619,30 @@ static void cuda_record_free(void *p, void *rec) {
 }
 
 static const ag__backend cuda_backend = {
-    "cuda",          AG_DEVICE_CUDA,   cuda_open,          cuda_close,        cuda_mem_info,
-    cuda_alloc,      cuda_release,     cuda_zero,          cuda_upload,       cuda_download,
-    cuda_copy,       cuda_sync,        cuda_native_stream, cuda_alloc_static, cuda_release_static,
-    cuda_host_alloc, cuda_host_free,   cuda_run,           cuda_record_begin, cuda_record_end,
-    cuda_replay,     cuda_record_free,
+    "cuda",
+    AG_DEVICE_CUDA,
+    cuda_open,
+    cuda_close,
+    cuda_mem_info,
+    cuda_alloc,
+    cuda_release,
+    cuda_zero,
+    cuda_upload,
+    cuda_download,
+    cuda_copy,
+    cuda_sync,
+    cuda_native_stream,
+    cuda_alloc_static,
+    cuda_release_static,
+    cuda_host_alloc,
+    cuda_host_free,
+    cuda_run,
+    NULL,
+    cuda_scratch,
+    cuda_record_begin,
+    cuda_record_end,
+    cuda_replay,
+    cuda_record_free,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -106,13 +106,13 @@ __global__ void __launch_bounds__(AG__MT_BLOCK) ag__adam_kernel(ag__adam_args a,
     __syncthreads(); /* every thread of the block has read the state */
     if (threadIdx.x == 0) {
       __threadfence();
-      const float done = atomicAdd(&a.state[AG__OPT_DONE], 1.0f); /* whole numbers: exact */
+      const float done = atomicAdd(&a.scratch[0], 1.0f); /* whole numbers: exact */
       last = done == (float)(p.first[p.count] - 1);
     }
     __syncthreads();
     if (last && threadIdx.x == 0) {
       ag__adam_store(a.state, pv);
-      a.state[AG__OPT_DONE] = 0.0f;
+      a.scratch[0] = 0.0f; /* zero again for the next launch */
     }
   }
 }
@@ -140,6 +140,9 @@ ag_status ag__cuda_adam_prep(ag__cuda_state *st, const void *args) {
 
 ag_status ag__cuda_adam(ag__cuda_state *st, const void *args) {
   const ag__adam_args *a = (const ag__adam_args *)args;
+  if (a->prep && !a->scratch)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "cuda: a prep-fused adam launch needs the scratch its query asks for");
   ag_mt_plan p = plan_of(a->count, a->t);
   if (p.first[a->count] > 0)
     ag__launch(ag__adam_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
@@ -152,4 +155,9 @@ ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args) {
   if (p.first[a->count] > 0)
     ag__launch(ag__axpby_kernel, p.first[a->count], AG__MT_BLOCK, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: axpby kernel");
+}
+
+size_t ag__cuda_adam_scratch(const void *args) {
+  const ag__adam_args *a = (const ag__adam_args *)args;
+  return a->prep ? sizeof(float) : 0; /* the count of blocks done (ag__adam_kernel) */
 }

@@ -20,6 +20,7 @@ struct ag_optim {
   ag_tensor **params;
   ag_tensor **m, **v; /* moments (Adam) */
   ag_tensor *state;   /* AG__OPT_STATE_N floats */
+  ag_tensor *scratch; /* what a backend asks for a one-launch step, or NULL */
 };
 
 ag_adam_config ag_adam_defaults(void) {
@@ -34,6 +35,7 @@ void ag_optim_free(ag_optim *o) {
     if (o->v) ag_tensor_free(o->v[i]);
   }
   ag_tensor_free(o->state);
+  ag_tensor_free(o->scratch);
   free(o->params);
   free(o->m);
   free(o->v);
@@ -55,6 +57,8 @@ static ag_status check_config(const ag_adam_config *c, int sgd, const char *fn) 
     return ag__fail(AG_ERR_INVALID_ARG, "%s: eps = %g must be positive", fn, (double)c->eps);
   return AG_OK;
 }
+
+static ag_status fill_args(ag_optim *o, int k0, ag__adam_args *a);
 
 static ag_status optim_create(ag_ctx *ctx, ag_tensor *const *params, int n, const ag_adam_config *cfg,
                               int sgd, const char *fn, ag_optim **out) {
@@ -92,6 +96,14 @@ static ag_status optim_create(ag_ctx *ctx, ag_tensor *const *params, int n, cons
     s = ag_tensor_create(ctx, params[i]->rows, params[i]->cols, AG_F32, NULL, &o->m[i]);
     if (!s) s = ag_tensor_create(ctx, params[i]->rows, params[i]->cols, AG_F32, NULL, &o->v[i]);
   }
+  if (!s && n <= AG__MT_MAX) { /* one launch with its preparation: the scratch any backend asks for it */
+    ag__adam_args a;
+    if (!(s = fill_args(o, 0, &a))) {
+      a.prep = 1;
+      size_t bytes = ag__kernel_scratch_max(AG__K_ADAM, &a, sizeof a);
+      if (bytes) s = ag_tensor_create(ctx, (int64_t)((bytes + 3) / 4), 1, AG_F32, NULL, &o->scratch);
+    }
+  }
   if (s) {
     ag_optim_free(o);
     return s;
@@ -127,6 +139,11 @@ static ag_status fill_args(ag_optim *o, int k0, ag__adam_args *a) {
   ag_status s = ag__tensor_ptr(o->state, &st);
   if (s) return s;
   a->state = st;
+  if (o->scratch) {
+    void *sc;
+    if ((s = ag__tensor_ptr(o->scratch, &sc))) return s;
+    a->scratch = sc;
+  }
   for (int k = k0; k < o->n && k < k0 + AG__MT_MAX; k++) {
     void *p, *g, *m = NULL, *v = NULL;
     if ((s = ag__tensor_ptr(o->params[k], &p)) || (s = ag__tensor_ptr(o->params[k]->grad, &g))) return s;
