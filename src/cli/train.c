@@ -24,7 +24,7 @@
 
 #include "agrl/agent.h"
 #include "cli/cli.h"
-#include "core/internal.h"
+#include "base/base.h"
 
 extern char **environ;
 

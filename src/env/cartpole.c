@@ -7,7 +7,7 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 #include "env/env_internal.h"
 
 #define GRAVITY 9.8

@@ -4,7 +4,7 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 #include "env/env_internal.h"
 
 #define AG__GOLDEN 0x9E3779B97F4A7C15ull

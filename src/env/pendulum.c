@@ -8,7 +8,7 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "base/base.h"
 #include "env/env_internal.h"
 
 #define MAX_SPEED 8.0
