@@ -170,7 +170,7 @@ static void snap_replay(blog *l, ag_replay *r) {
   bput(l, v, sizeof v);
   snap_buffer(l, ag_replay_buffer(r));
   snap_tensor(l, ag__replay_size_tensor(r));
-  ag_per *p = ag__replay_per(r);
+  ag_per *p = ag__replay_sampler(r, &ag__per_ops);
   if (p) {
     snap_tensor(l, ag__per_tree(p));
     snap_tensor(l, ag__per_state(p));

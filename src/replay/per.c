@@ -20,9 +20,11 @@ struct ag_per {
   ag_tensor *state; /* [0]: the largest priority seen */
 };
 
+static ag_status per_added(void *self, int64_t pos, int64_t k);
+
 void ag_per_free(ag_per *p) {
   if (!p) return;
-  if (p->r && ag__replay_per(p->r) == p) ag__replay_attach(p->r, NULL);
+  if (p->r) ag__replay_detach(p->r, p);
   ag_tensor_free(p->tree);
   ag_tensor_free(p->state);
   free(p);
@@ -33,7 +35,8 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and out must not be NULL", fn);
   if (!(alpha >= 0.0f && alpha <= 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: alpha = %g must be in [0, 1]", fn, (double)alpha);
-  if (ag__replay_per(r)) return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
+  if (ag__replay_sampler(r, &ag__per_ops))
+    return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
   int64_t cap = ag_replay_capacity(r);
   if (cap > INT32_MAX)
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
@@ -48,13 +51,17 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   const float one = 1.0f;
   ag_status s = ag_tensor_create(p->ctx, ag__per_offset(p->depth) + 1, 1, AG_I64, NULL, &p->tree); /* zeros */
   if (!s) s = ag_tensor_create(p->ctx, 1, 1, AG_F32, &one, &p->state);
-  if (!s && ag_replay_size(r) > 0) s = ag__per_added(p, 0, ag_replay_size(r));
+  if (!s && ag_replay_size(r) > 0) s = per_added(p, 0, ag_replay_size(r));
   if (s) {
     p->r = NULL;
     ag_per_free(p);
     return s;
   }
-  ag__replay_attach(r, p);
+  if ((s = ag__replay_attach(r, &ag__per_ops, p, fn))) {
+    p->r = NULL;
+    ag_per_free(p);
+    return s;
+  }
   *out = p;
   return AG_OK;
 }
@@ -72,13 +79,15 @@ static ag_status ptrs(ag_per *p, double **tree, float **state) {
 ag_tensor *ag__per_tree(const ag_per *p) { return p->tree; }
 ag_tensor *ag__per_state(const ag_per *p) { return p->state; }
 
-ag_status ag__per_prepare(ag_per *p) {
+static ag_status per_prepare(void *self) {
+  ag_per *p = self;
   double *tree;
   float *state;
   return ptrs(p, &tree, &state);
 }
 
-ag_status ag__per_added(ag_per *p, int64_t pos, int64_t k) {
+static ag_status per_added(void *self, int64_t pos, int64_t k) {
+  ag_per *p = self;
   double *tree;
   float *state;
   ag_status s = ptrs(p, &tree, &state);
@@ -86,6 +95,10 @@ ag_status ag__per_added(ag_per *p, int64_t pos, int64_t k) {
   ag__per_fill_args a = {tree, p->depth, p->alpha, state, pos, k};
   return ag__run(p->ctx, AG__K_PER_FILL, &a, sizeof a);
 }
+
+static void per_release(void *self) { ag_per_free(self); }
+
+const ag__sampler_ops ag__per_ops = {"prioritized", per_prepare, per_added, per_release};
 
 ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
   static const char fn[] = "ag_per_sample";

@@ -30,7 +30,11 @@ struct ag_replay {
   int64_t size, pos;
   ag_dtype storage;
   ag_tensor *size_dev; /* 1 x 1 i64: valid transitions, on the device */
-  ag_per *per;         /* prioritized sampler, if attached */
+  struct {
+    const ag__sampler_ops *ops;
+    void *self;
+  } samplers[AG__MAX_SAMPLERS]; /* attached samplers (prioritized replay ...) */
+  int n_samplers;
   unsigned char *stage;
   size_t stage_cap;
   int broken; /* a device error interrupted an add: the columns are undefined */
@@ -40,7 +44,11 @@ static int host_dtype_ok(ag_dtype d) { return d >= AG_F32 && d <= AG_I64; }
 
 void ag_replay_free(ag_replay *r) {
   if (!r) return;
-  ag_per_free(r->per);
+  while (r->n_samplers > 0) { /* each detaches itself */
+    int n = r->n_samplers;
+    r->samplers[n - 1].ops->release(r->samplers[n - 1].self);
+    if (r->n_samplers == n) r->n_samplers--;
+  }
   for (int i = 0; i < r->n_fields; i++) free(r->fields[i].name);
   free(r->fields);
   ag_buffer_free(r->buf);
@@ -184,14 +192,16 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   if (!s && k > first)
     s = ag__buffer_part(r->buf, r->stage + (size_t)(first * r->rows) * es, k - first, 0, fn, &parts[n++]);
   if (!s && size != r->size) s = ag__tensor_part(r->size_dev, &size, fn, &parts[n++]);
-  if (!s && r->per) s = ag__per_prepare(r->per);
+  for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
   if (s) return s;
   /* 2. the columns and the count in one upload, then the new priorities:
    * past this point only the device itself can fail */
   int landed = 0;
   s = ag__mem_upload_parts(r->ctx, fn, parts, n, &landed);
-  if (!s && r->per) s = ag__per_added(r->per, r->pos, first);
-  if (!s && r->per && k > first) s = ag__per_added(r->per, 0, k - first);
+  for (int i = 0; i < r->n_samplers && !s; i++) {
+    s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
+    if (!s && k > first) s = r->samplers[i].ops->added(r->samplers[i].self, 0, k - first);
+  }
   if (s) {
     if (landed > 0) r->broken = 1; /* some columns are written, the rest not: no way back */
     return s;
@@ -203,8 +213,31 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
 
 int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
 ag_tensor *ag__replay_size_tensor(const ag_replay *r) { return r->size_dev; }
-void ag__replay_attach(ag_replay *r, ag_per *per) { r->per = per; }
-ag_per *ag__replay_per(const ag_replay *r) { return r->per; }
+ag_status ag__replay_attach(ag_replay *r, const ag__sampler_ops *ops, void *self, const char *fn) {
+  if (ag__replay_sampler(r, ops))
+    return ag__fail(AG_ERR_STATE, "%s: the table already has a %s sampler", fn, ops->name);
+  if (r->n_samplers == AG__MAX_SAMPLERS)
+    return ag__fail(AG_ERR_STATE, "%s: the table has %d samplers already", fn, AG__MAX_SAMPLERS);
+  r->samplers[r->n_samplers].ops = ops;
+  r->samplers[r->n_samplers].self = self;
+  r->n_samplers++;
+  return AG_OK;
+}
+
+void ag__replay_detach(ag_replay *r, void *self) {
+  for (int i = 0; i < r->n_samplers; i++)
+    if (r->samplers[i].self == self) {
+      for (int k = i + 1; k < r->n_samplers; k++) r->samplers[k - 1] = r->samplers[k];
+      r->n_samplers--;
+      return;
+    }
+}
+
+void *ag__replay_sampler(const ag_replay *r, const ag__sampler_ops *ops) {
+  for (int i = 0; i < r->n_samplers; i++)
+    if (r->samplers[i].ops == ops) return r->samplers[i].self;
+  return NULL;
+}
 int64_t ag_replay_capacity(const ag_replay *r) { return r ? r->capacity : 0; }
 int64_t ag_replay_position(const ag_replay *r) { return r ? r->pos : 0; }
 int64_t ag_replay_rows(const ag_replay *r) { return r ? r->rows : 0; }

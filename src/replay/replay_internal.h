@@ -6,19 +6,35 @@
 
 /* The table's valid size on the device (1 x 1 i64). */
 ag_tensor *ag__replay_size_tensor(const ag_replay *r);
-/* Attaches (per != NULL) or detaches a prioritized sampler. */
-void ag__replay_attach(ag_replay *r, ag_per *per);
-ag_per *ag__replay_per(const ag_replay *r);
+/* ---- samplers ----
+ * A sampler attached to a table (prioritized replay today; n-step and
+ * sequence samplers later) keeps state of its own about the table's
+ * columns, and hears of every add through these hooks. The table calls
+ * prepare for each attached sampler before it changes anything (it may fail
+ * and must change nothing), then added for the columns written (only the
+ * device can fail there), and release when the table is freed first. */
+typedef struct ag__sampler_ops {
+  const char *name;
+  ag_status (*prepare)(void *self);
+  ag_status (*added)(void *self, int64_t pos, int64_t k); /* columns pos .. pos+k-1, no wrap */
+  void (*release)(void *self);
+} ag__sampler_ops;
+
+#define AG__MAX_SAMPLERS 4
+/* Attaches a sampler (at most one of each ops; AG_ERR_STATE otherwise). */
+ag_status ag__replay_attach(ag_replay *r, const ag__sampler_ops *ops, void *self, const char *fn);
+/* Detaches it (nothing if it is not attached). */
+void ag__replay_detach(ag_replay *r, void *self);
+/* The attached sampler of these ops, or NULL. */
+void *ag__replay_sampler(const ag_replay *r, const ag__sampler_ops *ops);
 /* The checks of ag_replay_sample for a batch of B (errors name fn). */
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn);
-/* Makes the sampler's device state resident, so that ag__per_added can
- * only fail on a device error. */
-ag_status ag__per_prepare(ag_per *per);
+
+/* ---- prioritized replay (per.c) ---- */
+extern const ag__sampler_ops ag__per_ops;
 /* The sum tree and the sampler's state (largest priority seen), for tests
  * that compare a sampler before and after a call. */
 ag_tensor *ag__per_tree(const ag_per *per);
 ag_tensor *ag__per_state(const ag_per *per);
-/* New columns pos .. pos+k-1 (no wrap) take the largest priority. */
-ag_status ag__per_added(ag_per *per, int64_t pos, int64_t k);
 
 #endif /* AGRL_REPLAY_INTERNAL_H */
