@@ -24,6 +24,7 @@
 #include "agt.h"
 #include "graph/graph_internal.h"
 #include "core/internal.h"
+#include "nn/nn_internal.h"
 #include "replay/replay_internal.h"
 
 /* ---- byte logs: snapshots of state, and the outputs of a run ---- */
@@ -169,7 +170,7 @@ static void snap_replay(blog *l, ag_replay *r) {
   int64_t v[2] = {ag_replay_size(r), ag_replay_position(r)};
   bput(l, v, sizeof v);
   snap_buffer(l, ag_replay_buffer(r));
-  snap_tensor(l, ag__replay_size_tensor(r));
+  snap_tensor(l, ag_replay_size_tensor(r));
   ag_per *p = ag__replay_sampler(r, &ag__per_ops);
   if (p) {
     snap_tensor(l, ag__per_tree(p));

@@ -61,6 +61,15 @@ AG_API int64_t ag_replay_position(const ag_replay *r); /* column the next transi
 AG_API int64_t ag_replay_rows(const ag_replay *r);     /* rows of a gathered batch */
 AG_API ag_buffer *ag_replay_buffer(const ag_replay *r);
 
+/* The number of valid transitions as a 1 x 1 i64 tensor on the device,
+ * kept up to date by every add (owned by the table, valid while it lives):
+ * the bound for draws inside a recorded step of your own (ag_randint_dev). */
+AG_API ag_tensor *ag_replay_size_tensor(const ag_replay *r);
+/* AG_OK when ag_replay_sample would draw B transitions now; otherwise the
+ * error it would return: AG_ERR_INVALID_ARG (B < 1), AG_ERR_STATE (fewer
+ * than min_size stored, or a table a device error left unusable). */
+AG_API ag_status ag_replay_can_sample(const ag_replay *r, int64_t B);
+
 /* First row and width of a field in a gathered batch. */
 AG_API ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width);
 

@@ -14,9 +14,7 @@
 
 #include "agrl/agent.h"
 #include "agrl/dist.h"
-#include "graph/graph_internal.h"
-#include "core/internal.h"
-#include "replay/replay_internal.h"
+#include "nn/nn_internal.h"
 
 struct ag_dqn {
   ag_ctx *ctx;
@@ -44,8 +42,7 @@ struct ag_dqn {
   int64_t batch; /* transitions sampled by this rank per update */
   ag_tensor **grads;
   int n_grads;
-  int fused;              /* the update's loss and gradient as AG__K_QGRAD */
-  ag__adam_args opt_args; /* the optimizer's step inside that call (fused_grad), read by recordings */
+  int fused; /* the update's loss and gradient as AG__K_QGRAD */
 };
 
 ag_dqn_config ag_dqn_defaults(void) {
@@ -122,6 +119,8 @@ void ag_dqn_free(ag_dqn *d) {
   free(d);
 }
 
+static ag__qlearn qlearn_of(const ag_dqn *d, int step);
+
 static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                             const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
   if (!ctx || !cfg || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg and out must not be NULL", fn);
@@ -181,10 +180,9 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
     d->grads = ag__calloc((size_t)d->n_grads, sizeof *d->grads);
     if (!d->grads) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
-  if (!s && cfg->fused && cfg->n_hidden + 1 <= AG__QG_MAX_LAYERS && n_actions <= AG__QG_MAX_ACTIONS) {
-    ag_buffer_info bi;
-    s = ag_buffer_get_info(ag_replay_buffer(d->replay), &bi);
-    d->fused = !s && bi.dtype == AG_F32;
+  if (!s && cfg->fused) { /* else, or where the backend lacks the fused kernel, the composed ops */
+    const ag__qlearn u = qlearn_of(d, 0);
+    d->fused = ag__qlearn_fusable(&u);
   }
   if (s) {
     ag_dqn_free(d);
@@ -328,72 +326,39 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
   return d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, loss) : ag_mse_loss(qa, y, loss);
 }
 
-/* The loss and its gradient for B sampled transitions in one AG__K_QGRAD
- * call: the same values as ag_dqn_loss and ag_backward (up to the order of
- * the sums), without the ~30 kernels of the composed ops; with step, the
- * optimizer's step too. */
+/* The fused update's description: the table, its fields, the networks and,
+ * with step, the optimizer whose step the call makes too. */
+static ag__qlearn qlearn_of(const ag_dqn *d, int step) {
+  ag__qlearn u;
+  memset(&u, 0, sizeof u);
+  u.table = ag_replay_buffer(d->replay);
+  u.size = ag_replay_size_tensor(d->replay);
+  u.rng = d->rng;
+  u.B = d->batch;
+  ag_replay_field(d->replay, "obs", &u.obs_row, NULL);
+  ag_replay_field(d->replay, "action", &u.act_row, NULL);
+  ag_replay_field(d->replay, "reward", &u.rew_row, NULL);
+  ag_replay_field(d->replay, "next_obs", &u.next_row, NULL);
+  ag_replay_field(d->replay, "terminated", &u.done_row, NULL);
+  u.q = d->q;
+  u.target = d->target;
+  u.gamma = d->cfg.gamma;
+  u.double_dqn = d->cfg.double_dqn;
+  u.huber = d->cfg.huber;
+  u.delta = 1.0f;
+  u.opt = step ? d->opt : NULL;
+  return u;
+}
+
+/* The loss and its gradient for B sampled transitions in one fused call
+ * (nn's ag__qlearn_step): the same values as ag_dqn_loss and ag_backward
+ * (up to the order of the sums), without the ~30 kernels of the composed
+ * ops; with step, the optimizer's step too. */
 static ag_status fused_grad(ag_dqn *d, int step) {
-  static const char fn[] = "ag_dqn_train";
-  ag_tensor *ws;
-  ag_status s = ag__replay_check_sample(d->replay, d->batch, fn);
+  ag_status s = ag_replay_can_sample(d->replay, d->batch);
   if (s) return s;
-  ag__qgrad_args a;
-  memset(&a, 0, sizeof a);
-  ag_buffer *buf = ag_replay_buffer(d->replay);
-  if ((s = ag__store_ensure(d->ctx, &buf->store))) return s;
-  a.table = buf->store.ptr;
-  a.rows = buf->rows;
-  a.capacity = buf->capacity;
-  a.scale = buf->scale;
-  /* the batch is drawn inside the call, as ag_replay_sample would draw it */
-  void *p, *cnt;
-  if ((s = ag__tensor_ptr(ag__replay_size_tensor(d->replay), &p)) || (s = ag__rng_counter(d->rng, &cnt)))
-    return s;
-  a.size_dev = p;
-  a.counter = cnt;
-  a.seed = ag__rng_seed(d->rng);
-  a.B = d->batch;
-  if ((s = ag_replay_field(d->replay, "obs", &a.obs_row, NULL)) ||
-      (s = ag_replay_field(d->replay, "action", &a.act_row, NULL)) ||
-      (s = ag_replay_field(d->replay, "reward", &a.rew_row, NULL)) ||
-      (s = ag_replay_field(d->replay, "next_obs", &a.next_row, NULL)) ||
-      (s = ag_replay_field(d->replay, "terminated", &a.done_row, NULL)))
-    return s;
-  a.L = d->cfg.n_hidden + 1;
-  ag_tensor *const *qp = ag_mlp_params(d->q), *const *tp = ag_mlp_params(d->target);
-  for (int i = 0; i < a.L; i++) {
-    ag_tensor *w = qp[2 * i], *b = qp[2 * i + 1];
-    if (w->ld != w->rows || tp[2 * i]->ld != w->rows) /* the kernels read W [out, in] without gaps */
-      return ag__fail(AG_ERR_STATE, "%s: layer %d's weights are not contiguous", fn, i);
-    a.sizes[i] = w->cols;
-    a.sizes[i + 1] = w->rows;
-    void *x[6];
-    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) ||
-        (s = ag__tensor_ptr(tp[2 * i], &x[2])) || (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) ||
-        (s = ag__tensor_ptr(w->grad, &x[4])) || (s = ag__tensor_ptr(b->grad, &x[5])))
-      return s;
-    a.w[i] = x[0], a.b[i] = x[1], a.tw[i] = x[2], a.tb[i] = x[3], a.gw[i] = x[4], a.gb[i] = x[5];
-  }
-  a.gamma = d->cfg.gamma;
-  a.double_dqn = d->cfg.double_dqn;
-  a.kind = d->cfg.huber ? 1 : 0;
-  a.delta = 1.0f;
-  if ((s = ag__tensor_temp(d->ctx, ag__qgrad_ws_floats(&a), 1, AG_F32, &ws)) ||
-      (s = ag__tensor_temp(d->ctx, 1, 1, AG_F32, &d->loss)))
-    return s;
-  a.ws = ws->data;
-  a.loss = d->loss->data;
-  if (step) {
-    if ((s = ag__optim_step_args(d->opt, &d->opt_args))) return s;
-    for (int i = 0; i < 2 * a.L; i++)
-      if (d->opt_args.count != 2 * a.L || d->opt_args.t[i].p != (i % 2 ? a.b[i / 2] : a.w[i / 2]))
-        return ag__fail(AG_ERR_STATE, "%s: the optimizer is not over the online network's layers in order",
-                        fn);
-    a.opt = &d->opt_args;
-  }
-  if ((s = ag__run(d->ctx, AG__K_QGRAD, &a, sizeof a))) return s;
-  for (int i = 0; i < 2 * a.L; i++) qp[i]->flags &= ~AG__T_GRAD_STALE;
-  return AG_OK;
+  const ag__qlearn u = qlearn_of(d, step);
+  return ag__qlearn_step(&u, &d->loss);
 }
 
 static ag_status update_step(ag_ctx *ctx, void *user) {
@@ -436,7 +401,7 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
 static ag_status chain_step(ag_ctx *ctx, void *user) {
   ag_status s = AG_OK;
   for (int k = 0; k < AG__DQN_CHAIN && !s; k++) {
-    if (k > 0) ag__ws_rewind(ctx->ws);
+    if (k > 0) ag__capture_rewind(ctx);
     s = update_step(ctx, user);
   }
   return s;

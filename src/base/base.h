@@ -113,7 +113,6 @@ static inline int ag__mul3(uint64_t a, uint64_t b, uint64_t c, size_t *out) {
   return 1;
 }
 
-
 #define AG__MB(b) ((double)(b) / (1024.0 * 1024.0))
 
 #ifdef __cplusplus

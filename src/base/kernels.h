@@ -345,14 +345,23 @@ typedef struct ag__per_sample_args {
  * and the gradient of *loss with respect to w, b (y held constant) written
  * into gw, gb. The loss is summed over tiles of AG__QG_TILE transitions in order,
  * then over the tiles in a fixed order. ws: ag__qgrad_ws_floats(...) floats of
- * scratch on the device. opt, when not NULL, is an optimizer step of one
- * launch (AG__K_ADAM with prep, no clipping) over entries 2i = W_i, 2i + 1 =
- * b_i of the online network: the call applies it as AG__K_ADAM would once
- * the gradients are written (a kernel less on the GPU, where each tile of a
+ * scratch on the device. With opt.on, the call applies an optimizer step
+ * to the online network as one AG__K_ADAM launch with prep and no clipping
+ * would (entries 2i = W_i with moments m[2i], v[2i], 2i + 1 = b_i), once the
+ * gradients are written (a kernel less on the GPU, where each tile of a
  * gradient is final as soon as it is made). */
 #define AG__QG_MAX_LAYERS 9
 #define AG__QG_MAX_ACTIONS 64
 #define AG__QG_TILE 2
+
+/* The optimizer step inside AG__K_QGRAD (values, not a pointer to another
+ * call's arguments, so that a recorded call holds all it reads). */
+typedef struct ag__qgrad_step {
+  int on, sgd;
+  float lr, b1, b2, eps, wd;
+  float *state; /* AG__OPT_STATE_N floats, as AG__K_ADAM's */
+  float *m[2 * AG__QG_MAX_LAYERS], *v[2 * AG__QG_MAX_LAYERS];
+} ag__qgrad_step;
 
 typedef struct ag__qgrad_args {
   const float *table;
@@ -375,7 +384,7 @@ typedef struct ag__qgrad_args {
   float delta;
   float *ws;
   float *loss;
-  const ag__adam_args *opt;
+  ag__qgrad_step opt;
 } ag__qgrad_args;
 
 /* Scratch floats AG__K_QGRAD needs on any device: [features, B] blocks for

@@ -132,6 +132,20 @@ ag_status ag__cpu_qgrad(const void *args) {
     for (int64_t e = 0; e < k * B; e++)
       if (!(act[i][e] > 0.0f)) dl[i - 1][e] = 0.0f;
   }
-  if (a->opt) return ag__cpu_kernels[AG__K_ADAM](a->opt); /* the step, as AG__K_ADAM (prep included) */
+  if (a->opt.on) { /* the step, as one AG__K_ADAM launch with prep would make it */
+    ag__adam_args step;
+    memset(&step, 0, sizeof step);
+    step.sgd = a->opt.sgd, step.prep = 1, step.count = 2 * L;
+    step.lr = a->opt.lr, step.b1 = a->opt.b1, step.b2 = a->opt.b2, step.eps = a->opt.eps, step.wd = a->opt.wd;
+    step.state = a->opt.state;
+    for (int i = 0; i < L; i++) {
+      const int64_t n = a->sizes[i + 1], k = a->sizes[i];
+      ag__mt_entry w = {(float *)a->w[i], a->gw[i], a->opt.m[2 * i], a->opt.v[2 * i], n * k};
+      ag__mt_entry b = {(float *)a->b[i], a->gb[i], a->opt.m[2 * i + 1], a->opt.v[2 * i + 1], n};
+      step.t[2 * i] = w;
+      step.t[2 * i + 1] = b;
+    }
+    return ag__cpu_kernels[AG__K_ADAM](&step);
+  }
   return AG_OK;
 }

@@ -530,12 +530,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg
 }
 
 /* The optimizer step of AG__K_QGRAD's opt, for the gradient kernel. */
-typedef struct qg_opt {
-  int on, sgd;
-  float lr, b1, b2, eps, wd;
-  float *state;
-  float *m[2 * AG__QG_MAX_LAYERS], *v[2 * AG__QG_MAX_LAYERS];
-} qg_opt;
+typedef ag__qgrad_step qg_opt;
 
 /* [gW | gb] of layer i, a 32 x 32 tile (outputs j0.., inputs k0..; input
  * k = sizes[i] is the bias): the sum over the batch of D_i [j, b] x
@@ -545,7 +540,8 @@ typedef struct qg_opt {
  * summed: the optimizer's step for it follows at once (the step's values
  * from the scratch, qg_prep). */
 template <bool XE>
-__global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p, qg_opt o) {
+__global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, qg_ptrs p) {
+  const qg_opt &o = a.opt;
   __shared__ __align__(16) float sm[QG_SMEM];
   int i = 0;
   while (i + 1 < a.L && p.first[i + 1] <= (int)blockIdx.x) i++;
@@ -623,21 +619,8 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   if (L < 1 || L > AG__QG_MAX_LAYERS || a->sizes[L] > AG__QG_MAX_ACTIONS)
     return ag__fail(AG_ERR_UNSUPPORTED, "cuda: %d layers and %lld actions are outside the fused DQN gradient",
                     L, (long long)a->sizes[L]);
-  qg_opt opt;
-  memset(&opt, 0, sizeof opt);
-  if (a->opt) {
-    const ag__adam_args *q = a->opt;
-    if (q->count != 2 * L || !q->prep || q->max_norm > 0.0f)
-      return ag__fail(AG_ERR_INVALID_ARG,
-                      "cuda: qgrad's optimizer step must be one launch over the %d tensors", 2 * L);
-    for (int i = 0; i < L; i++)
-      if (q->t[2 * i].p != a->w[i] || q->t[2 * i + 1].p != a->b[i])
-        return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step is not over the online network");
-    opt.on = 1, opt.sgd = q->sgd, opt.lr = q->lr, opt.b1 = q->b1, opt.b2 = q->b2, opt.eps = q->eps,
-    opt.wd = q->wd;
-    opt.state = q->state;
-    for (int t = 0; t < 2 * L; t++) opt.m[t] = q->t[t].m, opt.v[t] = q->t[t].v;
-  }
+  const qg_opt opt = a->opt;
+  if (opt.on && !opt.state) return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step has no state");
   /* the scratch as cpu_qgrad.c lays it out (A_0 .. A_L, D_0 .. D_L-1, s',
    * two widest blocks, Q(s'), Q'(s'), the partials), then two more widest
    * blocks for the online pass on s' */
@@ -721,8 +704,8 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
    * kernel, which saves A_0 when there is no hidden layer, is not the
    * previous kernel */
   if (L >= 2)
-    ag__launch(qg_grad_kernel<true>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
+    ag__launch(qg_grad_kernel<true>, blocks, QG_THREADS, 0, st->stream, *a, p);
   else
-    ag__launch(qg_grad_kernel<false>, blocks, QG_THREADS, 0, st->stream, *a, p, opt);
+    ag__launch(qg_grad_kernel<false>, blocks, QG_THREADS, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: qgrad gradient kernel");
 }

@@ -221,6 +221,10 @@ ag_status ag__capture_prepare(ag_capture *c, const char *fn) {
   return again ? record(c) : AG_OK;
 }
 
+void ag__capture_rewind(ag_ctx *ctx) {
+  if (ctx->recording) ag__ws_rewind(ctx->ws);
+}
+
 int ag__capture_ready(const ag_capture *c) { return c->rec != NULL && !c->invalid; }
 
 ag_status ag__capture_run(ag_capture *c) {

@@ -38,7 +38,6 @@ ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const voi
 
 /* ---- recordings (capture.c) ---- */
 
-
 /* Makes recording c ready to replay (checks it, records it again if what
  * it reads moved), without running it; ag__capture_run then runs it and
  * can fail only on a device error. fn names the caller in messages. */
@@ -54,15 +53,9 @@ ag_status ag__rng_counter(struct ag_rng *r, void **ptr);
 /* The 1 x 1 i64 tensor that holds the stream's counter. */
 ag_tensor *ag__rng_counter_tensor(const struct ag_rng *r);
 
-/* An Adam optimizer whose whole step is one AG__K_ADAM launch with its
- * preparation and no gradient norm (no clipping): a kernel that makes the
- * gradients can apply the step itself (AG__K_QGRAD's opt). */
-struct ag_optim;
-int ag__optim_fusable(const struct ag_optim *o);
-/* That launch's arguments (prep = 1). */
-ag_status ag__optim_step_args(struct ag_optim *o, ag__adam_args *a);
-/* The tensors a step changes besides the parameters (moments, step count):
- * writes up to max of them into out and returns how many there are. */
-int ag__optim_state(const struct ag_optim *o, ag_tensor **out, int max);
+/* Inside a recording of several steps: the next temporaries reuse the
+ * recording's workspace from its start (the last step's temporaries are
+ * dead once its kernels have run, which stream order guarantees). */
+void ag__capture_rewind(ag_ctx *ctx);
 
 #endif /* AGRL_GRAPH_GRAPH_INTERNAL_H */

@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "agrl/nn.h"
-#include "graph/graph_internal.h"
+#include "nn/nn_internal.h"
 #include "base/philox.h"
 
 struct ag_mlp {
@@ -140,6 +140,11 @@ ag_status ag_mlp_forward(ag_mlp *m, ag_tensor *x, ag_tensor **out) {
   }
   *out = h;
   return AG_OK;
+}
+
+void ag__mlp_acts(const ag_mlp *m, ag_act *hidden, ag_act *last) {
+  *hidden = m->hidden;
+  *last = m->last;
 }
 
 int ag_mlp_n_params(const ag_mlp *m) { return m ? 2 * m->n_layers : 0; }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agrl/nn.h"
-#include "graph/graph_internal.h"
+#include "nn/nn_internal.h"
 
 struct ag_optim {
   ag_ctx *ctx;

@@ -112,7 +112,7 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
   float *state;
   void *sz, *ctr;
   ag_status s = ptrs(p, &tree, &state);
-  if (!s) s = ag__tensor_ptr(ag__replay_size_tensor(p->r), &sz);
+  if (!s) s = ag__tensor_ptr(ag_replay_size_tensor(p->r), &sz);
   if (!s) s = ag__rng_counter(rng, &ctr);
   if (s) return s;
   ag_tensor *ti, *tw;

@@ -212,7 +212,12 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
 }
 
 int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
-ag_tensor *ag__replay_size_tensor(const ag_replay *r) { return r->size_dev; }
+ag_tensor *ag_replay_size_tensor(const ag_replay *r) { return r ? r->size_dev : NULL; }
+
+ag_status ag_replay_can_sample(const ag_replay *r, int64_t B) {
+  if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_can_sample: replay is NULL");
+  return ag__replay_check_sample(r, B, "ag_replay_sample");
+}
 ag_status ag__replay_attach(ag_replay *r, const ag__sampler_ops *ops, void *self, const char *fn) {
   if (ag__replay_sampler(r, ops))
     return ag__fail(AG_ERR_STATE, "%s: the table already has a %s sampler", fn, ops->name);

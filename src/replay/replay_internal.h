@@ -4,8 +4,6 @@
 
 #include "agrl/replay.h"
 
-/* The table's valid size on the device (1 x 1 i64). */
-ag_tensor *ag__replay_size_tensor(const ag_replay *r);
 /* ---- samplers ----
  * A sampler attached to a table (prioritized replay today; n-step and
  * sequence samplers later) keeps state of its own about the table's

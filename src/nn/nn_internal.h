@@ -1,0 +1,62 @@
+/* nn_internal.h — what the nn layer shares with the layers above it: the
+ * optimizer's internals and the fused Q-learning update, the one op in
+ * front of AG__K_QGRAD. */
+#ifndef AGRL_NN_NN_INTERNAL_H
+#define AGRL_NN_NN_INTERNAL_H
+
+#include "agrl/nn.h"
+#include "graph/graph_internal.h"
+
+/* An Adam optimizer whose whole step is one AG__K_ADAM launch with its
+ * preparation and no gradient norm (no clipping): a kernel that makes the
+ * gradients can apply the step itself (AG__K_QGRAD's opt). */
+struct ag_optim;
+int ag__optim_fusable(const struct ag_optim *o);
+/* That launch's arguments (prep = 1). */
+ag_status ag__optim_step_args(struct ag_optim *o, ag__adam_args *a);
+/* The tensors a step changes besides the parameters (moments, step count):
+ * writes up to max of them into out and returns how many there are. */
+int ag__optim_state(const struct ag_optim *o, ag_tensor **out, int max);
+
+/* ---- the fused Q-learning update (qlearn.c) ----
+ * The DQN loss of B transitions drawn on the device from a replay table's
+ * buffer, and its gradient, in one kernel call (AG__K_QGRAD, kernels.h):
+ *   table  f32 buffer [rows, capacity] holding the transitions column by
+ *          column, the fields at rows obs_row (in rows), act_row (1),
+ *          rew_row (1), next_row (in rows), done_row (1, terminated 0 / 1)
+ *   size   [1, 1] i64 on the device: the valid columns, the draws' bound
+ *   rng    the stream the B indices are drawn from (as ag_randint_dev)
+ *   q, target  MLPs of the same sizes {in, h1, ..., actions}, ReLU hidden
+ *          layers and a linear output layer
+ *   y_j = r_j + gamma (1 - d_j) max_a target(s'_j)[a]   (double_dqn: target
+ *          at the argmax of q(s'_j)), loss = mean_j f(q(s_j)[a_j] - y_j),
+ *          f Huber (of delta) or, huber = 0, the square
+ * The gradients of q's parameters are written (not added to); with opt,
+ * the optimizer's step follows in the same call. *loss is a [1, 1] f32
+ * temporary. Recordable. */
+typedef struct ag__qlearn {
+  ag_buffer *table;
+  ag_tensor *size;
+  struct ag_rng *rng;
+  int64_t B;
+  int64_t obs_row, act_row, rew_row, next_row, done_row;
+  ag_mlp *q, *target;
+  float gamma;
+  int double_dqn, huber;
+  float delta;
+  struct ag_optim *opt; /* NULL: the gradients only; else ag__optim_fusable(opt) */
+} ag__qlearn;
+
+/* Whether the update can be one fused call on the table's context now: the
+ * networks' shapes and activations, an f32 table, and a backend that takes
+ * AG__K_QGRAD with these arguments (supports). When not, the caller
+ * composes the same update from ops (sample, forward, target, loss,
+ * backward). */
+int ag__qlearn_fusable(const ag__qlearn *u);
+/* Queues the call (fails with AG_ERR_UNSUPPORTED when not fusable). */
+ag_status ag__qlearn_step(const ag__qlearn *u, ag_tensor **loss);
+
+/* An MLP's activations (hidden layers, last layer). */
+void ag__mlp_acts(const ag_mlp *m, ag_act *hidden, ag_act *last);
+
+#endif /* AGRL_NN_NN_INTERNAL_H */

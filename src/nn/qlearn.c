@@ -1,0 +1,118 @@
+/* qlearn.c — the fused Q-learning update (nn_internal.h): the one op in
+ * front of AG__K_QGRAD. It gathers the kernel's arguments from the table's
+ * buffer, the networks and the optimizer, asks the backend whether it takes
+ * them, and queues the call. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "nn/nn_internal.h"
+
+/* The kernel's arguments but for its scratch and loss (shapes and
+ * residency checked; fails without changing anything). */
+static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a) {
+  memset(a, 0, sizeof *a);
+  if (!u->table || !u->size || !u->rng || !u->q || !u->target)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, size, rng, q and target must be given", fn);
+  ag_buffer *buf = u->table;
+  ag_ctx *ctx = buf->ctx;
+  if (buf->freed) return ag__fail(AG_ERR_FREED, "%s: the table's buffer has been freed", fn);
+  if (buf->dtype != AG_F32)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update reads f32 tables, not %s", fn,
+                    ag_dtype_name(buf->dtype));
+  ag_act hidden, last, th, tl;
+  ag__mlp_acts(u->q, &hidden, &last);
+  ag__mlp_acts(u->target, &th, &tl);
+  const int L = ag_mlp_n_params(u->q) / 2;
+  if ((L > 1 && (hidden != AG_ACT_RELU || th != AG_ACT_RELU)) || last != AG_ACT_NONE || tl != AG_ACT_NONE)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update takes ReLU hidden layers and a linear output", fn);
+  if (L < 1 || L > AG__QG_MAX_LAYERS || ag_mlp_out(u->q) > AG__QG_MAX_ACTIONS)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %d layers and %lld actions are outside the fused update (%d, %d)", fn,
+                    L, (long long)ag_mlp_out(u->q), AG__QG_MAX_LAYERS, AG__QG_MAX_ACTIONS);
+  if (ag_mlp_n_params(u->target) != 2 * L || ag_mlp_in(u->q) != ag_mlp_in(u->target) ||
+      ag_mlp_out(u->q) != ag_mlp_out(u->target))
+    return ag__fail(AG_ERR_SHAPE, "%s: q and target differ in shape", fn);
+  if (u->B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)u->B);
+  ag_status s = ag__store_ensure(ctx, &buf->store);
+  if (s) return s;
+  a->table = buf->store.ptr;
+  a->rows = buf->rows;
+  a->capacity = buf->capacity;
+  a->scale = buf->scale;
+  void *p, *cnt;
+  if ((s = ag__tensor_ptr(u->size, &p)) || (s = ag__rng_counter(u->rng, &cnt))) return s;
+  a->size_dev = p;
+  a->counter = cnt;
+  a->seed = ag__rng_seed(u->rng);
+  a->B = u->B;
+  a->obs_row = u->obs_row, a->act_row = u->act_row, a->rew_row = u->rew_row, a->next_row = u->next_row,
+  a->done_row = u->done_row;
+  a->L = L;
+  ag_tensor *const *qp = ag_mlp_params(u->q), *const *tp = ag_mlp_params(u->target);
+  for (int i = 0; i < L; i++) {
+    ag_tensor *w = qp[2 * i], *b = qp[2 * i + 1];
+    if (tp[2 * i]->rows != w->rows || tp[2 * i]->cols != w->cols)
+      return ag__fail(AG_ERR_SHAPE, "%s: layer %d of q and target differ", fn, i);
+    a->sizes[i] = w->cols;
+    a->sizes[i + 1] = w->rows;
+    void *x[6];
+    if (!w->grad || !b->grad) return ag__fail(AG_ERR_STATE, "%s: q's parameters have no gradients", fn);
+    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) || (s = ag__tensor_ptr(tp[2 * i], &x[2])) ||
+        (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) || (s = ag__tensor_ptr(w->grad, &x[4])) ||
+        (s = ag__tensor_ptr(b->grad, &x[5])))
+      return s;
+    a->w[i] = x[0], a->b[i] = x[1], a->tw[i] = x[2], a->tb[i] = x[3], a->gw[i] = x[4], a->gb[i] = x[5];
+  }
+  if (a->rows < a->sizes[0] || u->obs_row < 0 || u->next_row < 0 || u->obs_row > a->rows - a->sizes[0] ||
+      u->next_row > a->rows - a->sizes[0] || u->act_row < 0 || u->act_row >= a->rows || u->rew_row < 0 ||
+      u->rew_row >= a->rows || u->done_row < 0 || u->done_row >= a->rows)
+    return ag__fail(AG_ERR_SHAPE, "%s: a field's rows lie outside the table's %lld rows", fn, (long long)a->rows);
+  a->gamma = u->gamma;
+  a->double_dqn = u->double_dqn;
+  a->kind = u->huber ? 1 : 0;
+  a->delta = u->delta;
+  return AG_OK;
+}
+
+int ag__qlearn_fusable(const ag__qlearn *u) {
+  ag__qgrad_args a;
+  char keep[1024]; /* the question leaves the last error as it was */
+  snprintf(keep, sizeof keep, "%s", ag_last_error());
+  int ok = args_of(u, "ag__qlearn_fusable", &a) == AG_OK && (!u->opt || ag__optim_fusable(u->opt)) &&
+           ag__kernel_supported(u->table->ctx, AG__K_QGRAD, &a, sizeof a);
+  ag__fail(AG_OK, "%s", keep);
+  return ok;
+}
+
+ag_status ag__qlearn_step(const ag__qlearn *u, ag_tensor **loss) {
+  static const char fn[] = "ag__qlearn_step";
+  ag__qgrad_args a;
+  ag_status s = args_of(u, fn, &a);
+  if (s) return s;
+  ag_ctx *ctx = u->table->ctx;
+  if (!ag__kernel_supported(ctx, AG__K_QGRAD, &a, sizeof a))
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the %s backend does not take the fused update", fn, ctx->be->name);
+  ag__adam_args step;
+  if (u->opt) {
+    if ((s = ag__optim_step_args(u->opt, &step))) return s;
+    for (int i = 0; i < 2 * a.L; i++)
+      if (step.count != 2 * a.L || step.t[i].p != (i % 2 ? a.b[i / 2] : a.w[i / 2]))
+        return ag__fail(AG_ERR_STATE, "%s: the optimizer is not over q's layers in order", fn);
+    if (!step.prep || step.max_norm > 0.0f)
+      return ag__fail(AG_ERR_STATE, "%s: the optimizer's step is not one launch without clipping", fn);
+    a.opt.on = 1, a.opt.sgd = step.sgd, a.opt.lr = step.lr, a.opt.b1 = step.b1, a.opt.b2 = step.b2,
+    a.opt.eps = step.eps, a.opt.wd = step.wd;
+    a.opt.state = step.state;
+    for (int t = 0; t < 2 * a.L; t++) a.opt.m[t] = step.t[t].m, a.opt.v[t] = step.t[t].v;
+  }
+  ag_tensor *ws, *l;
+  if ((s = ag__tensor_temp(ctx, ag__qgrad_ws_floats(&a), 1, AG_F32, &ws)) || (s = ag__tensor_temp(ctx, 1, 1, AG_F32, &l)))
+    return s;
+  a.ws = ws->data;
+  a.loss = l->data;
+  if ((s = ag__run(ctx, AG__K_QGRAD, &a, sizeof a))) return s;
+  ag_tensor *const *qp = ag_mlp_params(u->q);
+  for (int i = 0; i < 2 * a.L; i++) qp[i]->flags &= ~AG__T_GRAD_STALE; /* written, not added to */
+  *loss = l;
+  return AG_OK;
+}

@@ -1,0 +1,101 @@
+/* test_backend_caps.c — a backend that lacks a kernel: callers that find the
+ * fused kernel unsupported compose the same work from other kernels.
+ *
+ * The context's backend is replaced by a copy whose supports() refuses
+ * AG__K_QGRAD (the fused DQN update), as a new backend without that kernel
+ * would. The DQN must then choose its composed ops by itself and train
+ * exactly as a DQN configured without the fused update does. */
+#include <math.h>
+
+#include "agt.h"
+#include "core/internal.h"
+#include "nn/nn_internal.h"
+
+static ag__backend masked;
+
+static int no_qgrad(void *st, ag__kernel_id id, const void *args, size_t size) {
+  (void)st, (void)args, (void)size;
+  return id != AG__K_QGRAD;
+}
+
+/* A context whose backend reports AG__K_QGRAD unsupported. */
+static ag_ctx *masked_ctx(void) {
+  ag_ctx *ctx = agt_ctx();
+  masked = *ctx->be;
+  masked.supports = no_qgrad;
+  for (ag__store *s = ctx->stores.next; s != &ctx->stores; s = s->next)
+    if (s->on == ctx->be) s->on = &masked;
+  ctx->be = &masked;
+  return ctx;
+}
+
+static void fill(ag_dqn *d) {
+  agt_rng g = {5};
+  for (int t = 0; t < 40; t++) {
+    float o[4], no[4], r = agt_uniform(&g, -1, 1);
+    for (int e = 0; e < 4; e++) o[e] = agt_uniform(&g, -1, 1), no[e] = agt_uniform(&g, -1, 1);
+    int32_t a = (int32_t)agt_below(&g, 3);
+    int term = agt_below(&g, 5) == 0;
+    agt_ok(ag_dqn_store(d, o, &a, &r, no, &term, 1));
+  }
+}
+
+static void without_the_fused_kernel_the_dqn_composes_its_update(void **state) {
+  (void)state;
+  for (int dbl = 0; dbl < 2; dbl++) {
+    ag_dqn_config fused = agt_dqn_config(16, 8, 64, 21, 1), composed = fused;
+    composed.fused = 0;
+    fused.double_dqn = composed.double_dqn = dbl;
+    ag_ctx *mc = masked_ctx(), *rc = agt_ctx();
+    ag_dqn *m, *r, *f;
+    agt_ok(ag_dqn_create(mc, 4, 3, 1000, &fused, &m));
+    agt_ok(ag_dqn_create(rc, 4, 3, 1000, &composed, &r));
+    agt_ok(ag_dqn_create(rc, 4, 3, 1000, &fused, &f));
+    assert_int_equal(ag_dqn_fused(m), 0); /* asked for, not available: composed */
+    assert_int_equal(ag_dqn_fused(r), 0);
+    assert_int_equal(ag_dqn_fused(f), 1); /* the same request where the backend has it */
+    fill(m);
+    fill(r);
+    for (int k = 0; k < 3; k++) {
+      float lm, lr;
+      agt_ok(ag_dqn_train(m, 9, &lm));
+      agt_ok(ag_dqn_train(r, 9, &lr));
+      assert_true(lm == lr);
+      assert_true(isfinite(lm));
+    }
+    assert_int_equal(ag_dqn_updates(m), 27);
+    for (int i = 0; i < ag_mlp_n_params(ag_dqn_q(m)); i++) {
+      float *a = agt_read_f32(ag_mlp_params(ag_dqn_q(m))[i]), *b = agt_read_f32(ag_mlp_params(ag_dqn_q(r))[i]);
+      assert_memory_equal(a, b, (size_t)ag_tensor_numel(ag_mlp_params(ag_dqn_q(m))[i]) * sizeof(float));
+      free(a);
+      free(b);
+    }
+    /* the op itself refuses, and says why */
+    ag__qlearn u;
+    memset(&u, 0, sizeof u);
+    u.table = ag_replay_buffer(ag_dqn_replay(m));
+    u.size = ag_replay_size_tensor(ag_dqn_replay(m));
+    agt_ok(ag_rng_create(mc, 1, &u.rng));
+    u.B = 4;
+    u.obs_row = 0, u.act_row = 4, u.rew_row = 5, u.next_row = 6, u.done_row = 10;
+    u.q = ag_dqn_q(m);
+    u.target = ag_dqn_target(m);
+    u.gamma = 0.9f;
+    u.delta = 1.0f;
+    assert_int_equal(ag__qlearn_fusable(&u), 0);
+    ag_tensor *loss = NULL;
+    agt_err(ag__qlearn_step(&u, &loss), AG_ERR_UNSUPPORTED, "does not take the fused update");
+    assert_null(loss);
+    ag_rng_free(u.rng);
+    ag_dqn_free(m);
+    ag_dqn_free(r);
+    ag_dqn_free(f);
+    ag_ctx_free(mc);
+    ag_ctx_free(rc);
+  }
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(without_the_fused_kernel_the_dqn_composes_its_update)};
+  return agt_run(argc, argv, "backend_caps", tests, 1);
+}
