@@ -1,7 +1,8 @@
 /* classic.c — the built-in classic-control environments behind ag_env: one
  * set of ag_env_ops shared by all of them (a double state, a start state from
- * the splitmix64 generator, the task's step), the table of names, and the
- * test hooks ag__env_set_state and ag__env_get_state.
+ * the splitmix64 generator, the task's step), and the test hooks
+ * ag__env_set_state and ag__env_get_state. Their names are listed in
+ * registry.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,27 +16,6 @@ typedef struct classic_state {
   const ag__classic *task;
   double s[AG__MAX_STATE];
 } classic_state;
-
-static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum};
-enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]) };
-
-const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i] : NULL; }
-
-const ag__classic *ag__classic_find(const char *name) {
-  for (int i = 0; i < N_TASKS; i++)
-    if (strcmp(name, tasks[i]->name) == 0 || strcmp(name, tasks[i]->spec.id) == 0) return tasks[i];
-  return NULL;
-}
-
-void ag__classic_names(char *buf, size_t size) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < N_TASKS && used < size; i++) {
-    int k = snprintf(buf + used, size - used, "%s%s (%s)", i ? ", " : "", tasks[i]->name, tasks[i]->spec.id);
-    if (k < 0) break;
-    used += (size_t)k;
-  }
-}
 
 static ag_status classic_reset(void *state, uint64_t seed, float *obs) {
   classic_state *cs = state;

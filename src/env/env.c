@@ -88,24 +88,6 @@ ag_status ag__env_new(const ag_env_ops *ops, void *state, const ag_env_spec *spe
   return AG_OK;
 }
 
-const char *ag_env_builtin_name(int i) {
-  const ag__classic *c = ag__classic_at(i);
-  return c ? c->name : NULL;
-}
-
-ag_status ag_env_create(const char *name, ag_env **out) {
-  static const char fn[] = "ag_env_create";
-  if (!name) return ag__fail(AG_ERR_INVALID_ARG, "%s: name is NULL", fn);
-  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
-  const ag__classic *c = ag__classic_find(name);
-  if (!c) {
-    char known[256];
-    ag__classic_names(known, sizeof known);
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown environment \"%.64s\"; known: %s", fn, name, known);
-  }
-  return ag__classic_create(c, fn, out);
-}
-
 ag_status ag_env_create_custom(const ag_env_ops *ops, void *state, const ag_env_spec *spec, ag_env **out) {
   return ag__env_new(ops, state, spec, "ag_env_create_custom", out);
 }

@@ -1,0 +1,48 @@
+/* registry.c — the environments agrl has built in, by name: the one place
+ * that lists them (ag_env_create, ag_env_builtin_name). An environment of
+ * another kind is one more row. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "env/env_internal.h"
+
+static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum};
+enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]) };
+
+const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i] : NULL; }
+
+const ag__classic *ag__classic_find(const char *name) {
+  for (int i = 0; i < N_TASKS; i++)
+    if (strcmp(name, tasks[i]->name) == 0 || strcmp(name, tasks[i]->spec.id) == 0) return tasks[i];
+  return NULL;
+}
+
+void ag__classic_names(char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < N_TASKS && used < size; i++) {
+    int k = snprintf(buf + used, size - used, "%s%s (%s)", i ? ", " : "", tasks[i]->name, tasks[i]->spec.id);
+    if (k < 0) break;
+    used += (size_t)k;
+  }
+}
+
+const char *ag_env_builtin_name(int i) {
+  const ag__classic *c = ag__classic_at(i);
+  return c ? c->name : NULL;
+}
+
+ag_status ag_env_create(const char *name, ag_env **out) {
+  static const char fn[] = "ag_env_create";
+  if (!name) return ag__fail(AG_ERR_INVALID_ARG, "%s: name is NULL", fn);
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  const ag__classic *c = ag__classic_find(name);
+  if (!c) {
+    char known[256];
+    ag__classic_names(known, sizeof known);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown environment \"%.64s\"; known: %s", fn, name, known);
+  }
+  return ag__classic_create(c, fn, out);
+}
+
