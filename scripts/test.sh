@@ -9,8 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-echo "== format"
+echo "== format and layers"
 scripts/format.sh --check | tail -3
+python3 scripts/check_layers.py --table
 label_args=(-LE 'slow|valgrind')
 [ "${AGRL_SLOW:-0}" = 1 ] && label_args=(-LE valgrind)
 jobs=$(nproc)

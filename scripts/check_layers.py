@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""The layers are folders, and a folder includes only from the folders below
+it: this lists every `#include "FOLDER/..."` under src/ and include/ and
+fails on an edge the table does not allow. The public headers (agrl/) may
+be included from anywhere; they include only each other.
+
+usage: scripts/check_layers.py [--table]
+"""
+import os
+import re
+import sys
+
+# folder -> the folders its files may include from (besides itself and agrl/)
+ALLOWED = {
+    "base": [],
+    "core": ["base"],
+    "graph": ["core", "base"],
+    "nn": ["graph", "core", "base"],
+    "replay": ["nn", "graph", "core", "base"],
+    "dist": ["replay", "nn", "graph", "core", "base"],
+    "env": ["base"],
+    "agent": ["nn"],
+    "cli": ["base"],
+    "cpu": ["base"],
+    "cuda": ["base"],
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
+
+
+def main():
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    os.chdir(root)
+    bad, edges = [], {}
+    for top in ("src", "include"):
+        for dirpath, _, files in os.walk(top):
+            for name in sorted(files):
+                if not name.endswith((".c", ".h", ".cu")):
+                    continue
+                path = os.path.join(dirpath, name)
+                parts = path.split(os.sep)
+                folder = "agrl" if top == "include" else parts[1]
+                for target in INCLUDE.findall(open(path, encoding="utf-8").read()):
+                    edges.setdefault((folder, target), 0)
+                    edges[(folder, target)] += 1
+                    if target == folder or (target == "agrl" and folder != "agrl"):
+                        continue
+                    if folder == "agrl" or folder not in ALLOWED or target not in ALLOWED[folder]:
+                        bad.append(f"{path}: includes {target}/ (allowed from {folder}/: "
+                                   f"{', '.join(ALLOWED.get(folder, [])) or 'agrl only'})")
+    if "--table" in sys.argv:
+        print("folder   may include (besides itself and agrl/)   includes now")
+        for folder, allowed in ALLOWED.items():
+            now = ", ".join(f"{t} {n}" for (f, t), n in sorted(edges.items()) if f == folder and t != folder)
+            print(f"{folder:8} {', '.join(allowed) or '-':40} {now}")
+    for line in bad:
+        print("layers:", line)
+    if bad:
+        print(f"layers: {len(bad)} include(s) against the table")
+        return 1
+    print(f"layers: {sum(edges.values())} includes between folders, every one allowed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
