@@ -137,6 +137,7 @@ F(tensor_read_small) { return ag_tensor_read(f->idx_ok, f->small, 1); }
 F(tensor_read_null) { return ag_tensor_read(NULL, f->data, sizeof f->data); }
 F(tensor_write_size) { return ag_tensor_write(f->idx_ok, f->data, 3); }
 F(fault_bad_kind) { return ag_ctx_inject_fault(f->ctx, (ag_fault)9, 0); }
+F(activate_none_null) { return ag_activate(NULL, AG_ACT_NONE, &f->out); }
 #undef F
 
 static const bad_call calls[] = {
@@ -217,6 +218,7 @@ static const bad_call calls[] = {
     {"tensor_read: t NULL", AG_ERR_INVALID_ARG, "t is NULL", tensor_read_null},
     {"tensor_write: wrong size", AG_ERR_SHAPE, "src holds 3 bytes", tensor_write_size},
     {"inject_fault: kind 9", AG_ERR_INVALID_ARG, "fault kind 9", fault_bad_kind},
+    {"activate: none, x NULL", AG_ERR_INVALID_ARG, "ag_activate: x is NULL", activate_none_null},
 };
 
 static void fill_buffer(ag_buffer *b, float base) {

@@ -28,10 +28,13 @@ struct ag_mlp {
 
 ag_status ag_activate(ag_tensor *x, ag_act act, ag_tensor **out) {
   switch (act) {
-    case AG_ACT_NONE:
+    case AG_ACT_NONE: {
+      ag_status s = ag__check_tensor(x, "ag_activate", "x");
+      if (s) return s;
       if (!out) return ag__fail(AG_ERR_INVALID_ARG, "ag_activate: out is NULL");
       *out = x;
-      return ag__check_tensor(x, "ag_activate", "x");
+      return AG_OK;
+    }
     case AG_ACT_RELU: return ag_relu(x, out);
     case AG_ACT_TANH: return ag_tanh(x, out);
     case AG_ACT_SIGMOID: return ag_sigmoid(x, out);
