@@ -16,7 +16,8 @@ typedef struct fixture {
   ag_buffer *i32;   /* 3 x 10 */
   ag_buffer *freed; /* freed handle */
   ag_tensor *idx_f32, *idx_other, *idx_ok;
-  ag_tensor *out; /* out-parameter sentinel */
+  ag_tensor *idx_2x2, *idx_gaps; /* i64 [2, 2], and a view of its first row */
+  ag_tensor *out;                /* out-parameter sentinel */
   ag_buffer *bout;
   ag_ctx *cout;
   float data[3 * 4];
@@ -121,6 +122,7 @@ F(rows_dev_idx_f32) { return ag_get_rows_dev(f->f32, f->idx_f32, &f->out); }
 F(rows_dev_other_ctx) { return ag_get_rows_dev(f->f32, f->idx_other, &f->out); }
 F(rows_dev_freed) { return ag_get_rows_dev(f->freed, f->idx_ok, &f->out); }
 F(rows_dev_out_null) { return ag_get_rows_dev(f->f32, f->idx_ok, NULL); }
+F(rows_dev_idx_gaps) { return ag_get_rows_dev(f->f32, f->idx_gaps, &f->out); }
 F(scale_nan) { return ag_buffer_set_scale(f->u8, NAN); }
 F(scale_inf) { return ag_buffer_set_scale(f->u8, -INFINITY); }
 F(scale_freed) { return ag_buffer_set_scale(f->freed, 0.5f); }
@@ -201,6 +203,8 @@ static const bad_call calls[] = {
     {"get_rows_dev: other context", AG_ERR_INVALID_ARG, "another context", rows_dev_other_ctx},
     {"get_rows_dev: freed", AG_ERR_FREED, "has been freed", rows_dev_freed},
     {"get_rows_dev: out NULL", AG_ERR_INVALID_ARG, "out is NULL", rows_dev_out_null},
+    {"get_rows_dev: idx a row view", AG_ERR_SHAPE, "idx is a view with gaps between its columns",
+     rows_dev_idx_gaps},
     {"set_scale: nan", AG_ERR_INVALID_ARG, "scale nan is not finite", scale_nan},
     {"set_scale: -inf", AG_ERR_INVALID_ARG, "scale -inf is not finite", scale_inf},
     {"set_scale: freed", AG_ERR_FREED, "has been freed", scale_freed},
@@ -253,6 +257,9 @@ static void every_bad_input_is_an_error_that_changes_nothing(void **state) {
   agt_ok(ag_tensor_create(f.ctx, 2, 1, AG_F32, fidx, &f.idx_f32));
   agt_ok(ag_tensor_create(f.other, 2, 1, AG_I64, iidx, &f.idx_other));
   agt_ok(ag_tensor_create(f.ctx, 2, 1, AG_I64, iidx, &f.idx_ok));
+  const int64_t iidx4[4] = {0, 9, 1, 9};
+  agt_ok(ag_tensor_create(f.ctx, 2, 2, AG_I64, iidx4, &f.idx_2x2));
+  agt_ok(ag_slice_rows(f.idx_2x2, 0, 1, &f.idx_gaps)); /* [1, 2]: the values 0 and 1 */
   assert_true(sizeof calls / sizeof calls[0] >= 40);
 
   float before[3][30], after[3][30];

@@ -233,6 +233,11 @@ ag_status ag_get_rows_dev(ag_buffer *buf, const ag_tensor *idx, ag_tensor **out)
   if (idx->dtype != AG_I32 && idx->dtype != AG_I64)
     return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn,
                     ag_dtype_name(idx->dtype));
+  if (idx->ld != idx->rows && idx->cols > 1) /* the kernel reads rows * cols values in a row */
+    return ag__fail(AG_ERR_SHAPE,
+                    "%s: idx is a view with gaps between its columns ([%lld, %lld] of a tensor of %lld "
+                    "rows); give a packed tensor",
+                    fn, (long long)idx->rows, (long long)idx->cols, (long long)idx->ld);
   if ((s = ag__store_ensure(buf->ctx, &buf->store))) return s;
   void *p;
   if ((s = ag__tensor_ptr((ag_tensor *)idx, &p))) return s;
