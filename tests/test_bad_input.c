@@ -17,7 +17,10 @@ typedef struct fixture {
   ag_buffer *freed; /* freed handle */
   ag_tensor *idx_f32, *idx_other, *idx_ok;
   ag_tensor *idx_2x2, *idx_gaps; /* i64 [2, 2], and a view of its first row */
-  ag_tensor *out;                /* out-parameter sentinel */
+  ag_replay *table;              /* one f32 field, 4 columns, empty */
+  ag_per *per;                   /* on table */
+  ag_rng *rng_other;
+  ag_tensor *out; /* out-parameter sentinel */
   ag_buffer *bout;
   ag_ctx *cout;
   float data[3 * 4];
@@ -139,6 +142,13 @@ F(tensor_read_small) { return ag_tensor_read(f->idx_ok, f->small, 1); }
 F(tensor_read_null) { return ag_tensor_read(NULL, f->data, sizeof f->data); }
 F(tensor_write_size) { return ag_tensor_write(f->idx_ok, f->data, 3); }
 F(fault_bad_kind) { return ag_ctx_inject_fault(f->ctx, (ag_fault)9, 0); }
+F(per_sample_rng_other) {
+  ag_tensor *w = SENTINEL_T;
+  ag_status s = ag_per_sample(f->per, f->rng_other, 2, 0.5f, &f->out, &w);
+  return w == SENTINEL_T ? s : AG_OK;
+}
+F(per_update_idx_other) { return ag_per_update(f->per, f->idx_other, f->idx_f32); }
+F(per_update_prio_other) { return ag_per_update(f->per, f->idx_ok, f->idx_other); }
 F(activate_none_null) { return ag_activate(NULL, AG_ACT_NONE, &f->out); }
 #undef F
 
@@ -222,6 +232,12 @@ static const bad_call calls[] = {
     {"tensor_read: t NULL", AG_ERR_INVALID_ARG, "t is NULL", tensor_read_null},
     {"tensor_write: wrong size", AG_ERR_SHAPE, "src holds 3 bytes", tensor_write_size},
     {"inject_fault: kind 9", AG_ERR_INVALID_ARG, "fault kind 9", fault_bad_kind},
+    {"per_sample: rng of another context", AG_ERR_INVALID_ARG, "rng belongs to another context",
+     per_sample_rng_other},
+    {"per_update: idx of another context", AG_ERR_INVALID_ARG, "idx belongs to another context",
+     per_update_idx_other},
+    {"per_update: priorities of another context", AG_ERR_INVALID_ARG, "priorities belongs to another context",
+     per_update_prio_other},
     {"activate: none, x NULL", AG_ERR_INVALID_ARG, "ag_activate: x is NULL", activate_none_null},
 };
 
@@ -260,6 +276,10 @@ static void every_bad_input_is_an_error_that_changes_nothing(void **state) {
   const int64_t iidx4[4] = {0, 9, 1, 9};
   agt_ok(ag_tensor_create(f.ctx, 2, 2, AG_I64, iidx4, &f.idx_2x2));
   agt_ok(ag_slice_rows(f.idx_2x2, 0, 1, &f.idx_gaps)); /* [1, 2]: the values 0 and 1 */
+  const ag_field x_field = {"x", 1, AG_F32};
+  agt_ok(ag_replay_create(f.ctx, &x_field, 1, 4, AG_F32, 1, &f.table));
+  agt_ok(ag_per_create(f.table, 0.5f, &f.per));
+  agt_ok(ag_rng_create(f.other, 1, &f.rng_other));
   assert_true(sizeof calls / sizeof calls[0] >= 40);
 
   float before[3][30], after[3][30];
@@ -296,6 +316,8 @@ static void every_bad_input_is_an_error_that_changes_nothing(void **state) {
     if (memcmp(before, after, sizeof before) != 0) fail_msg("[%s] changed a buffer", c->what);
   }
   printf("  %zu bad inputs checked\n", sizeof calls / sizeof calls[0]);
+  ag_replay_free(f.table); /* and its prioritized sampler */
+  ag_rng_free(f.rng_other);
   ag_ctx_free(f.other);
   ag_ctx_free(f.ctx);
 }

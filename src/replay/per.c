@@ -107,6 +107,8 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
   if (!(beta >= 0.0f && beta <= 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
+  if (ag__rng_counter_tensor(rng)->ctx != p->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rng belongs to another context than the table", fn);
   if (ag_replay_size(p->r) < 1) return ag__fail(AG_ERR_STATE, "%s: the table is empty", fn);
   double *tree;
   float *state;
@@ -130,6 +132,9 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   if (!p) return ag__fail(AG_ERR_INVALID_ARG, "%s: per is NULL", fn);
   ag_status s = ag__check_tensor(idx, fn, "idx");
   if (s || (s = ag__check_tensor(prio, fn, "priorities"))) return s;
+  if (idx->ctx != p->ctx || prio->ctx != p->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context than the table", fn,
+                    idx->ctx != p->ctx ? "idx" : "priorities");
   if (idx->dtype != AG_I32 && idx->dtype != AG_I64)
     return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn,
                     ag_dtype_name(idx->dtype));
