@@ -20,7 +20,8 @@ typedef struct fixture {
   ag_replay *table;              /* one f32 field, 4 columns, empty */
   ag_per *per;                   /* on table */
   ag_rng *rng_other;
-  ag_tensor *out; /* out-parameter sentinel */
+  ag_tensor *x11, *b23; /* f32 [1, 1] and [2, 3] */
+  ag_tensor *out;       /* out-parameter sentinel */
   ag_buffer *bout;
   ag_ctx *cout;
   float data[3 * 4];
@@ -149,6 +150,8 @@ F(per_sample_rng_other) {
 }
 F(per_update_idx_other) { return ag_per_update(f->per, f->idx_other, f->idx_f32); }
 F(per_update_prio_other) { return ag_per_update(f->per, f->idx_ok, f->idx_other); }
+F(bias_act_none_b_larger) { return ag_bias_act(f->x11, f->b23, AG_BIAS_NONE, &f->out); }
+F(bias_act_relu_b_larger) { return ag_bias_act(f->x11, f->b23, AG_BIAS_RELU, &f->out); }
 F(activate_none_null) { return ag_activate(NULL, AG_ACT_NONE, &f->out); }
 #undef F
 
@@ -238,6 +241,10 @@ static const bad_call calls[] = {
      per_update_idx_other},
     {"per_update: priorities of another context", AG_ERR_INVALID_ARG, "priorities belongs to another context",
      per_update_prio_other},
+    {"bias_act: none, b larger than x", AG_ERR_SHAPE, "b [2, 3] must broadcast to x [1, 1]",
+     bias_act_none_b_larger},
+    {"bias_act: relu, b larger than x", AG_ERR_SHAPE, "b [2, 3] must broadcast to x [1, 1]",
+     bias_act_relu_b_larger},
     {"activate: none, x NULL", AG_ERR_INVALID_ARG, "ag_activate: x is NULL", activate_none_null},
 };
 
@@ -280,6 +287,8 @@ static void every_bad_input_is_an_error_that_changes_nothing(void **state) {
   agt_ok(ag_replay_create(f.ctx, &x_field, 1, 4, AG_F32, 1, &f.table));
   agt_ok(ag_per_create(f.table, 0.5f, &f.per));
   agt_ok(ag_rng_create(f.other, 1, &f.rng_other));
+  agt_ok(ag_tensor_create(f.ctx, 1, 1, AG_F32, NULL, &f.x11));
+  agt_ok(ag_tensor_create(f.ctx, 2, 3, AG_F32, NULL, &f.b23));
   assert_true(sizeof calls / sizeof calls[0] >= 40);
 
   float before[3][30], after[3][30];

@@ -424,16 +424,16 @@ ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tenso
                                      AG__MAP2_ADD_SIGMOID};
   if ((int)act < 0 || act > AG_BIAS_SIGMOID)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: activation %d is unknown", fn, (int)act);
-  if (act == AG_BIAS_NONE) return ag_add(x, b, out);
   ag__mat mx, mb;
   ag_status s = ag__operand(x, fn, "x", &mx);
   if (s || (s = ag__operand(b, fn, "b", &mb)) || (s = same_ctx(x, b, fn))) return s;
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
   int64_t rows = 0, cols = 0;
   if ((s = broadcast_shape(x, b, fn, &rows, &cols))) return s;
-  if (rows != x->rows || cols != x->cols)
+  if (rows != x->rows || cols != x->cols) /* every act, AG_BIAS_NONE too */
     return ag__fail(AG_ERR_SHAPE, "%s: b [%lld, %lld] must broadcast to x [%lld, %lld]", fn,
                     (long long)b->rows, (long long)b->cols, (long long)x->rows, (long long)x->cols);
+  if (act == AG_BIAS_NONE) return ag_add(x, b, out);
   ag_tensor *y;
   if ((s = ag__tensor_temp(x->ctx, rows, cols, AG_F32, &y))) return s;
   ag__map2_args k = {ops[act], 1.0f, 0.0f, mx, mb, ag__mat_of_temp(y), 0};
