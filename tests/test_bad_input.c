@@ -331,9 +331,59 @@ static void every_bad_input_is_an_error_that_changes_nothing(void **state) {
   ag_ctx_free(f.ctx);
 }
 
+/* ---- calls that need more than the fixture ---- */
+
+/* A one-step environment whose second reset fails. */
+typedef struct count_env {
+  int resets;
+} count_env;
+
+static ag_status count_reset(void *state, uint64_t seed, float *obs) {
+  count_env *e = state;
+  (void)seed;
+  if (++e->resets == 2) return AG_ERR_IO;
+  obs[0] = 0.0f;
+  return AG_OK;
+}
+
+static ag_status count_step(void *state, const float *action, float *obs, float *reward, int *terminated) {
+  (void)state, (void)action;
+  obs[0] = 0.0f;
+  *reward = 1.0f;
+  *terminated = 0;
+  return AG_OK;
+}
+
+/* An episode that fails leaves mean and returns as they were, also the
+ * returns of the episodes before it. */
+static void q_evaluate_writes_nothing_on_error(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const int64_t sizes[2] = {1, 2};
+  ag_mlp *q;
+  agt_ok(ag_mlp_create(ctx, sizes, 2, AG_ACT_RELU, AG_ACT_NONE, 1, &q));
+  count_env st = {0};
+  const ag_env_ops ops = {count_reset, count_step, NULL};
+  const ag_env_spec spec = {"count", 1, 2, 0, NULL, NULL, 1, NAN};
+  ag_env *env;
+  agt_ok(ag_env_create_custom(&ops, &st, &spec, &env));
+  double mean = -7.0, returns[3] = {-7.0, -7.0, -7.0};
+  agt_err(ag_q_evaluate(q, env, 3, 0, &mean, returns), AG_ERR_IO,
+          "the reset function of environment \"count\"");
+  assert_true(mean == -7.0);
+  for (int i = 0; i < 3; i++) assert_true(returns[i] == -7.0);
+  agt_ok(ag_q_evaluate(q, env, 3, 0, &mean, returns)); /* resets 3, 4, 5 succeed */
+  assert_true(mean == 1.0);
+  for (int i = 0; i < 3; i++) assert_true(returns[i] == 1.0);
+  ag_env_free(env);
+  ag_mlp_free(q);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_bad_input_is_an_error_that_changes_nothing),
+      cmocka_unit_test(q_evaluate_writes_nothing_on_error),
   };
   return agt_run(argc, argv, "bad_input", tests, sizeof tests / sizeof tests[0]);
 }

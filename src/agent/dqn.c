@@ -645,6 +645,8 @@ ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, dou
   float obs[64];
   if (spec->obs_dim > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: observations wider than 64", fn);
   ag_tensor *in = NULL;
+  double *rets = returns ? ag__malloc((size_t)episodes * sizeof *rets) : NULL; /* returns: only on success */
+  if (returns && !rets) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   ag_status s = ag_tensor_create(ctx, spec->obs_dim, 1, AG_F32, NULL, &in);
   double total = 0;
   for (int e = 0; e < episodes && !s; e++) {
@@ -662,14 +664,20 @@ ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, dou
       ag_no_grad_end(ctx);
       if (!s) s = ag_tensor_read(a, &act, sizeof act);
       ag_ctx_reset(ctx);
-      actf = (float)act;
-      if (!s) s = ag_env_step(env, &actf, obs, &r, &term, &trunc);
-      ret += r;
+      if (!s) {
+        actf = (float)act;
+        s = ag_env_step(env, &actf, obs, &r, &term, &trunc);
+      }
+      if (!s) ret += r;
     }
-    if (returns) returns[e] = ret;
+    if (rets) rets[e] = ret;
     total += ret;
   }
   ag_tensor_free(in);
-  if (!s) *mean = total / episodes;
+  if (!s) {
+    if (returns) memcpy(returns, rets, (size_t)episodes * sizeof *rets);
+    *mean = total / episodes;
+  }
+  free(rets);
   return s;
 }
