@@ -380,10 +380,33 @@ static void q_evaluate_writes_nothing_on_error(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ag_dqn_store refuses an action or a terminated flag outside its range,
+ * and stores nothing. */
+static void dqn_store_checks_actions_and_flags(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn_config c = agt_dqn_config(8, 2, 4, 0, 1);
+  ag_dqn *d;
+  agt_ok(ag_dqn_create(ctx, 1, 2, 100, &c, &d));
+  const float obs[2] = {0.5f, -0.5f}, rew[2] = {1.0f, 0.0f};
+  const int32_t act[2] = {1, 0}, bad_act[2] = {0, 2};
+  const int term[2] = {0, 1}, bad_term[2] = {0, 2};
+  agt_err(ag_dqn_store(d, obs, bad_act, rew, obs, term, 2), AG_ERR_OUT_OF_RANGE,
+          "actions[1] = 2 is outside 0..1");
+  agt_err(ag_dqn_store(d, obs, act, rew, obs, bad_term, 2), AG_ERR_OUT_OF_RANGE,
+          "terminated[1] = 2 is not 0 or 1");
+  assert_int_equal(ag_replay_size(ag_dqn_replay(d)), 0);
+  agt_ok(ag_dqn_store(d, obs, act, rew, obs, term, 2));
+  assert_int_equal(ag_replay_size(ag_dqn_replay(d)), 2);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_bad_input_is_an_error_that_changes_nothing),
       cmocka_unit_test(q_evaluate_writes_nothing_on_error),
+      cmocka_unit_test(dqn_store_checks_actions_and_flags),
   };
   return agt_run(argc, argv, "bad_input", tests, sizeof tests / sizeof tests[0]);
 }

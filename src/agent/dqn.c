@@ -295,6 +295,10 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
     if (actions[i] < 0 || actions[i] >= d->n_actions)
       return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: actions[%d] = %d is outside 0..%lld", i, actions[i],
                       (long long)(d->n_actions - 1));
+  for (int i = 0; terminated && i < n; i++) /* the target takes 1 - terminated */
+    if (terminated[i] != 0 && terminated[i] != 1)
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: terminated[%d] = %d is not 0 or 1", i,
+                      terminated[i]);
   const void *data[5] = {obs, actions, rewards, next_obs, terminated};
   return d->shard ? ag_shard_add_local(d->shard, data, n) : ag_replay_add(d->replay, data, n);
 }
