@@ -343,16 +343,17 @@ typedef struct ag__per_sample_args {
  *         (double_dqn: Q'(s'_j)[argmax_a Q(s'_j)[a]], the first maximum)
  *   *loss = (1 / B) sum_j f(Q(s_j)[a_j] - y_j)   (f as in AG__K_LOSS: kind 0 MSE, 1 Huber of delta)
  * and the gradient of *loss with respect to w, b (y held constant) written
- * into gw, gb. The loss is summed over tiles of AG__QG_TILE transitions in order,
- * then over the tiles in a fixed order. ws: ag__qgrad_ws_floats(...) floats of
- * scratch on the device. With opt.on, the call applies an optimizer step
+ * into gw, gb. The loss is summed in groups of AG__QG_LOSS_GROUP consecutive
+ * transitions, in order, then over the groups in order (every backend sums
+ * so, for the same rounding). ws: the scratch the backend's scratch query
+ * asks for (bytes), on the device. With opt.on, the call applies an optimizer step
  * to the online network as one AG__K_ADAM launch with prep and no clipping
  * would (entries 2i = W_i with moments m[2i], v[2i], 2i + 1 = b_i), once the
  * gradients are written (a kernel less on the GPU, where each tile of a
  * gradient is final as soon as it is made). */
 #define AG__QG_MAX_LAYERS 9
 #define AG__QG_MAX_ACTIONS 64
-#define AG__QG_TILE 2
+#define AG__QG_LOSS_GROUP 2
 
 /* The optimizer step inside AG__K_QGRAD (values, not a pointer to another
  * call's arguments, so that a recorded call holds all it reads). */
@@ -386,20 +387,6 @@ typedef struct ag__qgrad_args {
   float *loss;
   ag__qgrad_step opt;
 } ag__qgrad_args;
-
-/* Scratch floats AG__K_QGRAD needs on any device: [features, B] blocks for
- * the online network's layer inputs on s (A_0 = s .. A_L = Q(s)), the deltas
- * D_0 .. D_L-1, s', four of the widest layer (the passes over s'), Q(s') and
- * Q'(s'); then one partial loss per tile; then the B columns (i64, the CPU). */
-static inline int64_t ag__qgrad_ws_floats(const ag__qgrad_args *a) {
-  int64_t widest = 0, hidden = 0;
-  for (int i = 0; i <= a->L; i++) {
-    if (i > 0 && i < a->L) hidden += a->sizes[i];
-    if (a->sizes[i] > widest) widest = a->sizes[i];
-  }
-  return a->B * (2 * a->sizes[0] + 2 * hidden + 4 * a->sizes[a->L] + 4 * widest + 2) +
-         (a->B + AG__QG_TILE - 1) / AG__QG_TILE + 16;
-}
 
 #ifdef __cplusplus
 }

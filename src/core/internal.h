@@ -245,6 +245,8 @@ int ag__device_count(ag_device_kind kind);
 const ag__backend *ag__host_backend(void);
 /* Whether the context's backend runs kernel id with these arguments. */
 int ag__kernel_supported(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size);
+/* The scratch bytes kernel id needs on the context's backend. */
+size_t ag__kernel_scratch(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size);
 /* The most scratch kernel id needs with these arguments on any backend of
  * this build: memory made once that serves on every device the context may
  * move to. */

@@ -37,6 +37,10 @@ int ag__kernel_supported(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t
   return !ctx->be->supports || ctx->be->supports(ctx->st, id, args, size);
 }
 
+size_t ag__kernel_scratch(ag_ctx *ctx, ag__kernel_id id, const void *args, size_t size) {
+  return ctx->be->scratch ? ctx->be->scratch(ctx->st, id, args, size) : 0;
+}
+
 size_t ag__kernel_scratch_max(ag__kernel_id id, const void *args, size_t size) {
   size_t most = 0;
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

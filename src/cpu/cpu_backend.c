@@ -313,6 +313,11 @@ static void cpu_record_free(void *st, void *rec) {
   plan_free(rec);
 }
 
+static size_t cpu_scratch(void *st, ag__kernel_id id, const void *args, size_t size) {
+  (void)st, (void)size;
+  return id == AG__K_QGRAD ? ag__cpu_qgrad_scratch(args) : 0;
+}
+
 static const ag__backend cpu_backend = {
     .name = "cpu",
     .kind = AG_DEVICE_CPU,
@@ -332,6 +337,7 @@ static const ag__backend cpu_backend = {
     .host_alloc = cpu_alloc,
     .host_free = cpu_release,
     .run = cpu_run,
+    .scratch = cpu_scratch,
     .record_begin = cpu_record_begin,
     .record_end = cpu_record_end,
     .replay = cpu_replay,

@@ -7,7 +7,7 @@
  *   S            s'
  *   P, R         two [widest, B] blocks for the hidden layers of the s' passes
  *   Qo, Qt       Q(s') (double DQN) and Q'(s')
- *   part         one partial loss per tile of AG__QG_TILE transitions
+ *   part         one partial loss per group of AG__QG_LOSS_GROUP transitions
  *   cols         the batch's table columns (i64)
  */
 #include <stdint.h>
@@ -42,6 +42,21 @@ static void forward(const ag__qgrad_args *a, const float *const *w, const float 
   }
 }
 
+size_t ag__cpu_qgrad_scratch(const void *args) {
+  const ag__qgrad_args *a = args;
+  int64_t widest = 0, hidden = 0;
+  for (int i = 0; i <= a->L; i++) {
+    if (i > 0 && i < a->L) hidden += a->sizes[i];
+    widest = a->sizes[i] > widest ? a->sizes[i] : widest;
+  }
+  const int64_t A = a->sizes[a->L], S = a->sizes[0],
+                groups = (a->B + AG__QG_LOSS_GROUP - 1) / AG__QG_LOSS_GROUP;
+  /* A_0 .. A_L, D_0 .. D_L-1, S, P and R, Qo and Qt, the partials, the columns */
+  const int64_t floats = a->B * (S + hidden + A) + a->B * (hidden + A) + a->B * S + 2 * widest * a->B +
+                         2 * A * a->B + groups + 2 * a->B + 2; /* + 2: the columns start 8-byte aligned */
+  return (size_t)floats * sizeof(float);
+}
+
 ag_status ag__cpu_qgrad(const void *args) {
   const ag__qgrad_args *a = args;
   const int L = a->L;
@@ -60,7 +75,7 @@ ag_status ag__cpu_qgrad(const void *args) {
   }
   float *S = cur, *P = S + K0 * B, *R = P + widest * B, *Qo = R + widest * B, *Qt = Qo + A * B,
         *part = Qt + A * B;
-  const int64_t tiles = (B + AG__QG_TILE - 1) / AG__QG_TILE;
+  const int64_t tiles = (B + AG__QG_LOSS_GROUP - 1) / AG__QG_LOSS_GROUP;
   int64_t *cols =
       (int64_t *)(((uintptr_t)(part + tiles) + 7) & ~(uintptr_t)7); /* 8-byte aligned; the scratch has room */
   const int64_t bound = a->idx ? 0 : *a->size_dev;
@@ -90,7 +105,7 @@ ag_status ag__cpu_qgrad(const void *args) {
   memset(dq, 0, (size_t)(A * B) * sizeof *dq);
   for (int64_t t = 0; t < tiles; t++) {
     float sum = 0.0f;
-    for (int64_t j = t * AG__QG_TILE; j < B && j < (t + 1) * AG__QG_TILE; j++) {
+    for (int64_t j = t * AG__QG_LOSS_GROUP; j < B && j < (t + 1) * AG__QG_LOSS_GROUP; j++) {
       const float *col = a->table + cols[j] * a->rows;
       const float act_f = col[a->act_row] * a->scale, r = col[a->rew_row] * a->scale,
                   d = col[a->done_row] * a->scale;

@@ -566,7 +566,9 @@ static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t si
 
 static size_t cuda_scratch(void *p, ag__kernel_id id, const void *args, size_t size) {
   (void)p, (void)size;
-  return id == AG__K_ADAM ? ag__cuda_adam_scratch(args) : 0;
+  return id == AG__K_ADAM    ? ag__cuda_adam_scratch(args)
+         : id == AG__K_QGRAD ? ag__cuda_qgrad_scratch(args)
+                             : 0;
 }
 
 /* ---- recording: stream capture into a CUDA graph ---- */

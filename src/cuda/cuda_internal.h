@@ -211,6 +211,8 @@ ag_status ag__cuda_adam_prep(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_adam(ag__cuda_state *st, const void *args);
 /* Scratch bytes of an AG__K_ADAM launch (the block count of a prep-fused one). */
 size_t ag__cuda_adam_scratch(const void *args);
+/* Scratch bytes of an AG__K_QGRAD call (the layout qgrad.cu describes). */
+size_t ag__cuda_qgrad_scratch(const void *args);
 ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_randint(ag__cuda_state *st, const void *args);

@@ -8,7 +8,7 @@
  *     three grids of 32 x 32 output tiles in one launch; the first layer
  *     gathers its inputs from the table by index;
  *   the output layer of every part, the TD target, the loss of a tile of
- *     AG__QG_TILE transitions, d loss / d Q and its way back through the
+ *     AG__QG_LOSS_GROUP transitions, d loss / d Q and its way back through the
  *     output layer, a block per tile;
  *   backward, a kernel per hidden layer below: d loss / d (W_i-1 A_i-1 +
  *     b_i-1) from the layer above through W_i and the ReLU mask;
@@ -41,7 +41,7 @@
 #endif
 #define QG_GROUPS (QG_THREADS / 64)
 #define QG_OUT (1024 / QG_THREADS) /* outputs of a 32 x 32 tile a thread keeps */
-#define QG_T AG__QG_TILE
+#define QG_T AG__QG_LOSS_GROUP     /* a tile of the output kernel is one group of the loss's sum */
 #ifndef QG_GS
 #define QG_GS 4 /* stages of the rings in shared memory */
 #endif
@@ -708,4 +708,20 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   else
     ag__launch(qg_grad_kernel<false>, blocks, QG_THREADS, 0, st->stream, *a, p);
   return ag__cuda_check_launch("cuda: qgrad gradient kernel");
+}
+
+size_t ag__cuda_qgrad_scratch(const void *args) {
+  const ag__qgrad_args *a = (const ag__qgrad_args *)args;
+  int64_t widest = 0, hidden = 0;
+  for (int i = 0; i <= a->L; i++) {
+    if (i > 0 && i < a->L) hidden += a->sizes[i];
+    widest = a->sizes[i] > widest ? a->sizes[i] : widest;
+  }
+  const int64_t A = a->sizes[a->L], S = a->sizes[0], tiles = (a->B + QG_T - 1) / QG_T;
+  /* A_0 .. A_L, D_0 .. D_L-1, s', two widest blocks (the target's pass),
+   * Q(s') and Q'(s'), the partials, two widest blocks (the online pass on
+   * s'), then 16 floats (the optimizer step's values) */
+  const int64_t floats = a->B * (S + hidden + A) + a->B * (hidden + A) + a->B * S + 2 * widest * a->B +
+                         2 * A * a->B + tiles + 2 * widest * a->B + 16;
+  return (size_t)floats * sizeof(float);
 }

@@ -25,10 +25,12 @@ static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a)
   ag__mlp_acts(u->target, &th, &tl);
   const int L = ag_mlp_n_params(u->q) / 2;
   if ((L > 1 && (hidden != AG_ACT_RELU || th != AG_ACT_RELU)) || last != AG_ACT_NONE || tl != AG_ACT_NONE)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update takes ReLU hidden layers and a linear output", fn);
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update takes ReLU hidden layers and a linear output",
+                    fn);
   if (L < 1 || L > AG__QG_MAX_LAYERS || ag_mlp_out(u->q) > AG__QG_MAX_ACTIONS)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %d layers and %lld actions are outside the fused update (%d, %d)", fn,
-                    L, (long long)ag_mlp_out(u->q), AG__QG_MAX_LAYERS, AG__QG_MAX_ACTIONS);
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %d layers and %lld actions are outside the fused update (%d, %d)", fn, L,
+                    (long long)ag_mlp_out(u->q), AG__QG_MAX_LAYERS, AG__QG_MAX_ACTIONS);
   if (ag_mlp_n_params(u->target) != 2 * L || ag_mlp_in(u->q) != ag_mlp_in(u->target) ||
       ag_mlp_out(u->q) != ag_mlp_out(u->target))
     return ag__fail(AG_ERR_SHAPE, "%s: q and target differ in shape", fn);
@@ -57,16 +59,17 @@ static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a)
     a->sizes[i + 1] = w->rows;
     void *x[6];
     if (!w->grad || !b->grad) return ag__fail(AG_ERR_STATE, "%s: q's parameters have no gradients", fn);
-    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) || (s = ag__tensor_ptr(tp[2 * i], &x[2])) ||
-        (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) || (s = ag__tensor_ptr(w->grad, &x[4])) ||
-        (s = ag__tensor_ptr(b->grad, &x[5])))
+    if ((s = ag__tensor_ptr(w, &x[0])) || (s = ag__tensor_ptr(b, &x[1])) ||
+        (s = ag__tensor_ptr(tp[2 * i], &x[2])) || (s = ag__tensor_ptr(tp[2 * i + 1], &x[3])) ||
+        (s = ag__tensor_ptr(w->grad, &x[4])) || (s = ag__tensor_ptr(b->grad, &x[5])))
       return s;
     a->w[i] = x[0], a->b[i] = x[1], a->tw[i] = x[2], a->tb[i] = x[3], a->gw[i] = x[4], a->gb[i] = x[5];
   }
   if (a->rows < a->sizes[0] || u->obs_row < 0 || u->next_row < 0 || u->obs_row > a->rows - a->sizes[0] ||
       u->next_row > a->rows - a->sizes[0] || u->act_row < 0 || u->act_row >= a->rows || u->rew_row < 0 ||
       u->rew_row >= a->rows || u->done_row < 0 || u->done_row >= a->rows)
-    return ag__fail(AG_ERR_SHAPE, "%s: a field's rows lie outside the table's %lld rows", fn, (long long)a->rows);
+    return ag__fail(AG_ERR_SHAPE, "%s: a field's rows lie outside the table's %lld rows", fn,
+                    (long long)a->rows);
   a->gamma = u->gamma;
   a->double_dqn = u->double_dqn;
   a->kind = u->huber ? 1 : 0;
@@ -91,7 +94,8 @@ ag_status ag__qlearn_step(const ag__qlearn *u, ag_tensor **loss) {
   if (s) return s;
   ag_ctx *ctx = u->table->ctx;
   if (!ag__kernel_supported(ctx, AG__K_QGRAD, &a, sizeof a))
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the %s backend does not take the fused update", fn, ctx->be->name);
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the %s backend does not take the fused update", fn,
+                    ctx->be->name);
   ag__adam_args step;
   if (u->opt) {
     if ((s = ag__optim_step_args(u->opt, &step))) return s;
@@ -106,7 +110,9 @@ ag_status ag__qlearn_step(const ag__qlearn *u, ag_tensor **loss) {
     for (int t = 0; t < 2 * a.L; t++) a.opt.m[t] = step.t[t].m, a.opt.v[t] = step.t[t].v;
   }
   ag_tensor *ws, *l;
-  if ((s = ag__tensor_temp(ctx, ag__qgrad_ws_floats(&a), 1, AG_F32, &ws)) || (s = ag__tensor_temp(ctx, 1, 1, AG_F32, &l)))
+  const size_t scratch = ag__kernel_scratch(ctx, AG__K_QGRAD, &a, sizeof a);
+  if ((s = ag__tensor_temp(ctx, (int64_t)((scratch + 3) / 4), 1, AG_F32, &ws)) ||
+      (s = ag__tensor_temp(ctx, 1, 1, AG_F32, &l)))
     return s;
   a.ws = ws->data;
   a.loss = l->data;
