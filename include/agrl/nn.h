@@ -3,7 +3,13 @@
  * Parameters are persistent tensors that require gradients: they survive
  * ag_ctx_reset() and move with the context on a device switch, like
  * buffers (S17, S18). Initialisation is seeded and draws the same numbers on
- * every device. Free modules and optimizers before their context.
+ * every device. Free modules and optimizers before their context, and an
+ * optimizer before the parameters it steps (it keeps their handles).
+ *
+ * Errors common to the calls below: AG_ERR_STATE for a call that allocates
+ * persistent memory or moves host data while a step is being recorded;
+ * AG_ERR_OUT_OF_MEMORY and AG_ERR_DEVICE from the device, also when a
+ * parameter left on the host by a device switch is uploaded at its use.
  */
 #ifndef AGRL_NN_H
 #define AGRL_NN_H
@@ -18,7 +24,9 @@ extern "C" {
 
 typedef enum ag_act { AG_ACT_NONE = 0, AG_ACT_RELU = 1, AG_ACT_TANH = 2, AG_ACT_SIGMOID = 3 } ag_act;
 
-/* Applies an activation (AG_ACT_NONE returns x itself). */
+/* Applies an activation (AG_ACT_NONE returns x itself, no copy).
+ * Errors: AG_ERR_INVALID_ARG: an unknown act, x or out NULL; those of
+ * ag_relu, ag_tanh and ag_sigmoid. */
 AG_API ag_status ag_activate(ag_tensor *x, ag_act act, ag_tensor **out);
 
 /* ---- MLP: Linear layers W [out, in], b [out, 1], y = act(W x + b) ----
@@ -28,11 +36,19 @@ AG_API ag_status ag_activate(ag_tensor *x, ag_act act, ag_tensor **out);
  * Philox stream of `seed`. */
 typedef struct ag_mlp ag_mlp;
 
+/* sizes: n_sizes values (copied). The MLP owns its parameters; free it with
+ * ag_mlp_free. Errors: AG_ERR_INVALID_ARG: ctx, sizes or out NULL,
+ * n_sizes < 2, a size outside 1..2^31-1, an unknown activation. */
 AG_API ag_status ag_mlp_create(ag_ctx *ctx, const int64_t *sizes, int n_sizes, ag_act hidden, ag_act last,
                                uint64_t seed, ag_mlp **out);
+/* NULL is accepted. */
 AG_API void ag_mlp_free(ag_mlp *m);
-/* y [out, n] = mlp(x [in, n]). x may be a row view (e.g. the obs rows of a
- * gathered batch). */
+/* y [out, n] = mlp(x [in, n]), f32 temporaries. x may be a row view (e.g.
+ * the obs rows of a gathered batch). Errors: AG_ERR_INVALID_ARG: m, x or
+ * out NULL, x of another context; AG_ERR_FREED: x released by
+ * ag_ctx_reset; AG_ERR_SHAPE: x not f32 or without `in` rows;
+ * AG_ERR_UNSUPPORTED: n beyond 2^31. On error the layers already computed
+ * stay queued into temporaries; nothing else changes. */
 AG_API ag_status ag_mlp_forward(ag_mlp *m, ag_tensor *x, ag_tensor **out);
 AG_API int ag_mlp_n_params(const ag_mlp *m);
 /* Parameters in order W0, b0, W1, b1, ... (owned by the MLP). */
@@ -41,7 +57,9 @@ AG_API int64_t ag_mlp_in(const ag_mlp *m);
 AG_API int64_t ag_mlp_out(const ag_mlp *m);
 
 /* Target networks: dst = src (hard copy), or dst = tau * src + (1 - tau) * dst
- * (Polyak averaging). The MLPs must have the same sizes. Queued. */
+ * (Polyak averaging). The MLPs must have the same sizes. Queued; recordable.
+ * Errors: AG_ERR_INVALID_ARG: dst or src NULL, MLPs of different contexts,
+ * tau outside [0, 1]; AG_ERR_SHAPE: different sizes. */
 AG_API ag_status ag_mlp_copy(ag_mlp *dst, const ag_mlp *src);
 AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
 
@@ -50,10 +68,11 @@ AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
  * version 2 of the format below. The file is written beside `path` under a
  * temporary name, flushed to disk and renamed over `path`: on any failure
  * (a full disk, a failed download, no memory) `path` keeps its old bytes
- * and the temporary is removed. Errors: AG_ERR_IO (the directory cannot be
- * written), AG_ERR_UNSUPPORTED (more than 64 sizes), AG_ERR_STATE (a
- * parameter holds a NaN or an infinity, which load would refuse; or a step
- * is being recorded), the status of a failed download.
+ * and the temporary is removed. Errors: AG_ERR_INVALID_ARG (m or path
+ * NULL, path empty), AG_ERR_IO (the directory cannot be written),
+ * AG_ERR_UNSUPPORTED (more than 64 sizes), AG_ERR_STATE (a parameter holds
+ * a NaN or an infinity, which load would refuse; or a step is being
+ * recorded), AG_ERR_OUT_OF_MEMORY (host), the status of a failed download.
  *
  * Version 2 (written by this library). All integers little-endian; n =
  * n_sizes, L = n - 1 layers, 2L parameters; H = 28 + 8n.
@@ -107,7 +126,10 @@ AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
  * Version-1 files get every check but the CRCs, which they do not have.
  * The values go to the device in parts of at most 1 MB through one host
  * buffer. On failure nothing stays allocated and *out is not written.
- * AG_ERR_OUT_OF_MEMORY when a valid model does not fit on the device. */
+ * Other errors: AG_ERR_INVALID_ARG (ctx, path or out NULL), AG_ERR_IO (the
+ * file cannot be opened or read, or is not a regular file), AG_ERR_STATE
+ * (a step is being recorded), AG_ERR_OUT_OF_MEMORY when a valid model does
+ * not fit on the device, AG_ERR_DEVICE. The caller owns the MLP. */
 AG_API ag_status ag_mlp_save(const ag_mlp *m, const char *path);
 AG_API ag_status ag_mlp_load(ag_ctx *ctx, const char *path, ag_mlp **out);
 
@@ -127,19 +149,30 @@ AG_API ag_adam_config ag_adam_defaults(void);
 
 /* Adam with bias correction (Kingma & Ba), in the form of torch.optim.Adam.
  * Moments and the step count live on the device; a step is three kernels at
- * most (norm, prepare, update), whatever the number of parameters. */
+ * most (norm, prepare, update), whatever the number of parameters.
+ * params: n persistent f32 tensors of ctx that require gradients (e.g.
+ * ag_mlp_params); the array is copied, the tensors must outlive the
+ * optimizer. Errors: AG_ERR_INVALID_ARG: ctx, params, cfg or out NULL,
+ * n < 1, a parameter of another context or without a gradient, lr outside
+ * (0, 1e6), beta1 or beta2 outside [0, 1), eps <= 0, weight_decay < 0,
+ * max_grad_norm < 0; AG_ERR_FREED: a temporary released by ag_ctx_reset. */
 AG_API ag_status ag_adam_create(ag_ctx *ctx, ag_tensor *const *params, int n, const ag_adam_config *cfg,
                                 ag_optim **out);
-/* Plain SGD: p -= lr * clip(g); max_grad_norm 0 disables clipping. */
+/* Plain SGD: p -= lr * clip(g); max_grad_norm 0 disables clipping. params
+ * and errors as for ag_adam_create (lr and max_grad_norm only). */
 AG_API ag_status ag_sgd_create(ag_ctx *ctx, ag_tensor *const *params, int n, float lr, float max_grad_norm,
                                ag_optim **out);
-/* One update from the parameters' gradients (queued; recordable). */
+/* One update from the parameters' gradients (queued; recordable).
+ * Errors: AG_ERR_INVALID_ARG: o NULL. */
 AG_API ag_status ag_optim_step(ag_optim *o);
-/* Zeroes the gradients of the optimizer's parameters (queued; recordable). */
+/* Zeroes the gradients of the optimizer's parameters (queued; recordable).
+ * Errors: AG_ERR_INVALID_ARG: o NULL. */
 AG_API ag_status ag_optim_zero_grad(ag_optim *o);
-/* Steps taken (read from the device: waits for the queue). */
+/* Steps taken (read from the device: waits for the queue).
+ * Errors: AG_ERR_INVALID_ARG: o or steps NULL; AG_ERR_STATE while a step is
+ * being recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_optim_steps(ag_optim *o, int64_t *steps);
-AG_API void ag_optim_free(ag_optim *o);
+AG_API void ag_optim_free(ag_optim *o); /* NULL is accepted */
 
 #ifdef __cplusplus
 }
