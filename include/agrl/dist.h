@@ -37,8 +37,16 @@ typedef struct ag_dist ag_dist;
  * ctx's device. world > 1: ctx must be a CUDA context; rank 0 creates
  * `id_path` (which must not exist: a stale id from an earlier run would
  * never connect) and removes it once every rank has joined; the others wait
- * for it. The whole join must finish within timeout_s seconds, else
- * AG_ERR_TIMEOUT and nothing is kept. world = 1: id_path may be NULL. */
+ * for it. The whole join must finish within timeout_s seconds (> 0, also
+ * for world = 1), else AG_ERR_TIMEOUT and nothing is kept. world = 1:
+ * id_path may be NULL. The group lives until ag_dist_free; a device switch
+ * of ctx ends it (its calls then return AG_ERR_STATE).
+ * Errors: AG_ERR_INVALID_ARG: ctx or out NULL, world < 1, rank outside
+ * 0..world-1, timeout_s <= 0, world > 1 without id_path;
+ * AG_ERR_UNSUPPORTED: world > 1 on a CPU context or without NCCL;
+ * AG_ERR_STATE: id_path exists (rank 0), or a step is being recorded;
+ * AG_ERR_IO: id_path cannot be made or read; AG_ERR_TIMEOUT; AG_ERR_DEVICE
+ * (NCCL); AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, double timeout_s,
                                 ag_dist **out);
 /* Leaves the group (waits for the context's queue first); before freeing the
@@ -56,19 +64,29 @@ typedef enum ag_reduce_op {
 } ag_reduce_op;
 
 /* Every rank calls the collectives below in the same order with tensors of
- * the same shapes and dtypes (f32, i32 or i64). They are queued on the
- * context and recordable; they are not differentiated. */
+ * the same shapes and dtypes: packed tensors (no gaps between columns) of
+ * the group's context; reductions take f32, i32 or i64 (a mean f32 only),
+ * broadcast and all-gather any dtype. They are queued on the context and
+ * recordable; they are not differentiated. A group of one checks its
+ * arguments and moves nothing. Errors of all: AG_ERR_INVALID_ARG: g or a
+ * tensor NULL, a tensor of another context; AG_ERR_FREED: a temporary
+ * released by ag_ctx_reset; AG_ERR_SHAPE: a view with gaps, a dtype the
+ * call does not take; AG_ERR_STATE: ctx changed device since the group was
+ * made; AG_ERR_DEVICE (NCCL); AG_ERR_OUT_OF_MEMORY. */
 
 /* In place: each tensor becomes the reduction of that tensor over the
- * ranks (n tensors, one grouped operation). */
+ * ranks (ts: n tensors, one grouped operation). Errors: AG_ERR_INVALID_ARG:
+ * an unknown op, ts NULL, n < 1. */
 AG_API ag_status ag_dist_allreduce(ag_dist *g, ag_tensor *const *ts, int n, ag_reduce_op op);
-/* In place: each tensor takes rank root's value. */
+/* In place: each of the n tensors takes rank root's value.
+ * Errors: AG_ERR_INVALID_ARG: ts NULL, n < 1, root outside 0..world-1. */
 AG_API ag_status ag_dist_broadcast(ag_dist *g, ag_tensor *const *ts, int n, int root);
-/* x [r, c] of every rank side by side: out [r, c * world] (a temporary),
- * rank k's columns at k*c .. k*c + c-1. */
+/* x [r, c] of every rank side by side: out [r, c * world] (a temporary of
+ * x's dtype; for world = 1 a view of x itself), rank k's columns at
+ * k*c .. k*c + c-1. Errors: AG_ERR_INVALID_ARG: out NULL. */
 AG_API ag_status ag_dist_allgather(ag_dist *g, ag_tensor *x, ag_tensor **out);
 /* Returns once every rank has called it and this rank's queued work is
- * done (not recordable). */
+ * done (not recordable: AG_ERR_STATE while a step is being recorded). */
 AG_API ag_status ag_dist_barrier(ag_dist *g);
 
 /* ---- a replay table sharded over the ranks ----
@@ -82,20 +100,32 @@ typedef struct ag_shard ag_shard;
 
 /* This rank's shard: capacity / world columns on ctx's device. rank and
  * world are given directly (not an ag_dist), so that routing works without
- * a group; min_size is the global minimum (each shard needs its share). */
+ * a group; min_size is the global minimum (each shard needs its share).
+ * fields and storage as for ag_replay_create. The caller owns the shard,
+ * which owns its table. Errors: AG_ERR_INVALID_ARG: ctx, fields or out
+ * NULL, n_fields < 1, rank outside 0..world-1, capacity not a positive
+ * multiple of world, min_size outside 1..capacity; those of
+ * ag_replay_create. */
 AG_API ag_status ag_shard_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
                                  ag_dtype storage, int64_t min_size, int rank, int world, ag_shard **out);
-AG_API void ag_shard_free(ag_shard *sh);
+AG_API void ag_shard_free(ag_shard *sh); /* and its table; NULL is accepted */
 
 /* Appends k transitions of the global stream (every rank passes the same
  * data, laid out as for ag_replay_add); this rank keeps the ones whose
- * global column it owns. */
+ * global column it owns (only their values are checked). All or nothing.
+ * Errors: AG_ERR_INVALID_ARG: sh NULL, data or a field's data NULL for
+ * k > 0; AG_ERR_OUT_OF_RANGE: k outside 0..capacity; AG_ERR_STATE: the
+ * local table was added to directly; AG_ERR_OUT_OF_MEMORY; those of
+ * ag_replay_add. */
 AG_API ag_status ag_shard_add(ag_shard *sh, const void *const *data, int64_t k);
 /* Appends k transitions of this rank's own (e.g. from its environments):
  * they take this rank's next local columns. Every rank adds the same k at
  * each call (data-parallel lockstep); the global position then advances by
  * k * world. Refused (AG_ERR_STATE) while the global position is not a
- * multiple of world, i.e. after global adds that left the shards uneven. */
+ * multiple of world, i.e. after global adds that left the shards uneven.
+ * Errors besides: AG_ERR_INVALID_ARG: sh NULL; AG_ERR_OUT_OF_RANGE: k
+ * outside 0..capacity / world; AG_ERR_STATE: the local table was added to
+ * directly; those of ag_replay_add. */
 AG_API ag_status ag_shard_add_local(ag_shard *sh, const void *const *data, int64_t k);
 
 AG_API int64_t ag_shard_size(const ag_shard *sh);     /* valid global columns */
@@ -103,7 +133,9 @@ AG_API int64_t ag_shard_capacity(const ag_shard *sh); /* global columns */
 AG_API int64_t ag_shard_position(const ag_shard *sh); /* next global column */
 AG_API int ag_shard_rank(const ag_shard *sh);
 AG_API int ag_shard_world(const ag_shard *sh);
-/* This rank's table (sample, gather, PER on it as on any table). */
+/* This rank's table (sample, gather, PER on it as on any table), owned by
+ * the shard; add to it only through ag_shard_add(_local), which refuse a
+ * table added to directly. */
 AG_API ag_replay *ag_shard_local(const ag_shard *sh);
 /* Global column of a local one, and the owner and local column of a global one. */
 AG_API int64_t ag_shard_global_index(const ag_shard *sh, int64_t local);
@@ -111,8 +143,11 @@ AG_API void ag_shard_locate(const ag_shard *sh, int64_t global, int *rank, int64
 
 /* A single-learner batch: every rank draws B / world transitions uniformly
  * from its shard and the group gathers them, so that each rank holds the
- * same batch [rows, B] (rank k's draws at columns k*B/world ...). B must be
- * a multiple of world; recordable. */
+ * same batch [rows, B] f32, a temporary (rank k's draws at columns
+ * k*B/world ...). B must be a multiple of world; recordable.
+ * Errors: AG_ERR_INVALID_ARG: sh, g, rng or batch NULL, g's rank or world
+ * not the shard's, B not a positive multiple of world; those of
+ * ag_replay_sample (of B / world) and ag_dist_allgather. */
 AG_API ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, int64_t B, ag_tensor **batch);
 
 /* The data-parallel DQN (ag_dqn_create_dist) is declared in agrl/agent.h. */
