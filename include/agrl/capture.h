@@ -39,10 +39,22 @@ typedef struct ag_capture ag_capture;
  * to abandon the recording. */
 typedef ag_status (*ag_step_fn)(ag_ctx *ctx, void *user);
 
-/* Records fn(ctx, user). The step does not run yet. On error nothing is kept. */
+/* Records fn(ctx, user). The step does not run yet. fn and user must stay
+ * valid until ag_capture_free: a replay calls fn again to record anew when
+ * what it reads moved. The temporaries the step makes belong to the
+ * recording (each replay writes them, a new record replaces them,
+ * ag_ctx_reset leaves them). The caller owns the recording.
+ * Errors: AG_ERR_INVALID_ARG: ctx, fn or out NULL; AG_ERR_STATE: a step is
+ * being recorded; the status fn returns; AG_ERR_OUT_OF_MEMORY;
+ * AG_ERR_DEVICE. On error nothing is kept (what fn did outside ctx stays). */
 AG_API ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_capture **out);
 
-/* Runs the recorded step once on the queue (re-recording first if needed). */
+/* Runs the recorded step once on the queue (re-recording first if needed).
+ * Errors: AG_ERR_INVALID_ARG: cap NULL; AG_ERR_STATE while a step is being
+ * recorded; AG_ERR_INVALIDATED: an object it reads was freed (for good);
+ * the errors of ag_capture_create when it records again (the next replay
+ * then tries again); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. Short of a device
+ * error while the step runs, a failed replay runs nothing. */
 AG_API ag_status ag_capture_replay(ag_capture *cap);
 
 /* Waits for queued work, then frees the recording. NULL is accepted. */
@@ -50,10 +62,14 @@ AG_API void ag_capture_free(ag_capture *cap);
 
 /* Named inputs: gives the persistent tensor `t` (read by the step) a name,
  * so that callers can set it by name before a replay. Names are copied;
- * a name is given once. */
+ * a name is given once; t must stay alive while its name is used.
+ * Errors: AG_ERR_INVALID_ARG: cap or name NULL, name empty or given
+ * already, t NULL, not persistent or of another context; AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_capture_add_input(ag_capture *cap, const char *name, ag_tensor *t);
 /* Writes `bytes` of host data into the input `name` (ordered before the next
- * replay, as ag_tensor_write; the data may be reused on return). */
+ * replay, as ag_tensor_write; the data may be reused on return).
+ * Errors: AG_ERR_INVALID_ARG: cap NULL or no input called `name`; those of
+ * ag_tensor_write (bytes not the tensor's size: AG_ERR_SHAPE). */
 AG_API ag_status ag_capture_set_input(ag_capture *cap, const char *name, const void *data, size_t bytes);
 /* The tensor of input `name`, or NULL. */
 AG_API ag_tensor *ag_capture_input(const ag_capture *cap, const char *name);
@@ -67,10 +83,13 @@ typedef struct ag_capture_info {
   int valid; /* 0 once something it reads was freed */
 } ag_capture_info;
 
+/* Errors: AG_ERR_INVALID_ARG: cap or out NULL. */
 AG_API ag_status ag_capture_get_info(const ag_capture *cap, ag_capture_info *out);
 
 /* The i-th object the recording reads: a buffer (*buf set, *tensor NULL) or
- * a persistent tensor (the reverse). */
+ * a persistent tensor (the reverse), still its owner's. Errors:
+ * AG_ERR_INVALID_ARG: an argument NULL; AG_ERR_OUT_OF_RANGE: i outside
+ * 0..reads-1; AG_ERR_FREED: that object was freed. */
 AG_API ag_status ag_capture_read_at(const ag_capture *cap, int i, ag_buffer **buf, ag_tensor **tensor);
 
 /* ---- device random numbers ----
@@ -79,15 +98,25 @@ AG_API ag_status ag_capture_read_at(const ag_capture *cap, int i, ag_buffer **bu
  * the same numbers on the CPU and the GPU, eager or replayed. */
 typedef struct ag_rng ag_rng;
 
+/* The caller owns the stream; free it before ctx. Errors: AG_ERR_INVALID_ARG:
+ * ctx or out NULL; AG_ERR_STATE while a step is being recorded;
+ * AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_rng_create(ag_ctx *ctx, uint64_t seed, ag_rng **out);
-AG_API void ag_rng_free(ag_rng *rng);
-/* Sets the counter (queued). */
+AG_API void ag_rng_free(ag_rng *rng); /* NULL is accepted */
+/* Sets the counter (queued, as ag_tensor_write). Errors: AG_ERR_INVALID_ARG:
+ * rng NULL; AG_ERR_STATE while a step is being recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_rng_set_counter(ag_rng *rng, uint64_t counter);
 
-/* n uniform integers in [0, bound) as an [n, 1] AG_I32 or AG_I64 tensor. */
+/* n uniform integers in [0, bound) as an [n, 1] AG_I32 or AG_I64 temporary
+ * (recordable: each replay draws the next n). Errors: AG_ERR_INVALID_ARG:
+ * rng or out NULL, n < 1, dtype not AG_I32 or AG_I64, bound < 1, bound
+ * beyond 2^31 for AG_I32; AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_randint(ag_rng *rng, int64_t bound, int64_t n, ag_dtype dtype, ag_tensor **out);
 /* The same with the bound read on the device from a 1 x 1 AG_I64 tensor
- * (e.g. the number of transitions in a replay buffer); a bound < 1 gives 0. */
+ * of rng's context (e.g. the number of transitions in a replay buffer); a
+ * bound < 1 gives 0, and with AG_I32 a bound beyond 2^31 is not checked
+ * (the values wrap). Errors: as ag_randint; AG_ERR_INVALID_ARG: bound NULL
+ * or of another context; AG_ERR_FREED; AG_ERR_SHAPE: bound not 1 x 1 i64. */
 AG_API ag_status ag_randint_dev(ag_rng *rng, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out);
 
 #ifdef __cplusplus
