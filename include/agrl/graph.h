@@ -9,11 +9,19 @@
  * Shapes: tensors are rows x cols, column by column. A batch of n vectors of
  * d features is [d, n] (one column a sample, like a buffer). Binary ops
  * broadcast an operand of 1 row, 1 column, or 1 x 1 to the other's shape.
- * All ops take f32 tensors, except the index arguments of ag_pick (i32,
- * i64, or f32 holding whole numbers).
+ * All ops take f32 tensors, except the index arguments of ag_pick and
+ * ag_td_target (i32, i64, or f32 holding whole numbers) and the slices and
+ * ag_detach (any dtype). Ops are recordable.
  *
+ * Errors of every op: AG_ERR_INVALID_ARG: an operand or out NULL, operands
+ * of different contexts; AG_ERR_FREED: an operand released by
+ * ag_ctx_reset; AG_ERR_SHAPE: an operand that is not f32 where f32 is
+ * taken; AG_ERR_OUT_OF_MEMORY (the workspace, the tape); the errors of
+ * uploading a persistent operand that a device switch left on the host;
+ * AG_ERR_DEVICE. Each op below lists only its own others.
  * On error an op returns a status, writes nothing to *out, and queues
- * nothing.
+ * nothing, but for one case: when the tape cannot grow (out of host
+ * memory) the op's kernel is queued already, into a temporary no one sees.
  */
 #ifndef AGRL_GRAPH_H
 #define AGRL_GRAPH_H
@@ -33,13 +41,19 @@ typedef enum ag_axis {
 /* ---- gradients ---- */
 
 /* Makes a persistent tensor a leaf that receives gradients (a parameter):
- * allocates its gradient, zero-filled. on = 0 stops it (the gradient is
- * kept). Only persistent f32 tensors can require gradients. */
+ * allocates its gradient, zero-filled, owned by t. on = 0 stops it (the
+ * gradient is kept). Only persistent f32 tensors can require gradients.
+ * Errors: AG_ERR_INVALID_ARG: t NULL, a temporary or a gradient;
+ * AG_ERR_SHAPE: t not f32; AG_ERR_STATE while a step is being recorded
+ * (a new gradient); AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_tensor_set_requires_grad(ag_tensor *t, int on);
 AG_API int ag_tensor_requires_grad(const ag_tensor *t);
-/* The gradient tensor (persistent for parameters, temporary otherwise), or NULL. */
+/* The gradient tensor (persistent for parameters and owned by t, temporary
+ * otherwise), or NULL. */
 AG_API ag_tensor *ag_tensor_grad(const ag_tensor *t);
-/* Sets the gradients of n parameters to zero (queued). */
+/* Sets the gradients of n parameters to zero (queued; n = 0 does nothing).
+ * Errors: AG_ERR_INVALID_ARG: n < 0, params NULL for n > 0, a tensor
+ * without a gradient; AG_ERR_FREED. */
 AG_API ag_status ag_zero_grad(ag_tensor *const *params, int n);
 
 /* Reverse mode from a [1, 1] loss: d loss / d x is added to the gradient
@@ -49,7 +63,11 @@ AG_API ag_status ag_zero_grad(ag_tensor *const *params, int n);
  * change nothing. A failure while the gradients are being written (no
  * memory for a temporary, a device error) leaves every parameter the loss
  * reaches as after ag_zero_grad: what they had accumulated is dropped, and
- * a retry of the backward computes them afresh. */
+ * a retry of the backward computes them afresh.
+ * Errors: AG_ERR_INVALID_ARG: loss NULL, or not computed from a tensor that
+ * requires a gradient; AG_ERR_FREED; AG_ERR_SHAPE: loss not [1, 1] f32;
+ * AG_ERR_STATE: the tape was reset since the loss was computed;
+ * AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
 AG_API ag_status ag_backward(ag_tensor *loss);
 
 /* Between begin and end no op is taped and no result requires a gradient
@@ -57,15 +75,19 @@ AG_API ag_status ag_backward(ag_tensor *loss);
 AG_API void ag_no_grad_begin(ag_ctx *ctx);
 AG_API void ag_no_grad_end(ag_ctx *ctx);
 
-/* A view of x that never requires a gradient. */
+/* A view of x (any dtype, no copy) that never requires a gradient. */
 AG_API ag_status ag_detach(ag_tensor *x, ag_tensor **out);
 
 /* ---- linear algebra ---- */
 
-/* out [m, n] = op(a) op(b); op(a) = a [m, k] or a^T (a [k, m]) when trans_a. */
+/* out [m, n] = op(a) op(b); op(a) = a [m, k] or a^T (a [k, m]) when trans_a.
+ * Errors: AG_ERR_SHAPE: the inner sizes differ; AG_ERR_UNSUPPORTED: m, n
+ * or k beyond 2^31. */
 AG_API ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_tensor **out);
 
-/* ---- elementwise (broadcasting b, or a) ---- */
+/* ---- elementwise (broadcasting b, or a) ----
+ * Errors: AG_ERR_SHAPE: the shapes do not broadcast; AG_ERR_INVALID_ARG: a
+ * factor (s, a, b of ag_scale and ag_affine) that is not finite. */
 
 AG_API ag_status ag_add(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a + b */
 AG_API ag_status ag_sub(ag_tensor *a, ag_tensor *b, ag_tensor **out);        /* a - b */
@@ -82,7 +104,9 @@ AG_API ag_status ag_square(ag_tensor *x, ag_tensor **out);
 AG_API ag_status ag_abs(ag_tensor *x, ag_tensor **out);
 
 /* act(x + b) in one pass (b broadcast, typically a bias [r, 1]); act is
- * AG_BIAS_NONE, AG_BIAS_RELU, AG_BIAS_TANH or AG_BIAS_SIGMOID. */
+ * AG_BIAS_NONE, AG_BIAS_RELU, AG_BIAS_TANH or AG_BIAS_SIGMOID. Errors:
+ * AG_ERR_INVALID_ARG: an unknown act; AG_ERR_SHAPE: b does not broadcast
+ * to x's shape. */
 typedef enum ag_bias_act_kind {
   AG_BIAS_NONE = 0,
   AG_BIAS_RELU = 1,
@@ -91,7 +115,9 @@ typedef enum ag_bias_act_kind {
 } ag_bias_act_kind;
 AG_API ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tensor **out);
 
-/* ---- reductions ---- */
+/* ---- reductions ----
+ * Errors: AG_ERR_INVALID_ARG: an axis that is not an ag_axis (for ag_max
+ * and ag_argmax: not AG_AXIS_ROWS or AG_AXIS_COLS). */
 
 AG_API ag_status ag_sum(ag_tensor *x, ag_axis axis, ag_tensor **out);
 AG_API ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out);
@@ -99,29 +125,36 @@ AG_API ag_status ag_mean(ag_tensor *x, ag_axis axis, ag_tensor **out);
  * first maximum. */
 AG_API ag_status ag_max(ag_tensor *x, ag_axis axis, ag_tensor **out);
 /* Index of the first maximum along AG_AXIS_ROWS ([1, c] of row indices) or
- * AG_AXIS_COLS ([r, 1] of column indices), as AG_I32 or AG_I64; no gradient. */
+ * AG_AXIS_COLS ([r, 1] of column indices), as AG_I32 or AG_I64; no gradient.
+ * Errors: AG_ERR_INVALID_ARG: idx_dtype not AG_I32 or AG_I64. */
 AG_API ag_status ag_argmax(ag_tensor *x, ag_axis axis, ag_dtype idx_dtype, ag_tensor **out);
 
 /* ---- selection, slicing, joining ---- */
 
 /* Q(s, a): out [1, n] with out[0, j] = x[idx_j, j] for x [r, n], idx holding
- * n indices (any shape, i32 / i64 / f32 whole numbers). Indices are clamped
- * to 0..r-1 on the device. */
+ * n indices (i32 / i64 / f32 whole numbers; a row, a column, or a packed
+ * tensor of any shape). Indices are clamped to 0..r-1 on the device.
+ * Errors: AG_ERR_SHAPE: idx of another dtype, not n indices, or a view with
+ * gaps that is neither a row nor a column. */
 AG_API ag_status ag_pick(ag_tensor *x, ag_tensor *idx, ag_tensor **out);
-/* Views (no copy): rows r0 .. r0+n-1, or columns c0 .. c0+n-1, of x. */
+/* Views (no copy, any dtype): rows r0 .. r0+n-1, or columns c0 .. c0+n-1,
+ * of x. Errors: AG_ERR_OUT_OF_RANGE: n < 1, or the range is not inside x. */
 AG_API ag_status ag_slice_rows(ag_tensor *x, int64_t r0, int64_t n, ag_tensor **out);
 AG_API ag_status ag_slice_cols(ag_tensor *x, int64_t c0, int64_t n, ag_tensor **out);
 /* A contiguous copy of x (for views that are passed where rows must be packed). */
 AG_API ag_status ag_contiguous(ag_tensor *x, ag_tensor **out);
-/* [ra + rb, n] from a [ra, n] over b [rb, n]; [r, na + nb] side by side. */
+/* [ra + rb, n] from a [ra, n] over b [rb, n]; [r, na + nb] side by side.
+ * Errors: AG_ERR_SHAPE: the columns (rows) differ. */
 AG_API ag_status ag_concat_rows(ag_tensor *a, ag_tensor *b, ag_tensor **out);
 AG_API ag_status ag_concat_cols(ag_tensor *a, ag_tensor *b, ag_tensor **out);
 
-/* ---- losses: [1, 1] means over all elements ---- */
+/* ---- losses: [1, 1] means over all elements ----
+ * Errors: AG_ERR_SHAPE: pred and target differ in shape. */
 
 AG_API ag_status ag_mse_loss(ag_tensor *pred, ag_tensor *target, ag_tensor **out);
 /* Huber: |d| <= delta ? d^2 / 2 : delta * (|d| - delta / 2), d = pred - target
- * (PyTorch's smooth_l1_loss for delta = 1). */
+ * (PyTorch's smooth_l1_loss for delta = 1). Errors: AG_ERR_INVALID_ARG:
+ * delta not positive and finite. */
 AG_API ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, ag_tensor **out);
 
 /* ---- reinforcement learning ---- */
@@ -130,13 +163,15 @@ AG_API ag_status ag_huber_loss(ag_tensor *pred, ag_tensor *target, float delta, 
  * out_j = reward_j + gamma * (1 - done_j) * v_j, where v_j = max_a q_next[a, j],
  * or q_next[idx_j, j] when idx is given (Double DQN: idx = argmax of the
  * online network). q_next [A, B]; reward, done: [1, B] (row views of a
- * batch are fine); idx as for ag_pick. */
+ * batch are fine); idx as for ag_pick. Errors: AG_ERR_INVALID_ARG: gamma
+ * not finite; AG_ERR_SHAPE: reward or done not [1, B], idx as for ag_pick. */
 AG_API ag_status ag_td_target(ag_tensor *q_next, ag_tensor *idx, ag_tensor *reward, ag_tensor *done,
                               float gamma, ag_tensor **out);
 
 /* ---- values ---- */
 
-/* A temporary rows x cols f32 tensor filled with `value`. */
+/* A temporary rows x cols f32 tensor filled with `value`.
+ * Errors: AG_ERR_INVALID_ARG: ctx or out NULL, rows or cols < 1. */
 AG_API ag_status ag_full(ag_ctx *ctx, int64_t rows, int64_t cols, float value, ag_tensor **out);
 
 #ifdef __cplusplus
