@@ -1,4 +1,13 @@
-/* cpu_internal.h — shared by the CPU backend's files. */
+/* cpu_internal.h — shared by the CPU backend's files.
+ *
+ * Every kernel has a reference (cpu_kernels.c): portable C, one plain loop
+ * nest per kernel, to be read against its contract in base/kernels.h. A
+ * few kernels also have a fast path (cpu_fast.c, with the AVX2 / AVX-512
+ * code in cpu_fast_x86.c): vector instructions, helper threads, prefetches,
+ * chunked and sorted passes. The backend runs the fast path where there is
+ * one, unless the reference is forced (AGRL_CPU_REFERENCE=1, or
+ * ag__cpu_force_reference); tests/test_cpu_paths.c runs both and compares.
+ */
 #ifndef AGRL_CPU_INTERNAL_H
 #define AGRL_CPU_INTERNAL_H
 
@@ -6,17 +15,44 @@
 
 typedef ag_status (*ag__cpu_kernel_fn)(const void *args);
 
-/* The reference kernels, indexed by ag__kernel_id. */
+/* The kernels the backend runs, indexed by ag__kernel_id: the reference,
+ * or for a kernel with a fast path its dispatcher (below). */
 extern const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT];
+/* The reference of every kernel (cpu_kernels.c). */
+extern const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT];
+/* The fast paths (cpu_fast.c), NULL for a kernel that has none. Each gives
+ * its reference's bits, except PER_SAMPLE's weights, which are within
+ * 4e-7 of the reference's relative to the weight (cpu_fast.c says why). */
+extern const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT];
 
-/* 1: kernels that have a vector path (AVX2 draws, AVX-512 prioritized
- * sampling) take it where the processor has the instructions; 0: the
- * portable path everywhere. Both give the same bits; tests run both. */
+/* The dispatchers of the kernels with a fast path (cpu_fast.c): the fast
+ * path, or the reference while it is forced. */
+ag_status ag__cpu_run_gather(const void *args);
+ag_status ag__cpu_run_map(const void *args);
+ag_status ag__cpu_run_map2(const void *args);
+ag_status ag__cpu_run_copy(const void *args);
+ag_status ag__cpu_run_randint(const void *args);
+ag_status ag__cpu_run_per_set(const void *args);
+ag_status ag__cpu_run_per_sample(const void *args);
+
+/* 1: every kernel runs its reference; 0: the fast paths where there are
+ * some. Until set, AGRL_CPU_REFERENCE decides (set and not "0": forced),
+ * read once, by the first kernel the backend runs. */
+void ag__cpu_force_reference(int on);
+int ag__cpu_reference_forced(void);
+
+/* Within the fast paths: 1, those that have a vector path (the AVX-512
+ * column copies of a gather, AVX2 / AVX-512 draws, AVX-512 prioritized
+ * replay) take it where the processor has the instructions; 0: their
+ * portable C path everywhere. Both give the same bits; tests run both. */
 extern int ag__cpu_vector_paths;
-/* Threads a CPU gather may split over (cpu_kernels.c): 0, the pool's; n > 0, at most n. */
+/* Threads a fast-path gather may split over: 0, the pool's; n > 0, at most n. */
 extern int ag__cpu_gather_threads;
 
-/* AG__K_QGRAD (cpu_qgrad.c). */
+/* AG__K_QGRAD (cpu_qgrad.c): matrix products by CBLAS and plain loops, the
+ * same on both paths. */
 ag_status ag__cpu_qgrad(const void *args);
+/* The scratch bytes it needs for these arguments (the layout cpu_qgrad.c describes). */
+size_t ag__cpu_qgrad_scratch(const void *args);
 
 #endif /* AGRL_CPU_INTERNAL_H */
