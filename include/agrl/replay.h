@@ -37,9 +37,17 @@ typedef struct ag_replay ag_replay;
 /* A table of `capacity` transitions with the given fields (names unique,
  * widths >= 1, host dtypes f32 / f16 / bf16 / u8 / i32 / i64), stored as
  * `storage` (f32, f16, bf16, u8 or i32). Sampling is refused while fewer
- * than `min_size` transitions are stored (at least 1). */
+ * than `min_size` transitions are stored (at least 1). A batch's rows are
+ * the fields' widths in order. The caller owns the table (its buffer and
+ * size tensor with it); free it before ctx.
+ * Errors: AG_ERR_INVALID_ARG: ctx, fields or out NULL, n_fields < 1,
+ * capacity < 1, min_size outside 1..capacity, a field without a name, a
+ * width < 1, an unknown dtype, a name given twice, a storage dtype not
+ * listed; AG_ERR_STATE while a step is being recorded; AG_ERR_OUT_OF_MEMORY
+ * (as ag_buffer_create: more than 85% of the device's free memory). */
 AG_API ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, int64_t capacity,
                                   ag_dtype storage, int64_t min_size, ag_replay **out);
+/* Frees the table and its samplers. NULL is accepted. */
 AG_API void ag_replay_free(ag_replay *r);
 
 /* Appends k transitions. data[i] holds field i for the k transitions,
@@ -50,16 +58,21 @@ AG_API void ag_replay_free(ag_replay *r);
  * on the device and, with prioritized sampling, the new priorities are
  * written only after everything that can fail has succeeded; on error the
  * table, its size, position and priorities are as before. Only a device
- * error while the parts are sent can leave some columns written: the table
- * then refuses every later add, sample and gather with AG_ERR_STATE (free
- * it). */
+ * error while the parts are sent (or the priorities set) can leave some
+ * columns written: the table then refuses every later add, sample and
+ * gather with AG_ERR_STATE (free it). k = 0 adds nothing.
+ * Errors: AG_ERR_INVALID_ARG: r NULL, k < 0, data or a field's data NULL
+ * for k > 0; AG_ERR_OUT_OF_RANGE: k > capacity, a value that does not fit
+ * u8 or i32 storage; AG_ERR_STATE: the table is broken as above, or a step
+ * is being recorded; AG_ERR_FREED: its buffer was freed;
+ * AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
 AG_API ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
 
 AG_API int64_t ag_replay_size(const ag_replay *r); /* valid transitions */
 AG_API int64_t ag_replay_capacity(const ag_replay *r);
-AG_API int64_t ag_replay_position(const ag_replay *r); /* column the next transition goes to */
-AG_API int64_t ag_replay_rows(const ag_replay *r);     /* rows of a gathered batch */
-AG_API ag_buffer *ag_replay_buffer(const ag_replay *r);
+AG_API int64_t ag_replay_position(const ag_replay *r);  /* column the next transition goes to */
+AG_API int64_t ag_replay_rows(const ag_replay *r);      /* rows of a gathered batch */
+AG_API ag_buffer *ag_replay_buffer(const ag_replay *r); /* the table's own */
 
 /* The number of valid transitions as a 1 x 1 i64 tensor on the device,
  * kept up to date by every add (owned by the table, valid while it lives):
@@ -70,18 +83,27 @@ AG_API ag_tensor *ag_replay_size_tensor(const ag_replay *r);
  * than min_size stored, or a table a device error left unusable). */
 AG_API ag_status ag_replay_can_sample(const ag_replay *r, int64_t B);
 
-/* First row and width of a field in a gathered batch. */
+/* First row and width of a field in a gathered batch (row0 and width may
+ * be NULL). Errors: AG_ERR_INVALID_ARG: r or name NULL, no such field. */
 AG_API ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width);
 
 /* B transitions drawn uniformly on the device from the valid ones:
- * batch [rows, B] f32 (and, if idx is not NULL, the [B, 1] i32 indices).
- * Works inside a recording: the bound is read on the device at each replay.
- * AG_ERR_STATE while size < min_size. */
+ * batch [rows, B] f32 (and, if idx is not NULL, the [B, 1] i32 indices),
+ * temporaries. Works inside a recording: the bound is read on the device at
+ * each replay. The indices are i32: a table of more than 2^31 valid
+ * transitions is not sampled right. Errors: AG_ERR_INVALID_ARG: r, rng or
+ * batch NULL, B < 1, rng of another context; AG_ERR_STATE while size <
+ * min_size, or the table is broken; those of ag_get_rows_dev. */
 AG_API ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **batch, ag_tensor **idx);
-/* The transitions at the given indices (checked against the valid size). */
+/* The transitions at the n indices idx (each in 0..size-1): batch [rows, n]
+ * f32, a temporary. Errors: AG_ERR_INVALID_ARG: r, idx or batch NULL,
+ * n < 1; AG_ERR_OUT_OF_RANGE: an index outside 0..size-1; AG_ERR_STATE: the
+ * table is broken; those of ag_get_rows (AG_ERR_STATE while recording). */
 AG_API ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch);
 
-/* A field of a gathered batch: a [width, B] view. */
+/* A field of a gathered batch: a [width, B] view (a temporary, as batch).
+ * Errors: AG_ERR_INVALID_ARG: an argument NULL, no such field;
+ * AG_ERR_FREED; AG_ERR_SHAPE: batch has not the table's rows. */
 AG_API ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out);
 
 /* ---- prioritized replay (Schaul et al., "Prioritized Experience Replay") ----
@@ -94,22 +116,40 @@ AG_API ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char
 typedef struct ag_per ag_per;
 
 /* Attaches prioritized sampling to a table (one per table; freed with it or
- * by ag_per_free). alpha in [0, 1]. Transitions already stored get priority 1. */
+ * by ag_per_free). alpha in [0, 1]. Transitions already stored get priority 1.
+ * Errors: AG_ERR_INVALID_ARG: r or out NULL, alpha outside [0, 1];
+ * AG_ERR_STATE: the table has a prioritized sampler already, or a step is
+ * being recorded; AG_ERR_UNSUPPORTED: capacity beyond 2^31;
+ * AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
+/* Detaches the sampler from its table and frees it. NULL is accepted. */
 AG_API void ag_per_free(ag_per *per);
 
-/* B indices ([B, 1] i32) and their importance weights ([1, B] f32). */
+/* B indices ([B, 1] i32) and their importance weights ([1, B] f32),
+ * temporaries, drawn from the valid columns (min_size does not apply).
+ * Errors: AG_ERR_INVALID_ARG: an argument NULL, B < 1, beta outside
+ * [0, 1], rng of another context than the table; AG_ERR_STATE: the table
+ * is empty; AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx,
                                ag_tensor **weights);
 /* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of the
- * columns idx (i32 / i64, as many). Values below 1e-12 count as 1e-12.
- * Indices are on the device, where they cannot be checked before the kernel
- * runs: one outside 0 .. capacity-1 is skipped (nothing is written for it). */
+ * columns idx (i32 / i64, as many). Values below 1e-12 (and NaN) count as
+ * 1e-12. Indices are on the device, where they cannot be checked before the
+ * kernel runs: one outside 0 .. capacity-1 is skipped (nothing is written
+ * for it). Queued; recordable. Errors: AG_ERR_INVALID_ARG: per, idx or
+ * priorities NULL or of another context than the table; AG_ERR_FREED;
+ * AG_ERR_SHAPE: idx not i32 / i64 or a view with gaps, priorities not f32,
+ * not as many, or a view with gaps that is not a row. */
 AG_API ag_status ag_per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities);
-/* The same from host arrays (checked: indices inside the valid part,
- * priorities finite and >= 0). */
+/* The same from host arrays of n values (checked: indices inside the valid
+ * part, priorities finite and >= 0). Errors: AG_ERR_INVALID_ARG: per, idx
+ * or priorities NULL, n < 1, a priority negative or not finite;
+ * AG_ERR_OUT_OF_RANGE: an index outside 0..size-1; AG_ERR_STATE while a
+ * step is being recorded; AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_per_update_host(ag_per *per, const int64_t *idx, const float *priorities, int64_t n);
-/* Sum of p^alpha over the table (reads the device). */
+/* Sum of p^alpha over the table (reads the device: waits for the queue).
+ * Errors: AG_ERR_INVALID_ARG: per or total NULL; AG_ERR_STATE while a step
+ * is being recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_per_total(ag_per *per, double *total);
 
 #ifdef __cplusplus
