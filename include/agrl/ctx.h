@@ -34,13 +34,15 @@ AG_API int ag_cuda_device_count(void);
 
 /* Creates a context on `kind` (device `index` for CUDA; ignored for the CPU).
  * On success *out owns the context; free it with ag_ctx_free().
- * Errors: AG_ERR_INVALID_ARG (out NULL, bad kind or index),
- * AG_ERR_NO_DEVICE (no such CUDA device), AG_ERR_DEVICE. *out is untouched
- * on error. */
+ * Errors: AG_ERR_INVALID_ARG (out NULL, bad kind), AG_ERR_NO_DEVICE (a
+ * build without CUDA, or no CUDA device `index`, negative ones included),
+ * AG_ERR_OUT_OF_MEMORY, AG_ERR_DEVICE. *out is untouched on error. */
 AG_API ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index);
 
-/* Waits for the context's queue, then frees every buffer and tensor still
- * owned by the context and the context itself. NULL is accepted. */
+/* Waits for the context's queue, then frees every buffer, tensor and
+ * recording still owned by the context and the context itself. NULL is
+ * accepted. Objects made on it that hold more (MLPs, optimizers, RNGs,
+ * replay tables, DQNs, groups, ag_host_alloc memory) are freed before it. */
 AG_API void ag_ctx_free(ag_ctx *ctx);
 
 /* The device the context computes on now (never AG_DEVICE_AUTO). */
@@ -58,12 +60,16 @@ AG_API const char *ag_ctx_device_name(const ag_ctx *ctx);
  * value, and the status says what failed.
  * CPU -> CUDA: objects stay on the host and are uploaded at their next use
  * on the device, each into a new allocation with a new generation (S19).
- * The workspace is reset by a switch (temporary tensors become invalid).
- * Switching to the device already in use is a no-op. */
+ * The workspace is reset by a switch (temporary tensors become invalid),
+ * and groups made on the context (agrl/dist.h) end. Switching to the device
+ * already in use is a no-op. Errors: AG_ERR_INVALID_ARG: ctx NULL, a bad
+ * kind; AG_ERR_NO_DEVICE as for ag_ctx_create; AG_ERR_STATE while a step is
+ * being recorded; AG_ERR_OUT_OF_MEMORY (host copies); AG_ERR_DEVICE. */
 AG_API ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index);
 
 /* Blocks until all work queued on the context has finished (S6: for
- * consumers outside the context). */
+ * consumers outside the context). Errors: AG_ERR_INVALID_ARG: ctx NULL;
+ * AG_ERR_STATE while a step is being recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_ctx_sync(ag_ctx *ctx);
 
 /* The native queue: a cudaStream_t on CUDA, NULL on the CPU. For handing
@@ -72,17 +78,23 @@ AG_API void *ag_ctx_native_stream(const ag_ctx *ctx);
 
 /* Host memory that transfers can read at full speed (page-locked on a CUDA
  * device, ordinary memory on the CPU), for data that is written into
- * buffers often. Free with ag_host_free (NULL is accepted). */
+ * buffers often. Free with ag_host_free on the same context (NULL is
+ * accepted) before the context is freed or switches device: the memory
+ * belongs to the device's allocator. Errors: AG_ERR_INVALID_ARG: ctx or
+ * out NULL, bytes = 0; AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out);
 AG_API void ag_host_free(ag_ctx *ctx, void *p);
 
 /* Releases every temporary tensor of the workspace (results of operations);
  * their handles become invalid. Buffers, persistent tensors and recordings
- * are not affected (S17). Memory is kept for reuse. */
+ * are not affected (S17). Memory is kept for reuse. Does nothing while a
+ * step is being recorded. */
 AG_API void ag_ctx_reset(ag_ctx *ctx);
 
 /* Free and total memory of the context's device in bytes, as the device
- * reports it (on the CPU: available and total physical memory). */
+ * reports it (on the CPU: available and total physical memory).
+ * Errors: AG_ERR_INVALID_ARG: an argument NULL; AG_ERR_STATE while a step
+ * is being recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_ctx_mem_info(ag_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 
 /* ---- transfer accounting (S20) -------------------------------------------
@@ -105,7 +117,9 @@ AG_API void ag_xfer_total(const ag_ctx *ctx, uint64_t *up_bytes, uint64_t *down_
 /* Bytes for one operation name (0 and 0 if it never transferred). */
 AG_API void ag_xfer_get(const ag_ctx *ctx, const char *op, uint64_t *up_bytes, uint64_t *down_bytes);
 
-/* Number of operation names recorded, and the i-th entry (0-based). */
+/* Number of operation names recorded, and the i-th entry (0-based).
+ * Errors: AG_ERR_INVALID_ARG: ctx or out NULL; AG_ERR_OUT_OF_RANGE: i
+ * outside 0..count-1. */
 AG_API int ag_xfer_count(const ag_ctx *ctx);
 AG_API ag_status ag_xfer_entry_at(const ag_ctx *ctx, int i, ag_xfer_entry *out);
 
@@ -132,7 +146,8 @@ AG_API void ag_ctx_get_stats(const ag_ctx *ctx, ag_ctx_stats *out);
  * (allocation). A negative `after` disarms. Device allocations, uploads and
  * downloads are counted per context; host allocations (AG_FAULT_HOST_ALLOC:
  * every malloc of the library) are counted on the calling thread, whatever
- * the context, and for that kind ctx may be NULL. */
+ * the context, and for that kind ctx may be NULL.
+ * Errors: AG_ERR_INVALID_ARG: an unknown kind, ctx NULL for another kind. */
 typedef enum ag_fault {
   AG_FAULT_ALLOC = 0,
   AG_FAULT_UPLOAD = 1,
