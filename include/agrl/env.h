@@ -106,8 +106,10 @@ AG_API ag_status ag_env_create(const char *name, ag_env **out);
 /* Creates an environment from your functions. On success the handle owns
  * `state` (ops->free releases it when the handle is freed) and keeps its own
  * copies of *ops and of *spec (id and bounds included), so those may go away.
- * spec->id may be NULL ("custom"); act_low and act_high are both NULL or both
- * set with low <= high; max_episode_steps >= 0.
+ * spec->id may be NULL ("custom"); obs_dim >= 1; exactly one of n_actions
+ * (at most 2^24) and act_dim positive; act_low and act_high are both NULL
+ * (always so for a discrete one) or both set with low <= high;
+ * max_episode_steps >= 0.
  * Errors: AG_ERR_INVALID_ARG for ops, ops->reset, ops->step, spec or out
  * NULL or a bad spec field (named in the message); AG_ERR_OUT_OF_MEMORY. On
  * error the caller still owns `state` and *out is untouched. */
@@ -190,8 +192,8 @@ AG_API const ag_env_spec *ag_vec_env_get_spec(const ag_vec_env *v);
  * sequence; episodes in progress are dropped without being counted) and
  * writes the n x obs_dim start observations, copy by copy.
  * Errors: AG_ERR_INVALID_ARG for v or obs NULL; a user reset's status (the
- * message names the copy; copies before it were reset, and the vector needs
- * a successful reset before the next step). */
+ * message names the copy; copies before it were reset and their rows of obs
+ * written, and the vector needs a successful reset before the next step). */
 AG_API ag_status ag_vec_env_reset(ag_vec_env *v, float *obs);
 
 /* Steps every copy once. actions: n rows of 1 float (discrete: the index) or
@@ -208,9 +210,11 @@ AG_API ag_status ag_vec_env_reset(ag_vec_env *v, float *obs);
  * Errors: AG_ERR_INVALID_ARG for v, actions, obs, rewards, terminated or
  * truncated NULL, or a bad action (the message names the copy);
  * AG_ERR_OUT_OF_RANGE for a discrete index out of range; AG_ERR_STATE before
- * the first reset. Every action is checked before any copy steps, so these
- * change nothing. A user environment's failing step or reset returns its
- * status naming the copy; copies before it have then stepped, and the
+ * the first reset (or after a user function failed). Every action is
+ * checked before any copy steps, so these change nothing. A user
+ * environment's failing step or reset returns its status naming the copy;
+ * copies before it have then stepped (their rows of the outputs written;
+ * a copy whose autoreset failed has all but its obs row written), and the
  * vector needs ag_vec_env_reset before the next step. */
 AG_API ag_status ag_vec_env_step(ag_vec_env *v, const float *actions, float *obs, float *rewards,
                                  int *terminated, int *truncated, float *final_obs);
