@@ -65,7 +65,8 @@ static void without_the_fused_kernel_the_dqn_composes_its_update(void **state) {
     }
     assert_int_equal(ag_dqn_updates(m), 27);
     for (int i = 0; i < ag_mlp_n_params(ag_dqn_q(m)); i++) {
-      float *a = agt_read_f32(ag_mlp_params(ag_dqn_q(m))[i]), *b = agt_read_f32(ag_mlp_params(ag_dqn_q(r))[i]);
+      float *a = agt_read_f32(ag_mlp_params(ag_dqn_q(m))[i]),
+            *b = agt_read_f32(ag_mlp_params(ag_dqn_q(r))[i]);
       assert_memory_equal(a, b, (size_t)ag_tensor_numel(ag_mlp_params(ag_dqn_q(m))[i]) * sizeof(float));
       free(a);
       free(b);

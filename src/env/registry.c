@@ -45,4 +45,3 @@ ag_status ag_env_create(const char *name, ag_env **out) {
   }
   return ag__classic_create(c, fn, out);
 }
-

@@ -1,0 +1,575 @@
+/* test_kernels.c — every kernel of base/kernels.h on the backend under test
+ * against the plain CPU reference, from one table of cases.
+ *
+ * A case lays out its operands in one arena of bytes: the same inputs go to
+ * the backend (in device memory, the arguments pointing there) and to the
+ * reference (in host memory); the kernel runs on both, and every output
+ * region is compared within the kernel's tolerance (0: bit for bit). Shapes
+ * include edge sizes: one element, odd sizes, sizes past a block, views
+ * with gaps (ld > rows), broadcast operands, indices outside the table
+ * (clamped or skipped). A new backend is covered from its first commit:
+ * each kernel it reports unsupported (supports()) is skipped and counted.
+ * The ops' gradients against finite differences are in test_graph.c. */
+#include <math.h>
+
+#include "agt.h"
+#include "base/per_tree.h"
+#include "core/internal.h"
+#include "cpu/cpu_internal.h"
+
+/* ---- arenas ---- */
+
+enum { INIT_ZERO = 0, INIT_UNIFORM, INIT_INDEX, INIT_POSITIVE, INIT_BITS };
+#define DT_F64 ((ag_dtype)100) /* the sum trees' doubles (no ag_dtype of their own) */
+
+typedef struct region {
+  size_t off, count;
+  ag_dtype dt;
+  int init;          /* INIT_* */
+  double lo, hi;     /* uniform / index range */
+  int out;           /* compared after the run */
+  double tol;        /* relative tolerance of an output (0: exact) */
+} region;
+
+typedef struct layout {
+  unsigned char *base; /* NULL while planning */
+  region r[256];
+  int n;
+  size_t used;
+} layout;
+
+static size_t elem_size(ag_dtype dt) { return dt == DT_F64 ? 8 : ag_dtype_size(dt); }
+
+/* A region of count values of dt; returns its address under L->base. */
+static void *reg(layout *L, size_t count, ag_dtype dt, int init, double lo, double hi, int out, double tol) {
+  assert_true(L->n < 256);
+  size_t off = (L->used + 255) & ~(size_t)255;
+  region *r = &L->r[L->n++];
+  r->off = off, r->count = count, r->dt = dt, r->init = init, r->lo = lo, r->hi = hi, r->out = out, r->tol = tol;
+  L->used = off + (count ? count : 1) * elem_size(dt);
+  return L->base ? L->base + off : NULL;
+}
+
+static ag__mat mat(layout *L, int64_t rows, int64_t cols, int64_t ld, int init, int out, double tol) {
+  ag__mat m = {NULL, rows, cols, ld};
+  m.p = reg(L, (size_t)(ld * (cols - 1) + rows), AG_F32, init, -2, 2, out, tol);
+  return m;
+}
+
+/* ---- the cases ---- */
+
+typedef struct kcase {
+  const char *name;
+  ag__kernel_id id;
+  int64_t p[8]; /* the case's sizes and switches */
+  /* fills the arguments under L->base, registering the regions in order */
+  size_t (*build)(const struct kcase *c, layout *L, void *args);
+  /* optional: makes the host inputs consistent (a sum tree) before the run */
+  void (*prepare)(const struct kcase *c, layout *L, void *args);
+} kcase;
+
+static size_t b_gather(const kcase *c, layout *L, void *out) {
+  ag__gather_args *a = out;
+  const int64_t rows = c->p[0], cap = c->p[1], n = c->p[2];
+  const ag_dtype st = (ag_dtype)c->p[3], it = (ag_dtype)c->p[4];
+  a->src_dtype = st, a->rows = rows, a->capacity = cap, a->idx_dtype = it, a->n = n;
+  a->scale = c->p[5] ? 0.5f : 1.0f;
+  a->src = reg(L, (size_t)(rows * cap), st, st == AG_U8 || st == AG_I32 ? INIT_INDEX : INIT_UNIFORM, 0, 200, 0, 0);
+  a->idx = reg(L, (size_t)n, it, INIT_INDEX, -3, (double)cap + 3, 0, 0); /* some outside: clamped */
+  a->dst = reg(L, (size_t)(rows * n), AG_F32, INIT_ZERO, 0, 0, 1, 0);
+  return sizeof *a;
+}
+
+static size_t b_gemm(const kcase *c, layout *L, void *out) {
+  ag__gemm_args *a = out;
+  a->trans_a = (int)c->p[0], a->trans_b = (int)c->p[1], a->m = c->p[2], a->n = c->p[3], a->k = c->p[4];
+  a->alpha = 0.75f, a->beta = c->p[5] ? 0.5f : 0.0f;
+  const int64_t ar = a->trans_a ? a->k : a->m, ac = a->trans_a ? a->m : a->k;
+  const int64_t br = a->trans_b ? a->n : a->k, bc = a->trans_b ? a->k : a->n;
+  a->lda = ar + c->p[6], a->ldb = br, a->ldc = a->m + c->p[6];
+  a->a = reg(L, (size_t)(a->lda * ac), AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
+  a->b = reg(L, (size_t)(a->ldb * bc), AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
+  a->c = reg(L, (size_t)(a->ldc * a->n), AG_F32, INIT_UNIFORM, -1, 1, 1, 1e-5);
+  return sizeof *a;
+}
+
+/* p: op, rows, cols, x rows, x cols, ld extra, accumulate */
+static size_t b_map(const kcase *c, layout *L, void *out) {
+  ag__map_args *a = out;
+  a->op = (ag__map_op)c->p[0];
+  a->p0 = 0.7f, a->p1 = -0.3f;
+  const int pos = a->op == AG__MAP_LOG;
+  a->x = mat(L, c->p[3], c->p[4], c->p[3] + c->p[5], pos ? INIT_POSITIVE : INIT_UNIFORM, 0, 0);
+  a->out = mat(L, c->p[1], c->p[2], c->p[1] + c->p[5], INIT_UNIFORM, 1, 2e-6);
+  a->accumulate = (int)c->p[6];
+  return sizeof *a;
+}
+
+/* p: op, rows, cols, a rows, a cols, b rows, b cols, accumulate */
+static size_t b_map2(const kcase *c, layout *L, void *out) {
+  ag__map2_args *a = out;
+  a->op = (ag__map2_op)c->p[0];
+  a->alpha = 1.25f, a->p0 = 0.8f;
+  a->a = mat(L, c->p[3], c->p[4], c->p[3], INIT_UNIFORM, 0, 0);
+  a->b = mat(L, c->p[5], c->p[6], c->p[5], a->op == AG__MAP2_DIV ? INIT_POSITIVE : INIT_UNIFORM, 0, 0);
+  a->out = mat(L, c->p[1], c->p[2], c->p[1], INIT_UNIFORM, 1, 2e-6);
+  a->accumulate = (int)c->p[7];
+  return sizeof *a;
+}
+
+/* p: op, axis, rows, cols, ld extra, with arg (dtype or -1), accumulate */
+static size_t b_reduce(const kcase *c, layout *L, void *out) {
+  ag__reduce_args *a = out;
+  a->op = (ag__reduce_op)c->p[0], a->axis = (int)c->p[1], a->scale = 0.5f;
+  const int64_t rows = c->p[2], cols = c->p[3];
+  a->x = mat(L, rows, cols, rows + c->p[4], INIT_UNIFORM, 0, 0);
+  const int64_t orows = a->axis == 1 ? rows : 1, ocols = a->axis == 0 ? cols : 1;
+  a->out = mat(L, orows, ocols, orows, INIT_UNIFORM, 1, a->op == AG__RED_SUM ? 1e-5 : 0);
+  a->accumulate = (int)c->p[6];
+  if (c->p[5] >= 0) {
+    a->arg_dtype = (ag_dtype)c->p[5];
+    a->arg = reg(L, (size_t)(orows * ocols), a->arg_dtype, INIT_ZERO, 0, 0, 1, 0);
+  }
+  return sizeof *a;
+}
+
+/* p: axis, rows, cols, idx dtype, accumulate */
+static size_t b_pick(const kcase *c, layout *L, void *out) {
+  ag__pick_args *a = out;
+  a->axis = (int)c->p[0];
+  const int64_t rows = c->p[1], cols = c->p[2], n = a->axis == 0 ? cols : rows, ext = a->axis == 0 ? rows : cols;
+  a->x = mat(L, rows, cols, rows, INIT_UNIFORM, 0, 0);
+  a->idx_dtype = (ag_dtype)c->p[3], a->idx_stride = 1;
+  a->idx = reg(L, (size_t)n, a->idx_dtype, INIT_INDEX, -2, (double)ext + 2, 0, 0);
+  a->out = mat(L, a->axis == 0 ? 1 : n, a->axis == 0 ? n : 1, a->axis == 0 ? 1 : n, INIT_UNIFORM, 1, 0);
+  a->accumulate = (int)c->p[4];
+  return sizeof *a;
+}
+
+static size_t b_pick_bwd(const kcase *c, layout *L, void *out) {
+  ag__pick_bwd_args *a = out;
+  a->axis = (int)c->p[0];
+  const int64_t rows = c->p[1], cols = c->p[2], n = a->axis == 0 ? cols : rows, ext = a->axis == 0 ? rows : cols;
+  a->g = mat(L, a->axis == 0 ? 1 : n, a->axis == 0 ? n : 1, a->axis == 0 ? 1 : n, INIT_UNIFORM, 0, 0);
+  a->idx_dtype = (ag_dtype)c->p[3], a->idx_stride = 1;
+  a->idx = reg(L, (size_t)n, a->idx_dtype, INIT_INDEX, -2, (double)ext + 2, 0, 0);
+  a->dx = mat(L, rows, cols, rows, INIT_UNIFORM, 1, 0);
+  a->accumulate = (int)c->p[4];
+  return sizeof *a;
+}
+
+static size_t b_fill(const kcase *c, layout *L, void *out) {
+  ag__fill_args *a = out;
+  a->out = mat(L, c->p[0], c->p[1], c->p[0] + c->p[2], INIT_UNIFORM, 1, 0);
+  a->value = -1.5f;
+  return sizeof *a;
+}
+
+static size_t b_copy(const kcase *c, layout *L, void *out) {
+  ag__copy_args *a = out;
+  a->x = mat(L, c->p[0], c->p[1], c->p[0] + c->p[2], INIT_UNIFORM, 0, 0);
+  a->out = mat(L, c->p[0], c->p[1], c->p[0] + c->p[3], INIT_UNIFORM, 1, 0);
+  a->accumulate = (int)c->p[4];
+  return sizeof *a;
+}
+
+/* The multi-tensor kernels: p[0] tensors of sizes 1 + 37 i (p[1] adds a
+ * large one), state, scratch. p[2]: sgd, p[3]: prep, p[4]: max_norm on. */
+static size_t mt(const kcase *c, layout *L, ag__mt_entry *t, int *count, int with_m) {
+  const int n = (int)c->p[0];
+  for (int i = 0; i < n; i++) {
+    int64_t len = 1 + 37 * i + (i == n - 1 && c->p[1] ? 70000 : 0);
+    t[i].n = len;
+    t[i].p = reg(L, (size_t)len, AG_F32, INIT_UNIFORM, -1, 1, 1, 2e-6);
+    t[i].g = reg(L, (size_t)len, AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
+    t[i].m = with_m ? reg(L, (size_t)len, AG_F32, INIT_UNIFORM, -0.1, 0.1, 1, 2e-6) : NULL;
+    t[i].v = with_m ? reg(L, (size_t)len, AG_F32, INIT_POSITIVE, 0, 0.01, 1, 2e-6) : NULL;
+  }
+  *count = n;
+  return 0;
+}
+
+static float *opt_state(layout *L, int out) {
+  /* step 3, sumsq 2.5, bias corrections and coefficient of step 3 */
+  return reg(L, AG__OPT_STATE_N, AG_F32, INIT_BITS, 0, 0, out, 2e-6);
+}
+
+static size_t b_adam(const kcase *c, layout *L, void *out) {
+  ag__adam_args *a = out;
+  a->sgd = (int)c->p[2], a->prep = (int)c->p[3];
+  a->lr = 1e-2f, a->b1 = 0.9f, a->b2 = 0.999f, a->eps = 1e-8f, a->wd = c->p[5] ? 0.01f : 0.0f;
+  a->max_norm = c->p[4] ? 1.0f : 0.0f;
+  mt(c, L, a->t, &a->count, 1);
+  a->state = opt_state(L, 1);
+  size_t sc = ag__kernel_scratch_max(AG__K_ADAM, a, sizeof *a);
+  a->scratch = sc ? reg(L, (sc + 3) / 4, AG_F32, INIT_ZERO, 0, 0, 1, 0) : NULL;
+  return sizeof *a;
+}
+
+static size_t b_sumsq(const kcase *c, layout *L, void *out) {
+  ag__adam_args *a = out;
+  mt(c, L, a->t, &a->count, 0);
+  for (int i = 0; i < a->count; i++) L->r[L->n - 2 * (a->count - i)].out = 0; /* p is read only */
+  a->state = opt_state(L, 1);
+  L->r[L->n - 1].tol = 1e-5;
+  return sizeof *a;
+}
+
+static size_t b_adam_prep(const kcase *c, layout *L, void *out) {
+  ag__adam_args *a = out;
+  (void)c;
+  a->b1 = 0.9f, a->b2 = 0.999f, a->max_norm = 1.0f;
+  a->state = opt_state(L, 1);
+  return sizeof *a;
+}
+
+static size_t b_axpby(const kcase *c, layout *L, void *out) {
+  ag__axpby_args *a = out;
+  ag__mt_entry t[AG__MT_MAX];
+  int n;
+  mt(c, L, t, &n, 0);
+  for (int i = 0; i < n; i++) a->t[i] = t[i];
+  a->count = n, a->a = 0.25f, a->b = c->p[2] ? 0.0f : 0.75f;
+  return sizeof *a;
+}
+
+/* p: n, bound (0: on the device), dtype */
+static size_t b_randint(const kcase *c, layout *L, void *out) {
+  ag__randint_args *a = out;
+  a->seed = 0x1234abcdull, a->n = c->p[0], a->out_dtype = (ag_dtype)c->p[2];
+  a->counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 1000, 1, 0);
+  a->bound_const = c->p[1];
+  if (!c->p[1]) a->bound_dev = reg(L, 1, AG_I64, INIT_INDEX, 1, 5000, 0, 0);
+  a->out = reg(L, (size_t)a->n, a->out_dtype, INIT_ZERO, 0, 0, 1, 0);
+  return sizeof *a;
+}
+
+/* p: A, B, with idx (dtype or -1) */
+static size_t b_td(const kcase *c, layout *L, void *out) {
+  ag__td_args *a = out;
+  const int64_t A = c->p[0], B = c->p[1];
+  a->q = mat(L, A, B, A, INIT_UNIFORM, 0, 0);
+  if (c->p[2] >= 0) {
+    a->idx_dtype = (ag_dtype)c->p[2], a->idx_stride = 1;
+    a->idx = reg(L, (size_t)B, a->idx_dtype, INIT_INDEX, -1, (double)A + 1, 0, 0);
+  }
+  a->reward = mat(L, 1, B, 1, INIT_UNIFORM, 0, 0);
+  a->done = mat(L, 1, B, 1, INIT_INDEX, 0, 0);
+  L->r[L->n - 1].lo = 0, L->r[L->n - 1].hi = 2;
+  a->gamma = 0.97f;
+  a->out = mat(L, 1, B, 1, INIT_ZERO, 1, 1e-6);
+  return sizeof *a;
+}
+
+/* p: kind, rows, cols, with dpred */
+static size_t b_loss(const kcase *c, layout *L, void *out) {
+  ag__loss_args *a = out;
+  a->kind = (int)c->p[0], a->delta = 0.6f;
+  a->pred = mat(L, c->p[1], c->p[2], c->p[1], INIT_UNIFORM, 0, 0);
+  a->target = mat(L, c->p[1], c->p[2], c->p[1], INIT_UNIFORM, 0, 0);
+  a->out = reg(L, 1, AG_F32, INIT_ZERO, 0, 0, 1, 1e-5);
+  if (c->p[3]) a->dpred = mat(L, c->p[1], c->p[2], c->p[1], INIT_ZERO, 1, 1e-6);
+  return sizeof *a;
+}
+
+/* the sum-tree kernels: p[0] columns, p[1] batch, p[2] idx dtype */
+static int depth_of(int64_t cols) {
+  int d = 1;
+  for (int64_t l = AG__PER_FAN; l < cols; l *= AG__PER_FAN) d++;
+  return d;
+}
+
+static size_t b_per_fill(const kcase *c, layout *L, void *out) {
+  ag__per_fill_args *a = out;
+  a->depth = depth_of(c->p[0]), a->alpha = 0.6f;
+  a->tree = reg(L, (size_t)ag__per_offset(a->depth) + 1, DT_F64, INIT_ZERO, 0, 0, 1, 1e-12);
+  a->state = reg(L, 1, AG_F32, INIT_POSITIVE, 0.5, 3, 0, 0);
+  a->pos = c->p[1], a->k = c->p[2];
+  return sizeof *a;
+}
+
+static size_t b_per_set(const kcase *c, layout *L, void *out) {
+  ag__per_set_args *a = out;
+  a->depth = depth_of(c->p[0]), a->alpha = 0.6f, a->cols = c->p[0];
+  a->tree = reg(L, (size_t)ag__per_offset(a->depth) + 1, DT_F64, INIT_ZERO, 0, 0, 1, 1e-12);
+  a->state = reg(L, 1, AG_F32, INIT_POSITIVE, 0.5, 3, 1, 0);
+  a->n = c->p[1], a->idx_dtype = (ag_dtype)c->p[2];
+  a->idx = reg(L, (size_t)a->n, a->idx_dtype, INIT_INDEX, -2, (double)c->p[0] + 2, 0, 0); /* some skipped */
+  a->prio = reg(L, (size_t)a->n, AG_F32, INIT_POSITIVE, 0, 4, 0, 0);
+  a->prio_stride = 1;
+  return sizeof *a;
+}
+
+/* A tree of cols columns with random priorities, made by the reference. */
+static void per_tree_of(layout *L, double *tree, int depth, int64_t cols, float *state) {
+  float *prio = malloc((size_t)cols * sizeof *prio);
+  int64_t *idx = malloc((size_t)cols * sizeof *idx);
+  agt_rng g = {77};
+  for (int64_t j = 0; j < cols; j++) idx[j] = j, prio[j] = agt_uniform(&g, 0.01f, 5);
+  ag__per_set_args s = {tree, depth, 0.6f, state, idx, AG_I64, cols, prio, 1, cols};
+  agt_ok(ag__cpu_ref_kernels[AG__K_PER_SET](&s));
+  free(prio);
+  free(idx);
+  (void)L;
+}
+
+static size_t b_per_sample(const kcase *c, layout *L, void *out) {
+  ag__per_sample_args *a = out;
+  a->depth = depth_of(c->p[0]), a->beta = 0.4f, a->seed = 99, a->B = c->p[1];
+  a->tree = reg(L, (size_t)ag__per_offset(a->depth) + 1, DT_F64, INIT_ZERO, 0, 0, 0, 0);
+  reg(L, 1, AG_F32, INIT_ZERO, 0, 0, 0, 0); /* the state the prepare step needs */
+  a->counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 1000, 1, 0);
+  a->size_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
+  a->idx = reg(L, (size_t)a->B, AG_I32, INIT_ZERO, 0, 0, 1, 0);
+  a->w = reg(L, (size_t)a->B, AG_F32, INIT_ZERO, 0, 0, 1, 1e-5);
+  return sizeof *a;
+}
+
+static void prep_per_sample(const kcase *c, layout *L, void *args) {
+  ag__per_sample_args *a = args;
+  per_tree_of(L, (double *)a->tree, a->depth, c->p[0], (float *)(L->base + L->r[1].off));
+  *(int64_t *)a->size_dev = c->p[0];
+}
+
+/* QGRAD: p[0] layers, p[1] width, p[2] actions, p[3] B, p[4] double, p[5] huber, p[6] drawn */
+static size_t b_qgrad(const kcase *c, layout *L, void *out) {
+  ag__qgrad_args *a = out;
+  const int64_t obs = 5, rows = 2 * obs + 3, cap = 300;
+  a->rows = rows, a->capacity = cap, a->scale = 1.0f, a->B = c->p[3];
+  a->obs_row = 0, a->act_row = obs, a->rew_row = obs + 1, a->next_row = obs + 2, a->done_row = 2 * obs + 2;
+  a->table = reg(L, (size_t)(rows * cap), AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
+  a->L = (int)c->p[0];
+  a->sizes[0] = obs;
+  for (int i = 1; i < a->L; i++) a->sizes[i] = c->p[1];
+  a->sizes[a->L] = c->p[2];
+  for (int i = 0; i < a->L; i++) {
+    const size_t wn = (size_t)(a->sizes[i] * a->sizes[i + 1]), bn = (size_t)a->sizes[i + 1];
+    a->w[i] = reg(L, wn, AG_F32, INIT_UNIFORM, -0.5, 0.5, 0, 0);
+    a->b[i] = reg(L, bn, AG_F32, INIT_UNIFORM, -0.5, 0.5, 0, 0);
+    a->tw[i] = reg(L, wn, AG_F32, INIT_UNIFORM, -0.5, 0.5, 0, 0);
+    a->tb[i] = reg(L, bn, AG_F32, INIT_UNIFORM, -0.5, 0.5, 0, 0);
+    a->gw[i] = reg(L, wn, AG_F32, INIT_ZERO, 0, 0, 1, 2e-4);
+    a->gb[i] = reg(L, bn, AG_F32, INIT_ZERO, 0, 0, 1, 2e-4);
+  }
+  a->seed = 5;
+  if (c->p[6]) {
+    a->counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 100, 1, 0);
+    a->size_dev = reg(L, 1, AG_I64, INIT_INDEX, 1, (double)cap, 0, 0);
+  } else {
+    a->idx = reg(L, (size_t)a->B, AG_I32, INIT_INDEX, -1, (double)cap + 1, 0, 0);
+  }
+  a->gamma = 0.99f, a->double_dqn = (int)c->p[4], a->kind = (int)c->p[5], a->delta = 1.0f;
+  a->loss = reg(L, 1, AG_F32, INIT_ZERO, 0, 0, 1, 1e-5);
+  a->ws = reg(L, (ag__kernel_scratch_max(AG__K_QGRAD, a, sizeof *a) + 3) / 4, AG_F32, INIT_ZERO, 0, 0, 0, 0);
+  return sizeof *a;
+}
+
+/* the action row must hold whole numbers in 0..actions-1, terminated 0 / 1 */
+static void prep_qgrad(const kcase *c, layout *L, void *args) {
+  ag__qgrad_args *a = args;
+  float *t = (float *)a->table;
+  agt_rng g = {31};
+  for (int64_t j = 0; j < a->capacity; j++) {
+    t[j * a->rows + a->act_row] = (float)agt_below(&g, c->p[2]);
+    t[j * a->rows + a->done_row] = (float)(agt_below(&g, 4) == 0);
+  }
+}
+
+/* the cases: name, kernel, sizes, builder */
+#define K(name, id, build, ...) {name, id, {__VA_ARGS__}, build, NULL}
+#define KP(name, id, build, prep, ...) {name, id, {__VA_ARGS__}, build, prep}
+static const kcase cases[] = {
+    K("gather f32 i32 11x1000 n256", AG__K_GATHER, b_gather, 11, 1000, 256, AG_F32, AG_I32, 0),
+    K("gather f32 i64 1x7 n1", AG__K_GATHER, b_gather, 1, 7, 1, AG_F32, AG_I64, 0),
+    K("gather f32 wide 1024x300 n130", AG__K_GATHER, b_gather, 1024, 300, 130, AG_F32, AG_I32, 1),
+    K("gather f16 33x500 n77", AG__K_GATHER, b_gather, 33, 500, 77, AG_F16, AG_I32, 1),
+    K("gather bf16 8x64 n65", AG__K_GATHER, b_gather, 8, 64, 65, AG_BF16, AG_I64, 0),
+    K("gather u8 84x40 n9 scaled", AG__K_GATHER, b_gather, 84, 40, 9, AG_U8, AG_I32, 1),
+    K("gather i32 3x50 n300", AG__K_GATHER, b_gather, 3, 50, 300, AG_I32, AG_I32, 0),
+    K("gemm nn 17x33x9", AG__K_GEMM, b_gemm, 0, 0, 17, 33, 9, 0, 0),
+    K("gemm tn 1x1x1 beta", AG__K_GEMM, b_gemm, 1, 0, 1, 1, 1, 1, 0),
+    K("gemm nt 64x130x70 ld", AG__K_GEMM, b_gemm, 0, 1, 64, 130, 70, 1, 3),
+    K("gemm tt 5x257x31", AG__K_GEMM, b_gemm, 1, 1, 5, 257, 31, 0, 0),
+    K("map ident 13x7 ld", AG__K_MAP, b_map, AG__MAP_IDENT, 13, 7, 13, 7, 2, 0),
+    K("map affine 1x1", AG__K_MAP, b_map, AG__MAP_AFFINE, 1, 1, 1, 1, 0, 1),
+    K("map relu 300x5", AG__K_MAP, b_map, AG__MAP_RELU, 300, 5, 300, 5, 0, 0),
+    K("map tanh 33x9 row bcast", AG__K_MAP, b_map, AG__MAP_TANH, 33, 9, 1, 9, 0, 0),
+    K("map sigmoid 33x9 col bcast acc", AG__K_MAP, b_map, AG__MAP_SIGMOID, 33, 9, 33, 1, 0, 1),
+    K("map exp 64x64", AG__K_MAP, b_map, AG__MAP_EXP, 64, 64, 64, 64, 0, 0),
+    K("map log 17x3", AG__K_MAP, b_map, AG__MAP_LOG, 17, 3, 17, 3, 1, 0),
+    K("map square 5x1025", AG__K_MAP, b_map, AG__MAP_SQUARE, 5, 1025, 5, 1025, 0, 1),
+    K("map abs 2x2", AG__K_MAP, b_map, AG__MAP_ABS, 2, 2, 2, 2, 0, 0),
+    K("map huber 31x31", AG__K_MAP, b_map, AG__MAP_HUBER, 31, 31, 31, 31, 0, 0),
+    K("map2 add bcast 9x40", AG__K_MAP2, b_map2, AG__MAP2_ADD, 9, 40, 9, 40, 9, 1, 0),
+    K("map2 sub 1x300", AG__K_MAP2, b_map2, AG__MAP2_SUB, 1, 300, 1, 300, 1, 300, 1),
+    K("map2 mul row bcast", AG__K_MAP2, b_map2, AG__MAP2_MUL, 12, 12, 1, 12, 12, 12, 0),
+    K("map2 div", AG__K_MAP2, b_map2, AG__MAP2_DIV, 7, 11, 7, 11, 7, 11, 0),
+    K("map2 max", AG__K_MAP2, b_map2, AG__MAP2_MAX, 40, 3, 40, 3, 40, 3, 1),
+    K("map2 relu_bwd", AG__K_MAP2, b_map2, AG__MAP2_RELU_BWD, 64, 5, 64, 5, 64, 5, 0),
+    K("map2 tanh_bwd", AG__K_MAP2, b_map2, AG__MAP2_TANH_BWD, 64, 5, 64, 5, 64, 5, 1),
+    K("map2 sigmoid_bwd", AG__K_MAP2, b_map2, AG__MAP2_SIGMOID_BWD, 3, 3, 3, 3, 3, 3, 0),
+    K("map2 huber_bwd", AG__K_MAP2, b_map2, AG__MAP2_HUBER_BWD, 20, 20, 20, 20, 20, 20, 0),
+    K("map2 abs_bwd", AG__K_MAP2, b_map2, AG__MAP2_ABS_BWD, 20, 2, 20, 2, 20, 2, 0),
+    K("map2 add_relu bias", AG__K_MAP2, b_map2, AG__MAP2_ADD_RELU, 256, 33, 256, 33, 256, 1, 0),
+    K("map2 add_tanh bias", AG__K_MAP2, b_map2, AG__MAP2_ADD_TANH, 17, 130, 17, 130, 17, 1, 0),
+    K("map2 add_sigmoid bias", AG__K_MAP2, b_map2, AG__MAP2_ADD_SIGMOID, 1, 1, 1, 1, 1, 1, 1),
+    K("reduce sum axis0", AG__K_REDUCE, b_reduce, AG__RED_SUM, 0, 300, 7, 1, -1, 0),
+    K("reduce sum axis1 acc", AG__K_REDUCE, b_reduce, AG__RED_SUM, 1, 9, 513, 0, -1, 1),
+    K("reduce sum all", AG__K_REDUCE, b_reduce, AG__RED_SUM, 2, 65, 65, 2, -1, 0),
+    K("reduce sum 1x1", AG__K_REDUCE, b_reduce, AG__RED_SUM, 2, 1, 1, 0, -1, 0),
+    K("reduce max axis0 arg i32", AG__K_REDUCE, b_reduce, AG__RED_MAX, 0, 6, 200, 0, AG_I32, 0),
+    K("reduce max axis1 arg i64", AG__K_REDUCE, b_reduce, AG__RED_MAX, 1, 100, 3, 1, AG_I64, 0),
+    K("pick axis0 i32", AG__K_PICK, b_pick, 0, 6, 128, AG_I32, 0),
+    K("pick axis0 f32 acc", AG__K_PICK, b_pick, 0, 4, 33, AG_F32, 1),
+    K("pick axis1 i64", AG__K_PICK, b_pick, 1, 50, 5, AG_I64, 0),
+    K("pick_bwd axis0", AG__K_PICK_BWD, b_pick_bwd, 0, 6, 128, AG_I32, 0),
+    K("pick_bwd axis1 acc", AG__K_PICK_BWD, b_pick_bwd, 1, 50, 5, AG_F32, 1),
+    K("fill ld", AG__K_FILL, b_fill, 7, 9, 3),
+    K("fill 1x1", AG__K_FILL, b_fill, 1, 1, 0),
+    K("copy ld to packed", AG__K_COPY, b_copy, 5, 40, 6, 0, 0),
+    K("copy acc ld", AG__K_COPY, b_copy, 33, 3, 0, 2, 1),
+    K("adam prep one launch", AG__K_ADAM, b_adam, 6, 0, 0, 1, 0, 0),
+    K("adam two launches' second, clipped", AG__K_ADAM, b_adam, 3, 1, 0, 0, 1, 1),
+    K("adam as sgd", AG__K_ADAM, b_adam, 4, 0, 1, 1, 0, 1),
+    K("adam 48 tensors", AG__K_ADAM, b_adam, 48, 0, 0, 1, 0, 0),
+    K("adam_prep", AG__K_ADAM_PREP, b_adam_prep, 0),
+    K("sumsq", AG__K_SUMSQ, b_sumsq, 5, 1),
+    K("axpby polyak", AG__K_AXPBY, b_axpby, 7, 1, 0),
+    K("axpby copy", AG__K_AXPBY, b_axpby, 2, 0, 1),
+    K("randint const i32", AG__K_RANDINT, b_randint, 1000, 37, AG_I32),
+    K("randint device bound i64", AG__K_RANDINT, b_randint, 257, 0, AG_I64),
+    K("randint 1", AG__K_RANDINT, b_randint, 1, 1, AG_I32),
+    K("td max", AG__K_TD_TARGET, b_td, 6, 128, -1),
+    K("td picked i32", AG__K_TD_TARGET, b_td, 2, 33, AG_I32),
+    K("td picked f32 1x1", AG__K_TD_TARGET, b_td, 1, 1, AG_F32),
+    K("loss mse with grad", AG__K_LOSS, b_loss, 0, 1, 256, 1),
+    K("loss huber with grad", AG__K_LOSS, b_loss, 1, 3, 77, 1),
+    K("loss huber value only", AG__K_LOSS, b_loss, 1, 1, 1, 0),
+    K("per_fill", AG__K_PER_FILL, b_per_fill, 1000, 3, 500),
+    K("per_fill one leaf of 16", AG__K_PER_FILL, b_per_fill, 16, 15, 1),
+    K("per_set i32 with repeats", AG__K_PER_SET, b_per_set, 300, 256, AG_I32),
+    K("per_set i64 deep", AG__K_PER_SET, b_per_set, 70000, 1000, AG_I64),
+    KP("per_sample 1000 B256", AG__K_PER_SAMPLE, b_per_sample, prep_per_sample, 1000, 256),
+    KP("per_sample 5 B1", AG__K_PER_SAMPLE, b_per_sample, prep_per_sample, 5, 1),
+    KP("qgrad 3 layers drawn double huber", AG__K_QGRAD, b_qgrad, prep_qgrad, 3, 32, 4, 64, 1, 1, 1),
+    KP("qgrad 1 layer idx mse", AG__K_QGRAD, b_qgrad, prep_qgrad, 1, 0, 2, 7, 0, 0, 0),
+    KP("qgrad 4 layers odd B", AG__K_QGRAD, b_qgrad, prep_qgrad, 4, 20, 6, 33, 1, 1, 0),
+};
+
+/* ---- running a case ---- */
+
+static uint64_t mix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static void init_region(unsigned char *base, const region *r, uint64_t *g) {
+  for (size_t i = 0; i < r->count; i++) {
+    double u = (double)(mix(g) >> 11) / 9007199254740992.0, v = 0;
+    switch (r->init) {
+      case INIT_ZERO: v = 0; break;
+      case INIT_UNIFORM: v = r->lo + (r->hi - r->lo) * u; break;
+      case INIT_POSITIVE: v = (r->hi > 0 ? r->lo : 0.1) + ((r->hi > 0 ? r->hi : 3) - (r->hi > 0 ? r->lo : 0.1)) * u; break;
+      case INIT_INDEX: v = floor(r->lo + (r->hi - r->lo) * u); break;
+      case INIT_BITS: { /* an optimizer state after 3 steps */
+        const float st[AG__OPT_STATE_N] = {3.0f, 2.5f, 1.0f - 0.9f * 0.9f * 0.9f, 1.0f - 0.999f * 0.999f * 0.999f, 1.0f};
+        v = i < AG__OPT_STATE_N ? st[i] : 0;
+        break;
+      }
+    }
+    unsigned char *p = base + r->off;
+    switch ((int)r->dt) {
+      case AG_F32: ((float *)p)[i] = (float)v; break;
+      case AG_F16: ((uint16_t *)p)[i] = ag__f32_to_f16((float)v); break;
+      case AG_BF16: ((uint16_t *)p)[i] = ag__f32_to_bf16((float)v); break;
+      case AG_U8: ((uint8_t *)p)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); break;
+      case AG_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+      case AG_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+      default: ((double *)p)[i] = v; break;
+    }
+  }
+}
+
+static double value_at(const unsigned char *base, const region *r, size_t i) {
+  const unsigned char *p = base + r->off;
+  switch ((int)r->dt) {
+    case AG_F32: return ((const float *)p)[i];
+    case AG_I32: return ((const int32_t *)p)[i];
+    case AG_I64: return (double)((const int64_t *)p)[i];
+    default: return ((const double *)p)[i];
+  }
+}
+
+static void every_kernel_matches_the_reference(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  int ran = 0, skipped = 0, compared = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const kcase *c = &cases[k];
+    unsigned char args_dev[sizeof(ag__qgrad_args) + 4096], args_ref[sizeof args_dev];
+    layout L;
+    memset(&L, 0, sizeof L);
+    memset(args_ref, 0, sizeof args_ref);
+    c->build(c, &L, args_ref); /* plan: offsets and size only */
+    const size_t bytes = L.used;
+    unsigned char *ref = calloc(1, bytes), *got = calloc(1, bytes);
+    assert_true(ref && got);
+    uint64_t g = 1000 + k;
+    for (int i = 0; i < L.n; i++) init_region(ref, &L.r[i], &g);
+    /* inputs made consistent (a sum tree, whole actions) before they are copied */
+    layout H = L;
+    H.n = 0, H.used = 0, H.base = ref;
+    memset(args_ref, 0, sizeof args_ref);
+    size_t asize = c->build(c, &H, args_ref);
+    if (c->prepare) c->prepare(c, &H, args_ref);
+    /* the backend: the arena in device memory, the arguments pointing there */
+    ag_tensor *arena;
+    agt_ok(ag_tensor_create(ctx, (int64_t)bytes, 1, AG_U8, ref, &arena));
+    void *dev;
+    agt_ok(ag__tensor_ptr(arena, &dev));
+    layout D = L;
+    D.n = 0, D.used = 0, D.base = dev;
+    memset(args_dev, 0, sizeof args_dev);
+    c->build(c, &D, args_dev);
+    if (!ag__kernel_supported(ctx, c->id, args_dev, asize)) {
+      skipped++;
+      printf("kernels: %s: not supported on %s, skipped\n", c->name, ag_ctx_device_name(ctx));
+    } else {
+      agt_ok(ag__run(ctx, c->id, args_dev, asize));
+      agt_ok(ag_tensor_read(arena, got, bytes));
+      /* the reference, on the host copy */
+      agt_ok(ag__cpu_ref_kernels[c->id](args_ref));
+      for (int i = 0; i < L.n; i++) {
+        const region *r = &L.r[i];
+        if (!r->out) continue;
+        for (size_t e = 0; e < r->count; e++) {
+          double want = value_at(ref, r, e), have = value_at(got, r, e);
+          double tol = r->tol * (fabs(want) > 1 ? fabs(want) : 1);
+          if (!(fabs(want - have) <= tol) && !(isnan(want) && isnan(have)))
+            fail_msg("%s on %s: region %d element %zu is %.9g, the reference %.9g (tolerance %.3g)", c->name,
+                     ag_ctx_device_name(ctx), i, e, have, want, tol);
+          compared++;
+        }
+      }
+      ran++;
+    }
+    ag_tensor_free(arena);
+    free(ref);
+    free(got);
+  }
+  printf("kernels.%s: %d cases run, %d skipped (not supported), %d values compared with the reference\n",
+         agt_kind == AG_DEVICE_CUDA ? "cuda" : "cpu", ran, skipped, compared);
+  /* every kernel kind has at least one case */
+  int seen[AG__K_COUNT] = {0};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) seen[cases[k].id] = 1;
+  for (int id = 0; id < AG__K_COUNT; id++)
+    if (!seen[id]) fail_msg("kernel %d has no case", id);
+  ag_ctx_free(ctx);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(every_kernel_matches_the_reference)};
+  return agt_run(argc, argv, "kernels", tests, 1);
+}
