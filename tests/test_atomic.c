@@ -5,7 +5,9 @@
 
 #include "agt.h"
 #include "graph/graph_internal.h"
+#include "agent/agent_internal.h"
 #include "core/internal.h"
+#include "replay/replay_internal.h"
 
 /* ---- views ---- */
 
@@ -440,6 +442,54 @@ static void a_failed_backward_leaves_zeroed_gradients(void **state) {
   assert_true(failures >= 1);
 }
 
+/* A table or a DQN that a device error left half written refuses every
+ * call that would read or change it. */
+static void half_written_objects_refuse_further_use(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const ag_field f[1] = {{"x", 1, AG_F32}};
+  ag_replay *r;
+  ag_per *per;
+  ag_rng *rng;
+  agt_ok(ag_replay_create(ctx, f, 1, 8, AG_F32, 1, &r));
+  agt_ok(ag_per_create(r, 0.5f, &per));
+  agt_ok(ag_rng_create(ctx, 1, &rng));
+  const float v[2] = {1, 2};
+  add_values(r, v, 2);
+  ag__replay_set_broken(r);
+  const void *data[1] = {v};
+  ag_tensor *b, *i, *w;
+  const int64_t idx[1] = {0};
+  const float pr[1] = {2};
+  agt_err(ag_replay_add(r, data, 1), AG_ERR_STATE, "free the table");
+  agt_err(ag_replay_sample(r, rng, 2, &b, &i), AG_ERR_STATE, "free the table");
+  agt_err(ag_replay_gather(r, idx, 1, &b), AG_ERR_STATE, "free the table");
+  agt_err(ag_replay_can_sample(r, 1), AG_ERR_STATE, "free the table");
+  agt_err(ag_per_sample(per, rng, 2, 0.4f, &i, &w), AG_ERR_STATE, "free the table");
+  agt_err(ag_per_update_host(per, idx, pr, 1), AG_ERR_STATE, "free the table");
+  assert_int_equal(ag_replay_size(r), 2);
+  ag_rng_free(rng);
+  ag_replay_free(r);
+  const ag_dqn_config c = tiny_config(1);
+  ag_dqn *d;
+  agt_ok(ag_dqn_create(ctx, 3, 2, 100, &c, &d));
+  fill_dqn(d, 6);
+  ag__dqn_set_broken(d);
+  const float obs[3] = {0, 0, 0};
+  int32_t act = 0;
+  float loss, rew = 0;
+  int term = 0;
+  ag_tensor *lt;
+  agt_err(ag_dqn_act(d, obs, 1, 0, 0, &act), AG_ERR_STATE, "free the DQN");
+  agt_err(ag_dqn_store(d, obs, &act, &rew, obs, &term, 1), AG_ERR_STATE, "free the DQN");
+  agt_err(ag_dqn_train(d, 1, &loss), AG_ERR_STATE, "free the DQN");
+  agt_err(ag_dqn_update_target(d), AG_ERR_STATE, "free the DQN");
+  agt_ok(ag_replay_gather(ag_dqn_replay(d), idx, 1, &b));
+  agt_err(ag_dqn_loss(d, b, &lt), AG_ERR_STATE, "free the DQN");
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
 /* ---- out-parameters and messages ---- */
 
 static void constructors_leave_out_untouched_on_error(void **state) {
@@ -518,6 +568,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(a_failed_train_changes_nothing),
       cmocka_unit_test(a_failed_act_changes_nothing),
       cmocka_unit_test(a_failed_backward_leaves_zeroed_gradients),
+      cmocka_unit_test(half_written_objects_refuse_further_use),
       cmocka_unit_test(constructors_leave_out_untouched_on_error),
       cmocka_unit_test(messages_name_the_call_and_the_choice),
   };

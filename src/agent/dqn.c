@@ -14,6 +14,7 @@
 
 #include "agrl/agent.h"
 #include "agrl/dist.h"
+#include "agent/agent_internal.h"
 #include "nn/nn_internal.h"
 
 struct ag_dqn {
@@ -222,6 +223,8 @@ static uint64_t next_u64(uint64_t *s) {
 
 static double next_uniform(uint64_t *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }
 
+void ag__dqn_set_broken(ag_dqn *d) { d->broken = 1; }
+
 static ag_status check_sound(const ag_dqn *d, const char *fn) {
   if (!d->broken) return AG_OK;
   return ag__fail(AG_ERR_STATE,
@@ -308,6 +311,7 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
   ag_status s;
   if (!d || !batch || !loss)
     return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
+  if ((s = check_sound(d, "ag_dqn_loss"))) return s;
   if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) ||
       (s = ag_replay_view(d->replay, batch, "action", &act)) ||
       (s = ag_replay_view(d->replay, batch, "reward", &rew)) ||
@@ -485,6 +489,8 @@ ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
 
 ag_status ag_dqn_update_target(ag_dqn *d) {
   if (!d) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_update_target: dqn is NULL");
+  ag_status s = check_sound(d, "ag_dqn_update_target");
+  if (s) return s;
   return d->cfg.tau >= 1.0f ? ag_mlp_copy(d->target, d->q) : ag_mlp_polyak(d->target, d->q, d->cfg.tau);
 }
 

@@ -109,6 +109,8 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
     return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
   if (ag__rng_counter_tensor(rng)->ctx != p->ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: rng belongs to another context than the table", fn);
+  ag_status sound = ag__replay_check_sound(p->r, fn);
+  if (sound) return sound;
   if (ag_replay_size(p->r) < 1) return ag__fail(AG_ERR_STATE, "%s: the table is empty", fn);
   double *tree;
   float *state;
@@ -130,7 +132,9 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
 ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   static const char fn[] = "ag_per_update";
   if (!p) return ag__fail(AG_ERR_INVALID_ARG, "%s: per is NULL", fn);
-  ag_status s = ag__check_tensor(idx, fn, "idx");
+  ag_status s = ag__replay_check_sound(p->r, fn);
+  if (s) return s;
+  s = ag__check_tensor(idx, fn, "idx");
   if (s || (s = ag__check_tensor(prio, fn, "priorities"))) return s;
   if (idx->ctx != p->ctx || prio->ctx != p->ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context than the table", fn,
@@ -160,6 +164,8 @@ ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, i
   static const char fn[] = "ag_per_update_host";
   if (!p || !idx || !prio || n < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per, idx and priorities must be given, n >= 1", fn);
+  ag_status sound = ag__replay_check_sound(p->r, fn);
+  if (sound) return sound;
   for (int64_t j = 0; j < n; j++) {
     if (idx[j] < 0 || idx[j] >= ag_replay_size(p->r))
       return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn,

@@ -137,7 +137,7 @@ static double load_any(const void *p, ag_dtype dt, size_t i) {
 }
 
 /* Refuses a table that a device error left half written. */
-static ag_status check_sound(const ag_replay *r, const char *fn) {
+ag_status ag__replay_check_sound(const ag_replay *r, const char *fn) {
   if (!r->broken) return AG_OK;
   return ag__fail(AG_ERR_STATE,
                   "%s: a device error interrupted an earlier ag_replay_add, which left the table's "
@@ -148,7 +148,7 @@ static ag_status check_sound(const ag_replay *r, const char *fn) {
 ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   static const char fn[] = "ag_replay_add";
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay is NULL", fn);
-  ag_status s = check_sound(r, fn);
+  ag_status s = ag__replay_check_sound(r, fn);
   if (s) return s;
   if (k < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: k = %lld must not be negative", fn, (long long)k);
   if (k == 0) return AG_OK;
@@ -218,6 +218,8 @@ ag_status ag_replay_can_sample(const ag_replay *r, int64_t B) {
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_can_sample: replay is NULL");
   return ag__replay_check_sample(r, B, "ag_replay_sample");
 }
+void ag__replay_set_broken(ag_replay *r) { r->broken = 1; }
+
 ag_status ag__replay_attach(ag_replay *r, const ag__sampler_ops *ops, void *self, const char *fn) {
   if (ag__replay_sampler(r, ops))
     return ag__fail(AG_ERR_STATE, "%s: the table already has a %s sampler", fn, ops->name);
@@ -264,7 +266,7 @@ ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, i
 }
 
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn) {
-  ag_status s = check_sound(r, fn);
+  ag_status s = ag__replay_check_sound(r, fn);
   if (s) return s;
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
   if (r->size < r->min_size)
@@ -293,7 +295,7 @@ ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tenso
   static const char fn[] = "ag_replay_gather";
   if (!r || !idx || !batch)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, idx and batch must not be NULL", fn);
-  ag_status s = check_sound(r, fn);
+  ag_status s = ag__replay_check_sound(r, fn);
   if (s) return s;
   if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld; give at least one index", fn, (long long)n);
   for (int64_t j = 0; j < n; j++)

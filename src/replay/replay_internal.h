@@ -25,6 +25,11 @@ ag_status ag__replay_attach(ag_replay *r, const ag__sampler_ops *ops, void *self
 void ag__replay_detach(ag_replay *r, void *self);
 /* The attached sampler of these ops, or NULL. */
 void *ag__replay_sampler(const ag_replay *r, const ag__sampler_ops *ops);
+/* AG_ERR_STATE when a device error left the table half written. */
+ag_status ag__replay_check_sound(const ag_replay *r, const char *fn);
+/* For tests: marks the table as a device error half way through an add
+ * would (no backend here fails between the parts of one upload). */
+void ag__replay_set_broken(ag_replay *r);
 /* The checks of ag_replay_sample for a batch of B (errors name fn). */
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn);
 
