@@ -25,10 +25,10 @@ enum { INIT_ZERO = 0, INIT_UNIFORM, INIT_INDEX, INIT_POSITIVE, INIT_BITS };
 typedef struct region {
   size_t off, count;
   ag_dtype dt;
-  int init;          /* INIT_* */
-  double lo, hi;     /* uniform / index range */
-  int out;           /* compared after the run */
-  double tol;        /* relative tolerance of an output (0: exact) */
+  int init;      /* INIT_* */
+  double lo, hi; /* uniform / index range */
+  int out;       /* compared after the run */
+  double tol;    /* relative tolerance of an output (0: exact) */
 } region;
 
 typedef struct layout {
@@ -45,7 +45,8 @@ static void *reg(layout *L, size_t count, ag_dtype dt, int init, double lo, doub
   assert_true(L->n < 256);
   size_t off = (L->used + 255) & ~(size_t)255;
   region *r = &L->r[L->n++];
-  r->off = off, r->count = count, r->dt = dt, r->init = init, r->lo = lo, r->hi = hi, r->out = out, r->tol = tol;
+  r->off = off, r->count = count, r->dt = dt, r->init = init, r->lo = lo, r->hi = hi, r->out = out,
+  r->tol = tol;
   L->used = off + (count ? count : 1) * elem_size(dt);
   return L->base ? L->base + off : NULL;
 }
@@ -74,7 +75,8 @@ static size_t b_gather(const kcase *c, layout *L, void *out) {
   const ag_dtype st = (ag_dtype)c->p[3], it = (ag_dtype)c->p[4];
   a->src_dtype = st, a->rows = rows, a->capacity = cap, a->idx_dtype = it, a->n = n;
   a->scale = c->p[5] ? 0.5f : 1.0f;
-  a->src = reg(L, (size_t)(rows * cap), st, st == AG_U8 || st == AG_I32 ? INIT_INDEX : INIT_UNIFORM, 0, 200, 0, 0);
+  a->src =
+      reg(L, (size_t)(rows * cap), st, st == AG_U8 || st == AG_I32 ? INIT_INDEX : INIT_UNIFORM, 0, 200, 0, 0);
   a->idx = reg(L, (size_t)n, it, INIT_INDEX, -3, (double)cap + 3, 0, 0); /* some outside: clamped */
   a->dst = reg(L, (size_t)(rows * n), AG_F32, INIT_ZERO, 0, 0, 1, 0);
   return sizeof *a;
@@ -137,7 +139,8 @@ static size_t b_reduce(const kcase *c, layout *L, void *out) {
 static size_t b_pick(const kcase *c, layout *L, void *out) {
   ag__pick_args *a = out;
   a->axis = (int)c->p[0];
-  const int64_t rows = c->p[1], cols = c->p[2], n = a->axis == 0 ? cols : rows, ext = a->axis == 0 ? rows : cols;
+  const int64_t rows = c->p[1], cols = c->p[2], n = a->axis == 0 ? cols : rows,
+                ext = a->axis == 0 ? rows : cols;
   a->x = mat(L, rows, cols, rows, INIT_UNIFORM, 0, 0);
   a->idx_dtype = (ag_dtype)c->p[3], a->idx_stride = 1;
   a->idx = reg(L, (size_t)n, a->idx_dtype, INIT_INDEX, -2, (double)ext + 2, 0, 0);
@@ -149,7 +152,8 @@ static size_t b_pick(const kcase *c, layout *L, void *out) {
 static size_t b_pick_bwd(const kcase *c, layout *L, void *out) {
   ag__pick_bwd_args *a = out;
   a->axis = (int)c->p[0];
-  const int64_t rows = c->p[1], cols = c->p[2], n = a->axis == 0 ? cols : rows, ext = a->axis == 0 ? rows : cols;
+  const int64_t rows = c->p[1], cols = c->p[2], n = a->axis == 0 ? cols : rows,
+                ext = a->axis == 0 ? rows : cols;
   a->g = mat(L, a->axis == 0 ? 1 : n, a->axis == 0 ? n : 1, a->axis == 0 ? 1 : n, INIT_UNIFORM, 0, 0);
   a->idx_dtype = (ag_dtype)c->p[3], a->idx_stride = 1;
   a->idx = reg(L, (size_t)n, a->idx_dtype, INIT_INDEX, -2, (double)ext + 2, 0, 0);
@@ -376,8 +380,10 @@ static void prep_qgrad(const kcase *c, layout *L, void *args) {
 }
 
 /* the cases: name, kernel, sizes, builder */
-#define K(name, id, build, ...) {name, id, {__VA_ARGS__}, build, NULL}
-#define KP(name, id, build, prep, ...) {name, id, {__VA_ARGS__}, build, prep}
+#define K(name, id, build, ...) \
+  { name, id, {__VA_ARGS__}, build, NULL }
+#define KP(name, id, build, prep, ...) \
+  { name, id, {__VA_ARGS__}, build, prep }
 static const kcase cases[] = {
     K("gather f32 i32 11x1000 n256", AG__K_GATHER, b_gather, 11, 1000, 256, AG_F32, AG_I32, 0),
     K("gather f32 i64 1x7 n1", AG__K_GATHER, b_gather, 1, 7, 1, AG_F32, AG_I64, 0),
@@ -471,10 +477,13 @@ static void init_region(unsigned char *base, const region *r, uint64_t *g) {
     switch (r->init) {
       case INIT_ZERO: v = 0; break;
       case INIT_UNIFORM: v = r->lo + (r->hi - r->lo) * u; break;
-      case INIT_POSITIVE: v = (r->hi > 0 ? r->lo : 0.1) + ((r->hi > 0 ? r->hi : 3) - (r->hi > 0 ? r->lo : 0.1)) * u; break;
+      case INIT_POSITIVE:
+        v = (r->hi > 0 ? r->lo : 0.1) + ((r->hi > 0 ? r->hi : 3) - (r->hi > 0 ? r->lo : 0.1)) * u;
+        break;
       case INIT_INDEX: v = floor(r->lo + (r->hi - r->lo) * u); break;
       case INIT_BITS: { /* an optimizer state after 3 steps */
-        const float st[AG__OPT_STATE_N] = {3.0f, 2.5f, 1.0f - 0.9f * 0.9f * 0.9f, 1.0f - 0.999f * 0.999f * 0.999f, 1.0f};
+        const float st[AG__OPT_STATE_N] = {3.0f, 2.5f, 1.0f - 0.9f * 0.9f * 0.9f,
+                                           1.0f - 0.999f * 0.999f * 0.999f, 1.0f};
         v = i < AG__OPT_STATE_N ? st[i] : 0;
         break;
       }
