@@ -96,7 +96,40 @@ static void without_the_fused_kernel_the_dqn_composes_its_update(void **state) {
   }
 }
 
+/* A DQN made where the fused kernel runs, whose context then moves to a
+ * backend without it (as a device switch would: the recordings are made
+ * again), goes on with the composed ops, exactly as a composed DQN would. */
+static void a_backend_change_drops_the_fused_update(void **state) {
+  (void)state;
+  ag_dqn_config fused = agt_dqn_config(16, 8, 64, 23, 1), composed = fused;
+  composed.fused = 0;
+  ag_ctx *mc = agt_ctx(), *rc = agt_ctx();
+  ag_dqn *m, *r;
+  agt_ok(ag_dqn_create(mc, 4, 3, 1000, &fused, &m));
+  agt_ok(ag_dqn_create(rc, 4, 3, 1000, &composed, &r));
+  assert_int_equal(ag_dqn_fused(m), 1);
+  fill(m);
+  fill(r);
+  /* the context moves to the masked backend; its recordings are stale */
+  masked = *mc->be;
+  masked.supports = no_qgrad;
+  for (ag__store *s = mc->stores.next; s != &mc->stores; s = s->next)
+    if (s->on == mc->be) s->on = &masked;
+  mc->be = &masked;
+  mc->epoch++;
+  float lm, lr;
+  agt_ok(ag_dqn_train(m, 9, &lm));
+  agt_ok(ag_dqn_train(r, 9, &lr));
+  assert_int_equal(ag_dqn_fused(m), 0);
+  assert_true(lm == lr);
+  ag_dqn_free(m);
+  ag_dqn_free(r);
+  ag_ctx_free(mc);
+  ag_ctx_free(rc);
+}
+
 int main(int argc, char **argv) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(without_the_fused_kernel_the_dqn_composes_its_update)};
-  return agt_run(argc, argv, "backend_caps", tests, 1);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(without_the_fused_kernel_the_dqn_composes_its_update),
+                                     cmocka_unit_test(a_backend_change_drops_the_fused_update)};
+  return agt_run(argc, argv, "backend_caps", tests, sizeof tests / sizeof tests[0]);
 }

@@ -434,6 +434,7 @@ static const kcase cases[] = {
     K("fill 1x1", AG__K_FILL, b_fill, 1, 1, 0),
     K("copy ld to packed", AG__K_COPY, b_copy, 5, 40, 6, 0, 0),
     K("copy acc ld", AG__K_COPY, b_copy, 33, 3, 0, 2, 1),
+    K("copy packed", AG__K_COPY, b_copy, 64, 9, 0, 0, 0),
     K("adam prep one launch", AG__K_ADAM, b_adam, 6, 0, 0, 1, 0, 0),
     K("adam two launches' second, clipped", AG__K_ADAM, b_adam, 3, 1, 0, 0, 1, 1),
     K("adam as sgd", AG__K_ADAM, b_adam, 4, 0, 1, 1, 0, 1),

@@ -142,8 +142,11 @@ AG_API ag_mlp *ag_dqn_target(const ag_dqn *d);    /* the target network */
 AG_API ag_replay *ag_dqn_replay(const ag_dqn *d); /* in a group: this rank's shard's table */
 AG_API int64_t ag_dqn_updates(const ag_dqn *d);
 /* 1 when the update computes its loss and gradient in one fused call
- * (a few kernels on the GPU instead of ~30): cfg.fused is set and the
- * network has at most 64 actions. */
+ * (a few kernels on the GPU instead of ~30): cfg.fused is set, the network
+ * has at most 8 hidden layers and 64 actions, and the context's backend
+ * takes the fused kernel. Decided again whenever the update is recorded
+ * (after a device switch, on the new device); otherwise the update runs as
+ * composed ops. */
 AG_API int ag_dqn_fused(const ag_dqn *d);
 
 /* ---- several GPUs (agrl/dist.h) ---- */

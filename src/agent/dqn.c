@@ -373,6 +373,12 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_dqn *d = user;
   ag_tensor *batch;
   ag_status s = AG_OK;
+  /* decided at every recording: after a device switch the backend may not
+   * take the fused kernel, and the composed ops then do the same work */
+  if (d->cfg.fused) {
+    const ag__qlearn u = qlearn_of(d, 0);
+    d->fused = ag__qlearn_fusable(&u);
+  }
   if (d->fused) { /* the gradients are written, not added to */
     /* without a gradient to average over ranks or a norm to clip by, the
      * optimizer's step runs inside the call */

@@ -35,7 +35,6 @@
 
 #if defined(__x86_64__) || defined(__SSE2__)
 #include <emmintrin.h>
-#define AG__HAVE_SSE2 1
 #define cpu_relax() _mm_pause()
 #else
 #define cpu_relax() ((void)0)

@@ -260,13 +260,6 @@ static ag_status fast_copy(const void *args) {
 
 /* ---- RANDINT ---- */
 
-static void put_arg(void *arg, ag_dtype dt, int64_t k, int64_t v) {
-  if (dt == AG_I32)
-    ((int32_t *)arg)[k] = (int32_t)v;
-  else
-    ((int64_t *)arg)[k] = v;
-}
-
 /* The draws of one Philox block both go out from one computation of it;
  * with AVX2 (bounds below 2^32), whole blocks 4 a vector, with AVX-512 8. */
 static ag_status fast_randint(const void *args) {
@@ -292,14 +285,15 @@ static ag_status fast_randint(const void *args) {
         ag__cpu_draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
       else
         ag__cpu_draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
-      for (int64_t q = 0; q < 2 * nb; q++) put_arg(out, dt, i + q, (int64_t)v[q]);
+      for (int64_t q = 0; q < 2 * nb; q++) ag__cpu_put_index(out, dt, i + q, (int64_t)v[q]);
       i += 2 * nb;
       continue;
     }
 #endif
     const ag__u32x4 blk = ag__philox_block(a->seed, k >> 1); /* one block: its draws from k */
-    put_arg(out, dt, i, (int64_t)ag__scale_u64(ag__philox_half(blk, (int)(k & 1)), ub));
-    if ((k & 1) == 0 && i + 1 < n) put_arg(out, dt, ++i, (int64_t)ag__scale_u64(ag__philox_half(blk, 1), ub));
+    ag__cpu_put_index(out, dt, i, (int64_t)ag__scale_u64(ag__philox_half(blk, (int)(k & 1)), ub));
+    if ((k & 1) == 0 && i + 1 < n)
+      ag__cpu_put_index(out, dt, ++i, (int64_t)ag__scale_u64(ag__philox_half(blk, 1), ub));
     i++;
   }
   *a->counter = base + (uint64_t)a->n;

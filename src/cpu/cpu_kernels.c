@@ -81,13 +81,6 @@ static ag_status k_map2(const void *args) {
   return AG_OK;
 }
 
-static void put_arg(void *arg, ag_dtype dt, int64_t k, int64_t v) {
-  if (dt == AG_I32)
-    ((int32_t *)arg)[k] = (int32_t)v;
-  else
-    ((int64_t *)arg)[k] = v;
-}
-
 static ag_status k_reduce(const void *args) {
   const ag__reduce_args *a = args;
   const ag__mat *x = &a->x;
@@ -125,7 +118,7 @@ static ag_status k_reduce(const void *args) {
       }
     }
     if (a->out.p) put(&a->out, a->axis == 0 ? 0 : o, a->axis == 0 ? o : 0, best, 0);
-    if (a->arg) put_arg(a->arg, a->arg_dtype, o, bi);
+    if (a->arg) ag__cpu_put_index(a->arg, a->arg_dtype, o, bi);
   }
   return AG_OK;
 }
@@ -236,7 +229,7 @@ static ag_status k_randint(const void *args) {
   const uint64_t base = *a->counter;
   for (int64_t i = 0; i < a->n; i++) {
     const uint64_t x = ag__philox_u64(a->seed, base + (uint64_t)i);
-    put_arg(a->out, a->out_dtype, i, bound < 1 ? 0 : (int64_t)ag__scale_u64(x, (uint64_t)bound));
+    ag__cpu_put_index(a->out, a->out_dtype, i, bound < 1 ? 0 : (int64_t)ag__scale_u64(x, (uint64_t)bound));
   }
   *a->counter = base + (uint64_t)a->n;
   return AG_OK;
