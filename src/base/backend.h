@@ -29,6 +29,50 @@ extern "C" {
 typedef void (*ag__fill_fn)(void *host_dst, size_t off, size_t len, void *user);
 typedef void (*ag__drain_fn)(const void *host_src, size_t off, size_t len, void *user);
 
+/* ---- collectives: one communicator a process, one device each ----
+ * A group of `world` processes joins with an id that one of them makes and
+ * the others receive (as opaque bytes; src/dist passes them through a
+ * file). The collectives take device memory and run on the backend's queue
+ * (so a recording records them); a call on several buffers is one grouped
+ * operation. `fn` names the public call in messages. Deadlines are
+ * ag__mono_s() times (base.h); 0: none. */
+typedef enum ag__comm_reduce { AG__COMM_SUM = 0, AG__COMM_MEAN = 1, AG__COMM_MAX = 2 } ag__comm_reduce;
+
+/* The largest id any backend makes. */
+#define AG__COMM_ID_MAX 256
+
+/* One buffer of a collective: count elements of dtype at ptr. */
+typedef struct ag__comm_buf {
+  void *ptr;
+  size_t count;
+  ag_dtype dtype;
+} ag__comm_buf;
+
+typedef struct ag__comm_ops {
+  size_t id_bytes; /* bytes of a group id (at most AG__COMM_ID_MAX) */
+  /* Whether groups of several processes can be made (the library found). */
+  int (*available)(void);
+  /* Writes a fresh group id (id_bytes bytes). */
+  ag_status (*make_id)(void *id, const char *fn);
+  /* Joins group `id` as `rank` of `world` on st's device, giving up at
+   * `deadline` (AG_ERR_TIMEOUT); on failure nothing is kept. */
+  ag_status (*init)(void *st, int rank, int world, const void *id, double deadline, const char *fn,
+                    void **comm);
+  /* In place: every buffer becomes its reduction over the ranks (a mean:
+   * f32 only). */
+  ag_status (*allreduce)(void *st, void *comm, const ag__comm_buf *bufs, int n, ag__comm_reduce op,
+                         const char *fn);
+  /* In place: every buffer takes rank root's value. */
+  ag_status (*broadcast)(void *st, void *comm, const ag__comm_buf *bufs, int n, int root, const char *fn);
+  /* dst (world * src.count elements) = every rank's src in rank order. */
+  ag_status (*allgather)(void *st, void *comm, ag__comm_buf src, void *dst, const char *fn);
+  /* Leaving: finalize waits (until `deadline`) for the group's pending
+   * work; destroy then releases comm, or with `abort` (after a failed
+   * finalize) tears it down without waiting for the peers. */
+  ag_status (*finalize)(void *comm, double deadline, const char *fn);
+  void (*destroy)(void *comm, int abort);
+} ag__comm_ops;
+
 typedef struct ag__backend {
   const char *name; /* "cpu", "cuda" */
   ag_device_kind kind;
@@ -89,6 +133,11 @@ typedef struct ag__backend {
   ag_status (*record_end)(void *st, int ok, void **rec, int *n_nodes);
   ag_status (*replay)(void *st, void *rec);
   void (*record_free)(void *st, void *rec);
+
+  /* ---- collectives ----
+   * NULL: this backend (or this build of it) has none, and only groups of
+   * one process can be made on it. */
+  const ag__comm_ops *comm;
 } ag__backend;
 
 const ag__backend *ag__cpu_backend(void);

@@ -19,6 +19,7 @@
 #include "agrl/status.h"
 #include "agrl/tensor.h"
 #include "base/backend.h"
+#include "base/hd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,10 +76,22 @@ void ag__convert(void *dst, ag_dtype dst_dt, const void *src, ag_dtype src_dt, s
 /* Checks that f32 values fit dtype dt (integers: finite and in range).
  * Returns the index of the first value that does not fit, or -1. */
 int64_t ag__first_unfit(const float *src, size_t n, ag_dtype dt);
-/* Reads element i of an index array (AG_I32 / AG_I64). */
-static inline int64_t ag__index_at(const void *idx, ag_dtype dt, int64_t i) {
+/* ---- index arrays (AG_I32 / AG_I64), on the host and the device ---- */
+
+/* Reads element i of an index array. */
+AG__HD int64_t ag__index_at(const void *idx, ag_dtype dt, int64_t i) {
   return dt == AG_I32 ? (int64_t)((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
 }
+/* Element k of an index array = v. */
+AG__HD void ag__index_put(void *idx, ag_dtype dt, int64_t k, int64_t v) {
+  if (dt == AG_I32)
+    ((int32_t *)idx)[k] = (int32_t)v;
+  else
+    ((int64_t *)idx)[k] = v;
+}
+/* An index clamped to 0 .. limit-1 (limit >= 1): every read by index from
+ * the device stays inside its table (S13). */
+AG__HD int64_t ag__clamp_index(int64_t i, int64_t limit) { return i < 0 ? 0 : (i >= limit ? limit - 1 : i); }
 
 /* ---- helper threads (pool.c) ---- */
 
@@ -89,6 +102,8 @@ void ag__pool_run(int n_tasks, ag__task_fn fn, void *arg);
 int ag__pool_threads(void);
 /* fill(dst, off, len, user) split over the helper threads (large lengths). */
 void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size_t len);
+/* Seconds on a monotonic clock (CLOCK_MONOTONIC): for deadlines. */
+double ag__mono_s(void);
 
 /* ---- plain copies into transfer memory (pool.c) ---- */
 

@@ -45,11 +45,15 @@ AG__HD void ag__per_recompute_root(double *tree, int depth) {
   tree[ag__per_offset(depth)] = ag__per_sum16(tree);
 }
 
-/* prio ^ alpha for a priority clamped as PER_SET clamps it (at least 1e-12,
- * so a normal float; +inf allowed) and alpha in [0, 1], within 1e-15 of
- * pow (about 2 ulp; alpha 0 and 1 exact), in fewer dependent steps than a
- * general pow: every device's PER_SET leaves take it (the CPU's 8 at a
- * time with AVX-512 where it can, the same steps; PER_FILL takes pow).
+/* The priority PER_SET keeps: at least 1e-12 (a NaN becomes 1e-12 too). */
+AG__HD float ag__per_clamp(float p) { return p > 1e-12f ? p : 1e-12f; }
+
+/* prio ^ alpha for a priority clamped as PER_SET clamps it (ag__per_clamp:
+ * at least 1e-12, so a normal float; +inf allowed) and alpha in [0, 1],
+ * within 1e-15 of pow (about 2 ulp; alpha 0 and 1 exact), in fewer
+ * dependent steps than a general pow: every device's PER_SET leaves take
+ * it (the CPU's 8 at a time with AVX-512 where it can, the same steps;
+ * PER_FILL takes pow).
  * p = m 2^e with m in [sqrt(1/2), sqrt(2)], both exact from the float's
  * bits; alpha e = k + r with k an integer and r in [-1/2, 1/2], exact;
  * p^alpha = 2^k exp(x), x = alpha ln(m) + r ln(2) in [-0.7, 0.7]. ln(m) is

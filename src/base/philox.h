@@ -65,4 +65,10 @@ AG__HD uint64_t ag__scale_u64(uint64_t x, uint64_t bound) {
 #endif
 }
 
+/* Draw k of the stream `seed` as an integer in [0, bound): floor(u bound)
+ * for the 64-bit fraction u (ag__scale_u64), 0 for a bound below 1. */
+AG__HD int64_t ag__philox_below(uint64_t seed, uint64_t k, int64_t bound) {
+  return bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(seed, k), (uint64_t)bound);
+}
+
 #endif /* AGRL_CORE_PHILOX_H */

@@ -23,7 +23,8 @@
  * (ag__fill_copy_stream): its non-temporal stores leave no modified lines in
  * the filling cores' caches, which the engine would otherwise have to fetch
  * from those caches line by line. Memory that the CPU reads again soon (the
- * CPU backend's uploads) keeps memcpy.
+ * CPU backend's uploads) keeps memcpy. So does the monotonic clock of
+ * deadlines (ag__mono_s).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -229,4 +230,10 @@ void ag__fill_parallel(ag__fill_fn fill, void *user, void *dst, size_t off, size
   slice = (slice + 63) & ~(size_t)63; /* whole elements of any dtype */
   par_fill p = {fill, user, dst, off, len, slice};
   ag__pool_run((int)((len + slice - 1) / slice), fill_slice, &p);
+}
+
+double ag__mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }

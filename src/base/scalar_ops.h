@@ -1,11 +1,13 @@
 /* scalar_ops.h — the elementwise functions of the MAP / MAP2 / PICK kernels,
- * written once for the CPU reference and the CUDA kernels (kernels.h). */
+ * the loss and Adam's step, written once for the CPU reference and the CUDA
+ * kernels (kernels.h). */
 #ifndef AGRL_CORE_SCALAR_OPS_H
 #define AGRL_CORE_SCALAR_OPS_H
 
 #include <math.h>
 #include <stdint.h>
 
+#include "base/base.h"
 #include "base/hd.h"
 #include "base/kernels.h"
 
@@ -59,7 +61,7 @@ AG__HD int64_t ag__pick_index(const void *idx, ag_dtype dt, int64_t stride, int6
   } else {
     i = ((const int64_t *)idx)[j * stride];
   }
-  return i < 0 ? 0 : (i >= limit ? limit - 1 : i);
+  return ag__clamp_index(i, limit);
 }
 
 /* The loss function of AG__K_LOSS and its derivative, at d = pred - target. */
@@ -68,6 +70,39 @@ AG__HD float ag__loss_f(int kind, float d, float delta) {
 }
 AG__HD float ag__loss_df(int kind, float d, float delta) {
   return kind == 0 ? 2.0f * d : (d < -delta ? -delta : (d > delta ? delta : d));
+}
+
+/* ADAM_PREP's values from the optimizer's state as it stands: t, 1 - b1^t,
+ * 1 - b2^t, the clip coefficient. */
+AG__HD void ag__adam_values(const float *state, float b1, float b2, float max_norm, float v[4]) {
+  const float t = state[AG__OPT_T] + 1.0f;
+  v[0] = t;
+  v[1] = 1.0f - powf(b1, t);
+  v[2] = 1.0f - powf(b2, t);
+  const float norm = sqrtf(state[AG__OPT_SUMSQ]);
+  v[3] = max_norm > 0.0f ? fminf(1.0f, max_norm / (norm + 1e-6f)) : 1.0f;
+}
+
+/* Stores them; the next step's sum of squares starts at 0. */
+AG__HD void ag__adam_store(float *state, const float v[4]) {
+  state[AG__OPT_T] = v[0];
+  state[AG__OPT_BC1] = v[1];
+  state[AG__OPT_BC2] = v[2];
+  state[AG__OPT_COEF] = v[3];
+  state[AG__OPT_SUMSQ] = 0.0f;
+}
+
+/* One element's Adam (or SGD) step: p, m, v in place. */
+AG__HD void ag__adam_elem(int sgd, float lr, float b1, float b2, float eps, float wd, float bc1, float bc2,
+                          float coef, float g, float *p, float *m, float *v) {
+  const float gr = coef * g + wd * *p;
+  if (sgd) {
+    *p -= lr * gr;
+    return;
+  }
+  *m = b1 * *m + (1.0f - b1) * gr;
+  *v = b2 * *v + (1.0f - b2) * gr * gr;
+  *p -= lr * (*m / bc1) / (sqrtf(*v / bc2) + eps);
 }
 
 /* Element (r, c) of a matrix, broadcasting a 1-row or 1-column operand. */

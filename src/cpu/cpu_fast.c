@@ -285,15 +285,15 @@ static ag_status fast_randint(const void *args) {
         ag__cpu_draws_avx512(a->seed, k >> 1, nb, (uint32_t)ub, v);
       else
         ag__cpu_draws_avx2(a->seed, k >> 1, nb, (uint32_t)ub, v);
-      for (int64_t q = 0; q < 2 * nb; q++) ag__cpu_put_index(out, dt, i + q, (int64_t)v[q]);
+      for (int64_t q = 0; q < 2 * nb; q++) ag__index_put(out, dt, i + q, (int64_t)v[q]);
       i += 2 * nb;
       continue;
     }
 #endif
     const ag__u32x4 blk = ag__philox_block(a->seed, k >> 1); /* one block: its draws from k */
-    ag__cpu_put_index(out, dt, i, (int64_t)ag__scale_u64(ag__philox_half(blk, (int)(k & 1)), ub));
+    ag__index_put(out, dt, i, (int64_t)ag__scale_u64(ag__philox_half(blk, (int)(k & 1)), ub));
     if ((k & 1) == 0 && i + 1 < n)
-      ag__cpu_put_index(out, dt, ++i, (int64_t)ag__scale_u64(ag__philox_half(blk, 1), ub));
+      ag__index_put(out, dt, ++i, (int64_t)ag__scale_u64(ag__philox_half(blk, 1), ub));
     i++;
   }
   *a->counter = base + (uint64_t)a->n;
@@ -412,7 +412,7 @@ static ag_status fast_per_set(const void *args) {
       float p = a->prio[(j0 + k) * a->prio_stride];
       __builtin_prefetch(leaves + l, 1);
       leaf[kept] = l;
-      pr[kept++] = p > 1e-12f ? p : 1e-12f;
+      pr[kept++] = ag__per_clamp(p);
     }
     per_pows(pr, kept, a->alpha, val);
     for (int k = 0; k < kept; k++) {

@@ -22,8 +22,7 @@
 
 /* The column a gather reads for index j (clamped, S13). */
 static inline int64_t ag__cpu_gather_col(const ag__gather_args *a, int64_t j) {
-  int64_t c = ag__index_at(a->idx, a->idx_dtype, j);
-  return c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
+  return ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, j), a->capacity);
 }
 
 /* Asks for every cache line of bytes [p, p + n) to come into the L2

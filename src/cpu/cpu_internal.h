@@ -15,14 +15,6 @@
 
 typedef ag_status (*ag__cpu_kernel_fn)(const void *args);
 
-/* Element k of an index output of dtype dt (AG_I32 or AG_I64) = v. */
-static inline void ag__cpu_put_index(void *arg, ag_dtype dt, int64_t k, int64_t v) {
-  if (dt == AG_I32)
-    ((int32_t *)arg)[k] = (int32_t)v;
-  else
-    ((int64_t *)arg)[k] = v;
-}
-
 /* The kernels the backend runs, indexed by ag__kernel_id: the reference,
  * or for a kernel with a fast path its dispatcher (below). */
 extern const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT];

@@ -40,8 +40,7 @@ static ag_status k_gather(const void *args) {
   const ag__gather_args *a = args;
   const int copy = a->src_dtype == AG_F32 && a->scale == 1.0f;
   for (int64_t j = 0; j < a->n; j++) {
-    int64_t c = ag__index_at(a->idx, a->idx_dtype, j);
-    c = c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c); /* clamped (S13) */
+    const int64_t c = ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, j), a->capacity); /* S13 */
     const size_t col = (size_t)c * (size_t)a->rows;
     for (int64_t r = 0; r < a->rows; r++)
       a->dst[j * a->rows + r] = copy ? ((const float *)a->src)[col + (size_t)r]
@@ -118,7 +117,7 @@ static ag_status k_reduce(const void *args) {
       }
     }
     if (a->out.p) put(&a->out, a->axis == 0 ? 0 : o, a->axis == 0 ? o : 0, best, 0);
-    if (a->arg) ag__cpu_put_index(a->arg, a->arg_dtype, o, bi);
+    if (a->arg) ag__index_put(a->arg, a->arg_dtype, o, bi);
   }
   return AG_OK;
 }
@@ -175,28 +174,22 @@ static ag_status k_sumsq(const void *args) {
 
 static ag_status k_adam_prep(const void *args) {
   const ag__adam_args *a = args;
-  float *st = a->state;
-  float t = st[AG__OPT_T] + 1.0f;
-  st[AG__OPT_T] = t;
-  st[AG__OPT_BC1] = 1.0f - powf(a->b1, t);
-  st[AG__OPT_BC2] = 1.0f - powf(a->b2, t);
-  float norm = sqrtf(st[AG__OPT_SUMSQ]);
-  st[AG__OPT_COEF] = a->max_norm > 0.0f ? fminf(1.0f, a->max_norm / (norm + 1e-6f)) : 1.0f;
-  st[AG__OPT_SUMSQ] = 0.0f;
+  float v[4];
+  ag__adam_values(a->state, a->b1, a->b2, a->max_norm, v);
+  ag__adam_store(a->state, v);
   return AG_OK;
 }
 
-static void adam_one(const ag__adam_args *a, float *restrict p, const float *restrict g, float *restrict m,
-                     float *restrict v, int64_t n, float bc1, float bc2, float coef) {
+/* One tensor's step (ag__adam_elem on each element; sgd: m and v unused). */
+static void adam_one(const ag__adam_args *a, int sgd, float *restrict p, const float *restrict g,
+                     float *restrict m, float *restrict v, int64_t n, float bc1, float bc2, float coef) {
   const float b1 = a->b1, b2 = a->b2, lr = a->lr, eps = a->eps, wd = a->wd;
-  for (int64_t i = 0; i < n; i++) {
-    float gi = coef * g[i] + wd * p[i];
-    float mi = b1 * m[i] + (1.0f - b1) * gi;
-    float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] -= lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
-  }
+  if (sgd)
+    for (int64_t i = 0; i < n; i++)
+      ag__adam_elem(1, lr, b1, b2, eps, wd, bc1, bc2, coef, g[i], &p[i], NULL, NULL);
+  else
+    for (int64_t i = 0; i < n; i++)
+      ag__adam_elem(0, lr, b1, b2, eps, wd, bc1, bc2, coef, g[i], &p[i], &m[i], &v[i]);
 }
 
 static ag_status k_adam(const void *args) {
@@ -205,10 +198,7 @@ static ag_status k_adam(const void *args) {
   const float bc1 = a->state[AG__OPT_BC1], bc2 = a->state[AG__OPT_BC2], coef = a->state[AG__OPT_COEF];
   for (int k = 0; k < a->count; k++) {
     const ag__mt_entry *e = &a->t[k];
-    if (a->sgd)
-      for (int64_t i = 0; i < e->n; i++) e->p[i] -= a->lr * (coef * e->g[i] + a->wd * e->p[i]);
-    else
-      adam_one(a, e->p, e->g, e->m, e->v, e->n, bc1, bc2, coef);
+    adam_one(a, a->sgd, e->p, e->g, e->m, e->v, e->n, bc1, bc2, coef);
   }
   return AG_OK;
 }
@@ -227,10 +217,8 @@ static ag_status k_randint(const void *args) {
   const ag__randint_args *a = args;
   const int64_t bound = a->bound_dev ? *a->bound_dev : a->bound_const;
   const uint64_t base = *a->counter;
-  for (int64_t i = 0; i < a->n; i++) {
-    const uint64_t x = ag__philox_u64(a->seed, base + (uint64_t)i);
-    ag__cpu_put_index(a->out, a->out_dtype, i, bound < 1 ? 0 : (int64_t)ag__scale_u64(x, (uint64_t)bound));
-  }
+  for (int64_t i = 0; i < a->n; i++)
+    ag__index_put(a->out, a->out_dtype, i, ag__philox_below(a->seed, base + (uint64_t)i, bound));
   *a->counter = base + (uint64_t)a->n;
   return AG_OK;
 }
@@ -297,7 +285,7 @@ static ag_status k_per_set(const void *args) {
   for (int64_t j = 0; j < a->n; j++) {
     const int64_t l = ag__index_at(a->idx, a->idx_dtype, j);
     if (l < 0 || l >= a->cols) continue; /* indices from the device: skipped, never written out of bounds */
-    const float p = a->prio[j * a->prio_stride], kept = p > 1e-12f ? p : 1e-12f; /* a NaN too */
+    const float kept = ag__per_clamp(a->prio[j * a->prio_stride]);
     leaves[l] = ag__per_pow(kept, a->alpha);
     if (kept > a->state[0]) a->state[0] = kept;
   }

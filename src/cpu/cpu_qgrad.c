@@ -80,12 +80,8 @@ ag_status ag__cpu_qgrad(const void *args) {
       (int64_t *)(((uintptr_t)(part + tiles) + 7) & ~(uintptr_t)7); /* 8-byte aligned; the scratch has room */
   const int64_t bound = a->idx ? 0 : *a->size_dev;
   for (int64_t j = 0; j < B; j++) {
-    int64_t c = a->idx
-                    ? a->idx[j]
-                    : (bound < 1 ? 0
-                                 : (int64_t)ag__scale_u64(ag__philox_u64(a->seed, *a->counter + (uint64_t)j),
-                                                          (uint64_t)bound));
-    cols[j] = c < 0 ? 0 : (c >= a->capacity ? a->capacity - 1 : c);
+    const int64_t c = a->idx ? a->idx[j] : ag__philox_below(a->seed, *a->counter + (uint64_t)j, bound);
+    cols[j] = ag__clamp_index(c, a->capacity);
   }
   if (!a->idx) *a->counter += (uint64_t)B;
   for (int64_t j = 0; j < B; j++) {

@@ -645,6 +645,7 @@ static const ag__backend cuda_backend = {
     cuda_record_end,
     cuda_replay,
     cuda_record_free,
+    AG__CUDA_COMM,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -163,40 +163,6 @@ static inline cudaError_t ag__launch_one(ag__cuda_state *st, void (*kernel)(KArg
   return cudaGraphLaunch(st->one_exec, st->stream);
 }
 
-/* ADAM_PREP's values from the optimizer's state as it stands: t, 1 - b1^t,
- * 1 - b2^t, the clip coefficient. */
-__device__ __forceinline__ void ag__adam_values(const float *state, float b1, float b2, float max_norm,
-                                                float v[4]) {
-  const float t = state[AG__OPT_T] + 1.0f;
-  v[0] = t;
-  v[1] = 1.0f - powf(b1, t);
-  v[2] = 1.0f - powf(b2, t);
-  const float norm = sqrtf(state[AG__OPT_SUMSQ]);
-  v[3] = max_norm > 0.0f ? fminf(1.0f, max_norm / (norm + 1e-6f)) : 1.0f;
-}
-
-__device__ __forceinline__ void ag__adam_store(float *state, const float v[4]) {
-  state[AG__OPT_T] = v[0];
-  state[AG__OPT_BC1] = v[1];
-  state[AG__OPT_BC2] = v[2];
-  state[AG__OPT_COEF] = v[3];
-  state[AG__OPT_SUMSQ] = 0.0f;
-}
-
-/* One element's Adam (or SGD) step: p, m, v in place. */
-__device__ __forceinline__ void ag__adam_elem(int sgd, float lr, float b1, float b2, float eps, float wd,
-                                              float bc1, float bc2, float coef, float g, float *p, float *m,
-                                              float *v) {
-  const float gr = coef * g + wd * *p;
-  if (sgd) {
-    *p -= lr * gr;
-    return;
-  }
-  *m = b1 * *m + (1.0f - b1) * gr;
-  *v = b2 * *v + (1.0f - b2) * gr * gr;
-  *p -= lr * (*m / bc1) / (sqrtf(*v / bc2) + eps);
-}
-
 /* Launchers, one family a file. */
 ag_status ag__cuda_gather(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_gemm(ag__cuda_state *st, const void *args);
@@ -225,5 +191,14 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args);
 
 /* cuBLAS status to an agrl status with a message. */
 ag_status ag__cublas_fail(cublasStatus_t s, const char *what);
+
+/* The collectives over NCCL (comm.cu); the backend's `comm` entry, NULL
+ * when built without NCCL. */
+#ifdef AGRL_WITH_NCCL
+extern const ag__comm_ops ag__cuda_comm;
+#define AG__CUDA_COMM (&ag__cuda_comm)
+#else
+#define AG__CUDA_COMM NULL
+#endif
 
 #endif /* AGRL_CUDA_INTERNAL_H */

@@ -26,8 +26,7 @@ __device__ __forceinline__ float ag_to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
 
 template <typename I>
 __device__ __forceinline__ int64_t ag_clamp_col(const I *idx, int64_t j, int64_t capacity) {
-  int64_t c = (int64_t)idx[j];
-  return c < 0 ? 0 : (c >= capacity ? capacity - 1 : c);
+  return ag__clamp_index((int64_t)idx[j], capacity);
 }
 
 template <typename T, typename I>

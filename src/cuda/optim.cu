@@ -6,6 +6,7 @@
  * The optimizer's step, bias corrections and clip coefficient live in device
  * memory (ADAM_PREP), so a recorded step needs no host value.
  */
+#include "base/scalar_ops.h"
 #include "cuda/cuda_internal.h"
 
 #define AG__MT_BLOCK 256

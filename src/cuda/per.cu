@@ -15,10 +15,6 @@
  * column by column mostly hit different banks. */
 #define AG__PER_ROW (AG__PER_FAN + 1)
 
-__device__ __forceinline__ int64_t ag_per_index(const void *idx, ag_dtype dt, int64_t j) {
-  return dt == AG_I32 ? (int64_t)((const int32_t *)idx)[j] : ((const int64_t *)idx)[j];
-}
-
 /* Node i of a level in shared memory: row i / 16, column i % 16. */
 __device__ __forceinline__ int ag_per_pad(uint32_t i) { return (int)(i + (i >> 4)); }
 
@@ -62,9 +58,8 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag__per_set_kernel(ag__per_set_
   for (int64_t j0 = 0; j0 < a.n; j0 += AG__PER_BLOCK) {
     const int64_t j = j0 + t;
     /* the priority does not wait for the index: a row j < n exists either way */
-    const int64_t li = j < a.n ? ag_per_index(a.idx, a.idx_dtype, j) : -1;
-    float p = j < a.n ? a.prio[j * a.prio_stride] : 1.0f;
-    p = p > 1e-12f ? p : 1e-12f;
+    const int64_t li = j < a.n ? ag__index_at(a.idx, a.idx_dtype, j) : -1;
+    const float p = ag__per_clamp(j < a.n ? a.prio[j * a.prio_stride] : 1.0f);
     const double v = ag__per_pow(p, a.alpha);
     if (j0 == 0) {
       if (t < AG__PER_FAN) top0[t] = own0;

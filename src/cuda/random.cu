@@ -13,14 +13,8 @@ __global__ void ag__randint_kernel(ag__randint_args a) {
   ag__pdl_wait();
   const uint64_t base = *a.counter;
   const int64_t bound = a.bound_dev ? *a.bound_dev : a.bound_const;
-  for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
-    int64_t v =
-        bound < 1 ? 0 : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, base + (uint64_t)i), (uint64_t)bound);
-    if (a.out_dtype == AG_I32)
-      ((int32_t *)a.out)[i] = (int32_t)v;
-    else
-      ((int64_t *)a.out)[i] = v;
-  }
+  for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x)
+    ag__index_put(a.out, a.out_dtype, i, ag__philox_below(a.seed, base + (uint64_t)i, bound));
   __syncthreads();
   if (threadIdx.x == 0) *a.counter = base + (uint64_t)a.n;
 }

@@ -26,12 +26,7 @@ __device__ __forceinline__ void ag_store(const ag__reduce_args &a, int64_t o, fl
     float *p = a.axis == 0 ? &a.out.p[o * a.out.ld] : &a.out.p[o];
     *p = (a.op == AG__RED_SUM && a.accumulate) ? *p + v : v;
   }
-  if (a.arg) {
-    if (a.arg_dtype == AG_I32)
-      ((int32_t *)a.arg)[o] = (int32_t)arg;
-    else
-      ((int64_t *)a.arg)[o] = arg;
-  }
+  if (a.arg) ag__index_put(a.arg, a.arg_dtype, o, arg);
 }
 
 /* Combines (v, i) into (bv, bi) for SUM or MAX (first index on ties). */

@@ -1,20 +1,18 @@
-/* dist.c — a process group over NCCL: bootstrap through a file, grouped
- * collectives on the context's queue.
+/* dist.c — a process group: bootstrap through a file, grouped collectives
+ * on the context's queue.
  *
- * The communicator is made non-blocking (ncclConfig_t.blocking = 0) so that
- * joining can give up after a timeout instead of hanging when a peer never
- * comes; every NCCL call is therefore followed by a poll of
- * ncclCommGetAsyncError until it leaves ncclInProgress, as NCCL's contract
- * for non-blocking communicators asks. Collectives are enqueued on the
- * context's CUDA stream, so inside a recording they become nodes of the
- * recorded graph.
+ * The device work goes through the backend's collectives (backend.h,
+ * ag__comm_ops; the CUDA backend's are NCCL, src/cuda/comm.cu): this file
+ * checks the arguments, publishes and reads the group id the backend makes,
+ * and hands it device pointers. The collectives are enqueued on the
+ * context's queue, so inside a recording they become part of the recorded
+ * step.
  *
- * A group of one needs no NCCL: all-reduce and broadcast leave the tensors
- * as they are, all-gather returns a detached view.
+ * A group of one needs no collectives: all-reduce and broadcast leave the
+ * tensors as they are, all-gather returns a detached view.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +23,22 @@
 #include "agrl/graph.h"
 #include "core/internal.h"
 
-#ifdef AGRL_WITH_NCCL
-#include <cuda_runtime.h>
-#include <nccl.h>
-#endif
-
 struct ag_dist {
   ag_ctx *ctx;
   int rank, world;
-  uint64_t epoch;   /* ctx->epoch when the group was made: a device switch ends it */
-  ag_tensor *token; /* 1 x 1 i32 for barriers */
-#ifdef AGRL_WITH_NCCL
-  ncclComm_t comm;
-#endif
+  uint64_t epoch;          /* ctx->epoch when the group was made: a device switch ends it */
+  ag_tensor *token;        /* 1 x 1 i32 for barriers */
+  const ag__comm_ops *ops; /* the collectives of the backend it was made on (world > 1) */
+  void *comm;
 };
 
-int ag_dist_nccl_available(void) {
-#ifdef AGRL_WITH_NCCL
-  return 1;
-#else
-  return 0;
-#endif
+/* A backend's collectives, NULL when it (or this build) has none. */
+static const ag__comm_ops *comm_of(const ag__backend *be) {
+  return be && be->comm && be->comm->available() ? be->comm : NULL;
 }
+
+/* Groups of several processes run on the CUDA backend's collectives (NCCL). */
+int ag_dist_nccl_available(void) { return comm_of(ag__backend_of(AG_DEVICE_CUDA)) != NULL; }
 
 int ag_dist_rank(const ag_dist *g) { return g ? g->rank : -1; }
 int ag_dist_world(const ag_dist *g) { return g ? g->world : 0; }
@@ -60,48 +52,23 @@ static ag_status check_group(const ag_dist *g, const char *fn) {
   return AG_OK;
 }
 
-#ifdef AGRL_WITH_NCCL
-
 #define ID_MAGIC "AGRLNCL1"
 
-static double mono_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Waits until a non-blocking NCCL call has finished (or the deadline passed,
- * deadline <= 0: no deadline). */
-static ag_status nccl_wait(ncclComm_t comm, ncclResult_t r, const char *fn, const char *what,
-                           double deadline) {
-  while (r == ncclInProgress) {
-    if (deadline > 0 && mono_s() > deadline)
-      return ag__fail(AG_ERR_TIMEOUT, "%s: %s did not finish in time: are all ranks running?", fn, what);
-    sched_yield();
-    ncclResult_t a = ncclCommGetAsyncError(comm, &r);
-    if (a != ncclSuccess) r = a;
-  }
-  if (r != ncclSuccess)
-    return ag__fail(AG_ERR_DEVICE, "%s: NCCL %s failed: %s (%s)", fn, what, ncclGetErrorString(r),
-                    comm ? ncclGetLastError(comm) : "");
-  return AG_OK;
-}
-
-/* Rank 0: publishes the id. link() makes the file appear whole and refuses
- * to replace one that exists. */
-static ag_status write_id(const char *path, const ncclUniqueId *id, const char *fn) {
+/* Rank 0: publishes the id (n bytes). link() makes the file appear whole
+ * and refuses to replace one that exists. */
+static ag_status write_id(const char *path, const unsigned char *id, size_t n, const char *fn) {
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: id_path is too long", fn);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return ag__fail(AG_ERR_IO, "%s: cannot create %s: %s", fn, tmp, strerror(errno));
-  unsigned char rec[8 + sizeof *id];
+  unsigned char rec[8 + AG__COMM_ID_MAX];
   memcpy(rec, ID_MAGIC, 8);
-  memcpy(rec + 8, id, sizeof *id);
-  ssize_t w = write(fd, rec, sizeof rec);
+  memcpy(rec + 8, id, n);
+  ssize_t w = write(fd, rec, 8 + n);
   int e = errno;
   close(fd);
-  if (w != (ssize_t)sizeof rec) {
+  if (w != (ssize_t)(8 + n)) {
     unlink(tmp);
     return ag__fail(AG_ERR_IO, "%s: cannot write %s: %s", fn, tmp, strerror(e));
   }
@@ -117,56 +84,58 @@ static ag_status write_id(const char *path, const ncclUniqueId *id, const char *
   return AG_OK;
 }
 
-/* Other ranks: waits for the id file. */
-static ag_status read_id(const char *path, ncclUniqueId *id, double deadline, const char *fn) {
-  unsigned char rec[8 + sizeof *id];
+/* Other ranks: waits for the id file (an id of n bytes). */
+static ag_status read_id(const char *path, unsigned char *id, size_t n, double deadline, const char *fn) {
+  unsigned char rec[8 + AG__COMM_ID_MAX];
+  const ssize_t want = (ssize_t)(8 + n);
   for (;;) {
     int fd = open(path, O_RDONLY);
     if (fd >= 0) {
-      ssize_t r = read(fd, rec, sizeof rec);
+      ssize_t r = read(fd, rec, (size_t)want);
       close(fd);
-      if (r == (ssize_t)sizeof rec && !memcmp(rec, ID_MAGIC, 8)) {
-        memcpy(id, rec + 8, sizeof *id);
+      if (r == want && !memcmp(rec, ID_MAGIC, 8)) {
+        memcpy(id, rec + 8, n);
         return AG_OK;
       }
-      if (r >= 0 && r == (ssize_t)sizeof rec)
-        return ag__fail(AG_ERR_IO, "%s: %s is not an agrl group id", fn, path);
+      if (r == want) return ag__fail(AG_ERR_IO, "%s: %s is not an agrl group id", fn, path);
     } else if (errno != ENOENT) {
       return ag__fail(AG_ERR_IO, "%s: cannot read %s: %s", fn, path, strerror(errno));
     }
-    if (mono_s() > deadline)
+    if (ag__mono_s() > deadline)
       return ag__fail(AG_ERR_TIMEOUT, "%s: no group id at %s in time: is rank 0 running?", fn, path);
     struct timespec ts = {0, 2000000};
     nanosleep(&ts, NULL);
   }
 }
 
-static ncclDataType_t nccl_type(ag_dtype dt) {
-  switch (dt) {
-    case AG_F32: return ncclFloat32;
-    case AG_F16: return ncclFloat16;
-    case AG_BF16: return ncclBfloat16;
-    case AG_U8: return ncclUint8;
-    case AG_I32: return ncclInt32;
-    default: return ncclInt64;
-  }
-}
-#endif /* AGRL_WITH_NCCL */
-
 void ag_dist_free(ag_dist *g) {
   if (!g) return;
   if (g->ctx->epoch == g->epoch) (void)ag_ctx_sync(g->ctx);
-#ifdef AGRL_WITH_NCCL
-  if (g->comm) {
-    ncclResult_t r = ncclCommFinalize(g->comm);
-    if (nccl_wait(g->comm, r, "ag_dist_free", "finalize", mono_s() + 60.0) == AG_OK)
-      ncclCommDestroy(g->comm);
-    else
-      ncclCommAbort(g->comm);
-  }
-#endif
+  if (g->comm)
+    g->ops->destroy(g->comm, g->ops->finalize(g->comm, ag__mono_s() + 60.0, "ag_dist_free") != AG_OK);
   ag_tensor_free(g->token);
   free(g);
+}
+
+/* Joins the group through the id file and the backend's collectives
+ * (world > 1); writes g->comm. */
+static ag_status join(ag_dist *g, const char *id_path, double timeout_s, const char *fn) {
+  const ag__comm_ops *ops = g->ops;
+  double deadline = ag__mono_s() + timeout_s;
+  unsigned char id[AG__COMM_ID_MAX]; /* id_bytes of them (backend.h) */
+  ag_status s;
+  int wrote = 0;
+  if (g->rank == 0) {
+    s = ops->make_id(id, fn);
+    if (!s) s = write_id(id_path, id, ops->id_bytes, fn);
+    wrote = !s;
+  } else {
+    s = read_id(id_path, id, ops->id_bytes, deadline, fn);
+  }
+  if (!s) s = ops->init(g->ctx->st, g->rank, g->world, id, deadline, fn, &g->comm);
+  /* once the join is over (done or given up) nobody needs the id */
+  if (wrote) unlink(id_path);
+  return s;
 }
 
 ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, double timeout_s,
@@ -180,6 +149,7 @@ ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, 
     return ag__fail(AG_ERR_INVALID_ARG, "%s: timeout_s = %g must be positive", fn, timeout_s);
   ag_status s = ag__not_recording(ctx, fn);
   if (s) return s;
+  const ag__comm_ops *ops = NULL;
   if (world > 1) {
     if (!id_path || !id_path[0])
       return ag__fail(AG_ERR_INVALID_ARG, "%s: a group of %d needs an id_path", fn, world);
@@ -187,11 +157,10 @@ ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, 
       return ag__fail(AG_ERR_UNSUPPORTED,
                       "%s: a group of %d processes needs CUDA contexts (this one is on %s)", fn, world,
                       ag_ctx_device_name(ctx));
-#ifndef AGRL_WITH_NCCL
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: this agrl was built without NCCL: groups of more than one process are not available",
-                    fn);
-#endif
+    if (!(ops = comm_of(ctx->be)))
+      return ag__fail(
+          AG_ERR_UNSUPPORTED,
+          "%s: this agrl was built without NCCL: groups of more than one process are not available", fn);
   }
   ag_dist *g = ag__calloc(1, sizeof *g);
   if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -199,46 +168,16 @@ ag_status ag_dist_create(ag_ctx *ctx, int rank, int world, const char *id_path, 
   g->rank = rank;
   g->world = world;
   g->epoch = ctx->epoch;
+  g->ops = ops;
   if ((s = ag_tensor_create(ctx, 1, 1, AG_I32, NULL, &g->token))) {
     free(g);
     return s;
   }
-#ifdef AGRL_WITH_NCCL
-  if (world > 1) {
-    setenv("NCCL_NVLS_ENABLE", "0", 0); /* see dist.h */
-    double deadline = mono_s() + timeout_s;
-    ncclUniqueId id;
-    ncclResult_t r;
-    int wrote = 0;
-    if (rank == 0) {
-      if ((r = ncclGetUniqueId(&id)) != ncclSuccess)
-        s = ag__fail(AG_ERR_DEVICE, "%s: ncclGetUniqueId failed: %s", fn, ncclGetErrorString(r));
-      if (!s) s = write_id(id_path, &id, fn);
-      wrote = !s;
-    } else {
-      s = read_id(id_path, &id, deadline, fn);
-    }
-    if (!s && cudaSetDevice(ag_ctx_device_index(ctx)) != cudaSuccess)
-      s = ag__fail(AG_ERR_DEVICE, "%s: cannot select cuda:%d", fn, ag_ctx_device_index(ctx));
-    if (!s) {
-      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-      cfg.blocking = 0;
-      r = ncclCommInitRankConfig(&g->comm, world, id, rank, &cfg);
-      s = nccl_wait(g->comm, r, fn, "joining the group", deadline);
-      if (s && g->comm) {
-        ncclCommAbort(g->comm);
-        g->comm = NULL;
-      }
-    }
-    /* once the join is over (done or given up) nobody needs the id */
-    if (wrote) unlink(id_path);
-    if (s) {
-      ag_tensor_free(g->token);
-      free(g);
-      return s;
-    }
+  if (world > 1 && (s = join(g, id_path, timeout_s, fn))) {
+    ag_tensor_free(g->token);
+    free(g);
+    return s;
   }
-#endif
   *out = g;
   return AG_OK;
 }
@@ -265,41 +204,26 @@ static ag_status check_tensors(ag_dist *g, ag_tensor *const *ts, int n, const ch
   return AG_OK;
 }
 
-#ifdef AGRL_WITH_NCCL
-/* Runs n NCCL calls as one group: call(g, i, ptr, count, type, stream). */
-typedef ncclResult_t (*coll_fn)(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st,
-                                const void *arg);
+/* The device memory of tensor t as a buffer of a collective. */
+static ag_status comm_buf(ag_tensor *t, ag__comm_buf *out) {
+  out->count = (size_t)ag_tensor_numel(t);
+  out->dtype = t->dtype;
+  return ag__tensor_ptr(t, &out->ptr);
+}
 
-static ag_status grouped(ag_dist *g, ag_tensor *const *ts, int n, coll_fn call, const void *arg,
-                         const char *fn, const char *what) {
-  void **ptrs = ag__malloc(sizeof *ptrs * (size_t)n);
-  if (!ptrs) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+/* The buffers of n tensors, in host memory the caller frees. */
+static ag_status comm_bufs(ag_tensor *const *ts, int n, const char *fn, ag__comm_buf **out) {
+  ag__comm_buf *b = ag__malloc(sizeof *b * (size_t)n);
+  if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   ag_status s = AG_OK;
-  for (int i = 0; i < n && !s; i++) s = ag__tensor_ptr(ts[i], &ptrs[i]);
+  for (int i = 0; i < n && !s; i++) s = comm_buf(ts[i], &b[i]);
   if (s) {
-    free(ptrs);
+    free(b);
     return s;
   }
-  cudaStream_t st = (cudaStream_t)ag_ctx_native_stream(g->ctx);
-  s = nccl_wait(g->comm, ncclGroupStart(), fn, "group start", 0);
-  for (int i = 0; i < n && !s; i++)
-    s = nccl_wait(g->comm, call(g, ptrs[i], (size_t)ag_tensor_numel(ts[i]), nccl_type(ts[i]->dtype), st, arg),
-                  fn, what, 0);
-  ag_status e = nccl_wait(g->comm, ncclGroupEnd(), fn, what, 0);
-  free(ptrs);
-  return s ? s : e;
+  *out = b;
+  return AG_OK;
 }
-
-static ncclResult_t do_allreduce(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st,
-                                 const void *arg) {
-  return ncclAllReduce(p, p, count, t, *(const ncclRedOp_t *)arg, g->comm, st);
-}
-
-static ncclResult_t do_broadcast(ag_dist *g, void *p, size_t count, ncclDataType_t t, cudaStream_t st,
-                                 const void *arg) {
-  return ncclBroadcast(p, p, count, t, *(const int *)arg, g->comm, st);
-}
-#endif
 
 ag_status ag_dist_allreduce(ag_dist *g, ag_tensor *const *ts, int n, ag_reduce_op op) {
   static const char fn[] = "ag_dist_allreduce";
@@ -307,12 +231,14 @@ ag_status ag_dist_allreduce(ag_dist *g, ag_tensor *const *ts, int n, ag_reduce_o
     return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown reduction %d", fn, (int)op);
   ag_status s = check_tensors(g, ts, n, fn, op == AG_REDUCE_MEAN ? 2 : 1);
   if (s || g->world == 1) return s;
-#ifdef AGRL_WITH_NCCL
-  ncclRedOp_t nop = op == AG_REDUCE_SUM ? ncclSum : op == AG_REDUCE_MEAN ? ncclAvg : ncclMax;
-  return grouped(g, ts, n, do_allreduce, &nop, fn, "all-reduce");
-#else
-  return AG_ERR_UNSUPPORTED;
-#endif
+  ag__comm_buf *b = NULL;
+  if ((s = comm_bufs(ts, n, fn, &b))) return s;
+  const ag__comm_reduce cop = op == AG_REDUCE_SUM    ? AG__COMM_SUM
+                              : op == AG_REDUCE_MEAN ? AG__COMM_MEAN
+                                                     : AG__COMM_MAX;
+  s = g->ops->allreduce(g->ctx->st, g->comm, b, n, cop, fn);
+  free(b);
+  return s;
 }
 
 ag_status ag_dist_broadcast(ag_dist *g, ag_tensor *const *ts, int n, int root) {
@@ -322,11 +248,11 @@ ag_status ag_dist_broadcast(ag_dist *g, ag_tensor *const *ts, int n, int root) {
   if (root < 0 || root >= g->world)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: root %d is not a rank of a group of %d", fn, root, g->world);
   if (g->world == 1) return AG_OK;
-#ifdef AGRL_WITH_NCCL
-  return grouped(g, ts, n, do_broadcast, &root, fn, "broadcast");
-#else
-  return AG_ERR_UNSUPPORTED;
-#endif
+  ag__comm_buf *b = NULL;
+  if ((s = comm_bufs(ts, n, fn, &b))) return s;
+  s = g->ops->broadcast(g->ctx->st, g->comm, b, n, root, fn);
+  free(b);
+  return s;
 }
 
 ag_status ag_dist_allgather(ag_dist *g, ag_tensor *x, ag_tensor **out) {
@@ -335,20 +261,13 @@ ag_status ag_dist_allgather(ag_dist *g, ag_tensor *x, ag_tensor **out) {
   ag_status s = check_tensors(g, &x, 1, fn, 0);
   if (s) return s;
   if (g->world == 1) return ag_detach(x, out);
-#ifdef AGRL_WITH_NCCL
   ag_tensor *o;
   if ((s = ag__tensor_temp(g->ctx, x->rows, x->cols * g->world, x->dtype, &o))) return s;
-  void *src;
-  if ((s = ag__tensor_ptr(x, &src))) return s;
-  cudaStream_t st = (cudaStream_t)ag_ctx_native_stream(g->ctx);
-  s = nccl_wait(g->comm,
-                ncclAllGather(src, o->data, (size_t)ag_tensor_numel(x), nccl_type(x->dtype), g->comm, st), fn,
-                "all-gather", 0);
+  ag__comm_buf src;
+  if ((s = comm_buf(x, &src))) return s;
+  s = g->ops->allgather(g->ctx->st, g->comm, src, o->data, fn);
   if (!s) *out = o;
   return s;
-#else
-  return AG_ERR_UNSUPPORTED;
-#endif
 }
 
 ag_status ag_dist_barrier(ag_dist *g) {
