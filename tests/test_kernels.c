@@ -177,6 +177,27 @@ static size_t b_copy(const kcase *c, layout *L, void *out) {
   return sizeof *a;
 }
 
+/* p: rows, cols, src ld extra, dst ld extra, src dtype, dst dtype, lo, hi
+ * (source values; past a target's range they saturate) */
+static size_t b_convert(const kcase *c, layout *L, void *out) {
+  ag__convert_args *a = out;
+  a->rows = c->p[0], a->cols = c->p[1];
+  a->src_ld = a->rows + c->p[2], a->dst_ld = a->rows + c->p[3];
+  a->src_dtype = (ag_dtype)c->p[4], a->dst_dtype = (ag_dtype)c->p[5];
+  const int int_src = a->src_dtype == AG_U8 || a->src_dtype == AG_I32 || a->src_dtype == AG_I64;
+  a->src = reg(L, (size_t)(a->src_ld * (a->cols - 1) + a->rows), a->src_dtype,
+               int_src ? INIT_INDEX : INIT_UNIFORM, (double)c->p[6], (double)c->p[7], 0, 0);
+  a->dst = reg(L, (size_t)(a->dst_ld * (a->cols - 1) + a->rows), a->dst_dtype, INIT_INDEX, 0, 100, 1, 0);
+  return sizeof *a;
+}
+
+static size_t b_set_i64(const kcase *c, layout *L, void *out) {
+  ag__set_i64_args *a = out;
+  a->dst = reg(L, 1, AG_I64, INIT_INDEX, 0, 1000, 1, 0);
+  a->value = c->p[0];
+  return sizeof *a;
+}
+
 /* The multi-tensor kernels: p[0] tensors of sizes 1 + 37 i (p[1] adds a
  * large one), state, scratch. p[2]: sgd, p[3]: prep, p[4]: max_norm on. */
 static size_t mt(const kcase *c, layout *L, ag__mt_entry *t, int *count, int with_m) {
@@ -461,6 +482,20 @@ static const kcase cases[] = {
     KP("qgrad 3 layers drawn double huber", AG__K_QGRAD, b_qgrad, prep_qgrad, 3, 32, 4, 64, 1, 1, 1),
     KP("qgrad 1 layer idx mse", AG__K_QGRAD, b_qgrad, prep_qgrad, 1, 0, 2, 7, 0, 0, 0),
     KP("qgrad 4 layers odd B", AG__K_QGRAD, b_qgrad, prep_qgrad, 4, 20, 6, 33, 1, 1, 0),
+    /* cases added later go last: each case draws its inputs from a seed of its place in the table */
+    K("convert f32 to f32 ld", AG__K_CONVERT, b_convert, 17, 300, 3, 5, AG_F32, AG_F32, -2, 2),
+    K("convert f32 to f16", AG__K_CONVERT, b_convert, 6, 513, 0, 0, AG_F32, AG_F16, -60000, 60000),
+    K("convert f32 to bf16 ld", AG__K_CONVERT, b_convert, 1, 257, 2, 0, AG_F32, AG_BF16, -3, 3),
+    K("convert f32 to u8 saturating", AG__K_CONVERT, b_convert, 5, 200, 0, 1, AG_F32, AG_U8, -300, 300),
+    K("convert f32 to i32", AG__K_CONVERT, b_convert, 3, 99, 1, 0, AG_F32, AG_I32, -1000, 1000),
+    K("convert i32 to f32", AG__K_CONVERT, b_convert, 1, 1000, 0, 0, AG_I32, AG_F32, -100000, 100000),
+    K("convert i64 to i32 saturating", AG__K_CONVERT, b_convert, 2, 50, 0, 0, AG_I64, AG_I32, -5000000000,
+      5000000000),
+    K("convert i64 to u8 ld", AG__K_CONVERT, b_convert, 4, 33, 1, 2, AG_I64, AG_U8, -50, 400),
+    K("convert u8 to f16", AG__K_CONVERT, b_convert, 84, 7, 0, 0, AG_U8, AG_F16, 0, 256),
+    K("convert f16 to f32 1x1", AG__K_CONVERT, b_convert, 1, 1, 0, 0, AG_F16, AG_F32, -4, 4),
+    K("convert i32 to i64", AG__K_CONVERT, b_convert, 9, 11, 0, 0, AG_I32, AG_I64, -1000000, 1000000),
+    K("set_i64", AG__K_SET_I64, b_set_i64, 123456789012),
 };
 
 /* ---- running a case ---- */
@@ -508,6 +543,9 @@ static double value_at(const unsigned char *base, const region *r, size_t i) {
     case AG_F32: return ((const float *)p)[i];
     case AG_I32: return ((const int32_t *)p)[i];
     case AG_I64: return (double)((const int64_t *)p)[i];
+    case AG_F16: return ag__f16_to_f32(((const uint16_t *)p)[i]);
+    case AG_BF16: return ag__bf16_to_f32(((const uint16_t *)p)[i]);
+    case AG_U8: return ((const uint8_t *)p)[i];
     default: return ((const double *)p)[i];
   }
 }

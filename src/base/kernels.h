@@ -45,6 +45,8 @@ typedef enum ag__kernel_id {
   AG__K_PER_FILL,
   AG__K_PER_SAMPLE,
   AG__K_QGRAD,
+  AG__K_CONVERT,
+  AG__K_SET_I64,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -387,6 +389,26 @@ typedef struct ag__qgrad_args {
   float *loss;
   ag__qgrad_step opt;
 } ag__qgrad_args;
+
+/* AG__K_CONVERT: dst[r, c] = (dst_dtype) src[r, c] for r < rows, c < cols,
+ * element (r, c) at src[c * src_ld + r] and dst[c * dst_ld + r], by the
+ * rules of base/convert.h (device data bound for integer storage
+ * saturates). Any two dtypes of ag_dtype. */
+typedef struct ag__convert_args {
+  const void *src;
+  ag_dtype src_dtype;
+  int64_t src_ld;
+  void *dst;
+  ag_dtype dst_dtype;
+  int64_t dst_ld;
+  int64_t rows, cols;
+} ag__convert_args;
+
+/* AG__K_SET_I64: *dst = value (a counter on the device, set with no transfer). */
+typedef struct ag__set_i64_args {
+  int64_t *dst;
+  int64_t value;
+} ag__set_i64_args;
 
 #ifdef __cplusplus
 }

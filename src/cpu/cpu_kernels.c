@@ -14,6 +14,7 @@
 #include <cblas.h>
 
 #include "base/base.h"
+#include "base/convert.h"
 #include "base/kernels.h"
 #include "base/per_tree.h"
 #include "base/philox.h"
@@ -322,6 +323,20 @@ static ag_status k_per_sample(const void *args) {
   return AG_OK;
 }
 
+static ag_status k_convert(const void *args) {
+  const ag__convert_args *a = args;
+  for (int64_t c = 0; c < a->cols; c++)
+    for (int64_t r = 0; r < a->rows; r++)
+      ag__convert_one(a->dst, a->dst_dtype, c * a->dst_ld + r, a->src, a->src_dtype, c * a->src_ld + r);
+  return AG_OK;
+}
+
+static ag_status k_set_i64(const void *args) {
+  const ag__set_i64_args *a = args;
+  *a->dst = a->value;
+  return AG_OK;
+}
+
 const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_GATHER] = k_gather,
     [AG__K_GEMM] = k_gemm,
@@ -343,6 +358,8 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_PER_FILL] = k_per_fill,
     [AG__K_PER_SAMPLE] = k_per_sample,
     [AG__K_QGRAD] = ag__cpu_qgrad,
+    [AG__K_CONVERT] = k_convert,
+    [AG__K_SET_I64] = k_set_i64,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -368,4 +385,6 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_PER_FILL] = k_per_fill,
     [AG__K_PER_SAMPLE] = ag__cpu_run_per_sample,
     [AG__K_QGRAD] = ag__cpu_qgrad,
+    [AG__K_CONVERT] = k_convert,
+    [AG__K_SET_I64] = k_set_i64,
 };

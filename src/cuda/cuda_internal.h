@@ -188,6 +188,8 @@ ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_fill(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_sample(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_convert(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_set_i64(ag__cuda_state *st, const void *args);
 
 /* cuBLAS status to an agrl status with a message. */
 ag_status ag__cublas_fail(cublasStatus_t s, const char *what);
