@@ -17,6 +17,7 @@
 #include "agrl/env.h"
 #include "agrl/agent.h"
 #include "agrl/dist.h"
+#include "agrl/export.h"
 
 #define AGRL_VERSION_MAJOR 0
 #define AGRL_VERSION_MINOR 1

@@ -68,6 +68,18 @@ AG_API void ag_replay_free(ag_replay *r);
  * AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
 AG_API ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
 
+/* The same from device memory: data[i] is a [width, k] tensor of field i
+ * on the table's context (transition j in column j; any dtype), e.g.
+ * another framework's tensor wrapped by ag_tensor_wrap (agrl/export.h).
+ * The columns are converted to the storage dtype on the device, by the
+ * device rules of agrl/export.h (values are not checked), and the size on
+ * the device is set by a kernel: nothing crosses the bus. All or nothing
+ * up to the kernels: a device error while they run leaves the table broken
+ * as above. Errors: those of ag_replay_add, AG_ERR_FREED for a tensor
+ * released by ag_ctx_reset; AG_ERR_INVALID_ARG: a tensor NULL or of another
+ * context; AG_ERR_SHAPE: a tensor not [width, k]; AG_ERR_STATE while a step
+ * is being recorded. */
+AG_API ag_status ag_replay_add_dev(ag_replay *r, ag_tensor *const *data, int64_t k);
 AG_API int64_t ag_replay_size(const ag_replay *r); /* valid transitions */
 AG_API int64_t ag_replay_capacity(const ag_replay *r);
 AG_API int64_t ag_replay_position(const ag_replay *r);  /* column the next transition goes to */

@@ -146,6 +146,34 @@ const ag__backend *ag__cuda_backend(void);
 /* Number of CUDA devices (0 without CUDA, driver or device). */
 int ag__cuda_device_count(void);
 
+/* ---- memory handed to other frameworks (agrl/export.h) ----
+ * Calls that need no open backend state, so that they work from any thread
+ * (a consumer's deleter) and after the context that made the memory is gone.
+ * `stream` is a native queue handle (a cudaStream_t: NULL and the values 1
+ * and 2 are CUDA's legacy and per-thread default streams); a mark is an
+ * event recorded on one. */
+typedef struct ag__handoff_ops {
+  /* Memory outside the stream order on device `index`, and its release. */
+  ag_status (*alloc)(int index, size_t bytes, void **out);
+  void (*free)(int index, void *p);
+  /* A mark after the work queued on `stream` (of device `index`) so far,
+   * made anew or, when `reuse` is a mark whose earlier waits are all queued,
+   * recorded again into it. NULL: there is nothing to wait for (the CPU),
+   * or it could not be made (then the call has waited for the stream on
+   * the host instead, and `reuse`, if any, has been freed). */
+  void *(*mark)(int index, void *stream, void *reuse);
+  /* `stream` waits for the mark, queued (no host wait). */
+  ag_status (*wait)(void *stream, void *mark);
+  /* 1 when the work before the mark has finished. */
+  int (*done)(void *mark);
+  void (*host_wait)(void *mark);
+  void (*mark_free)(void *mark);
+} ag__handoff_ops;
+
+const ag__handoff_ops *ag__cpu_handoff(void);
+/* NULL when the library was built without CUDA. */
+const ag__handoff_ops *ag__cuda_handoff(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agrl/export.h"
 #include "core/internal.h"
 
 static int storage_dtype_ok(ag_dtype dt) {
@@ -128,6 +129,27 @@ ag_status ag_buffer_write(ag_buffer *buf, const void *data, ag_dtype data_dtype,
   if (data_dtype == buf->dtype) return ag__mem_upload_copy(buf->ctx, fn, dst, data, n * elem);
   convert_job j = {data, data_dtype, buf->dtype};
   return ag__mem_upload(buf->ctx, fn, dst, n * elem, fill_convert, &j);
+}
+
+ag_status ag_buffer_write_dev(ag_buffer *buf, const ag_tensor *src, int64_t col_offset) {
+  static const char fn[] = "ag_buffer_write_dev";
+  ag_status s = check_buf(buf, fn);
+  if (s || (s = ag__check_tensor(src, fn, "src"))) return s;
+  if (src->ctx != buf->ctx) return ag__fail(AG_ERR_INVALID_ARG, "%s: src belongs to another context", fn);
+  if ((s = ag__not_recording(buf->ctx, fn))) return s;
+  if (src->rows != buf->rows)
+    return ag__fail(AG_ERR_SHAPE, "%s: src has %lld rows, the buffer has %lld", fn, (long long)src->rows,
+                    (long long)buf->rows);
+  if ((s = check_range(buf, col_offset, src->cols, fn))) return s;
+  void *from = NULL;
+  if ((s = ag__store_ensure(buf->ctx, &buf->store)) || (s = ag__tensor_ptr((ag_tensor *)src, &from)))
+    return s;
+  ag__convert_args a = {
+      from,       src->dtype,
+      src->ld,    (char *)buf->store.ptr + (size_t)col_offset * (size_t)buf->rows * ag_dtype_size(buf->dtype),
+      buf->dtype, buf->rows,
+      buf->rows,  src->cols};
+  return ag__run(buf->ctx, AG__K_CONVERT, &a, sizeof a);
 }
 
 ag_status ag__buffer_part(ag_buffer *buf, const void *data, int64_t k, int64_t col_offset, const char *fn,

@@ -61,6 +61,7 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
 void ag_ctx_free(ag_ctx *ctx) {
   if (!ctx) return;
   ctx->be->sync(ctx->st);
+  ag__blocks_leave(ctx);
   if (ctx->hooks) ctx->hooks->free_all(ctx);
   /* owners of live stores: persistent tensors are freed with their header */
   while (ctx->stores.next != &ctx->stores) {
@@ -92,7 +93,9 @@ ag_status ag_ctx_sync(ag_ctx *ctx) {
   ag_status s = ag__not_recording(ctx, "ag_ctx_sync");
   if (s) return s;
   ctx->stats.syncs++;
-  return ctx->be->sync(ctx->st);
+  s = ctx->be->sync(ctx->st);
+  if (!s) ag__deferred_run(ctx, 1);
+  return s;
 }
 
 ag_status ag_host_alloc(ag_ctx *ctx, size_t bytes, void **out) {
@@ -152,6 +155,8 @@ ag_status ag_ctx_set_device(ag_ctx *ctx, ag_device_kind kind, int index) {
     return s;
   }
   if (ctx->hooks) ctx->hooks->release_backend(ctx); /* recordings are made anew on the new device */
+  ctx->be->sync(ctx->st);
+  ag__blocks_leave(ctx); /* blocks handed out stay valid on the old device */
   ag__ws_destroy(ctx, &ctx->ws_main);
   ctx->be->close(ctx->st);
   ctx->epoch++;

@@ -139,6 +139,10 @@ struct ag_ctx {
   int n_xfer;
   ag_ctx_stats stats;
   int64_t fault_after[AG_FAULT_COUNT_];
+  struct ag__bpool *pool;     /* blocks of this device kept for reuse (export.c), or NULL */
+  struct ag_block *use_block; /* where temporaries come from while set (ag_ctx_use_block) */
+  size_t block_used;
+  struct ag__deferred *deferred; /* calls waiting for the queue (ag_ctx_defer) */
 };
 
 /* ---- device-memory wrappers (ctx.c): every core access goes through these ---- */
@@ -156,6 +160,8 @@ ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t 
 /* Download of device memory into plain host memory. */
 ag_status ag__mem_download_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes);
 void ag__xfer_add(ag_ctx *ctx, const char *op, uint64_t up, uint64_t down);
+/* True when an injected fault of `kind` fires now (and counts the operation). */
+int ag__fault_fires(ag_ctx *ctx, ag_fault kind);
 
 /* One piece of an upload made of several (the two parts of a ring write,
  * a counter beside them). */
@@ -240,6 +246,8 @@ typedef struct ag__capture_hooks {
 const ag__backend *ag__backend_of(ag_device_kind kind);
 /* Devices of a kind present (the CPU: 1; a kind not built: 0). */
 int ag__device_count(ag_device_kind kind);
+/* The handoff calls of a device kind (NULL when this build has none). */
+const ag__handoff_ops *ag__handoff_of(ag_device_kind kind);
 /* Where host copies of stores live (after a switch to the CPU, or while
  * waiting for their next upload): the CPU backend. */
 const ag__backend *ag__host_backend(void);
@@ -251,6 +259,19 @@ size_t ag__kernel_scratch(ag_ctx *ctx, ag__kernel_id id, const void *args, size_
  * this build: memory made once that serves on every device the context may
  * move to. */
 size_t ag__kernel_scratch_max(ag__kernel_id id, const void *args, size_t size);
+
+/* ---- blocks and deferred calls (export.c) ---- */
+
+/* Carves `bytes` out of the block in use; AG_ERR_OUT_OF_MEMORY when it does not fit. */
+ag_status ag__block_carve(ag_ctx *ctx, size_t bytes, void **out);
+/* Runs the deferred calls whose work has finished (all of them with all = 1,
+ * after the caller waited for the queue). */
+void ag__deferred_run(ag_ctx *ctx, int all);
+/* Before the context leaves its device or is freed (its queue has been
+ * waited for): deferred calls run, the block in use is let go, the cached
+ * blocks are freed, and blocks still held elsewhere free themselves when
+ * released. */
+void ag__blocks_leave(ag_ctx *ctx);
 
 /* ---- snapshots (snapshot.c) ---- */
 

@@ -90,7 +90,7 @@ ag_status ag_ctx_inject_fault(ag_ctx *ctx, ag_fault kind, int64_t after) {
 }
 
 /* True when an injected fault of `kind` fires now. */
-static int fault_fires(ag_ctx *ctx, ag_fault kind) {
+int ag__fault_fires(ag_ctx *ctx, ag_fault kind) {
   int64_t *a = &ctx->fault_after[kind];
   if (*a < 0) return 0;
   if (*a == 0) {
@@ -104,7 +104,7 @@ static int fault_fires(ag_ctx *ctx, ag_fault kind) {
 /* ---- memory wrappers ---- */
 
 ag_status ag__mem_alloc(ag_ctx *ctx, const ag__backend *be, size_t bytes, void **out) {
-  if (fault_fires(ctx, AG_FAULT_ALLOC))
+  if (ag__fault_fires(ctx, AG_FAULT_ALLOC))
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "the %s device could not allocate %.1f MB (injected fault)",
                     be->name, AG__MB(bytes));
   void *st = be == ctx->be ? ctx->st : NULL;
@@ -138,7 +138,7 @@ ag_status ag__not_recording(ag_ctx *ctx, const char *fn) {
 ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   ag_status rs = ag__not_recording(ctx, op);
   if (rs) return rs;
-  if (fault_fires(ctx, AG_FAULT_UPLOAD))
+  if (ag__fault_fires(ctx, AG_FAULT_UPLOAD))
     return ag__fail(AG_ERR_DEVICE, "%s: upload of %zu bytes failed (injected fault)", op, bytes);
   ag_status s = ctx->be->upload(ctx->st, dst, bytes, fill, user);
   if (s == AG_OK) ag__xfer_add(ctx, op, bytes, 0);
@@ -152,7 +152,7 @@ ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_par
   if (s) return s;
   size_t total = 0;
   for (int i = 0; i < n; i++) total += parts[i].bytes;
-  if (fault_fires(ctx, AG_FAULT_UPLOAD))
+  if (ag__fault_fires(ctx, AG_FAULT_UPLOAD))
     return ag__fail(AG_ERR_DEVICE, "%s: upload of %zu bytes failed (injected fault)", op, total);
   for (int i = 0; i < n; i++) {
     if (parts[i].bytes == 0) continue;
@@ -171,7 +171,7 @@ ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t 
                            void *user) {
   ag_status rs = ag__not_recording(ctx, op);
   if (rs) return rs;
-  if (fault_fires(ctx, AG_FAULT_DOWNLOAD))
+  if (ag__fault_fires(ctx, AG_FAULT_DOWNLOAD))
     return ag__fail(AG_ERR_DEVICE, "%s: download of %zu bytes failed (injected fault)", op, bytes);
   ctx->stats.syncs++;
   ag_status s = ctx->be->download(ctx->st, src, bytes, drain, user);

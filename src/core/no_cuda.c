@@ -3,3 +3,4 @@
 
 const ag__backend *ag__cuda_backend(void) { return NULL; }
 int ag__cuda_device_count(void) { return 0; }
+const ag__handoff_ops *ag__cuda_handoff(void) { return NULL; }

@@ -6,13 +6,14 @@ typedef struct backend_row {
   ag_device_kind kind;
   const ag__backend *(*get)(void); /* NULL when not built */
   int (*count)(void);
+  const ag__handoff_ops *(*handoff)(void);
 } backend_row;
 
 static int one(void) { return 1; }
 
 static const backend_row rows[] = {
-    {AG_DEVICE_CPU, ag__cpu_backend, one},
-    {AG_DEVICE_CUDA, ag__cuda_backend, ag__cuda_device_count},
+    {AG_DEVICE_CPU, ag__cpu_backend, one, ag__cpu_handoff},
+    {AG_DEVICE_CUDA, ag__cuda_backend, ag__cuda_device_count, ag__cuda_handoff},
 };
 
 static const backend_row *row_of(ag_device_kind kind) {
@@ -29,6 +30,11 @@ const ag__backend *ag__backend_of(ag_device_kind kind) {
 int ag__device_count(ag_device_kind kind) {
   const backend_row *r = row_of(kind);
   return r && r->get() ? r->count() : 0;
+}
+
+const ag__handoff_ops *ag__handoff_of(ag_device_kind kind) {
+  const backend_row *r = row_of(kind);
+  return r && r->get() ? r->handoff() : NULL;
 }
 
 const ag__backend *ag__host_backend(void) { return ag__cpu_backend(); }

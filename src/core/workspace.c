@@ -46,6 +46,7 @@ static ag_status add_chunk(ag_ctx *ctx, ag__workspace *ws, size_t size) {
 }
 
 ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out) {
+  if (ctx->use_block && ctx->ws == &ctx->ws_main) return ag__block_carve(ctx, bytes, out);
   ag__workspace *ws = ctx->ws;
   size_t need = align_up(bytes ? bytes : 1);
   while (ws->cur < ws->n_chunks) {

@@ -318,6 +318,47 @@ static size_t cpu_scratch(void *st, ag__kernel_id id, const void *args, size_t s
   return id == AG__K_QGRAD ? ag__cpu_qgrad_scratch(args) : 0;
 }
 
+/* ---- handoff: host memory; the CPU has nothing to wait for ---- */
+
+static ag_status cpu_handoff_alloc(int index, size_t bytes, void **out) {
+  (void)index;
+  return cpu_alloc(NULL, bytes, out);
+}
+
+static void cpu_handoff_free(int index, void *p) {
+  (void)index;
+  cpu_release(NULL, p);
+}
+
+static void *cpu_mark(int index, void *stream, void *reuse) {
+  (void)index, (void)stream, (void)reuse;
+  return NULL;
+}
+
+static ag_status cpu_wait(void *stream, void *mark) {
+  (void)stream, (void)mark;
+  return AG_OK;
+}
+
+static int cpu_done(void *mark) {
+  (void)mark;
+  return 1;
+}
+
+static void cpu_mark_void(void *mark) { (void)mark; }
+
+static const ag__handoff_ops cpu_handoff = {
+    .alloc = cpu_handoff_alloc,
+    .free = cpu_handoff_free,
+    .mark = cpu_mark,
+    .wait = cpu_wait,
+    .done = cpu_done,
+    .host_wait = cpu_mark_void,
+    .mark_free = cpu_mark_void,
+};
+
+const ag__handoff_ops *ag__cpu_handoff(void) { return &cpu_handoff; }
+
 static const ag__backend cpu_backend = {
     .name = "cpu",
     .kind = AG_DEVICE_CPU,

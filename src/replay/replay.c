@@ -37,7 +37,8 @@ struct ag_replay {
   int n_samplers;
   unsigned char *stage;
   size_t stage_cap;
-  int broken; /* a device error interrupted an add: the columns are undefined */
+  ag_tensor *dev_stage; /* large host batches land here, field by field, before the kernels scatter them */
+  int broken;           /* a device error interrupted an add: the columns are undefined */
 };
 
 static int host_dtype_ok(ag_dtype d) { return d >= AG_F32 && d <= AG_I64; }
@@ -53,6 +54,7 @@ void ag_replay_free(ag_replay *r) {
   free(r->fields);
   ag_buffer_free(r->buf);
   ag_tensor_free(r->size_dev);
+  ag_tensor_free(r->dev_stage);
   free(r->stage);
   free(r);
 }
@@ -145,17 +147,33 @@ ag_status ag__replay_check_sound(const ag_replay *r, const char *fn) {
                   fn);
 }
 
-ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
-  static const char fn[] = "ag_replay_add";
+/* The checks every add starts with; *nothing is set for k = 0 (AG_OK, no work). */
+static ag_status check_add(const ag_replay *r, const void *data, int64_t k, const char *fn, int *nothing) {
+  *nothing = 0;
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay is NULL", fn);
   ag_status s = ag__replay_check_sound(r, fn);
   if (s) return s;
   if (k < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: k = %lld must not be negative", fn, (long long)k);
+  *nothing = k == 0;
   if (k == 0) return AG_OK;
   if (!data) return ag__fail(AG_ERR_INVALID_ARG, "%s: data is NULL", fn);
   if (k > r->capacity)
     return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %lld transitions do not fit a table of %lld", fn, (long long)k,
                     (long long)r->capacity);
+  return AG_OK;
+}
+
+/* A host batch this large goes across field by field as it is and is
+ * scattered into the table on the device, instead of being interleaved on
+ * the host first. */
+#define AG__DEV_STAGE_MIN_BYTES ((size_t)1 << 20)
+static ag_status add_staged(ag_replay *r, const void *const *data, int64_t k, const char *fn);
+
+ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
+  static const char fn[] = "ag_replay_add";
+  int nothing;
+  ag_status s = check_add(r, data, k, fn, &nothing);
+  if (s || nothing) return s;
   for (int i = 0; i < r->n_fields; i++) {
     const field *f = &r->fields[i];
     if (!data[i]) return ag__fail(AG_ERR_INVALID_ARG, "%s: data for field '%s' is NULL", fn, f->name);
@@ -168,9 +186,16 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
                           (long long)(e / f->width), ag_dtype_name(r->storage));
       }
   }
+  /* a large batch on a device: across as it is, interleaved there */
+  size_t es = ag_dtype_size(r->storage), need = (size_t)(r->rows * k) * es;
+  if (r->ctx->kind != AG_DEVICE_CPU && need >= AG__DEV_STAGE_MIN_BYTES && r->n_fields <= 64 &&
+      !r->ctx->recording) {
+    int narrow = 1;
+    for (int i = 0; i < r->n_fields; i++) narrow &= ag_dtype_size(r->fields[i].dtype) <= es;
+    if (narrow) return add_staged(r, data, k, fn);
+  }
   /* 1. everything that can fail without a trace: host staging, the objects
    * made resident (after a device switch they are uploaded here) */
-  size_t es = ag_dtype_size(r->storage), need = (size_t)(r->rows * k) * es;
   if (need > r->stage_cap) {
     unsigned char *p = ag__realloc(r->stage, need);
     if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -209,6 +234,126 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   r->pos = (r->pos + k) % r->capacity;
   r->size = size;
   return AG_OK;
+}
+
+/* One field's k transitions in device memory: element e of transition j at
+ * ptr[j * ld + e]. */
+typedef struct dev_src {
+  const void *ptr;
+  ag_dtype dtype;
+  int64_t ld;
+} dev_src;
+
+/* Appends k transitions from device memory (checked by the caller): the
+ * columns scattered and converted by kernels, the count set on the device,
+ * the samplers told. All that can fail without a trace comes first. */
+static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, const char *fn) {
+  int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
+  int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
+  ag__upload_part at[2]; /* only for their addresses: nothing is uploaded */
+  ag_status s = ag__buffer_part(r->buf, src[0].ptr, first, r->pos, fn, &at[0]);
+  if (!s && k > first) s = ag__buffer_part(r->buf, src[0].ptr, k - first, 0, fn, &at[1]);
+  void *size_ptr = NULL;
+  if (!s) s = ag__tensor_ptr(r->size_dev, &size_ptr);
+  for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
+  if (s) return s;
+  /* past this point only the device itself can fail */
+  const size_t es = ag_dtype_size(r->storage);
+  int launched = 0;
+  for (int part = 0; part < (k > first ? 2 : 1) && !s; part++) {
+    const int64_t c0 = part ? first : 0, n = part ? k - first : first;
+    for (int i = 0; i < r->n_fields && !s; i++) {
+      const field *f = &r->fields[i];
+      ag__convert_args a = {(const char *)src[i].ptr + (size_t)(c0 * src[i].ld) * ag_dtype_size(src[i].dtype),
+                            src[i].dtype,
+                            src[i].ld,
+                            (char *)at[part].dst + (size_t)f->row0 * es,
+                            r->storage,
+                            r->rows,
+                            f->width,
+                            n};
+      s = ag__run(r->ctx, AG__K_CONVERT, &a, sizeof a);
+      launched = 1;
+    }
+  }
+  if (!s && size != r->size) {
+    ag__set_i64_args a = {(int64_t *)size_ptr, size};
+    s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
+  }
+  for (int i = 0; i < r->n_samplers && !s; i++) {
+    s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
+    if (!s && k > first) s = r->samplers[i].ops->added(r->samplers[i].self, 0, k - first);
+  }
+  if (s) {
+    if (launched) r->broken = 1;
+    return s;
+  }
+  r->pos = (r->pos + k) % r->capacity;
+  r->size = size;
+  return AG_OK;
+}
+
+/* The host batch uploaded into the table's device staging area (grown as
+ * needed), then added from there. Only used where each field's dtype is no
+ * wider than the storage, so no more bytes cross than the host path sends. */
+static ag_status add_staged(ag_replay *r, const void *const *data, int64_t k, const char *fn) {
+  size_t off[64], total = 0;
+  dev_src src[64];
+  for (int i = 0; i < r->n_fields; i++) {
+    off[i] = total;
+    total += ((size_t)(k * r->fields[i].width) * ag_dtype_size(r->fields[i].dtype) + 255) & ~(size_t)255;
+  }
+  ag_status s = AG_OK;
+  if (!r->dev_stage || (size_t)ag_tensor_rows(r->dev_stage) < total) {
+    ag_tensor *t = NULL;
+    if ((s = ag_tensor_create(r->ctx, (int64_t)total, 1, AG_U8, NULL, &t))) return s;
+    ag_tensor_free(r->dev_stage);
+    r->dev_stage = t;
+  }
+  void *base = NULL;
+  if ((s = ag__tensor_ptr(r->dev_stage, &base))) return s;
+  ag__upload_part parts[64];
+  for (int i = 0; i < r->n_fields; i++) {
+    const field *f = &r->fields[i];
+    parts[i].dst = (char *)base + off[i];
+    parts[i].bytes = (size_t)(k * f->width) * ag_dtype_size(f->dtype);
+    parts[i].fill = ag__fill_copy;
+    parts[i].user = (void *)data[i];
+    src[i].ptr = parts[i].dst;
+    src[i].dtype = f->dtype;
+    src[i].ld = f->width;
+  }
+  /* the staging area only: the table is untouched if this fails */
+  if ((s = ag__mem_upload_parts(r->ctx, fn, parts, r->n_fields, NULL))) return s;
+  return add_from_device(r, src, k, fn);
+}
+
+ag_status ag_replay_add_dev(ag_replay *r, ag_tensor *const *data, int64_t k) {
+  static const char fn[] = "ag_replay_add_dev";
+  int nothing;
+  ag_status s = check_add(r, data, k, fn, &nothing);
+  if (s || nothing) return s;
+  if ((s = ag__not_recording(r->ctx, fn))) return s;
+  dev_src src[64];
+  if (r->n_fields > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: more than 64 fields", fn);
+  for (int i = 0; i < r->n_fields; i++) {
+    const field *f = &r->fields[i];
+    char what[96];
+    snprintf(what, sizeof what, "data for field '%s'", f->name);
+    if ((s = ag__check_tensor(data[i], fn, what))) return s;
+    if (data[i]->ctx != r->ctx)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context", fn, what);
+    if (data[i]->rows != f->width || data[i]->cols != k)
+      return ag__fail(AG_ERR_SHAPE, "%s: %s is [%lld, %lld], not [%lld, %lld] (width x transitions)", fn,
+                      what, (long long)data[i]->rows, (long long)data[i]->cols, (long long)f->width,
+                      (long long)k);
+    void *p = NULL;
+    if ((s = ag__tensor_ptr(data[i], &p))) return s;
+    src[i].ptr = p;
+    src[i].dtype = data[i]->dtype;
+    src[i].ld = data[i]->ld;
+  }
+  return add_from_device(r, src, k, fn);
 }
 
 int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
