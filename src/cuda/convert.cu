@@ -19,13 +19,13 @@ __global__ void ag__convert_kernel(ag__convert_args a) {
 ag_status ag__cuda_convert(ag__cuda_state *st, const void *args) {
   const ag__convert_args *a = (const ag__convert_args *)args;
   if (a->rows < 1 || a->cols < 1) return AG_OK;
-  if (a->src_dtype == a->dst_dtype) { /* a copy node */
-    const size_t es = ag_dtype_size(a->src_dtype);
-    cudaError_t e =
-        cudaMemcpy2DAsync(a->dst, (size_t)a->dst_ld * es, a->src, (size_t)a->src_ld * es,
-                          (size_t)a->rows * es, (size_t)a->cols, cudaMemcpyDeviceToDevice, st->stream);
+  if (a->src_dtype == a->dst_dtype && a->src_ld == a->rows &&
+      a->dst_ld == a->rows) { /* one run: a copy node */
+    const size_t bytes = (size_t)(a->rows * a->cols) * ag_dtype_size(a->src_dtype);
+    cudaError_t e = cudaMemcpyAsync(a->dst, a->src, bytes, cudaMemcpyDeviceToDevice, st->stream);
     return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: convert (copy)");
   }
+  /* strided: a kernel (the copy engines are slow on many short rows, such as one field of each column) */
   ag__launch(ag__convert_kernel, ag__cuda_grid(st, a->rows * a->cols, AG__CONVERT_BLOCK), AG__CONVERT_BLOCK,
              0, st->stream, *a);
   return ag__cuda_check_launch("cuda: convert kernel");
