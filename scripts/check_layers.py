@@ -23,6 +23,7 @@ ALLOWED = {
     "cli": ["base"],
     "cpu": ["base"],
     "cuda": ["base"],
+    "python": ["base"],  # python/src: the extension, over the public API
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 
@@ -31,14 +32,14 @@ def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     os.chdir(root)
     bad, edges = [], {}
-    for top in ("src", "include"):
+    for top in ("src", "include", "python/src"):
         for dirpath, _, files in os.walk(top):
             for name in sorted(files):
                 if not name.endswith((".c", ".h", ".cu")):
                     continue
                 path = os.path.join(dirpath, name)
                 parts = path.split(os.sep)
-                folder = "agrl" if top == "include" else parts[1]
+                folder = "agrl" if top == "include" else "python" if top == "python/src" else parts[1]
                 for target in INCLUDE.findall(open(path, encoding="utf-8").read()):
                     edges.setdefault((folder, target), 0)
                     edges[(folder, target)] += 1

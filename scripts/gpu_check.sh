@@ -4,16 +4,17 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test train bench sanitize dist cpubench (default: all but cpubench;
+#   steps: env build test python train bench sanitize dist cpubench (default: all but cpubench;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
 # (scripts/fetch_gpu_deps.sh) where cmocka and cblas.h are missing, and
-# optionally .whl/ (wheels of cpprb, gymnasium, flashbax) for the peers.
+# .whl/ (scripts/fetch_gpu_deps.sh: the peers' wheels, and scikit-build-core
+# and pytest for the Python package, which is built there with no network).
 set -u
 FINAL=${1:?usage: gpu_check.sh OUTDIR [steps]}
 shift
-STEPS=${*:-env build test train bench sanitize dist}
+STEPS=${*:-env build test python train bench sanitize dist}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=$(mktemp -d /tmp/agrl_gpu.XXXXXX)
@@ -59,10 +60,47 @@ if has test; then
   python3 scripts/count_tests.py "$OUT/ctest.log" | tee "$OUT/test_counts.txt"
   grep -E '(^|: )faults(\.cuda|\.cpu)?:' "$OUT/ctest.log" | tee "$OUT/fault_sweep.txt"
   stamp "tests done"; pack
-  # the soak on the GPU, shortened (AGRL_SLOW=1 make test runs the whole one on the CPU)
-  AGRL_SOAK_ADDS=2000000 AGRL_SOAK_SAMPLES=200000 timeout 300 "$BUILD/tests/test_soak" cuda > "$OUT/soak_cuda.log" 2>&1 || status=1
+  # the soak on the GPU, shortened (AGRL_SLOW=1 make test runs the whole one on the CPU);
+  # AGRL_GPU_SOAK=0 leaves it out
+  [ "${AGRL_GPU_SOAK:-1}" = 0 ] || AGRL_SOAK_ADDS=2000000 AGRL_SOAK_SAMPLES=200000 timeout 300 "$BUILD/tests/test_soak" cuda > "$OUT/soak_cuda.log" 2>&1 || status=1
   grep -E '^soak: RSS|PASSED|FAILED' "$OUT/soak_cuda.log"
   stamp "soak done"; pack
+fi
+if has python; then
+  # the package as a user installs it (pip install ., no network: the build
+  # backend comes from .whl), then its tests with GPU skips turned into
+  # failures, the lifetime tests under compute-sanitizer, and the benchmarks
+  PYINC=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  echo "$(python3 -V 2>&1), headers in $PYINC: $([ -f "$PYINC/Python.h" ] && echo present || echo MISSING)" | tee "$OUT/python_env.txt"
+  python3 -m pip install --no-build-isolation --no-deps --no-index --no-cache-dir --upgrade --target /tmp/agrlpy \
+    -C cmake.define.AGRL_DEPS_PREFIX="$DEPS" -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 \
+    ${NCCL_ROOT:+-C cmake.define.NCCL_ROOT="$NCCL_ROOT"} -C build-dir="$ROOT/build-gpu-py" . > "$OUT/pip_install.log" 2>&1 \
+    || { echo "PIP INSTALL FAILED"; tail -30 "$OUT/pip_install.log"; status=1; }
+  tail -2 "$OUT/pip_install.log"
+  export PYTHONPATH=/tmp/agrlpy${PYTHONPATH:+:$PYTHONPATH} AGRL_CLI=/tmp/agrlpy/bin/agrl
+  python3 -c 'import agrl; print("agrl", agrl.__version__, agrl.library_version(), "cuda devices:", agrl.cuda_device_count())'
+  AGRL_REQUIRE_GPU=1 timeout 420 python3 -m pytest tests/python -q -rs -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1 || status=1
+  tail -4 "$OUT/pytest_gpu.log"
+  stamp "pytest done"; pack
+  AGRL_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 --target-processes all \
+    python3 -m pytest tests/python/test_gpu_dlpack.py -q -p no:cacheprovider -k "outlive or interpreter_exit or consumer_stream" \
+    > "$OUT/memcheck_python.log" 2>&1
+  echo "memcheck python (lifetime, exit, streams): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_python.log" | tail -1)"
+  stamp "python memcheck done"; pack
+  if [ -f bench/python/bench_replay.py ]; then
+    timeout 300 python3 bench/python/bench_replay.py --device cuda --cli "$BUILD/agrl" --json "$OUT/bench_python.json" \
+      2>"$OUT/bench_python.err" | tee "$OUT/bench_python.txt"
+    stamp "python bench done"; pack
+  fi
+  if [ -f bench/python/bench_train.py ]; then
+    timeout 240 python3 bench/python/bench_train.py --device cuda --json "$OUT/bench_python_train.json" \
+      2>"$OUT/bench_python_train.err" | tee "$OUT/bench_python_train.txt"
+    stamp "python train bench done"; pack
+  fi
+  if [ -f examples/python/dqn_torch.py ]; then
+    timeout 120 python3 examples/python/dqn_torch.py --device cuda --steps 20000 > "$OUT/example_dqn_torch.txt" 2>&1
+    echo "examples/python/dqn_torch.py: rc=$? $(tail -1 "$OUT/example_dqn_torch.txt")"
+  fi
 fi
 if has train; then
   # acceptance on the GPU (the update replayed as a CUDA graph), then the same
@@ -109,7 +147,7 @@ if has dist; then
   fi
 fi
 if has sanitize; then
-  for t in per buffer capture dist agent; do
+  for t in per buffer capture dist agent export kernels; do
     f=; [ "$t" = agent ] && f='dqn_*_matches_*' # the fused update and the loss (not the 12k-step run)
     timeout 90 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
       "$BUILD/tests/test_$t" cuda $f > "$OUT/memcheck_$t.log" 2>&1

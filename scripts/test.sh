@@ -4,7 +4,9 @@
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA, its CPU tests under valgrind memcheck (leaks and
 #      invalid accesses are errors);
-#   4. the libFuzzer harnesses (scripts/fuzz.sh), 60 s in all.
+#   4. the libFuzzer harnesses (scripts/fuzz.sh), 60 s in all;
+#   5. the Python package: pip install . into a virtual environment, its
+#      pytest suite and an example (scripts/python_test.sh).
 # Tests labelled "slow" run only with AGRL_SLOW=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,4 +38,6 @@ ctest --test-dir build-cpu -j"$jobs" --output-on-failure -L valgrind
 
 echo "== fuzzing (libFuzzer with ASan + UBSan, in build-fuzz)"
 scripts/fuzz.sh 60
+echo "== Python package (pip install ., pytest)"
+scripts/python_test.sh
 echo "all test stages passed"

@@ -1,0 +1,62 @@
+"""agrl: device-resident replay tables and on-device RL updates, from Python.
+
+The objects mirror the C library's layers:
+
+- :class:`Context` — a device ("auto", "cpu", "cuda", "cuda:N"), its queue and
+  transfer counters.
+- :class:`Buffer` — a rows x capacity table on the device, read by index.
+- :class:`ReplayBuffer` — named fields over one table, uniform or prioritized
+  sampling on the device.
+- :class:`DQN` — acting, storing, and the recorded update; :meth:`DQN.learn`
+  trains on any environment with Gymnasium's API.
+- :func:`make` — the built-in environments with Gymnasium's signatures.
+
+Results (sampled batches, gathered rows) are :class:`Tensor` objects that
+implement DLPack: ``torch.from_dlpack``, ``jax.dlpack.from_dlpack``,
+``cupy.from_dlpack`` and ``numpy.from_dlpack`` share their memory. Inputs may
+be any DLPack producer, an object with the buffer protocol, or lists.
+Every failure raises a subclass of :class:`Error` carrying the C message.
+"""
+
+from . import _agrl
+from ._agrl import (  # noqa: F401
+    Buffer,
+    Context,
+    Error,
+    Tensor,
+    __version__,
+    cuda_device_count,
+    derive_seed,
+    library_version,
+)
+from ._agrl import (  # noqa: F401  one exception per status
+    DeviceError,
+    FreedError,
+    InvalidArgError,
+    InvalidatedError,
+    IoError,
+    NoDeviceError,
+    OutOfMemoryError,
+    OutOfRangeError,
+    ShapeError,
+    StateError,
+    TimeoutError,
+    UnsupportedError,
+)
+from .envs import Box, Discrete, Env, make  # noqa: F401
+from .replay import ReplayBuffer  # noqa: F401
+from .dqn import DQN  # noqa: F401
+
+__all__ = [
+    "Buffer",
+    "Context",
+    "DQN",
+    "Error",
+    "ReplayBuffer",
+    "Tensor",
+    "make",
+    "derive_seed",
+    "cuda_device_count",
+    "library_version",
+    "__version__",
+]

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The Python package as a user gets it: `pip install .` into a fresh virtual
+# environment (numpy, pytest and gymnasium from PyPI), then the pytest suite
+# (tests/python; the GPU tests skip without a device) and the Gymnasium
+# example for a few thousand steps, all from outside the source tree.
+# usage: scripts/python_test.sh [VENV_DIR]   (default build/venv)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${1:-$ROOT/build/venv}
+rm -rf "$VENV"
+if ! python3 -m venv "$VENV" 2>/dev/null; then
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get install -y -qq python3-venv >/dev/null
+  python3 -m venv "$VENV"
+fi
+PY=$VENV/bin/python
+"$PY" -m pip install -q --upgrade pip
+"$PY" -m pip install -q numpy pytest gymnasium
+echo "-- pip install ."
+"$PY" -m pip install -C build-dir="$ROOT/build/py-wheel" "$ROOT" 2>&1 | tail -2
+cd /tmp
+"$PY" -c 'import agrl; print("agrl", agrl.__version__, "(" + agrl.library_version() + "), numpy only:", sorted(m for m in __import__("sys").modules if m in ("torch", "jax", "cupy")) == [])'
+PATH=$VENV/bin:$PATH "$PY" -m pytest "$ROOT/tests/python" -q -p no:cacheprovider -rs
+echo "-- examples/python/train_gymnasium.py (3000 steps)"
+if [ -f "$ROOT/examples/python/train_gymnasium.py" ]; then
+  "$PY" "$ROOT/examples/python/train_gymnasium.py" --steps 3000 | tail -2
+fi

@@ -1,0 +1,176 @@
+"""agrl.DQN: acting (ints in range, int32 arrays for batches, greedy
+actions deterministic), storing, training (a finite loss, the update
+count), the exploration schedule in closed form, save / load (a fresh DQN
+takes the same greedy actions), and DQN.learn on the pure-Python CartPole
+reaching exactly the episode returns of `agrl train` with the same seed
+and configuration (random exploration and the training phases both)."""
+
+import csv
+import json
+import math
+import subprocess
+
+import numpy as np
+import pytest
+
+import agrl
+from pycartpole import PyCartPole
+from refs import cli_version, find_cli
+
+SMALL = dict(hidden=[32, 32], batch_size=16, buffer_size=1000, seed=5)
+
+
+def test_defaults_are_the_c_library_defaults():
+    d = agrl.DQN.defaults()
+    assert d["hidden"] == (256, 256) and d["batch_size"] == 128 and d["buffer_size"] == 100000
+    assert d["learning_starts"] == 1000 and d["train_freq"] == 256 and d["gradient_steps"] == 128
+    assert d["target_update_interval"] == 10 and d["tau"] == 1.0 and d["double_dqn"] and d["huber"]
+    assert d["lr"] == pytest.approx(7e-4) and d["gamma"] == pytest.approx(0.99)
+    assert d["eps_end"] == pytest.approx(0.01) and d["exploration_fraction"] == pytest.approx(0.16)
+    q = agrl.DQN("cpu", 4, 2)
+    assert q.config == d and q.obs_dim == 4 and q.n_actions == 2 and q.fused is True
+    assert agrl.DQN("cpu", 4, 2, fused=False).fused is False
+
+
+def test_act(rng):
+    q = agrl.DQN("cpu", 6, 5, **SMALL)
+    a = q.act(rng.standard_normal(6).astype(np.float32))
+    assert type(a) is int and 0 <= a < 5
+    obs = rng.standard_normal((300, 6)).astype(np.float32)
+    acts = q.act(obs, explore=True, step=0)  # epsilon 1: uniform over the actions
+    assert isinstance(acts, np.ndarray) and acts.dtype == np.int32 and acts.shape == (300,)
+    assert acts.min() >= 0 and acts.max() <= 4 and len(set(acts.tolist())) == 5
+    g1, g2 = q.act(obs, explore=False), q.act(obs.astype(np.float64), False)
+    assert np.array_equal(g1, g2)  # greedy: a function of the observation
+    assert all(q.act(obs[i], False) == g1[i] for i in range(0, 300, 37))
+
+
+def test_epsilon_schedule():
+    total = 10000
+    q = agrl.DQN("cpu", 4, 2, total_steps=total, exploration_fraction=0.2, eps_start=1.0, eps_end=0.1,
+                 hidden=[8])
+    end = 0.2 * total
+    for step in (0, 1, 500, 1000, 1999, 2000, 5000, 9999):
+        want = 0.1 if step >= end else 1.0 + (0.1 - 1.0) * step / end
+        assert q.epsilon(step) == pytest.approx(want, abs=1e-6)
+
+
+def test_store_and_train(rng):
+    q = agrl.DQN("cpu", 4, 2, **SMALL)
+    assert q.stored == 0 and q.updates == 0
+    q.store(np.zeros(4, np.float32), 1, 1.0, np.ones(4, np.float32), 0)  # one transition
+    assert q.stored == 1
+    n = 40
+    q.store(rng.standard_normal((n, 4)), rng.integers(0, 2, n), rng.standard_normal(n),
+            rng.standard_normal((n, 4)), rng.integers(0, 2, n).astype(np.int32))
+    assert q.stored == n + 1
+    loss = q.train(10)
+    assert isinstance(loss, float) and math.isfinite(loss) and loss >= 0
+    assert q.updates == 10
+    assert q.train(0) is None and q.updates == 10
+    assert q.train(3, loss=False) is None and q.updates == 13
+    q.update_target()
+
+
+def test_training_changes_the_greedy_policy(rng):
+    q = agrl.DQN("cpu", 4, 2, lr=1e-2, **SMALL)
+    obs = rng.standard_normal((64, 4)).astype(np.float32)
+    # action 1 pays 1, action 0 pays -1, every transition terminal: Q(s, 1) > Q(s, 0) after training
+    q.store(obs, np.tile([0, 1], 32), np.tile([-1.0, 1.0], 32), obs, np.ones(64, np.int32))
+    first = q.train(1)
+    for _ in range(20):
+        last = q.train(10)
+    assert last < first
+    assert (q.act(obs, explore=False) == 1).all()
+
+
+def test_save_load_round_trip(tmp_path, rng):
+    src = agrl.DQN("cpu", 4, 3, **SMALL)
+    n = 64
+    src.store(rng.standard_normal((n, 4)), rng.integers(0, 3, n), rng.standard_normal(n),
+              rng.standard_normal((n, 4)), np.zeros(n, np.int32))
+    src.train(20)
+    path = tmp_path / "q.agrl"
+    src.save(str(path))
+    assert path.stat().st_size > 0
+    obs = rng.standard_normal((500, 4)).astype(np.float32)
+    want = src.act(obs, explore=False)
+    dst = agrl.DQN("cpu", 4, 3, **{**SMALL, "seed": 99})
+    assert not np.array_equal(dst.act(obs, explore=False), want)  # differently initialised
+    dst.load(path)  # a path-like works too
+    assert np.array_equal(dst.act(obs, explore=False), want)
+    assert repr(dst) == "<agrl.DQN 4 -> 3, 0 updates on cpu>"
+
+
+def test_free():
+    q = agrl.DQN("cpu", 4, 2, hidden=[8])
+    q.free()
+    assert repr(q) == "<agrl.DQN (freed)>"
+    with pytest.raises(agrl.FreedError):
+        q.act(np.zeros(4))
+
+
+def _cli_returns(tmp_path, steps, seed, flags):
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("the agrl command-line tool was not found: set AGRL_CLI, build it beside the package "
+                    "(BUILD/agrl for PYTHONPATH=BUILD/python) or install the wheel that puts `agrl` on PATH")
+    v = cli_version(cli)
+    assert v == agrl.__version__, f"{cli} is agrl {v}, the package {agrl.__version__}"
+    out = tmp_path / "run"
+    cmd = [cli, "train", "--env", "cartpole", "--device", "cpu", "--steps", str(steps), "--seed", str(seed),
+           "--out", str(out), "--quiet", "--stop-at", "none"] + flags
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    with open(out / "episodes.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(out / "losses.csv", newline="") as f:
+        phases = [(int(x["step"]), int(x["updates"]), x["loss"]) for x in csv.DictReader(f)]
+    with open(out / "summary.json") as f:
+        summary = json.load(f)
+    assert [int(x["episode"]) for x in rows] == list(range(1, len(rows) + 1))
+    return [float(x["return"]) for x in rows], [int(x["length"]) for x in rows], phases, summary
+
+
+@pytest.mark.parametrize("seed,steps,config,flags", [
+    # the CLI's (and ag_dqn_defaults') configuration, training from step 500 on
+    (3, 3000, dict(learning_starts=500), ["--learning-starts", "500"]),
+    # every option the CLI has, away from its default
+    (11, 4000,
+     dict(hidden=[64, 32], lr=1e-3, gamma=0.95, batch_size=32, buffer_size=2000, learning_starts=300,
+          train_freq=64, gradient_steps=16, target_update_interval=50, tau=0.5, exploration_fraction=0.3,
+          eps_start=0.9, eps_end=0.05, max_grad_norm=5.0, double_dqn=False, huber=False),
+     ["--hidden", "64,32", "--lr", "0.001", "--gamma", "0.95", "--batch", "32", "--buffer", "2000",
+      "--learning-starts", "300", "--train-freq", "64", "--gradient-steps", "16", "--target-update", "50",
+      "--tau", "0.5", "--eps-fraction", "0.3", "--eps-start", "0.9", "--eps-end", "0.05",
+      "--max-grad-norm", "5", "--no-double", "--mse"]),
+])
+def test_learn_matches_the_cli(tmp_path, seed, steps, config, flags):
+    cli_ret, cli_len, cli_phases, summary = _cli_returns(tmp_path, steps, seed, flags)
+    q = agrl.DQN(ctx="cpu", obs_dim=4, n_actions=2, total_steps=steps, seed=seed, **config)
+    events = []
+    res = q.learn(PyCartPole(), total_steps=steps, callback=lambda ev: events.append(ev) and False)
+    assert res["steps"] == steps == summary["steps"]
+    assert res["episodes"] == summary["episodes"]
+    assert res["returns"] == cli_ret
+    assert res["lengths"] == cli_len
+    assert q.updates == summary["updates"] > 0  # training phases happened
+    # every training phase at the same step, with the same update count and loss (as the CLI prints it)
+    phases = [(e["step"], e["updates"], f"{e['loss']:.6g}") for e in events if e["kind"] == "phase"]
+    assert len(phases) > 5 and phases == cli_phases
+    assert [e["return"] for e in events if e["kind"] == "episode"] == cli_ret
+
+
+def test_learn_callback_stops_the_run():
+    q = agrl.DQN("cpu", 4, 2, hidden=[8], learning_starts=10, batch_size=8, train_freq=16, gradient_steps=1)
+    res = q.learn(PyCartPole(), total_steps=5000, callback=lambda ev: ev["kind"] == "episode" and ev["episodes"] == 3)
+    assert res["episodes"] == 3 and len(res["returns"]) == 3 and res["steps"] == sum(res["lengths"])
+
+
+def test_learn_on_a_builtin_env_equals_learn_on_the_python_one():
+    runs = []
+    for env in (agrl.make("CartPole-v1"), PyCartPole()):
+        q = agrl.DQN("cpu", 4, 2, total_steps=1500, hidden=[16], learning_starts=200, train_freq=32,
+                     gradient_steps=8, batch_size=32, seed=2)
+        runs.append(q.learn(env)["returns"])
+    assert runs[0] == runs[1] and len(runs[0]) > 10
