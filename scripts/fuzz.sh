@@ -6,20 +6,22 @@
 # sanitizer finding, leak, input slower than 10 s, single allocation past
 # 256 MB or RSS past 2 GB; the input that did it is left in
 # build-fuzz/artifacts/NAME/.
+# AGRL_FUZZ_BUILD=DIR builds and works in DIR instead of build-fuzz/.
 # usage: scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-60}
 case "$total" in '' | *[!0-9]* | 0) echo "usage: scripts/fuzz.sh [SECONDS > 0]" >&2; exit 2 ;; esac
 scripts/deps.sh
+bd=${AGRL_FUZZ_BUILD:-build-fuzz}
 cc=$(command -v clang-14 || command -v clang || true)
 [ -n "$cc" ] || { echo "fuzz: clang not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
 
-mkdir -p build-fuzz
-{ cmake -S . -B build-fuzz -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+mkdir -p $bd
+{ cmake -S . -B $bd -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DAGRL_FUZZ=ON -DAGRL_CUDA=OFF -DAGRL_TESTS=OFF &&
-  cmake --build build-fuzz -j"$(nproc)" --target fuzzers; } > build-fuzz/build.log 2>&1 ||
-  { tail -40 build-fuzz/build.log >&2; echo "fuzz: the build failed (build-fuzz/build.log)" >&2; exit 1; }
+  cmake --build $bd -j"$(nproc)" --target fuzzers; } > $bd/build.log 2>&1 ||
+  { tail -40 $bd/build.log >&2; echo "fuzz: the build failed ($bd/build.log)" >&2; exit 1; }
 
 harnesses=()
 for src in tests/fuzz/fuzz_*.c; do
@@ -31,10 +33,10 @@ per=$((total / ${#harnesses[@]}))
 
 status=0
 for name in "${harnesses[@]}"; do
-  bin=build-fuzz/tests/fuzz/fuzz_$name
-  work=build-fuzz/corpus/$name          # the fuzzer adds to a copy, never to the seeds
-  art=build-fuzz/artifacts/$name
-  log=build-fuzz/fuzz_$name.log
+  bin=$bd/tests/fuzz/fuzz_$name
+  work=$bd/corpus/$name          # the fuzzer adds to a copy, never to the seeds
+  art=$bd/artifacts/$name
+  log=$bd/fuzz_$name.log
   rm -rf "$work" "$art"
   mkdir -p "$work" "$art"
   cp -R "tests/fuzz/corpus/$name/." "$work/"

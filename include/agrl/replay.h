@@ -164,6 +164,101 @@ AG_API ag_status ag_per_update_host(ag_per *per, const int64_t *idx, const float
  * is being recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_per_total(ag_per *per, double *total);
 
+/* ---- files: a table and its prioritized sampler saved and loaded ----
+ *
+ * ag_replay_save writes the table to `path`: its fields, storage dtype,
+ * capacity, min_size, size and ring position, its valid columns only
+ * (columns 0 .. size-1 of the buffer as stored, whatever the position; not
+ * the whole capacity) and, with a prioritized sampler, alpha, the largest
+ * priority seen and the leaves of its sum tree (p^alpha as stored, bit for
+ * bit) of the valid columns; the inner nodes are rebuilt from them on load
+ * with the sum every device takes, so the tree, ag_per_total and every
+ * later draw are those of the saved table. The draw counters live in the
+ * caller's ag_rng, not in the table: the same rng state gives the same
+ * draws after a load. The data go device -> host -> file in parts of at
+ * most AG_TRANSFER_PART_BYTES through one host buffer (never a host copy of
+ * the whole table), and the file is written beside `path`, flushed and
+ * renamed over it (ag_mlp_save's way): a failure or a crash never leaves a
+ * half file under `path`, and an earlier file there stays as it was.
+ * The file is device-neutral: one saved on a GPU loads on the CPU and back
+ * with the same bytes.
+ *
+ * ag_replay_load makes a NEW table on ctx from such a file, always of the
+ * file's capacity, fields, storage and min_size (there is no loading into
+ * an existing table or another capacity), with its prioritized sampler
+ * attached when the file has one (ag_replay_per returns it; the table owns
+ * it). The data go file -> host -> device in the file's parts. Priorities
+ * set (by ag_per_update's device indices) on columns beyond the valid ones
+ * are not saved: they load as 0 until those columns are added.
+ *
+ * Layout, version 1. Every integer little-endian; offsets in bytes.
+ *   0   8   magic "AGRLRPL1"
+ *   8   u32 format version (1)
+ *   12  u32 H, the header's length with its CRC (H = 164 + the entries; H % 8 = 4)
+ *   16  32  the library version that wrote it (ag_version()), NUL padded
+ *   48  u32 n_fields (1..4096)
+ *   52  u32 storage dtype (ag_dtype code: f32 0, f16 1, bf16 2, u8 3, i32 4)
+ *   56  i64 capacity (1..2^40)        64  i64 min_size (1..capacity)
+ *   72  i64 size (0..capacity)        80  i64 position (= size while size <
+ *                                          capacity, else 0..capacity-1)
+ *   88  i64 rows (the widths' sum)    96  i64 P, the part length (a multiple
+ *                                          of 128 up to AG_TRANSFER_PART_BYTES)
+ *   104 u32 sampler: 0 none, 1 prioritized
+ *   108 f32 alpha (0 without a sampler) 112 f32 largest priority seen (ditto)
+ *   116 u32 reserved, 0
+ *   120 i64 columns offset (= H)      128 i64 C = size * rows * storage bytes
+ *   136 i64 leaves offset (= H + C + 4 ceil(C / P))
+ *   144 i64 L = 8 size (0 without a sampler)
+ *   152 i64 the file's length (leaves offset + L + 4 ceil(L / P))
+ *   160 the fields, each: i64 width (1..2^31-1), u32 host dtype (ag_dtype
+ *       code, 0..5), u32 name length n (1..1024), the n name bytes (no NUL),
+ *       zeros up to a multiple of 8
+ *   H-4 u32 CRC-32 of bytes 0 .. H-5
+ *   H   the columns: C bytes, column after column (column c's rows at
+ *       c * rows * storage bytes, as the buffer holds them), cut into parts
+ *       of P bytes (the last shorter), each part followed by a u32 CRC-32
+ *       of its bytes
+ *   then the leaves: size f64 values (IEEE 754 binary64, finite, >= 0),
+ *       the leaf of column c at 8c, in parts of P bytes with their CRC-32s
+ *       as the columns
+ * and nothing after. CRC-32 is the one of agrl/nn.h's model files (zlib's).
+ *
+ * The loader checks every header field against these limits, against each
+ * other and against the file's real length before it allocates anything
+ * but the header (at most its H bytes); it refuses with AG_ERR_IO and a
+ * message naming the path and what is wrong:
+ *   - not beginning with "AGRLRPL1" ("not a replay file"), version 0;
+ *   - a header failing its CRC-32, any field outside its limits above, a
+ *     name twice or holding a NUL, non-zero padding or reserved bytes,
+ *     widths not adding up to rows, offsets not those the sizes give,
+ *     a table of more than 2^62 bytes, alpha outside [0, 1], a largest
+ *     priority not finite and positive, a prioritized table beyond 2^31;
+ *   - shorter than the header or its sections ("truncated"), or longer
+ *     ("trailing bytes");
+ *   - a part failing its CRC-32, a leaf not finite and >= 0.
+ * A version above 1 is AG_ERR_UNSUPPORTED. Nothing is half-loaded: on any
+ * failure the table made so far is freed and *out is not written.
+ *
+ * ag_replay_save errors: AG_ERR_INVALID_ARG (r or path NULL, path empty);
+ * AG_ERR_STATE (a step is being recorded, or the table is broken by a
+ * device error: see ag_replay_add); AG_ERR_UNSUPPORTED (more than 4096
+ * fields, a name longer than 1024 bytes); AG_ERR_OUT_OF_MEMORY (host
+ * memory for the header and the part buffer); AG_ERR_IO (the file cannot
+ * be created, written, flushed or renamed: a full disk, a directory that
+ * does not exist or cannot be written); AG_ERR_DEVICE and the faults of
+ * the downloads. On any error the file under path is unchanged, the
+ * temporary is removed, and the table is as before.
+ * ag_replay_load errors: the above refusals; AG_ERR_INVALID_ARG (ctx, path
+ * or out NULL); AG_ERR_IO (the file cannot be opened or read, or is not a
+ * regular file); AG_ERR_STATE (a step is being recorded);
+ * AG_ERR_OUT_OF_MEMORY (host memory, or a table that does not fit the
+ * device, as ag_replay_create); AG_ERR_DEVICE. The caller owns the table. */
+AG_API ag_status ag_replay_save(const ag_replay *r, const char *path);
+AG_API ag_status ag_replay_load(ag_ctx *ctx, const char *path, ag_replay **out);
+/* The prioritized sampler attached to a table (e.g. one ag_replay_load
+ * made), or NULL when it has none (or r is NULL). The table owns it. */
+AG_API ag_per *ag_replay_per(const ag_replay *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,32 @@ typedef struct ag__afile {
 ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
 ag_status ag__afile_commit(ag__afile *a, const char *fn);
 void ag__afile_abort(ag__afile *a);
+/* Opens a regular file for reading (AG_ERR_IO naming fn and path otherwise). */
+ag_status ag__open_read(const char *path, const char *fn, FILE **out);
+
+/* ---- file helpers (crc32.c) ---- */
+
+/* CRC-32/IEEE (reflected polynomial 0xEDB88320, the CRC of zlib, gzip and
+ * PNG) of the bytes so far (0 for none) extended by n more bytes:
+ * ag__crc32_add(ag__crc32_add(0, a), b) is the CRC of a followed by b. */
+uint32_t ag__crc32_add(uint32_t crc, const void *data, size_t n);
+/* Little-endian fields, byte by byte whatever the host's order. */
+static inline void ag__put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void ag__put64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint32_t ag__get32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+static inline uint64_t ag__get64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
 
 /* ---- dtypes (dtype.c) ---- */
 

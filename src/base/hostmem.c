@@ -117,3 +117,15 @@ ag_status ag__afile_commit(ag__afile *a, const char *fn) {
   memset(a, 0, sizeof *a);
   return AG_OK;
 }
+
+ag_status ag__open_read(const char *path, const char *fn, FILE **out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return ag__fail(AG_ERR_IO, "%s: cannot open %s: %s", fn, path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return ag__fail(AG_ERR_IO, "%s: %s is not a regular file", fn, path);
+  }
+  *out = f;
+  return AG_OK;
+}

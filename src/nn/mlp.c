@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,46 +220,6 @@ ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau) {
 /* "AGRLMLP" then the version as a digit: '1' or '2'. */
 static const char mlp_magic[7] = {'A', 'G', 'R', 'L', 'M', 'L', 'P'};
 
-/* CRC-32/IEEE (reflected polynomial 0xEDB88320, the CRC of zlib, gzip and
- * PNG), a byte at a time through a table built on first use. */
-static uint32_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void) {
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    crc_table[i] = c;
-  }
-}
-
-/* The CRC of the bytes so far (0 for none) extended by n more bytes:
- * crc32_add(crc32_add(0, a), b) is the CRC of a followed by b. */
-static uint32_t crc32_add(uint32_t crc, const void *data, size_t n) {
-  pthread_once(&crc_once, crc_init);
-  const unsigned char *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
-  return ~crc;
-}
-
-static void put32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static uint64_t get64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
 /* Turns n f32 values between the host's byte order and the file's
  * (little-endian): nothing to do on a little-endian host. */
 static void f32_file_order(unsigned char *p, size_t n) {
@@ -278,7 +237,7 @@ static void f32_file_order(unsigned char *p, size_t n) {
  * or -1; *nan tells which. Bits, not isfinite: no compiler flag changes it. */
 static int64_t first_nonfinite(const unsigned char *p, size_t n, int *nan) {
   for (size_t i = 0; i < n; i++) {
-    uint32_t b = get32(p + 4 * i);
+    uint32_t b = ag__get32(p + 4 * i);
     if ((b & 0x7f800000u) == 0x7f800000u) {
       *nan = (b & 0x007fffffu) != 0;
       return (int64_t)i;
@@ -318,12 +277,12 @@ ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
   size_t hbytes = MLP_V2_FIXED + 8 * (size_t)n + 4;
   memcpy(hdr, mlp_magic, 7);
   hdr[7] = '2';
-  put32(hdr + 8, (uint32_t)n);
-  put32(hdr + 12, (uint32_t)m->hidden);
-  put32(hdr + 16, (uint32_t)m->last);
-  put32(hdr + 20, 0);
-  for (int i = 0; i < n; i++) put64(hdr + MLP_V2_FIXED + 8 * i, (uint64_t)m->sizes[i]);
-  put32(hdr + hbytes - 4, crc32_add(0, hdr, hbytes - 4));
+  ag__put32(hdr + 8, (uint32_t)n);
+  ag__put32(hdr + 12, (uint32_t)m->hidden);
+  ag__put32(hdr + 16, (uint32_t)m->last);
+  ag__put32(hdr + 20, 0);
+  for (int i = 0; i < n; i++) ag__put64(hdr + MLP_V2_FIXED + 8 * i, (uint64_t)m->sizes[i]);
+  ag__put32(hdr + hbytes - 4, ag__crc32_add(0, hdr, hbytes - 4));
 
   /* the part buffer first: a host that cannot give it leaves the disk alone */
   size_t part = part_bytes(m->sizes, 2 * m->n_layers);
@@ -356,11 +315,11 @@ ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
                      fn, name, nan ? "a NaN" : "an infinity", (long long)(off / 4 + (size_t)bad), path);
         break;
       }
-      crc = crc32_add(crc, buf, len);
+      crc = ag__crc32_add(crc, buf, len);
       wrote = fwrite(buf, 1, len, a.f) == len;
     }
     unsigned char c[4];
-    put32(c, crc);
+    ag__put32(c, crc);
     if (!s && wrote) wrote = fwrite(c, 1, 4, a.f) == 4;
   }
   free(buf);
@@ -426,7 +385,7 @@ static ag_status read_header(FILE *f, const char *name, int64_t len, mlp_header 
                     "header",
                     fn, name, (long long)len, (long long)fixed, h->version);
   if ((s = read_exact(f, hb + got, (size_t)fixed - got, name))) return s;
-  int32_t n = (int32_t)get32(hb + 8);
+  int32_t n = (int32_t)ag__get32(hb + 8);
   if (n < 2 || n > MLP_MAX_SIZES)
     return ag__fail(AG_ERR_IO, "%s: %s is corrupt: n_sizes = %d, outside 2..%d", fn, name, (int)n,
                     MLP_MAX_SIZES);
@@ -437,24 +396,24 @@ static ag_status read_header(FILE *f, const char *name, int64_t len, mlp_header 
                     name, (long long)len, (long long)hbytes, (int)n);
   if ((s = read_exact(f, hb + fixed, (size_t)(hbytes - fixed), name))) return s;
   if (h->version == 2) {
-    uint32_t stored = get32(hb + hbytes - 4), computed = crc32_add(0, hb, (size_t)hbytes - 4);
+    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
     if (stored != computed)
       return ag__fail(AG_ERR_IO,
                       "%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
                       name, (unsigned)stored, (unsigned)computed);
-    if (get32(hb + 20) != 0)
+    if (ag__get32(hb + 20) != 0)
       return ag__fail(AG_ERR_IO, "%s: %s is corrupt: the reserved header word at byte 20 is %u, not 0", fn,
-                      name, (unsigned)get32(hb + 20));
+                      name, (unsigned)ag__get32(hb + 20));
   }
   h->n_sizes = n;
-  h->hidden = (int32_t)get32(hb + 12);
-  h->last = (int32_t)get32(hb + 16);
+  h->hidden = (int32_t)ag__get32(hb + 12);
+  h->last = (int32_t)ag__get32(hb + 16);
   if (!act_ok((ag_act)h->hidden) || !act_ok((ag_act)h->last))
     return ag__fail(AG_ERR_IO, "%s: %s is corrupt: the %s activation code %d is not one of 0..3", fn, name,
                     act_ok((ag_act)h->hidden) ? "last layer's" : "hidden layers'",
                     (int)(act_ok((ag_act)h->hidden) ? h->last : h->hidden));
   for (int i = 0; i < n; i++) {
-    int64_t v = (int64_t)get64(hb + fixed + 8 * i);
+    int64_t v = (int64_t)ag__get64(hb + fixed + 8 * i);
     if (v < 1 || v > INT32_MAX)
       return ag__fail(AG_ERR_IO, "%s: %s is corrupt: sizes[%d] = %lld, outside 1..%d", fn, name, i,
                       (long long)v, INT32_MAX);
@@ -527,7 +486,7 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
     for (size_t off = 0; off < bytes && !s; off += part) {
       size_t len = bytes - off < part ? bytes - off : part;
       if ((s = read_exact(f, buf, len, name))) break;
-      crc = crc32_add(crc, buf, len);
+      crc = ag__crc32_add(crc, buf, len);
       if (bad < 0) {
         bad = first_nonfinite(buf, len / 4, &nan);
         if (bad >= 0) bad += (int64_t)(off / 4);
@@ -542,10 +501,10 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
     if (h.version == 2) {
       unsigned char c[4];
       if ((s = read_exact(f, c, 4, name))) break;
-      if (get32(c) != crc) {
+      if (ag__get32(c) != crc) {
         s = ag__fail(AG_ERR_IO,
                      "%s: %s is corrupt: parameter %s fails its CRC-32 check (stored %08x, computed %08x)",
-                     fn, name, pname, (unsigned)get32(c), (unsigned)crc);
+                     fn, name, pname, (unsigned)ag__get32(c), (unsigned)crc);
         break;
       }
     }
@@ -568,14 +527,10 @@ ag_status ag_mlp_load(ag_ctx *ctx, const char *path, ag_mlp **out) {
   static const char fn[] = "ag_mlp_load";
   if (!ctx || !path || !out)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
-  FILE *f = fopen(path, "rb");
-  if (!f) return ag__fail(AG_ERR_IO, "%s: cannot open %s: %s", fn, path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return ag__fail(AG_ERR_IO, "%s: %s is not a regular file", fn, path);
-  }
-  ag_status s = ag__mlp_load_stream(ctx, f, path, out);
+  FILE *f;
+  ag_status s = ag__open_read(path, fn, &f);
+  if (s) return s;
+  s = ag__mlp_load_stream(ctx, f, path, out);
   fclose(f);
   return s;
 }

@@ -15,32 +15,6 @@
 #include "core/internal.h"
 #include "replay/replay_internal.h"
 
-typedef struct field {
-  char *name;
-  int64_t width, row0;
-  ag_dtype dtype;
-} field;
-
-struct ag_replay {
-  ag_ctx *ctx;
-  ag_buffer *buf;
-  field *fields;
-  int n_fields;
-  int64_t rows, capacity, min_size;
-  int64_t size, pos;
-  ag_dtype storage;
-  ag_tensor *size_dev; /* 1 x 1 i64: valid transitions, on the device */
-  struct {
-    const ag__sampler_ops *ops;
-    void *self;
-  } samplers[AG__MAX_SAMPLERS]; /* attached samplers (prioritized replay ...) */
-  int n_samplers;
-  unsigned char *stage;
-  size_t stage_cap;
-  ag_tensor *dev_stage; /* large host batches land here, field by field, before the kernels scatter them */
-  int broken;           /* a device error interrupted an add: the columns are undefined */
-};
-
 static int host_dtype_ok(ag_dtype d) { return d >= AG_F32 && d <= AG_I64; }
 
 void ag_replay_free(ag_replay *r) {
@@ -97,7 +71,7 @@ ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, in
   ag_status s = r->fields ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   int64_t row0 = 0;
   for (int i = 0; i < n_fields && !s; i++, r->n_fields++) {
-    field *f = &r->fields[i];
+    ag__field *f = &r->fields[i];
     f->name = ag__malloc(strlen(fields[i].name) + 1);
     if (!f->name) {
       s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -175,7 +149,7 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   ag_status s = check_add(r, data, k, fn, &nothing);
   if (s || nothing) return s;
   for (int i = 0; i < r->n_fields; i++) {
-    const field *f = &r->fields[i];
+    const ag__field *f = &r->fields[i];
     if (!data[i]) return ag__fail(AG_ERR_INVALID_ARG, "%s: data for field '%s' is NULL", fn, f->name);
     if (r->storage == AG_U8 || r->storage == AG_I32)
       for (int64_t e = 0; e < k * f->width; e++) {
@@ -202,12 +176,25 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
     r->stage = p;
     r->stage_cap = need;
   }
-  for (int i = 0; i < r->n_fields; i++) {
-    const field *f = &r->fields[i];
-    size_t fe = ag_dtype_size(f->dtype);
-    for (int64_t j = 0; j < k; j++) /* integers go across exactly (ag__convert) */
-      ag__convert(r->stage + (size_t)(j * r->rows + f->row0) * es, r->storage,
-                  (const unsigned char *)data[i] + (size_t)(j * f->width) * fe, f->dtype, (size_t)f->width);
+  int all_f32 = r->storage == AG_F32;
+  for (int i = 0; i < r->n_fields; i++) all_f32 &= r->fields[i].dtype == AG_F32;
+  if (all_f32) { /* the common case: one pass over the staging area, transition by transition */
+    for (int64_t j = 0; j < k; j++) {
+      float *dst = (float *)(void *)r->stage + j * r->rows;
+      for (int i = 0; i < r->n_fields; i++) {
+        const ag__field *f = &r->fields[i];
+        const float *src = (const float *)data[i] + j * f->width;
+        for (int64_t e = 0; e < f->width; e++) dst[f->row0 + e] = src[e];
+      }
+    }
+  } else {
+    for (int i = 0; i < r->n_fields; i++) {
+      const ag__field *f = &r->fields[i];
+      size_t fe = ag_dtype_size(f->dtype);
+      for (int64_t j = 0; j < k; j++) /* integers go across exactly (ag__convert) */
+        ag__convert(r->stage + (size_t)(j * r->rows + f->row0) * es, r->storage,
+                    (const unsigned char *)data[i] + (size_t)(j * f->width) * fe, f->dtype, (size_t)f->width);
+    }
   }
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
@@ -263,7 +250,7 @@ static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, co
   for (int part = 0; part < (k > first ? 2 : 1) && !s; part++) {
     const int64_t c0 = part ? first : 0, n = part ? k - first : first;
     for (int i = 0; i < r->n_fields && !s; i++) {
-      const field *f = &r->fields[i];
+      const ag__field *f = &r->fields[i];
       ag__convert_args a = {(const char *)src[i].ptr + (size_t)(c0 * src[i].ld) * ag_dtype_size(src[i].dtype),
                             src[i].dtype,
                             src[i].ld,
@@ -314,7 +301,7 @@ static ag_status add_staged(ag_replay *r, const void *const *data, int64_t k, co
   if ((s = ag__tensor_ptr(r->dev_stage, &base))) return s;
   ag__upload_part parts[64];
   for (int i = 0; i < r->n_fields; i++) {
-    const field *f = &r->fields[i];
+    const ag__field *f = &r->fields[i];
     parts[i].dst = (char *)base + off[i];
     parts[i].bytes = (size_t)(k * f->width) * ag_dtype_size(f->dtype);
     parts[i].fill = ag__fill_copy;
@@ -337,7 +324,7 @@ ag_status ag_replay_add_dev(ag_replay *r, ag_tensor *const *data, int64_t k) {
   dev_src src[64];
   if (r->n_fields > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: more than 64 fields", fn);
   for (int i = 0; i < r->n_fields; i++) {
-    const field *f = &r->fields[i];
+    const ag__field *f = &r->fields[i];
     char what[96];
     snprintf(what, sizeof what, "data for field '%s'", f->name);
     if ((s = ag__check_tensor(data[i], fn, what))) return s;
@@ -395,7 +382,7 @@ int64_t ag_replay_position(const ag_replay *r) { return r ? r->pos : 0; }
 int64_t ag_replay_rows(const ag_replay *r) { return r ? r->rows : 0; }
 ag_buffer *ag_replay_buffer(const ag_replay *r) { return r ? r->buf : NULL; }
 
-static const field *find(const ag_replay *r, const char *name) {
+static const ag__field *find(const ag_replay *r, const char *name) {
   for (int i = 0; name && i < r->n_fields; i++)
     if (strcmp(r->fields[i].name, name) == 0) return &r->fields[i];
   return NULL;
@@ -403,7 +390,7 @@ static const field *find(const ag_replay *r, const char *name) {
 
 ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, int64_t *width) {
   if (!r || !name) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_field: replay and name must not be NULL");
-  const field *f = find(r, name);
+  const ag__field *f = find(r, name);
   if (!f) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_field: the table has no field '%s'", name);
   if (row0) *row0 = f->row0;
   if (width) *width = f->width;
@@ -455,7 +442,7 @@ ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name,
     return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: replay, batch, name and out must not be NULL");
   ag_status s = ag__check_tensor(batch, "ag_replay_view", "batch");
   if (s) return s;
-  const field *f = find(r, name);
+  const ag__field *f = find(r, name);
   if (!f) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_view: the table has no field '%s'", name);
   if (ag_tensor_rows(batch) != r->rows)
     return ag__fail(AG_ERR_SHAPE, "ag_replay_view: the batch has %lld rows, the table %lld",

@@ -3,6 +3,7 @@
 #define AGRL_REPLAY_INTERNAL_H
 
 #include "agrl/replay.h"
+#include "core/internal.h"
 
 /* ---- samplers ----
  * A sampler attached to a table (prioritized replay today; n-step and
@@ -19,6 +20,34 @@ typedef struct ag__sampler_ops {
 } ag__sampler_ops;
 
 #define AG__MAX_SAMPLERS 4
+
+/* The table (replay.c; read by the file code, replay_file.c). */
+typedef struct ag__field {
+  char *name;
+  int64_t width, row0;
+  ag_dtype dtype;
+} ag__field;
+
+struct ag_replay {
+  ag_ctx *ctx;
+  ag_buffer *buf;
+  ag__field *fields;
+  int n_fields;
+  int64_t rows, capacity, min_size;
+  int64_t size, pos;
+  ag_dtype storage;
+  ag_tensor *size_dev; /* 1 x 1 i64: valid transitions, on the device */
+  struct {
+    const ag__sampler_ops *ops;
+    void *self;
+  } samplers[AG__MAX_SAMPLERS]; /* attached samplers (prioritized replay ...) */
+  int n_samplers;
+  unsigned char *stage;
+  size_t stage_cap;
+  ag_tensor *dev_stage; /* large host batches land here, field by field, before the kernels scatter them */
+  int broken;           /* a device error interrupted an add: the columns are undefined */
+};
+
 /* Attaches a sampler (at most one of each ops; AG_ERR_STATE otherwise). */
 ag_status ag__replay_attach(ag_replay *r, const ag__sampler_ops *ops, void *self, const char *fn);
 /* Detaches it (nothing if it is not attached). */
@@ -39,5 +68,8 @@ extern const ag__sampler_ops ag__per_ops;
  * that compare a sampler before and after a call. */
 ag_tensor *ag__per_tree(const ag_per *per);
 ag_tensor *ag__per_state(const ag_per *per);
+/* Its exponent and the depth of its tree (leaves at level depth - 1, 16^depth of them). */
+float ag__per_alpha(const ag_per *per);
+int ag__per_depth(const ag_per *per);
 
 #endif /* AGRL_REPLAY_INTERNAL_H */
