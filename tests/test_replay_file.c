@@ -132,6 +132,20 @@ static void assert_same_table(ag_replay *a, ag_replay *b) {
   assert_int_equal(ag_replay_position(a), ag_replay_position(b));
   assert_int_equal(ag_replay_capacity(a), ag_replay_capacity(b));
   assert_int_equal(ag_replay_rows(a), ag_replay_rows(b));
+  assert_int_equal(ag_replay_storage(a), ag_replay_storage(b));
+  assert_int_equal(ag_replay_min_size(a), ag_replay_min_size(b));
+  assert_int_equal(ag_replay_n_fields(b), 3);
+  for (int i = 0; i < 3; i++) { /* the loaded table lists the fields as they were made */
+    ag_field fb;
+    agt_ok(ag_replay_field_at(b, i, &fb));
+    assert_string_equal(fb.name, fields[i].name);
+    assert_int_equal(fb.width, fields[i].width);
+    assert_int_equal(fb.dtype, fields[i].dtype);
+  }
+  ag_field none;
+  agt_err(ag_replay_field_at(b, 3, &none), AG_ERR_OUT_OF_RANGE, "outside 0..2");
+  agt_err(ag_replay_field_at(b, -1, &none), AG_ERR_OUT_OF_RANGE, "outside");
+  agt_err(ag_replay_field_at(b, 0, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
   for (int i = 0; i < 3; i++) {
     int64_t r0a, wa, r0b, wb;
     agt_ok(ag_replay_field(a, fields[i].name, &r0a, &wa));

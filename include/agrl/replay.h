@@ -85,6 +85,14 @@ AG_API int64_t ag_replay_capacity(const ag_replay *r);
 AG_API int64_t ag_replay_position(const ag_replay *r);  /* column the next transition goes to */
 AG_API int64_t ag_replay_rows(const ag_replay *r);      /* rows of a gathered batch */
 AG_API ag_buffer *ag_replay_buffer(const ag_replay *r); /* the table's own */
+AG_API ag_dtype ag_replay_storage(const ag_replay *r);  /* its storage dtype */
+AG_API int64_t ag_replay_min_size(const ag_replay *r);
+/* The number of fields (0 for r NULL), and field i as it was created: its
+ * name (valid while the table lives), width and host dtype. Errors:
+ * AG_ERR_INVALID_ARG: r or out NULL; AG_ERR_OUT_OF_RANGE: i outside
+ * 0..n-1. */
+AG_API int ag_replay_n_fields(const ag_replay *r);
+AG_API ag_status ag_replay_field_at(const ag_replay *r, int i, ag_field *out);
 
 /* The number of valid transitions as a 1 x 1 i64 tensor on the device,
  * kept up to date by every add (owned by the table, valid while it lives):

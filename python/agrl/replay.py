@@ -63,6 +63,29 @@ class ReplayBuffer(_agrl._Replay):
         self.ctx = ctx
         super().__init__(ctx, capacity, specs, storage, min_size, bool(prioritized), float(alpha), float(beta), seed)
 
+    @classmethod
+    def load(cls, ctx, path, fields=None, seed=0, beta=0.4):
+        """A table saved by :meth:`save` (a file of agrl's replay format), on
+        `ctx`'s device, with its capacity, fields, valid transitions, ring
+        position and, if it had one, its prioritized sampler. The file keeps
+        each field's width, not its shape: pass `fields` (as to the
+        constructor) to give the fields their shapes again; otherwise each is
+        (width,). `seed` starts the sampling stream."""
+        if not isinstance(ctx, _agrl.Context):
+            ctx = _agrl.Context(ctx)
+        obj = cls._load(ctx, path, seed, float(beta))
+        saved = obj._fields()
+        obj.ctx = ctx
+        obj.fields = {name: ((width,), dtype) for name, width, dtype in saved}
+        if fields is not None:
+            if not isinstance(fields, dict) or [_field_spec(n, s)[0] for n, s in fields.items()] != [n for n, _, _ in saved]:
+                raise _agrl.ShapeError(f"load: the file's fields are {[n for n, _, _ in saved]}, not {list(fields)}")
+            for i, (name, spec) in enumerate(fields.items()):
+                shape = _field_spec(name, spec)[1]
+                obj._set_shape(i, shape)
+                obj.fields[name] = (shape, saved[i][2])
+        return obj
+
     def __repr__(self):
         try:
             n = len(self)

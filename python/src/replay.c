@@ -510,6 +510,125 @@ static int rp_set_beta(agpy_replay *r, PyObject *v, void *x) {
   return 0;
 }
 
+static PyObject *rp_save(agpy_replay *r, PyObject *arg) {
+  ag_replay *rep = rp_get(r);
+  if (!rep) return NULL;
+  PyObject *path = NULL;
+  if (!PyUnicode_FSConverter(arg, &path)) return NULL;
+  ag_status s = ag_replay_save(rep, PyBytes_AS_STRING(path));
+  Py_DECREF(path);
+  if (s) return agpy_raise(s);
+  Py_RETURN_NONE;
+}
+
+/* _load(ctx, path, seed, beta): a new object of the class over the table of the file */
+static PyObject *rp_load(PyObject *cls, PyObject *args) {
+  PyObject *ctxo, *patho;
+  unsigned long long seed = 0;
+  double beta = 0.4;
+  if (!PyArg_ParseTuple(args, "OO|Kd:load", &ctxo, &patho, &seed, &beta)) return NULL;
+  if (!PyObject_TypeCheck(ctxo, &agpy_ctx_type)) {
+    PyErr_Format(PyExc_TypeError, "load: ctx must be an agrl.Context, not %.80s", Py_TYPE(ctxo)->tp_name);
+    return NULL;
+  }
+  if (!(beta >= 0.0 && beta <= 1.0)) {
+    char b[32];
+    PyOS_snprintf(b, sizeof b, "%g", beta);
+    return agpy_raisef(AG_ERR_INVALID_ARG, "load: beta = %s is outside [0, 1]", b);
+  }
+  agpy_ctx *c = (agpy_ctx *)ctxo;
+  ag_ctx *ctx = agpy_ctx_get(c);
+  if (!ctx) return NULL;
+  PyObject *path = NULL;
+  if (!PyUnicode_FSConverter(patho, &path)) return NULL;
+  ag_replay *rep = NULL;
+  ag_status s = ag_replay_load(ctx, PyBytes_AS_STRING(path), &rep);
+  Py_DECREF(path);
+  if (s) return agpy_raise(s);
+  if (ag_replay_n_fields(rep) > AGPY_MAX_FIELDS) {
+    ag_replay_free(rep);
+    return agpy_raisef(AG_ERR_UNSUPPORTED, "load: the table has more than %d fields", AGPY_MAX_FIELDS);
+  }
+  agpy_replay *r = (agpy_replay *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+  if (!r) {
+    ag_replay_free(rep);
+    return NULL;
+  }
+  r->r = rep;
+  r->per = ag_replay_per(rep);
+  r->rows = ag_replay_rows(rep);
+  for (int i = 0; i < ag_replay_n_fields(rep); i++) {
+    ag_field f;
+    agpy_field *pf = &r->fields[i];
+    ag_replay_field_at(rep, i, &f);
+    ag_replay_field(rep, f.name, &pf->row0, &pf->width);
+    pf->dtype = f.dtype;
+    pf->n_inner = 1;
+    pf->inner[0] = f.width;
+    if (!(pf->name = PyUnicode_FromString(f.name))) {
+      Py_DECREF(r);
+      return NULL;
+    }
+    r->n_fields = i + 1;
+  }
+  if ((s = ag_rng_create(ctx, seed, &r->rng))) {
+    Py_DECREF(r);
+    return agpy_raise(s);
+  }
+  if (agpy_ctx_add_dep(c, (PyObject *)r)) {
+    Py_DECREF(r);
+    return NULL;
+  }
+  r->ctx = (agpy_ctx *)Py_NewRef(c);
+  r->beta = beta;
+  r->k_indices = PyUnicode_InternFromString("indices");
+  r->k_weights = PyUnicode_InternFromString("weights");
+  return (PyObject *)r;
+}
+
+/* _fields(): [(name, width, dtype)] of the table */
+static PyObject *rp_fields(agpy_replay *r, PyObject *a) {
+  (void)a;
+  PyObject *l = PyList_New(r->n_fields);
+  for (int i = 0; l && i < r->n_fields; i++) {
+    PyObject *t = Py_BuildValue("(OLs)", r->fields[i].name, (long long)r->fields[i].width,
+                                ag_dtype_name(r->fields[i].dtype));
+    if (!t) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, i, t);
+  }
+  return l;
+}
+
+/* _set_shape(i, shape): the shape of field i's values (multiplying to its width) */
+static PyObject *rp_set_shape(agpy_replay *r, PyObject *args) {
+  int i;
+  PyObject *shape;
+  if (!PyArg_ParseTuple(args, "iO:_set_shape", &i, &shape)) return NULL;
+  if (i < 0 || i >= r->n_fields) return agpy_raisef(AG_ERR_OUT_OF_RANGE, "_set_shape: no field %d", i);
+  PyObject *sh = PySequence_Fast(shape, "_set_shape: shape must be a sequence of sizes");
+  if (!sh) return NULL;
+  Py_ssize_t nd = PySequence_Fast_GET_SIZE(sh);
+  int64_t inner[5], w = 1;
+  int ok = nd <= 5;
+  for (Py_ssize_t d = 0; ok && d < nd; d++) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sh, d));
+    ok = v >= 1 && !PyErr_Occurred();
+    inner[d] = v;
+    w *= ok ? v : 1;
+  }
+  Py_DECREF(sh);
+  if (PyErr_Occurred()) return NULL;
+  if (!ok || w != r->fields[i].width)
+    return agpy_raisef(AG_ERR_SHAPE, "the shape of field '%U' must have %lld values", r->fields[i].name,
+                       (long long)r->fields[i].width);
+  memcpy(r->fields[i].inner, inner, sizeof(int64_t) * (size_t)nd);
+  r->fields[i].n_inner = (int)nd;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef rp_methods[] = {
     {"add", (PyCFunction)(void (*)(void))rp_add, METH_VARARGS | METH_KEYWORDS,
      "add(**fields): appends one transition or a batch (first dimension), from host or device arrays."},
@@ -523,6 +642,12 @@ static PyMethodDef rp_methods[] = {
      "update_priorities(indices, priorities): new priorities (e.g. |TD error| + eps), host or device."},
     {"total_priority", (PyCFunction)rp_total, METH_NOARGS, "The sum of p^alpha over the table."},
     {"free", (PyCFunction)rp_free, METH_NOARGS, "Frees the table; later calls raise FreedError."},
+    {"save", (PyCFunction)rp_save, METH_O,
+     "save(path): the table (fields, ring, valid columns, the prioritized sampler's tree) in agrl's replay "
+     "format."},
+    {"_load", (PyCFunction)rp_load, METH_VARARGS | METH_CLASS, NULL},
+    {"_fields", (PyCFunction)rp_fields, METH_NOARGS, NULL},
+    {"_set_shape", (PyCFunction)rp_set_shape, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -397,6 +397,21 @@ ag_status ag_replay_field(const ag_replay *r, const char *name, int64_t *row0, i
   return AG_OK;
 }
 
+int ag_replay_n_fields(const ag_replay *r) { return r ? r->n_fields : 0; }
+
+ag_status ag_replay_field_at(const ag_replay *r, int i, ag_field *out) {
+  if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_field_at: replay and out must not be NULL");
+  if (i < 0 || i >= r->n_fields)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_replay_field_at: field %d is outside 0..%d", i, r->n_fields - 1);
+  out->name = r->fields[i].name;
+  out->width = r->fields[i].width;
+  out->dtype = r->fields[i].dtype;
+  return AG_OK;
+}
+
+ag_dtype ag_replay_storage(const ag_replay *r) { return r ? r->storage : AG_F32; }
+int64_t ag_replay_min_size(const ag_replay *r) { return r ? r->min_size : 0; }
+
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn) {
   ag_status s = ag__replay_check_sound(r, fn);
   if (s) return s;
