@@ -6,7 +6,8 @@
 #      invalid accesses are errors);
 #   4. the libFuzzer harnesses (scripts/fuzz.sh), 60 s in all;
 #   5. the Python package: pip install . into a virtual environment, its
-#      pytest suite and an example (scripts/python_test.sh).
+#      pytest suite and an example (scripts/python_test.sh); then the suite
+#      again with the extension and the library built with ASan + UBSan.
 # Tests labelled "slow" run only with AGRL_SLOW=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,4 +41,12 @@ echo "== fuzzing (libFuzzer with ASan + UBSan, in build-fuzz)"
 scripts/fuzz.sh 60
 echo "== Python package (pip install ., pytest)"
 scripts/python_test.sh
+echo "== Python package under AddressSanitizer + UBSan"
+scripts/build.sh build-pyasan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON -DAGRL_CUDA=OFF -DAGRL_PYTHON=ON \
+  -DAGRL_TESTS=OFF >/dev/null
+# the interpreter itself is not built with ASan: its allocations at exit are not this code's leaks
+LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  PYTHONPATH="$PWD/build-pyasan/python" AGRL_CLI="$PWD/build-pyasan/agrl" \
+  build/venv/bin/python -m pytest tests/python -q -p no:cacheprovider | tail -2
 echo "all test stages passed"
