@@ -115,14 +115,12 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
     }
     Py_DECREF(seq);
   }
-  int64_t seed = (int64_t)c->seed;
   PyObject *sv = PyDict_GetItemString(cfg, "seed");
   if (sv) {
     unsigned long long s = PyLong_AsUnsignedLongLong(sv);
     if (s == (unsigned long long)-1 && PyErr_Occurred()) return -1;
     c->seed = s;
   }
-  (void)seed;
   if (get_f(cfg, "lr", &c->lr) || get_f(cfg, "gamma", &c->gamma) ||
       get_i(cfg, "batch_size", &c->batch_size) || get_i(cfg, "buffer_size", &c->buffer_size) ||
       get_i(cfg, "learning_starts", &c->learning_starts) || get_i(cfg, "train_freq", &c->train_freq) ||

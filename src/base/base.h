@@ -62,6 +62,9 @@ ag_status ag__afile_commit(ag__afile *a, const char *fn);
 void ag__afile_abort(ag__afile *a);
 /* Opens a regular file for reading (AG_ERR_IO naming fn and path otherwise). */
 ag_status ag__open_read(const char *path, const char *fn, FILE **out);
+/* The bytes of stream f from where it stands to its end (0 past it); f stays
+ * where it was. `name` and `what` ("a model") word the error, AG_ERR_IO. */
+ag_status ag__stream_left(FILE *f, const char *fn, const char *name, const char *what, uint64_t *left);
 
 /* ---- file helpers (crc32.c) ---- */
 

@@ -118,6 +118,15 @@ ag_status ag__afile_commit(ag__afile *a, const char *fn) {
   return AG_OK;
 }
 
+ag_status ag__stream_left(FILE *f, const char *fn, const char *name, const char *what, uint64_t *left) {
+  off_t start = ftello(f), end = -1;
+  if (start < 0 || fseeko(f, 0, SEEK_END) != 0 || (end = ftello(f)) < 0 || fseeko(f, start, SEEK_SET) != 0)
+    return ag__fail(AG_ERR_IO, "%s: cannot find the length of %s: %s (%s is read from a file that can seek)",
+                    fn, name, strerror(errno), what);
+  *left = end > start ? (uint64_t)(end - start) : 0; /* positioned past its end: nothing to read */
+  return AG_OK;
+}
+
 ag_status ag__open_read(const char *path, const char *fn, FILE **out) {
   FILE *f = fopen(path, "rb");
   if (!f) return ag__fail(AG_ERR_IO, "%s: cannot open %s: %s", fn, path, strerror(errno));

@@ -450,14 +450,11 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
   if (!ctx || !f || !out)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, the file and out must not be NULL", fn);
   if (!name) name = "the stream";
-  off_t start = ftello(f), end = -1;
-  if (start < 0 || fseeko(f, 0, SEEK_END) != 0 || (end = ftello(f)) < 0 || fseeko(f, start, SEEK_SET) != 0)
-    return ag__fail(AG_ERR_IO,
-                    "%s: cannot find the length of %s: %s (a model is read from a file that can seek)", fn,
-                    name, strerror(errno));
-  if (end < start) end = start; /* positioned past its end: nothing to read */
+  uint64_t left = 0;
+  ag_status s = ag__stream_left(f, fn, name, "a model", &left);
+  if (s) return s;
   mlp_header h;
-  ag_status s = read_header(f, name, (int64_t)(end - start), &h);
+  s = read_header(f, name, (int64_t)left, &h);
   if (s) return s;
 
   int n_params = 2 * (h.n_sizes - 1);
@@ -470,7 +467,7 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
     if (s != AG_ERR_OUT_OF_MEMORY) return s;
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
-    double mb = AG__MB((double)((int64_t)(end - start) - h.data_at));
+    double mb = AG__MB((double)((int64_t)left - h.data_at));
     return ag__fail(
         s, "%s: the parameters of %s (%.1f MB, and as much again for their gradients) do not fit: %s", fn,
         name, mb, why);

@@ -477,14 +477,11 @@ ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t 
   if (!name) name = "the stream";
   ag_status s = ag__not_recording(ctx, fn);
   if (s) return s;
-  off_t start = ftello(f), end = -1;
-  if (start < 0 || fseeko(f, 0, SEEK_END) != 0 || (end = ftello(f)) < 0 || fseeko(f, start, SEEK_SET) != 0)
-    return ag__fail(AG_ERR_IO,
-                    "%s: cannot find the length of %s: %s (a table is read from a file that can seek)", fn,
-                    name, strerror(errno));
-  if (end < start) end = start;
+  uint64_t left = 0;
+  s = ag__stream_left(f, fn, name, "a table", &left);
+  if (s) return s;
   rpl_header h;
-  if ((s = read_header(f, name, (int64_t)(end - start), &h))) return s;
+  if ((s = read_header(f, name, (int64_t)left, &h))) return s;
   const size_t es = ag_dtype_size(h.storage);
   size_t table = (size_t)(h.rows * h.capacity) * es;
   if (max_table_bytes && table > max_table_bytes) {
