@@ -19,7 +19,7 @@ ALLOWED = {
     "replay": ["nn", "graph", "core", "base"],
     "dist": ["replay", "nn", "graph", "core", "base"],
     "env": ["base"],
-    "agent": ["nn"],
+    "agent": ["replay", "nn"],
     "cli": ["base"],
     "cpu": ["base"],
     "cuda": ["base"],

@@ -82,13 +82,8 @@ static ag_status save_section(ag_ctx *ctx, FILE *f, const char *fn, const unsign
   return AG_OK;
 }
 
-ag_status ag__replay_save_parts(const ag_replay *cr, const char *path, size_t part);
-
-/* ag_replay_save with data parts of `part` bytes (a multiple of 128 up to
- * AG_TRANSFER_PART_BYTES): tests write files of many parts with it. */
-ag_status ag__replay_save_parts(const ag_replay *cr, const char *path, size_t part) {
-  static const char fn[] = "ag_replay_save";
-  if (!cr || !path) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and path must not be NULL", fn);
+ag_status ag__replay_write(const ag_replay *cr, FILE *f, size_t part, const char *fn, const char *name) {
+  if (!cr || !f) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and the file must not be NULL", fn);
   if (part < RPL_PART_MIN || part > AG_TRANSFER_PART_BYTES || part % RPL_PART_MIN)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: part length %zu is not a multiple of %d up to %zu", fn, part,
                     RPL_PART_MIN, AG_TRANSFER_PART_BYTES);
@@ -167,24 +162,27 @@ ag_status ag__replay_save_parts(const ag_replay *cr, const char *path, size_t pa
   }
   ag__put32(h + hbytes - 4, ag__crc32_add(0, h, (size_t)hbytes - 4));
 
-  ag__afile a;
-  if ((s = ag__afile_open(&a, path, fn))) {
-    free(h);
-    free(buf);
-    return s;
-  }
-  int wrote = fwrite(h, 1, (size_t)hbytes, a.f) == (size_t)hbytes;
+  int wrote = fwrite(h, 1, (size_t)hbytes, f) == (size_t)hbytes;
   free(h);
-  s = save_section(r->ctx, a.f, fn, cols, cbytes, es, buf, part, &wrote);
+  s = save_section(r->ctx, f, fn, cols, cbytes, es, buf, part, &wrote);
   if (!s && per)
-    s = save_section(r->ctx, a.f, fn,
-                     (const unsigned char *)tree + 8 * ag__per_offset(ag__per_depth(per) - 1), lbytes, 8, buf,
-                     part, &wrote);
+    s = save_section(r->ctx, f, fn, (const unsigned char *)tree + 8 * ag__per_offset(ag__per_depth(per) - 1),
+                     lbytes, 8, buf, part, &wrote);
   free(buf);
   if (!s && !wrote)
-    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
+    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, name,
                  strerror(errno));
-  if (s) {
+  return s;
+}
+
+ag_status ag__replay_save_parts(const ag_replay *r, const char *path, size_t part) {
+  static const char fn[] = "ag_replay_save";
+  if (!r || !path) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and path must not be NULL", fn);
+  if (!*path) return ag__fail(AG_ERR_INVALID_ARG, "%s: path is empty", fn);
+  ag__afile a;
+  ag_status s = ag__afile_open(&a, path, fn);
+  if (s) return s;
+  if ((s = ag__replay_write(r, a.f, part, fn, path))) {
     ag__afile_abort(&a);
     return s;
   }
@@ -463,22 +461,12 @@ static ag_status rebuild_tree(ag_ctx *ctx, double *tree, int depth, int64_t n, u
   return AG_OK;
 }
 
-ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
-                                 ag_replay **out);
-
-/* Loads from f's current position to its end; the entry of ag_replay_load
- * and of the fuzzer (memory through fmemopen). A table of more than
- * max_table_bytes of columns is refused with AG_ERR_UNSUPPORTED (0: no limit). */
-ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
-                                 ag_replay **out) {
-  static const char fn[] = "ag_replay_load";
+ag_status ag__replay_read(ag_ctx *ctx, FILE *f, const char *name, uint64_t left, size_t max_table_bytes,
+                          const char *fn, ag_replay **out) {
   if (!ctx || !f || !out)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, the file and out must not be NULL", fn);
   if (!name) name = "the stream";
   ag_status s = ag__not_recording(ctx, fn);
-  if (s) return s;
-  uint64_t left = 0;
-  s = ag__stream_left(f, fn, name, "a table", &left);
   if (s) return s;
   rpl_header h;
   if ((s = read_header(f, name, (int64_t)left, &h))) return s;
@@ -537,6 +525,16 @@ ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t 
   r->pos = h.pos;
   *out = r;
   return AG_OK;
+}
+
+ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
+                                 ag_replay **out) {
+  static const char fn[] = "ag_replay_load";
+  if (!f) return ag__fail(AG_ERR_INVALID_ARG, "%s: the file is NULL", fn);
+  uint64_t left = 0;
+  ag_status s = ag__stream_left(f, fn, name ? name : "the stream", "a table", &left);
+  if (s) return s;
+  return ag__replay_read(ctx, f, name, left, max_table_bytes, fn, out);
 }
 
 ag_status ag_replay_load(ag_ctx *ctx, const char *path, ag_replay **out) {

@@ -72,4 +72,24 @@ ag_tensor *ag__per_state(const ag_per *per);
 float ag__per_alpha(const ag_per *per);
 int ag__per_depth(const ag_per *per);
 
+/* ---- the file format of agrl/replay.h, inside other files ---- */
+
+/* Writes the table's file image (agrl/replay.h's layout, data parts of
+ * `part` bytes: a multiple of 128 up to AG_TRANSFER_PART_BYTES) at f's
+ * position. Checks and errors as ag_replay_save's; a failed write is
+ * AG_ERR_IO naming `name` (the file written). What was written before a
+ * failure stays in f: the caller writes through an ag__afile and aborts. */
+ag_status ag__replay_write(const ag_replay *r, FILE *f, size_t part, const char *fn, const char *name);
+/* Reads a table from the image of exactly `left` bytes at f's position
+ * (nothing may follow it within those bytes). Checks and errors as
+ * ag_replay_load's, naming `name` and `fn`; a table of more than
+ * max_table_bytes of columns is AG_ERR_UNSUPPORTED (0: no limit). */
+ag_status ag__replay_read(ag_ctx *ctx, FILE *f, const char *name, uint64_t left, size_t max_table_bytes,
+                          const char *fn, ag_replay **out);
+/* ag_replay_save with parts of `part` bytes (tests write many-part files);
+ * ag__replay_read of f from its position to its end (the fuzzer's entry). */
+ag_status ag__replay_save_parts(const ag_replay *r, const char *path, size_t part);
+ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
+                                 ag_replay **out);
+
 #endif /* AGRL_REPLAY_INTERNAL_H */
