@@ -45,6 +45,7 @@
 #ifndef AGRL_ENV_H
 #define AGRL_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agrl/status.h"
@@ -149,6 +150,55 @@ AG_API ag_status ag_env_step(ag_env *env, const float *action, float *obs, float
  * use ag_env_derive_seed(base, k) for the k-th episode. */
 AG_API uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
 
+/* ---- an environment's state, for checkpoints ----
+ *
+ * The state of a built-in environment is the whole of its handle: the phase
+ * (never reset / episode running / episode ended), the step count of the
+ * current episode, how the last episode ended, and the task's float64 state.
+ * Restored into an environment of the same task, it continues bit for bit
+ * as the one it was taken from (same observations, rewards and flags for the
+ * same actions). A user environment's state is its own (the handle cannot
+ * see into it): the three calls return AG_ERR_UNSUPPORTED for one.
+ *
+ * The image is portable (little-endian whatever the host, doubles as their
+ * IEEE-754 bit patterns); offsets in bytes, u32/i64 little-endian integers:
+ *   0  u32  magic 0x53454741 (the bytes "AGES")
+ *   4  u32  layout version, 1
+ *   8  16   the task's short name ("cartpole" ...), padded with NUL bytes
+ *  24  u32  phase: 0 needs a reset, 1 running, 2 ended
+ *  28  u32  terminated: the ended episode's flag (0 or 1)
+ *  32  u32  truncated: the same
+ *  36  u32  d, the number of doubles (cartpole 4, acrobot 4, mountaincar 2,
+ *           pendulum 2: Gymnasium's state vector, in its order)
+ *  40  i64  steps of the current episode
+ *  48  d x f64  the task's state
+ * 48 + 8 d bytes in all. */
+
+/* The size in bytes of env's state image (48 + 8 d, see above), in *bytes.
+ * Errors: AG_ERR_INVALID_ARG for env or bytes NULL; AG_ERR_UNSUPPORTED for a
+ * user environment. *bytes is untouched on error. */
+AG_API ag_status ag_env_state_size(const ag_env *env, size_t *bytes);
+
+/* Writes env's state image, exactly ag_env_state_size bytes, to buf (which
+ * holds `bytes` >= that; the bytes past the image are not touched).
+ * Errors: AG_ERR_INVALID_ARG for env or buf NULL; AG_ERR_UNSUPPORTED for a
+ * user environment; AG_ERR_SHAPE for `bytes` below the size. buf is
+ * untouched on error. */
+AG_API ag_status ag_env_get_state(const ag_env *env, void *buf, size_t bytes);
+
+/* Puts env in the state of the image buf (`bytes` bytes, exactly the image),
+ * as taken by ag_env_get_state from an environment of the same task. The
+ * image is checked whole before anything changes: its size, the magic and
+ * version, the task, and every field (phase 0..2; flags 0 or 1, set only
+ * when the episode ended, one of them then, truncated exactly at
+ * max_episode_steps; steps in 0 .. max_episode_steps, and below it while
+ * running; d of the task; finite doubles).
+ * Errors: AG_ERR_INVALID_ARG for env or buf NULL, a wrong magic or version
+ * or a bad field (the message names it); AG_ERR_SHAPE for an image of
+ * another task (same size or not) or of the wrong size (a truncated one);
+ * AG_ERR_UNSUPPORTED for a user environment. Nothing changes on error. */
+AG_API ag_status ag_env_set_state(ag_env *env, const void *buf, size_t bytes);
+
 /* ---- vectors of environments, with same-step autoreset ---- */
 
 /* What a copy's last finished episode was (for logging). */
@@ -223,6 +273,67 @@ AG_API ag_status ag_vec_env_step(ag_vec_env *v, const float *actions, float *obs
  * Errors: AG_ERR_INVALID_ARG for v or out NULL; AG_ERR_OUT_OF_RANGE for i
  * outside 0 .. n-1. *out is untouched on error. */
 AG_API ag_status ag_vec_env_last_episode(const ag_vec_env *v, int i, ag_episode_info *out);
+
+/* ---- a vector's state, for checkpoints ----
+ *
+ * The whole state of a vector of built-in environments: whether it was
+ * reset, and per copy its seed sequence and position in it (the index k of
+ * its next episode), the return and length of the episode in progress, its
+ * last finished episode (ag_vec_env_last_episode) and its environment's
+ * state (the image above). Restored into a vector of as many copies of the
+ * same task, it continues bit for bit as the one it was taken from: the same
+ * outputs of ag_vec_env_step for the same actions, autoresets included (each
+ * copy's next episodes start from the same seeds, whatever seed the vector
+ * was created with), and the same episode info. A vector with a user
+ * environment among its copies: AG_ERR_UNSUPPORTED for the three calls.
+ *
+ * The image (little-endian, doubles as IEEE-754 bit patterns):
+ *   0  u32  magic 0x53564741 (the bytes "AGVS")
+ *   4  u32  layout version, 1
+ *   8  u32  n, the number of copies
+ *  12  u32  started: 1 once reset (the vector may step), else 0
+ *  16  then n parts, copy by copy, each 64 bytes and the copy's image:
+ *       0  u64  the copy's seed, ag_env_derive_seed(seed, i)
+ *       8  u64  k, the index of its next episode in the sequence
+ *      16  f64  return of the episode in progress
+ *      24  i64  length of the episode in progress
+ *      32  f64  last finished episode: ret
+ *      40  i64                         length
+ *      48  i64                         episodes (finished so far)
+ *      56  u32                         terminated
+ *      60  u32                         truncated
+ *      64  the copy's environment image (48 + 8 d bytes)
+ * 16 + n (112 + 8 d) bytes in all. */
+
+/* The size in bytes of v's state image, in *bytes.
+ * Errors: AG_ERR_INVALID_ARG for v or bytes NULL; AG_ERR_UNSUPPORTED when a
+ * copy is a user environment (the message names it). *bytes is untouched on
+ * error. */
+AG_API ag_status ag_vec_env_state_size(const ag_vec_env *v, size_t *bytes);
+
+/* Writes v's state image, exactly ag_vec_env_state_size bytes, to buf (which
+ * holds `bytes` >= that; the bytes past the image are not touched).
+ * Errors: AG_ERR_INVALID_ARG for v or buf NULL; AG_ERR_UNSUPPORTED when a
+ * copy is a user environment; AG_ERR_SHAPE for `bytes` below the size. buf
+ * is untouched on error. */
+AG_API ag_status ag_vec_env_get_state(const ag_vec_env *v, void *buf, size_t bytes);
+
+/* Puts v in the state of the image buf (`bytes` bytes, exactly the image),
+ * as taken by ag_vec_env_get_state from a vector of n copies of the same
+ * task. The image is checked whole, every copy's part included, before
+ * anything changes: its size, magic, version and n; started 0 or 1; each
+ * copy's environment image as ag_env_set_state checks it; finite returns;
+ * an episode length in 0 .. max_episode_steps; no more finished episodes
+ * than started ones; a last episode that is all zeros before the first one
+ * ended, else of length 1 .. max_episode_steps with its flags as a step
+ * leaves them; and in a started vector every copy running, its step count
+ * equal to the episode length.
+ * Errors: AG_ERR_INVALID_ARG for v or buf NULL, a wrong magic or version or
+ * a bad field (the message names the copy and field); AG_ERR_SHAPE for an
+ * image of another number of copies or of another task, or of the wrong
+ * size; AG_ERR_UNSUPPORTED when a copy is a user environment. Nothing
+ * changes on error. */
+AG_API ag_status ag_vec_env_set_state(ag_vec_env *v, const void *buf, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* classic.c — the built-in classic-control environments behind ag_env: one
  * set of ag_env_ops shared by all of them (a double state, a start state from
- * the splitmix64 generator, the task's step), and the test hooks
- * ag__env_set_state and ag__env_get_state. Their names are listed in
+ * the splitmix64 generator, the task's step), the access to a handle's task
+ * and state (ag__env_classic, for the state images of env_state.c), and the
+ * test hooks ag__env_set_state and ag__env_get_state. Their names are listed in
  * registry.c.
  */
 #include <math.h>
@@ -44,6 +45,13 @@ ag_status ag__classic_create(const ag__classic *c, const char *fn, ag_env **out)
   ag_status st = ag__env_new(&classic_ops, cs, &c->spec, fn, out);
   if (st != AG_OK) free(cs);
   return st;
+}
+
+const ag__classic *ag__env_classic(const ag_env *env, double **s) {
+  if (env->ops.reset != classic_reset) return NULL;
+  classic_state *cs = env->state;
+  *s = cs->s;
+  return cs->task;
 }
 
 ag_status ag__env_set_state(ag_env *env, const double *s, float *obs) {

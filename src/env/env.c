@@ -103,12 +103,8 @@ void ag_env_free(ag_env *env) {
 
 const ag_env_spec *ag_env_get_spec(const ag_env *env) { return env ? &env->spec : NULL; }
 
-/* The call that failed, for messages: "ag_env_step", or "ag_vec_env_step: copy 3" when copy >= 0. */
-typedef struct who {
-  char s[96];
-} who;
-static who who_is(const char *fn, int copy) {
-  who w;
+ag__who ag__env_who(const char *fn, int copy) {
+  ag__who w;
   if (copy >= 0)
     snprintf(w.s, sizeof w.s, "%s: copy %d", fn, copy);
   else
@@ -123,16 +119,16 @@ ag_status ag__env_check_action(const ag_env_spec *spec, const float *action, con
       return ag__fail(AG_ERR_INVALID_ARG,
                       "%s: action %g is not a whole number; a discrete action is one float "
                       "holding the index 0..%d",
-                      who_is(fn, copy).s, (double)a, spec->n_actions - 1);
+                      ag__env_who(fn, copy).s, (double)a, spec->n_actions - 1);
     if (a < 0.0f || a >= (float)spec->n_actions)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: action %.0f is outside 0..%d", who_is(fn, copy).s, (double)a,
-                      spec->n_actions - 1);
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: action %.0f is outside 0..%d", ag__env_who(fn, copy).s,
+                      (double)a, spec->n_actions - 1);
     return AG_OK;
   }
   for (int i = 0; i < spec->act_dim; i++)
     if (!isfinite(action[i]))
-      return ag__fail(AG_ERR_INVALID_ARG, "%s: action[%d] = %g is not a finite number", who_is(fn, copy).s, i,
-                      (double)action[i]);
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: action[%d] = %g is not a finite number",
+                      ag__env_who(fn, copy).s, i, (double)action[i]);
   return AG_OK;
 }
 
@@ -140,8 +136,8 @@ ag_status ag__env_reset_checked(ag_env *env, uint64_t seed, const char *fn, int 
   ag_status st = env->ops.reset(env->state, seed, env->scratch);
   if (st != AG_OK) {
     env->phase = AG__ENV_NEEDS_RESET;
-    return ag__fail(st, "%s: the reset function of environment \"%s\" failed with %s", who_is(fn, copy).s,
-                    env->id, ag_status_name(st));
+    return ag__fail(st, "%s: the reset function of environment \"%s\" failed with %s",
+                    ag__env_who(fn, copy).s, env->id, ag_status_name(st));
   }
   env->phase = AG__ENV_RUNNING;
   env->steps = 0;
@@ -153,12 +149,12 @@ ag_status ag__env_reset_checked(ag_env *env, uint64_t seed, const char *fn, int 
 ag_status ag__env_check_phase(const ag_env *env, const char *fn, int copy) {
   if (env->phase == AG__ENV_NEEDS_RESET)
     return ag__fail(AG_ERR_STATE, "%s: the environment \"%s\" has not been reset; call reset first",
-                    who_is(fn, copy).s, env->id);
+                    ag__env_who(fn, copy).s, env->id);
   if (env->phase == AG__ENV_ENDED)
     return ag__fail(AG_ERR_STATE,
                     "%s: the episode of \"%s\" ended (%s) at step %lld; call reset before "
                     "stepping again",
-                    who_is(fn, copy).s, env->id,
+                    ag__env_who(fn, copy).s, env->id,
                     env->ended_terminated && env->ended_truncated ? "terminated and truncated"
                     : env->ended_terminated                       ? "terminated"
                                                                   : "truncated",
@@ -172,7 +168,7 @@ ag_status ag__env_step_checked(ag_env *env, const float *action, float *reward, 
   int term = 0;
   ag_status st = env->ops.step(env->state, action, env->scratch, &r, &term);
   if (st != AG_OK)
-    return ag__fail(st, "%s: the step function of environment \"%s\" failed with %s", who_is(fn, copy).s,
+    return ag__fail(st, "%s: the step function of environment \"%s\" failed with %s", ag__env_who(fn, copy).s,
                     env->id, ag_status_name(st));
   env->steps++;
   term = term != 0;

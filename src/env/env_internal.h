@@ -1,7 +1,8 @@
 /* env_internal.h — what the environment files share: the structure behind
  * ag_env, the start-state generator, the integrators and bounds helpers used
- * by the classic-control dynamics, the table of built-in environments, and a
- * hook that lets the tests place a built-in environment in a given state.
+ * by the classic-control dynamics, the table of built-in environments, the
+ * pieces of the state images (reading, checking and loading one copy's), and
+ * a hook that lets the tests place a built-in environment in a given state.
  *
  * Floating point: the dynamics are written operation for operation as
  * Gymnasium writes them (float64, same order), and this library is compiled
@@ -13,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "agrl/env.h"
 
@@ -39,6 +41,13 @@ struct ag_env {
   int64_t steps; /* steps of the current episode */
   int ended_terminated, ended_truncated;
 };
+
+/* The call that failed, for messages: "ag_env_step", or "ag_vec_env_step:
+ * copy 3" when copy >= 0. */
+typedef struct ag__who {
+  char s[96];
+} ag__who;
+ag__who ag__env_who(const char *fn, int copy);
 
 /* Checks `action` against the spec: a whole index in range, or act_dim
  * finite floats. `fn` and, when copy >= 0, the copy name the call. */
@@ -133,6 +142,41 @@ ag_status ag__env_set_state(ag_env *env, const double *s, float *obs);
 /* Test hook: copies a built-in environment's state (state_dim doubles) to s
  * and its size to *dim. Errors as ag__env_set_state. */
 ag_status ag__env_get_state(const ag_env *env, double *s, int *dim);
+
+/* The task of a built-in environment, and in *s its double state (state_dim
+ * values, writable); NULL (and *s untouched) for a user environment. */
+const ag__classic *ag__env_classic(const ag_env *env, double **s);
+
+/* ---- state images (env_state.c; the layout is in agrl/env.h) ---- */
+
+/* A double's IEEE-754 bit pattern, and back. */
+static inline uint64_t ag__double_bits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+static inline double ag__bits_double(uint64_t u) {
+  double x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* Bytes of env's state image; 0 for a user environment. */
+size_t ag__env_state_bytes(const ag_env *env);
+/* AG_ERR_UNSUPPORTED (with a message naming fn and copy) for a user
+ * environment, AG_OK for a built-in one. */
+ag_status ag__env_state_supported(const ag_env *env, const char *fn, int copy);
+/* Writes the state image of built-in env (ag__env_state_bytes of them) to p. */
+void ag__env_state_put(const ag_env *env, unsigned char *p);
+/* Checks that the `bytes` bytes at p are a state image that built-in env can
+ * take (ag_env_set_state's rules); changes nothing. */
+ag_status ag__env_state_check(const ag_env *env, const unsigned char *p, size_t bytes, const char *fn,
+                              int copy);
+/* Puts built-in env in the state of an image that ag__env_state_check accepted. */
+void ag__env_state_load(ag_env *env, const unsigned char *p);
+/* The phase and step count an image that ag__env_state_check accepted holds. */
+ag__env_phase ag__env_state_phase(const unsigned char *p);
+int64_t ag__env_state_steps(const unsigned char *p);
 
 /* ---- handles (env.c) ---- */
 
