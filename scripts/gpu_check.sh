@@ -92,6 +92,11 @@ if has python; then
       2>"$OUT/bench_python.err" | tee "$OUT/bench_python.txt"
     stamp "python bench done"; pack
   fi
+  if [ -f bench/python/bench_checkpoint.py ]; then
+    timeout 240 python3 bench/python/bench_checkpoint.py --device cuda --json "$OUT/bench_python_checkpoint.json" \
+      2>"$OUT/bench_python_checkpoint.err" | tee "$OUT/bench_python_checkpoint.txt"
+    stamp "python checkpoint bench done"; pack
+  fi
   if [ -f bench/python/bench_train.py ]; then
     timeout 240 python3 bench/python/bench_train.py --device cuda --json "$OUT/bench_python_train.json" \
       2>"$OUT/bench_python_train.err" | tee "$OUT/bench_python_train.txt"
