@@ -150,6 +150,88 @@ AG_API void ag_shard_locate(const ag_shard *sh, int64_t global, int *rank, int64
  * ag_replay_sample (of B / world) and ag_dist_allgather. */
 AG_API ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, int64_t B, ag_tensor **batch);
 
+/* ---- a shard's file: each rank saves its own, a group of the same size loads them ----
+ *
+ * ag_shard_save writes this rank's shard to `path` (one file per rank, e.g.
+ * "replay.<rank>"): its rank, the group size, the global capacity,
+ * position and size, its fields' widths and host dtypes, and then its table
+ * as ag_replay_save writes one (agrl/replay.h: the valid columns only, with
+ * the prioritized sampler when the table has one, its data in parts of
+ * AG_TRANSFER_PART_BYTES through one host buffer), written beside `path`,
+ * flushed and renamed over it: a failure never leaves a half file under
+ * `path`, and an earlier file there stays as it was. Like the table's
+ * file, it is device-neutral. The ranks save independently (no group is
+ * needed); to restore a consistent table, save every rank's shard at the
+ * same point of the global stream.
+ *
+ * ag_shard_load makes a NEW shard on ctx from such a file, for the rank
+ * and group size that wrote it only: the shard equals the saved one (the
+ * same global capacity, position and size, its table bit for bit with its
+ * prioritized sampler, which ag_replay_per(ag_shard_local(sh)) returns and
+ * the table owns), so ag_shard_add and ag_shard_add_local continue the
+ * global ring exactly as the saved shard would have. The global min_size
+ * is not kept as such: the table keeps its share (ag_replay_min_size).
+ * Another group size is refused: re-sharding is not supported, as a
+ * global column's rank and local column depend on world. A group of
+ * another size starts from new shards; a program that needs the old
+ * transitions there reads the old shards' columns (ag_buffer_read of each
+ * local table: global column j is local column j / world of rank j mod
+ * world) and adds them to the new shards with ag_shard_add, oldest first
+ * (global columns position .. capacity-1, then 0 .. position-1, once the
+ * ring has wrapped); priorities then start afresh.
+ *
+ * Layout, version 1. Every integer little-endian; offsets in bytes.
+ *   0   8   magic "AGRLSHD1"
+ *   8   u32 format version (1)
+ *   12  u32 H, the header's length with its CRC (H = 92 + 16 n_fields)
+ *   16  32  the library version that wrote it (ag_version()), NUL padded
+ *   48  u32 rank (0..world-1)      52  u32 world (1..2^31-1)
+ *   56  i64 capacity, global (a multiple of world, capacity / world in 1..2^40)
+ *   64  i64 position, global (= size while size < capacity, else
+ *       0..capacity-1)
+ *   72  i64 size, global (0..capacity)
+ *   80  u32 n_fields (1..4096)     84  u32 reserved, 0
+ *   88  the fields, 16 bytes each: i64 width (1..2^31-1), u32 host dtype
+ *       (ag_dtype code, 0..5), u32 reserved 0
+ *   H-4 u32 CRC-32 of bytes 0 .. H-5 (zlib's, as the replay file's)
+ *   H   the local table's replay file image (agrl/replay.h's layout, its
+ *       own header, CRCs and limits) up to the end of the file.
+ *
+ * The loader checks the header (its CRC-32, every field against its limits)
+ * before the rank and group size, and those before it reads the table;
+ * then the table against the header: capacity / world columns, the local
+ * size and position that the global ones give this rank (it owns global
+ * columns rank, rank + world, ... of the valid ones), the header's fields.
+ * It refuses with AG_ERR_IO and a message naming the path and what is
+ * wrong: not beginning with "AGRLSHD1" ("not a shard file"), version 0, a
+ * header failing its CRC-32, a field outside its limits, non-zero padding
+ * or reserved bytes, a table not the one the header describes, shorter
+ * than the header ("truncated"), and each refusal of ag_replay_load for
+ * the table (a part failing its CRC-32, truncated, trailing bytes, ...).
+ * A version above 1 is AG_ERR_UNSUPPORTED. A file of another rank or
+ * another group size is AG_ERR_INVALID_ARG, the message saying what the
+ * file holds and what was asked ("written by rank 1 of 4; loading it as
+ * rank 1 of 2 is not supported: load it with a group of 4"). Nothing is
+ * half-loaded: on any failure everything made so far is freed and *out is
+ * not written.
+ *
+ * ag_shard_save errors: AG_ERR_INVALID_ARG (sh or path NULL, path empty);
+ * AG_ERR_STATE (a step is being recorded, the local table was added to
+ * directly, or it is broken by a device error); AG_ERR_UNSUPPORTED (more
+ * than 4096 fields, a name longer than 1024 bytes); AG_ERR_OUT_OF_MEMORY
+ * (host memory for the header and the part buffer); AG_ERR_IO (the file
+ * cannot be created, written, flushed or renamed: a full disk, a directory
+ * that does not exist or cannot be written); AG_ERR_DEVICE and the faults
+ * of the downloads. On any error the file under path is unchanged, the
+ * temporary is removed, and the shard is as before.
+ * ag_shard_load errors: the refusals above; AG_ERR_INVALID_ARG (ctx, path
+ * or out NULL, world < 1, rank outside 0..world-1); AG_ERR_IO (the file
+ * cannot be opened or read, or is not a regular file); AG_ERR_STATE (a
+ * step is being recorded); AG_ERR_OUT_OF_MEMORY (host memory, or a table
+ * that does not fit the device); AG_ERR_DEVICE. The caller owns the shard. */
+AG_API ag_status ag_shard_save(const ag_shard *sh, const char *path);
+AG_API ag_status ag_shard_load(ag_ctx *ctx, const char *path, int rank, int world, ag_shard **out);
+
 /* The data-parallel DQN (ag_dqn_create_dist) is declared in agrl/agent.h. */
 
 #ifdef __cplusplus
