@@ -8,7 +8,7 @@
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev valgrind python3 python3-dev python3-venv python3-matplotlib \
+for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev zlib1g-dev valgrind python3 python3-dev python3-venv python3-matplotlib \
          clang-14 clang-format-14 libclang-rt-14-dev; do
   have_pkg "$p" || need+=("$p")
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unpacks Debian's cmocka and OpenBLAS -dev packages into .deps/ (ignored by
+# Unpacks Debian's cmocka, OpenBLAS and zlib -dev packages into .deps/ (ignored by
 # git) for the GPU machine, which has neither cmocka nor cblas.h, and
 # downloads the wheels that machine lacks (CPython 3.12) into .whl/: the
 # peers (cpprb, Flashbax, Gymnasium, TorchRL with tensordict, Stable-
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/debs
-(cd .deps/debs && apt-get download libcmocka0 libcmocka-dev libopenblas-dev \
+(cd .deps/debs && apt-get download libcmocka0 libcmocka-dev libopenblas-dev zlib1g-dev \
    libopenblas0-pthread libopenblas-pthread-dev)
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps; done
 rm -rf .deps/debs .deps/usr/share
