@@ -210,6 +210,132 @@ typedef int (*ag_train_callback)(const ag_train_event *ev, void *user);
 AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb,
                               void *user);
 
+/* ---- saving a DQN, and checkpoints of a training run ----
+ *
+ * ag_dqn_save writes everything the DQN is to `path`: its configuration,
+ * sizes and total_steps, the online and target networks, the gradients, the
+ * optimizer's moments and step count, the device sampling stream's counter,
+ * the host exploration stream, the update and target-refresh counts, the
+ * run state (ag_dqn_set_run_state) and its replay table with the table's
+ * file image (agrl/replay.h's format, streamed in parts of at most
+ * AG_TRANSFER_PART_BYTES). The file is written beside `path`, flushed and
+ * renamed over it: a failure or a crash never leaves a half file, and an
+ * earlier file under `path` stays as it was. The file is device-neutral.
+ * ag_dqn_load makes a NEW DQN on ctx from such a file; it then acts and
+ * trains as the saved one would have: the same seed of draws, the same
+ * updates, bit for bit on the same device.
+ *
+ * Layout, version 1 (integers little-endian, floats IEEE 754):
+ *   0   8  magic "AGRLDQN1"     8  u32 version (1)     12 u32 H, the
+ *          header's length with its CRC (492 + 24 T)
+ *   16  32 the library version that wrote it, NUL padded
+ *   48  u32 n_hidden   52 u32 flags (1 double_dqn, 2 huber, 4 fused)
+ *   56  8 x i64 hidden sizes (unused ones 0)
+ *   120 f32 lr, gamma, tau, exploration_fraction, eps_start, eps_end,
+ *          max_grad_norm, then u32 0
+ *   152 i64 batch_size, buffer_size, learning_starts, train_freq,
+ *          gradient_steps, target_update_interval   200 u64 seed
+ *   208 i64 obs_dim, n_actions, total_steps, updates, updates_at_target
+ *   248 u64 the exploration stream's state
+ *   256 i64 R, the run state's length (0 .. 2^30)
+ *   264 u32 T, the tensors (at most 256)   268 u32 0
+ *   272 216 bytes of zeros (reserved)
+ *   488 T entries of i64 rows, i64 cols, u32 dtype (f32 0, i64 5), u32 0:
+ *          for each parameter of the online network, the parameter then its
+ *          gradient; the sampling counter; the optimizer's state tensor,
+ *          then each parameter's first and second moments; then the target
+ *          network's parameters
+ *   H-4 u32 CRC-32 of bytes 0 .. H-5
+ *   H   each tensor's values, column after column, in parts of at most
+ *       AG_TRANSFER_PART_BYTES each followed by its u32 CRC-32; then the run
+ *       state's R bytes and their CRC-32; then the replay table's file image
+ *       to the end of the file.
+ * The loader checks the header (CRC, the configuration as ag_dqn_create
+ * does, every size against the DQN the configuration makes) before it
+ * makes the DQN, then every part's CRC, and the table's fields, storage
+ * and capacity against the DQN's; it refuses with AG_ERR_IO naming the
+ * path and what is wrong (truncated, trailing bytes, a CRC, a shape), and
+ * a version above 1 with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on
+ * any failure what was made is freed and *out is not written.
+ * ag_dqn_save errors: AG_ERR_INVALID_ARG (d or path NULL, path empty);
+ * AG_ERR_UNSUPPORTED (a DQN of a group: save each rank's shard with
+ * ag_shard_save); AG_ERR_STATE (a step is being recorded, or the DQN is
+ * broken); AG_ERR_OUT_OF_MEMORY (host memory for a tensor's values);
+ * AG_ERR_IO (the file cannot be created, written, flushed or renamed);
+ * AG_ERR_DEVICE and the faults of the downloads. On error the DQN is as
+ * before and the file under path unchanged.
+ * ag_dqn_load errors: the refusals above; AG_ERR_INVALID_ARG (ctx, path or
+ * out NULL); AG_ERR_IO (cannot be opened or read); those of ag_dqn_create.
+ * Loading holds the DQN's empty table and the loaded one at once for a
+ * moment: the device needs room for two tables. */
+AG_API ag_status ag_dqn_save(const ag_dqn *d, const char *path);
+AG_API ag_status ag_dqn_load(ag_ctx *ctx, const char *path, ag_dqn **out);
+
+/* The caller's record of a run in progress (bytes of its own layout: the
+ * loop's counters, the environments' state ...), kept by the DQN, saved and
+ * loaded with it. ag_dqn_set_run_state copies n bytes (n = 0 clears it; at
+ * most 2^30). Errors: AG_ERR_INVALID_ARG (d NULL, data NULL for n > 0,
+ * n > 2^30); AG_ERR_OUT_OF_MEMORY (then the old record stays).
+ * ag_dqn_run_state returns the record and its length in *n (NULL and 0
+ * when there is none, or for d NULL); valid until the next set or free. */
+AG_API ag_status ag_dqn_set_run_state(ag_dqn *d, const void *data, size_t n);
+AG_API const void *ag_dqn_run_state(const ag_dqn *d, size_t *n);
+
+/* How ag_dqn_learn_ex checkpoints a run (ag_learn_defaults: none of it).
+ * A checkpoint is a directory DIR/ckpt-SSSSSSSSSSSS (the environment step,
+ * 12 digits) holding agent.agrl (ag_dqn_save of the DQN with the loop's run
+ * state: its counters, the last 20 returns, the observations in hand and
+ * the environments' state, ag_vec_env_get_state) and the caller's files
+ * (on_checkpoint). It is made as DIR/.ckpt-SSSSSSSSSSSS.tmp and renamed into
+ * place once whole, so a checkpoint directory is always complete; then all
+ * but the newest `keep` checkpoints are removed. */
+typedef struct ag_learn_opts {
+  const char *checkpoint_dir; /* NULL: no checkpoints (DIR is made if missing) */
+  int64_t checkpoint_every;   /* a checkpoint each time this many more environment
+                                 steps were taken (0: only when should_stop asks) */
+  int keep;                   /* checkpoints kept, >= 1 (default 3) */
+  /* polled after every step of the loop; nonzero: write a checkpoint
+   * (with checkpoint_dir) and return AG_OK */
+  int (*should_stop)(void *user);
+  /* writes the caller's own files into the checkpoint's directory before
+   * it is renamed into place; a status other than AG_OK drops the
+   * checkpoint and ends the run with that status */
+  ag_status (*on_checkpoint)(const char *dir, int64_t step, void *user);
+  void *user;         /* for should_stop and on_checkpoint */
+  int resume;         /* 1: continue the run recorded in the DQN's run state
+                         (a DQN from ag_dqn_load of a checkpoint's agent.agrl)
+                         instead of resetting env */
+  int stopped;        /* out: 1 when should_stop ended the run */
+  int64_t step;       /* out: the environment steps taken (resumed ones included) when the call returned */
+  int64_t resumed_at; /* out: the step the run resumed from (0 without resume) */
+} ag_learn_opts;
+AG_API ag_learn_opts ag_learn_defaults(void);
+
+/* ag_dqn_learn with checkpoints (opts NULL: ag_dqn_learn). With resume,
+ * env must be a vector made as the checkpointed run's was (the same
+ * environment and number of copies; its seeds and episodes are restored
+ * from the run state), and the run continues from the checkpoint's step to
+ * total_steps: the events, updates and returns that follow are those the
+ * uninterrupted run had, bit for bit on the same device. A callback's stop
+ * takes effect after the step in progress (every episode of that step is
+ * reported); so does should_stop's.
+ * Errors: those of ag_dqn_learn; AG_ERR_INVALID_ARG (keep < 1,
+ * checkpoint_every < 0, resume without a run state of ag_dqn_learn_ex, or
+ * one of another environment or number of copies); AG_ERR_UNSUPPORTED
+ * (checkpoints of a DQN of a group, or of environments whose state cannot
+ * be read: ag_vec_env_get_state); those of ag_dqn_save and of creating,
+ * renaming and removing the directories (AG_ERR_IO). A checkpoint that
+ * fails leaves the earlier ones as they were. */
+AG_API ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_learn_opts *opts,
+                                 ag_train_callback cb, void *user);
+
+/* The newest complete checkpoint under dir (its path, DIR/ckpt-S, in buf of
+ * size bytes) and its step in *step (may be NULL).
+ * Errors: AG_ERR_INVALID_ARG (a NULL argument, size 0); AG_ERR_IO (dir
+ * cannot be read, or holds no checkpoint); AG_ERR_OUT_OF_RANGE (the path
+ * does not fit in buf). */
+AG_API ag_status ag_learn_latest(const char *dir, char *buf, size_t size, int64_t *step);
+
 /* Mean return of `episodes` greedy episodes of a Q-network on an environment
  * (episode k seeded with ag_env_derive_seed(seed, k)); returns may be NULL or
  * hold `episodes` values (each episode's return). Resets q's context's

@@ -17,35 +17,6 @@
 #include "agent/agent_internal.h"
 #include "nn/nn_internal.h"
 
-struct ag_dqn {
-  ag_ctx *ctx;
-  ag_dqn_config cfg;
-  int64_t obs_dim, n_actions, total_steps;
-  ag_mlp *q, *target;
-  ag_optim *opt;
-  ag_replay *replay;
-  ag_rng *rng;
-  ag_capture *update, *chain; /* one update; AG__DQN_CHAIN of them */
-  ag_tensor *loss;            /* the loss of the update being recorded, then of the last replayed */
-  ag_tensor *loss_of[2];      /* the last update's loss in each recording (its workspace) */
-  int64_t updates;
-  uint64_t host_rng; /* epsilon-greedy draws */
-  ag_tensor *obs_in; /* acting input [obs_dim, n] */
-  int obs_in_n;
-  int32_t *act_scratch; /* per copy: 1 when its action was drawn at random, then the action */
-  int scratch_n;
-  ag__snapshot snap;         /* what ag_dqn_train changes, kept while it runs (to undo a failed read) */
-  int broken;                /* a device error left the learner half updated */
-  int64_t updates_at_target; /* updates when the target was last refreshed */
-  /* data-parallel (ag_dqn_create_dist): this rank's shard and group */
-  ag_dist *dist;
-  ag_shard *shard;
-  int64_t batch; /* transitions sampled by this rank per update */
-  ag_tensor **grads;
-  int n_grads;
-  int fused; /* the update's loss and gradient as AG__K_QGRAD */
-};
-
 ag_dqn_config ag_dqn_defaults(void) {
   ag_dqn_config c;
   memset(&c, 0, sizeof c);
@@ -70,8 +41,7 @@ ag_dqn_config ag_dqn_defaults(void) {
   return c;
 }
 
-static ag_status check_config(const ag_dqn_config *c) {
-  static const char fn[] = "ag_dqn_create";
+ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
   if (c->n_hidden < 0 || c->n_hidden > AG_DQN_MAX_HIDDEN)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_hidden = %d must be in 0..%d", fn, c->n_hidden,
                     AG_DQN_MAX_HIDDEN);
@@ -117,19 +87,20 @@ void ag_dqn_free(ag_dqn *d) {
   ag_tensor_free(d->obs_in);
   free(d->act_scratch);
   ag__snapshot_free(&d->snap);
+  free(d->run_state);
   free(d);
 }
 
 static ag__qlearn qlearn_of(const ag_dqn *d, int step);
 
-static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
-                            const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
+ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
+                         const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
   if (!ctx || !cfg || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg and out must not be NULL", fn);
   if (obs_dim < 1 || n_actions < 2 || total_steps < 1)
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: obs_dim = %lld, n_actions = %lld, total_steps = %lld: need >= 1, >= 2, >= 1", fn,
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
-  ag_status s = check_config(cfg);
+  ag_status s = ag__dqn_check_config(cfg, fn);
   if (s) return s;
   int world = g ? ag_dist_world(g) : 1, rank = g ? ag_dist_rank(g) : 0;
   if (g && ag_dist_ctx(g) != ctx)
@@ -195,13 +166,13 @@ static ag_status dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_
 
 ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                         const ag_dqn_config *cfg, ag_dqn **out) {
-  return dqn_create(ctx, NULL, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create", out);
+  return ag__dqn_create(ctx, NULL, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create", out);
 }
 
 ag_status ag_dqn_create_dist(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                              const ag_dqn_config *cfg, ag_dqn **out) {
   if (!g) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_create_dist: the group is NULL");
-  return dqn_create(ctx, g, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create_dist", out);
+  return ag__dqn_create(ctx, g, obs_dim, n_actions, total_steps, cfg, "ag_dqn_create_dist", out);
 }
 
 ag_dist *ag_dqn_dist(const ag_dqn *d) { return d ? d->dist : NULL; }
@@ -442,7 +413,7 @@ static ag_status prepare(ag_dqn *d, int which) {
 /* The tensors an update changes: the online network's parameters and
  * gradients, the optimizer's moments and step count, the sampling stream.
  * Writes up to max of them; returns how many there are. */
-static int update_state(const ag_dqn *d, ag_tensor **out, int max) {
+int ag__dqn_update_state(const ag_dqn *d, ag_tensor **out, int max) {
   int n = 0, np = ag_mlp_n_params(d->q);
   ag_tensor *const *p = ag_mlp_params(d->q);
   for (int i = 0; i < np; i++) {
@@ -469,7 +440,7 @@ ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
    * that a failed read can be undone */
   if (last_loss) {
     ag_tensor *keep[4 * (AG_DQN_MAX_HIDDEN + 1) * 4 + 8];
-    int m = update_state(d, keep, (int)(sizeof keep / sizeof *keep));
+    int m = ag__dqn_update_state(d, keep, (int)(sizeof keep / sizeof *keep));
     if (m > (int)(sizeof keep / sizeof *keep))
       return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);
     if ((s = ag__snapshot_take(&d->snap, keep, m, fn))) return s;
@@ -505,147 +476,6 @@ ag_mlp *ag_dqn_target(const ag_dqn *d) { return d ? d->target : NULL; }
 ag_replay *ag_dqn_replay(const ag_dqn *d) { return d ? d->replay : NULL; }
 int64_t ag_dqn_updates(const ag_dqn *d) { return d ? d->updates : 0; }
 int ag_dqn_fused(const ag_dqn *d) { return d ? d->fused : 0; }
-
-/* ---- the loop ---- */
-
-typedef struct recent {
-  double r[20];
-  int n, next;
-} recent;
-
-static double recent_push(recent *w, double v) {
-  w->r[w->next] = v;
-  w->next = (w->next + 1) % 20;
-  if (w->n < 20) w->n++;
-  double s = 0;
-  for (int i = 0; i < w->n; i++) s += w->r[i];
-  return s / w->n;
-}
-
-/* In a group, at every training boundary (the same environment step on
- * every rank) the ranks share [stop requested, returns kept, the last
- * 20 / G episode returns]: any rank's stop request stops all of them here,
- * and the mean return reported until the next boundary is over the last
- * 20 / G episodes of every rank — 20 episodes of the group, the window a
- * one-GPU run averages over. */
-enum { XCHG_ROWS = 2 + 20 };
-
-static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, int want_stop, int *stop,
-                                double *mean) {
-  int G = ag_dist_world(d->dist), keep = 20 / G > 0 ? 20 / G : 1;
-  float v[XCHG_ROWS] = {0};
-  int n = win->n < keep ? win->n : keep;
-  v[0] = (float)want_stop;
-  v[1] = (float)n;
-  for (int i = 0; i < n; i++) v[2 + i] = (float)win->r[(win->next - 1 - i + 20) % 20]; /* newest first */
-  ag_tensor *all;
-  float *a = ag__malloc(sizeof(float) * XCHG_ROWS * (size_t)G);
-  if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_dqn_learn: out of host memory");
-  ag_status s = ag_tensor_write(xchg, v, sizeof v);
-  if (!s) s = ag_dist_allgather(d->dist, xchg, &all);
-  if (!s) s = ag_tensor_read(all, a, sizeof(float) * XCHG_ROWS * (size_t)G);
-  if (!s) {
-    double sum = 0;
-    int cnt = 0;
-    for (int r = 0; r < G; r++) {
-      const float *x = a + r * XCHG_ROWS;
-      if (x[0] != 0.0f) *stop = 1;
-      for (int i = 0; i < (int)x[1]; i++) sum += x[2 + i];
-      cnt += (int)x[1];
-    }
-    if (cnt > 0) *mean = sum / cnt;
-  }
-  free(a);
-  ag_ctx_reset(d->ctx);
-  return s;
-}
-
-ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user) {
-  static const char fn[] = "ag_dqn_learn";
-  if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
-  const ag_env_spec *spec = ag_vec_env_get_spec(env);
-  if (spec->obs_dim != d->obs_dim || spec->n_actions != d->n_actions)
-    return ag__fail(AG_ERR_SHAPE,
-                    "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
-                    spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
-  int n = ag_vec_env_size(env), od = spec->obs_dim;
-  int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
-  float *obs = ag__malloc(sizeof(float) * (size_t)(n * od)),
-        *next = ag__malloc(sizeof(float) * (size_t)(n * od));
-  float *fin = ag__malloc(sizeof(float) * (size_t)(n * od)), *rew = ag__malloc(sizeof(float) * (size_t)n);
-  float *actf = ag__malloc(sizeof(float) * (size_t)n);
-  int32_t *act = ag__malloc(sizeof(int32_t) * (size_t)n);
-  int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
-  ag_status s = AG_OK;
-  if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc)
-    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  if (!s) s = ag_vec_env_reset(env, obs);
-  recent win = {{0}, 0, 0};
-  double mean = 0;
-  int64_t step = 0, episodes = 0, since_train = 0, since_target = 0;
-  /* In a group a stop requested by the callback waits for the next training
-   * boundary, where the ranks agree on it: a rank that left alone would
-   * leave the others waiting in the next all-reduce. */
-  int stop = 0, want_stop = 0;
-  ag_tensor *flag = NULL; /* in a group: what the ranks exchange at each boundary (group_boundary) */
-  if (!s && d->dist) s = ag_tensor_create(d->ctx, XCHG_ROWS, 1, AG_F32, NULL, &flag);
-  while (!s && !stop && step < total_steps) {
-    if ((s = ag_dqn_act(d, obs, n, step, 1, act))) break;
-    for (int i = 0; i < n; i++) actf[i] = (float)act[i];
-    if ((s = ag_vec_env_step(env, actf, next, rew, term, trunc, fin))) break;
-    if ((s = ag_dqn_store(d, obs, act, rew, fin, term, n))) break;
-    memcpy(obs, next, sizeof(float) * (size_t)(n * od));
-    step += n * group;
-    since_train += n * group;
-    since_target += n * group;
-    for (int i = 0; i < n && !want_stop; i++) {
-      if (!term[i] && !trunc[i]) continue;
-      ag_episode_info info;
-      if ((s = ag_vec_env_last_episode(env, i, &info))) break;
-      episodes++;
-      double own = recent_push(&win, info.ret);
-      if (!d->dist) mean = own; /* in a group: the group's mean, from the last boundary */
-      ag_train_event ev = {AG_TRAIN_EPISODE,
-                           step,
-                           episodes,
-                           d->updates,
-                           info.ret,
-                           info.length,
-                           info.truncated && !info.terminated,
-                           mean,
-                           0.0f,
-                           ag_dqn_epsilon(d, step)};
-      if (cb && cb(&ev, user)) want_stop = 1;
-    }
-    if (s) break;
-    if (since_target >= d->cfg.target_update_interval) { /* SB3: counted in environment steps */
-      since_target = 0;
-      if (d->cfg.tau < 1.0f || d->updates != d->updates_at_target) { /* a copy of an unchanged q is a no-op */
-        d->updates_at_target = d->updates;
-        if ((s = ag_dqn_update_target(d))) break;
-      }
-    }
-    if (since_train >= d->cfg.train_freq) {
-      since_train = 0;
-      int trained =
-          step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch && d->cfg.gradient_steps > 0;
-      float loss = 0;
-      if (trained && (s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
-      /* the phase reports the group's mean of now; a stop it asks for is
-       * agreed at the next boundary */
-      if (flag && (s = group_boundary(d, flag, &win, want_stop, &stop, &mean))) break;
-      if (trained) {
-        ag_train_event ev = {AG_TRAIN_PHASE,         step, episodes, d->updates, 0, 0, 0, mean, loss,
-                             ag_dqn_epsilon(d, step)};
-        if (cb && cb(&ev, user)) want_stop = 1;
-      }
-    }
-    if (!flag) stop = want_stop;
-  }
-  ag_tensor_free(flag);
-  free(obs), free(next), free(fin), free(rew), free(actf), free(act), free(term), free(trunc);
-  return s;
-}
 
 ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns) {
   static const char fn[] = "ag_q_evaluate";

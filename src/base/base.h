@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "agrl/status.h"
 #include "agrl/tensor.h"
@@ -60,6 +61,9 @@ typedef struct ag__afile {
 ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
 ag_status ag__afile_commit(ag__afile *a, const char *fn);
 void ag__afile_abort(ag__afile *a);
+/* mkdir -p: every missing directory of path, mode 0777; -1 with errno set
+ * when one cannot be made. */
+int ag__make_dirs(const char *path);
 /* Opens a regular file for reading (AG_ERR_IO naming fn and path otherwise). */
 ag_status ag__open_read(const char *path, const char *fn, FILE **out);
 /* The bytes of stream f from where it stands to its end (0 past it); f stays
@@ -87,6 +91,29 @@ static inline uint32_t ag__get32(const unsigned char *p) {
 static inline uint64_t ag__get64(const unsigned char *p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+/* IEEE 754 floats as their little-endian bit patterns. */
+static inline void ag__put_f32(unsigned char *p, float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  ag__put32(p, u);
+}
+static inline float ag__get_f32(const unsigned char *p) {
+  uint32_t u = ag__get32(p);
+  float v;
+  memcpy(&v, &u, 4);
+  return v;
+}
+static inline void ag__put_f64(unsigned char *p, double v) {
+  uint64_t u;
+  memcpy(&u, &v, 8);
+  ag__put64(p, u);
+}
+static inline double ag__get_f64(const unsigned char *p) {
+  uint64_t u = ag__get64(p);
+  double v;
+  memcpy(&v, &u, 8);
   return v;
 }
 

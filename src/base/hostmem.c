@@ -138,3 +138,23 @@ ag_status ag__open_read(const char *path, const char *fn, FILE **out) {
   *out = f;
   return AG_OK;
 }
+
+int ag__make_dirs(const char *path) {
+  char *buf = ag__strdup(path);
+  if (!buf) {
+    errno = ENOMEM;
+    return -1;
+  }
+  int rc = 0;
+  for (char *p = buf + 1; *p && !rc; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(buf, 0777) && errno != EEXIST) rc = -1;
+      *p = '/';
+    }
+  if (!rc && mkdir(buf, 0777) && errno != EEXIST) rc = -1;
+  int e = errno;
+  free(buf);
+  errno = e;
+  return rc;
+}

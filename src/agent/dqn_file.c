@@ -1,0 +1,423 @@
+/* dqn_file.c — a DQN saved whole and loaded back (the layout is in
+ * agrl/agent.h): its configuration and counters, every tensor an update
+ * reads or changes, the target network, the caller's run state, and the
+ * replay table in its own file image (replay_file.c). Values go device ->
+ * host -> file tensor by tensor in parts of at most AG_TRANSFER_PART_BYTES,
+ * each with its CRC-32; the file is written whole through ag__afile.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agrl/agrl.h"
+#include "agent/agent_internal.h"
+#include "replay/replay_internal.h"
+
+static const char dqn_magic[8] = {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'};
+enum { DQN_VERSION = 1, DQN_FIXED = 488, DQN_ENTRY = 24, DQN_MAX_TENSORS = 256 };
+#define DQN_MAX_RUN_STATE ((size_t)1 << 30)
+
+/* The tensors of the file, in its order (see agrl/agent.h); how many there are. */
+static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
+  int n = ag__dqn_update_state(d, out, max);
+  int np = ag_mlp_n_params(d->target);
+  ag_tensor *const *p = ag_mlp_params(d->target);
+  for (int i = 0; i < np; i++, n++)
+    if (n < max) out[n] = p[i];
+  return n;
+}
+
+/* Values of n elements of es bytes between host order and the file's
+ * (little-endian), in place. */
+static void swap_order(unsigned char *p, size_t n, size_t es) {
+  const uint16_t one = 1;
+  unsigned char little;
+  memcpy(&little, &one, 1);
+  if (little) return;
+  for (size_t i = 0; i < n; i++, p += es)
+    for (size_t a = 0, b = es - 1; a < b; a++, b--) {
+      unsigned char t = p[a];
+      p[a] = p[b];
+      p[b] = t;
+    }
+}
+
+/* Writes n bytes of buf in parts with their CRC-32s; *wrote turns 0 on a failed write. */
+static void write_parts(FILE *f, const unsigned char *buf, size_t n, int *wrote) {
+  for (size_t off = 0; off < n && *wrote; off += AG_TRANSFER_PART_BYTES) {
+    size_t len = n - off < AG_TRANSFER_PART_BYTES ? n - off : AG_TRANSFER_PART_BYTES;
+    unsigned char c[4];
+    ag__put32(c, ag__crc32_add(0, buf + off, len));
+    *wrote = fwrite(buf + off, 1, len, f) == len && fwrite(c, 1, 4, f) == 4;
+  }
+  if (n == 0 && *wrote) { /* an empty section still has its CRC */
+    unsigned char c[4];
+    ag__put32(c, 0);
+    *wrote = fwrite(c, 1, 4, f) == 4;
+  }
+}
+
+/* Bytes a section of n bytes takes in the file. */
+static uint64_t parts_bytes(uint64_t n) {
+  return n + 4 * (n ? (n + AG_TRANSFER_PART_BYTES - 1) / AG_TRANSFER_PART_BYTES : 1);
+}
+
+static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts) {
+  const ag_dqn_config *c = &d->cfg;
+  memcpy(h, dqn_magic, 8);
+  ag__put32(h + 8, DQN_VERSION);
+  ag__put32(h + 12, (uint32_t)(DQN_FIXED + DQN_ENTRY * T + 4));
+  snprintf((char *)h + 16, 32, "%s", ag_version());
+  ag__put32(h + 48, (uint32_t)c->n_hidden);
+  ag__put32(h + 52, (uint32_t)((c->double_dqn ? 1 : 0) | (c->huber ? 2 : 0) | (c->fused ? 4 : 0)));
+  for (int i = 0; i < c->n_hidden; i++) ag__put64(h + 56 + 8 * i, (uint64_t)c->hidden[i]);
+  const float fs[7] = {c->lr,        c->gamma,   c->tau,          c->exploration_fraction,
+                       c->eps_start, c->eps_end, c->max_grad_norm};
+  for (int i = 0; i < 7; i++) ag__put_f32(h + 120 + 4 * i, fs[i]);
+  const int64_t is[6] = {c->batch_size, c->buffer_size,    c->learning_starts,
+                         c->train_freq, c->gradient_steps, c->target_update_interval};
+  for (int i = 0; i < 6; i++) ag__put64(h + 152 + 8 * i, (uint64_t)is[i]);
+  ag__put64(h + 200, c->seed);
+  const int64_t ks[5] = {d->obs_dim, d->n_actions, d->total_steps, d->updates, d->updates_at_target};
+  for (int i = 0; i < 5; i++) ag__put64(h + 208 + 8 * i, (uint64_t)ks[i]);
+  ag__put64(h + 248, d->host_rng);
+  ag__put64(h + 256, (uint64_t)d->run_state_n);
+  ag__put32(h + 264, (uint32_t)T);
+  for (int i = 0; i < T; i++) {
+    unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
+    ag__put64(e, (uint64_t)ag_tensor_rows(ts[i]));
+    ag__put64(e + 8, (uint64_t)ag_tensor_cols(ts[i]));
+    ag__put32(e + 16, (uint32_t)ag_tensor_dtype(ts[i]));
+  }
+  int H = DQN_FIXED + DQN_ENTRY * T + 4;
+  ag__put32(h + H - 4, ag__crc32_add(0, h, (size_t)H - 4));
+}
+
+ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
+  static const char fn[] = "ag_dqn_save";
+  if (!cd || !path) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and path must not be NULL", fn);
+  if (!*path) return ag__fail(AG_ERR_INVALID_ARG, "%s: path is empty", fn);
+  ag_dqn *d = (ag_dqn *)cd; /* tensors made resident; nothing the caller sees changes */
+  if (d->dist)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: a DQN of a group of GPUs is not saved whole; save each rank's "
+                    "shard with ag_shard_save",
+                    fn);
+  ag_status s = ag__not_recording(d->ctx, fn);
+  if (s) return s;
+  if (d->broken)
+    return ag__fail(AG_ERR_STATE, "%s: a device error left the DQN half updated; it cannot be saved", fn);
+  ag_tensor *ts[DQN_MAX_TENSORS];
+  int T = dqn_tensors(d, ts, DQN_MAX_TENSORS);
+  if (T > DQN_MAX_TENSORS) return ag__fail(AG_ERR_UNSUPPORTED, "%s: %d tensors is too many", fn, T);
+  size_t most = 8;
+  for (int i = 0; i < T; i++) {
+    size_t b = (size_t)ag_tensor_numel(ts[i]) * ag_dtype_size(ag_tensor_dtype(ts[i]));
+    if (b > most) most = b;
+  }
+  const int H = DQN_FIXED + DQN_ENTRY * T + 4;
+  unsigned char *h = ag__calloc(1, (size_t)H);
+  unsigned char *buf = h ? ag__malloc(most) : NULL;
+  if (!buf) {
+    free(h);
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
+  }
+  header_put(d, h, T, ts);
+  ag__afile a;
+  if ((s = ag__afile_open(&a, path, fn))) {
+    free(h);
+    free(buf);
+    return s;
+  }
+  int wrote = fwrite(h, 1, (size_t)H, a.f) == (size_t)H;
+  free(h);
+  for (int i = 0; i < T && !s && wrote; i++) {
+    size_t es = ag_dtype_size(ag_tensor_dtype(ts[i])), n = (size_t)ag_tensor_numel(ts[i]);
+    if ((s = ag_tensor_read(ts[i], buf, n * es))) break;
+    swap_order(buf, n, es);
+    write_parts(a.f, buf, n * es, &wrote);
+  }
+  free(buf);
+  if (!s && wrote) write_parts(a.f, d->run_state, d->run_state_n, &wrote);
+  if (!s && wrote) s = ag__replay_write(d->replay, a.f, AG_TRANSFER_PART_BYTES, fn, path);
+  if (!s && !wrote)
+    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
+                 strerror(errno));
+  if (s) {
+    ag__afile_abort(&a);
+    return s;
+  }
+  return ag__afile_commit(&a, fn);
+}
+
+/* ---- load ---- */
+
+static ag_status bad(const char *fn, const char *path, const char *what) {
+  return ag__fail(AG_ERR_IO, "%s: %s is not a DQN file of this version: %s", fn, path, what);
+}
+
+/* Reads a section of n bytes written by write_parts into buf, checking each CRC. */
+static ag_status read_parts(FILE *f, unsigned char *buf, size_t n, const char *fn, const char *path,
+                            const char *what) {
+  size_t off = 0;
+  do {
+    size_t len = n - off < AG_TRANSFER_PART_BYTES ? n - off : AG_TRANSFER_PART_BYTES;
+    unsigned char c[4];
+    if (fread(buf + off, 1, len, f) != len || fread(c, 1, 4, f) != 4)
+      return ag__fail(AG_ERR_IO, "%s: %s is truncated in %s", fn, path, what);
+    if (ag__get32(c) != ag__crc32_add(0, buf + off, len))
+      return ag__fail(AG_ERR_IO, "%s: %s: %s fail their CRC-32 (the file is damaged)", fn, path, what);
+    off += len;
+  } while (off < n);
+  return AG_OK;
+}
+
+/* The configuration and counters of a header whose CRC holds. */
+static ag_status header_get(const unsigned char *h, const char *fn, const char *path, ag_dqn_config *c,
+                            int64_t k[5], uint64_t *host_rng, uint64_t *R) {
+  memset(c, 0, sizeof *c);
+  c->n_hidden = (int)ag__get32(h + 48);
+  uint32_t flags = ag__get32(h + 52);
+  if (ag__get32(h + 48) > AG_DQN_MAX_HIDDEN || flags > 7)
+    return bad(fn, path, "n_hidden or flags out of range");
+  c->double_dqn = (flags & 1) != 0;
+  c->huber = (flags & 2) != 0;
+  c->fused = (flags & 4) != 0;
+  for (int i = 0; i < AG_DQN_MAX_HIDDEN; i++) {
+    int64_t v = (int64_t)ag__get64(h + 56 + 8 * i);
+    if (i < c->n_hidden && (v < 1 || v > ((int64_t)1 << 24)))
+      return bad(fn, path, "a hidden size out of range");
+    if (i >= c->n_hidden && v) return bad(fn, path, "an unused hidden size is not 0");
+    if (i < c->n_hidden) c->hidden[i] = v;
+  }
+  float *fs[7] = {&c->lr,        &c->gamma,   &c->tau,          &c->exploration_fraction,
+                  &c->eps_start, &c->eps_end, &c->max_grad_norm};
+  for (int i = 0; i < 7; i++) {
+    *fs[i] = ag__get_f32(h + 120 + 4 * i);
+    if (!isfinite(*fs[i])) return bad(fn, path, "a setting is not finite");
+  }
+  int64_t *is[6] = {&c->batch_size, &c->buffer_size,    &c->learning_starts,
+                    &c->train_freq, &c->gradient_steps, &c->target_update_interval};
+  for (int i = 0; i < 6; i++) *is[i] = (int64_t)ag__get64(h + 152 + 8 * i);
+  c->seed = ag__get64(h + 200);
+  for (int i = 0; i < 5; i++) k[i] = (int64_t)ag__get64(h + 208 + 8 * i);
+  *host_rng = ag__get64(h + 248);
+  *R = ag__get64(h + 256);
+  if (ag__get32(h + 148) || ag__get32(h + 268)) return bad(fn, path, "reserved bytes are not 0");
+  for (int i = 272; i < DQN_FIXED; i++)
+    if (h[i]) return bad(fn, path, "reserved bytes are not 0");
+  if (c->lr <= 0.0f || c->lr >= 1e6f || c->max_grad_norm < 0.0f || c->buffer_size > ((int64_t)1 << 40))
+    return bad(fn, path, "a setting out of range");
+  if (k[0] < 1 || k[0] > ((int64_t)1 << 24) || k[1] < 2 || k[1] > ((int64_t)1 << 24) || k[2] < 1 ||
+      k[3] < 0 || k[4] < 0 || k[4] > k[3])
+    return bad(fn, path, "sizes or counters out of range");
+  if (*R > DQN_MAX_RUN_STATE) return bad(fn, path, "the run state is longer than 2^30 bytes");
+  return AG_OK;
+}
+
+/* The entries (rows, cols, dtype) the DQN of configuration c makes, in the
+ * file's order (dqn_tensors'); how many there are. */
+static int expected_entries(const ag_dqn_config *c, int64_t obs_dim, int64_t n_actions, int64_t (*e)[3],
+                            int max) {
+  int64_t sizes[AG_DQN_MAX_HIDDEN + 2];
+  int L = c->n_hidden + 1, n = 0;
+  sizes[0] = obs_dim;
+  for (int i = 0; i < c->n_hidden; i++) sizes[i + 1] = c->hidden[i];
+  sizes[L] = n_actions;
+#define ENTRY(r, cl, dt)                                        \
+  do {                                                          \
+    if (n < max) e[n][0] = (r), e[n][1] = (cl), e[n][2] = (dt); \
+    n++;                                                        \
+  } while (0)
+  for (int l = 0; l < L; l++) { /* each parameter and its gradient */
+    ENTRY(sizes[l + 1], sizes[l], AG_F32);
+    ENTRY(sizes[l + 1], sizes[l], AG_F32);
+    ENTRY(sizes[l + 1], 1, AG_F32);
+    ENTRY(sizes[l + 1], 1, AG_F32);
+  }
+  ENTRY(1, 1, AG_I64);               /* the sampling counter */
+  ENTRY(AG__OPT_STATE_N, 1, AG_F32); /* Adam's state, then each parameter's moments */
+  for (int l = 0; l < L; l++) {
+    for (int k = 0; k < 2; k++) ENTRY(sizes[l + 1], sizes[l], AG_F32);
+    for (int k = 0; k < 2; k++) ENTRY(sizes[l + 1], 1, AG_F32);
+  }
+  for (int l = 0; l < L; l++) { /* the target network */
+    ENTRY(sizes[l + 1], sizes[l], AG_F32);
+    ENTRY(sizes[l + 1], 1, AG_F32);
+  }
+#undef ENTRY
+  return n;
+}
+
+ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_dqn **out);
+
+/* Loads from f's position to its end; the entry of ag_dqn_load and of the
+ * fuzzer. A DQN whose networks and table would take more than max_bytes
+ * (0: no limit) is refused with AG_ERR_UNSUPPORTED before it is made. */
+ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_dqn **out) {
+  static const char fn[] = "ag_dqn_load";
+  if (!ctx || !f || !path || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  ag_status s = ag__not_recording(ctx, fn);
+  if (s) return s;
+  uint64_t len = 0;
+  if ((s = ag__stream_left(f, fn, path, "a DQN", &len))) return s;
+  unsigned char fixed[DQN_FIXED];
+  if (len < 8 || fread(fixed, 1, len < DQN_FIXED ? (size_t)len : DQN_FIXED, f) < (len < 8 ? len : 8))
+    return bad(fn, path, "truncated");
+  if (memcmp(fixed, dqn_magic, 8))
+    return ag__fail(AG_ERR_IO, "%s: %s is not a DQN file (no AGRLDQN1 magic)", fn, path);
+  if (len < DQN_FIXED) return bad(fn, path, "truncated in its header");
+  uint32_t version = ag__get32(fixed + 8), H = ag__get32(fixed + 12), T = ag__get32(fixed + 264);
+  if (version > DQN_VERSION)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %s has format version %u; this library reads version %d", fn,
+                    path, version, DQN_VERSION);
+  if (version == 0) return bad(fn, path, "format version 0");
+  if (T > DQN_MAX_TENSORS || H != DQN_FIXED + DQN_ENTRY * T + 4)
+    return bad(fn, path, "a header length or tensor count out of range");
+  if (len < H) return bad(fn, path, "truncated in its header");
+  unsigned char *h = ag__malloc(H);
+  if (!h) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(h, fixed, DQN_FIXED);
+  if (fread(h + DQN_FIXED, 1, H - DQN_FIXED, f) != H - DQN_FIXED) {
+    free(h);
+    return bad(fn, path, "truncated in its header");
+  }
+  if (ag__get32(h + H - 4) != ag__crc32_add(0, h, H - 4)) {
+    free(h);
+    return bad(fn, path, "its header fails its CRC-32 (the file is damaged)");
+  }
+  ag_dqn_config c;
+  int64_t k[5];
+  uint64_t host_rng = 0, R = 0;
+  s = header_get(h, fn, path, &c, k, &host_rng, &R);
+  if (!s && (s = ag__dqn_check_config(&c, fn))) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    s = ag__fail(AG_ERR_IO, "%s: %s holds a configuration ag_dqn_create refuses: %s", fn, path, why);
+  }
+  /* the file's entries must be those its configuration makes, and the file
+   * must hold their bytes, before anything is made */
+  uint64_t need = H, params = 0;
+  int64_t want[DQN_MAX_TENSORS][3];
+  if (!s && expected_entries(&c, k[0], k[1], want, DQN_MAX_TENSORS) != (int)T)
+    s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
+  for (uint32_t i = 0; !s && i < T; i++) {
+    const unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
+    if ((int64_t)ag__get64(e) != want[i][0] || (int64_t)ag__get64(e + 8) != want[i][1] ||
+        ag__get32(e + 16) != (uint32_t)want[i][2] || ag__get32(e + 20))
+      s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
+    else {
+      uint64_t b = (uint64_t)want[i][0] * (uint64_t)want[i][1] * ag_dtype_size((ag_dtype)want[i][2]);
+      params += b;
+      need += parts_bytes(b);
+    }
+  }
+  need += parts_bytes(R);
+  if (!s && need > len) s = bad(fn, path, "truncated (shorter than its header says)");
+  uint64_t rows = 2 * (uint64_t)k[0] + 3;
+  if (!s && max_bytes && (params > max_bytes || (uint64_t)c.buffer_size * rows * 4 > max_bytes))
+    s = ag__fail(AG_ERR_UNSUPPORTED, "%s: the DQN of %s is larger than the limit of %zu bytes", fn, path,
+                 max_bytes);
+  ag_dqn *d = NULL;
+  if (!s) { /* made with a table of one batch: the file's table replaces it */
+    ag_dqn_config small = c;
+    small.buffer_size = c.batch_size;
+    s = ag__dqn_create(ctx, NULL, k[0], k[1], k[2], &small, fn, &d);
+  }
+  ag_tensor *ts[DQN_MAX_TENSORS];
+  if (!s) {
+    int n = dqn_tensors(d, ts, DQN_MAX_TENSORS);
+    if (n != (int)T) s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
+    for (int i = 0; !s && i < n; i++) {
+      const unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
+      if ((int64_t)ag__get64(e) != ag_tensor_rows(ts[i]) ||
+          (int64_t)ag__get64(e + 8) != ag_tensor_cols(ts[i]) ||
+          ag__get32(e + 16) != (uint32_t)ag_tensor_dtype(ts[i]))
+        s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
+    }
+  }
+  free(h);
+  size_t most = R > 8 ? (size_t)R : 8;
+  for (uint32_t i = 0; !s && i < T; i++) {
+    size_t b = (size_t)ag_tensor_numel(ts[i]) * ag_dtype_size(ag_tensor_dtype(ts[i]));
+    if (b > most) most = b;
+  }
+  unsigned char *buf = s ? NULL : ag__malloc(most);
+  if (!s && !buf) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
+  for (uint32_t i = 0; !s && i < T; i++) {
+    size_t es = ag_dtype_size(ag_tensor_dtype(ts[i])), n = (size_t)ag_tensor_numel(ts[i]);
+    if (!(s = read_parts(f, buf, n * es, fn, path, "a tensor's values"))) {
+      swap_order(buf, n, es);
+      s = ag_tensor_write(ts[i], buf, n * es);
+    }
+  }
+  if (!s && (s = read_parts(f, buf, (size_t)R, fn, path, "the run state")) == AG_OK && R)
+    s = ag_dqn_set_run_state(d, buf, (size_t)R);
+  free(buf);
+  ag_replay *r = NULL;
+  uint64_t left = 0;
+  if (!s) s = ag__stream_left(f, fn, path, "a DQN", &left);
+  if (!s) s = ag__replay_read(ctx, f, path, left, max_bytes, fn, &r);
+  if (!s) { /* the table must be the one the DQN makes, of the file's capacity */
+    ag_replay *mine = d->replay;
+    int same = ag_replay_n_fields(r) == ag_replay_n_fields(mine) &&
+               ag_replay_storage(r) == ag_replay_storage(mine) && ag_replay_capacity(r) == c.buffer_size &&
+               ag_replay_min_size(r) == ag_replay_min_size(mine) && !ag_replay_per(r);
+    for (int i = 0; same && i < ag_replay_n_fields(r); i++) {
+      ag_field a, b;
+      same = !ag_replay_field_at(r, i, &a) && !ag_replay_field_at(mine, i, &b) && a.width == b.width &&
+             a.dtype == b.dtype && !strcmp(a.name, b.name);
+    }
+    if (!same) s = bad(fn, path, "its replay table is not the DQN's (fields, storage, capacity or sampler)");
+  }
+  if (s) {
+    ag_replay_free(r);
+    ag_dqn_free(d);
+    return s;
+  }
+  ag_replay_free(d->replay);
+  d->replay = r;
+  d->cfg.buffer_size = c.buffer_size;
+  d->updates = k[3];
+  d->updates_at_target = k[4];
+  d->host_rng = host_rng;
+  *out = d;
+  return AG_OK;
+}
+
+ag_status ag_dqn_load(ag_ctx *ctx, const char *path, ag_dqn **out) {
+  static const char fn[] = "ag_dqn_load";
+  if (!ctx || !path || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  FILE *f;
+  ag_status s = ag__open_read(path, fn, &f);
+  if (s) return s;
+  s = ag__dqn_load_stream(ctx, f, path, 0, out);
+  fclose(f);
+  return s;
+}
+
+ag_status ag_dqn_set_run_state(ag_dqn *d, const void *data, size_t n) {
+  static const char fn[] = "ag_dqn_set_run_state";
+  if (!d || (!data && n))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL, or data is NULL for n > 0", fn);
+  if (n > DQN_MAX_RUN_STATE)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %zu bytes is more than 2^30", fn, n);
+  void *p = NULL;
+  if (n) {
+    if (!(p = ag__malloc(n))) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    memcpy(p, data, n);
+  }
+  free(d->run_state);
+  d->run_state = p;
+  d->run_state_n = n;
+  return AG_OK;
+}
+
+const void *ag_dqn_run_state(const ag_dqn *d, size_t *n) {
+  if (n) *n = d ? d->run_state_n : 0;
+  return d ? d->run_state : NULL;
+}

@@ -1,0 +1,459 @@
+/* learn.c — the DQN's training loop (ag_dqn_learn, ag_dqn_learn_ex) and its
+ * checkpoints: the loop's own state (counters, the last 20 returns, the
+ * observations in hand, the environments' state) travels in the DQN's run
+ * state, so that one ag_dqn_save holds everything a resumed run needs.
+ *
+ * The run state's layout (little-endian):
+ *   0   8  "AGRLRUN1"   8 u32 version (1)   12 u32 copies n   16 u32 obs_dim
+ *   20  u32 0
+ *   24  i64 step, episodes, since_train, since_target
+ *   56  i32 returns kept (0..20), the next slot (0..19)
+ *   64  20 x f64 the last returns     224 f64 the mean reported
+ *   232 u64 E, the environments' state's length
+ *   240 n x obs_dim f32 the observations in hand, then E bytes of
+ *       ag_vec_env_get_state
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+
+static const char run_magic[8] = {'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'};
+enum { RUN_FIXED = 240, RUN_WINDOW = 20 };
+
+typedef struct recent {
+  double r[RUN_WINDOW];
+  int n, next;
+} recent;
+
+static double recent_push(recent *w, double v) {
+  w->r[w->next] = v;
+  w->next = (w->next + 1) % RUN_WINDOW;
+  if (w->n < RUN_WINDOW) w->n++;
+  double s = 0;
+  for (int i = 0; i < w->n; i++) s += w->r[i];
+  return s / w->n;
+}
+
+/* The loop's state between two steps. */
+typedef struct loop_state {
+  int64_t step, episodes, since_train, since_target;
+  recent win;
+  double mean;
+} loop_state;
+
+/* In a group, at every training boundary (the same environment step on
+ * every rank) the ranks share [stop requested, returns kept, the last
+ * 20 / G episode returns]: any rank's stop request stops all of them here,
+ * and the mean return reported until the next boundary is over the last
+ * 20 / G episodes of every rank — 20 episodes of the group, the window a
+ * one-GPU run averages over. */
+enum { XCHG_ROWS = 2 + RUN_WINDOW };
+
+static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, int want_stop, int *stop,
+                                double *mean) {
+  int G = ag_dist_world(d->dist), keep = RUN_WINDOW / G > 0 ? RUN_WINDOW / G : 1;
+  float v[XCHG_ROWS] = {0};
+  int n = win->n < keep ? win->n : keep;
+  v[0] = (float)want_stop;
+  v[1] = (float)n;
+  for (int i = 0; i < n; i++) v[2 + i] = (float)win->r[(win->next - 1 - i + RUN_WINDOW) % RUN_WINDOW];
+  ag_tensor *all;
+  float *a = ag__malloc(sizeof(float) * XCHG_ROWS * (size_t)G);
+  if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_dqn_learn: out of host memory");
+  ag_status s = ag_tensor_write(xchg, v, sizeof v);
+  if (!s) s = ag_dist_allgather(d->dist, xchg, &all);
+  if (!s) s = ag_tensor_read(all, a, sizeof(float) * XCHG_ROWS * (size_t)G);
+  if (!s) {
+    double sum = 0;
+    int cnt = 0;
+    for (int r = 0; r < G; r++) {
+      const float *x = a + r * XCHG_ROWS;
+      if (x[0] != 0.0f) *stop = 1;
+      for (int i = 0; i < (int)x[1]; i++) sum += x[2 + i];
+      cnt += (int)x[1];
+    }
+    if (cnt > 0) *mean = sum / cnt;
+  }
+  free(a);
+  ag_ctx_reset(d->ctx);
+  return s;
+}
+
+/* ---- the run state ---- */
+
+
+
+/* Records the loop's state in the DQN's run state. */
+static ag_status record_run(ag_dqn *d, ag_vec_env *env, const loop_state *ls, const float *obs,
+                            const char *fn) {
+  int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
+  size_t E = 0;
+  ag_status s = ag_vec_env_state_size(env, &E);
+  if (s) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    return ag__fail(s, "%s: the environments' state cannot be kept in a checkpoint: %s", fn, why);
+  }
+  size_t ob = (size_t)n * (size_t)od * 4, len = RUN_FIXED + ob + E;
+  unsigned char *b = ag__calloc(1, len);
+  if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(b, run_magic, 8);
+  ag__put32(b + 8, 1);
+  ag__put32(b + 12, (uint32_t)n);
+  ag__put32(b + 16, (uint32_t)od);
+  const int64_t c[4] = {ls->step, ls->episodes, ls->since_train, ls->since_target};
+  for (int i = 0; i < 4; i++) ag__put64(b + 24 + 8 * i, (uint64_t)c[i]);
+  ag__put32(b + 56, (uint32_t)ls->win.n);
+  ag__put32(b + 60, (uint32_t)ls->win.next);
+  for (int i = 0; i < RUN_WINDOW; i++) ag__put_f64(b + 64 + 8 * i, ls->win.r[i]);
+  ag__put_f64(b + 224, ls->mean);
+  ag__put64(b + 232, (uint64_t)E);
+  for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
+    uint32_t u;
+    memcpy(&u, obs + i, 4);
+    ag__put32(b + RUN_FIXED + 4 * i, u);
+  }
+  s = ag_vec_env_get_state(env, b + RUN_FIXED + ob, E);
+  if (!s) s = ag_dqn_set_run_state(d, b, len);
+  free(b);
+  return s;
+}
+
+/* The loop's state and the environments' from the DQN's run state;
+ * nothing changes unless all of it is sound. */
+static ag_status restore_run(ag_dqn *d, ag_vec_env *env, loop_state *ls, float *obs, const char *fn) {
+  size_t len = 0;
+  const unsigned char *b = ag_dqn_run_state(d, &len);
+  int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
+  size_t ob = (size_t)n * (size_t)od * 4;
+  if (!b || len < RUN_FIXED || memcmp(b, run_magic, 8) || ag__get32(b + 8) != 1)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: resume: the DQN holds no run state of ag_dqn_learn_ex (load a "
+                    "checkpoint's agent.agrl with ag_dqn_load)",
+                    fn);
+  if (ag__get32(b + 12) != (uint32_t)n || ag__get32(b + 16) != (uint32_t)od)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: resume: the run had %u copies of %u observations; this vector has %d of %d", fn,
+                    ag__get32(b + 12), ag__get32(b + 16), n, od);
+  uint64_t E = ag__get64(b + 232);
+  if (E != len - RUN_FIXED - ob || ag__get32(b + 20))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's lengths do not add up", fn);
+  loop_state t;
+  memset(&t, 0, sizeof t);
+  int64_t *c[4] = {&t.step, &t.episodes, &t.since_train, &t.since_target};
+  for (int i = 0; i < 4; i++) *c[i] = (int64_t)ag__get64(b + 24 + 8 * i);
+  t.win.n = (int)ag__get32(b + 56);
+  t.win.next = (int)ag__get32(b + 60);
+  for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ag__get_f64(b + 64 + 8 * i);
+  t.mean = ag__get_f64(b + 224);
+  if (t.step < 0 || t.episodes < 0 || t.since_train < 0 || t.since_target < 0 || t.win.n < 0 ||
+      t.win.n > RUN_WINDOW || t.win.next < 0 || t.win.next >= RUN_WINDOW)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
+  ag_status s = ag_vec_env_set_state(env, b + RUN_FIXED + ob, (size_t)E);
+  if (s) return s;
+  for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
+    uint32_t u = ag__get32(b + RUN_FIXED + 4 * i);
+    memcpy(obs + i, &u, 4);
+  }
+  *ls = t;
+  return AG_OK;
+}
+
+/* ---- checkpoint directories ---- */
+
+
+/* Removes a directory and what it holds (at most `depth` levels). */
+static int remove_tree(const char *path, int depth) {
+  DIR *dir = opendir(path);
+  if (!dir) return errno == ENOENT ? 0 : -1;
+  int rc = 0;
+  size_t pl = strlen(path);
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char *p = ag__malloc(pl + strlen(e->d_name) + 2);
+    if (!p) {
+      rc = -1;
+      break;
+    }
+    sprintf(p, "%s/%s", path, e->d_name);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (depth <= 0 || remove_tree(p, depth - 1)) rc = -1;
+    } else if (unlink(p))
+      rc = -1;
+    free(p);
+  }
+  closedir(dir);
+  if (rmdir(path)) rc = -1;
+  return rc;
+}
+
+static void sync_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+}
+
+/* The step of a name "ckpt-" + 12 digits, or -1. */
+static int64_t ckpt_step(const char *name) {
+  if (strncmp(name, "ckpt-", 5) || strlen(name) != 17) return -1;
+  int64_t v = 0;
+  for (const char *p = name + 5; *p; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    v = v * 10 + (*p - '0');
+  }
+  return v;
+}
+
+/* The steps of dir's checkpoints, newest first, in *out (freed by the caller). */
+static ag_status list_ckpts(const char *dir, const char *fn, int64_t **out, int *n) {
+  DIR *dd = opendir(dir);
+  if (!dd) return ag__fail(AG_ERR_IO, "%s: cannot read the directory %s: %s", fn, dir, strerror(errno));
+  int64_t *v = NULL;
+  int k = 0, cap = 0;
+  struct dirent *e;
+  ag_status s = AG_OK;
+  while ((e = readdir(dd))) {
+    int64_t st = ckpt_step(e->d_name);
+    if (st < 0) continue;
+    if (k == cap) {
+      int64_t *nv = ag__realloc(v, sizeof *v * (size_t)(cap = cap ? 2 * cap : 16));
+      if (!nv) {
+        s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+        break;
+      }
+      v = nv;
+    }
+    v[k++] = st;
+  }
+  closedir(dd);
+  if (s) {
+    free(v);
+    return s;
+  }
+  for (int i = 1; i < k; i++) /* newest first */
+    for (int j = i; j > 0 && v[j] > v[j - 1]; j--) {
+      int64_t t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  *out = v;
+  *n = k;
+  return AG_OK;
+}
+
+static char *join(const char *dir, const char *name) {
+  char *p = ag__malloc(strlen(dir) + strlen(name) + 2);
+  if (p) sprintf(p, "%s/%s", dir, name);
+  return p;
+}
+
+static ag_status write_checkpoint(ag_dqn *d, ag_vec_env *env, const ag_learn_opts *o, const loop_state *ls,
+                                  const float *obs) {
+  static const char fn[] = "ag_dqn_learn_ex";
+  const char *dir = o->checkpoint_dir;
+  char name[40], tname[48];
+  snprintf(name, sizeof name, "ckpt-%012lld", (long long)ls->step);
+  snprintf(tname, sizeof tname, ".%s.tmp", name);
+  if (ag__make_dirs(dir))
+    return ag__fail(AG_ERR_IO, "%s: cannot create the checkpoint directory %s: %s", fn, dir, strerror(errno));
+  char *final = join(dir, name), *tmp = join(dir, tname), *agent = tmp ? join(tmp, "agent.agrl") : NULL;
+  ag_status s = AG_OK;
+  if (!final || !tmp || !agent) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  struct stat st;
+  if (!s && stat(final, &st) == 0) goto done; /* this step's checkpoint is there already */
+  if (!s && (remove_tree(tmp, 4) || mkdir(tmp, 0777)))
+    s = ag__fail(AG_ERR_IO, "%s: cannot create %s: %s", fn, tmp, strerror(errno));
+  if (!s) s = record_run(d, env, ls, obs, fn);
+  if (!s) s = ag_dqn_save(d, agent);
+  if (!s && o->on_checkpoint) s = o->on_checkpoint(tmp, ls->step, o->user);
+  if (!s) {
+    sync_dir(tmp);
+    if (rename(tmp, final))
+      s = ag__fail(AG_ERR_IO, "%s: cannot rename %s to %s: %s", fn, tmp, final, strerror(errno));
+  }
+  if (s) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    remove_tree(tmp, 4);
+    s = ag__fail(s, "%s (the checkpoint at step %lld is not written; earlier ones stay)", why,
+                 (long long)ls->step);
+    goto done;
+  }
+  sync_dir(dir);
+  int64_t *steps = NULL;
+  int k = 0;
+  if (list_ckpts(dir, fn, &steps, &k) == AG_OK) /* pruning is best effort: the new one is safe */
+    for (int i = o->keep; i < k; i++) {
+      char old[40];
+      snprintf(old, sizeof old, "ckpt-%012lld", (long long)steps[i]);
+      char *p = join(dir, old);
+      if (p) remove_tree(p, 4);
+      free(p);
+    }
+  free(steps);
+done:
+  free(final);
+  free(tmp);
+  free(agent);
+  return s;
+}
+
+ag_status ag_learn_latest(const char *dir, char *buf, size_t size, int64_t *step) {
+  static const char fn[] = "ag_learn_latest";
+  if (!dir || !buf || !size)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dir and buf must be given, size > 0", fn);
+  int64_t *steps = NULL;
+  int k = 0;
+  ag_status s = list_ckpts(dir, fn, &steps, &k);
+  if (s) return s;
+  if (!k) {
+    free(steps);
+    return ag__fail(AG_ERR_IO, "%s: %s holds no checkpoint (ckpt-NNNNNNNNNNNN)", fn, dir);
+  }
+  int64_t st = steps[0];
+  free(steps);
+  int w = snprintf(buf, size, "%s/ckpt-%012lld", dir, (long long)st);
+  if (w < 0 || (size_t)w >= size)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: the path of %s's newest checkpoint needs %d bytes", fn, dir,
+                    w + 1);
+  if (step) *step = st;
+  return AG_OK;
+}
+
+ag_learn_opts ag_learn_defaults(void) {
+  ag_learn_opts o;
+  memset(&o, 0, sizeof o);
+  o.keep = 3;
+  return o;
+}
+
+/* ---- the loop ---- */
+
+ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_learn_opts *o,
+                          ag_train_callback cb, void *user) {
+  static const char fn[] = "ag_dqn_learn";
+  if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
+  const ag_env_spec *spec = ag_vec_env_get_spec(env);
+  if (spec->obs_dim != d->obs_dim || spec->n_actions != d->n_actions)
+    return ag__fail(AG_ERR_SHAPE,
+                    "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
+                    spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
+  if (o && (o->keep < 1 || o->checkpoint_every < 0))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: keep = %d must be >= 1 and checkpoint_every = %lld >= 0", fn,
+                    o->keep, (long long)o->checkpoint_every);
+  if (o && d->dist && (o->checkpoint_dir || o->resume))
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: checkpoints of a DQN of a group of GPUs are not supported", fn);
+  if (o) o->stopped = 0;
+  int n = ag_vec_env_size(env), od = spec->obs_dim;
+  int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
+  float *obs = ag__malloc(sizeof(float) * (size_t)(n * od)),
+        *next = ag__malloc(sizeof(float) * (size_t)(n * od));
+  float *fin = ag__malloc(sizeof(float) * (size_t)(n * od)), *rew = ag__malloc(sizeof(float) * (size_t)n);
+  float *actf = ag__malloc(sizeof(float) * (size_t)n);
+  int32_t *act = ag__malloc(sizeof(int32_t) * (size_t)n);
+  int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
+  ag_status s = AG_OK;
+  if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc)
+    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  loop_state ls;
+  memset(&ls, 0, sizeof ls);
+  if (!s) s = o && o->resume ? restore_run(d, env, &ls, obs, "ag_dqn_learn_ex") : ag_vec_env_reset(env, obs);
+  int64_t last_ckpt = ls.step;
+  if (o) o->resumed_at = ls.step;
+  /* In a group a stop requested by the callback waits for the next training
+   * boundary, where the ranks agree on it: a rank that left alone would
+   * leave the others waiting in the next all-reduce. */
+  int stop = 0, want_stop = 0;
+  ag_tensor *flag = NULL; /* in a group: what the ranks exchange at each boundary (group_boundary) */
+  if (!s && d->dist) s = ag_tensor_create(d->ctx, XCHG_ROWS, 1, AG_F32, NULL, &flag);
+  while (!s && !stop && ls.step < total_steps) {
+    if ((s = ag_dqn_act(d, obs, n, ls.step, 1, act))) break;
+    for (int i = 0; i < n; i++) actf[i] = (float)act[i];
+    if ((s = ag_vec_env_step(env, actf, next, rew, term, trunc, fin))) break;
+    if ((s = ag_dqn_store(d, obs, act, rew, fin, term, n))) break;
+    memcpy(obs, next, sizeof(float) * (size_t)(n * od));
+    ls.step += n * group;
+    ls.since_train += n * group;
+    ls.since_target += n * group;
+    for (int i = 0; i < n; i++) { /* every episode of the step is reported, also after a stop request */
+      if (!term[i] && !trunc[i]) continue;
+      ag_episode_info info;
+      if ((s = ag_vec_env_last_episode(env, i, &info))) break;
+      ls.episodes++;
+      double own = recent_push(&ls.win, info.ret);
+      if (!d->dist) ls.mean = own; /* in a group: the group's mean, from the last boundary */
+      ag_train_event ev = {AG_TRAIN_EPISODE,
+                           ls.step,
+                           ls.episodes,
+                           d->updates,
+                           info.ret,
+                           info.length,
+                           info.truncated && !info.terminated,
+                           ls.mean,
+                           0.0f,
+                           ag_dqn_epsilon(d, ls.step)};
+      if (cb && cb(&ev, user)) want_stop = 1;
+    }
+    if (s) break;
+    if (ls.since_target >= d->cfg.target_update_interval) { /* SB3: counted in environment steps */
+      ls.since_target = 0;
+      if (d->cfg.tau < 1.0f || d->updates != d->updates_at_target) { /* a copy of an unchanged q is a no-op */
+        d->updates_at_target = d->updates;
+        if ((s = ag_dqn_update_target(d))) break;
+      }
+    }
+    if (ls.since_train >= d->cfg.train_freq) {
+      ls.since_train = 0;
+      int trained = ls.step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch &&
+                    d->cfg.gradient_steps > 0;
+      float loss = 0;
+      if (trained && (s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
+      /* the phase reports the group's mean of now; a stop it asks for is
+       * agreed at the next boundary */
+      if (flag && (s = group_boundary(d, flag, &ls.win, want_stop, &stop, &ls.mean))) break;
+      if (trained) {
+        ag_train_event ev = {AG_TRAIN_PHASE,
+                             ls.step,
+                             ls.episodes,
+                             d->updates,
+                             0,
+                             0,
+                             0,
+                             ls.mean,
+                             loss,
+                             ag_dqn_epsilon(d, ls.step)};
+        if (cb && cb(&ev, user)) want_stop = 1;
+      }
+    }
+    if (!flag) stop = want_stop;
+    if (!o) continue;
+    int halt = o->should_stop && o->should_stop(o->user);
+    if (o->checkpoint_dir && (halt || (o->checkpoint_every && ls.step - last_ckpt >= o->checkpoint_every))) {
+      last_ckpt = ls.step;
+      if ((s = write_checkpoint(d, env, o, &ls, obs))) break;
+    }
+    if (halt) {
+      o->stopped = 1;
+      break;
+    }
+  }
+  if (o) o->step = ls.step;
+  ag_tensor_free(flag);
+  free(obs), free(next), free(fin), free(rew), free(actf), free(act), free(term), free(trunc);
+  return s;
+}
+
+ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user) {
+  return ag_dqn_learn_ex(d, env, total_steps, NULL, cb, user);
+}
