@@ -190,7 +190,7 @@ if [ $rc -eq 1 ] && cmp -s "$d/episodes.csv" "$tmp/earlier.csv" && [ "$(listing 
 fi
 
 # SIGTERM stops a run of the most steps (1e11) after the step in progress:
-# it writes its files whole and exits with 143. Its progress line gives the
+# it writes a checkpoint and its files whole and exits with 143. Its progress line gives the
 # ETA in hours or days, not in millions of seconds.
 d=$tmp/stopped
 "$AGRL" train --steps 100000000000 --stop-at none --device cpu --hidden 16 --learning-starts 100 --out "$d" \
@@ -205,7 +205,8 @@ kill -TERM $pid
 wait $pid
 rc=$?
 if [ $rc -eq 143 ] && grep -q '"interrupted": true' "$d/summary.json" && [ "$(wc -l <"$d/episodes.csv")" -gt 5 ] &&
-   [ "$(listing "$d")" = "$files" ] && grep -q "interrupted by signal 15" "$tmp/stopped.txt" &&
+   [ "$(listing "$d")" = "$(printf '%s\n' checkpoints $files | LC_ALL=C sort)" ] &&
+   [ "$(ls "$d/checkpoints" | grep -c '^ckpt-')" = 1 ] && grep -q "interrupted by signal 15" "$tmp/stopped.txt" &&
    grep -q "^step .* | ETA  *[0-9.]*[hd]$" "$tmp/stopped.txt"; then
   ok
 else

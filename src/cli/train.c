@@ -58,6 +58,12 @@ static void train_usage(FILE *f) {
           "  --quiet               no progress line\n"
           "  --gpus G              data-parallel on GPUs 0..G-1, one process each (NCCL); the\n"
           "                        batch and the replay table are split over them\n"
+          "  --checkpoint-every N  a checkpoint of the whole run every N environment steps, in\n"
+          "                        DIR/checkpoints/ckpt-STEP (default 0: only when interrupted)\n"
+          "  --keep K              checkpoints kept, the newest (default 3)\n"
+          "  --resume PATH         continue the run of a checkpoint (PATH/agent.agrl) or of a run\n"
+          "                        directory (its newest checkpoint) with the run's own settings;\n"
+          "                        only --quiet and --device may be given beside it\n"
           "DQN options (defaults in brackets):\n"
           "  --lr X [%g]  --gamma X [%g]  --batch N [%lld]  --buffer N [%lld]\n"
           "  --learning-starts N [%lld]  --train-freq N [%lld]  --gradient-steps N [%lld]\n"
@@ -66,7 +72,9 @@ static void train_usage(FILE *f) {
           "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
           "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
-          "the step in progress, writes its files and exits with 130 (SIGINT) or 143 (SIGTERM).\n",
+          "the step in progress, writes a checkpoint and its files, and exits with 130 (SIGINT)\n"
+          "or 143 (SIGTERM); --resume DIR continues it, writing the logs an uninterrupted run\n"
+          "would have written.\n",
           MAX_STEPS, (double)c.lr, (double)c.gamma, (long long)c.batch_size, (long long)c.buffer_size,
           (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
           (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
@@ -119,23 +127,6 @@ static int parse_hidden(const char *s, ag_dqn_config *c) {
   return 0;
 }
 
-/* mkdir -p; any length the system takes (errno tells why not) */
-static int make_dirs(const char *path) {
-  char *buf = strdup(path);
-  if (!buf) return -1;
-  int rc = 0;
-  for (char *p = buf + 1; *p && !rc; p++)
-    if (*p == '/') {
-      *p = '\0';
-      if (mkdir(buf, 0777) && errno != EEXIST) rc = -1;
-      *p = '/';
-    }
-  if (!rc && mkdir(buf, 0777) && errno != EEXIST) rc = -1;
-  int e = errno;
-  free(buf);
-  errno = e;
-  return rc;
-}
 
 /* A file of the run written whole: DIR/NAME under a temporary name until
  * commit. Prints why not and returns -1 when it cannot be created. */
@@ -268,8 +259,144 @@ static int on_event(const ag_train_event *ev, void *user) {
     r->last_print = t;
     print_progress(r, 0);
   }
-  if ((r->solved_at >= 0 && !isinf(r->stop_at)) || stop_signal) r->stopped = 1;
+  /* a signal stops the loop through should_stop, after the step in progress */
+  if (r->solved_at >= 0 && !isinf(r->stop_at)) r->stopped = 1;
   return r->stopped;
+}
+
+/* ---- checkpoints: the command's own files beside the agent ----
+ * args       the run's settings: its flags, NUL after each (--out always)
+ * episodes.csv, losses.csv   the logs so far
+ * cli.state  the summary's counters, floats in C99's hexadecimal form */
+
+typedef struct ckpt_files {
+  run *r;
+  ag__afile *ep, *loss;
+  char **args;
+  int n_args;
+} ckpt_files;
+
+static int should_stop(void *user) {
+  (void)user;
+  return stop_signal != 0;
+}
+
+/* DIR/NAME written whole from the bytes of a temporary log so far. */
+static ag_status copy_log(ag__afile *log, const char *dir, const char *name) {
+  char *p = cli_path(dir, name);
+  if (!p) return AG_ERR_OUT_OF_MEMORY;
+  ag__afile out;
+  ag_status s = ag__afile_open(&out, p, "train");
+  free(p);
+  if (s) return s;
+  FILE *in = NULL;
+  int ok = fflush(log->f) == 0 && (in = fopen(log->tmp, "rb")) != NULL;
+  char buf[65536];
+  size_t n;
+  while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out.f) == n;
+  if (ok && in && ferror(in)) ok = 0;
+  if (in) fclose(in);
+  if (!ok) {
+    ag__afile_abort(&out);
+    return AG_ERR_IO;
+  }
+  return ag__afile_commit(&out, "train");
+}
+
+static ag_status on_checkpoint(const char *dir, int64_t step, void *user) {
+  (void)step;
+  ckpt_files *c = user;
+  const run *r = c->r;
+  ag__afile a;
+  char *p = cli_path(dir, "args");
+  if (!p) return AG_ERR_OUT_OF_MEMORY;
+  ag_status s = ag__afile_open(&a, p, "train");
+  free(p);
+  if (s) return s;
+  for (int i = 0; i < c->n_args; i++) fwrite(c->args[i], 1, strlen(c->args[i]) + 1, a.f);
+  if ((s = ag__afile_commit(&a, "train"))) return s;
+  if ((s = copy_log(c->ep, dir, "episodes.csv")) || (s = copy_log(c->loss, dir, "losses.csv"))) return s;
+  if (!(p = cli_path(dir, "cli.state"))) return AG_ERR_OUT_OF_MEMORY;
+  s = ag__afile_open(&a, p, "train");
+  free(p);
+  if (s) return s;
+  fprintf(a.f, "rows %lld\nbest_mean %a\nsolved_at %lld\nlast_loss %a\n", (long long)r->rows, r->best_mean,
+          (long long)r->solved_at, (double)r->last_loss);
+  fprintf(a.f, "last %d %lld %lld %lld %a %lld %d %a %a %a\n", (int)r->last.kind, (long long)r->last.step,
+          (long long)r->last.episodes, (long long)r->last.updates, r->last.episode_return,
+          (long long)r->last.episode_length, r->last.truncated, r->last.mean_return, (double)r->last.loss,
+          (double)r->last.epsilon);
+  return ag__afile_commit(&a, "train");
+}
+
+/* A whole file of at most max bytes, NUL-terminated, in *out (free it); -1 with a message. */
+static int read_whole(const char *path, size_t max, char **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "agrl train: --resume: cannot read %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  char *b = malloc(max + 1);
+  size_t n = b ? fread(b, 1, max + 1, f) : 0;
+  int bad = !b || ferror(f) || n > max;
+  fclose(f);
+  if (bad) {
+    fprintf(stderr, "agrl train: --resume: %s cannot be read or is longer than %zu bytes\n", path, max);
+    free(b);
+    return -1;
+  }
+  b[n] = '\0';
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+/* The summary's counters back from DIR/cli.state; -1 with a message. */
+static int restore_run(run *r, const char *dir) {
+  char *p = cli_path(dir, "cli.state"), *b = NULL;
+  size_t n;
+  int rc = !p || read_whole(p, 4096, &b, &n) ? -1 : 0;
+  long long rows, solved, st, eps, upd, len;
+  double best, loss, ret, mean, lo, ep;
+  int kind, tr;
+  if (!rc &&
+      sscanf(b,
+             "rows %lld best_mean %la solved_at %lld last_loss %la last %d %lld %lld %lld %la %lld %d %la "
+             "%la %la",
+             &rows, &best, &solved, &loss, &kind, &st, &eps, &upd, &ret, &len, &tr, &mean, &lo, &ep) != 14) {
+    fprintf(stderr, "agrl train: --resume: %s is not a checkpoint's cli.state\n", p);
+    rc = -1;
+  }
+  if (!rc) {
+    r->rows = rows;
+    r->best_mean = best;
+    r->solved_at = solved;
+    r->last_loss = (float)loss;
+    r->last.kind = (ag_train_event_kind)kind;
+    r->last.step = st;
+    r->last.episodes = eps;
+    r->last.updates = upd;
+    r->last.episode_return = ret;
+    r->last.episode_length = len;
+    r->last.truncated = tr;
+    r->last.mean_return = mean;
+    r->last.loss = (float)lo;
+    r->last.epsilon = (float)ep;
+  }
+  free(p);
+  free(b);
+  return rc;
+}
+
+/* Appends the checkpoint's DIR/NAME to a log; -1 with a message. */
+static int restore_log(FILE *to, const char *dir, const char *name) {
+  char *p = cli_path(dir, name), *b = NULL;
+  size_t n = 0;
+  int rc = !p || read_whole(p, (size_t)1 << 31, &b, &n) ? -1 : 0;
+  if (!rc && fwrite(b, 1, n, to) != n) rc = -1;
+  free(p);
+  free(b);
+  return rc;
 }
 
 /* ---- the learning curve ---- */
@@ -353,14 +480,16 @@ static char *format_new(const char *fmt, ...) {
   return s;
 }
 
-int agrl_cmd_train(int argc, char **argv) {
+/* The run of `agrl train`: argv as given, or (ckpt set) the settings of the
+ * checkpoint ckpt, which the run continues. */
+static int train_run(int argc, char **argv, const char *ckpt) {
   static const char cmd[] = "train";
   ag_dqn_config cfg = ag_dqn_defaults();
   const char *env_name = "cartpole", *out_dir = NULL, *algo = "dqn";
   ag_device_kind kind = AG_DEVICE_AUTO;
   int index = 0, quiet = 0, stop_given = 0;
   double stop_value = INFINITY; /* --stop-at: INFINITY is none */
-  int64_t steps = 100000, seed = 0, n_envs = 1;
+  int64_t steps = 100000, seed = 0, n_envs = 1, ckpt_every = 0, keep = 3;
   int64_t gpus = 1, rank = -1, world = 0; /* rank/world/id-file: set by the launcher */
   const char *id_file = NULL;
   for (int i = 1; i < argc; i++) {
@@ -393,6 +522,10 @@ int agrl_cmd_train(int argc, char **argv) {
       stop_given = 1;
     } else if (!strcmp(a, "--quiet"))
       quiet = 1;
+    else if (!strcmp(a, "--checkpoint-every"))
+      NEEDS(cli_parse_i64(v, 0, MAX_STEPS, &ckpt_every), "a number of steps in 0..100000000000");
+    else if (!strcmp(a, "--keep"))
+      NEEDS(cli_parse_i64(v, 1, 1000000, &keep), "a number of checkpoints in 1..1000000");
     else if (!strcmp(a, "--gpus"))
       NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
     else if (!strcmp(a, "--rank"))
@@ -454,6 +587,8 @@ int agrl_cmd_train(int argc, char **argv) {
                            "the batch (%lld) must be a multiple of the number of GPUs (%lld)",
                            (long long)cfg.batch_size, (long long)(world > 0 ? world : gpus));
   }
+  if ((gpus > 1 || world > 0) && ckpt_every > 0)
+    return cli_bad_usage(cmd, train_usage, "--checkpoint-every is not supported with --gpus");
   if (world > 0 && (rank < 0 || rank >= world || !id_file))
     return cli_bad_usage(cmd, train_usage, "--world needs --rank in 0..world-1 and --id-file");
   if (world == 0 && (rank >= 0 || id_file))
@@ -495,7 +630,7 @@ int agrl_cmd_train(int argc, char **argv) {
     fprintf(stderr, "agrl train: out of memory\n");
     return 1;
   }
-  if (lead && make_dirs(dir)) {
+  if (lead && ag__make_dirs(dir)) {
     int e = errno;
     fprintf(stderr, "agrl train: cannot create the %sdirectory %s: %s\n", out_dir ? "--out " : "", dir,
             strerror(e));
@@ -532,8 +667,19 @@ int agrl_cmd_train(int argc, char **argv) {
     rc = cli_fail(cmd, "joining the group of GPUs", s);
     goto done;
   }
-  if ((s = worker ? ag_dqn_create_dist(ctx, group, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn)
-                  : ag_dqn_create(ctx, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn))) {
+  if (ckpt) {
+    if (!(path = cli_path(ckpt, "agent.agrl"))) {
+      fprintf(stderr, "agrl train: out of memory\n");
+      goto done;
+    }
+    if ((s = ag_dqn_load(ctx, path, &dqn))) {
+      rc = cli_fail(cmd, "loading the checkpoint's agent", s);
+      goto done;
+    }
+    free(path);
+    path = NULL;
+  } else if ((s = worker ? ag_dqn_create_dist(ctx, group, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn)
+                         : ag_dqn_create(ctx, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn))) {
     rc = cli_fail(cmd, "creating the agent", s);
     goto done;
   }
@@ -550,8 +696,14 @@ int agrl_cmd_train(int argc, char **argv) {
   if (open_whole(&ep_log, dir, "episodes.csv") || open_whole(&loss_log, dir, "losses.csv")) goto done;
   r.episodes = ep_log.f;
   r.losses = loss_log.f;
-  fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
-  fprintf(r.losses, "step,updates,loss,mean20\n");
+  if (!ckpt) {
+    fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
+    fprintf(r.losses, "step,updates,loss,mean20\n");
+  } else if (restore_log(r.episodes, ckpt, "episodes.csv") || restore_log(r.losses, ckpt, "losses.csv") ||
+             restore_run(&r, ckpt)) {
+    fprintf(stderr, "agrl train: --resume: the logs of %s cannot be restored\n", ckpt);
+    goto done;
+  }
   char devs[160];
   if (worker)
     snprintf(devs, sizeof devs, "%lld GPUs (cuda:%d..%lld, NCCL)", (long long)world, index,
@@ -560,11 +712,41 @@ int agrl_cmd_train(int argc, char **argv) {
     snprintf(devs, sizeof devs, "%s", ag_ctx_device_name(ctx));
   fprintf(stderr, "agrl train: dqn on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", spec->id, devs,
           (long long)steps, (long long)seed, (long long)n_envs, dir);
+  if (ckpt) fprintf(stderr, "agrl train: resumed from %s\n", ckpt);
+  /* the run's settings, kept in each checkpoint: the flags as given (a
+   * --quiet dropped), and --out always */
+  ckpt_files keepf = {&r, &ep_log, &loss_log, NULL, 0};
+  if (!(keepf.args = malloc(sizeof(char *) * (size_t)(argc + 2)))) {
+    fprintf(stderr, "agrl train: out of memory\n");
+    goto done;
+  }
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--quiet")) keepf.args[keepf.n_args++] = argv[i];
+  if (!out_dir) {
+    keepf.args[keepf.n_args++] = "--out";
+    keepf.args[keepf.n_args++] = dir;
+  }
+  char *ckpt_dir = cli_path(dir, "checkpoints");
+  if (!ckpt_dir) {
+    free(keepf.args);
+    fprintf(stderr, "agrl train: out of memory\n");
+    goto done;
+  }
+  ag_learn_opts lo = ag_learn_defaults();
+  lo.checkpoint_dir = ckpt_dir;
+  lo.checkpoint_every = ckpt_every;
+  lo.keep = (int)keep;
+  lo.should_stop = should_stop;
+  lo.on_checkpoint = on_checkpoint;
+  lo.user = &keepf;
+  lo.resume = ckpt != NULL;
   r.t0 = cli_now_s();
-  s = ag_dqn_learn(dqn, env, steps, on_event, &r);
+  s = ag_dqn_learn_ex(dqn, env, steps, worker ? NULL : &lo, on_event, &r);
   double wall = cli_now_s() - r.t0;
+  free(keepf.args);
+  free(ckpt_dir);
   /* stopped by a signal (one after the last step changes nothing) */
-  int interrupted = r.stopped ? (int)stop_signal : 0;
+  int interrupted = lo.stopped ? (int)stop_signal : 0;
   if (s) {
     rc = cli_fail(cmd, "training", s);
     goto done;
@@ -572,7 +754,7 @@ int agrl_cmd_train(int argc, char **argv) {
   /* the steps taken: the loop takes n_envs (x GPUs) at a time and ends at
    * the first multiple at or past --steps, unless a stop came at an event */
   int64_t per = n_envs * (worker ? world : 1);
-  int64_t taken = r.stopped ? r.last.step : (steps + per - 1) / per * per;
+  int64_t taken = worker ? (r.stopped ? r.last.step : (steps + per - 1) / per * per) : lo.step;
   r.last.step = taken;
   if (r.progress) print_progress(&r, 1);
   r.episodes = r.losses = NULL;
@@ -585,7 +767,7 @@ int agrl_cmd_train(int argc, char **argv) {
     rc = cli_fail(cmd, "saving the network", s);
     goto done;
   }
-  double sps = wall > 0 ? (double)taken / wall : 0;
+  double sps = wall > 0 ? (double)(taken - lo.resumed_at) / wall : 0; /* the steps this invocation took */
   if (open_whole(&summary, dir, "summary.json")) goto done;
   fprintf(summary.f, "{\"algo\": \"dqn\", \"env\": ");
   json_str(summary.f, spec->id);
@@ -606,7 +788,9 @@ int agrl_cmd_train(int argc, char **argv) {
          (long long)taken, (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
-  if (interrupted) printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)taken);
+  if (interrupted)
+    printf("  interrupted by signal %d at step %lld; continue with: agrl train --resume %s\n", interrupted,
+           (long long)taken, dir);
   if (!isinf(stop_at)) {
     if (r.solved_at >= 0)
       printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
@@ -631,6 +815,89 @@ done:
   ag_dist_free(group);
   ag_vec_env_free(env);
   ag_ctx_free(ctx);
+  return rc;
+}
+
+int agrl_cmd_train(int argc, char **argv) {
+  static const char cmd[] = "train";
+  const char *resume = NULL;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--resume")) {
+      const char *v = cli_value(argc, argv, i);
+      if (!v || !*v) return cli_bad_usage(cmd, train_usage, "--resume needs a checkpoint or a run directory");
+      if (resume) return cli_bad_usage(cmd, train_usage, "--resume is given twice");
+      resume = v;
+    }
+  for (int i = 1; resume && i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--resume") || !strcmp(a, "--device"))
+      i++; /* --device's value is checked by the run */
+    else if (strcmp(a, "--quiet"))
+      return cli_bad_usage(cmd, train_usage,
+                           "--resume continues a run with its own settings: give only --quiet and --device "
+                           "beside it, not %s",
+                           a);
+  }
+  if (!resume) return train_run(argc, argv, NULL);
+  /* the checkpoint: PATH itself, the newest under PATH/checkpoints, or under PATH */
+  char ckpt[4096], *agent = cli_path(resume, "agent.agrl"), *sub = cli_path(resume, "checkpoints");
+  struct stat st;
+  int rc = 1;
+  if (!agent || !sub) {
+    fprintf(stderr, "agrl train: out of memory\n");
+  } else if (stat(agent, &st) == 0) {
+    snprintf(ckpt, sizeof ckpt, "%s", resume);
+    rc = 0;
+  } else if (ag_learn_latest(sub, ckpt, sizeof ckpt, NULL) == AG_OK ||
+             ag_learn_latest(resume, ckpt, sizeof ckpt, NULL) == AG_OK) {
+    rc = 0;
+  } else
+    fprintf(stderr, "agrl train: --resume %s: no checkpoint there (%s)\n", resume, ag_last_error());
+  free(agent);
+  free(sub);
+  if (rc) return 1;
+  /* its settings, then --quiet and --device as given now */
+  char *p = cli_path(ckpt, "args"), *b = NULL;
+  size_t n = 0;
+  if (!p || read_whole(p, (size_t)1 << 20, &b, &n)) {
+    free(p);
+    return 1;
+  }
+  free(p);
+  int m = 1;
+  for (size_t i = 0; i < n; i++) m += b[i] == '\0';
+  char **av = malloc(sizeof(char *) * (size_t)(m + argc + 1));
+  if (!av) {
+    free(b);
+    fprintf(stderr, "agrl train: out of memory\n");
+    return 1;
+  }
+  int ac = 0;
+  av[ac++] = argv[0];
+  for (size_t i = 0; i < n; i += strlen(b + i) + 1) av[ac++] = b + i;
+  if (n && b[n - 1] != '\0') {
+    fprintf(stderr, "agrl train: --resume: %s/args is damaged\n", ckpt);
+    free(av), free(b);
+    return 1;
+  }
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--quiet"))
+      av[ac++] = argv[i];
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+      av[ac++] = argv[i];
+      av[ac++] = argv[++i];
+    } else if (!strcmp(argv[i], "--resume"))
+      i++;
+  av[ac] = NULL;
+  for (int i = 1; i < ac; i++)
+    if (!strcmp(av[i], "--resume")) {
+      fprintf(stderr, "agrl train: --resume: %s/args holds --resume\n", ckpt);
+      free(av), free(b);
+      return 1;
+    }
+  rc = train_run(ac, av, ckpt);
+  free(av);
+  free(b);
   return rc;
 }
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A training run checkpointed and resumed writes the logs an uninterrupted
+# run writes, byte for byte:
+#   1. resumed from an older checkpoint of a finished run (a crash's case);
+#   2. stopped by SIGTERM part-way (a checkpoint is written, exit 143), then
+#      `agrl train --resume DIR`;
+#   3. --keep keeps the newest checkpoints only; a checkpoint directory is
+#      always complete; bad --resume arguments are refused.
+# usage: cli_resume.sh AGRL [cpu|cuda]
+set -uo pipefail
+agrl=$1
+dev=${2:-cpu}
+if [ "$dev" = cuda ] && ! "$agrl" demo --device cuda >/dev/null 2>&1; then
+  echo "cli_resume.cuda: skipped (no CUDA device)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # what, command...
+  local what=$1
+  shift
+  if "$@"; then echo "ok: $what"; else
+    echo "FAIL: $what"
+    fail=1
+  fi
+}
+same_logs() { # dirA dirB
+  cmp -s "$1/episodes.csv" "$2/episodes.csv" && cmp -s "$1/losses.csv" "$2/losses.csv" &&
+    [ "$(wc -l <"$1/episodes.csv")" -gt 50 ] && [ "$(wc -l <"$1/losses.csv")" -gt 20 ]
+}
+run=("$agrl" train --env cartpole --steps 20000 --seed 7 --n-envs 3 --quiet --learning-starts 500
+  --train-freq 64 --gradient-steps 32 --batch 64 --hidden 128,128 --buffer 8000 --stop-at none
+  --device "$dev")
+
+# the reference: one uninterrupted run
+"${run[@]}" --out "$tmp/a" >"$tmp/a.log" 2>&1 || { cat "$tmp/a.log"; exit 1; }
+
+# 1. a finished run with checkpoints, resumed from its second newest one
+"${run[@]}" --out "$tmp/b" --checkpoint-every 3000 --keep 2 >"$tmp/b.log" 2>&1
+check "a run with --checkpoint-every exits 0" [ $? = 0 ]
+check "--checkpoint-every changes nothing the run logs" same_logs "$tmp/a" "$tmp/b"
+n=$(ls "$tmp/b/checkpoints" | grep -c '^ckpt-')
+check "--keep 2 keeps 2 checkpoints (found $n)" [ "$n" = 2 ]
+check "no temporary checkpoint is left" [ -z "$(ls -A "$tmp/b/checkpoints" | grep -v '^ckpt-')" ]
+older=$(ls "$tmp/b/checkpoints" | sort | head -1)
+for f in agent.agrl args cli.state episodes.csv losses.csv; do
+  check "$older holds $f" [ -s "$tmp/b/checkpoints/$older/$f" ]
+done
+rm -f "$tmp/b/episodes.csv" "$tmp/b/losses.csv"
+"$agrl" train --resume "$tmp/b/checkpoints/$older" --quiet >"$tmp/b2.log" 2>&1
+check "resume from $older exits 0" [ $? = 0 ]
+check "resumed from $older: the same episodes.csv and losses.csv" same_logs "$tmp/a" "$tmp/b"
+
+# 2. interrupted by SIGTERM once a first checkpoint exists, then resumed
+"${run[@]}" --out "$tmp/c" --checkpoint-every 6000 >"$tmp/c.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  ls "$tmp/c/checkpoints" 2>/dev/null | grep -q '^ckpt-' && break
+  sleep 0.05
+done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "SIGTERM: exit status 143 (got $rc)" [ "$rc" = 143 ]
+at=$(sed -n 's/.*interrupted by signal 15 at step \([0-9]*\).*/\1/p' "$tmp/c.log")
+check "SIGTERM: the step is reported ($at)" [ -n "$at" ]
+check "SIGTERM: a checkpoint at that step" [ -d "$tmp/c/checkpoints/ckpt-$(printf %012d "${at:-0}")" ]
+"$agrl" train --resume "$tmp/c" --quiet >"$tmp/c2.log" 2>&1
+check "resume of the interrupted run exits 0" [ $? = 0 ]
+grep -q "resumed from $tmp/c/checkpoints/ckpt-" "$tmp/c2.log"
+check "it resumed from the newest checkpoint" [ $? = 0 ]
+check "interrupted at step $at and resumed: the same episodes.csv and losses.csv" same_logs "$tmp/a" "$tmp/c"
+
+# 3. refusals
+"$agrl" train --resume "$tmp/c" --steps 5 >/dev/null 2>"$tmp/e1"
+check "--resume with another setting: exit 2" [ $? = 2 ]
+check "  ... naming it" grep -q -- "not --steps" "$tmp/e1"
+"$agrl" train --resume "$tmp/nothing" >/dev/null 2>"$tmp/e2"
+check "--resume of a missing directory: exit 1" [ $? = 1 ]
+mkdir -p "$tmp/d/checkpoints/ckpt-000000000001"
+printf 'AGRLDQN1 damaged' >"$tmp/d/checkpoints/ckpt-000000000001/agent.agrl"
+cp "$tmp/c/checkpoints/$(ls "$tmp/c/checkpoints" | head -1)/"{args,cli.state,episodes.csv,losses.csv} \
+  "$tmp/d/checkpoints/ckpt-000000000001/"
+"$agrl" train --resume "$tmp/d" --quiet >/dev/null 2>"$tmp/e3"
+check "--resume of a damaged agent file: exit 1" [ $? = 1 ]
+check "  ... saying why" grep -q "ag_dqn_load" "$tmp/e3"
+"$agrl" train --checkpoint-every -1 >/dev/null 2>&1
+check "--checkpoint-every -1: exit 2" [ $? = 2 ]
+"$agrl" train --keep 0 >/dev/null 2>&1
+check "--keep 0: exit 2" [ $? = 2 ]
+exit $fail
