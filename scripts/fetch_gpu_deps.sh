@@ -19,6 +19,7 @@ rm -rf .deps && mkdir -p .deps/debs
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps; done
 rm -rf .deps/debs .deps/usr/share
 find .deps -name '*.a' -delete
+find .deps -name 'libz.so' -delete # a link to the runtime's file, which .deps lacks: CMake takes the system's libz.so.1
 find .deps -name 'liblapack*' -delete
 du -sh .deps
 mkdir -p .whl
