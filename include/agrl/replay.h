@@ -181,7 +181,9 @@ AG_API ag_status ag_per_total(ag_per *per, double *total);
  * priority seen and the leaves of its sum tree (p^alpha as stored, bit for
  * bit) of the valid columns; the inner nodes are rebuilt from them on load
  * with the sum every device takes, so the tree, ag_per_total and every
- * later draw are those of the saved table. The draw counters live in the
+ * later draw are those of the saved table (loaded on another device, the
+ * importance weights of the draws may differ in their last bit: each
+ * device's pow rounds its own way). The draw counters live in the
  * caller's ag_rng, not in the table: the same rng state gives the same
  * draws after a load. The data go device -> host -> file in parts of at
  * most AG_TRANSFER_PART_BYTES through one host buffer (never a host copy of
