@@ -141,6 +141,11 @@ AG_API ag_mlp *ag_dqn_q(const ag_dqn *d);         /* the online network */
 AG_API ag_mlp *ag_dqn_target(const ag_dqn *d);    /* the target network */
 AG_API ag_replay *ag_dqn_replay(const ag_dqn *d); /* in a group: this rank's shard's table */
 AG_API int64_t ag_dqn_updates(const ag_dqn *d);
+/* The configuration the DQN was made (or loaded) with, and the
+ * environment steps its exploration schedule plans for (NULL and 0 for d
+ * NULL); its sizes are ag_mlp_in / ag_mlp_out of ag_dqn_q. */
+AG_API const ag_dqn_config *ag_dqn_get_config(const ag_dqn *d);
+AG_API int64_t ag_dqn_total_steps(const ag_dqn *d);
 /* 1 when the update computes its loss and gradient in one fused call
  * (a few kernels on the GPU instead of ~30): cfg.fused is set, the network
  * has at most 8 hidden layers and 64 actions, and the context's backend

@@ -1,6 +1,8 @@
 """agrl.DQN: epsilon-greedy acting, a replay table on the device and the
 recorded update, with a training loop for any Gymnasium-style environment."""
 
+import json
+import os
 from collections import deque
 
 import numpy as np
@@ -24,9 +26,18 @@ class DQN(_agrl._DQN):
     - ``store(obs, action, reward, next_obs, terminated)``: one transition or
       a batch; next_obs is the true last observation of an episode that ended.
     - ``train(gradient_steps)``: runs the recorded updates, returns the loss.
-    - ``update_target()``, ``save(path)``, ``load(path)``.
-    - ``learn(env, total_steps, callback=None)``: the training loop.
+    - ``update_target()``.
+    - ``save(path)`` writes the whole DQN (both networks, Adam's moments
+      and step, the replay table, the random streams, the counters and
+      where ``learn`` stands); ``DQN.load(ctx, path)`` makes it again, and
+      it then acts and trains exactly as the saved one would have.
+    - ``save_policy(path)`` / ``load_policy(path)``: the online network alone
+      in agrl's model format (what ``agrl eval --model`` reads).
+    - ``learn(env, total_steps, callback=None, resume=False, checkpoint=None,
+      checkpoint_every=0)``: the training loop, resumable.
     """
+
+    _RUN_KIND = "agrl.DQN.learn/1"
 
     def __init__(self, ctx, obs_dim, n_actions, total_steps=100000, **config):
         if not isinstance(ctx, _agrl.Context):
@@ -36,16 +47,47 @@ class DQN(_agrl._DQN):
             if k not in defaults:
                 raise _agrl.InvalidArgError(f"DQN: unknown option {k!r} (options: {', '.join(sorted(defaults))})")
         self.ctx = ctx
-        self.config = {**defaults, **config}
         self.total_steps = total_steps
         super().__init__(ctx, obs_dim, n_actions, total_steps, dict(config))
+        self.config = self._config()  # as the C library holds it (float32 values, hidden a tuple)
+
+    @classmethod
+    def load(cls, ctx, path):
+        """The DQN saved in `path` by save(), on ctx (a Context or a device
+        name): the configuration, the networks, the optimizer, the replay
+        table and the random streams of the file, and where learn() stood,
+        so that learn(env, resume=True) continues the run."""
+        if not isinstance(ctx, _agrl.Context):
+            ctx = _agrl.Context(ctx)
+        self = cls.__new__(cls)
+        self._load_from(ctx, os.fspath(path))
+        self.ctx = ctx
+        self.config = self._config()
+        self.total_steps = self._total_steps
+        self._run = None
+        raw = self._run_state()
+        if raw is not None:
+            try:
+                rec = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                rec = None  # another program's record (agrl train's checkpoints keep their own)
+            if isinstance(rec, dict) and rec.get("kind") == cls._RUN_KIND:
+                self._run = rec
+        return self
+
+    def save(self, path):
+        """Writes the whole DQN to `path` (written beside it and renamed: a
+        failure keeps an earlier file), with where learn() stands."""
+        run = getattr(self, "_run", None)
+        self._save(os.fspath(path), None if run is None else json.dumps(run).encode("utf-8"))
 
     @staticmethod
     def defaults():
         """The default configuration (Stable-Baselines3 zoo's CartPole DQN, tuned)."""
         return _agrl.dqn_defaults()
 
-    def learn(self, env, total_steps=None, callback=None):
+    def learn(self, env, total_steps=None, callback=None, *, resume=False, checkpoint=None,
+              checkpoint_every=0):
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
         step(a) -> (obs, reward, terminated, truncated, info)) for
         total_steps environment steps, as the C library's ag_dqn_learn does
@@ -58,21 +100,62 @@ class DQN(_agrl._DQN):
 
         callback(event) receives a dict for every ended episode ("episode":
         return, length, truncated, mean of the last 20 returns) and every
-        training phase ("phase": loss); a true return stops the run.
-        Returns a dict with the episode returns and lengths."""
+        training phase ("phase": loss); a true return stops the run after
+        the step in progress.
+
+        Where the loop stands when it returns is kept, and save() writes
+        it: with checkpoint=PATH the DQN is saved there every
+        checkpoint_every steps (and when the run ends), and
+        DQN.load(ctx, PATH).learn(env, total_steps, resume=True) continues
+        from the last save: for an environment with get_state/set_state
+        (agrl's own), it then takes the steps, updates and episodes of the
+        uninterrupted run, bit for bit; an environment without them cannot
+        resume (the run would not be the same).
+
+        Returns a dict with the steps taken so far and the episode returns
+        and lengths of this call."""
         cfg = self.config
         total = self.total_steps if total_steps is None else int(total_steps)
         if total < 1:
             raise _agrl.InvalidArgError(f"learn: total_steps = {total} must be at least 1")
-        obs, _ = env.reset(seed=_agrl.derive_seed(cfg["seed"], 0))
-        obs = np.asarray(obs, dtype=np.float32)
+        every = int(checkpoint_every)
+        if every < 0 or (every and checkpoint is None):
+            raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
+        can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
+        if resume:
+            run = getattr(self, "_run", None)
+            if run is None:
+                raise _agrl.StateError("learn: resume=True, but this DQN holds no run of learn() "
+                                       "(DQN.load a file that learn's checkpoint or save() wrote)")
+            if run["env_state"] is None or not can_state:
+                raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
+                                       "run saved with one (agrl.make's environments have them)")
+            env.set_state(bytes.fromhex(run["env_state"]))
+            obs = np.asarray(run["obs"], dtype=np.float32)
+            step, episodes = run["step"], run["episodes"]
+            since_train, since_target = run["since_train"], run["since_target"]
+            updates_at_target = run["updates_at_target"]
+            ep_ret, ep_len = run["ep_ret"], run["ep_len"]
+            recent = deque(run["recent"], maxlen=20)
+        else:
+            obs, _ = env.reset(seed=_agrl.derive_seed(cfg["seed"], 0))
+            obs = np.asarray(obs, dtype=np.float32)
+            step = episodes = since_train = since_target = 0
+            updates_at_target = self.updates
+            ep_ret, ep_len = 0.0, 0
+            recent = deque(maxlen=20)
         if obs.shape != (self.obs_dim,):
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the DQN's ({self.obs_dim},)")
-        step = episodes = since_train = since_target = 0
-        updates_at_target = self.updates
-        ep_ret, ep_len = 0.0, 0
-        recent = deque(maxlen=20)
         returns, lengths = [], []
+        last_saved = step
+
+        def record():
+            self._run = {"kind": self._RUN_KIND, "step": step, "episodes": episodes, "since_train": since_train,
+                         "since_target": since_target, "updates_at_target": updates_at_target,
+                         "ep_ret": ep_ret, "ep_len": ep_len, "recent": list(recent),
+                         "obs": [float(x) for x in obs],
+                         "env_state": env.get_state().hex() if can_state else None}
+
         stop = False
         while not stop and step < total:
             action = self.act(obs, True, step)
@@ -114,6 +197,13 @@ class DQN(_agrl._DQN):
                               "loss": loss, "mean_return": sum(recent) / len(recent) if recent else 0.0,
                               "epsilon": self.epsilon(step)}
                         stop = bool(callback(ev)) or stop
+            if every and step - last_saved >= every:
+                last_saved = step
+                record()
+                self.save(checkpoint)
+        record()  # where the run stopped: what save() keeps
+        if checkpoint is not None and last_saved != step:
+            self.save(checkpoint)
         return {"steps": step, "episodes": episodes, "returns": returns, "lengths": lengths}
 
     def __repr__(self):

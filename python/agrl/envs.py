@@ -17,6 +17,7 @@ sequence from a seed drawn from the operating system.
 
 import operator
 import os
+import struct
 
 import numpy as np
 
@@ -129,6 +130,27 @@ class Env:
     def step(self, action):
         obs, reward, terminated, truncated = self._env.step(action)
         return obs, reward, terminated, truncated, {}
+
+    def get_state(self):
+        """The environment's exact state as bytes: the episode in progress
+        (agrl's C state of the task) and where its seed sequence stands.
+        set_state(get_state()) on a new Env of the same task continues the
+        same episodes for the same actions, bit for bit."""
+        head = struct.pack("<8sBQQ", b"AGPYENV1", self._base is not None, self._base or 0, self._episode)
+        return head + self._env.get_state()
+
+    def set_state(self, state):
+        """Puts the environment in a state get_state() gave; a state of
+        another task, or a damaged one, raises and changes nothing."""
+        state = bytes(state)
+        n = struct.calcsize("<8sBQQ")
+        if len(state) < n or state[:8] != b"AGPYENV1":
+            raise _agrl.InvalidArgError("set_state: not a state of agrl.Env.get_state")
+        _, has_base, base, episode = struct.unpack("<8sBQQ", state[:n])
+        if has_base > 1:
+            raise _agrl.InvalidArgError("set_state: a damaged state")
+        self._env.set_state(state[n:])
+        self._base, self._episode = (base if has_base else None), episode
 
     def close(self):
         pass

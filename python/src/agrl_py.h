@@ -111,6 +111,8 @@ PyObject *agpy_numpy_empty(int ndim, const int64_t *shape, ag_dtype dt, Py_buffe
 extern PyTypeObject agpy_buffer_type;
 extern PyTypeObject agpy_replay_type;
 extern PyTypeObject agpy_dqn_type;
+/* A DQN configuration as the dict agrl.DQN.defaults() returns (module.c). */
+PyObject *agpy_config_dict(const ag_dqn_config *c);
 extern PyTypeObject agpy_env_type;
 
 /* Rounds up to the block alignment (256 bytes). */

@@ -320,7 +320,7 @@ static PyObject *dqn_epsilon(agpy_dqn *d, PyObject *arg) {
   return PyFloat_FromDouble(ag_dqn_epsilon(dq, step));
 }
 
-static PyObject *dqn_save(agpy_dqn *d, PyObject *arg) {
+static PyObject *dqn_save_policy(agpy_dqn *d, PyObject *arg) {
   ag_dqn *dq = dqn_get(d);
   if (!dq) return NULL;
   PyObject *path = NULL;
@@ -331,7 +331,7 @@ static PyObject *dqn_save(agpy_dqn *d, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
-static PyObject *dqn_load(agpy_dqn *d, PyObject *arg) {
+static PyObject *dqn_load_policy(agpy_dqn *d, PyObject *arg) {
   ag_dqn *dq = dqn_get(d);
   if (!dq) return NULL;
   PyObject *path = NULL;
@@ -340,9 +340,9 @@ static PyObject *dqn_load(agpy_dqn *d, PyObject *arg) {
   ag_status s = ag_mlp_load(d->ctx->ctx, PyBytes_AS_STRING(path), &m);
   Py_DECREF(path);
   if (!s && (ag_mlp_in(m) != d->obs_dim || ag_mlp_out(m) != d->n_actions)) {
-    agpy_raisef(AG_ERR_SHAPE, "DQN.load: the file holds a %lld -> %lld network, the DQN's is %lld -> %lld",
-                (long long)ag_mlp_in(m), (long long)ag_mlp_out(m), (long long)d->obs_dim,
-                (long long)d->n_actions);
+    agpy_raisef(
+        AG_ERR_SHAPE, "DQN.load_policy: the file holds a %lld -> %lld network, the DQN's is %lld -> %lld",
+        (long long)ag_mlp_in(m), (long long)ag_mlp_out(m), (long long)d->obs_dim, (long long)d->n_actions);
     ag_mlp_free(m);
     return NULL;
   }
@@ -352,6 +352,82 @@ static PyObject *dqn_load(agpy_dqn *d, PyObject *arg) {
   ag_mlp_free(m);
   if (s) return agpy_raise(s);
   Py_RETURN_NONE;
+}
+
+/* _save(path, run_state): the whole DQN (ag_dqn_save) with the loop's
+ * record (bytes, or None for none). */
+static PyObject *dqn_save(agpy_dqn *d, PyObject *args) {
+  ag_dqn *dq = dqn_get(d);
+  if (!dq) return NULL;
+  PyObject *path = NULL;
+  Py_buffer rs = {0};
+  PyObject *rso = Py_None;
+  if (!PyArg_ParseTuple(args, "O&|O:save", PyUnicode_FSConverter, &path, &rso)) return NULL;
+  if (rso != Py_None && PyObject_GetBuffer(rso, &rs, PyBUF_SIMPLE)) {
+    Py_DECREF(path);
+    return NULL;
+  }
+  ag_status s = ag_dqn_set_run_state(dq, rs.buf, rso == Py_None ? 0 : (size_t)rs.len);
+  if (rso != Py_None) PyBuffer_Release(&rs);
+  if (!s) {
+    Py_BEGIN_ALLOW_THREADS s = ag_dqn_save(dq, PyBytes_AS_STRING(path));
+    Py_END_ALLOW_THREADS
+  }
+  Py_DECREF(path);
+  if (s) return agpy_raise(s);
+  Py_RETURN_NONE;
+}
+
+/* _load_from(ctx, path) on an object made by __new__: the DQN of the file. */
+static PyObject *dqn_load_from(agpy_dqn *d, PyObject *args) {
+  PyObject *ctxo, *path = NULL;
+  if (!PyArg_ParseTuple(args, "OO&:load", &ctxo, PyUnicode_FSConverter, &path)) return NULL;
+  if (d->ctx || d->d) {
+    Py_DECREF(path);
+    PyErr_SetString(PyExc_RuntimeError, "DQN.load: the object already holds a DQN");
+    return NULL;
+  }
+  if (!PyObject_TypeCheck(ctxo, &agpy_ctx_type)) {
+    Py_DECREF(path);
+    PyErr_Format(PyExc_TypeError, "DQN.load: ctx must be an agrl.Context, not %.80s", Py_TYPE(ctxo)->tp_name);
+    return NULL;
+  }
+  agpy_ctx *c = (agpy_ctx *)ctxo;
+  ag_ctx *ctx = agpy_ctx_get(c);
+  if (!ctx) {
+    Py_DECREF(path);
+    return NULL;
+  }
+  ag_dqn *dq = NULL;
+  ag_status s;
+  Py_BEGIN_ALLOW_THREADS s = ag_dqn_load(ctx, PyBytes_AS_STRING(path), &dq);
+  Py_END_ALLOW_THREADS Py_DECREF(path);
+  if (s) return agpy_raise(s);
+  d->d = dq;
+  if (agpy_ctx_add_dep(c, (PyObject *)d)) {
+    agpy_dqn_release((PyObject *)d);
+    return NULL;
+  }
+  d->ctx = (agpy_ctx *)Py_NewRef(c);
+  d->obs_dim = ag_mlp_in(ag_dqn_q(dq));
+  d->n_actions = ag_mlp_out(ag_dqn_q(dq));
+  Py_RETURN_NONE;
+}
+
+static PyObject *dqn_run_state(agpy_dqn *d, PyObject *a) {
+  (void)a;
+  ag_dqn *dq = dqn_get(d);
+  if (!dq) return NULL;
+  size_t n;
+  const void *p = ag_dqn_run_state(dq, &n);
+  if (!p) Py_RETURN_NONE;
+  return PyBytes_FromStringAndSize(p, (Py_ssize_t)n);
+}
+
+static PyObject *dqn_config(agpy_dqn *d, PyObject *a) {
+  (void)a;
+  ag_dqn *dq = dqn_get(d);
+  return dq ? agpy_config_dict(ag_dqn_get_config(dq)) : NULL;
 }
 
 static PyObject *dqn_free(agpy_dqn *d, PyObject *a) {
@@ -375,6 +451,11 @@ static PyObject *dqn_get_stored(agpy_dqn *d, void *x) {
   return dqn_get(d) ? PyLong_FromLongLong(ag_replay_size(ag_dqn_replay(d->d))) : NULL;
 }
 
+static PyObject *dqn_get_total_steps(agpy_dqn *d, void *x) {
+  (void)x;
+  return dqn_get(d) ? PyLong_FromLongLong(ag_dqn_total_steps(d->d)) : NULL;
+}
+
 static PyObject *dqn_get_obs_dim(agpy_dqn *d, void *x) {
   (void)x;
   return PyLong_FromLongLong(d->obs_dim);
@@ -395,8 +476,17 @@ static PyMethodDef dqn_methods[] = {
     {"update_target", (PyCFunction)dqn_update_target, METH_NOARGS,
      "Copies (or Polyak-averages) into the target."},
     {"epsilon", (PyCFunction)dqn_epsilon, METH_O, "epsilon(step): exploration at environment step `step`."},
-    {"save", (PyCFunction)dqn_save, METH_O, "save(path): the online network in agrl's model format."},
-    {"load", (PyCFunction)dqn_load, METH_O, "load(path): both networks from a model file of the same shape."},
+    {"save_policy", (PyCFunction)dqn_save_policy, METH_O,
+     "save_policy(path): the online network in agrl's model format (what agrl eval --model reads)."},
+    {"load_policy", (PyCFunction)dqn_load_policy, METH_O,
+     "load_policy(path): both networks from a model file of the same shape."},
+    {"_save", (PyCFunction)dqn_save, METH_VARARGS,
+     "_save(path, run_state=None): the whole DQN (ag_dqn_save)."},
+    {"_load_from", (PyCFunction)dqn_load_from, METH_VARARGS,
+     "_load_from(ctx, path): ag_dqn_load into a new object."},
+    {"_run_state", (PyCFunction)dqn_run_state, METH_NOARGS,
+     "The run state saved with the DQN (bytes or None)."},
+    {"_config", (PyCFunction)dqn_config, METH_NOARGS, "The configuration as a dict."},
     {"free", (PyCFunction)dqn_free, METH_NOARGS, "Frees the DQN."},
     {NULL, NULL, 0, NULL},
 };
@@ -406,6 +496,7 @@ static PyGetSetDef dqn_getset[] = {
     {"fused", (getter)dqn_get_fused, NULL, "whether the update runs the fused kernel", NULL},
     {"stored", (getter)dqn_get_stored, NULL, "transitions in the replay table", NULL},
     {"obs_dim", (getter)dqn_get_obs_dim, NULL, NULL, NULL},
+    {"_total_steps", (getter)dqn_get_total_steps, NULL, "the steps the exploration schedule plans for", NULL},
     {"n_actions", (getter)dqn_get_n_actions, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -548,7 +639,33 @@ static PyObject *env_spec(agpy_env *e, PyObject *a) {
                        (double)sp->reward_threshold);
 }
 
+static PyObject *env_get_state(agpy_env *e, PyObject *a) {
+  (void)a;
+  size_t n;
+  ag_status s = ag_env_state_size(e->env, &n);
+  if (s) return agpy_raise(s);
+  PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+  if (!b) return NULL;
+  if ((s = ag_env_get_state(e->env, PyBytes_AS_STRING(b), n))) {
+    Py_DECREF(b);
+    return agpy_raise(s);
+  }
+  return b;
+}
+
+static PyObject *env_set_state(agpy_env *e, PyObject *arg) {
+  Py_buffer v;
+  if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE)) return NULL;
+  ag_status s = ag_env_set_state(e->env, v.buf, (size_t)v.len);
+  PyBuffer_Release(&v);
+  if (s) return agpy_raise(s);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef env_methods[] = {
+    {"get_state", (PyCFunction)env_get_state, METH_NOARGS,
+     "The environment's exact state (ag_env_get_state)."},
+    {"set_state", (PyCFunction)env_set_state, METH_O, "set_state(bytes): back to a state get_state gave."},
     {"reset", (PyCFunction)env_reset, METH_O, "reset(seed): the start observation drawn from seed."},
     {"step", (PyCFunction)env_step, METH_O, "step(action): (obs, reward, terminated, truncated)."},
     {"spec", (PyCFunction)env_spec, METH_NOARGS, "The environment's spec as a dict."},

@@ -138,9 +138,8 @@ static PyObject *py_builtin_envs(PyObject *m, PyObject *a) {
   return l;
 }
 
-static PyObject *py_dqn_defaults(PyObject *m, PyObject *a) {
-  (void)m, (void)a;
-  ag_dqn_config c = ag_dqn_defaults();
+PyObject *agpy_config_dict(const ag_dqn_config *cp) {
+  const ag_dqn_config c = *cp;
   PyObject *hidden = PyTuple_New(c.n_hidden);
   for (int i = 0; hidden && i < c.n_hidden; i++)
     PyTuple_SET_ITEM(hidden, i, PyLong_FromLongLong(c.hidden[i]));
@@ -154,6 +153,12 @@ static PyObject *py_dqn_defaults(PyObject *m, PyObject *a) {
                        (double)c.eps_end, "max_grad_norm", (double)c.max_grad_norm, "double_dqn",
                        c.double_dqn ? Py_True : Py_False, "huber", c.huber ? Py_True : Py_False, "seed",
                        (unsigned long long)c.seed, "fused", c.fused ? Py_True : Py_False);
+}
+
+static PyObject *py_dqn_defaults(PyObject *m, PyObject *a) {
+  (void)m, (void)a;
+  ag_dqn_config c = ag_dqn_defaults();
+  return agpy_config_dict(&c);
 }
 
 static PyMethodDef module_methods[] = {

@@ -475,6 +475,8 @@ ag_mlp *ag_dqn_q(const ag_dqn *d) { return d ? d->q : NULL; }
 ag_mlp *ag_dqn_target(const ag_dqn *d) { return d ? d->target : NULL; }
 ag_replay *ag_dqn_replay(const ag_dqn *d) { return d ? d->replay : NULL; }
 int64_t ag_dqn_updates(const ag_dqn *d) { return d ? d->updates : 0; }
+const ag_dqn_config *ag_dqn_get_config(const ag_dqn *d) { return d ? &d->cfg : NULL; }
+int64_t ag_dqn_total_steps(const ag_dqn *d) { return d ? d->total_steps : 0; }
 int ag_dqn_fused(const ag_dqn *d) { return d ? d->fused : 0; }
 
 ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns) {

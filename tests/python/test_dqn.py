@@ -1,6 +1,6 @@
 """agrl.DQN: acting (ints in range, int32 arrays for batches, greedy
 actions deterministic), storing, training (a finite loss, the update
-count), the exploration schedule in closed form, save / load (a fresh DQN
+count), the exploration schedule in closed form, save_policy / load_policy (a fresh DQN
 takes the same greedy actions), and DQN.learn on the pure-Python CartPole
 reaching exactly the episode returns of `agrl train` with the same seed
 and configuration (random exploration and the training phases both)."""
@@ -91,13 +91,13 @@ def test_save_load_round_trip(tmp_path, rng):
               rng.standard_normal((n, 4)), np.zeros(n, np.int32))
     src.train(20)
     path = tmp_path / "q.agrl"
-    src.save(str(path))
+    src.save_policy(str(path))
     assert path.stat().st_size > 0
     obs = rng.standard_normal((500, 4)).astype(np.float32)
     want = src.act(obs, explore=False)
     dst = agrl.DQN("cpu", 4, 3, **{**SMALL, "seed": 99})
     assert not np.array_equal(dst.act(obs, explore=False), want)  # differently initialised
-    dst.load(path)  # a path-like works too
+    dst.load_policy(path)  # a path-like works too
     assert np.array_equal(dst.act(obs, explore=False), want)
     assert repr(dst) == "<agrl.DQN 4 -> 3, 0 updates on cpu>"
 
