@@ -221,6 +221,66 @@ static void recorded_per_step_equals_eager_steps(void **state) {
   table_free(&b);
 }
 
+/* ag_per_sample_dev: a recorded draw reads beta on the device at each
+ * replay; each replay's weights equal an eager ag_per_sample's with that
+ * beta (the same rng state), values outside [0, 1] clamped to it. */
+typedef struct beta_step {
+  table *t;
+  ag_tensor *beta, *idx, *w;
+} beta_step;
+
+static ag_status draw_dev(ag_ctx *ctx, void *user) {
+  (void)ctx;
+  beta_step *b = user;
+  return ag_per_sample_dev(b->t->per, b->t->rng, 64, b->beta, &b->idx, &b->w);
+}
+
+static void device_beta_is_read_at_each_replay(void **state) {
+  (void)state;
+  table a, b;
+  table_new(&a, agt_kind, 512, 500, 0.7f);
+  table_new(&b, agt_kind, 512, 500, 0.7f);
+  agt_rng g = {9};
+  float p[500];
+  priorities(&g, p, 500);
+  set_all(&a, p, 500);
+  set_all(&b, p, 500);
+  beta_step bs = {&b, NULL, NULL, NULL};
+  agt_ok(ag_tensor_create(b.ctx, 1, 1, AG_F32, NULL, &bs.beta));
+  ag_capture *cap;
+  agt_ok(ag_capture_create(b.ctx, draw_dev, &bs, &cap));
+  const float betas[5] = {0.4f, 0.0f, 1.0f, 1.7f, -3.0f}, used[5] = {0.4f, 0.0f, 1.0f, 1.0f, 0.0f};
+  for (int k = 0; k < 5; k++) {
+    agt_ok(ag_tensor_write(bs.beta, &betas[k], sizeof(float)));
+    agt_ok(ag_capture_replay(cap));
+    ag_tensor *ia, *wa;
+    agt_ok(ag_per_sample(a.per, a.rng, 64, used[k], &ia, &wa));
+    float *x = agt_read_f32(wa), *y = agt_read_f32(bs.w);
+    int32_t ix[64], iy[64];
+    agt_ok(ag_tensor_read(ia, ix, sizeof ix));
+    agt_ok(ag_tensor_read(bs.idx, iy, sizeof iy));
+    assert_memory_equal(ix, iy, sizeof ix);
+    assert_memory_equal(x, y, 64 * sizeof(float));
+    if (k == 2 || k == 1) { /* beta 0: every weight 1; beta 1: not all equal */
+      int ones = 1;
+      for (int j = 0; j < 64; j++) ones &= x[j] == 1.0f;
+      assert_int_equal(ones, k == 1);
+    }
+    free(x);
+    free(y);
+    ag_ctx_reset(a.ctx);
+  }
+  ag_tensor *i2, *w2, *bad;
+  agt_ok(ag_tensor_create(b.ctx, 1, 2, AG_F32, NULL, &bad));
+  agt_err(ag_per_sample_dev(b.per, b.rng, 8, bad, &i2, &w2), AG_ERR_SHAPE, "[1, 1] f32");
+  agt_err(ag_per_sample_dev(b.per, b.rng, 8, NULL, &i2, &w2), AG_ERR_INVALID_ARG, "beta");
+  ag_tensor_free(bad);
+  ag_capture_free(cap);
+  ag_tensor_free(bs.beta);
+  table_free(&a);
+  table_free(&b);
+}
+
 /* The GPU draws the same indices as the CPU from the same priorities. */
 static void cpu_and_cuda_draw_the_same_indices(void **state) {
   (void)state;
@@ -586,8 +646,8 @@ static void sample_kernel_picks_the_host_descents_leaf(void **state) {
         agt_ok(ag_tensor_create(ctx, 1, 1, AG_I64, &n, &tn));
         agt_ok(ag_tensor_create(ctx, B, 1, AG_I32, NULL, &ti));
         agt_ok(ag_tensor_create(ctx, B, 1, AG_F32, NULL, &tw));
-        ag__per_sample_args a = {dev_ptr(tt), depth, beta,        seed,       dev_ptr(tc),
-                                 dev_ptr(tn), B,     dev_ptr(ti), dev_ptr(tw)};
+        ag__per_sample_args a = {dev_ptr(tt), depth, beta,        seed,        dev_ptr(tc),
+                                 dev_ptr(tn), B,     dev_ptr(ti), dev_ptr(tw), NULL};
         agt_ok(ag__run(ctx, AG__K_PER_SAMPLE, &a, sizeof a));
         agt_ok(ag_ctx_sync(ctx)); /* the kernel was queued outside the tensors' bookkeeping */
         int32_t *ix = malloc((size_t)B * sizeof *ix);
@@ -726,6 +786,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(new_transitions_get_the_largest_priority),
       cmocka_unit_test(per_bad_input_is_refused_and_changes_nothing),
       cmocka_unit_test(recorded_per_step_equals_eager_steps),
+      cmocka_unit_test(device_beta_is_read_at_each_replay),
       cmocka_unit_test(batched_updates_keep_every_node_the_sum_of_its_children),
       cmocka_unit_test(repeated_indices_keep_the_last_priority),
       cmocka_unit_test(device_indices_outside_the_table_are_skipped),

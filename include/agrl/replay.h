@@ -152,6 +152,14 @@ AG_API void ag_per_free(ag_per *per);
  * is empty; AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor **idx,
                                ag_tensor **weights);
+/* The same with beta read on the device from a [1, 1] f32 tensor when the
+ * kernel runs (a recorded step then samples with the beta of each replay:
+ * write the tensor between replays to anneal it); a value outside [0, 1] is
+ * clamped to it (NaN as 1). Errors: those of ag_per_sample; AG_ERR_INVALID_ARG:
+ * beta NULL or of another context; AG_ERR_FREED; AG_ERR_SHAPE: beta not a
+ * [1, 1] f32 tensor. */
+AG_API ag_status ag_per_sample_dev(ag_per *per, ag_rng *rng, int64_t B, ag_tensor *beta, ag_tensor **idx,
+                                   ag_tensor **weights);
 /* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of the
  * columns idx (i32 / i64, as many). Values below 1e-12 (and NaN) count as
  * 1e-12. Indices are on the device, where they cannot be checked before the

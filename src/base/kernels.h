@@ -319,7 +319,8 @@ typedef struct ag__per_fill_args {
  *   the leaf whose interval of the running sum holds u_j (descending the
  *   tree; a rounding overshoot takes the last non-zero child). w[j] =
  *   (size * leaf / root) ^ -beta divided by the largest w of the batch
- *   (size: *size_dev transitions). *counter += B afterwards. */
+ *   (size: *size_dev transitions). *counter += B afterwards. beta_dev, when
+ *   not NULL, holds beta on the device instead (ag__per_beta_of). */
 typedef struct ag__per_sample_args {
   const double *tree;
   int depth;
@@ -330,6 +331,7 @@ typedef struct ag__per_sample_args {
   int64_t B;
   int32_t *idx;
   float *w;
+  const float *beta_dev;
 } ag__per_sample_args;
 
 /* ---- the DQN gradient of a small MLP in one call ----

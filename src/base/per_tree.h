@@ -154,6 +154,14 @@ AG__HD double ag__per_target(uint64_t seed, uint64_t draw, int64_t j, int64_t B,
 }
 
 /* The unnormalized importance weight of a leaf. */
+/* The beta of a sample: *beta_dev when given (a recorded step's value of
+ * now), clamped to [0, 1] (NaN as 1), else beta. */
+AG__HD float ag__per_beta_of(float beta, const float *beta_dev) {
+  if (!beta_dev) return beta;
+  const float b = *beta_dev;
+  return b >= 0.0f ? (b <= 1.0f ? b : 1.0f) : (b < 0.0f ? 0.0f : 1.0f);
+}
+
 AG__HD float ag__per_weight(double leaf, double root, int64_t size, float beta) {
   double p = root > 0.0 ? leaf / root : 0.0;
   double x = (double)(size > 0 ? size : 1) * p;

@@ -527,8 +527,8 @@ static ag_status fast_per_sample(const void *args) {
     }
     for (int k = 0; k < g; k++) a->idx[j0 + k] = (int32_t)node[k];
   }
-  ag__cpu_per_weights(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev, a->beta,
-                      a->w);
+  ag__cpu_per_weights(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev,
+                      ag__per_beta_of(a->beta, a->beta_dev), a->w);
   *a->counter = base + (uint64_t)a->B;
   return AG_OK;
 }

@@ -351,6 +351,7 @@ PER_AVX512 void ag__cpu_per_sample_avx512(const ag__per_sample_args *a, double r
     }
     for (int k = 0; k < g; k++) a->idx[j0 + k] = (int32_t)node[k];
   }
-  per_weights8(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev, a->beta, a->w);
+  per_weights8(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev,
+               ag__per_beta_of(a->beta, a->beta_dev), a->w);
 }
 #endif /* AG__CPU_X86 */

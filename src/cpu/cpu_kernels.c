@@ -310,12 +310,13 @@ static ag_status k_per_sample(const void *args) {
   const double root = a->tree[ag__per_offset(a->depth)];
   const double *leaves = a->tree + ag__per_offset(a->depth - 1);
   const uint64_t base = *a->counter;
+  const float beta = ag__per_beta_of(a->beta, a->beta_dev);
   float wmax = 0.0f;
   for (int64_t j = 0; j < a->B; j++) {
     const double u = ag__per_target(a->seed, base + (uint64_t)j, j, a->B, root);
     const int64_t leaf = ag__per_find(a->tree, a->depth, u);
     a->idx[j] = (int32_t)leaf;
-    a->w[j] = ag__per_weight(leaves[leaf], root, *a->size_dev, a->beta);
+    a->w[j] = ag__per_weight(leaves[leaf], root, *a->size_dev, beta);
     wmax = a->w[j] > wmax ? a->w[j] : wmax;
   }
   for (int64_t j = 0; j < a->B; j++) a->w[j] = wmax > 0.0f ? a->w[j] / wmax : 0.0f;

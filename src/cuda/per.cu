@@ -157,10 +157,11 @@ __global__ void ag__per_sample_kernel(ag__per_sample_args a) {
   const double root = a.tree[ag__per_offset(a.depth)];
   const double *leaves = a.tree + ag__per_offset(a.depth - 1);
   const int64_t size = *a.size_dev;
+  const float beta = ag__per_beta_of(a.beta, a.beta_dev);
   float wmax = 0.0f;
   for (int64_t j = threadIdx.x; j < a.B; j += blockDim.x) {
     int64_t leaf = ag__per_find(a.tree, a.depth, ag__per_target(a.seed, base + (uint64_t)j, j, a.B, root));
-    float w = ag__per_weight(leaves[leaf], root, size, a.beta);
+    float w = ag__per_weight(leaves[leaf], root, size, beta);
     a.idx[j] = (int32_t)leaf;
     a.w[j] = w;
     wmax = w > wmax ? w : wmax;

@@ -100,8 +100,8 @@ static void per_release(void *self) { ag_per_free(self); }
 
 const ag__sampler_ops ag__per_ops = {"prioritized", per_prepare, per_added, per_release};
 
-ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
-  static const char fn[] = "ag_per_sample";
+static ag_status per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor *beta_t, const char *fn,
+                            ag_tensor **idx, ag_tensor **weights) {
   if (!p || !rng || !idx || !weights)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per, rng, idx and weights must not be NULL", fn);
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
@@ -111,6 +111,16 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
     return ag__fail(AG_ERR_INVALID_ARG, "%s: rng belongs to another context than the table", fn);
   ag_status sound = ag__replay_check_sound(p->r, fn);
   if (sound) return sound;
+  void *bp = NULL;
+  if (beta_t) {
+    if ((sound = ag__check_tensor(beta_t, fn, "beta"))) return sound;
+    if (beta_t->ctx != p->ctx)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: beta belongs to another context than the table", fn);
+    if (beta_t->dtype != AG_F32 || beta_t->rows != 1 || beta_t->cols != 1)
+      return ag__fail(AG_ERR_SHAPE, "%s: beta must be a [1, 1] f32 tensor, not [%lld, %lld] %s", fn,
+                      (long long)beta_t->rows, (long long)beta_t->cols, ag_dtype_name(beta_t->dtype));
+    if ((sound = ag__tensor_ptr(beta_t, &bp))) return sound;
+  }
   if (ag_replay_size(p->r) < 1) return ag__fail(AG_ERR_STATE, "%s: the table is empty", fn);
   double *tree;
   float *state;
@@ -122,11 +132,21 @@ ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor
   ag_tensor *ti, *tw;
   if ((s = ag__tensor_temp(p->ctx, B, 1, AG_I32, &ti)) || (s = ag__tensor_temp(p->ctx, 1, B, AG_F32, &tw)))
     return s;
-  ag__per_sample_args a = {tree, p->depth, beta, ag__rng_seed(rng), ctr, sz, B, ti->data, tw->data};
+  ag__per_sample_args a = {tree, p->depth, beta, ag__rng_seed(rng), ctr, sz, B, ti->data, tw->data, bp};
   if ((s = ag__run(p->ctx, AG__K_PER_SAMPLE, &a, sizeof a))) return s;
   *idx = ti;
   *weights = tw;
   return AG_OK;
+}
+
+ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
+  return per_sample(p, rng, B, beta, NULL, "ag_per_sample", idx, weights);
+}
+
+ag_status ag_per_sample_dev(ag_per *p, ag_rng *rng, int64_t B, ag_tensor *beta, ag_tensor **idx,
+                            ag_tensor **weights) {
+  if (!beta) return ag__fail(AG_ERR_INVALID_ARG, "ag_per_sample_dev: beta must not be NULL");
+  return per_sample(p, rng, B, 0.0f, beta, "ag_per_sample_dev", idx, weights);
 }
 
 ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
