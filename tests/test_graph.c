@@ -105,6 +105,7 @@ UNARY(exp, ag_exp(in[0], out), exp(x))
 UNARY(log, ag_log(in[0], out), log(x))
 UNARY(square, ag_square(in[0], out), x *x)
 UNARY(abs, ag_abs(in[0], out), fabs(x))
+UNARY(huber_map, ag_huber(in[0], 0.7f, out), fabs(x) <= 0.7 ? 0.5 * x * x : 0.7 * (fabs(x) - 0.35))
 
 /* reductions */
 #define REDUCE(NAME, CALL, AXIS, MEAN)                                          \
@@ -281,6 +282,7 @@ static const op_case cases[] = {
     {"log", 1, {{3, 4}}, 0.5f, 3, 0, 3, 4, run_log, ref_log},
     {"square", 1, {{3, 4}}, -1, 1, 0, 3, 4, run_square, ref_square},
     {"abs", 1, {{3, 4}}, -1, 1, 0.05f, 3, 4, run_abs, ref_abs},
+    {"huber (elementwise)", 1, {{3, 4}}, -2, 2, 0, 3, 4, run_huber_map, ref_huber_map},
     {"sum rows", 1, {{3, 4}}, -1, 1, 0, 1, 4, run_sum0, ref_sum0},
     {"sum cols", 1, {{3, 4}}, -1, 1, 0, 3, 1, run_sum1, ref_sum1},
     {"sum all", 1, {{3, 4}}, -1, 1, 0, 1, 1, run_sum2, ref_sum2},

@@ -102,6 +102,10 @@ AG_API ag_status ag_exp(ag_tensor *x, ag_tensor **out);
 AG_API ag_status ag_log(ag_tensor *x, ag_tensor **out);
 AG_API ag_status ag_square(ag_tensor *x, ag_tensor **out);
 AG_API ag_status ag_abs(ag_tensor *x, ag_tensor **out);
+/* Elementwise Huber of x: |x| <= delta ? x^2 / 2 : delta * (|x| - delta / 2)
+ * (ag_huber_loss's terms before the mean). Errors: those of the unary ops;
+ * AG_ERR_INVALID_ARG: delta not positive and finite. */
+AG_API ag_status ag_huber(ag_tensor *x, float delta, ag_tensor **out);
 
 /* act(x + b) in one pass (b broadcast, typically a bias [r, 1]); act is
  * AG_BIAS_NONE, AG_BIAS_RELU, AG_BIAS_TANH or AG_BIAS_SIGMOID. Errors:

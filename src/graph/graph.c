@@ -150,6 +150,11 @@ ag_status ag_square(ag_tensor *x, ag_tensor **out) {
   return ag__unary(x, AG__MAP_SQUARE, 0, 0, "ag_square", out);
 }
 ag_status ag_abs(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_ABS, 0, 0, "ag_abs", out); }
+ag_status ag_huber(ag_tensor *x, float delta, ag_tensor **out) {
+  if (!(delta > 0.0f) || !isfinite(delta))
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_huber: delta = %g must be positive and finite", (double)delta);
+  return ag__unary(x, AG__MAP_HUBER, delta, 0, "ag_huber", out);
+}
 
 /* ---- matrix product ---- */
 
