@@ -106,6 +106,11 @@ flag train --eps-fraction float -0.1 1.01
 flag train --eps-start float -0.1 1.01
 flag train --eps-end float -0.1 1.01
 flag train --max-grad-norm float -1 1e10
+flag train --per-alpha float -0.1 1.01
+flag train --per-beta float -0.1 1.01
+flag train --per-eps float 0 1.5
+flag train --checkpoint-every int 0 100000000000
+flag train --keep int 1 1000000
 # ---- agrl eval ----
 flag eval --model text
 flag eval --env word nope

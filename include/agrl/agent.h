@@ -29,7 +29,9 @@ extern "C" {
  * (0, 1e6), gamma outside [0, 1], batch_size < 1, buffer_size < batch_size,
  * learning_starts < 0, train_freq < 1, gradient_steps < 0,
  * target_update_interval < 1, tau outside (0, 1], exploration_fraction,
- * eps_start or eps_end outside [0, 1], and max_grad_norm < 0. */
+ * eps_start or eps_end outside [0, 1], max_grad_norm < 0, per_alpha or
+ * per_beta outside [0, 1], per_eps outside (0, 1], per not 0 or 1 (and per
+ * with a group of GPUs: AG_ERR_UNSUPPORTED). */
 typedef struct ag_dqn_config {
   int n_hidden;                      /* 2 */
   int64_t hidden[AG_DQN_MAX_HIDDEN]; /* 256, 256 (ReLU) */
@@ -51,6 +53,15 @@ typedef struct ag_dqn_config {
   int fused;                         /* 1: the loss and its gradient as one fused
                                         call where the network allows it (see
                                         ag_dqn_fused); 0: composed ops */
+  /* prioritized replay (Schaul et al. 2016): transitions drawn with
+   * probability p^alpha / sum p^alpha, the loss of each weighted by its
+   * importance weight (beta annealed linearly from per_beta to 1 over
+   * total_steps), and p = |TD error| + per_eps written back inside the same
+   * recorded update. The update then runs as composed ops (not fused). */
+  int per;         /* 0 */
+  float per_alpha; /* 0.6, in [0, 1] */
+  float per_beta;  /* 0.4, in [0, 1]: beta at step 0 */
+  float per_eps;   /* 1e-6, in (0, 1] */
 } ag_dqn_config;
 
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
@@ -114,7 +125,8 @@ AG_API ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *action
  * AG_ERR_DEVICE.
  * All or nothing: the recordings are made (or made again) before any update
  * runs, and with last_loss what the updates change (parameters, gradients,
- * Adam's moments and step count, the sampling stream) is copied on the
+ * Adam's moments and step count, the sampling stream, with cfg.per the
+ * priorities) is copied on the
  * device first, so a failed read-back puts it back: on error the DQN is as
  * before the call and ag_dqn_updates has not moved. Only a device error
  * while the updates run without last_loss (or while the copy is put back)
@@ -146,6 +158,17 @@ AG_API int64_t ag_dqn_updates(const ag_dqn *d);
  * NULL); its sizes are ag_mlp_in / ag_mlp_out of ag_dqn_q. */
 AG_API const ag_dqn_config *ag_dqn_get_config(const ag_dqn *d);
 AG_API int64_t ag_dqn_total_steps(const ag_dqn *d);
+
+/* Prioritized replay (cfg.per): beta at environment step `step` (per_beta
+ * rising linearly to 1 at total_steps; 1 after), and the beta the next
+ * updates draw with, which ag_dqn_learn sets before every training phase
+ * (a device value: the recorded update is not made again). ag_dqn_set_beta
+ * errors: AG_ERR_INVALID_ARG (d NULL, beta outside [0, 1]); AG_ERR_STATE
+ * (no prioritized replay, or a step is being recorded); those of a write. */
+AG_API float ag_dqn_per_beta(const ag_dqn *d, int64_t step);
+AG_API ag_status ag_dqn_set_beta(ag_dqn *d, float beta);
+/* The DQN's prioritized sampler (NULL without cfg.per). */
+AG_API ag_per *ag_dqn_per(const ag_dqn *d);
 /* 1 when the update computes its loss and gradient in one fused call
  * (a few kernels on the GPU instead of ~30): cfg.fused is set, the network
  * has at most 8 hidden layers and 64 actions, and the context's backend
@@ -234,7 +257,7 @@ AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, a
  *   0   8  magic "AGRLDQN1"     8  u32 version (1)     12 u32 H, the
  *          header's length with its CRC (492 + 24 T)
  *   16  32 the library version that wrote it, NUL padded
- *   48  u32 n_hidden   52 u32 flags (1 double_dqn, 2 huber, 4 fused)
+ *   48  u32 n_hidden   52 u32 flags (1 double_dqn, 2 huber, 4 fused, 8 per)
  *   56  8 x i64 hidden sizes (unused ones 0)
  *   120 f32 lr, gamma, tau, exploration_fraction, eps_start, eps_end,
  *          max_grad_norm, then u32 0
@@ -244,7 +267,9 @@ AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, a
  *   248 u64 the exploration stream's state
  *   256 i64 R, the run state's length (0 .. 2^30)
  *   264 u32 T, the tensors (at most 256)   268 u32 0
- *   272 216 bytes of zeros (reserved)
+ *   272 f32 per_alpha, per_beta, per_eps, the beta the next updates draw
+ *          with (without per: the defaults' values and beta 0)
+ *   288 200 bytes of zeros (reserved)
  *   488 T entries of i64 rows, i64 cols, u32 dtype (f32 0, i64 5), u32 0:
  *          for each parameter of the online network, the parameter then its
  *          gradient; the sampling counter; the optimizer's state tensor,
@@ -254,7 +279,7 @@ AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, a
  *   H   each tensor's values, column after column, in parts of at most
  *       AG_TRANSFER_PART_BYTES each followed by its u32 CRC-32; then the run
  *       state's R bytes and their CRC-32; then the replay table's file image
- *       to the end of the file.
+ *       to the end of the file (with per, its prioritized sampler in it).
  * The loader checks the header (CRC, the configuration as ag_dqn_create
  * does, every size against the DQN the configuration makes) before it
  * makes the DQN, then every part's CRC, and the table's fields, storage

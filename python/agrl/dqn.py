@@ -18,7 +18,8 @@ class DQN(_agrl._DQN):
     ``learning_starts``, ``train_freq``, ``gradient_steps``,
     ``target_update_interval``, ``tau``, ``exploration_fraction``,
     ``eps_start``, ``eps_end``, ``max_grad_norm``, ``double_dqn``, ``huber``,
-    ``seed``, ``fused``); the defaults are ``agrl.DQN.defaults()``.
+    ``seed``, ``fused``, and prioritized replay's ``per``, ``per_alpha``,
+    ``per_beta``, ``per_eps``); the defaults are ``agrl.DQN.defaults()``.
     ``total_steps`` plans the exploration schedule.
 
     - ``act(obs, explore=True, step=0)``: an action (an int for one
@@ -191,6 +192,8 @@ class DQN(_agrl._DQN):
             if since_train >= cfg["train_freq"]:
                 since_train = 0
                 if step > cfg["learning_starts"] and self.stored >= cfg["batch_size"] and cfg["gradient_steps"] > 0:
+                    if cfg["per"]:
+                        self.set_beta(self.per_beta(step))
                     loss = self.train(cfg["gradient_steps"])
                     if callback is not None:
                         ev = {"kind": "phase", "step": step, "episodes": episodes, "updates": self.updates,

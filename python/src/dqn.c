@@ -76,6 +76,10 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
                                       "huber",
                                       "seed",
                                       "fused",
+                                      "per",
+                                      "per_alpha",
+                                      "per_beta",
+                                      "per_eps",
                                       NULL};
   *c = ag_dqn_defaults();
   if (!cfg || cfg == Py_None) return 0;
@@ -129,7 +133,9 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
       get_f(cfg, "exploration_fraction", &c->exploration_fraction) ||
       get_f(cfg, "eps_start", &c->eps_start) || get_f(cfg, "eps_end", &c->eps_end) ||
       get_f(cfg, "max_grad_norm", &c->max_grad_norm) || get_b(cfg, "double_dqn", &c->double_dqn) ||
-      get_b(cfg, "huber", &c->huber) || get_b(cfg, "fused", &c->fused))
+      get_b(cfg, "huber", &c->huber) || get_b(cfg, "fused", &c->fused) || get_b(cfg, "per", &c->per) ||
+      get_f(cfg, "per_alpha", &c->per_alpha) || get_f(cfg, "per_beta", &c->per_beta) ||
+      get_f(cfg, "per_eps", &c->per_eps))
     return -1;
   return 0;
 }
@@ -424,6 +430,24 @@ static PyObject *dqn_run_state(agpy_dqn *d, PyObject *a) {
   return PyBytes_FromStringAndSize(p, (Py_ssize_t)n);
 }
 
+static PyObject *dqn_per_beta(agpy_dqn *d, PyObject *arg) {
+  ag_dqn *dq = dqn_get(d);
+  if (!dq) return NULL;
+  long long step = PyLong_AsLongLong(arg);
+  if (step == -1 && PyErr_Occurred()) return NULL;
+  return PyFloat_FromDouble(ag_dqn_per_beta(dq, step));
+}
+
+static PyObject *dqn_set_beta(agpy_dqn *d, PyObject *arg) {
+  ag_dqn *dq = dqn_get(d);
+  if (!dq) return NULL;
+  double b = PyFloat_AsDouble(arg);
+  if (b == -1.0 && PyErr_Occurred()) return NULL;
+  ag_status s = ag_dqn_set_beta(dq, (float)b);
+  if (s) return agpy_raise(s);
+  Py_RETURN_NONE;
+}
+
 static PyObject *dqn_config(agpy_dqn *d, PyObject *a) {
   (void)a;
   ag_dqn *dq = dqn_get(d);
@@ -487,6 +511,8 @@ static PyMethodDef dqn_methods[] = {
     {"_run_state", (PyCFunction)dqn_run_state, METH_NOARGS,
      "The run state saved with the DQN (bytes or None)."},
     {"_config", (PyCFunction)dqn_config, METH_NOARGS, "The configuration as a dict."},
+    {"per_beta", (PyCFunction)dqn_per_beta, METH_O, "per_beta(step): prioritized replay's beta at a step."},
+    {"set_beta", (PyCFunction)dqn_set_beta, METH_O, "set_beta(beta): the beta the next updates draw with."},
     {"free", (PyCFunction)dqn_free, METH_NOARGS, "Frees the DQN."},
     {NULL, NULL, 0, NULL},
 };

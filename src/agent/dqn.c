@@ -15,6 +15,7 @@
 #include "agrl/agent.h"
 #include "agrl/dist.h"
 #include "agent/agent_internal.h"
+#include "replay/replay_internal.h"
 #include "nn/nn_internal.h"
 
 ag_dqn_config ag_dqn_defaults(void) {
@@ -38,6 +39,10 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.double_dqn = 1;
   c.huber = 1;
   c.fused = 1;
+  c.per = 0;
+  c.per_alpha = 0.6f;
+  c.per_beta = 0.4f;
+  c.per_eps = 1e-6f;
   return c;
 }
 
@@ -68,6 +73,13 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
       !(c->eps_start >= 0.0f && c->eps_start <= 1.0f) || !(c->eps_end >= 0.0f && c->eps_end <= 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: exploration_fraction, eps_start and eps_end must be in [0, 1]",
                     fn);
+  if (c->per != 0 && c->per != 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: per = %d must be 0 or 1", fn, c->per);
+  if (!(c->per_alpha >= 0.0f && c->per_alpha <= 1.0f) || !(c->per_beta >= 0.0f && c->per_beta <= 1.0f) ||
+      !(c->per_eps > 0.0f && c->per_eps <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: per_alpha = %g and per_beta = %g must be in [0, 1], per_eps = %g in (0, 1]", fn,
+                    (double)c->per_alpha, (double)c->per_beta, (double)c->per_eps);
   return AG_OK;
 }
 
@@ -84,6 +96,7 @@ void ag_dqn_free(ag_dqn *d) {
     ag_replay_free(d->replay);
   free(d->grads);
   ag_rng_free(d->rng);
+  ag_tensor_free(d->beta);
   ag_tensor_free(d->obs_in);
   free(d->act_scratch);
   ag__snapshot_free(&d->snap);
@@ -102,6 +115,8 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
   ag_status s = ag__dqn_check_config(cfg, fn);
   if (s) return s;
+  if (g && cfg->per)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: prioritized replay over a group of GPUs is not supported", fn);
   int world = g ? ag_dist_world(g) : 1, rank = g ? ag_dist_rank(g) : 0;
   if (g && ag_dist_ctx(g) != ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: the group computes on another context", fn);
@@ -152,7 +167,12 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
     d->grads = ag__calloc((size_t)d->n_grads, sizeof *d->grads);
     if (!d->grads) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
-  if (!s && cfg->fused) { /* else, or where the backend lacks the fused kernel, the composed ops */
+  if (!s && cfg->per) {
+    s = ag_per_create(d->replay, cfg->per_alpha, &d->per);
+    if (!s) s = ag_tensor_create(ctx, 1, 1, AG_F32, &cfg->per_beta, &d->beta);
+  }
+  if (!s && cfg->fused &&
+      !cfg->per) { /* else, or where the backend lacks the fused kernel, the composed ops */
     const ag__qlearn u = qlearn_of(d, 0);
     d->fused = ag__qlearn_fusable(&u);
   }
@@ -277,12 +297,11 @@ ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, cons
   return d->shard ? ag_shard_add_local(d->shard, data, n) : ag_replay_add(d->replay, data, n);
 }
 
-ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
+/* Q(s, a) of a gathered batch ([1, B], with gradients) and its target y
+ * ([1, B], without). */
+static ag_status q_and_target(ag_dqn *d, ag_tensor *batch, ag_tensor **qa_out, ag_tensor **y_out) {
   ag_tensor *obs, *act, *rew, *next, *term, *qn, *y, *q, *qa;
   ag_status s;
-  if (!d || !batch || !loss)
-    return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
-  if ((s = check_sound(d, "ag_dqn_loss"))) return s;
   if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) ||
       (s = ag_replay_view(d->replay, batch, "action", &act)) ||
       (s = ag_replay_view(d->replay, batch, "reward", &rew)) ||
@@ -302,7 +321,38 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
   ag_no_grad_end(d->ctx);
   if (s) return s;
   if ((s = ag_mlp_forward(d->q, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;
+  *qa_out = qa;
+  *y_out = y;
+  return AG_OK;
+}
+
+ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
+  ag_tensor *qa, *y;
+  ag_status s;
+  if (!d || !batch || !loss)
+    return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
+  if ((s = check_sound(d, "ag_dqn_loss")) || (s = q_and_target(d, batch, &qa, &y))) return s;
   return d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, loss) : ag_mse_loss(qa, y, loss);
+}
+
+/* The prioritized update's loss: B transitions drawn by priority (beta from
+ * d->beta on the device), mean_j w_j f(Q(s_j, a_j) - y_j), and the drawn
+ * columns' priorities set to |Q - y| + per_eps, all on the device. */
+static ag_status per_loss(ag_dqn *d, ag_tensor **loss) {
+  ag_tensor *idx, *w, *batch, *qa, *y, *td, *l, *lw, *a, *p;
+  ag_status s = ag_per_sample_dev(d->per, d->rng, d->batch, d->beta, &idx, &w);
+  if (!s) s = ag_get_rows_dev(ag_replay_buffer(d->replay), idx, &batch);
+  if (!s) s = q_and_target(d, batch, &qa, &y);
+  if (!s) s = ag_sub(qa, y, &td);
+  if (!s) s = d->cfg.huber ? ag_huber(td, 1.0f, &l) : ag_square(td, &l);
+  if (!s) s = ag_mul(l, w, &lw);
+  if (!s) s = ag_mean(lw, AG_AXIS_ALL, loss);
+  if (s) return s;
+  ag_no_grad_begin(d->ctx);
+  s = ag_abs(td, &a);
+  if (!s) s = ag_affine(a, 1.0f, d->cfg.per_eps, &p);
+  ag_no_grad_end(d->ctx);
+  return s ? s : ag_per_update(d->per, idx, p);
 }
 
 /* The fused update's description: the table, its fields, the networks and,
@@ -346,7 +396,7 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_status s = AG_OK;
   /* decided at every recording: after a device switch the backend may not
    * take the fused kernel, and the composed ops then do the same work */
-  if (d->cfg.fused) {
+  if (d->cfg.fused && !d->per) {
     const ag__qlearn u = qlearn_of(d, 0);
     d->fused = ag__qlearn_fusable(&u);
   }
@@ -357,6 +407,10 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
     s = ag_optim_zero_grad(d->opt);
     if (!s) s = fused_grad(d, step);
     if (!s && step) return AG_OK;
+  } else if (d->per) {
+    s = per_loss(d, &d->loss);
+    if (!s) s = ag_optim_zero_grad(d->opt);
+    if (!s) s = ag_backward(d->loss);
   } else {
     s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, NULL);
     if (!s) s = ag_dqn_loss(d, batch, &d->loss);
@@ -440,9 +494,13 @@ ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
    * that a failed read can be undone */
   if (last_loss) {
     ag_tensor *keep[4 * (AG_DQN_MAX_HIDDEN + 1) * 4 + 8];
-    int m = ag__dqn_update_state(d, keep, (int)(sizeof keep / sizeof *keep));
-    if (m > (int)(sizeof keep / sizeof *keep))
-      return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);
+    const int room = (int)(sizeof keep / sizeof *keep) - 2;
+    int m = ag__dqn_update_state(d, keep, room);
+    if (m > room) return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);
+    if (d->per) { /* the priorities the updates write */
+      keep[m++] = ag__per_tree(d->per);
+      keep[m++] = ag__per_state(d->per);
+    }
     if ((s = ag__snapshot_take(&d->snap, keep, m, fn))) return s;
   }
   /* 3. the updates: from here only the device can fail */
@@ -476,6 +534,23 @@ ag_mlp *ag_dqn_target(const ag_dqn *d) { return d ? d->target : NULL; }
 ag_replay *ag_dqn_replay(const ag_dqn *d) { return d ? d->replay : NULL; }
 int64_t ag_dqn_updates(const ag_dqn *d) { return d ? d->updates : 0; }
 const ag_dqn_config *ag_dqn_get_config(const ag_dqn *d) { return d ? &d->cfg : NULL; }
+ag_per *ag_dqn_per(const ag_dqn *d) { return d ? d->per : NULL; }
+
+float ag_dqn_per_beta(const ag_dqn *d, int64_t step) {
+  if (!d) return 1.0f;
+  double f = step <= 0 ? 0.0 : (double)step / (double)d->total_steps;
+  if (f > 1.0) f = 1.0;
+  return (float)(d->cfg.per_beta + (1.0 - d->cfg.per_beta) * f);
+}
+
+ag_status ag_dqn_set_beta(ag_dqn *d, float beta) {
+  static const char fn[] = "ag_dqn_set_beta";
+  if (!d || !(beta >= 0.0f && beta <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL or beta = %g is outside [0, 1]", fn, (double)beta);
+  if (!d->per) return ag__fail(AG_ERR_STATE, "%s: the DQN has no prioritized replay (cfg.per)", fn);
+  ag_status s = ag__not_recording(d->ctx, fn);
+  return s ? s : ag_tensor_write(d->beta, &beta, sizeof beta);
+}
 int64_t ag_dqn_total_steps(const ag_dqn *d) { return d ? d->total_steps : 0; }
 int ag_dqn_fused(const ag_dqn *d) { return d ? d->fused : 0; }
 

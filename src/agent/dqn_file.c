@@ -64,14 +64,15 @@ static uint64_t parts_bytes(uint64_t n) {
   return n + 4 * (n ? (n + AG_TRANSFER_PART_BYTES - 1) / AG_TRANSFER_PART_BYTES : 1);
 }
 
-static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts) {
+static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts, float beta_now) {
   const ag_dqn_config *c = &d->cfg;
   memcpy(h, dqn_magic, 8);
   ag__put32(h + 8, DQN_VERSION);
   ag__put32(h + 12, (uint32_t)(DQN_FIXED + DQN_ENTRY * T + 4));
   snprintf((char *)h + 16, 32, "%s", ag_version());
   ag__put32(h + 48, (uint32_t)c->n_hidden);
-  ag__put32(h + 52, (uint32_t)((c->double_dqn ? 1 : 0) | (c->huber ? 2 : 0) | (c->fused ? 4 : 0)));
+  ag__put32(h + 52,
+            (uint32_t)((c->double_dqn ? 1 : 0) | (c->huber ? 2 : 0) | (c->fused ? 4 : 0) | (c->per ? 8 : 0)));
   for (int i = 0; i < c->n_hidden; i++) ag__put64(h + 56 + 8 * i, (uint64_t)c->hidden[i]);
   const float fs[7] = {c->lr,        c->gamma,   c->tau,          c->exploration_fraction,
                        c->eps_start, c->eps_end, c->max_grad_norm};
@@ -85,6 +86,8 @@ static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts)
   ag__put64(h + 248, d->host_rng);
   ag__put64(h + 256, (uint64_t)d->run_state_n);
   ag__put32(h + 264, (uint32_t)T);
+  const float pf[4] = {c->per_alpha, c->per_beta, c->per_eps, beta_now};
+  for (int i = 0; i < 4; i++) ag__put_f32(h + 272 + 4 * i, pf[i]);
   for (int i = 0; i < T; i++) {
     unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
     ag__put64(e, (uint64_t)ag_tensor_rows(ts[i]));
@@ -124,7 +127,13 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
     free(h);
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
   }
-  header_put(d, h, T, ts);
+  float beta_now = 0.0f;
+  if (d->per && (s = ag_tensor_read(d->beta, &beta_now, sizeof beta_now))) {
+    free(h);
+    free(buf);
+    return s;
+  }
+  header_put(d, h, T, ts, beta_now);
   ag__afile a;
   if ((s = ag__afile_open(&a, path, fn))) {
     free(h);
@@ -176,15 +185,28 @@ static ag_status read_parts(FILE *f, unsigned char *buf, size_t n, const char *f
 
 /* The configuration and counters of a header whose CRC holds. */
 static ag_status header_get(const unsigned char *h, const char *fn, const char *path, ag_dqn_config *c,
-                            int64_t k[5], uint64_t *host_rng, uint64_t *R) {
+                            int64_t k[5], uint64_t *host_rng, uint64_t *R, float *beta_now) {
   memset(c, 0, sizeof *c);
   c->n_hidden = (int)ag__get32(h + 48);
   uint32_t flags = ag__get32(h + 52);
-  if (ag__get32(h + 48) > AG_DQN_MAX_HIDDEN || flags > 7)
+  if (ag__get32(h + 48) > AG_DQN_MAX_HIDDEN || flags > 15)
     return bad(fn, path, "n_hidden or flags out of range");
   c->double_dqn = (flags & 1) != 0;
   c->huber = (flags & 2) != 0;
   c->fused = (flags & 4) != 0;
+  c->per = (flags & 8) != 0;
+  float *pf[4] = {&c->per_alpha, &c->per_beta, &c->per_eps, beta_now};
+  for (int i = 0; i < 4; i++) {
+    *pf[i] = ag__get_f32(h + 272 + 4 * i);
+    if (!isfinite(*pf[i])) return bad(fn, path, "a setting is not finite");
+  }
+  if (!c->per) { /* a DQN without prioritized replay writes the defaults' values */
+    const ag_dqn_config dc = ag_dqn_defaults();
+    if (c->per_alpha != dc.per_alpha || c->per_beta != dc.per_beta || c->per_eps != dc.per_eps ||
+        *beta_now != 0.0f)
+      return bad(fn, path, "prioritized replay settings without prioritized replay");
+  } else if (!(*beta_now >= 0.0f && *beta_now <= 1.0f))
+    return bad(fn, path, "beta out of range");
   for (int i = 0; i < AG_DQN_MAX_HIDDEN; i++) {
     int64_t v = (int64_t)ag__get64(h + 56 + 8 * i);
     if (i < c->n_hidden && (v < 1 || v > ((int64_t)1 << 24)))
@@ -206,7 +228,7 @@ static ag_status header_get(const unsigned char *h, const char *fn, const char *
   *host_rng = ag__get64(h + 248);
   *R = ag__get64(h + 256);
   if (ag__get32(h + 148) || ag__get32(h + 268)) return bad(fn, path, "reserved bytes are not 0");
-  for (int i = 272; i < DQN_FIXED; i++)
+  for (int i = 288; i < DQN_FIXED; i++)
     if (h[i]) return bad(fn, path, "reserved bytes are not 0");
   if (c->lr <= 0.0f || c->lr >= 1e6f || c->max_grad_norm < 0.0f || c->buffer_size > ((int64_t)1 << 40))
     return bad(fn, path, "a setting out of range");
@@ -292,7 +314,8 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   ag_dqn_config c;
   int64_t k[5];
   uint64_t host_rng = 0, R = 0;
-  s = header_get(h, fn, path, &c, k, &host_rng, &R);
+  float beta_now = 0.0f;
+  s = header_get(h, fn, path, &c, k, &host_rng, &R, &beta_now);
   if (!s && (s = ag__dqn_check_config(&c, fn))) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
@@ -363,9 +386,11 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   if (!s) s = ag__replay_read(ctx, f, path, left, max_bytes, fn, &r);
   if (!s) { /* the table must be the one the DQN makes, of the file's capacity */
     ag_replay *mine = d->replay;
+    ag_per *rp = ag_replay_per(r);
     int same = ag_replay_n_fields(r) == ag_replay_n_fields(mine) &&
                ag_replay_storage(r) == ag_replay_storage(mine) && ag_replay_capacity(r) == c.buffer_size &&
-               ag_replay_min_size(r) == ag_replay_min_size(mine) && !ag_replay_per(r);
+               ag_replay_min_size(r) == ag_replay_min_size(mine) && (rp != NULL) == (c.per != 0) &&
+               (!rp || ag__per_alpha(rp) == c.per_alpha);
     for (int i = 0; same && i < ag_replay_n_fields(r); i++) {
       ag_field a, b;
       same = !ag_replay_field_at(r, i, &a) && !ag_replay_field_at(mine, i, &b) && a.width == b.width &&
@@ -378,8 +403,14 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
     ag_dqn_free(d);
     return s;
   }
-  ag_replay_free(d->replay);
+  if (d->per && (s = ag_tensor_write(d->beta, &beta_now, sizeof beta_now))) {
+    ag_replay_free(r);
+    ag_dqn_free(d);
+    return s;
+  }
+  ag_replay_free(d->replay); /* and the small table's sampler */
   d->replay = r;
+  d->per = ag_replay_per(r);
   d->cfg.buffer_size = c.buffer_size;
   d->updates = k[3];
   d->updates_at_target = k[4];

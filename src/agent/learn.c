@@ -88,8 +88,6 @@ static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, i
 
 /* ---- the run state ---- */
 
-
-
 /* Records the loop's state in the DQN's run state. */
 static ag_status record_run(ag_dqn *d, ag_vec_env *env, const loop_state *ls, const float *obs,
                             const char *fn) {
@@ -167,7 +165,6 @@ static ag_status restore_run(ag_dqn *d, ag_vec_env *env, loop_state *ls, float *
 }
 
 /* ---- checkpoint directories ---- */
-
 
 /* Removes a directory and what it holds (at most `depth` levels). */
 static int remove_tree(const char *path, int depth) {
@@ -418,6 +415,7 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
       int trained = ls.step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch &&
                     d->cfg.gradient_steps > 0;
       float loss = 0;
+      if (trained && d->per && (s = ag_dqn_set_beta(d, ag_dqn_per_beta(d, ls.step)))) break;
       if (trained && (s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
       /* the phase reports the group's mean of now; a stop it asks for is
        * agreed at the next boundary */

@@ -70,6 +70,8 @@ static void train_usage(FILE *f) {
           "  --target-update N [%lld env steps]  --tau X [%g]  --hidden N,N,... [%lld,%lld]\n"
           "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
           "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
+          "  --per  (prioritized replay)  --per-alpha X [%g]  --per-beta X [%g, annealed to 1]\n"
+          "  --per-eps X [%g]\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
           "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
           "the step in progress, writes a checkpoint and its files, and exits with 130 (SIGINT)\n"
@@ -79,7 +81,7 @@ static void train_usage(FILE *f) {
           (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
           (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
           (double)c.exploration_fraction, (double)c.eps_start, (double)c.eps_end, (double)c.max_grad_norm,
-          MAX_STEPS, MAX_GRADIENT_STEPS);
+          (double)c.per_alpha, (double)c.per_beta, (double)c.per_eps, MAX_STEPS, MAX_GRADIENT_STEPS);
 }
 
 static void eval_usage(FILE *f) {
@@ -126,7 +128,6 @@ static int parse_hidden(const char *s, ag_dqn_config *c) {
   c->n_hidden = n;
   return 0;
 }
-
 
 /* A file of the run written whole: DIR/NAME under a temporary name until
  * commit. Prints why not and returns -1 when it cannot be created. */
@@ -570,6 +571,14 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       cfg.double_dqn = 0;
     else if (!strcmp(a, "--mse"))
       cfg.huber = 0;
+    else if (!strcmp(a, "--per"))
+      cfg.per = 1;
+    else if (!strcmp(a, "--per-alpha"))
+      NEEDS(parse_f(v, 0, 1, &cfg.per_alpha), "an exponent in [0, 1]");
+    else if (!strcmp(a, "--per-beta"))
+      NEEDS(parse_f(v, 0, 1, &cfg.per_beta), "a starting beta in [0, 1]");
+    else if (!strcmp(a, "--per-eps"))
+      NEEDS(parse_f(v, 1e-12, 1, &cfg.per_eps), "a priority offset in [1e-12, 1]");
     else
       return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
 #undef NEEDS
@@ -587,6 +596,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
                            "the batch (%lld) must be a multiple of the number of GPUs (%lld)",
                            (long long)cfg.batch_size, (long long)(world > 0 ? world : gpus));
   }
+  if ((gpus > 1 || world > 0) && cfg.per)
+    return cli_bad_usage(cmd, train_usage, "--per is not supported with --gpus");
   if ((gpus > 1 || world > 0) && ckpt_every > 0)
     return cli_bad_usage(cmd, train_usage, "--checkpoint-every is not supported with --gpus");
   if (world > 0 && (rank < 0 || rank >= world || !id_file))

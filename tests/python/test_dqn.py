@@ -144,6 +144,11 @@ def _cli_returns(tmp_path, steps, seed, flags):
       "--learning-starts", "300", "--train-freq", "64", "--gradient-steps", "16", "--target-update", "50",
       "--tau", "0.5", "--eps-fraction", "0.3", "--eps-start", "0.9", "--eps-end", "0.05",
       "--max-grad-norm", "5", "--no-double", "--mse"]),
+    # prioritized replay, beta annealed in step with the CLI's loop
+    (5, 3000, dict(hidden=[32, 32], batch_size=32, buffer_size=2000, learning_starts=300, train_freq=64,
+                   gradient_steps=16, per=True, per_alpha=0.5, per_beta=0.3, per_eps=1e-4),
+     ["--hidden", "32,32", "--batch", "32", "--buffer", "2000", "--learning-starts", "300", "--train-freq", "64",
+      "--gradient-steps", "16", "--per", "--per-alpha", "0.5", "--per-beta", "0.3", "--per-eps", "0.0001"]),
 ])
 def test_learn_matches_the_cli(tmp_path, seed, steps, config, flags):
     cli_ret, cli_len, cli_phases, summary = _cli_returns(tmp_path, steps, seed, flags)
