@@ -257,21 +257,70 @@ static void acrobot_terminates_when_tip_rises_above_one_link(void **state) {
   ag_env_free(e);
 }
 
+/* Puts twins a and b in state s, steps them with actions xa and xb, checks
+ * that they reach the same observation and neither terminates; their rewards
+ * go to *ra and *rb. */
+static void step_twins(ag_env *a, ag_env *b, const double *s, float xa, float xb, float *ra, float *rb) {
+  float oa[MAX_OBS], ob[MAX_OBS];
+  int ta, tra, tb, trb;
+  agt_ok(ag__env_set_state(a, s, oa));
+  agt_ok(ag__env_set_state(b, s, ob));
+  agt_ok(ag_env_step(a, &xa, oa, ra, &ta, &tra));
+  agt_ok(ag_env_step(b, &xb, ob, rb, &tb, &trb));
+  assert_memory_equal(oa, ob, (size_t)obs_dim(a) * sizeof(float));
+  assert_true(ta == 0 && tb == 0);
+}
+
 static void pendulum_clips_torque_to_two_like_gymnasium(void **state) {
   (void)state;
   ag_env *a = make_env("pendulum"), *b = make_env("Pendulum-v1");
   const double s[2] = {0.5, -1.0};
   const float pairs[][2] = {{5.0f, 2.0f}, {-100.0f, -2.0f}, {2.0f, 2.0f}, {1e30f, 2.0f}};
   for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
-    float oa[3], ob[3], ra, rb;
-    int ta, tra, tb, trb;
-    agt_ok(ag__env_set_state(a, s, oa));
-    agt_ok(ag__env_set_state(b, s, ob));
-    agt_ok(ag_env_step(a, &pairs[k][0], oa, &ra, &ta, &tra));
-    agt_ok(ag_env_step(b, &pairs[k][1], ob, &rb, &tb, &trb));
-    assert_memory_equal(oa, ob, sizeof oa);
-    assert_true(ra == rb && ta == 0 && tb == 0);
+    float ra, rb;
+    step_twins(a, b, s, pairs[k][0], pairs[k][1], &ra, &rb);
+    assert_true(ra == rb);
   }
+  ag_env_free(a);
+  ag_env_free(b);
+}
+
+/* Force clipped to [-1, 1], the reward's -0.1 a^2 on the action as given,
+ * +100 at the goal (position >= 0.45, velocity >= 0), the left wall. */
+static void mountaincar_continuous_clips_force_and_pays_at_goal(void **state) {
+  (void)state;
+  ag_env *a = make_env("mountaincar_continuous"), *b = make_env("MountainCarContinuous-v0");
+  const double s[2] = {-0.5, 0.01};
+  const float pairs[][2] = {{5.0f, 1.0f}, {-100.0f, -1.0f}, {1e30f, 1.0f}};
+  for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+    float ra, rb;
+    step_twins(a, b, s, pairs[k][0], pairs[k][1], &ra, &rb);
+    assert_true(rb == -0.1f);
+    assert_true(ra == (float)(-ag__pow2((double)pairs[k][0]) * 0.1)); /* unclipped */
+  }
+  float obs[2], r;
+  /* the goal: terminated, 100 - 0.1 * 0.5^2 */
+  agt_ok(ag__env_set_state(a, (const double[]){0.44, 0.02}, obs));
+  assert_int_equal(step1(a, 0.5f, obs, &r), 1);
+  assert_true(obs[0] >= 0.45f && obs[1] >= 0.0f && r == (float)(100.0 - 0.25 * 0.1));
+  /* past the goal position but moving back: not done, no bonus */
+  agt_ok(ag__env_set_state(a, (const double[]){0.47, -0.01}, obs));
+  assert_int_equal(step1(a, 0.0f, obs, &r), 0);
+  assert_true(r == 0.0f);
+  /* the left wall: position -1.2, velocity zeroed, on the first step (float64 state) */
+  agt_ok(ag__env_set_state(a, (const double[]){-1.19, -0.05}, obs));
+  assert_int_equal(step1(a, -1.0f, obs, &r), 0);
+  assert_true(obs[0] == -1.2f && obs[1] == 0.0f && r == -0.1f);
+  assert_int_equal(step1(a, -1.0f, obs, &r), 0);
+  assert_true(obs[0] > -1.2f && obs[1] > 0.0f); /* the slope pushes it back out */
+  /* and on a later one (float32 state): -1.139, -1.177, then the wall */
+  agt_ok(ag__env_set_state(a, (const double[]){-1.1, -0.04}, obs));
+  for (int t = 0; t < 2; t++) {
+    assert_int_equal(step1(a, -1.0f, obs, &r), 0);
+    assert_true(obs[0] > -1.2f && obs[1] < 0.0f);
+  }
+  assert_int_equal(step1(a, -1.0f, obs, &r), 0);
+  assert_true(obs[0] == -1.2f && obs[1] == 0.0f);
   ag_env_free(a);
   ag_env_free(b);
 }
@@ -410,10 +459,20 @@ static void start_states_lie_in_gymnasium_ranges(void **state) {
   } range;
   const double pi = 3.141592653589793;
   const range ranges[] = {
-      {"cartpole", 0, -0.05, 0.05}, {"cartpole", 1, -0.05, 0.05}, {"cartpole", 2, -0.05, 0.05},
-      {"cartpole", 3, -0.05, 0.05}, {"acrobot", -1, -0.1, 0.1},   {"acrobot", -2, -0.1, 0.1},
-      {"acrobot", 4, -0.1, 0.1},    {"acrobot", 5, -0.1, 0.1},    {"mountaincar", 0, -0.6, -0.4},
-      {"mountaincar", 1, 0.0, 0.0}, {"pendulum", -1, -pi, pi},    {"pendulum", 2, -1.0, 1.0},
+      {"cartpole", 0, -0.05, 0.05},
+      {"cartpole", 1, -0.05, 0.05},
+      {"cartpole", 2, -0.05, 0.05},
+      {"cartpole", 3, -0.05, 0.05},
+      {"acrobot", -1, -0.1, 0.1},
+      {"acrobot", -2, -0.1, 0.1},
+      {"acrobot", 4, -0.1, 0.1},
+      {"acrobot", 5, -0.1, 0.1},
+      {"mountaincar", 0, -0.6, -0.4},
+      {"mountaincar", 1, 0.0, 0.0},
+      {"pendulum", -1, -pi, pi},
+      {"pendulum", 2, -1.0, 1.0},
+      {"mountaincar_continuous", 0, -0.6, -0.4},
+      {"mountaincar_continuous", 1, 0.0, 0.0},
   };
   for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
     const range *q = &ranges[k];
@@ -629,7 +688,7 @@ static const bad_call calls[] = {
     {"create: unknown name", AG_ERR_INVALID_ARG, "unknown environment \"Pong-v5\"", create_name_unknown},
     {"create: known names listed", AG_ERR_INVALID_ARG,
      "known: cartpole (CartPole-v1), acrobot (Acrobot-v1), mountaincar (MountainCar-v0), pendulum "
-     "(Pendulum-v1)",
+     "(Pendulum-v1), mountaincar_continuous (MountainCarContinuous-v0)",
      create_name_lists_known},
     {"create: out NULL", AG_ERR_INVALID_ARG, "ag_env_create: out is NULL", create_out_null},
     {"custom: ops NULL", AG_ERR_INVALID_ARG, "ag_env_create_custom: ops is NULL", custom_ops_null},
@@ -917,7 +976,7 @@ static void vec_env_autoreset_matches_single_envs_step_for_step(void **state) {
     }
     agt_rng g = {123};
     int ended = 0;
-    for (int t = 0; t < 700; t++) {
+    for (int t = 0; t < 1000; t++) {
       for (int i = 0; i < n; i++)
         acts[i] = spec->n_actions > 0 ? (float)agt_below(&g, spec->n_actions) : agt_uniform(&g, -3.0f, 3.0f);
       agt_ok(ag_vec_env_step(v, acts, obs, rew, term, trunc, fin));
@@ -947,7 +1006,7 @@ static void vec_env_autoreset_matches_single_envs_step_for_step(void **state) {
         assert_memory_equal(obs + i * od, sobs[i], (size_t)od * sizeof(float));
       }
     }
-    assert_true(ended >= n); /* every task ends within 700 steps (by the time limit at the latest) */
+    assert_true(ended >= n); /* every task ends within 1000 steps (by the time limit at the latest) */
     /* final_obs may be left out */
     agt_ok(ag_vec_env_step(v, acts, obs, rew, term, trunc, NULL));
     for (int i = 0; i < n; i++) ag_env_free(single[i]);
@@ -1090,6 +1149,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(mountaincar_terminates_at_goal_and_stops_at_left_wall),
       cmocka_unit_test(acrobot_terminates_when_tip_rises_above_one_link),
       cmocka_unit_test(pendulum_clips_torque_to_two_like_gymnasium),
+      cmocka_unit_test(mountaincar_continuous_clips_force_and_pays_at_goal),
       cmocka_unit_test(every_builtin_truncates_at_its_max_episode_steps),
       cmocka_unit_test(terminated_and_truncated_both_set_when_task_ends_on_last_step),
       cmocka_unit_test(reset_draws_start_state_from_documented_splitmix64),

@@ -8,13 +8,16 @@
  * TimeLimit wrapper: `truncated` is 1 on the max_episode_steps-th step).
  *
  * Built-in environments follow Gymnasium 1.x exactly (constants, integrator,
- * float64 arithmetic in Gymnasium's order with float32 observations, rewards,
- * termination; with glibc's libm, as numpy uses, trajectories from the same
- * state are bit-identical to Gymnasium's, which tests/test_env.c checks):
+ * float64 arithmetic in Gymnasium's order, float32 where numpy computes in
+ * float32, with float32 observations, rewards, termination; with glibc's
+ * libm, as numpy uses, trajectories from the same state are bit-identical to
+ * Gymnasium's, which tests/test_env.c checks):
  *   "cartpole"    / "CartPole-v1"    discrete 2,  obs 4, 500 steps, threshold 475
  *   "acrobot"     / "Acrobot-v1"     discrete 3,  obs 6, 500 steps, threshold -100
  *   "mountaincar" / "MountainCar-v0" discrete 3,  obs 2, 200 steps, threshold -110
  *   "pendulum"    / "Pendulum-v1"    continuous 1 in [-2, 2], obs 3, 200 steps
+ *   "mountaincar_continuous" / "MountainCarContinuous-v0"
+ *                                    continuous 1 in [-1, 1], obs 2, 999 steps, threshold 90
  * Only the start states differ from Gymnasium's: they are drawn from the
  * documented generator below instead of numpy's, from the same ranges.
  *
@@ -33,7 +36,9 @@
  * Actions are floats. A discrete action (spec.n_actions > 0) is one float
  * holding the whole index 0 .. n_actions-1; any other value is refused. A
  * continuous action (spec.act_dim > 0) is act_dim finite floats; Pendulum
- * clips its torque to [-2, 2] as Gymnasium does.
+ * clips its torque to [-2, 2] and MountainCarContinuous its force to
+ * [-1, 1], as Gymnasium does; MountainCarContinuous's reward, -0.1 a^2 (and
+ * +100 at the goal), takes the action as given, unclipped, like Gymnasium's.
  *
  * Errors follow agrl's rules (agrl/status.h): a failing call returns the
  * status, ag_last_error() names the argument and the bad value, and nothing
@@ -164,12 +169,15 @@ AG_API uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
  * IEEE-754 bit patterns); offsets in bytes, u32/i64 little-endian integers:
  *   0  u32  magic 0x53454741 (the bytes "AGES")
  *   4  u32  layout version, 1
- *   8  16   the task's short name ("cartpole" ...), padded with NUL bytes
+ *   8  16   the task's short name ("cartpole" ...), padded with NUL bytes; a
+ *           longer name, its first 15 bytes ("mountaincar_con")
  *  24  u32  phase: 0 needs a reset, 1 running, 2 ended
  *  28  u32  terminated: the ended episode's flag (0 or 1)
  *  32  u32  truncated: the same
  *  36  u32  d, the number of doubles (cartpole 4, acrobot 4, mountaincar 2,
- *           pendulum 2: Gymnasium's state vector, in its order)
+ *           pendulum 2, mountaincar_continuous 2: Gymnasium's state vector,
+ *           in its order; MountainCarContinuous's is float64 at step 0 and
+ *           float32 after, which the step count tells)
  *  40  i64  steps of the current episode
  *  48  d x f64  the task's state
  * 48 + 8 d bytes in all. */

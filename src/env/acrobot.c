@@ -54,7 +54,8 @@ static void observe(const double *s, float *obs) {
   obs[5] = (float)s[3];
 }
 
-static int advance(double *s, const float *action, double *reward) {
+static int advance(double *s, const float *action, int64_t step, double *reward) {
+  (void)step;
   const double torque = (double)action[0] - 1.0; /* AVAIL_TORQUE = [-1, 0, +1] */
   ag__rk4(dsdt, &torque, s, 4, DT);
   s[0] = ag__wrap(s[0], -AG__PI, AG__PI);

@@ -26,7 +26,8 @@ static void observe(const double *s, float *obs) {
   for (int i = 0; i < 4; i++) obs[i] = (float)s[i];
 }
 
-static int advance(double *s, const float *action, double *reward) {
+static int advance(double *s, const float *action, int64_t step, double *reward) {
+  (void)step;
   const double total_mass = MASSPOLE + MASSCART;
   const double polemass_length = MASSPOLE * LENGTH;
   const double theta_threshold = 12 * 2 * AG__PI / 360;

@@ -1,9 +1,9 @@
 /* classic.c — the built-in classic-control environments behind ag_env: one
  * set of ag_env_ops shared by all of them (a double state, a start state from
- * the splitmix64 generator, the task's step), the access to a handle's task
- * and state (ag__env_classic, for the state images of env_state.c), and the
- * test hooks ag__env_set_state and ag__env_get_state. Their names are listed in
- * registry.c.
+ * the splitmix64 generator, the task's step, which sees the handle's step
+ * count), the access to a handle's task and state (ag__env_classic, for the
+ * state images of env_state.c), and the test hooks ag__env_set_state and
+ * ag__env_get_state. Their names are listed in registry.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 typedef struct classic_state {
   const ag__classic *task;
+  const ag_env *handle; /* the handle that owns this state, for its step count */
   double s[AG__MAX_STATE];
 } classic_state;
 
@@ -29,7 +30,7 @@ static ag_status classic_reset(void *state, uint64_t seed, float *obs) {
 static ag_status classic_step(void *state, const float *action, float *obs, float *reward, int *terminated) {
   classic_state *cs = state;
   double r = 0.0;
-  *terminated = cs->task->advance(cs->s, action, &r);
+  *terminated = cs->task->advance(cs->s, action, cs->handle->steps, &r);
   *reward = (float)r;
   cs->task->observe(cs->s, obs);
   return AG_OK;
@@ -43,8 +44,12 @@ ag_status ag__classic_create(const ag__classic *c, const char *fn, ag_env **out)
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for environment \"%s\"", fn, c->spec.id);
   cs->task = c;
   ag_status st = ag__env_new(&classic_ops, cs, &c->spec, fn, out);
-  if (st != AG_OK) free(cs);
-  return st;
+  if (st != AG_OK) {
+    free(cs);
+    return st;
+  }
+  cs->handle = *out;
+  return AG_OK;
 }
 
 const ag__classic *ag__env_classic(const ag_env *env, double **s) {

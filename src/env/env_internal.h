@@ -105,7 +105,8 @@ double ag__wrap(double x, double lo, double hi);
 double ag__pow2(double x);
 float ag__pow2f(float x);
 
-/* ---- built-in environments (cartpole.c, acrobot.c, mountaincar.c, pendulum.c; classic.c) ---- */
+/* ---- built-in environments (cartpole.c, acrobot.c, mountaincar.c, pendulum.c; classic.c) ----
+ * mountaincar.c holds both MountainCar tasks. */
 
 #define AG__MAX_STATE 4
 
@@ -118,11 +119,14 @@ typedef struct ag__classic {
   void (*sample)(double *s, ag__rng *r);
   /* The float32 observation of state s. */
   void (*observe)(const double *s, float *obs);
-  /* Advances s by one step under a checked action; returns terminated. */
-  int (*advance)(double *s, const float *action, double *reward);
+  /* Advances s by one step under a checked action; returns terminated.
+   * `step` counts the episode's steps before this one: 0 right after a reset
+   * (or ag__env_set_state), for a task whose Gymnasium state changes type on
+   * its first step. */
+  int (*advance)(double *s, const float *action, int64_t step, double *reward);
 } ag__classic;
 
-extern const ag__classic ag__cartpole, ag__acrobot, ag__mountaincar, ag__pendulum;
+extern const ag__classic ag__cartpole, ag__acrobot, ag__mountaincar, ag__pendulum, ag__mountaincar_continuous;
 
 /* The built-in task called `name` (short name or id), or NULL. */
 const ag__classic *ag__classic_find(const char *name);

@@ -39,7 +39,8 @@ static void observe(const double *s, float *obs) {
   obs[2] = (float)s[1];
 }
 
-static int advance(double *s, const float *action, double *reward) {
+static int advance(double *s, const float *action, int64_t step, double *reward) {
+  (void)step;
   const double th = s[0], thdot = s[1];
   const float u = ag__clipf(action[0], -MAX_TORQUE, MAX_TORQUE);
   const float u_cost = 0.001f * ag__pow2f(u);

@@ -7,7 +7,8 @@
 #include "base/base.h"
 #include "env/env_internal.h"
 
-static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum};
+static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum,
+                                           &ag__mountaincar_continuous};
 enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]) };
 
 const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i] : NULL; }

@@ -81,6 +81,16 @@ def mountaincar_pump(obs, t):
     return 2 if obs[1] >= 0 else 0
 
 
+def mountaincar_continuous_pump(force):
+    """Bang-bang on the velocity's sign; force > 1 is clipped to 1 by the step."""
+    return lambda obs, t: np.array([force if obs[1] >= 0 else -force], dtype=np.float32)
+
+
+def scripted(actions, then):
+    """The float32 actions given, one per step, then the policy `then`."""
+    return lambda obs, t: np.array([actions[t]], dtype=np.float32) if t < len(actions) else then(obs, t)
+
+
 def constant(a):
     return lambda obs, t: a
 
@@ -153,6 +163,71 @@ def run(name, env_id, start, policy, expect, max_steps=None):
     )
 
 
+def mcc_step(start, actions, dtype=np.float64):
+    """The unwrapped MountainCarContinuous state after stepping `actions` from
+    `start` (float64, as run() sets it and reset() leaves it; float32, as a
+    step leaves it), and whether the last step terminated, for the searches
+    below."""
+    env = gym.make("MountainCarContinuous-v0").unwrapped
+    env.reset(seed=0)
+    env.state = np.array(start, dtype=dtype)
+    term = False
+    for a in actions:
+        _, _, term, _, _ = env.step(np.array([a], dtype=np.float32))
+    return env.state, term
+
+
+def bisect_up(lo, hi, f, up):
+    """For up(f(x)) false below some x and true from there on: that x, to the
+    last bit of lo's type (float64, or float32 for float32 bounds), in (lo, hi]."""
+    for _ in range(200):
+        mid = type(lo)((lo + hi) / 2)
+        if mid == lo or mid == hi:
+            break
+        if up(f(mid)):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def mcc_float32_goal_start():
+    """Two actions after which the float32 position is exactly float32(0.45), a
+    value below 0.45: numpy 2 compares a float32 with the Python float 0.45 in
+    float32, so Gymnasium terminates there."""
+    start, a1 = [0.41, 0.021], 0.0
+    goal = np.float32(0.45)
+    assert float(goal) < 0.45
+    a2 = bisect_up(np.float32(-1.0), np.float32(1.0), lambda a: mcc_step(start, [a1, a])[0][0], lambda p: p >= goal)
+    state, term = mcc_step(start, [a1, a2])
+    assert state[0] == goal and term, (state, term)
+    return start, [a1, float(a2)]
+
+
+def mcc_float64_goal_start():
+    """A float64 start whose first step ends just below 0.45 in float64, at a
+    position that rounds to float32(0.45): the first step compares in float64, so
+    Gymnasium goes on (and terminates on the next step)."""
+    v0, a = 0.01, 0.5
+    p0 = bisect_up(0.40, 0.45, lambda p: mcc_step([p, v0], [a])[1], lambda term: term)
+    p0 = float(np.nextafter(p0, 0.0))  # the last start that does not terminate
+    state, term = mcc_step([p0, v0], [a])
+    assert state[0] == np.float32(0.45) and not term, (state, term)
+    return [p0, v0], [a]
+
+
+def mcc_float32_values_start():
+    """A start of float32 values in a float64 state whose first step, computed
+    in float64, ends elsewhere than the same values in a float32 state would
+    (found by trying starts in turn)."""
+    a = [0.5]
+    for k in range(1000):
+        start = [float(np.float32(-0.3 + 1e-4 * k)), float(np.float32(0.01))]
+        if not np.array_equal(mcc_step(start, a)[0], mcc_step(start, a, np.float32)[0]):
+            return start, a
+    raise AssertionError("no start found")
+
+
 def acrobot_start(values):
     """Acrobot's reset rounds its start state to float32; so do these."""
     return [float(np.float32(v)) for v in values]
@@ -178,6 +253,20 @@ def runs():
     out.append(run("mountaincar_idle", "MountainCar-v0", [-0.5, 0.0], constant(1), "truncated"))
     out.append(run("pendulum_random", "Pendulum-v1", [float(rs.uniform(-np.pi, np.pi)), float(rs.uniform(-1, 1))], random_torque(7), "truncated"))
     out.append(run("pendulum_spin", "Pendulum-v1", [3.0, 7.5], const_torque(2.0), "truncated"))
+    mcc = "MountainCarContinuous-v0"
+    out.append(run("mcc_pump", mcc, [float(rs.uniform(-0.6, -0.4)), 0.0], mountaincar_continuous_pump(1.0), "terminated"))
+    out.append(run("mcc_pump_beyond_bounds", mcc, [float(rs.uniform(-0.6, -0.4)), 0.0], mountaincar_continuous_pump(1.5), "terminated"))
+    out.append(run("mcc_random", mcc, [float(rs.uniform(-0.6, -0.4)), 0.0], random_torque(11), "truncated"))
+    out.append(run("mcc_left_wall", mcc, [-1.1, -0.05], const_torque(-0.8), "none", max_steps=300))
+    fast = [-0.9, 0.0695]  # the first step and the next one clip the velocity to 0.07
+    assert mcc_step(fast, [1.0])[0][1] == np.float32(0.07) and mcc_step(fast, [1.0, 1.0])[0][1] == np.float32(0.07)
+    out.append(run("mcc_past_max_speed", mcc, fast, mountaincar_continuous_pump(1.0), "terminated"))
+    start, acts = mcc_float32_goal_start()
+    out.append(run("mcc_goal_float32_compare", mcc, start, scripted(acts, constant(None)), "terminated"))
+    start, acts = mcc_float32_values_start()
+    out.append(run("mcc_float32_values_float64_state", mcc, start, scripted(acts, mountaincar_continuous_pump(1.0)), "terminated"))
+    start, acts = mcc_float64_goal_start()
+    out.append(run("mcc_goal_float64_first_step", mcc, start, scripted(acts, mountaincar_continuous_pump(1.0)), "terminated"))
     return out
 
 
@@ -287,7 +376,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "data", "env_vectors.h")
     rs = runs()
-    specs = [spec_of(i) for i in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1")]
+    specs = [spec_of(i) for i in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1", "MountainCarContinuous-v0")]
     write_header(os.path.normpath(path), rs, specs)
     for r in rs:
         end = "terminated" if r["terminated"] else "truncated" if r["truncated"] else "cut off"
