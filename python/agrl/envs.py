@@ -1,7 +1,7 @@
 """The built-in environments with Gymnasium's signatures.
 
 ``make("CartPole-v1")`` (or a short name: "cartpole", "acrobot",
-"mountaincar", "pendulum") returns an :class:`Env` whose ``reset(seed=None)``
+"mountaincar", "pendulum", "mountaincar_continuous") returns an :class:`Env` whose ``reset(seed=None)``
 returns ``(obs, info)`` and ``step(action)`` returns ``(obs, reward,
 terminated, truncated, info)``, with ``observation_space`` and
 ``action_space`` like Gymnasium's spaces.
