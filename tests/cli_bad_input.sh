@@ -111,6 +111,9 @@ flag train --per-beta float -0.1 1.01
 flag train --per-eps float 0 1.5
 flag train --checkpoint-every int 0 100000000000
 flag train --keep int 1 1000000
+flag train --eval-every int 0 100000000000
+flag train --eval-episodes int 1 10000
+flag train --stop-on word nope
 # ---- agrl eval ----
 flag eval --model text
 flag eval --env word nope

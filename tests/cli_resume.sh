@@ -5,7 +5,10 @@
 #   2. stopped by SIGTERM part-way (a checkpoint is written, exit 143), then
 #      `agrl train --resume DIR`;
 #   3. --keep keeps the newest checkpoints only; a checkpoint directory is
-#      always complete; bad --resume arguments are refused.
+#      always complete; bad --resume arguments are refused;
+#   4. --eval-every's evaluations (eval.csv) resume alike too, and with
+#      --stop-on eval the last one equals `agrl eval` of the saved network on
+#      the evaluation's seed.
 # usage: cli_resume.sh AGRL [cpu|cuda]
 set -uo pipefail
 agrl=$1
@@ -27,11 +30,12 @@ check() { # what, command...
 }
 same_logs() { # dirA dirB
   cmp -s "$1/episodes.csv" "$2/episodes.csv" && cmp -s "$1/losses.csv" "$2/losses.csv" &&
+    cmp -s "$1/eval.csv" "$2/eval.csv" && [ "$(wc -l <"$1/eval.csv")" -gt 3 ] &&
     [ "$(wc -l <"$1/episodes.csv")" -gt 50 ] && [ "$(wc -l <"$1/losses.csv")" -gt 20 ]
 }
 run=("$agrl" train --env cartpole --steps 20000 --seed 7 --n-envs 3 --quiet --learning-starts 500
   --train-freq 64 --gradient-steps 32 --batch 64 --hidden 128,128 --buffer 8000 --stop-at none
-  --device "$dev")
+  --eval-every 4000 --eval-episodes 3 --device "$dev")
 
 # the reference: one uninterrupted run
 "${run[@]}" --out "$tmp/a" >"$tmp/a.log" 2>&1 || { cat "$tmp/a.log"; exit 1; }
@@ -71,6 +75,22 @@ check "resume of the interrupted run exits 0" [ $? = 0 ]
 grep -q "resumed from $tmp/c/checkpoints/ckpt-" "$tmp/c2.log"
 check "it resumed from the newest checkpoint" [ $? = 0 ]
 check "interrupted at step $at and resumed: the same episodes.csv and losses.csv" same_logs "$tmp/a" "$tmp/c"
+
+# 4. the last evaluation of a run stopped by it is agrl eval's mean of the same episodes
+"$agrl" train --env cartpole --steps 30000 --seed 2 --quiet --learning-starts 500 --train-freq 64 \
+  --gradient-steps 32 --batch 64 --hidden 64,64 --eval-every 3000 --eval-episodes 4 --stop-on eval \
+  --stop-at 60 --device "$dev" --out "$tmp/e" >"$tmp/e.log" 2>&1
+check "--stop-on eval exits 0" [ $? = 0 ]
+eseed=$(sed -n 's/.*"eval_seed": \([0-9]*\).*/\1/p' "$tmp/e/summary.json")
+last=$(tail -1 "$tmp/e/eval.csv" | cut -d, -f3)
+want=$("$agrl" eval --model "$tmp/e/q_network.agrl" --env cartpole --episodes 4 --seed "$eseed" --device "$dev" |
+  sed -n 's/^mean return over 4 greedy episodes: //p')
+check "the last evaluation ($last) is agrl eval's mean ($want)" python3 -c \
+  "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-4 * max(1, abs(b)))" \
+  "${last:-nan}" "${want:-0}"
+check "it stopped at the evaluation that reached 60" grep -q '"eval_solved_at_step": [1-9]' "$tmp/e/summary.json"
+"$agrl" train --stop-on eval >/dev/null 2>"$tmp/e4"
+check "--stop-on eval without --eval-every: exit 2" [ $? = 2 ]
 
 # 3. refusals
 "$agrl" train --resume "$tmp/c" --steps 5 >/dev/null 2>"$tmp/e1"

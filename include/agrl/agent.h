@@ -331,7 +331,16 @@ typedef struct ag_learn_opts {
    * it is renamed into place; a status other than AG_OK drops the
    * checkpoint and ends the run with that status */
   ag_status (*on_checkpoint)(const char *dir, int64_t step, void *user);
-  void *user;         /* for should_stop and on_checkpoint */
+  /* called after the step at which eval_every more environment steps have
+   * been taken since the last call (0: never), with the DQN between two
+   * steps (e.g. for ag_q_evaluate of ag_dqn_q on environments of its own:
+   * the training's streams are not touched); setting *stop ends the run
+   * after this step; a status other than AG_OK ends it with that status.
+   * The step of the last call is part of the run state, so a resumed run
+   * evaluates at the same steps. */
+  int64_t eval_every;
+  ag_status (*on_eval)(ag_dqn *d, int64_t step, int *stop, void *user);
+  void *user;         /* for should_stop, on_checkpoint and on_eval */
   int resume;         /* 1: continue the run recorded in the DQN's run state
                          (a DQN from ag_dqn_load of a checkpoint's agent.agrl)
                          instead of resetting env */

@@ -10,7 +10,8 @@
  *   56  i32 returns kept (0..20), the next slot (0..19)
  *   64  20 x f64 the last returns     224 f64 the mean reported
  *   232 u64 E, the environments' state's length
- *   240 n x obs_dim f32 the observations in hand, then E bytes of
+ *   240 i64 the step of the last evaluation (ag_learn_opts.on_eval)
+ *   248 n x obs_dim f32 the observations in hand, then E bytes of
  *       ag_vec_env_get_state
  */
 #include <dirent.h>
@@ -25,7 +26,7 @@
 #include "agent/agent_internal.h"
 
 static const char run_magic[8] = {'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'};
-enum { RUN_FIXED = 240, RUN_WINDOW = 20 };
+enum { RUN_FIXED = 248, RUN_WINDOW = 20 };
 
 typedef struct recent {
   double r[RUN_WINDOW];
@@ -43,7 +44,7 @@ static double recent_push(recent *w, double v) {
 
 /* The loop's state between two steps. */
 typedef struct loop_state {
-  int64_t step, episodes, since_train, since_target;
+  int64_t step, episodes, since_train, since_target, last_eval;
   recent win;
   double mean;
 } loop_state;
@@ -113,6 +114,7 @@ static ag_status record_run(ag_dqn *d, ag_vec_env *env, const loop_state *ls, co
   for (int i = 0; i < RUN_WINDOW; i++) ag__put_f64(b + 64 + 8 * i, ls->win.r[i]);
   ag__put_f64(b + 224, ls->mean);
   ag__put64(b + 232, (uint64_t)E);
+  ag__put64(b + 240, (uint64_t)ls->last_eval);
   for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
     uint32_t u;
     memcpy(&u, obs + i, 4);
@@ -151,8 +153,10 @@ static ag_status restore_run(ag_dqn *d, ag_vec_env *env, loop_state *ls, float *
   t.win.next = (int)ag__get32(b + 60);
   for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ag__get_f64(b + 64 + 8 * i);
   t.mean = ag__get_f64(b + 224);
-  if (t.step < 0 || t.episodes < 0 || t.since_train < 0 || t.since_target < 0 || t.win.n < 0 ||
-      t.win.n > RUN_WINDOW || t.win.next < 0 || t.win.next >= RUN_WINDOW)
+  t.last_eval = (int64_t)ag__get64(b + 240);
+  if (t.step < 0 || t.episodes < 0 || t.since_train < 0 || t.since_target < 0 || t.last_eval < 0 ||
+      t.last_eval > t.step || t.win.n < 0 || t.win.n > RUN_WINDOW || t.win.next < 0 ||
+      t.win.next >= RUN_WINDOW)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
   ag_status s = ag_vec_env_set_state(env, b + RUN_FIXED + ob, (size_t)E);
   if (s) return s;
@@ -346,11 +350,13 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
     return ag__fail(AG_ERR_SHAPE,
                     "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
                     spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
-  if (o && (o->keep < 1 || o->checkpoint_every < 0))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: keep = %d must be >= 1 and checkpoint_every = %lld >= 0", fn,
-                    o->keep, (long long)o->checkpoint_every);
-  if (o && d->dist && (o->checkpoint_dir || o->resume))
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: checkpoints of a DQN of a group of GPUs are not supported", fn);
+  if (o && (o->keep < 1 || o->checkpoint_every < 0 || o->eval_every < 0))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: keep = %d must be >= 1, checkpoint_every = %lld and eval_every = %lld >= 0", fn,
+                    o->keep, (long long)o->checkpoint_every, (long long)o->eval_every);
+  if (o && d->dist && (o->checkpoint_dir || o->resume || o->on_eval))
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: checkpoints and evaluations of a DQN of a group of GPUs are not supported", fn);
   if (o) o->stopped = 0;
   int n = ag_vec_env_size(env), od = spec->obs_dim;
   int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
@@ -436,6 +442,12 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
     }
     if (!flag) stop = want_stop;
     if (!o) continue;
+    if (o->on_eval && o->eval_every && ls.step - ls.last_eval >= o->eval_every) {
+      int enough = 0;
+      ls.last_eval = ls.step;
+      if ((s = o->on_eval(d, ls.step, &enough, o->user))) break;
+      if (enough) stop = want_stop = 1;
+    }
     int halt = o->should_stop && o->should_stop(o->user);
     if (o->checkpoint_dir && (halt || (o->checkpoint_every && ls.step - last_ckpt >= o->checkpoint_every))) {
       last_ckpt = ls.step;

@@ -58,6 +58,11 @@ static void train_usage(FILE *f) {
           "  --quiet               no progress line\n"
           "  --gpus G              data-parallel on GPUs 0..G-1, one process each (NCCL); the\n"
           "                        batch and the replay table are split over them\n"
+          "  --eval-every N        every N environment steps, greedy episodes on an environment of\n"
+          "                        their own (the same seeds each time), logged to eval.csv\n"
+          "  --eval-episodes K     episodes of each evaluation (default 10, at most 10000)\n"
+          "  --stop-on train|eval  which mean --stop-at watches: the last 20 training episodes\n"
+          "                        (default) or the last evaluation (needs --eval-every)\n"
           "  --checkpoint-every N  a checkpoint of the whole run every N environment steps, in\n"
           "                        DIR/checkpoints/ckpt-STEP (default 0: only when interrupted)\n"
           "  --keep K              checkpoints kept, the newest (default 3)\n"
@@ -202,6 +207,14 @@ typedef struct run {
   FILE *episodes, *losses; /* NULL: not logged (another rank than 0) */
   int64_t rows;            /* lines logged, both files */
   int progress, tty, stopped;
+  /* evaluation (--eval-every): its environment, its log and what it found */
+  ag_env *eval_env;
+  ag__afile *eval_log;
+  int eval_episodes, stop_on_eval;
+  uint64_t eval_seed;
+  double *eval_returns;
+  int64_t evals, eval_solved_at, best_eval_at;
+  double last_eval, best_eval;
   int64_t total;
   double t0, last_print, stop_at;
   double best_mean;
@@ -261,7 +274,7 @@ static int on_event(const ag_train_event *ev, void *user) {
     print_progress(r, 0);
   }
   /* a signal stops the loop through should_stop, after the step in progress */
-  if (r->solved_at >= 0 && !isinf(r->stop_at)) r->stopped = 1;
+  if (r->solved_at >= 0 && !isinf(r->stop_at) && !r->stop_on_eval) r->stopped = 1;
   return r->stopped;
 }
 
@@ -280,6 +293,34 @@ typedef struct ckpt_files {
 static int should_stop(void *user) {
   (void)user;
   return stop_signal != 0;
+}
+
+/* --eval-every: greedy episodes of the online network, each evaluation on
+ * the same seeds, one line of eval.csv each. */
+static ag_status on_eval(ag_dqn *d, int64_t step, int *stop, void *user) {
+  run *r = ((ckpt_files *)user)->r;
+  double mean;
+  ag_status s =
+      ag_q_evaluate(ag_dqn_q(d), r->eval_env, r->eval_episodes, r->eval_seed, &mean, r->eval_returns);
+  if (s) return s;
+  double lo = INFINITY, hi = -INFINITY, var = 0;
+  for (int i = 0; i < r->eval_episodes; i++) {
+    double x = r->eval_returns[i];
+    lo = x < lo ? x : lo;
+    hi = x > hi ? x : hi;
+    var += (x - mean) * (x - mean);
+  }
+  fprintf(r->eval_log->f, "%lld,%lld,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)step, (long long)ag_dqn_updates(d),
+          mean, sqrt(var / r->eval_episodes), lo, hi, r->eval_episodes);
+  r->evals++;
+  r->last_eval = mean;
+  if (r->evals == 1 || mean > r->best_eval) {
+    r->best_eval = mean;
+    r->best_eval_at = step;
+  }
+  if (r->eval_solved_at < 0 && mean >= r->stop_at) r->eval_solved_at = step;
+  if (r->stop_on_eval && r->eval_solved_at >= 0 && !isinf(r->stop_at)) *stop = r->stopped = 1;
+  return AG_OK;
 }
 
 /* DIR/NAME written whole from the bytes of a temporary log so far. */
@@ -317,6 +358,7 @@ static ag_status on_checkpoint(const char *dir, int64_t step, void *user) {
   for (int i = 0; i < c->n_args; i++) fwrite(c->args[i], 1, strlen(c->args[i]) + 1, a.f);
   if ((s = ag__afile_commit(&a, "train"))) return s;
   if ((s = copy_log(c->ep, dir, "episodes.csv")) || (s = copy_log(c->loss, dir, "losses.csv"))) return s;
+  if (r->eval_log && (s = copy_log(r->eval_log, dir, "eval.csv"))) return s;
   if (!(p = cli_path(dir, "cli.state"))) return AG_ERR_OUT_OF_MEMORY;
   s = ag__afile_open(&a, p, "train");
   free(p);
@@ -327,6 +369,8 @@ static ag_status on_checkpoint(const char *dir, int64_t step, void *user) {
           (long long)r->last.episodes, (long long)r->last.updates, r->last.episode_return,
           (long long)r->last.episode_length, r->last.truncated, r->last.mean_return, (double)r->last.loss,
           (double)r->last.epsilon);
+  fprintf(a.f, "evals %lld %lld %lld %a %a\n", (long long)r->evals, (long long)r->eval_solved_at,
+          (long long)r->best_eval_at, r->last_eval, r->best_eval);
   return ag__afile_commit(&a, "train");
 }
 
@@ -357,14 +401,15 @@ static int restore_run(run *r, const char *dir) {
   char *p = cli_path(dir, "cli.state"), *b = NULL;
   size_t n;
   int rc = !p || read_whole(p, 4096, &b, &n) ? -1 : 0;
-  long long rows, solved, st, eps, upd, len;
-  double best, loss, ret, mean, lo, ep;
+  long long rows, solved, st, eps, upd, len, evals, esolved, ebest_at;
+  double best, loss, ret, mean, lo, ep, elast, ebest;
   int kind, tr;
   if (!rc &&
       sscanf(b,
              "rows %lld best_mean %la solved_at %lld last_loss %la last %d %lld %lld %lld %la %lld %d %la "
-             "%la %la",
-             &rows, &best, &solved, &loss, &kind, &st, &eps, &upd, &ret, &len, &tr, &mean, &lo, &ep) != 14) {
+             "%la %la evals %lld %lld %lld %la %la",
+             &rows, &best, &solved, &loss, &kind, &st, &eps, &upd, &ret, &len, &tr, &mean, &lo, &ep, &evals,
+             &esolved, &ebest_at, &elast, &ebest) != 19) {
     fprintf(stderr, "agrl train: --resume: %s is not a checkpoint's cli.state\n", p);
     rc = -1;
   }
@@ -383,6 +428,11 @@ static int restore_run(run *r, const char *dir) {
     r->last.mean_return = mean;
     r->last.loss = (float)lo;
     r->last.epsilon = (float)ep;
+    r->evals = evals;
+    r->eval_solved_at = esolved;
+    r->best_eval_at = ebest_at;
+    r->last_eval = elast;
+    r->best_eval = ebest;
   }
   free(p);
   free(b);
@@ -446,6 +496,14 @@ static int plot_curve(const char *dir, const char *title) {
       "fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)\n"
       "ax.plot(st, [float(r['return']) for r in rows], '.', ms=2, alpha=0.35, label='episode return')\n"
       "ax.plot(st, [float(r['mean20']) for r in rows], lw=2, label='mean of the last 20')\n"
+      "ev = os.path.join(d, 'eval.csv')\n"
+      "if os.path.exists(ev):\n"
+      "    with open(ev, newline='') as f:\n"
+      "        er = list(csv.DictReader(f))\n"
+      "    if er:\n"
+      "        ax.errorbar([int(r['step']) for r in er], [float(r['mean']) for r in er],\n"
+      "                    yerr=[float(r['std']) for r in er], fmt='o-', ms=3, capsize=2,\n"
+      "                    label='evaluation (%s greedy episodes)' % er[0]['episodes'])\n"
       "ax.set_xlabel('environment steps'); ax.set_ylabel('return'); ax.set_title(title)\n"
       "ax.grid(alpha=0.3); ax.legend(loc='lower right')\n"
       "fig.tight_layout()\n"
@@ -490,7 +548,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   ag_device_kind kind = AG_DEVICE_AUTO;
   int index = 0, quiet = 0, stop_given = 0;
   double stop_value = INFINITY; /* --stop-at: INFINITY is none */
-  int64_t steps = 100000, seed = 0, n_envs = 1, ckpt_every = 0, keep = 3;
+  int64_t steps = 100000, seed = 0, n_envs = 1, ckpt_every = 0, keep = 3, eval_every = 0, eval_episodes = 10;
+  int stop_on_eval = 0;
   int64_t gpus = 1, rank = -1, world = 0; /* rank/world/id-file: set by the launcher */
   const char *id_file = NULL;
   for (int i = 1; i < argc; i++) {
@@ -523,7 +582,14 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       stop_given = 1;
     } else if (!strcmp(a, "--quiet"))
       quiet = 1;
-    else if (!strcmp(a, "--checkpoint-every"))
+    else if (!strcmp(a, "--eval-every"))
+      NEEDS(cli_parse_i64(v, 0, MAX_STEPS, &eval_every), "a number of steps in 0..100000000000");
+    else if (!strcmp(a, "--eval-episodes"))
+      NEEDS(cli_parse_i64(v, 1, 10000, &eval_episodes), "a number of episodes in 1..10000");
+    else if (!strcmp(a, "--stop-on")) {
+      NEEDS(strcmp(v, "train") && strcmp(v, "eval"), "train or eval");
+      stop_on_eval = !strcmp(v, "eval");
+    } else if (!strcmp(a, "--checkpoint-every"))
       NEEDS(cli_parse_i64(v, 0, MAX_STEPS, &ckpt_every), "a number of steps in 0..100000000000");
     else if (!strcmp(a, "--keep"))
       NEEDS(cli_parse_i64(v, 1, 1000000, &keep), "a number of checkpoints in 1..1000000");
@@ -596,6 +662,10 @@ static int train_run(int argc, char **argv, const char *ckpt) {
                            "the batch (%lld) must be a multiple of the number of GPUs (%lld)",
                            (long long)cfg.batch_size, (long long)(world > 0 ? world : gpus));
   }
+  if (stop_on_eval && eval_every == 0)
+    return cli_bad_usage(cmd, train_usage, "--stop-on eval needs --eval-every N");
+  if ((gpus > 1 || world > 0) && eval_every > 0)
+    return cli_bad_usage(cmd, train_usage, "--eval-every is not supported with --gpus");
   if ((gpus > 1 || world > 0) && cfg.per)
     return cli_bad_usage(cmd, train_usage, "--per is not supported with --gpus");
   if ((gpus > 1 || world > 0) && ckpt_every > 0)
@@ -653,10 +723,11 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   ag_ctx *ctx = NULL;
   ag_dist *group = NULL;
   ag_dqn *dqn = NULL;
-  ag__afile ep_log, loss_log, summary;
+  ag__afile ep_log, loss_log, summary, eval_log;
   memset(&ep_log, 0, sizeof ep_log);
   memset(&loss_log, 0, sizeof loss_log);
   memset(&summary, 0, sizeof summary);
+  memset(&eval_log, 0, sizeof eval_log);
   char *path = NULL;
   run r;
   memset(&r, 0, sizeof r);
@@ -666,7 +737,17 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   r.total = steps;
   r.progress = !quiet;
   r.tty = isatty(2);
+  r.eval_solved_at = r.best_eval_at = -1;
+  r.eval_episodes = (int)eval_episodes;
+  r.stop_on_eval = stop_on_eval;
+  /* the evaluations' episodes: the same seeds each time, none of training's */
+  r.eval_seed = ag_env_derive_seed((uint64_t)seed, 0xE7A15EEDull);
   int rc = 1;
+  if (eval_every > 0 && (ag_env_create(env_name, &r.eval_env) ||
+                         !(r.eval_returns = malloc(sizeof(double) * (size_t)eval_episodes)))) {
+    fprintf(stderr, "agrl train: the evaluation's environment cannot be made: %s\n", ag_last_error());
+    goto done;
+  }
   /* a worker is stopped by its launcher, which stops them all: one that
    * stopped on its own would leave the others waiting for it */
   if (!worker) catch_stop_signals();
@@ -715,6 +796,16 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     fprintf(stderr, "agrl train: --resume: the logs of %s cannot be restored\n", ckpt);
     goto done;
   }
+  if (eval_every > 0) {
+    if (open_whole(&eval_log, dir, "eval.csv")) goto done;
+    r.eval_log = &eval_log;
+    if (!ckpt)
+      fprintf(eval_log.f, "step,updates,mean,std,min,max,episodes\n");
+    else if (restore_log(eval_log.f, ckpt, "eval.csv")) {
+      fprintf(stderr, "agrl train: --resume: the evaluations of %s cannot be restored\n", ckpt);
+      goto done;
+    }
+  }
   char devs[160];
   if (worker)
     snprintf(devs, sizeof devs, "%lld GPUs (cuda:%d..%lld, NCCL)", (long long)world, index,
@@ -750,6 +841,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   lo.should_stop = should_stop;
   lo.on_checkpoint = on_checkpoint;
   lo.user = &keepf;
+  lo.eval_every = eval_every;
+  lo.on_eval = eval_every > 0 ? on_eval : NULL;
   lo.resume = ckpt != NULL;
   r.t0 = cli_now_s();
   s = ag_dqn_learn_ex(dqn, env, steps, worker ? NULL : &lo, on_event, &r);
@@ -769,7 +862,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   r.last.step = taken;
   if (r.progress) print_progress(&r, 1);
   r.episodes = r.losses = NULL;
-  if (close_whole(&ep_log, 1) | close_whole(&loss_log, 1)) goto done;
+  if (close_whole(&ep_log, 1) | close_whole(&loss_log, 1) | close_whole(&eval_log, 1)) goto done;
   if (!(path = cli_path(dir, "q_network.agrl"))) {
     fprintf(stderr, "agrl train: out of memory\n");
     goto done;
@@ -787,10 +880,17 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   fprintf(summary.f,
           ", \"gpus\": %lld, \"seed\": %lld, \"steps\": %lld, \"episodes\": %lld,\n"
           " \"updates\": %lld, \"final_mean20\": %.6g, \"best_mean20\": %.6g, \"solved_at_step\": %lld,\n"
-          " \"stop_at\": %.6g, \"wall_s\": %.3f, \"steps_per_s\": %.1f, \"interrupted\": %s}\n",
+          " \"stop_at\": %.6g, \"stop_on\": \"%s\", \"wall_s\": %.3f, \"steps_per_s\": %.1f, "
+          "\"interrupted\": %s,\n"
+          " \"eval_every\": %lld, \"eval_episodes\": %lld, \"evals\": %lld, \"last_eval_mean\": %.6g,\n"
+          " \"best_eval_mean\": %.6g, \"best_eval_at_step\": %lld, \"eval_solved_at_step\": %lld,\n"
+          " \"eval_seed\": %llu}\n",
           (long long)(worker ? world : 1), (long long)seed, (long long)taken, (long long)r.last.episodes,
           (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
-          (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, wall, sps, interrupted ? "true" : "false");
+          (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, stop_on_eval ? "eval" : "train", wall, sps,
+          interrupted ? "true" : "false", (long long)eval_every, (long long)(eval_every ? eval_episodes : 0),
+          (long long)r.evals, r.evals ? r.last_eval : 0.0, r.evals ? r.best_eval : 0.0,
+          (long long)r.best_eval_at, (long long)r.eval_solved_at, (unsigned long long)r.eval_seed);
   if (close_whole(&summary, 1)) goto done;
   char title[256];
   snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
@@ -802,7 +902,15 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   if (interrupted)
     printf("  interrupted by signal %d at step %lld; continue with: agrl train --resume %s\n", interrupted,
            (long long)taken, dir);
-  if (!isinf(stop_at)) {
+  if (r.evals)
+    printf("  evaluation (%lld greedy episodes, %lld times): last %.1f, best %.1f at step %lld\n",
+           (long long)eval_episodes, (long long)r.evals, r.last_eval, r.best_eval, (long long)r.best_eval_at);
+  if (!isinf(stop_at) && stop_on_eval) {
+    if (r.eval_solved_at >= 0)
+      printf("  solved: evaluation mean >= %g at step %lld\n", stop_at, (long long)r.eval_solved_at);
+    else
+      printf("  not solved: the evaluation mean stayed below %g\n", stop_at);
+  } else if (!isinf(stop_at)) {
     if (r.solved_at >= 0)
       printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r.solved_at);
     else
@@ -818,7 +926,11 @@ static int train_run(int argc, char **argv, const char *ckpt) {
 done:
   /* a run that failed keeps the logs it wrote; none were written: the
    * files of an earlier run stay as they were */
-  if (close_whole(&ep_log, r.rows > 0) | close_whole(&loss_log, r.rows > 0)) rc = 1;
+  if (close_whole(&ep_log, r.rows > 0) | close_whole(&loss_log, r.rows > 0) |
+      close_whole(&eval_log, r.evals > 0))
+    rc = 1;
+  ag_env_free(r.eval_env);
+  free(r.eval_returns);
   ag__afile_abort(&summary);
   free(path);
   free(dir);
