@@ -400,6 +400,49 @@ static void prep_qgrad(const kcase *c, layout *L, void *args) {
   }
 }
 
+/* NSTEP: p[0] capacity, p[1] storage, p[2] size, p[3] position, p[4] B,
+ * p[5] idx dtype, p[6] n, p[7] stride; rows: obs, reward, terminated,
+ * truncated, next obs */
+static size_t b_nstep(const kcase *c, layout *L, void *out) {
+  ag__nstep_args *a = out;
+  const int64_t cap = c->p[0];
+  a->dtype = (ag_dtype)c->p[1], a->rows = 5, a->capacity = cap, a->scale = 1.0f;
+  a->rew_row = 1, a->term_row = 2, a->trunc_row = 3;
+  a->table =
+      reg(L, (size_t)(a->rows * cap), a->dtype, a->dtype == AG_I32 ? INIT_INDEX : INIT_UNIFORM, -3, 3, 0, 0);
+  a->size_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
+  a->pos_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
+  a->B = c->p[4], a->idx_dtype = (ag_dtype)c->p[5], a->idx_stride = 1;
+  a->idx =
+      reg(L, (size_t)a->B, a->idx_dtype, INIT_INDEX, -3, (double)cap + 3, 0, 0); /* some outside: clamped */
+  a->n = (int)c->p[6], a->gamma = 0.9f, a->stride = c->p[7];
+  a->ret = reg(L, (size_t)a->B, AG_F32, INIT_ZERO, 0, 0, 1, 0);
+  a->discount = reg(L, (size_t)a->B, AG_F32, INIT_ZERO, 0, 0, 1, 0);
+  a->last = reg(L, (size_t)a->B, AG_I64, INIT_ZERO, 0, 0, 1, 0);
+  return sizeof *a;
+}
+
+/* sparse flags (0 / 1), the ring's size and position */
+static void prep_nstep(const kcase *c, layout *L, void *args) {
+  ag__nstep_args *a = args;
+  (void)L;
+  agt_rng g = {41};
+  for (int64_t j = 0; j < a->capacity; j++)
+    for (int64_t row = a->term_row; row <= a->trunc_row; row++) {
+      const int on = agt_below(&g, row == a->term_row ? 7 : 9) == 0;
+      void *t = (void *)a->table;
+      const int64_t e = j * a->rows + row;
+      if (a->dtype == AG_I32)
+        ((int32_t *)t)[e] = on;
+      else if (a->dtype == AG_F16)
+        ((uint16_t *)t)[e] = ag__f32_to_f16((float)on);
+      else
+        ((float *)t)[e] = (float)on;
+    }
+  *(int64_t *)a->size_dev = c->p[2];
+  *(int64_t *)a->pos_dev = c->p[3];
+}
+
 /* the cases: name, kernel, sizes, builder */
 #define K(name, id, build, ...) \
   { name, id, {__VA_ARGS__}, build, NULL }
@@ -496,6 +539,10 @@ static const kcase cases[] = {
     K("convert f16 to f32 1x1", AG__K_CONVERT, b_convert, 1, 1, 0, 0, AG_F16, AG_F32, -4, 4),
     K("convert i32 to i64", AG__K_CONVERT, b_convert, 9, 11, 0, 0, AG_I32, AG_I64, -1000000, 1000000),
     K("set_i64", AG__K_SET_I64, b_set_i64, 123456789012),
+    KP("nstep f32 full wrapped stride 3", AG__K_NSTEP, b_nstep, prep_nstep, 61, AG_F32, 61, 17, 130, AG_I32,
+       5, 3),
+    KP("nstep i32 filling n 64", AG__K_NSTEP, b_nstep, prep_nstep, 40, AG_I32, 23, 23, 50, AG_I64, 64, 1),
+    KP("nstep f16 one column", AG__K_NSTEP, b_nstep, prep_nstep, 1, AG_F16, 1, 0, 3, AG_I32, 3, 1),
 };
 
 /* ---- running a case ---- */

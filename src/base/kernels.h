@@ -47,6 +47,7 @@ typedef enum ag__kernel_id {
   AG__K_QGRAD,
   AG__K_CONVERT,
   AG__K_SET_I64,
+  AG__K_NSTEP,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -411,6 +412,34 @@ typedef struct ag__set_i64_args {
   int64_t *dst;
   int64_t value;
 } ag__set_i64_args;
+
+/* AG__K_NSTEP: the n-step returns of the B transitions at columns
+ * c = clamp(idx[j * idx_stride], 0, capacity-1) of a replay table (columns
+ * [rows, capacity] of dtype), walking columns c, c + stride, ... (mod
+ * capacity) as base/nstep.h's ag__nstep_walk states it, with the ring's
+ * size = *size_dev and position = *pos_dev read on the device:
+ *   ret[j] = sum over the steps taken of gamma^k * reward (times scale),
+ *   discount[j] = 0 (terminated) or gamma^(steps taken), last[j] = the last
+ *   column taken. A flag row is set where its stored value is not 0;
+ *   trunc_row < 0: no truncation flags. */
+typedef struct ag__nstep_args {
+  const void *table;
+  ag_dtype dtype;
+  int64_t rows, capacity;
+  float scale;
+  int64_t rew_row, term_row, trunc_row;
+  const int64_t *size_dev, *pos_dev;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t idx_stride;
+  int64_t B;
+  int n; /* steps, 1 .. AG__NSTEP_MAX */
+  float gamma;
+  int64_t stride; /* 1 .. capacity */
+  float *ret, *discount;
+  int64_t *last;
+} ag__nstep_args;
+#define AG__NSTEP_MAX 64
 
 #ifdef __cplusplus
 }

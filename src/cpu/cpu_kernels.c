@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "base/convert.h"
 #include "base/kernels.h"
+#include "base/nstep.h"
 #include "base/per_tree.h"
 #include "base/philox.h"
 #include "base/scalar_ops.h"
@@ -338,6 +339,16 @@ static ag_status k_set_i64(const void *args) {
   return AG_OK;
 }
 
+/* AG__K_NSTEP: the walk of base/nstep.h for each transition in order, the
+ * ring's size and position read once. */
+static ag_status k_nstep(const void *args) {
+  const ag__nstep_args *a = args;
+  int64_t size, pos;
+  ag__nstep_ring(*a->size_dev, *a->pos_dev, a->capacity, &size, &pos);
+  for (int64_t j = 0; j < a->B; j++) ag__nstep_walk(a, size, pos, j);
+  return AG_OK;
+}
+
 const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_GATHER] = k_gather,
     [AG__K_GEMM] = k_gemm,
@@ -361,6 +372,7 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_QGRAD] = ag__cpu_qgrad,
     [AG__K_CONVERT] = k_convert,
     [AG__K_SET_I64] = k_set_i64,
+    [AG__K_NSTEP] = k_nstep,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -388,4 +400,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_QGRAD] = ag__cpu_qgrad,
     [AG__K_CONVERT] = k_convert,
     [AG__K_SET_I64] = k_set_i64,
+    [AG__K_NSTEP] = k_nstep,
 };
