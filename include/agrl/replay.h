@@ -55,12 +55,13 @@ AG_API void ag_replay_free(ag_replay *r);
  * must fit the storage dtype; integer fields are stored exactly in integer
  * storage. Oldest transitions are overwritten when full.
  * All or nothing: the columns (two parts when the ring wraps), the size
- * on the device and, with prioritized sampling, the new priorities are
- * written only after everything that can fail has succeeded; on error the
- * table, its size, position and priorities are as before. Only a device
- * error while the parts are sent (or the priorities set) can leave some
- * columns written: the table then refuses every later add, sample and
- * gather with AG_ERR_STATE (free it). k = 0 adds nothing.
+ * and the position on the device and, with prioritized sampling, the new
+ * priorities are written only after everything that can fail has
+ * succeeded; on error the table, its size, position and priorities are as
+ * before. Only a device error while the parts are sent (or the position
+ * or the priorities set) can leave some columns written: the table then
+ * refuses every later add, sample and gather with AG_ERR_STATE (free it).
+ * k = 0 adds nothing.
  * Errors: AG_ERR_INVALID_ARG: r NULL, k < 0, data or a field's data NULL
  * for k > 0; AG_ERR_OUT_OF_RANGE: k > capacity, a value that does not fit
  * u8 or i32 storage; AG_ERR_STATE: the table is broken as above, or a step
@@ -98,6 +99,13 @@ AG_API ag_status ag_replay_field_at(const ag_replay *r, int i, ag_field *out);
  * kept up to date by every add (owned by the table, valid while it lives):
  * the bound for draws inside a recorded step of your own (ag_randint_dev). */
 AG_API ag_tensor *ag_replay_size_tensor(const ag_replay *r);
+/* The ring position (the column the next transition goes to, as
+ * ag_replay_position) as a 1 x 1 i64 tensor on the device, kept up to date
+ * by every add with the columns and the size, all or nothing (set by a
+ * kernel: no byte crosses the bus for it; owned by the table, valid while
+ * it lives). A table made by ag_replay_load holds its position there once
+ * it has been added to. */
+AG_API ag_tensor *ag_replay_position_tensor(const ag_replay *r);
 /* AG_OK when ag_replay_sample would draw B transitions now; otherwise the
  * error it would return: AG_ERR_INVALID_ARG (B < 1), AG_ERR_STATE (fewer
  * than min_size stored, or a table a device error left unusable). */

@@ -3,8 +3,9 @@
  * Adding k transitions packs them into a host staging block of the storage
  * dtype (kept between calls, so adding one transition allocates nothing),
  * then writes the block with one buffer write, or two when it wraps. The
- * number of valid transitions is mirrored into a 1 x 1 device tensor while
- * the table fills, for sampling inside recorded steps.
+ * number of valid transitions (in the same upload) and the ring position
+ * (by a kernel after it) are mirrored into 1 x 1 device tensors, for
+ * sampling and walks of the ring inside recorded steps.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ void ag_replay_free(ag_replay *r) {
   free(r->fields);
   ag_buffer_free(r->buf);
   ag_tensor_free(r->size_dev);
+  ag_tensor_free(r->pos_dev);
   ag_tensor_free(r->dev_stage);
   free(r->stage);
   free(r);
@@ -85,6 +87,7 @@ ag_status ag_replay_create(ag_ctx *ctx, const ag_field *fields, int n_fields, in
   }
   if (!s) s = ag_buffer_create(ctx, rows, capacity, storage, &r->buf);
   if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, NULL, &r->size_dev);
+  if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, NULL, &r->pos_dev);
   if (s) {
     ag_replay_free(r);
     return s;
@@ -198,18 +201,26 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   }
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
+  const int64_t pos = (r->pos + k) % r->capacity;
   ag__upload_part parts[3];
   int n = 0;
   s = ag__buffer_part(r->buf, r->stage, first, r->pos, fn, &parts[n++]);
   if (!s && k > first)
     s = ag__buffer_part(r->buf, r->stage + (size_t)(first * r->rows) * es, k - first, 0, fn, &parts[n++]);
   if (!s && size != r->size) s = ag__tensor_part(r->size_dev, &size, fn, &parts[n++]);
+  void *pos_ptr = NULL;
+  if (!s && pos != r->pos_on_dev) s = ag__tensor_ptr(r->pos_dev, &pos_ptr);
   for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
   if (s) return s;
-  /* 2. the columns and the count in one upload, then the new priorities:
-   * past this point only the device itself can fail */
+  /* 2. the columns and the count in one upload, the position set by a
+   * kernel (no byte more crosses the bus), then the new priorities: past
+   * this point only the device itself can fail */
   int landed = 0;
   s = ag__mem_upload_parts(r->ctx, fn, parts, n, &landed);
+  if (!s && pos_ptr) {
+    ag__set_i64_args a = {(int64_t *)pos_ptr, pos};
+    s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
+  }
   for (int i = 0; i < r->n_samplers && !s; i++) {
     s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
     if (!s && k > first) s = r->samplers[i].ops->added(r->samplers[i].self, 0, k - first);
@@ -218,7 +229,8 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
     if (landed > 0) r->broken = 1; /* some columns are written, the rest not: no way back */
     return s;
   }
-  r->pos = (r->pos + k) % r->capacity;
+  r->pos = pos;
+  r->pos_on_dev = pos;
   r->size = size;
   return AG_OK;
 }
@@ -232,16 +244,19 @@ typedef struct dev_src {
 } dev_src;
 
 /* Appends k transitions from device memory (checked by the caller): the
- * columns scattered and converted by kernels, the count set on the device,
- * the samplers told. All that can fail without a trace comes first. */
+ * columns scattered and converted by kernels, the count and the position
+ * set on the device, the samplers told. All that can fail without a trace
+ * comes first. */
 static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, const char *fn) {
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
+  const int64_t pos = (r->pos + k) % r->capacity;
   ag__upload_part at[2]; /* only for their addresses: nothing is uploaded */
   ag_status s = ag__buffer_part(r->buf, src[0].ptr, first, r->pos, fn, &at[0]);
   if (!s && k > first) s = ag__buffer_part(r->buf, src[0].ptr, k - first, 0, fn, &at[1]);
-  void *size_ptr = NULL;
+  void *size_ptr = NULL, *pos_ptr = NULL;
   if (!s) s = ag__tensor_ptr(r->size_dev, &size_ptr);
+  if (!s) s = ag__tensor_ptr(r->pos_dev, &pos_ptr);
   for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
   if (s) return s;
   /* past this point only the device itself can fail */
@@ -267,6 +282,10 @@ static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, co
     ag__set_i64_args a = {(int64_t *)size_ptr, size};
     s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
   }
+  if (!s && pos != r->pos_on_dev) {
+    ag__set_i64_args a = {(int64_t *)pos_ptr, pos};
+    s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
+  }
   for (int i = 0; i < r->n_samplers && !s; i++) {
     s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
     if (!s && k > first) s = r->samplers[i].ops->added(r->samplers[i].self, 0, k - first);
@@ -275,7 +294,8 @@ static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, co
     if (launched) r->broken = 1;
     return s;
   }
-  r->pos = (r->pos + k) % r->capacity;
+  r->pos = pos;
+  r->pos_on_dev = pos;
   r->size = size;
   return AG_OK;
 }
@@ -345,6 +365,7 @@ ag_status ag_replay_add_dev(ag_replay *r, ag_tensor *const *data, int64_t k) {
 
 int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
 ag_tensor *ag_replay_size_tensor(const ag_replay *r) { return r ? r->size_dev : NULL; }
+ag_tensor *ag_replay_position_tensor(const ag_replay *r) { return r ? r->pos_dev : NULL; }
 
 ag_status ag_replay_can_sample(const ag_replay *r, int64_t B) {
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_can_sample: replay is NULL");

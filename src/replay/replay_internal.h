@@ -37,6 +37,8 @@ struct ag_replay {
   int64_t size, pos;
   ag_dtype storage;
   ag_tensor *size_dev; /* 1 x 1 i64: valid transitions, on the device */
+  ag_tensor *pos_dev;  /* 1 x 1 i64: the ring position, on the device */
+  int64_t pos_on_dev;  /* the position pos_dev holds (pos, except in a table loaded before its first add) */
   struct {
     const ag__sampler_ops *ops;
     void *self;
