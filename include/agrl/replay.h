@@ -6,8 +6,9 @@
  * dtype you choose (f32 by default; values are converted on the way in, so
  * only storage bytes cross the bus). A ring writer appends transitions,
  * wrapping with two writes (S5), and keeps the number of valid transitions
- * both on the host and on the device, so that a recorded step can sample
- * from however many transitions the table holds at each replay.
+ * and the ring position both on the host and on the device, so that a
+ * recorded step can sample from however many transitions the table holds
+ * at each replay, and walk n-step returns over the ring as it is then.
  *
  * Termination vs truncation: store `terminated` (the episode ended in a
  * terminal state: no bootstrap) and the true last observation as next_obs;
@@ -104,7 +105,8 @@ AG_API ag_tensor *ag_replay_size_tensor(const ag_replay *r);
  * by every add with the columns and the size, all or nothing (set by a
  * kernel: no byte crosses the bus for it; owned by the table, valid while
  * it lives). A table made by ag_replay_load holds its position there once
- * it has been added to. */
+ * it has been added to or ag_replay_nstep has been called on it outside a
+ * recording. */
 AG_API ag_tensor *ag_replay_position_tensor(const ag_replay *r);
 /* AG_OK when ag_replay_sample would draw B transitions now; otherwise the
  * error it would return: AG_ERR_INVALID_ARG (B < 1), AG_ERR_STATE (fewer
@@ -133,6 +135,58 @@ AG_API ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, a
  * Errors: AG_ERR_INVALID_ARG: an argument NULL, no such field;
  * AG_ERR_FREED; AG_ERR_SHAPE: batch has not the table's rows. */
 AG_API ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out);
+
+/* ---- n-step returns ----
+ * The n-step returns of sampled transitions, computed on the device from
+ * the table. For each index c = idx[j] (an i32 or i64 tensor [1, B] or
+ * [B, 1] on the table's context, e.g. what ag_replay_sample or
+ * ag_per_sample drew), clamped to 0 .. capacity-1 on the device as
+ * ag_get_rows_dev clamps, the walk takes steps k = 0, 1, ... over the
+ * columns c_k = (c + k * stride) mod capacity, adding gamma^k * reward[c_k]
+ * (the reward as a gathered batch holds it: times the buffer's scale) to
+ * the return, and stops
+ *   - after a step whose terminated flag is set: discount 0 (no bootstrap);
+ *   - else after a step whose truncated flag is set: discount gamma^(k+1);
+ *   - else after step n - 1: discount gamma^n;
+ *   - else before step k + 1 when c_{k+1} was not written after c_k: the
+ *     ring writes its columns in the order pos, pos + 1, ... (mod
+ *     capacity), so the rank of column x is (x - pos) mod capacity (while
+ *     the table fills, x itself), x holds a transition when its rank is at
+ *     least capacity - size, and the walk goes on only from a column that
+ *     holds one, and only while rank(c_k) + stride < capacity: it never
+ *     reads across the write head, the wrap included; discount gamma^(k+1).
+ * A flag is set where its stored value is not 0 (f32, i32 or another
+ * storage, read as stored, without the scale); terminated wins over
+ * truncated on the same step. last[j] is c_k of the last step taken, the
+ * column whose next_obs the target bootstraps from:
+ *   target_j = ret[j] + discount[j] * V(next_obs[last[j]]).
+ * An index outside the valid columns (a column not written yet) gives its
+ * first step only. `stride` is the number of environment copies whose
+ * transitions the table interleaves (copy i of a vector environment adds
+ * its transition at pos + i each step, so its next one is stride columns
+ * later): 1 for a single environment.
+ * Arithmetic: f32, in the order k = 0, 1, ..., gamma^k by repeated
+ * products, every product and sum rounded on its own: the CPU and a GPU
+ * give the same bits (for values that never become subnormal, which the
+ * CPU flushes to zero).
+ * Outputs, temporaries: ret [1, B] f32, discount [1, B] f32, last [1, B]
+ * i64. Queued and recordable: the size and the position are read on the
+ * device (ag_replay_size_tensor, ag_replay_position_tensor) each time it
+ * runs, so a recorded step replayed after more adds walks the ring as it
+ * is then.
+ * Errors: AG_ERR_INVALID_ARG: r, idx, reward, terminated or an output
+ * NULL, n outside 1..64, gamma outside [0, 1] (or NaN), stride outside
+ * 1..capacity, a field name the table does not have (truncated may be
+ * NULL: no truncations), idx of another context; AG_ERR_SHAPE: a field of
+ * width other than 1, idx not i32 / i64, or neither a row nor a column;
+ * AG_ERR_FREED: idx or the table's buffer freed; AG_ERR_STATE: the table
+ * is broken (see ag_replay_add), or a loaded table's position is not on
+ * the device yet (see ag_replay_position_tensor) while a step is being
+ * recorded; AG_ERR_OUT_OF_MEMORY. On error nothing changes and the outputs
+ * are not written. */
+AG_API ag_status ag_replay_nstep(ag_replay *r, ag_tensor *idx, int n, float gamma, int64_t stride,
+                                 const char *reward, const char *terminated, const char *truncated,
+                                 ag_tensor **ret, ag_tensor **discount, ag_tensor **last);
 
 /* ---- prioritized replay (Schaul et al., "Prioritized Experience Replay") ----
  * Proportional prioritization over the columns of a table: column i is drawn

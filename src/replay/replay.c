@@ -367,6 +367,20 @@ int64_t ag_replay_size(const ag_replay *r) { return r ? r->size : 0; }
 ag_tensor *ag_replay_size_tensor(const ag_replay *r) { return r ? r->size_dev : NULL; }
 ag_tensor *ag_replay_position_tensor(const ag_replay *r) { return r ? r->pos_dev : NULL; }
 
+ag_status ag__replay_sync_pos(ag_replay *r, const char *fn) {
+  if (r->pos == r->pos_on_dev) return AG_OK;
+  if (r->ctx->recording)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the table's position (%lld, set without an add, as by a load) is not on the device "
+                    "yet, and a recording cannot send it; call it once outside the recording, or add first",
+                    fn, (long long)r->pos);
+  void *p = NULL;
+  ag_status s = ag__tensor_ptr(r->pos_dev, &p);
+  if (!s) s = ag__mem_upload_copy(r->ctx, fn, p, &r->pos, sizeof r->pos);
+  if (!s) r->pos_on_dev = r->pos;
+  return s;
+}
+
 ag_status ag_replay_can_sample(const ag_replay *r, int64_t B) {
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "ag_replay_can_sample: replay is NULL");
   return ag__replay_check_sample(r, B, "ag_replay_sample");
@@ -484,4 +498,86 @@ ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name,
     return ag__fail(AG_ERR_SHAPE, "ag_replay_view: the batch has %lld rows, the table %lld",
                     (long long)ag_tensor_rows(batch), (long long)r->rows);
   return ag_slice_rows(batch, f->row0, f->width, out);
+}
+
+/* A field of width 1 named `name` (what names its role in messages). */
+static ag_status flag_field(const ag_replay *r, const char *name, const char *what, const char *fn,
+                            int64_t *row) {
+  const ag__field *f = find(r, name);
+  if (!f) return ag__fail(AG_ERR_INVALID_ARG, "%s: the table has no field '%s' (%s)", fn, name, what);
+  if (f->width != 1)
+    return ag__fail(AG_ERR_SHAPE, "%s: field '%s' (%s) has width %lld; it must have width 1", fn, name, what,
+                    (long long)f->width);
+  *row = f->row0;
+  return AG_OK;
+}
+
+ag_status ag_replay_nstep(ag_replay *r, ag_tensor *idx, int n, float gamma, int64_t stride,
+                          const char *reward, const char *terminated, const char *truncated, ag_tensor **ret,
+                          ag_tensor **discount, ag_tensor **last) {
+  static const char fn[] = "ag_replay_nstep";
+  if (!r || !idx || !reward || !terminated || !ret || !discount || !last)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: replay, idx, reward, terminated, ret, discount and last must not be NULL", fn);
+  ag_status s = ag__replay_check_sound(r, fn);
+  if (s) return s;
+  if (r->buf->freed) return ag__fail(AG_ERR_FREED, "%s: the table's buffer has been freed", fn);
+  if (n < 1 || n > AG__NSTEP_MAX)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %d must be in 1..%d", fn, n, AG__NSTEP_MAX);
+  if (!(gamma >= 0.0f && gamma <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g must be in [0, 1]", fn, (double)gamma);
+  if (stride < 1 || stride > r->capacity)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: stride = %lld must be in 1..capacity (%lld)", fn,
+                    (long long)stride, (long long)r->capacity);
+  int64_t rew_row, term_row, trunc_row = -1;
+  if ((s = flag_field(r, reward, "reward", fn, &rew_row)) ||
+      (s = flag_field(r, terminated, "terminated", fn, &term_row)) ||
+      (truncated && (s = flag_field(r, truncated, "truncated", fn, &trunc_row))))
+    return s;
+  if ((s = ag__check_tensor(idx, fn, "idx"))) return s;
+  if (idx->ctx != r->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: idx belongs to another context than the table", fn);
+  if (idx->dtype != AG_I32 && idx->dtype != AG_I64)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn,
+                    ag_dtype_name(idx->dtype));
+  if (idx->rows != 1 && idx->cols != 1)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx is [%lld, %lld]; give a row [1, B] or a column [B, 1]", fn,
+                    (long long)idx->rows, (long long)idx->cols);
+  const int64_t B = idx->rows * idx->cols;
+  /* everything that can fail before the kernel: the position on the
+   * device, the objects made resident, the outputs */
+  if ((s = ag__replay_sync_pos(r, fn))) return s;
+  void *ip = NULL, *sz = NULL, *ps = NULL;
+  if ((s = ag__store_ensure(r->ctx, &r->buf->store)) || (s = ag__tensor_ptr(idx, &ip)) ||
+      (s = ag__tensor_ptr(r->size_dev, &sz)) || (s = ag__tensor_ptr(r->pos_dev, &ps)))
+    return s;
+  ag_tensor *tr, *td, *tl;
+  if ((s = ag__tensor_temp(r->ctx, 1, B, AG_F32, &tr)) || (s = ag__tensor_temp(r->ctx, 1, B, AG_F32, &td)) ||
+      (s = ag__tensor_temp(r->ctx, 1, B, AG_I64, &tl)))
+    return s;
+  ag__nstep_args a = {r->buf->store.ptr,
+                      r->buf->dtype,
+                      r->rows,
+                      r->capacity,
+                      r->buf->scale,
+                      rew_row,
+                      term_row,
+                      trunc_row,
+                      sz,
+                      ps,
+                      ip,
+                      idx->dtype,
+                      idx->rows == 1 ? idx->ld : 1,
+                      B,
+                      n,
+                      gamma,
+                      stride,
+                      (float *)tr->data,
+                      (float *)td->data,
+                      (int64_t *)tl->data};
+  if ((s = ag__run(r->ctx, AG__K_NSTEP, &a, sizeof a))) return s;
+  *ret = tr;
+  *discount = td;
+  *last = tl;
+  return AG_OK;
 }

@@ -63,6 +63,11 @@ ag_status ag__replay_check_sound(const ag_replay *r, const char *fn);
 void ag__replay_set_broken(ag_replay *r);
 /* The checks of ag_replay_sample for a batch of B (errors name fn). */
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn);
+/* Writes r->pos into the position tensor when it holds another value (a
+ * table whose pos was set without an add, as a loader sets it); AG_OK when
+ * it holds it already. Errors: AG_ERR_STATE while a step is being recorded
+ * (when there is something to write); those of the upload. */
+ag_status ag__replay_sync_pos(ag_replay *r, const char *fn);
 
 /* ---- prioritized replay (per.c) ---- */
 extern const ag__sampler_ops ag__per_ops;
