@@ -3,11 +3,13 @@
 
 Small DQN files in the layout of include/agrl/agent.h ("saving a DQN",
 version 1): valid ones with one and two hidden layers (and none), fused on
-and off, with and without a run state, their replay tables of 3 to 10
-columns in parts of 128 bytes and of AG_TRANSFER_PART_BYTES, one of them
-wrapped; and broken ones (truncated, a changed byte in the header and in a
-tensor, trailing bytes, a setting out of range, a tensor of another shape
-and a table of another capacity under correct CRCs, a table past the
+and off, with and without a run state and prioritized replay, their replay
+tables of 3 to 10 columns in parts of 128 bytes and of
+AG_TRANSFER_PART_BYTES, one of them wrapped; and broken ones (truncated, a
+changed byte in the header and in a tensor, trailing bytes, a setting out
+of range, a tensor of another shape, a table of another capacity, a
+sampler of another alpha, prioritized replay without a sampler and a
+sampler without it, all under correct CRCs, a table past the
 harness's limit, a newer version, not a DQN file); and two whose header
 CRCs are 0 (the harness fills them in). The replay images come
 from make_replay_corpus.replay; zlib.crc32 is the CRC-32 the format uses.
@@ -54,7 +56,10 @@ def values(k, rows, cols, dtype):
 
 def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4, pos=None, run_state=b"",
         part=PART, table_cap=None, gamma=0.99, total_steps=1000, updates=12, at_target=10, shape_fix=None,
-        crc0=False):
+        per=None, table_per=None, crc0=False):
+    """per: (alpha, beta, eps, the beta of the next updates) with prioritized
+    replay (flag 8); table_per: the alpha of the table's sampler where it is
+    not per's (-1: no sampler)."""
     hidden = list(hidden)
     pos = size if pos is None else pos
     ents = entries(obs_dim, hidden, n_actions)
@@ -72,7 +77,8 @@ def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4,
     h += struct.pack("<6qQ", batch, buffer, 3, 4, 2, 10, 7)
     h += struct.pack("<5qQq", obs_dim, n_actions, total_steps, updates, at_target, 0x9E3779B97F4A7C15,
                      len(run_state))
-    h += struct.pack("<II", T, 0) + b"\0" * 216
+    h += struct.pack("<II", T, 0)
+    h += struct.pack("<4f", *(per or (0.6, 0.4, 1e-6, 0.0))) + b"\0" * 200  # without per: the defaults, beta 0
     for rows, cols, dt in ents:
         h += struct.pack("<qqII", rows, cols, dt, 0)
     h += struct.pack("<I", zlib.crc32(h))
@@ -81,7 +87,9 @@ def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4,
     body += section(run_state)
     fields = [("obs", obs_dim, F32), ("action", 1, I32), ("reward", 1, F32), ("next_obs", obs_dim, F32),
               ("terminated", 1, I32)]
-    table = replay(fields, 0, buffer if table_cap is None else table_cap, batch, size, pos, part=part)
+    alpha = table_per if table_per is not None else per[0] if per else -1
+    leaves = (alpha, 2.5, [0.25 + 0.5 * i for i in range(size)]) if alpha >= 0 else None
+    table = replay(fields, 0, buffer if table_cap is None else table_cap, batch, size, pos, part=part, per=leaves)
     # crc0: the CRCs of the header and of the table's header 0
     return zero_crc(zero_crc(h + body + table), len(h + body)) if crc0 else h + body + table
 
@@ -98,6 +106,12 @@ def main():
                                        run_state=b"\x01\x02\x03", part=128)
     seeds["h0_linear"] = dqn(hidden=(), flags=0, batch=2, buffer=4, size=2)
     seeds["h1_fused_crc0"] = dqn(crc0=True)
+    seeds["h2_per"] = dqn(hidden=(3, 2), flags=11, batch=2, buffer=8, size=8, pos=5, per=(0.6, 0.4, 1e-6, 0.55),
+                          part=128)
+    seeds["h1_per_crc0"] = dqn(flags=9, batch=3, buffer=6, size=5, per=(0.7, 0.5, 1e-3, 0.5), crc0=True)
+    seeds["per_table_alpha_crc_ok"] = dqn(flags=9, per=(0.7, 0.5, 1e-3, 0.5), table_per=0.6)
+    seeds["per_without_sampler_crc_ok"] = dqn(flags=8, per=(0.6, 0.4, 1e-6, 0.4), table_per=-1)
+    seeds["sampler_without_per_crc_ok"] = dqn(table_per=0.6)
     seeds["h2_composed_crc0"] = dqn(obs_dim=3, hidden=(3, 5), n_actions=3, flags=1, batch=4, buffer=10, size=7,
                                     run_state=b"x" * 9, part=128, crc0=True)
     seeds.update(damaged(seeds["h2_composed_run_state_wrapped"], 300, 700))  # 700: in the tensors
