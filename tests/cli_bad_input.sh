@@ -109,6 +109,7 @@ flag train --max-grad-norm float -1 1e10
 flag train --per-alpha float -0.1 1.01
 flag train --per-beta float -0.1 1.01
 flag train --per-eps float 0 1.5
+flag train --n-step int 1 64
 flag train --checkpoint-every int 0 100000000000
 flag train --keep int 1 1000000
 flag train --eval-every int 0 100000000000

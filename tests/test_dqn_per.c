@@ -53,10 +53,34 @@ static int argmax(const double *q) {
   return a;
 }
 
-static void priorities_after_one_update_equal_a_host_computation(void **state) {
-  (void)state;
+/* The n-step target of column i on the host, as agrl/replay.h specifies it
+ * (a full ring of N columns written 0..N-1: the head is at column 0):
+ * R in f32 step by step, gamma^k by repeated f32 products. */
+static float nstep_host(const float *rew, const int *term, const int *trn, int i, int n, float gamma,
+                        float *disc, int *last) {
+  float R = 0.0f, g = 1.0f;
+  int c = i;
+  for (int k = 0;; k++) {
+    R = R + g * rew[c];
+    g = g * gamma;
+    if (term[c]) {
+      *disc = 0.0f;
+      break;
+    }
+    if (trn[c] || k == n - 1 || c + 1 >= N) {
+      *disc = g;
+      break;
+    }
+    c++;
+  }
+  *last = c;
+  return R;
+}
+
+static void priorities_case(int n_step) {
   ag_ctx *ctx = agt_ctx();
   ag_dqn_config c = per_config();
+  c.n_step = n_step;
   ag_dqn *d;
   agt_ok(ag_dqn_create(ctx, OBS, ACTS, 10000, &c, &d));
   assert_int_equal(ag_dqn_fused(d), 0);
@@ -64,15 +88,16 @@ static void priorities_after_one_update_equal_a_host_computation(void **state) {
   agt_rng g = {42};
   float obs[N * OBS], next[N * OBS], rew[N];
   int32_t act[N];
-  int term[N];
+  int term[N], trn[N];
   for (int i = 0; i < N; i++) {
     for (int j = 0; j < OBS; j++)
       obs[i * OBS + j] = agt_uniform(&g, -1, 1), next[i * OBS + j] = agt_uniform(&g, -1, 1);
     act[i] = (int32_t)agt_below(&g, ACTS);
     rew[i] = agt_uniform(&g, -1, 1);
-    term[i] = agt_below(&g, 4) == 0;
+    term[i] = agt_below(&g, 6) == 0;
+    trn[i] = !term[i] && agt_below(&g, 6) == 0;
   }
-  agt_ok(ag_dqn_store(d, obs, act, rew, next, term, N));
+  agt_ok(ag_dqn_store_ex(d, obs, act, rew, next, term, trn, N));
   float *pq[4], *pt[4];
   read_params(ag_dqn_q(d), pq);
   read_params(ag_dqn_target(d), pt);
@@ -81,9 +106,19 @@ static void priorities_after_one_update_equal_a_host_computation(void **state) {
   for (int i = 0; i < N; i++) {
     double q[ACTS], qn[ACTS], qt[ACTS];
     q_host(pq, obs + i * OBS, q);
-    q_host(pq, next + i * OBS, qn);
-    q_host(pt, next + i * OBS, qt);
-    double y = rew[i] + (double)c.gamma * (1 - term[i]) * qt[argmax(qn)];
+    double y;
+    if (n_step == 1) {
+      q_host(pq, next + i * OBS, qn);
+      q_host(pt, next + i * OBS, qt);
+      y = rew[i] + (double)c.gamma * (1 - term[i]) * qt[argmax(qn)];
+    } else {
+      float disc;
+      int last;
+      float R = nstep_host(rew, term, trn, i, n_step, c.gamma, &disc, &last);
+      q_host(pq, next + last * OBS, qn);
+      q_host(pt, next + last * OBS, qt);
+      y = (double)R + (double)disc * qt[argmax(qn)];
+    }
     want[i] = pow(fabs(q[act[i]] - y) + (double)c.per_eps, (double)c.per_alpha);
   }
   float loss;
@@ -113,6 +148,18 @@ static void priorities_after_one_update_equal_a_host_computation(void **state) {
   for (int i = 0; i < 4; i++) free(pq[i]), free(pt[i]);
   ag_dqn_free(d);
   ag_ctx_free(ctx);
+}
+
+static void priorities_after_one_update_equal_a_host_computation(void **state) {
+  (void)state;
+  priorities_case(1);
+}
+
+/* The same with 3-step returns over episodes that end, truncate and run
+ * into the write head. */
+static void nstep_priorities_after_one_update_equal_a_host_computation(void **state) {
+  (void)state;
+  priorities_case(3);
 }
 
 static void beta_schedule_and_settings(void **state) {
@@ -247,6 +294,7 @@ static void learning_with_per_is_deterministic(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(priorities_after_one_update_equal_a_host_computation),
+      cmocka_unit_test(nstep_priorities_after_one_update_equal_a_host_computation),
       cmocka_unit_test(beta_schedule_and_settings),
       cmocka_unit_test(saved_and_loaded_goes_on_alike),
       cmocka_unit_test(learning_with_per_is_deterministic),

@@ -30,8 +30,9 @@ extern "C" {
  * learning_starts < 0, train_freq < 1, gradient_steps < 0,
  * target_update_interval < 1, tau outside (0, 1], exploration_fraction,
  * eps_start or eps_end outside [0, 1], max_grad_norm < 0, per_alpha or
- * per_beta outside [0, 1], per_eps outside (0, 1], per not 0 or 1 (and per
- * with a group of GPUs: AG_ERR_UNSUPPORTED). */
+ * per_beta outside [0, 1], per_eps outside (0, 1], per not 0 or 1, n_step
+ * outside 1..64, n_envs outside 1..2^20 (and per or n_step > 1 with a group
+ * of GPUs: AG_ERR_UNSUPPORTED). */
 typedef struct ag_dqn_config {
   int n_hidden;                      /* 2 */
   int64_t hidden[AG_DQN_MAX_HIDDEN]; /* 256, 256 (ReLU) */
@@ -62,6 +63,17 @@ typedef struct ag_dqn_config {
   float per_alpha; /* 0.6, in [0, 1] */
   float per_beta;  /* 0.4, in [0, 1]: beta at step 0 */
   float per_eps;   /* 1e-6, in (0, 1] */
+  /* n-step returns (1..64; 1: the one-step target): the target of a drawn
+   * transition is the discounted sum of up to n_step rewards of its copy's
+   * following transitions, stopped at a termination (no bootstrap), at a
+   * truncation or at the ring's write head (bootstrapped with gamma^k),
+   * computed on the device inside the recorded update (ag_replay_nstep);
+   * the update then runs as composed ops. n_envs: the environment copies
+   * whose transitions each ag_dqn_store_ex call stores side by side (one
+   * step of every copy a call; ag_dqn_learn needs it to be the vector's
+   * size when n_step > 1). */
+  int n_step;     /* 1 */
+  int64_t n_envs; /* 1 */
 } ag_dqn_config;
 
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
@@ -79,7 +91,8 @@ typedef struct ag_dqn ag_dqn;
  * environment steps (for the epsilon schedule). It owns its two networks,
  * Adam and its replay table of cfg->buffer_size transitions (fields obs
  * [obs_dim], action [1] i32, reward [1], next_obs [obs_dim], terminated [1]
- * i32; f32 storage; sampling from batch_size on). Free it before ctx.
+ * i32, truncated [1] i32; f32 storage; sampling from batch_size on), with
+ * cfg.per its prioritized sampler. Free it before ctx.
  * Errors: AG_ERR_INVALID_ARG: ctx, cfg or out NULL, obs_dim < 1,
  * n_actions < 2, total_steps < 1, a cfg field outside its range (see
  * ag_dqn_config; the message names it); AG_ERR_STATE while a step is
@@ -113,6 +126,11 @@ AG_API ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, in
  * DQN is broken; the other errors of ag_replay_add (ag_shard_add_local). */
 AG_API ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
                               const float *next_obs, const int *terminated, int n);
+/* ag_dqn_store with the episodes' truncations (n values 0 or 1; NULL: none),
+ * which n-step returns stop at (and bootstrap from). Errors: those of
+ * ag_dqn_store; AG_ERR_OUT_OF_RANGE: a truncated flag other than 0 or 1. */
+AG_API ag_status ag_dqn_store_ex(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                                 const float *next_obs, const int *terminated, const int *truncated, int n);
 
 /* Runs n recorded updates: a recording of 8 updates (on the GPU one graph)
  * while 8 or more are left, then a recording of one (each made at its first
@@ -136,7 +154,10 @@ AG_API ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
 
 /* The loss of the current networks on a gathered batch [ag_replay_rows, B]
  * f32 of the DQN's table (ag_replay_sample, ag_replay_gather), with
- * gradients: what one update minimises. *loss: a [1, 1] temporary.
+ * gradients: what one update minimises with n_step = 1 and without
+ * prioritized replay (the one-step target, the plain mean, whatever cfg
+ * says: a batch does not tell where its transitions were drawn).
+ * *loss: a [1, 1] temporary.
  * Errors: AG_ERR_INVALID_ARG: d, batch or loss NULL, batch of another
  * context; AG_ERR_FREED: batch released by ag_ctx_reset; AG_ERR_SHAPE:
  * batch has another number of rows, or is not f32; AG_ERR_OUT_OF_MEMORY.
@@ -269,7 +290,8 @@ AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, a
  *   264 u32 T, the tensors (at most 256)   268 u32 0
  *   272 f32 per_alpha, per_beta, per_eps, the beta the next updates draw
  *          with (without per: the defaults' values and beta 0)
- *   288 200 bytes of zeros (reserved)
+ *   288 u32 n_step, u32 0   296 i64 n_envs
+ *   304 184 bytes of zeros (reserved)
  *   488 T entries of i64 rows, i64 cols, u32 dtype (f32 0, i64 5), u32 0:
  *          for each parameter of the online network, the parameter then its
  *          gradient; the sampling counter; the optimizer's state tensor,

@@ -18,14 +18,16 @@ class DQN(_agrl._DQN):
     ``learning_starts``, ``train_freq``, ``gradient_steps``,
     ``target_update_interval``, ``tau``, ``exploration_fraction``,
     ``eps_start``, ``eps_end``, ``max_grad_norm``, ``double_dqn``, ``huber``,
-    ``seed``, ``fused``, and prioritized replay's ``per``, ``per_alpha``,
-    ``per_beta``, ``per_eps``); the defaults are ``agrl.DQN.defaults()``.
+    ``seed``, ``fused``, prioritized replay's ``per``, ``per_alpha``,
+    ``per_beta``, ``per_eps``, and n-step returns' ``n_step`` and
+    ``n_envs``); the defaults are ``agrl.DQN.defaults()``.
     ``total_steps`` plans the exploration schedule.
 
     - ``act(obs, explore=True, step=0)``: an action (an int for one
       observation, an int32 array for (n, obs_dim)).
-    - ``store(obs, action, reward, next_obs, terminated)``: one transition or
-      a batch; next_obs is the true last observation of an episode that ended.
+    - ``store(obs, action, reward, next_obs, terminated, truncated=None)``:
+      one transition or a batch; next_obs is the true last observation of an
+      episode that ended (n-step returns stop at a truncation).
     - ``train(gradient_steps)``: runs the recorded updates, returns the loss.
     - ``update_target()``.
     - ``save(path)`` writes the whole DQN (both networks, Adam's moments
@@ -163,7 +165,7 @@ class DQN(_agrl._DQN):
             next_obs, reward, terminated, truncated, _ = env.step(action)
             next_obs = np.asarray(next_obs, dtype=np.float32)
             reward = float(np.float32(reward))
-            self.store(obs, action, reward, next_obs, 1 if terminated else 0)
+            self.store(obs, action, reward, next_obs, 1 if terminated else 0, 1 if truncated else 0)
             ep_ret += reward
             ep_len += 1
             step += 1

@@ -80,6 +80,8 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
                                       "per_alpha",
                                       "per_beta",
                                       "per_eps",
+                                      "n_step",
+                                      "n_envs",
                                       NULL};
   *c = ag_dqn_defaults();
   if (!cfg || cfg == Py_None) return 0;
@@ -119,6 +121,13 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
     }
     Py_DECREF(seq);
   }
+  PyObject *nv = PyDict_GetItemString(cfg, "n_step");
+  if (nv) {
+    long v = PyLong_AsLong(nv);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    c->n_step =
+        v < -1000 ? -1000 : (v > 1000 ? 1000 : (int)v); /* out of range either way: the C check names it */
+  }
   PyObject *sv = PyDict_GetItemString(cfg, "seed");
   if (sv) {
     unsigned long long s = PyLong_AsUnsignedLongLong(sv);
@@ -135,7 +144,7 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
       get_f(cfg, "max_grad_norm", &c->max_grad_norm) || get_b(cfg, "double_dqn", &c->double_dqn) ||
       get_b(cfg, "huber", &c->huber) || get_b(cfg, "fused", &c->fused) || get_b(cfg, "per", &c->per) ||
       get_f(cfg, "per_alpha", &c->per_alpha) || get_f(cfg, "per_beta", &c->per_beta) ||
-      get_f(cfg, "per_eps", &c->per_eps))
+      get_f(cfg, "per_eps", &c->per_eps) || get_i(cfg, "n_envs", &c->n_envs))
     return -1;
   return 0;
 }
@@ -247,22 +256,24 @@ static PyObject *dqn_act(agpy_dqn *d, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *dqn_store(agpy_dqn *d, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"obs", "action", "reward", "next_obs", "terminated", NULL};
-  PyObject *o[5];
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO:store", kwlist, &o[0], &o[1], &o[2], &o[3], &o[4]))
+  static char *kwlist[] = {"obs", "action", "reward", "next_obs", "terminated", "truncated", NULL};
+  PyObject *o[6] = {NULL, NULL, NULL, NULL, NULL, Py_None};
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO|O:store", kwlist, &o[0], &o[1], &o[2], &o[3], &o[4],
+                                   &o[5]))
     return NULL;
   ag_dqn *dq = dqn_get(d);
   if (!dq) return NULL;
-  static const char *const what[5] = {"DQN.store: obs", "DQN.store: action", "DQN.store: reward",
-                                      "DQN.store: next_obs", "DQN.store: terminated"};
-  static const ag_dtype dts[5] = {AG_F32, AG_I32, AG_F32, AG_F32, AG_I32};
-  agpy_in in[5];
+  static const char *const what[6] = {"DQN.store: obs",      "DQN.store: action",     "DQN.store: reward",
+                                      "DQN.store: next_obs", "DQN.store: terminated", "DQN.store: truncated"};
+  static const ag_dtype dts[6] = {AG_F32, AG_I32, AG_F32, AG_F32, AG_I32, AG_I32};
+  agpy_in in[6];
   memset(in, 0, sizeof in);
-  void *scratch[5] = {0};
-  const void *p[5];
+  void *scratch[6] = {0};
+  const void *p[6] = {0};
   int n = -1, single = 0;
+  const int k = o[5] == Py_None ? 5 : 6;
   PyObject *ret = NULL;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < k; i++) {
     if (agpy_in_get(NULL, o[i], &in[i], what[i])) goto done;
     if (i == 0 || i == 3) {
       int ni, si;
@@ -280,13 +291,13 @@ static PyObject *dqn_store(agpy_dqn *d, PyObject *args, PyObject *kw) {
       if (!(p[i] = agpy_in_as(&in[i], dts[i], &scratch[i], what[i]))) goto done;
     }
   }
-  ag_status s = ag_dqn_store(dq, p[0], p[1], p[2], p[3], p[4], n);
+  ag_status s = ag_dqn_store_ex(dq, p[0], p[1], p[2], p[3], p[4], p[5], n);
   if (s)
     agpy_raise(s);
   else
     ret = Py_NewRef(Py_None);
 done:
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 6; i++) {
     free(scratch[i]);
     agpy_in_release(&in[i], NULL);
   }
@@ -494,7 +505,7 @@ static PyMethodDef dqn_methods[] = {
     {"act", (PyCFunction)(void (*)(void))dqn_act, METH_VARARGS | METH_KEYWORDS,
      "act(obs, explore=True, step=0): actions for (n, obs_dim) observations (an int for one)."},
     {"store", (PyCFunction)(void (*)(void))dqn_store, METH_VARARGS | METH_KEYWORDS,
-     "store(obs, action, reward, next_obs, terminated): one transition or a batch."},
+     "store(obs, action, reward, next_obs, terminated, truncated=None): one transition or a batch."},
     {"train", (PyCFunction)(void (*)(void))dqn_train, METH_VARARGS | METH_KEYWORDS,
      "train(gradient_steps, loss=True): runs the recorded updates; returns the last loss."},
     {"update_target", (PyCFunction)dqn_update_target, METH_NOARGS,

@@ -144,8 +144,8 @@ PyObject *agpy_config_dict(const ag_dqn_config *cp) {
   for (int i = 0; hidden && i < c.n_hidden; i++)
     PyTuple_SET_ITEM(hidden, i, PyLong_FromLongLong(c.hidden[i]));
   return Py_BuildValue(
-      "{s:N,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:O,s:O,s:K,s:O,s:O,s:d,s:d,s:d}", "hidden",
-      hidden, "lr", (double)c.lr, "gamma", (double)c.gamma, "batch_size", (long long)c.batch_size,
+      "{s:N,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:O,s:O,s:K,s:O,s:O,s:d,s:d,s:d,s:i,s:L}",
+      "hidden", hidden, "lr", (double)c.lr, "gamma", (double)c.gamma, "batch_size", (long long)c.batch_size,
       "buffer_size", (long long)c.buffer_size, "learning_starts", (long long)c.learning_starts, "train_freq",
       (long long)c.train_freq, "gradient_steps", (long long)c.gradient_steps, "target_update_interval",
       (long long)c.target_update_interval, "tau", (double)c.tau, "exploration_fraction",
@@ -153,7 +153,7 @@ PyObject *agpy_config_dict(const ag_dqn_config *cp) {
       "max_grad_norm", (double)c.max_grad_norm, "double_dqn", c.double_dqn ? Py_True : Py_False, "huber",
       c.huber ? Py_True : Py_False, "seed", (unsigned long long)c.seed, "fused", c.fused ? Py_True : Py_False,
       "per", c.per ? Py_True : Py_False, "per_alpha", (double)c.per_alpha, "per_beta", (double)c.per_beta,
-      "per_eps", (double)c.per_eps);
+      "per_eps", (double)c.per_eps, "n_step", c.n_step, "n_envs", (long long)c.n_envs);
 }
 
 static PyObject *py_dqn_defaults(PyObject *m, PyObject *a) {

@@ -36,6 +36,8 @@ struct ag_dqn {
   int fused; /* the update's loss and gradient as AG__K_QGRAD */
   ag_per *per;     /* cfg.per: the table's prioritized sampler (the table owns it) */
   ag_tensor *beta; /* cfg.per: [1, 1] f32, the beta the recorded update draws with */
+  int *zeros;      /* truncated flags of 0 for ag_dqn_store, zeros_n of them */
+  int zeros_n;
   /* the caller's record of a run in progress, saved with the DQN (ag_dqn_set_run_state) */
   void *run_state;
   size_t run_state_n;

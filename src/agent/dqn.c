@@ -43,6 +43,8 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.per_alpha = 0.6f;
   c.per_beta = 0.4f;
   c.per_eps = 1e-6f;
+  c.n_step = 1;
+  c.n_envs = 1;
   return c;
 }
 
@@ -101,6 +103,7 @@ void ag_dqn_free(ag_dqn *d) {
   free(d->act_scratch);
   ag__snapshot_free(&d->snap);
   free(d->run_state);
+  free(d->zeros);
   free(d);
 }
 
@@ -115,8 +118,9 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
   ag_status s = ag__dqn_check_config(cfg, fn);
   if (s) return s;
-  if (g && cfg->per)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: prioritized replay over a group of GPUs is not supported", fn);
+  if (g && (cfg->per || cfg->n_step > 1))
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: prioritized replay and n-step returns over a group of GPUs are not supported", fn);
   int world = g ? ag_dist_world(g) : 1, rank = g ? ag_dist_rank(g) : 0;
   if (g && ag_dist_ctx(g) != ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: the group computes on another context", fn);
@@ -139,11 +143,9 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   sizes[0] = obs_dim;
   for (int i = 0; i < cfg->n_hidden; i++) sizes[i + 1] = cfg->hidden[i];
   sizes[cfg->n_hidden + 1] = n_actions;
-  const ag_field fields[5] = {{"obs", obs_dim, AG_F32},
-                              {"action", 1, AG_I32},
-                              {"reward", 1, AG_F32},
-                              {"next_obs", obs_dim, AG_F32},
-                              {"terminated", 1, AG_I32}};
+  const ag_field fields[6] = {{"obs", obs_dim, AG_F32},      {"action", 1, AG_I32},
+                              {"reward", 1, AG_F32},          {"next_obs", obs_dim, AG_F32},
+                              {"terminated", 1, AG_I32},      {"truncated", 1, AG_I32}};
   s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 1, &d->q);
   if (!s)
     s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
@@ -153,10 +155,10 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   ac.lr = cfg->lr;
   ac.max_grad_norm = cfg->max_grad_norm;
   if (!s) s = ag_adam_create(ctx, ag_mlp_params(d->q), ag_mlp_n_params(d->q), &ac, &d->opt);
-  if (!s && !g) s = ag_replay_create(ctx, fields, 5, cfg->buffer_size, AG_F32, cfg->batch_size, &d->replay);
+  if (!s && !g) s = ag_replay_create(ctx, fields, 6, cfg->buffer_size, AG_F32, cfg->batch_size, &d->replay);
   if (!s && g) {
     int64_t cap = (cfg->buffer_size + world - 1) / world * world;
-    s = ag_shard_create(ctx, fields, 5, cap, AG_F32, cfg->batch_size, rank, world, &d->shard);
+    s = ag_shard_create(ctx, fields, 6, cap, AG_F32, cfg->batch_size, rank, world, &d->shard);
     if (!s) d->replay = ag_shard_local(d->shard);
   }
   if (!s)
@@ -280,26 +282,52 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
   return AG_OK;
 }
 
-ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
-                       const float *next_obs, const int *terminated, int n) {
-  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_store: dqn is NULL");
-  ag_status s = check_sound(d, "ag_dqn_store");
+static ag_status store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                       const float *next_obs, const int *terminated, const int *truncated, int n, const char *fn) {
+  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL", fn);
+  ag_status s = check_sound(d, fn);
   if (s) return s;
   for (int i = 0; actions && i < n; i++)
     if (actions[i] < 0 || actions[i] >= d->n_actions)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: actions[%d] = %d is outside 0..%lld", i, actions[i],
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: actions[%d] = %d is outside 0..%lld", fn, i, actions[i],
                       (long long)(d->n_actions - 1));
   for (int i = 0; terminated && i < n; i++) /* the target takes 1 - terminated */
     if (terminated[i] != 0 && terminated[i] != 1)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "ag_dqn_store: terminated[%d] = %d is not 0 or 1", i,
-                      terminated[i]);
-  const void *data[5] = {obs, actions, rewards, next_obs, terminated};
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: terminated[%d] = %d is not 0 or 1", fn, i, terminated[i]);
+  for (int i = 0; truncated && i < n; i++)
+    if (truncated[i] != 0 && truncated[i] != 1)
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: truncated[%d] = %d is not 0 or 1", fn, i, truncated[i]);
+  if (!truncated && n > 0) { /* none: a column of zeros */
+    if (d->zeros_n < n) {
+      int *z = ag__calloc((size_t)n, sizeof *z);
+      if (!z) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+      free(d->zeros);
+      d->zeros = z;
+      d->zeros_n = n;
+    }
+    truncated = d->zeros;
+  }
+  const void *data[6] = {obs, actions, rewards, next_obs, terminated, truncated};
   return d->shard ? ag_shard_add_local(d->shard, data, n) : ag_replay_add(d->replay, data, n);
+}
+
+ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                       const float *next_obs, const int *terminated, int n) {
+  return store(d, obs, actions, rewards, next_obs, terminated, NULL, n, "ag_dqn_store");
+}
+
+ag_status ag_dqn_store_ex(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                          const float *next_obs, const int *terminated, const int *truncated, int n) {
+  return store(d, obs, actions, rewards, next_obs, terminated, truncated, n, "ag_dqn_store_ex");
 }
 
 /* Q(s, a) of a gathered batch ([1, B], with gradients) and its target y
  * ([1, B], without). */
-static ag_status q_and_target(ag_dqn *d, ag_tensor *batch, ag_tensor **qa_out, ag_tensor **y_out) {
+/* With idx (the batch's columns) and n_step > 1, the n-step target
+ * y = R + discount * V(s'_last) of ag_replay_nstep, V as below at the
+ * next_obs of the walk's last column. */
+static ag_status q_and_target(ag_dqn *d, ag_tensor *batch, ag_tensor *idx, ag_tensor **qa_out,
+                              ag_tensor **y_out) {
   ag_tensor *obs, *act, *rew, *next, *term, *qn, *y, *q, *qa;
   ag_status s;
   if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) ||
@@ -308,16 +336,31 @@ static ag_status q_and_target(ag_dqn *d, ag_tensor *batch, ag_tensor **qa_out, a
       (s = ag_replay_view(d->replay, batch, "next_obs", &next)) ||
       (s = ag_replay_view(d->replay, batch, "terminated", &term)))
     return s;
+  const int nstep = idx && d->cfg.n_step > 1;
+  ag_tensor *ret = NULL, *disc = NULL;
+  ag_no_grad_begin(d->ctx);
+  if (nstep) {
+    ag_tensor *last, *lb;
+    s = ag_replay_nstep(d->replay, idx, d->cfg.n_step, d->cfg.gamma, d->cfg.n_envs, "reward", "terminated",
+                        "truncated", &ret, &disc, &last);
+    if (!s) s = ag_get_rows_dev(ag_replay_buffer(d->replay), last, &lb);
+    if (!s) s = ag_replay_view(d->replay, lb, "next_obs", &next);
+  }
   /* y = r + gamma * (1 - terminated) * max_a Q'(s', a)   (Double DQN: Q'(s', argmax_a Q(s', a))) */
   ag_tensor *am = NULL;
-  ag_no_grad_begin(d->ctx);
-  s = ag_mlp_forward(d->target, next, &qn);
+  if (!s) s = ag_mlp_forward(d->target, next, &qn);
   if (!s && d->cfg.double_dqn) {
     ag_tensor *qo;
     s = ag_mlp_forward(d->q, next, &qo);
     if (!s) s = ag_argmax(qo, AG_AXIS_ROWS, AG_I32, &am);
   }
-  if (!s) s = ag_td_target(qn, am, rew, term, d->cfg.gamma, &y);
+  if (!s && !nstep) s = ag_td_target(qn, am, rew, term, d->cfg.gamma, &y);
+  if (!s && nstep) { /* y = R + discount * V */
+    ag_tensor *v, *dv;
+    s = am ? ag_pick(qn, am, &v) : ag_max(qn, AG_AXIS_ROWS, &v);
+    if (!s) s = ag_mul(disc, v, &dv);
+    if (!s) s = ag_add(ret, dv, &y);
+  }
   ag_no_grad_end(d->ctx);
   if (s) return s;
   if ((s = ag_mlp_forward(d->q, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;
@@ -331,7 +374,7 @@ ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
   ag_status s;
   if (!d || !batch || !loss)
     return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
-  if ((s = check_sound(d, "ag_dqn_loss")) || (s = q_and_target(d, batch, &qa, &y))) return s;
+  if ((s = check_sound(d, "ag_dqn_loss")) || (s = q_and_target(d, batch, NULL, &qa, &y))) return s;
   return d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, loss) : ag_mse_loss(qa, y, loss);
 }
 
@@ -342,7 +385,7 @@ static ag_status per_loss(ag_dqn *d, ag_tensor **loss) {
   ag_tensor *idx, *w, *batch, *qa, *y, *td, *l, *lw, *a, *p;
   ag_status s = ag_per_sample_dev(d->per, d->rng, d->batch, d->beta, &idx, &w);
   if (!s) s = ag_get_rows_dev(ag_replay_buffer(d->replay), idx, &batch);
-  if (!s) s = q_and_target(d, batch, &qa, &y);
+  if (!s) s = q_and_target(d, batch, idx, &qa, &y);
   if (!s) s = ag_sub(qa, y, &td);
   if (!s) s = d->cfg.huber ? ag_huber(td, 1.0f, &l) : ag_square(td, &l);
   if (!s) s = ag_mul(l, w, &lw);
@@ -396,7 +439,7 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_status s = AG_OK;
   /* decided at every recording: after a device switch the backend may not
    * take the fused kernel, and the composed ops then do the same work */
-  if (d->cfg.fused && !d->per) {
+  if (d->cfg.fused && !d->per && d->cfg.n_step == 1) {
     const ag__qlearn u = qlearn_of(d, 0);
     d->fused = ag__qlearn_fusable(&u);
   }
@@ -412,8 +455,10 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
     if (!s) s = ag_optim_zero_grad(d->opt);
     if (!s) s = ag_backward(d->loss);
   } else {
-    s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, NULL);
-    if (!s) s = ag_dqn_loss(d, batch, &d->loss);
+    ag_tensor *idx, *qa, *y;
+    s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, &idx);
+    if (!s) s = q_and_target(d, batch, idx, &qa, &y);
+    if (!s) s = d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, &d->loss) : ag_mse_loss(qa, y, &d->loss);
     if (!s) s = ag_optim_zero_grad(d->opt);
     if (!s) s = ag_backward(d->loss);
   }

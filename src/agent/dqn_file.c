@@ -88,6 +88,8 @@ static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts,
   ag__put32(h + 264, (uint32_t)T);
   const float pf[4] = {c->per_alpha, c->per_beta, c->per_eps, beta_now};
   for (int i = 0; i < 4; i++) ag__put_f32(h + 272 + 4 * i, pf[i]);
+  ag__put32(h + 288, (uint32_t)c->n_step);
+  ag__put64(h + 296, (uint64_t)c->n_envs);
   for (int i = 0; i < T; i++) {
     unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
     ag__put64(e, (uint64_t)ag_tensor_rows(ts[i]));
@@ -203,7 +205,7 @@ static ag_status header_get(const unsigned char *h, const char *fn, const char *
   if (!c->per) { /* a DQN without prioritized replay writes the defaults' values */
     const ag_dqn_config dc = ag_dqn_defaults();
     if (c->per_alpha != dc.per_alpha || c->per_beta != dc.per_beta || c->per_eps != dc.per_eps ||
-        *beta_now != 0.0f)
+        ag__get32(h + 284) != 0) /* beta +0 exactly (not -0): what a save writes */
       return bad(fn, path, "prioritized replay settings without prioritized replay");
   } else if (!(*beta_now >= 0.0f && *beta_now <= 1.0f))
     return bad(fn, path, "beta out of range");
@@ -228,7 +230,10 @@ static ag_status header_get(const unsigned char *h, const char *fn, const char *
   *host_rng = ag__get64(h + 248);
   *R = ag__get64(h + 256);
   if (ag__get32(h + 148) || ag__get32(h + 268)) return bad(fn, path, "reserved bytes are not 0");
-  for (int i = 288; i < DQN_FIXED; i++)
+  c->n_step = (int)ag__get32(h + 288);
+  c->n_envs = (int64_t)ag__get64(h + 296);
+  if (ag__get32(h + 288) > 64 || ag__get32(h + 292)) return bad(fn, path, "n_step out of range");
+  for (int i = 304; i < DQN_FIXED; i++)
     if (h[i]) return bad(fn, path, "reserved bytes are not 0");
   if (c->lr <= 0.0f || c->lr >= 1e6f || c->max_grad_norm < 0.0f || c->buffer_size > ((int64_t)1 << 40))
     return bad(fn, path, "a setting out of range");
@@ -383,7 +388,19 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   ag_replay *r = NULL;
   uint64_t left = 0;
   if (!s) s = ag__stream_left(f, fn, path, "a DQN", &left);
-  if (!s) s = ag__replay_read(ctx, f, path, left, max_bytes, fn, &r);
+  if (!s) { /* the image's header against the DQN's table before anything is made for it */
+    unsigned char ih[112];
+    if (ag__peek(f, ih, sizeof ih))
+      s = bad(fn, path, "truncated in its replay table");
+    else if ((int64_t)ag__get64(ih + 56) != c.buffer_size || ag__get32(ih + 48) != 6 ||
+             ag__get32(ih + 52) != AG_F32 || ag__get32(ih + 104) != (uint32_t)(c.per != 0))
+      s = bad(fn, path, "its replay table is not the DQN's (fields, storage, capacity or sampler)");
+  }
+  if (!s && (s = ag__replay_read(ctx, f, path, left, max_bytes, fn, &r))) {
+    char why[512]; /* the table's refusal, as this call's */
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    s = ag__fail(s, "%s: the replay table in %s: %s", fn, path, why);
+  }
   if (!s) { /* the table must be the one the DQN makes, of the file's capacity */
     ag_replay *mine = d->replay;
     ag_per *rp = ag_replay_per(r);

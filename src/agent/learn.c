@@ -357,6 +357,10 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
   if (o && d->dist && (o->checkpoint_dir || o->resume || o->on_eval))
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "%s: checkpoints and evaluations of a DQN of a group of GPUs are not supported", fn);
+  if (d->cfg.n_step > 1 && ag_vec_env_size(env) != d->cfg.n_envs)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: n-step returns walk every n_envs-th column: the DQN has n_envs = %lld, the vector %d copies",
+                    fn, (long long)d->cfg.n_envs, ag_vec_env_size(env));
   if (o) o->stopped = 0;
   int n = ag_vec_env_size(env), od = spec->obs_dim;
   int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
@@ -384,7 +388,7 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
     if ((s = ag_dqn_act(d, obs, n, ls.step, 1, act))) break;
     for (int i = 0; i < n; i++) actf[i] = (float)act[i];
     if ((s = ag_vec_env_step(env, actf, next, rew, term, trunc, fin))) break;
-    if ((s = ag_dqn_store(d, obs, act, rew, fin, term, n))) break;
+    if ((s = ag_dqn_store_ex(d, obs, act, rew, fin, term, trunc, n))) break;
     memcpy(obs, next, sizeof(float) * (size_t)(n * od));
     ls.step += n * group;
     ls.since_train += n * group;

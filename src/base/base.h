@@ -61,6 +61,9 @@ typedef struct ag__afile {
 ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
 ag_status ag__afile_commit(ag__afile *a, const char *fn);
 void ag__afile_abort(ag__afile *a);
+/* Reads n bytes at f's position into dst and goes back there: 0, or -1
+ * when fewer are there (or the stream cannot seek). */
+int ag__peek(FILE *f, void *dst, size_t n);
 /* mkdir -p: every missing directory of path, mode 0777; -1 with errno set
  * when one cannot be made. */
 int ag__make_dirs(const char *path);

@@ -158,3 +158,12 @@ int ag__make_dirs(const char *path) {
   errno = e;
   return rc;
 }
+
+int ag__peek(FILE *f, void *dst, size_t n) {
+  off_t at = ftello(f);
+  if (at < 0) return -1;
+  size_t got = fread(dst, 1, n, f);
+  clearerr(f);
+  if (fseeko(f, at, SEEK_SET) != 0) return -1;
+  return got == n ? 0 : -1;
+}

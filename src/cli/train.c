@@ -76,7 +76,7 @@ static void train_usage(FILE *f) {
           "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
           "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
           "  --per  (prioritized replay)  --per-alpha X [%g]  --per-beta X [%g, annealed to 1]\n"
-          "  --per-eps X [%g]\n"
+          "  --per-eps X [%g]  --n-step N [1, at most 64]  (n-step returns)\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
           "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
           "the step in progress, writes a checkpoint and its files, and exits with 130 (SIGINT)\n"
@@ -643,13 +643,18 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       NEEDS(parse_f(v, 0, 1, &cfg.per_alpha), "an exponent in [0, 1]");
     else if (!strcmp(a, "--per-beta"))
       NEEDS(parse_f(v, 0, 1, &cfg.per_beta), "a starting beta in [0, 1]");
-    else if (!strcmp(a, "--per-eps"))
+    else if (!strcmp(a, "--n-step")) {
+      int64_t ns;
+      NEEDS(cli_parse_i64(v, 1, 64, &ns), "a number of steps in 1..64");
+      cfg.n_step = (int)ns;
+    } else if (!strcmp(a, "--per-eps"))
       NEEDS(parse_f(v, 1e-12, 1, &cfg.per_eps), "a priority offset in [1e-12, 1]");
     else
       return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
 #undef NEEDS
   }
   cfg.seed = (uint64_t)seed;
+  cfg.n_envs = n_envs; /* the copies whose transitions each step stores side by side */
   if (cfg.buffer_size < cfg.batch_size)
     return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
                          (long long)cfg.buffer_size, (long long)cfg.batch_size);
@@ -666,8 +671,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     return cli_bad_usage(cmd, train_usage, "--stop-on eval needs --eval-every N");
   if ((gpus > 1 || world > 0) && eval_every > 0)
     return cli_bad_usage(cmd, train_usage, "--eval-every is not supported with --gpus");
-  if ((gpus > 1 || world > 0) && cfg.per)
-    return cli_bad_usage(cmd, train_usage, "--per is not supported with --gpus");
+  if ((gpus > 1 || world > 0) && (cfg.per || cfg.n_step > 1))
+    return cli_bad_usage(cmd, train_usage, "--per and --n-step are not supported with --gpus");
   if ((gpus > 1 || world > 0) && ckpt_every > 0)
     return cli_bad_usage(cmd, train_usage, "--checkpoint-every is not supported with --gpus");
   if (world > 0 && (rank < 0 || rank >= world || !id_file))
