@@ -56,7 +56,7 @@ def values(k, rows, cols, dtype):
 
 def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4, pos=None, run_state=b"",
         part=PART, table_cap=None, gamma=0.99, total_steps=1000, updates=12, at_target=10, shape_fix=None,
-        per=None, table_per=None, crc0=False):
+        per=None, table_per=None, crc0=False, n_step=1, n_envs=1):
     """per: (alpha, beta, eps, the beta of the next updates) with prioritized
     replay (flag 8); table_per: the alpha of the table's sampler where it is
     not per's (-1: no sampler)."""
@@ -78,7 +78,8 @@ def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4,
     h += struct.pack("<5qQq", obs_dim, n_actions, total_steps, updates, at_target, 0x9E3779B97F4A7C15,
                      len(run_state))
     h += struct.pack("<II", T, 0)
-    h += struct.pack("<4f", *(per or (0.6, 0.4, 1e-6, 0.0))) + b"\0" * 200  # without per: the defaults, beta 0
+    h += struct.pack("<4f", *(per or (0.6, 0.4, 1e-6, 0.0)))  # without per: the defaults, beta 0
+    h += struct.pack("<IIq", n_step, 0, n_envs) + b"\0" * 184
     for rows, cols, dt in ents:
         h += struct.pack("<qqII", rows, cols, dt, 0)
     h += struct.pack("<I", zlib.crc32(h))
@@ -86,7 +87,7 @@ def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4,
     body = b"".join(section(values(k, r, c, dt)) for k, (r, c, dt) in enumerate(ents))
     body += section(run_state)
     fields = [("obs", obs_dim, F32), ("action", 1, I32), ("reward", 1, F32), ("next_obs", obs_dim, F32),
-              ("terminated", 1, I32)]
+              ("terminated", 1, I32), ("truncated", 1, I32)]
     alpha = table_per if table_per is not None else per[0] if per else -1
     leaves = (alpha, 2.5, [0.25 + 0.5 * i for i in range(size)]) if alpha >= 0 else None
     table = replay(fields, 0, buffer if table_cap is None else table_cap, batch, size, pos, part=part, per=leaves)
@@ -97,6 +98,7 @@ def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4,
 def main():
     seeds = {}
     seeds["h1_fused"] = dqn()
+    seeds["h1_nstep3_two_copies"] = dqn(flags=1, n_step=3, n_envs=2)
     seeds["h2_composed_run_state_wrapped"] = dqn(obs_dim=3, hidden=(3, 5), n_actions=3, flags=1, batch=4,
                                                  buffer=10, size=10, pos=3, run_state=b"steps:1234;eps:7",
                                                  part=128)
