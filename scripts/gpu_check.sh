@@ -4,7 +4,8 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test python train bench sanitize dist cpubench (default: all but cpubench;
+#   steps: env build test python train bench sanitize dist cpubench memcheck (default: all but
+#   cpubench and memcheck, a few tests of sanitize's memcheck;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
@@ -151,8 +152,17 @@ if has dist; then
     echo "dist: one GPU here; the several-GPU step needs two or more"
   fi
 fi
+if has memcheck; then
+  # the memcheck of a few tests only (AGRL_MEMCHECK, default the newest kernels' callers)
+  for t in ${AGRL_MEMCHECK:-nstep dqn_per per}; do
+    timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+      "$BUILD/tests/test_$t" cuda > "$OUT/memcheck_$t.log" 2>&1
+    echo "memcheck $t: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$t.log" | tail -1)"
+  done
+  pack
+fi
 if has sanitize; then
-  for t in per buffer capture dist agent export kernels; do
+  for t in per buffer capture dist agent export kernels nstep dqn_per; do
     f=; [ "$t" = agent ] && f='dqn_*_matches_*' # the fused update and the loss (not the 12k-step run)
     timeout 90 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
       "$BUILD/tests/test_$t" cuda $f > "$OUT/memcheck_$t.log" 2>&1
