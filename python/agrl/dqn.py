@@ -89,8 +89,26 @@ class DQN(_agrl._DQN):
         """The default configuration (Stable-Baselines3 zoo's CartPole DQN, tuned)."""
         return _agrl.dqn_defaults()
 
+    def evaluate(self, env, episodes=10, seed=12345):
+        """Mean return of `episodes` greedy episodes on `env` (Gymnasium's
+        API), episode k reset with seed derive_seed(seed, k): agrl's own
+        environments replay the episodes of `agrl eval --seed SEED`.
+        Returns (mean, [returns])."""
+        if int(episodes) < 1:
+            raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
+        returns = []
+        for k in range(int(episodes)):
+            obs, _ = env.reset(seed=_agrl.derive_seed(seed, k))
+            ret, done = 0.0, False
+            while not done:
+                obs, reward, terminated, truncated, _ = env.step(self.act(np.asarray(obs, np.float32), False))
+                ret += float(np.float32(reward))
+                done = terminated or truncated
+            returns.append(ret)
+        return sum(returns) / len(returns), returns
+
     def learn(self, env, total_steps=None, callback=None, *, resume=False, checkpoint=None,
-              checkpoint_every=0):
+              checkpoint_every=0, eval_env=None, eval_every=0, eval_episodes=10):
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
         step(a) -> (obs, reward, terminated, truncated, info)) for
         total_steps environment steps, as the C library's ag_dqn_learn does
@@ -115,8 +133,14 @@ class DQN(_agrl._DQN):
         uninterrupted run, bit for bit; an environment without them cannot
         resume (the run would not be the same).
 
+        With eval_env and eval_every, every eval_every steps the policy plays
+        eval_episodes greedy episodes there (evaluate(), the same seeds each
+        time, agrl train --eval-every's: derive_seed(config seed, 0xE7A15EED)), reported to the
+        callback as {"kind": "eval", "step", "mean", "returns"} (a true
+        return stops the run) and listed in the result's "evals".
+
         Returns a dict with the steps taken so far and the episode returns
-        and lengths of this call."""
+        and lengths (and evaluations) of this call."""
         cfg = self.config
         total = self.total_steps if total_steps is None else int(total_steps)
         if total < 1:
@@ -124,6 +148,10 @@ class DQN(_agrl._DQN):
         every = int(checkpoint_every)
         if every < 0 or (every and checkpoint is None):
             raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
+        eval_every = int(eval_every)
+        if eval_every < 0 or (eval_every and eval_env is None):
+            raise _agrl.InvalidArgError("learn: eval_every must be >= 0, and needs eval_env")
+        eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
         can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
         if resume:
             run = getattr(self, "_run", None)
@@ -140,6 +168,7 @@ class DQN(_agrl._DQN):
             updates_at_target = run["updates_at_target"]
             ep_ret, ep_len = run["ep_ret"], run["ep_len"]
             recent = deque(run["recent"], maxlen=20)
+            last_eval = run.get("last_eval", 0)
         else:
             obs, _ = env.reset(seed=_agrl.derive_seed(cfg["seed"], 0))
             obs = np.asarray(obs, dtype=np.float32)
@@ -147,15 +176,16 @@ class DQN(_agrl._DQN):
             updates_at_target = self.updates
             ep_ret, ep_len = 0.0, 0
             recent = deque(maxlen=20)
+            last_eval = 0
         if obs.shape != (self.obs_dim,):
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the DQN's ({self.obs_dim},)")
-        returns, lengths = [], []
+        returns, lengths, evals = [], [], []
         last_saved = step
 
         def record():
             self._run = {"kind": self._RUN_KIND, "step": step, "episodes": episodes, "since_train": since_train,
                          "since_target": since_target, "updates_at_target": updates_at_target,
-                         "ep_ret": ep_ret, "ep_len": ep_len, "recent": list(recent),
+                         "ep_ret": ep_ret, "ep_len": ep_len, "recent": list(recent), "last_eval": last_eval,
                          "obs": [float(x) for x in obs],
                          "env_state": env.get_state().hex() if can_state else None}
 
@@ -202,6 +232,12 @@ class DQN(_agrl._DQN):
                               "loss": loss, "mean_return": sum(recent) / len(recent) if recent else 0.0,
                               "epsilon": self.epsilon(step)}
                         stop = bool(callback(ev)) or stop
+            if eval_every and step - last_eval >= eval_every:
+                last_eval = step
+                mean, rets = self.evaluate(eval_env, eval_episodes, eval_seed)
+                evals.append((step, mean))
+                if callback is not None:
+                    stop = bool(callback({"kind": "eval", "step": step, "mean": mean, "returns": rets})) or stop
             if every and step - last_saved >= every:
                 last_saved = step
                 record()
@@ -209,7 +245,7 @@ class DQN(_agrl._DQN):
         record()  # where the run stopped: what save() keeps
         if checkpoint is not None and last_saved != step:
             self.save(checkpoint)
-        return {"steps": step, "episodes": episodes, "returns": returns, "lengths": lengths}
+        return {"steps": step, "episodes": episodes, "returns": returns, "lengths": lengths, "evals": evals}
 
     def __repr__(self):
         try:

@@ -179,3 +179,28 @@ def test_learn_on_a_builtin_env_equals_learn_on_the_python_one():
                      gradient_steps=8, batch_size=32, seed=2)
         runs.append(q.learn(env)["returns"])
     assert runs[0] == runs[1] and len(runs[0]) > 10
+
+
+def test_learn_evaluations_match_the_cli(tmp_path):
+    """learn(eval_env=, eval_every=) evaluates at the steps and on the
+    episodes of `agrl train --eval-every`: the same means as its eval.csv."""
+    cli = find_cli()
+    out = tmp_path / "run"
+    flags = ["--hidden", "32,32", "--batch", "32", "--learning-starts", "300", "--train-freq", "64",
+             "--gradient-steps", "16", "--eval-every", "1000", "--eval-episodes", "3"]
+    r = subprocess.run([cli, "train", "--env", "cartpole", "--device", "cpu", "--steps", "4000", "--seed", "4",
+                        "--out", str(out), "--quiet", "--stop-at", "none"] + flags,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    with open(out / "eval.csv", newline="") as f:
+        want = [(int(x["step"]), x["mean"]) for x in csv.DictReader(f)]
+    q = agrl.DQN("cpu", 4, 2, total_steps=4000, seed=4, hidden=[32, 32], batch_size=32, learning_starts=300,
+                 train_freq=64, gradient_steps=16)
+    res = q.learn(agrl.make("CartPole-v1"), 4000, eval_env=agrl.make("CartPole-v1"), eval_every=1000,
+                  eval_episodes=3)
+    assert len(want) == 4
+    assert [(s, f"{m:.6g}") for s, m in res["evals"]] == want
+    mean, rets = q.evaluate(agrl.make("CartPole-v1"), 3, agrl.derive_seed(4, 0xE7A15EED))
+    assert len(rets) == 3 and f"{mean:.6g}" == want[-1][1]  # the last evaluation's network is the final one
+    with pytest.raises(agrl.InvalidArgError, match="eval_env"):
+        q.learn(agrl.make("CartPole-v1"), 10, eval_every=5)
