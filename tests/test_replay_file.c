@@ -9,7 +9,9 @@
  * magic or version, absurd sizes under a correct CRC; the table made so far
  * is freed and *out kept. Injected faults at every step of a save leave the
  * earlier file, the table and the directory as they were; of a load, no
- * table and no memory.
+ * table and no memory. A section of more than one part goes through the
+ * file's own thread (every test of many parts runs that path): its files
+ * are those the calling thread writes alone, inside another file too.
  */
 #include <dirent.h>
 #include <math.h>
@@ -23,6 +25,7 @@
 ag_status ag__replay_save_parts(const ag_replay *r, const char *path, size_t part);
 ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
                                  ag_replay **out);
+void ag__replay_file_overlap(int on);
 
 #define SENTINEL ((ag_replay *)(uintptr_t)0x5e17e1)
 
@@ -313,6 +316,57 @@ static void device_neutral(void **state) {
   ag_ctx_free(dev);
 }
 
+/* Parts handed to the file's thread write the bytes the calling thread
+ * writes alone, and load the same table either way; at a position inside
+ * another file too (the embedding of DQN and shard files). */
+static void overlapped_parts_same_file(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const size_t parts[4] = {128, 128 * 3, 128 * 8, 128 * 40};
+  for (int per = 0; per < 2; per++)
+    for (int i = 0; i < 4; i++) {
+      ag_replay *r = make(ctx, 700, i % 2 ? AG_BF16 : AG_F32, 1000, per), *l;
+      agt_ok(ag__replay_save_parts(r, path_a, parts[i]));
+      ag__replay_file_overlap(0);
+      agt_ok(ag__replay_save_parts(r, path_b, parts[i]));
+      size_t na, nb;
+      unsigned char *a = slurp(path_a, &na), *b = slurp(path_b, &nb);
+      same_bytes(a, na, b, nb);
+      agt_ok(ag_replay_load(ctx, path_a, &l)); /* the calling thread alone */
+      assert_same_table(r, l);
+      ag_replay_free(l);
+      ag__replay_file_overlap(1);
+      agt_ok(ag_replay_load(ctx, path_b, &l));
+      assert_same_table(r, l);
+      ag_replay_free(l);
+
+      /* inside another file, after 13 bytes of its own and before 5 more */
+      FILE *f = fopen(path_b, "w+b");
+      assert_non_null(f);
+      assert_int_equal(fwrite("thirteen byte", 1, 13, f), 13);
+      agt_ok(ag__replay_write(r, f, parts[i], "ag_replay_save", path_b));
+      assert_int_equal(ftell(f), 13 + (long)na);
+      assert_int_equal(fwrite("after", 1, 5, f), 5);
+      assert_int_equal(fseek(f, 13, SEEK_SET), 0);
+      agt_ok(ag__replay_read(ctx, f, path_b, na, 0, "ag_replay_load", &l));
+      assert_int_equal(ftell(f), 13 + (long)na);
+      char tail[5];
+      assert_int_equal(fread(tail, 1, 5, f), 5);
+      assert_memory_equal(tail, "after", 5);
+      fclose(f);
+      assert_same_table(r, l);
+      ag_replay_free(l);
+      b = slurp(path_b, &nb);
+      a = slurp(path_a, &na);
+      assert_int_equal(nb, 13 + na + 5);
+      assert_memory_equal(b + 13, a, na);
+      free(a);
+      free(b);
+      ag_replay_free(r);
+    }
+  ag_ctx_free(ctx);
+}
+
 /* ---- refusals ---- */
 
 /* Loads bytes p from memory: must fail with `want` (any of IO / UNSUPPORTED
@@ -432,6 +486,17 @@ static void corrupt_files_refused(void **state) {
     fix_crc(q);
     refused(ctx, q, n, AG_ERR_IO, bad[k].part);
   }
+  /* a part's CRC failure names the part, whichever thread read it */
+  for (int over = 0; over < 2; over++) {
+    ag__replay_file_overlap(over);
+    uint64_t coff = rd32(p + 120), loff = rd32(p + 136);
+    memcpy(q, p, n);
+    q[coff + 2 * 132 + 7] ^= 1;
+    refused(ctx, q, n, AG_ERR_IO, "part 2 of its columns fails its CRC-32 check");
+    memcpy(q, p, n);
+    q[loff + 132 + 3] ^= 4;
+    refused(ctx, q, n, AG_ERR_IO, "part 1 of its sum tree leaves fails its CRC-32 check");
+  }
   /* a leaf that is not finite, under correct CRCs: the first leaf part */
   memcpy(q, p, n);
   uint64_t loff = (uint64_t)rd32(q + 136);
@@ -477,6 +542,19 @@ static void unwritable_places(void **state) {
   same_bytes(before, n0, after, n1);
   assert_int_equal(n_dir_entries(), 1);
   ag_replay_free(r);
+  /* a disk that fills up under a write of many parts, by either thread */
+  FILE *full = fopen("/dev/full", "wb");
+  if (full) {
+    r = make(ctx, 3000, AG_F32, 2500, 1);
+    for (int over = 0; over < 2; over++) { /* ends with the overlap on, as the other tests run */
+      ag__replay_file_overlap(over);
+      agt_err(ag__replay_write(r, full, 128, "ag_replay_save", "/dev/full"), AG_ERR_IO,
+              "writing beside /dev/full failed: No space left on device (the file is unchanged)");
+      clearerr(full);
+    }
+    fclose(full);
+    ag_replay_free(r);
+  }
   ag_ctx_free(ctx);
 }
 
@@ -567,6 +645,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(round_trip_uniform, setup, teardown),
       cmocka_unit_test_setup_teardown(round_trip_prioritized, setup, teardown),
       cmocka_unit_test_setup_teardown(device_neutral, setup, teardown),
+      cmocka_unit_test_setup_teardown(overlapped_parts_same_file, setup, teardown),
       cmocka_unit_test_setup_teardown(corrupt_files_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(unwritable_places, setup, teardown),
       cmocka_unit_test_setup_teardown(faults_at_every_step, setup, teardown),

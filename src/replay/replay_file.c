@@ -4,17 +4,34 @@
  * Every field is little-endian, written and read byte by byte whatever the
  * host's order. Columns and leaves go between the device and the file in
  * parts of at most the file's part length (AG_TRANSFER_PART_BYTES when the
- * library writes it) through one host buffer, each part with its CRC-32;
- * no host copy of a whole table is made. The loader checks the whole header
- * against the file's length before it allocates anything but the header.
+ * library writes it), each part with its CRC-32; no host copy of a whole
+ * table is made. The loader checks the whole header against the file's
+ * length before it allocates anything but the header.
+ *
+ * A section of more than one part goes through RPL_BUFS part buffers
+ * handed between the calling thread, which alone calls the device, and a
+ * thread of the file: a save downloads part k+1 while the file's thread
+ * writes part k and starts its writeback to the disk (so that the
+ * commit's fsync finds little left to write); a load uploads part k while
+ * the file's thread reads the parts after it. The CRC-32s are taken by
+ * whichever of the two threads is free first. A table of a part or less
+ * is written and read on the calling thread alone, through one buffer.
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sync_file_range */
+#endif
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "agrl/agrl.h"
 #include "base/per_tree.h"
@@ -64,22 +81,252 @@ static ag_status columns_ptr(ag_replay *r, const char *fn, void **out) {
   return s;
 }
 
+/* ---- parts handed between the calling thread and the file's ---- */
+
+#define RPL_BUFS 3 /* part buffers of a save or load whose parts overlap */
+
+/* Tests turn the overlap off (0) to compare a file written by the calling
+ * thread alone, part after part through one buffer. */
+static atomic_int overlap = 1;
+void ag__replay_file_overlap(int on);
+void ag__replay_file_overlap(int on) { atomic_store(&overlap, on != 0); }
+
+/* The data sections of a file, the columns (0) and the leaves (1), cut in parts. */
+typedef struct rpl_plan {
+  int64_t bytes[2];
+  size_t es[2]; /* bytes of an element, for the byte order */
+  size_t part;
+} rpl_plan;
+
+static size_t part_len(const rpl_plan *pl, int sec, int64_t off) {
+  return (size_t)(pl->bytes[sec] - off) < pl->part ? (size_t)(pl->bytes[sec] - off) : pl->part;
+}
+
+/* The buffer length of a plan: a part, or the larger section when it is
+ * shorter (at least `least` bytes). */
+static size_t plan_buf_len(const rpl_plan *pl, size_t least) {
+  int64_t most = pl->bytes[0] > pl->bytes[1] ? pl->bytes[0] : pl->bytes[1];
+  if (most < (int64_t)least) most = (int64_t)least;
+  return most < (int64_t)pl->part ? (size_t)most : pl->part;
+}
+
+/* Whether the parts go through a thread of the file: a section of more than one part. */
+static int plan_overlaps(const rpl_plan *pl) {
+  return atomic_load(&overlap) && (pl->bytes[0] > (int64_t)pl->part || pl->bytes[1] > (int64_t)pl->part);
+}
+
+/* Where a part's CRC-32 stands: no thread took it yet, one is taking it, taken. */
+enum { RPL_CRC_DUE, RPL_CRC_TAKEN, RPL_CRC_DONE };
+
+/* A part buffer in a pipe, and the CRC-32 of the part it holds. */
+typedef struct rpl_slot {
+  unsigned char *buf;
+  size_t len;
+  uint32_t stored; /* a load: the part's CRC-32 as the file holds it */
+  uint32_t crc;    /* the CRC-32 of its bytes, once state is RPL_CRC_DONE */
+  int state;
+} rpl_slot;
+
+/* Part buffers handed in order from a producer thread to a consumer: part
+ * i goes through slot[i % RPL_BUFS]; made counts the parts handed over,
+ * used those given back. A part's CRC-32 is taken by whichever thread
+ * gets to it first: the producer while it waits for a free buffer, or the
+ * consumer when the part comes to its turn; so the two threads share the
+ * work that either can do. */
+typedef struct rpl_pipe {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t thread;
+  rpl_slot slot[RPL_BUFS];
+  int64_t made, used;
+  int closed;  /* the producer hands over no more parts */
+  int stopped; /* the consumer takes no more: the producer stops */
+} rpl_pipe;
+
+/* n buffers of len bytes, allocated on the calling thread (whose host
+ * faults tests inject); 0 when one is missing (pipe_free frees the rest). */
+static int pipe_alloc(rpl_pipe *p, int n, size_t len) {
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < n; i++)
+    if (!(p->slot[i].buf = ag__malloc(len))) return 0;
+  return 1;
+}
+
+static void pipe_free(rpl_pipe *p) {
+  for (int i = 0; i < RPL_BUFS; i++) free(p->slot[i].buf), p->slot[i].buf = NULL;
+}
+
+/* Runs fn(arg) on a thread of its own, with every signal blocked (they go
+ * to the caller's threads); 0 when it cannot start: the caller then does
+ * the work alone. */
+static int pipe_start(rpl_pipe *p, void *(*fn)(void *), void *arg) {
+  if (pthread_mutex_init(&p->mu, NULL)) return 0;
+  if (pthread_cond_init(&p->cv, NULL)) {
+    pthread_mutex_destroy(&p->mu);
+    return 0;
+  }
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int e = pthread_create(&p->thread, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e) {
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+  }
+  return !e;
+}
+
+static void pipe_join(rpl_pipe *p) {
+  pthread_join(p->thread, NULL);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+}
+
+/* With mu held: takes the CRC-32 of slot q (RPL_CRC_DUE), mu let go meanwhile. */
+static void slot_crc(rpl_pipe *p, rpl_slot *q) {
+  q->state = RPL_CRC_TAKEN;
+  pthread_mutex_unlock(&p->mu);
+  uint32_t crc = ag__crc32_add(0, q->buf, q->len);
+  pthread_mutex_lock(&p->mu);
+  q->crc = crc;
+  q->state = RPL_CRC_DONE;
+  pthread_cond_broadcast(&p->cv);
+}
+
+/* Producer: the buffer of the next part once one is free (taking the
+ * CRC-32s of the parts handed over while none is); NULL once the consumer
+ * stopped. */
+static unsigned char *pipe_empty(rpl_pipe *p) {
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    if (p->stopped || p->made - p->used < RPL_BUFS) break;
+    rpl_slot *due = NULL;
+    for (int64_t i = p->used; i < p->made && !due; i++)
+      if (p->slot[i % RPL_BUFS].state == RPL_CRC_DUE) due = &p->slot[i % RPL_BUFS];
+    if (due)
+      slot_crc(p, due);
+    else
+      pthread_cond_wait(&p->cv, &p->mu);
+  }
+  unsigned char *b = p->stopped ? NULL : p->slot[p->made % RPL_BUFS].buf;
+  pthread_mutex_unlock(&p->mu);
+  return b;
+}
+
+/* Producer: hands that part over, of len bytes (and, on a load, the CRC-32 the file holds). */
+static void pipe_put(rpl_pipe *p, size_t len, uint32_t stored) {
+  pthread_mutex_lock(&p->mu);
+  rpl_slot *q = &p->slot[p->made % RPL_BUFS];
+  q->len = len;
+  q->stored = stored;
+  q->state = RPL_CRC_DUE;
+  p->made++;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Consumer: the next part once handed over, with its CRC-32 taken; NULL
+ * once the producer closed the pipe before it. */
+static const rpl_slot *pipe_full(rpl_pipe *p) {
+  pthread_mutex_lock(&p->mu);
+  while (p->used == p->made && !p->closed) pthread_cond_wait(&p->cv, &p->mu);
+  rpl_slot *q = p->used < p->made ? &p->slot[p->used % RPL_BUFS] : NULL;
+  if (q && q->state == RPL_CRC_DUE) slot_crc(p, q);
+  while (q && q->state != RPL_CRC_DONE) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  return q;
+}
+
+/* Consumer: gives the buffer of its part back. */
+static void pipe_release(rpl_pipe *p) {
+  pthread_mutex_lock(&p->mu);
+  p->used++;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Producer: no more parts (closed); consumer: no more wanted (stopped). */
+static void pipe_end(rpl_pipe *p, int *flag) {
+  pthread_mutex_lock(&p->mu);
+  *flag = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
 /* ---- save ---- */
 
-/* Downloads `bytes` from dev in parts of `part` through buf, writing each
- * part and its CRC-32 to f; *wrote turns 0 when a write fails. */
-static ag_status save_section(ag_ctx *ctx, FILE *f, const char *fn, const unsigned char *dev, int64_t bytes,
-                              size_t es, unsigned char *buf, size_t part, int *wrote) {
-  for (int64_t off = 0; off < bytes && *wrote; off += (int64_t)part) {
-    size_t len = (size_t)(bytes - off) < part ? (size_t)(bytes - off) : part;
-    ag_status s = ag__mem_download_copy(ctx, fn, buf, dev + off, len);
-    if (s) return s;
-    file_order(buf, len / es, es);
-    unsigned char c[4];
-    ag__put32(c, ag__crc32_add(0, buf, len));
-    *wrote = fwrite(buf, 1, len, f) == len && fwrite(c, 1, 4, f) == 4;
+/* The file's side of a save. */
+typedef struct rpl_writer {
+  rpl_pipe pipe;
+  rpl_plan plan;
+  FILE *f;
+  int fd;             /* f's descriptor when it is a regular file, else -1 (no writeback started) */
+  int64_t at, synced; /* f's offset after the parts written; writeback started before synced */
+  int wrote, err;     /* 0 and the errno once a write failed */
+} rpl_writer;
+
+/* Writes a part (in file order) and its CRC-32, then starts the disk's
+ * writeback of what f holds so far. */
+static void write_part(rpl_writer *w, const unsigned char *buf, size_t len, uint32_t crc) {
+  unsigned char c[4];
+  ag__put32(c, crc);
+  if (fwrite(buf, 1, len, w->f) != len || fwrite(c, 1, 4, w->f) != 4) {
+    w->wrote = 0;
+    w->err = errno;
+    return;
   }
-  return AG_OK;
+  w->at += (int64_t)len + 4;
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+  if (w->fd < 0) return;
+  if (fflush(w->f)) {
+    w->wrote = 0;
+    w->err = errno;
+    return;
+  }
+  (void)sync_file_range(w->fd, w->synced, w->at - w->synced, SYNC_FILE_RANGE_WRITE); /* a hint only */
+  w->synced = w->at;
+#endif
+}
+
+/* The file's thread: each part as the calling thread hands it over. */
+static void *writer_main(void *arg) {
+  rpl_writer *w = arg;
+  for (int sec = 0; sec < 2 && w->wrote; sec++)
+    for (int64_t off = 0; off < w->plan.bytes[sec] && w->wrote; off += (int64_t)w->plan.part) {
+      const rpl_slot *q = pipe_full(&w->pipe);
+      if (!q) return NULL; /* a download failed */
+      write_part(w, q->buf, q->len, q->crc);
+      pipe_release(&w->pipe);
+    }
+  pipe_end(&w->pipe, &w->pipe.stopped); /* all written, or a write failed */
+  return NULL;
+}
+
+/* Downloads the sections from dev[0] and dev[1] part by part, each put in
+ * file order and written by the file's thread (threaded: its thread runs)
+ * or here; w->wrote turns 0 when a write fails. */
+static ag_status save_sections(ag_ctx *ctx, const char *fn, rpl_writer *w, const unsigned char *const dev[2],
+                               int threaded) {
+  ag_status s = AG_OK;
+  int go = w->wrote;
+  for (int sec = 0; sec < 2 && go && !s; sec++)
+    for (int64_t off = 0; off < w->plan.bytes[sec] && go; off += (int64_t)w->plan.part) {
+      size_t len = part_len(&w->plan, sec, off);
+      unsigned char *b = threaded ? pipe_empty(&w->pipe) : w->pipe.slot[0].buf;
+      if (!(go = b != NULL)) break; /* a write failed */
+      if ((s = ag__mem_download_copy(ctx, fn, b, dev[sec] + off, len))) break;
+      file_order(b, len / w->plan.es[sec], w->plan.es[sec]);
+      if (threaded)
+        pipe_put(&w->pipe, len, 0);
+      else
+        write_part(w, b, len, ag__crc32_add(0, b, len)), go = w->wrote;
+    }
+  if (threaded) {
+    pipe_end(&w->pipe, &w->pipe.closed);
+    pipe_join(&w->pipe);
+  }
+  return s;
 }
 
 ag_status ag__replay_write(const ag_replay *cr, FILE *f, size_t part, const char *fn, const char *name) {
@@ -106,6 +353,7 @@ ag_status ag__replay_write(const ag_replay *cr, FILE *f, size_t part, const char
   const int64_t cbytes = r->size * r->rows * (int64_t)es, lbytes = per ? r->size * 8 : 0;
   const int64_t coff = hbytes, loff = coff + section_bytes(cbytes, (int64_t)part);
   const int64_t total = loff + section_bytes(lbytes, (int64_t)part);
+  const rpl_plan plan = {{cbytes, lbytes}, {es, 8}, part};
   float maxp = 0.0f;
   void *cols = NULL, *tree = NULL;
   if ((s = columns_ptr(r, fn, &cols))) return s;
@@ -116,13 +364,14 @@ ag_status ag__replay_write(const ag_replay *cr, FILE *f, size_t part, const char
       return s;
   }
 
-  /* the header and the part buffer first: a host that cannot give them leaves the disk alone */
+  /* the header and the part buffers first: a host that cannot give them leaves the disk alone */
+  int threaded = plan_overlaps(&plan);
+  rpl_writer w;
+  memset(&w, 0, sizeof w);
   unsigned char *h = ag__calloc(1, (size_t)hbytes);
-  int64_t most = cbytes > lbytes ? cbytes : lbytes;
-  size_t blen = most < (int64_t)part ? (size_t)(most > 8 ? most : 8) : part;
-  unsigned char *buf = h ? ag__malloc(blen) : NULL;
-  if (!buf) {
+  if (!h || !pipe_alloc(&w.pipe, threaded ? RPL_BUFS : 1, plan_buf_len(&plan, 8))) {
     free(h);
+    pipe_free(&w.pipe);
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   memcpy(h, rpl_magic, 8);
@@ -162,16 +411,22 @@ ag_status ag__replay_write(const ag_replay *cr, FILE *f, size_t part, const char
   }
   ag__put32(h + hbytes - 4, ag__crc32_add(0, h, (size_t)hbytes - 4));
 
-  int wrote = fwrite(h, 1, (size_t)hbytes, f) == (size_t)hbytes;
+  w.plan = plan;
+  w.f = f;
+  if (!(w.wrote = fwrite(h, 1, (size_t)hbytes, f) == (size_t)hbytes)) w.err = errno;
   free(h);
-  s = save_section(r->ctx, f, fn, cols, cbytes, es, buf, part, &wrote);
-  if (!s && per)
-    s = save_section(r->ctx, f, fn, (const unsigned char *)tree + 8 * ag__per_offset(ag__per_depth(per) - 1),
-                     lbytes, 8, buf, part, &wrote);
-  free(buf);
-  if (!s && !wrote)
+  struct stat st;
+  w.fd = fileno(f);
+  w.at = ftello(f);
+  if (w.fd < 0 || w.at < 0 || fstat(w.fd, &st) != 0 || !S_ISREG(st.st_mode)) w.fd = -1;
+  threaded = threaded && w.wrote && pipe_start(&w.pipe, writer_main, &w);
+  const unsigned char *const dev[2] = {
+      cols, per ? (const unsigned char *)tree + 8 * ag__per_offset(ag__per_depth(per) - 1) : NULL};
+  s = save_sections(r->ctx, fn, &w, dev, threaded);
+  pipe_free(&w.pipe);
+  if (!s && !w.wrote)
     s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, name,
-                 strerror(errno));
+                 strerror(w.err));
   return s;
 }
 
@@ -214,11 +469,16 @@ static void header_free(rpl_header *h) {
   h->names = NULL;
 }
 
-static ag_status read_exact(FILE *f, void *dst, size_t n, const char *name) {
+/* A read that failed (failed: ferror, with errno err) or came short. */
+static ag_status read_failed(int failed, int err, const char *name) {
   static const char fn[] = "ag_replay_load";
-  if (fread(dst, 1, n, f) == n) return AG_OK;
-  if (ferror(f)) return ag__fail(AG_ERR_IO, "%s: reading %s failed: %s", fn, name, strerror(errno));
+  if (failed) return ag__fail(AG_ERR_IO, "%s: reading %s failed: %s", fn, name, strerror(err));
   return ag__fail(AG_ERR_IO, "%s: %s is truncated: it ended while being read (did it shrink?)", fn, name);
+}
+
+static ag_status read_exact(FILE *f, void *dst, size_t n, const char *name) {
+  if (fread(dst, 1, n, f) == n) return AG_OK;
+  return read_failed(ferror(f), errno, name);
 }
 
 #define CORRUPT(...) ag__fail(AG_ERR_IO, __VA_ARGS__)
@@ -408,33 +668,90 @@ static ag_status read_header(FILE *f, const char *name, int64_t len, rpl_header 
   return s;
 }
 
-/* Reads a section of `bytes` in parts, checking each CRC-32, and uploads
- * it to dev; with leaves set, each value must be a finite double >= 0. */
-static ag_status load_section(ag_ctx *ctx, FILE *f, const char *name, const char *what, unsigned char *dev,
-                              int64_t bytes, size_t es, int leaves, unsigned char *buf, size_t part) {
-  static const char fn[] = "ag_replay_load";
-  int64_t k = 0;
-  for (int64_t off = 0; off < bytes; off += (int64_t)part, k++) {
-    size_t len = (size_t)(bytes - off) < part ? (size_t)(bytes - off) : part;
-    unsigned char c[4];
-    ag_status s = read_exact(f, buf, len, name);
-    if (s || (s = read_exact(f, c, 4, name))) return s;
-    uint32_t crc = ag__crc32_add(0, buf, len);
-    if (ag__get32(c) != crc)
-      return CORRUPT(
-          "%s: %s is corrupt: part %lld of its %s fails its CRC-32 check (stored %08x, computed %08x)", fn,
-          name, (long long)k, what, (unsigned)ag__get32(c), (unsigned)crc);
-    file_order(buf, len / es, es);
-    for (size_t i = 0; leaves && i < len / 8; i++) {
-      double v;
-      memcpy(&v, buf + 8 * i, 8);
-      if (!(v >= 0.0 && v < INFINITY))
-        return CORRUPT("%s: %s is corrupt: leaf %lld of its sum tree is %g, not finite and >= 0", fn, name,
-                       (long long)(off / 8 + (int64_t)i), v);
-    }
-    if ((s = ag__mem_upload_copy(ctx, fn, dev + off, buf, len))) return s;
+/* The file's side of a load. */
+typedef struct rpl_reader {
+  rpl_pipe pipe;
+  rpl_plan plan;
+  FILE *f;
+  int failed, err; /* the read that stopped it failed (ferror, errno err), else it came short */
+} rpl_reader;
+
+/* Reads a part of len bytes into buf and the CRC-32 the file holds for it
+ * into *stored; 0 when it cannot (rd says why). */
+static int read_part(rpl_reader *rd, unsigned char *buf, size_t len, uint32_t *stored) {
+  unsigned char c[4];
+  if (fread(buf, 1, len, rd->f) == len && fread(c, 1, 4, rd->f) == 4) {
+    *stored = ag__get32(c);
+    return 1;
   }
-  return AG_OK;
+  rd->err = errno;
+  rd->failed = ferror(rd->f) != 0;
+  return 0;
+}
+
+/* The file's thread: reads the parts ahead of the calling thread's uploads. */
+static void *reader_main(void *arg) {
+  rpl_reader *rd = arg;
+  int go = 1;
+  for (int sec = 0; sec < 2 && go; sec++)
+    for (int64_t off = 0; off < rd->plan.bytes[sec] && go; off += (int64_t)rd->plan.part) {
+      size_t len = part_len(&rd->plan, sec, off);
+      unsigned char *b = pipe_empty(&rd->pipe);
+      uint32_t stored = 0;
+      if ((go = b && read_part(rd, b, len, &stored))) pipe_put(&rd->pipe, len, stored);
+    }
+  pipe_end(&rd->pipe, &rd->pipe.closed);
+  return NULL;
+}
+
+/* Stops the file's thread (threaded: it runs) and waits for it. */
+static void reader_stop(rpl_reader *rd, int threaded) {
+  if (!threaded) return;
+  pipe_end(&rd->pipe, &rd->pipe.stopped);
+  pipe_join(&rd->pipe);
+}
+
+/* Uploads the sections to dev[0] and dev[1] part by part, each read by the
+ * file's thread (threaded: its thread runs) or here, after checking its
+ * CRC-32 and, for the leaves, that each value is a finite double >= 0. */
+static ag_status load_sections(ag_ctx *ctx, rpl_reader *rd, const char *name, unsigned char *const dev[2],
+                               int threaded) {
+  static const char fn[] = "ag_replay_load";
+  static const char *const what[2] = {"columns", "sum tree leaves"};
+  ag_status s = AG_OK;
+  int cut = 0; /* a read stopped short; why is in rd once its thread is joined */
+  for (int sec = 0; sec < 2 && !s && !cut; sec++) {
+    int64_t k = 0;
+    for (int64_t off = 0; off < rd->plan.bytes[sec] && !s; off += (int64_t)rd->plan.part, k++) {
+      size_t len = part_len(&rd->plan, sec, off);
+      unsigned char *buf = rd->pipe.slot[0].buf;
+      uint32_t stored = 0, crc = 0;
+      if (threaded) {
+        const rpl_slot *q = pipe_full(&rd->pipe);
+        if (q) buf = q->buf, stored = q->stored, crc = q->crc;
+        cut = !q;
+      } else if (!(cut = !read_part(rd, buf, len, &stored)))
+        crc = ag__crc32_add(0, buf, len);
+      if (cut) break;
+      if (stored != crc)
+        s = CORRUPT(
+            "%s: %s is corrupt: part %lld of its %s fails its CRC-32 check (stored %08x, computed %08x)", fn,
+            name, (long long)k, what[sec], (unsigned)stored, (unsigned)crc);
+      if (!s) file_order(buf, len / rd->plan.es[sec], rd->plan.es[sec]);
+      for (size_t i = 0; !s && sec == 1 && i < len / 8; i++) {
+        double v;
+        memcpy(&v, buf + 8 * i, 8);
+        if (!(v >= 0.0 && v < INFINITY))
+          s = CORRUPT("%s: %s is corrupt: leaf %lld of its sum tree is %g, not finite and >= 0", fn, name,
+                      (long long)(off / 8 + (int64_t)i), v);
+      }
+      if (!s) s = ag__mem_upload_copy(ctx, fn, dev[sec] + off, buf, len);
+      if (threaded) pipe_release(&rd->pipe);
+    }
+  }
+  reader_stop(rd, threaded);
+  if (!s && cut) s = read_failed(rd->failed, rd->err, name);
+  return s;
 }
 
 /* The levels above the leaves from the n valid leaves (the rest are 0, as
@@ -478,15 +795,22 @@ ag_status ag__replay_read(ag_ctx *ctx, FILE *f, const char *name, uint64_t left,
                     "%s: the table of %s (%zu bytes) is larger than the limit of %zu bytes", fn, name, table,
                     max_table_bytes);
   }
-  size_t part = (size_t)h.part;
-  int64_t most = h.cbytes > h.lbytes ? h.cbytes : h.lbytes;
-  if (h.sampler) most = most > 8 * AG__PER_FAN ? most : 8 * AG__PER_FAN; /* the rebuild's level 0 */
-  size_t blen = most < (int64_t)part ? (size_t)most : part;
-  unsigned char *buf = ag__malloc(blen);
-  if (!buf) {
+  const rpl_plan plan = {{h.cbytes, h.lbytes}, {es, 8}, (size_t)h.part};
+  const size_t blen = plan_buf_len(&plan, h.sampler ? 8 * AG__PER_FAN : 1); /* the rebuild's level 0 */
+  int threaded = plan_overlaps(&plan);
+  rpl_reader rd;
+  memset(&rd, 0, sizeof rd);
+  if (!pipe_alloc(&rd.pipe, threaded ? RPL_BUFS : 1, blen)) {
+    pipe_free(&rd.pipe);
     header_free(&h);
     return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
+  rd.plan = plan;
+  rd.f = f;
+#if defined(POSIX_FADV_SEQUENTIAL)
+  if (fileno(f) >= 0) (void)posix_fadvise(fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL); /* a hint only */
+#endif
+  threaded = threaded && pipe_start(&rd.pipe, reader_main, &rd); /* reads while the table is made */
   ag_replay *r = NULL;
   ag_per *per = NULL;
   s = ag_replay_create(ctx, h.fields, h.n_fields, h.capacity, h.storage, h.min_size, &r);
@@ -496,26 +820,25 @@ ag_status ag__replay_read(ag_ctx *ctx, FILE *f, const char *name, uint64_t left,
     snprintf(why, sizeof why, "%s", ag_last_error());
     s = ag__fail(s, "%s: the table of %s (%.1f MB) cannot be made: %s", fn, name, AG__MB((double)table), why);
   }
-  void *cols = NULL;
+  void *cols = NULL, *tree = NULL, *st = NULL;
   if (!s) s = columns_ptr(r, fn, &cols);
-  if (!s) s = load_section(ctx, f, name, "columns", cols, h.cbytes, es, 0, buf, part);
-  if (!s && per) {
-    void *tree = NULL, *st = NULL;
-    int depth = ag__per_depth(per);
-    s = ag__tensor_ptr(ag__per_tree(per), &tree);
-    if (!s) s = ag__tensor_ptr(ag__per_state(per), &st);
-    if (!s)
-      s = load_section(ctx, f, name, "sum tree leaves", (unsigned char *)tree + 8 * ag__per_offset(depth - 1),
-                       h.lbytes, 8, 1, buf, part);
-    if (!s && h.size > 0) s = rebuild_tree(ctx, tree, depth, h.size, buf, blen);
-    if (!s) s = ag__mem_upload_copy(ctx, fn, st, &h.maxp, sizeof h.maxp);
-  }
+  if (!s && per && !(s = ag__tensor_ptr(ag__per_tree(per), &tree)))
+    s = ag__tensor_ptr(ag__per_state(per), &st);
+  if (!s) {
+    unsigned char *const dev[2] = {
+        cols, per ? (unsigned char *)tree + 8 * ag__per_offset(ag__per_depth(per) - 1) : NULL};
+    s = load_sections(ctx, &rd, name, dev, threaded);
+  } else
+    reader_stop(&rd, threaded);
+  if (!s && per && h.size > 0)
+    s = rebuild_tree(ctx, tree, ag__per_depth(per), h.size, rd.pipe.slot[0].buf, blen);
+  if (!s && per) s = ag__mem_upload_copy(ctx, fn, st, &h.maxp, sizeof h.maxp);
   if (!s && h.size > 0) {
     void *sz = NULL;
     s = ag__tensor_ptr(r->size_dev, &sz);
     if (!s) s = ag__mem_upload_copy(ctx, fn, sz, &h.size, sizeof h.size);
   }
-  free(buf);
+  pipe_free(&rd.pipe);
   header_free(&h);
   if (s) {
     ag_replay_free(r);
