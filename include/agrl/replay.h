@@ -104,9 +104,7 @@ AG_API ag_tensor *ag_replay_size_tensor(const ag_replay *r);
  * ag_replay_position) as a 1 x 1 i64 tensor on the device, kept up to date
  * by every add with the columns and the size, all or nothing (set by a
  * kernel: no byte crosses the bus for it; owned by the table, valid while
- * it lives). A table made by ag_replay_load holds its position there once
- * it has been added to or ag_replay_nstep has been called on it outside a
- * recording. */
+ * it lives; ag_replay_load puts the file's position there too). */
 AG_API ag_tensor *ag_replay_position_tensor(const ag_replay *r);
 /* AG_OK when ag_replay_sample would draw B transitions now; otherwise the
  * error it would return: AG_ERR_INVALID_ARG (B < 1), AG_ERR_STATE (fewer
@@ -256,7 +254,9 @@ AG_API ag_status ag_per_total(ag_per *per, double *total);
  * device's pow rounds its own way). The draw counters live in the
  * caller's ag_rng, not in the table: the same rng state gives the same
  * draws after a load. The data go device -> host -> file in parts of at
- * most AG_TRANSFER_PART_BYTES through one host buffer (never a host copy of
+ * most AG_TRANSFER_PART_BYTES through at most three host buffers, the device
+ * copies on the calling thread overlapping the file's reads or writes and
+ * CRCs on a second one (never a host copy of
  * the whole table), and the file is written beside `path`, flushed and
  * renamed over it (ag_mlp_save's way): a failure or a crash never leaves a
  * half file under `path`, and an earlier file there stays as it was.
@@ -323,7 +323,7 @@ AG_API ag_status ag_per_total(ag_per *per, double *total);
  * AG_ERR_STATE (a step is being recorded, or the table is broken by a
  * device error: see ag_replay_add); AG_ERR_UNSUPPORTED (more than 4096
  * fields, a name longer than 1024 bytes); AG_ERR_OUT_OF_MEMORY (host
- * memory for the header and the part buffer); AG_ERR_IO (the file cannot
+ * memory for the header and the part buffers); AG_ERR_IO (the file cannot
  * be created, written, flushed or renamed: a full disk, a directory that
  * does not exist or cannot be written); AG_ERR_DEVICE and the faults of
  * the downloads. On any error the file under path is unchanged, the

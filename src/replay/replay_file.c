@@ -840,12 +840,15 @@ ag_status ag__replay_read(ag_ctx *ctx, FILE *f, const char *name, uint64_t left,
   }
   pipe_free(&rd.pipe);
   header_free(&h);
+  if (!s) { /* the position on the device too, for what reads it there (ag_replay_nstep) */
+    r->size = h.size;
+    r->pos = h.pos;
+    s = ag__replay_sync_pos(r, fn);
+  }
   if (s) {
     ag_replay_free(r);
     return s;
   }
-  r->size = h.size;
-  r->pos = h.pos;
   *out = r;
   return AG_OK;
 }
