@@ -544,8 +544,8 @@ static void prioritized_samples_are_the_references_indices(void **state) {
             idx[p] = xmalloc((size_t)B * sizeof(int32_t));
             w[p] = xmalloc((size_t)B * sizeof(float));
             ctr[p] = counters[(b + be_) % 3];
-            ag__per_sample_args a = {tr.t, depth,  betas[be_], 99 + (uint64_t)b, &ctr[p], &size,
-                                     B,    idx[p], w[p], NULL};
+            ag__per_sample_args a = {tr.t,   depth, betas[be_], 99 + (uint64_t)b, &ctr[p], &size, B,
+                                     idx[p], w[p],  NULL};
             run_path(&paths[p], AG__K_PER_SAMPLE, &a, sizeof a);
           }
           for (int p = 1; p < N_PLAIN; p++) {

@@ -33,7 +33,7 @@ struct ag_dqn {
   int64_t batch; /* transitions sampled by this rank per update */
   ag_tensor **grads;
   int n_grads;
-  int fused; /* the update's loss and gradient as AG__K_QGRAD */
+  int fused;       /* the update's loss and gradient as AG__K_QGRAD */
   ag_per *per;     /* cfg.per: the table's prioritized sampler (the table owns it) */
   ag_tensor *beta; /* cfg.per: [1, 1] f32, the beta the recorded update draws with */
   int *zeros;      /* truncated flags of 0 for ag_dqn_store, zeros_n of them */

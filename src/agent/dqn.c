@@ -143,9 +143,9 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   sizes[0] = obs_dim;
   for (int i = 0; i < cfg->n_hidden; i++) sizes[i + 1] = cfg->hidden[i];
   sizes[cfg->n_hidden + 1] = n_actions;
-  const ag_field fields[6] = {{"obs", obs_dim, AG_F32},      {"action", 1, AG_I32},
-                              {"reward", 1, AG_F32},          {"next_obs", obs_dim, AG_F32},
-                              {"terminated", 1, AG_I32},      {"truncated", 1, AG_I32}};
+  const ag_field fields[6] = {{"obs", obs_dim, AG_F32},  {"action", 1, AG_I32},
+                              {"reward", 1, AG_F32},     {"next_obs", obs_dim, AG_F32},
+                              {"terminated", 1, AG_I32}, {"truncated", 1, AG_I32}};
   s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 1, &d->q);
   if (!s)
     s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
@@ -283,7 +283,8 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
 }
 
 static ag_status store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
-                       const float *next_obs, const int *terminated, const int *truncated, int n, const char *fn) {
+                       const float *next_obs, const int *terminated, const int *truncated, int n,
+                       const char *fn) {
   if (!d) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL", fn);
   ag_status s = check_sound(d, fn);
   if (s) return s;

@@ -358,9 +358,10 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "%s: checkpoints and evaluations of a DQN of a group of GPUs are not supported", fn);
   if (d->cfg.n_step > 1 && ag_vec_env_size(env) != d->cfg.n_envs)
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: n-step returns walk every n_envs-th column: the DQN has n_envs = %lld, the vector %d copies",
-                    fn, (long long)d->cfg.n_envs, ag_vec_env_size(env));
+    return ag__fail(
+        AG_ERR_INVALID_ARG,
+        "%s: n-step returns walk every n_envs-th column: the DQN has n_envs = %lld, the vector %d copies", fn,
+        (long long)d->cfg.n_envs, ag_vec_env_size(env));
   if (o) o->stopped = 0;
   int n = ag_vec_env_size(env), od = spec->obs_dim;
   int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
