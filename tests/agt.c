@@ -53,3 +53,30 @@ ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint
   c.fused = fused;
   return c;
 }
+
+unsigned char *agt_slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *p = malloc((size_t)len + 1);
+  assert_non_null(p);
+  assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return p;
+}
+
+void agt_spit(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+}
+
+uint64_t agt_live_bytes(ag_ctx *ctx) {
+  ag_ctx_stats st;
+  ag_ctx_get_stats(ctx, &st);
+  return st.live_bytes;
+}

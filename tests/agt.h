@@ -64,6 +64,13 @@ static inline int64_t agt_below(agt_rng *r, int64_t n) { return (int64_t)(agt_ne
  * `batch` from a table of `buffer`, training from the first step. */
 ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint64_t seed, int fused);
 
+/* A whole file in a new malloc'd array (its length in *n), and a file
+ * written with n bytes (both fail the test when they cannot). */
+unsigned char *agt_slurp(const char *path, size_t *n);
+void agt_spit(const char *path, const void *p, size_t n);
+/* Device memory the context holds now (ag_ctx_get_stats' live_bytes). */
+uint64_t agt_live_bytes(ag_ctx *ctx);
+
 /* Reads a whole f32 tensor into a new malloc'd array. */
 float *agt_read_f32(const ag_tensor *t);
 

@@ -61,31 +61,6 @@ static int teardown(void **state) {
   return rmdir(dir);
 }
 
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc((size_t)len + 1);
-  assert_non_null(p);
-  assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return p;
-}
-static void spit(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(p, 1, n, f), n);
-  fclose(f);
-}
-static uint64_t live(ag_ctx *ctx) {
-  ag_ctx_stats st;
-  ag_ctx_get_stats(ctx, &st);
-  return st.live_bytes;
-}
-
 /* ---- a small DQN with some history ---- */
 
 enum { OBS = 4, ACTS = 3 };
@@ -209,7 +184,7 @@ static void round_trip_trains_on_identically(void **state) {
     /* a loaded DQN saves the same file again */
     agt_ok(ag_dqn_save(l, path_b));
     size_t na, nb;
-    unsigned char *fa = slurp(path_a, &na), *fb = slurp(path_b, &nb);
+    unsigned char *fa = agt_slurp(path_a, &na), *fb = agt_slurp(path_b, &nb);
     assert_int_equal(na, nb);
     assert_memory_equal(fa, fb, na);
     free(fa);
@@ -231,7 +206,7 @@ static void saved_here_loads_on_the_cpu(void **state) {
   assert_same_params(d, l);
   agt_ok(ag_dqn_save(l, path_b)); /* and the CPU writes the same bytes */
   size_t na, nb;
-  unsigned char *fa = slurp(path_a, &na), *fb = slurp(path_b, &nb);
+  unsigned char *fa = agt_slurp(path_a, &na), *fb = agt_slurp(path_b, &nb);
   assert_int_equal(na, nb);
   assert_memory_equal(fa, fb, na);
   free(fa);
@@ -245,9 +220,9 @@ static void saved_here_loads_on_the_cpu(void **state) {
 /* ---- refusals ---- */
 
 static void refuse(ag_ctx *ctx, const unsigned char *bytes, size_t n, ag_status want, const char *part) {
-  spit(path_b, bytes, n);
+  agt_spit(path_b, bytes, n);
   ag_dqn *l = SENTINEL;
-  uint64_t l0 = live(ctx);
+  uint64_t l0 = agt_live_bytes(ctx);
   ag_status s = ag_dqn_load(ctx, path_b, &l);
   if (want != AG_OK) {
     if (s != want)
@@ -258,7 +233,7 @@ static void refuse(ag_ctx *ctx, const unsigned char *bytes, size_t n, ag_status 
   } else if (s == AG_OK)
     fail_msg("a damaged file of %zu bytes loaded", n);
   assert_true(l == SENTINEL);
-  assert_int_equal(live(ctx), l0);
+  assert_int_equal(agt_live_bytes(ctx), l0);
 }
 
 static void fix_crc(unsigned char *f) {
@@ -272,7 +247,7 @@ static void damaged_files_refused(void **state) {
   ag_dqn *d = make_dqn(ctx, 1, 40);
   agt_ok(ag_dqn_save(d, path_a));
   size_t n;
-  unsigned char *f = slurp(path_a, &n), *g = malloc(n + 8);
+  unsigned char *f = agt_slurp(path_a, &n), *g = malloc(n + 8);
   assert_non_null(g);
   uint32_t H = ag__get32(f + 12);
   for (size_t len = 0; len < n; len += len < H + 64 ? 1 : 7) refuse(ctx, f, len, AG_ERR_IO, NULL);
@@ -334,7 +309,7 @@ static void unwritable_places(void **state) {
   ag_ctx *ctx = agt_ctx();
   ag_dqn *d = make_dqn(ctx, 1, 2000);
   agt_err(ag_dqn_save(d, "/nonexistent-dir/a.agrl"), AG_ERR_IO, "/nonexistent-dir/a.agrl");
-  spit(path_a, "earlier", 7);
+  agt_spit(path_a, "earlier", 7);
   struct rlimit old, lim;
   assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
   void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
@@ -347,7 +322,7 @@ static void unwritable_places(void **state) {
   if (s != AG_ERR_IO)
     fail_msg("a save past the size limit returned %s: %s", ag_status_name(s), ag_last_error());
   size_t n;
-  unsigned char *f = slurp(path_a, &n);
+  unsigned char *f = agt_slurp(path_a, &n);
   assert_int_equal(n, 7);
   assert_memory_equal(f, "earlier", 7);
   free(f);
@@ -371,14 +346,14 @@ static void faults_at_every_step(void **state) {
   for (int k = 0; k < 4; k++)
     for (int64_t after = 0;; after++) {
       assert_true(after < 100000);
-      spit(path_a, "earlier", 7);
+      agt_spit(path_a, "earlier", 7);
       agt_ok(ag_ctx_inject_fault(ctx, kinds[k], after));
       ag_status s = ag_dqn_save(d, path_a);
       agt_ok(ag_ctx_inject_fault(ctx, kinds[k], -1));
       if (s == AG_OK) break;
       failures++;
       size_t n;
-      unsigned char *f = slurp(path_a, &n);
+      unsigned char *f = agt_slurp(path_a, &n);
       assert_int_equal(n, 7);
       assert_memory_equal(f, "earlier", 7);
       free(f);
@@ -393,7 +368,7 @@ static void faults_at_every_step(void **state) {
     for (int64_t after = 0;; after++) {
       assert_true(after < 100000);
       ag_dqn *l = SENTINEL;
-      uint64_t l0 = live(ctx);
+      uint64_t l0 = agt_live_bytes(ctx);
       agt_ok(ag_ctx_inject_fault(ctx, kinds[k], after));
       ag_status s = ag_dqn_load(ctx, path_a, &l);
       agt_ok(ag_ctx_inject_fault(ctx, kinds[k], -1));
@@ -404,7 +379,7 @@ static void faults_at_every_step(void **state) {
       }
       failures++;
       assert_true(l == SENTINEL);
-      assert_int_equal(live(ctx), l0);
+      assert_int_equal(agt_live_bytes(ctx), l0);
     }
   assert_true(failures > 0);
   free(p0);

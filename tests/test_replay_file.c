@@ -49,25 +49,6 @@ static int teardown(void **state) {
 
 /* ---- helpers ---- */
 
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc((size_t)len + 1);
-  assert_non_null(p);
-  assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return p;
-}
-static void spit(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(p, 1, n, f), n);
-  fclose(f);
-}
 static int n_dir_entries(void) {
   DIR *d = opendir(dir);
   assert_non_null(d);
@@ -75,11 +56,6 @@ static int n_dir_entries(void) {
   for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
   closedir(d);
   return n;
-}
-static uint64_t live(ag_ctx *ctx) {
-  ag_ctx_stats st;
-  ag_ctx_get_stats(ctx, &st);
-  return st.live_bytes;
 }
 
 static const ag_field fields[3] = {{"obs", 3, AG_F32}, {"action", 1, AG_I64}, {"reward", 1, AG_F32}};
@@ -257,7 +233,7 @@ static void round_trip_case(ag_ctx *ctx, int64_t cap, ag_dtype st, int64_t n, in
   agt_ok(ag__replay_save_parts(r, path_a, part));
   agt_ok(ag__replay_save_parts(l, path_b, part));
   size_t na, nb;
-  unsigned char *a = slurp(path_a, &na), *b = slurp(path_b, &nb);
+  unsigned char *a = agt_slurp(path_a, &na), *b = agt_slurp(path_b, &nb);
   same_bytes(a, na, b, nb);
   ag_replay_free(l);
   ag_replay_free(r);
@@ -301,12 +277,12 @@ static void device_neutral(void **state) {
     assert_same_table(r, l);
     agt_ok(ag__replay_save_parts(l, path_b, 256));
     size_t na, nb;
-    unsigned char *a = slurp(path_a, &na), *b = slurp(path_b, &nb);
+    unsigned char *a = agt_slurp(path_a, &na), *b = agt_slurp(path_b, &nb);
     same_bytes(a, na, b, nb);
     agt_ok(ag_replay_load(dev, path_b, &back));
     assert_same_table(l, back);
     agt_ok(ag__replay_save_parts(back, path_b, 256));
-    a = slurp(path_a, &na), b = slurp(path_b, &nb);
+    a = agt_slurp(path_a, &na), b = agt_slurp(path_b, &nb);
     same_bytes(a, na, b, nb);
     ag_replay_free(back);
     ag_replay_free(l);
@@ -330,7 +306,7 @@ static void overlapped_parts_same_file(void **state) {
       ag__replay_file_overlap(0);
       agt_ok(ag__replay_save_parts(r, path_b, parts[i]));
       size_t na, nb;
-      unsigned char *a = slurp(path_a, &na), *b = slurp(path_b, &nb);
+      unsigned char *a = agt_slurp(path_a, &na), *b = agt_slurp(path_b, &nb);
       same_bytes(a, na, b, nb);
       agt_ok(ag_replay_load(ctx, path_a, &l)); /* the calling thread alone */
       assert_same_table(r, l);
@@ -356,8 +332,8 @@ static void overlapped_parts_same_file(void **state) {
       fclose(f);
       assert_same_table(r, l);
       ag_replay_free(l);
-      b = slurp(path_b, &nb);
-      a = slurp(path_a, &na);
+      b = agt_slurp(path_b, &nb);
+      a = agt_slurp(path_a, &na);
       assert_int_equal(nb, 13 + na + 5);
       assert_memory_equal(b + 13, a, na);
       free(a);
@@ -376,14 +352,14 @@ static void refused(ag_ctx *ctx, const unsigned char *p, size_t n, ag_status wan
   FILE *f = fmemopen(n ? (void *)p : empty, n, "rb");
   assert_non_null(f);
   ag_replay *r = SENTINEL;
-  uint64_t l0 = live(ctx);
+  uint64_t l0 = agt_live_bytes(ctx);
   ag_status s = ag__replay_load_stream(ctx, f, "mem", 0, &r);
   fclose(f);
   if (s == AG_OK) fail_msg("a bad file of %zu bytes loaded", n);
   if (want ? s != want : (s != AG_ERR_IO && s != AG_ERR_UNSUPPORTED))
     fail_msg("status %s: %s", ag_status_name(s), ag_last_error());
   assert_true(r == SENTINEL);
-  assert_int_equal(live(ctx), l0);
+  assert_int_equal(agt_live_bytes(ctx), l0);
   assert_true(strncmp(ag_last_error(), "ag_replay_load: ", 16) == 0);
   if (part && !strstr(ag_last_error(), part)) fail_msg("message \"%s\" lacks \"%s\"", ag_last_error(), part);
 }
@@ -419,7 +395,7 @@ static void corrupt_files_refused(void **state) {
   agt_ok(ag__replay_save_parts(r, path_a, 128));
   ag_replay_free(r);
   size_t n;
-  unsigned char *p = slurp(path_a, &n);
+  unsigned char *p = agt_slurp(path_a, &n);
   assert_int_equal(crc((const unsigned char *)"123456789", 9), 0xcbf43926u);
   assert_int_equal(rd32(p + 152), (uint32_t)n);
   { /* the file as it is loads */
@@ -527,18 +503,18 @@ static void unwritable_places(void **state) {
   /* a directory in the way of the rename: the earlier file beside it stays */
   agt_ok(ag_replay_save(r, path_a));
   size_t n0;
-  unsigned char *before = slurp(path_a, &n0);
+  unsigned char *before = agt_slurp(path_a, &n0);
   char d2[192];
   snprintf(d2, sizeof d2, "%s/adir", dir);
   assert_int_equal(mkdir(d2, 0700), 0);
   char inner[256];
   snprintf(inner, sizeof inner, "%s/x", d2);
-  spit(inner, "x", 1);
+  agt_spit(inner, "x", 1);
   agt_err(ag_replay_save(r, d2), AG_ERR_IO, "adir");
   unlink(inner);
   rmdir(d2);
   size_t n1;
-  unsigned char *after = slurp(path_a, &n1);
+  unsigned char *after = agt_slurp(path_a, &n1);
   same_bytes(before, n0, after, n1);
   assert_int_equal(n_dir_entries(), 1);
   ag_replay_free(r);
@@ -565,7 +541,7 @@ static void faults_at_every_step(void **state) {
   const ag_fault kinds[4] = {AG_FAULT_ALLOC, AG_FAULT_UPLOAD, AG_FAULT_DOWNLOAD, AG_FAULT_HOST_ALLOC};
   for (int per = 0; per < 2; per++) {
     ag_replay *r = make(ctx, 300, AG_F32, 290, per);
-    spit(path_a, "earlier", 7);
+    agt_spit(path_a, "earlier", 7);
     size_t nc0, nt0 = 0;
     unsigned char *c0 = columns(r, &nc0),
                   *t0 = per ? tensor_bytes(ag__per_tree(ag_replay_per(r)), &nt0) : NULL;
@@ -577,12 +553,12 @@ static void faults_at_every_step(void **state) {
         ag_status s = ag__replay_save_parts(r, path_a, 128 * 8);
         agt_ok(ag_ctx_inject_fault(ctx, kinds[k], -1));
         if (s == AG_OK) {
-          if (k < 3) spit(path_a, "earlier", 7);
+          if (k < 3) agt_spit(path_a, "earlier", 7);
           break;
         }
         failures++;
         size_t n;
-        unsigned char *f = slurp(path_a, &n);
+        unsigned char *f = agt_slurp(path_a, &n);
         assert_int_equal(n, 7);
         assert_memory_equal(f, "earlier", 7);
         free(f);
@@ -598,7 +574,7 @@ static void faults_at_every_step(void **state) {
           assert_memory_equal(t, t0, nt0);
           free(t);
         }
-        spit(path_a, "earlier", 7);
+        agt_spit(path_a, "earlier", 7);
       }
     }
     assert_true(failures > 0);
@@ -607,7 +583,7 @@ static void faults_at_every_step(void **state) {
       for (int64_t after = 0;; after++) {
         assert_true(after < 100000);
         ag_replay *l = SENTINEL;
-        uint64_t l0 = live(ctx);
+        uint64_t l0 = agt_live_bytes(ctx);
         agt_ok(ag_ctx_inject_fault(ctx, kinds[k], after));
         ag_status s = ag_replay_load(ctx, path_a, &l);
         agt_ok(ag_ctx_inject_fault(ctx, kinds[k], -1));
@@ -618,7 +594,7 @@ static void faults_at_every_step(void **state) {
         }
         failures++;
         assert_true(l == SENTINEL);
-        assert_int_equal(live(ctx), l0);
+        assert_int_equal(agt_live_bytes(ctx), l0);
       }
     }
     assert_true(failures > 0);

@@ -48,25 +48,6 @@ static int teardown(void **state) {
 
 /* ---- helpers ---- */
 
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc((size_t)len + 1);
-  assert_non_null(p);
-  assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return p;
-}
-static void spit(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(p, 1, n, f), n);
-  fclose(f);
-}
 static int n_dir_entries(void) {
   DIR *d = opendir(dir);
   assert_non_null(d);
@@ -74,11 +55,6 @@ static int n_dir_entries(void) {
   for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
   closedir(d);
   return n;
-}
-static uint64_t live(ag_ctx *ctx) {
-  ag_ctx_stats st;
-  ag_ctx_get_stats(ctx, &st);
-  return st.live_bytes;
 }
 static uint32_t crc(const unsigned char *p, size_t n) {
   uint32_t c = 0xffffffffu;
@@ -343,7 +319,7 @@ static void layout(void **state) {
   for (int r = 0; r < G; r++) {
     agt_ok(ag_shard_save(sh[r], paths[r]));
     size_t n, nr;
-    unsigned char *p = slurp(paths[r], &n);
+    unsigned char *p = agt_slurp(paths[r], &n);
     assert_memory_equal(p, "AGRLSHD1", 8);
     assert_int_equal(rd32(p + 8), 1);
     uint32_t H = rd32(p + 12);
@@ -364,7 +340,7 @@ static void layout(void **state) {
     }
     assert_int_equal(rd32(p + H - 4), crc(p, H - 4));
     agt_ok(ag_replay_save(ag_shard_local(sh[r]), path_x));
-    unsigned char *q = slurp(path_x, &nr);
+    unsigned char *q = agt_slurp(path_x, &nr);
     assert_int_equal(n, H + nr);
     assert_memory_equal(p + H, q, nr);
     free(p);
@@ -384,15 +360,15 @@ static void layout(void **state) {
 /* Loading bytes p as rank 1 of G must fail with `want` (any of IO /
  * UNSUPPORTED when want is 0), keep *out and free all. */
 static void refused(ag_ctx *ctx, const unsigned char *p, size_t n, ag_status want, const char *part) {
-  spit(path_x, p, n);
+  agt_spit(path_x, p, n);
   ag_shard *sh = SENTINEL;
-  uint64_t l0 = live(ctx);
+  uint64_t l0 = agt_live_bytes(ctx);
   ag_status s = ag_shard_load(ctx, path_x, 1, G, &sh);
   if (s == AG_OK) fail_msg("a bad file of %zu bytes loaded", n);
   if (want ? s != want : (s != AG_ERR_IO && s != AG_ERR_UNSUPPORTED))
     fail_msg("status %s: %s", ag_status_name(s), ag_last_error());
   assert_true(sh == SENTINEL);
-  assert_int_equal(live(ctx), l0);
+  assert_int_equal(agt_live_bytes(ctx), l0);
   assert_true(strncmp(ag_last_error(), "ag_shard_load: ", 15) == 0);
   if (part && !strstr(ag_last_error(), part)) fail_msg("message \"%s\" lacks \"%s\"", ag_last_error(), part);
 }
@@ -404,7 +380,7 @@ static void bad_files_refused(void **state) {
   filled_group(ctx, AG_F32, 1, 29, sh);
   agt_ok(ag_shard_save(sh[1], paths[1]));
   size_t n;
-  unsigned char *p = slurp(paths[1], &n);
+  unsigned char *p = agt_slurp(paths[1], &n);
   const uint32_t H = rd32(p + 12);
   ag_shard *out = SENTINEL;
   /* another rank, another group size, bad arguments */
@@ -425,7 +401,7 @@ static void bad_files_refused(void **state) {
   agt_err(ag_shard_load(ctx, dir, 1, G, &out), AG_ERR_IO, dir);
   assert_true(out == SENTINEL);
   /* the file as it is loads (through the helper) */
-  spit(path_x, p, n);
+  agt_spit(path_x, p, n);
   agt_ok(ag_shard_load(ctx, path_x, 1, G, &out));
   assert_same_shard(sh[1], out);
   ag_shard_free(out);
@@ -517,7 +493,7 @@ static void bad_files_refused(void **state) {
   wr32(q + 48, 2);
   fix_crc(q);
   out = SENTINEL;
-  spit(path_x, q, n);
+  agt_spit(path_x, q, n);
   agt_err(ag_shard_load(ctx, path_x, 2, G, &out), AG_ERR_IO, "is corrupt");
   assert_true(out == SENTINEL);
   free(q);
@@ -542,16 +518,16 @@ static void bad_saves(void **state) {
   /* a directory in the way of the rename: the earlier file beside it stays */
   agt_ok(ag_shard_save(sh[0], paths[0]));
   size_t n0, n1;
-  unsigned char *before = slurp(paths[0], &n0);
+  unsigned char *before = agt_slurp(paths[0], &n0);
   char d2[192], inner[256];
   snprintf(d2, sizeof d2, "%s/adir", dir);
   assert_int_equal(mkdir(d2, 0700), 0);
   snprintf(inner, sizeof inner, "%s/x", d2);
-  spit(inner, "x", 1);
+  agt_spit(inner, "x", 1);
   agt_err(ag_shard_save(sh[0], d2), AG_ERR_IO, "adir");
   unlink(inner);
   rmdir(d2);
-  unsigned char *after = slurp(paths[0], &n1);
+  unsigned char *after = agt_slurp(paths[0], &n1);
   same_bytes(before, n0, after, n1);
   assert_int_equal(n_dir_entries(), 1);
   /* a local table added to directly is not saved (it would not load) */
@@ -589,7 +565,7 @@ static void faults_at_every_step(void **state) {
     size_t nc0;
     unsigned char *c0 = columns(ag_shard_local(orig), &nc0);
     int failures = 0;
-    spit(paths[2], "earlier", 7);
+    agt_spit(paths[2], "earlier", 7);
     for (int k = 0; k < 4; k++) {
       for (int64_t after = 0;; after++) {
         assert_true(after < 100000);
@@ -597,12 +573,12 @@ static void faults_at_every_step(void **state) {
         ag_status s = ag_shard_save(orig, paths[2]);
         agt_ok(ag_ctx_inject_fault(ctx, kinds[k], -1));
         if (s == AG_OK) {
-          spit(paths[2], "earlier", 7);
+          agt_spit(paths[2], "earlier", 7);
           break;
         }
         failures++;
         size_t n;
-        unsigned char *f = slurp(paths[2], &n);
+        unsigned char *f = agt_slurp(paths[2], &n);
         assert_int_equal(n, 7);
         assert_memory_equal(f, "earlier", 7);
         free(f);
@@ -623,7 +599,7 @@ static void faults_at_every_step(void **state) {
       for (int64_t after = 0;; after++) {
         assert_true(after < 100000);
         ag_shard *l = SENTINEL;
-        uint64_t l0 = live(ctx);
+        uint64_t l0 = agt_live_bytes(ctx);
         agt_ok(ag_ctx_inject_fault(ctx, kinds[k], after));
         ag_status s = ag_shard_load(ctx, paths[2], 2, G, &l);
         agt_ok(ag_ctx_inject_fault(ctx, kinds[k], -1));
@@ -634,7 +610,7 @@ static void faults_at_every_step(void **state) {
         }
         failures++;
         assert_true(l == SENTINEL);
-        assert_int_equal(live(ctx), l0);
+        assert_int_equal(agt_live_bytes(ctx), l0);
       }
     }
     assert_true(failures > 0);
