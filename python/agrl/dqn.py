@@ -8,6 +8,7 @@ from collections import deque
 import numpy as np
 
 from . import _agrl
+from .envs import evaluation_start
 
 
 class DQN(_agrl._DQN):
@@ -91,14 +92,15 @@ class DQN(_agrl._DQN):
 
     def evaluate(self, env, episodes=10, seed=12345):
         """Mean return of `episodes` greedy episodes on `env` (Gymnasium's
-        API), episode k reset with seed derive_seed(seed, k): agrl's own
-        environments replay the episodes of `agrl eval --seed SEED`.
-        Returns (mean, [returns])."""
+        API): on agrl's own environments episode k starts from the seed
+        derive_seed(seed, k), the episodes of `agrl eval --seed SEED`;
+        another environment's episode k is reset with seed=derive_seed(seed,
+        k). Returns (mean, [returns])."""
         if int(episodes) < 1:
             raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
         returns = []
         for k in range(int(episodes)):
-            obs, _ = env.reset(seed=_agrl.derive_seed(seed, k))
+            obs = evaluation_start(env, seed, k)
             ret, done = 0.0, False
             while not done:
                 obs, reward, terminated, truncated, _ = env.step(self.act(np.asarray(obs, np.float32), False))

@@ -159,6 +159,18 @@ class Env:
         return f"<agrl.Env {self.spec.id}>"
 
 
+def evaluation_start(env, seed, k):
+    """The first observation of evaluation episode k of `seed`: for agrl's
+    own environments the start of seed derive_seed(seed, k) that the C
+    library's evaluations (ag_q_evaluate, ag_policy_evaluate: `agrl eval
+    --seed SEED`) play, for any other env.reset(seed=derive_seed(seed, k))."""
+    s = _agrl.derive_seed(seed, k)
+    if isinstance(env, Env):
+        return env._env.reset(s)
+    obs, _ = env.reset(seed=s)
+    return obs
+
+
 def make(name):
     """The built-in environment `name` ("CartPole-v1", "cartpole", ...)."""
     if not isinstance(name, str):

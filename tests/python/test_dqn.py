@@ -204,3 +204,20 @@ def test_learn_evaluations_match_the_cli(tmp_path):
     assert len(rets) == 3 and f"{mean:.6g}" == want[-1][1]  # the last evaluation's network is the final one
     with pytest.raises(agrl.InvalidArgError, match="eval_env"):
         q.learn(agrl.make("CartPole-v1"), 10, eval_every=5)
+
+
+def test_evaluate_plays_the_episodes_of_agrl_eval(tmp_path):
+    """evaluate() on agrl's own environment plays the episodes `agrl eval
+    --seed` plays (ag_q_evaluate's: episode k from seed derive_seed(seed, k))."""
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("the agrl command-line tool was not found (AGRL_CLI)")
+    q = agrl.DQN("cpu", 4, 2, hidden=[16], seed=3)
+    path = tmp_path / "q.agrl"
+    q.save_policy(path)
+    r = subprocess.run([cli, "eval", "--model", str(path), "--env", "cartpole", "--episodes", "20", "--seed", "7",
+                        "--device", "cpu"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    _, rets = q.evaluate(agrl.make("CartPole-v1"), 20, 7)
+    assert r.stdout.splitlines()[:20] == [f"episode {k}: return {x:.1f}" for k, x in enumerate(rets)]
+    assert len(set(rets)) > 1  # episodes of different starts
