@@ -9,6 +9,8 @@ The objects mirror the C library's layers:
   sampling on the device.
 - :class:`DQN` — acting, storing, and the recorded update; :meth:`DQN.learn`
   trains on any environment with Gymnasium's API.
+- :class:`SAC`, :class:`TD3` — the same for continuous actions (a Box
+  action space), actor-critic updates recorded on the device.
 - :func:`make` — the built-in environments with Gymnasium's signatures.
 
 Results (sampled batches, gathered rows) are :class:`Tensor` objects that
@@ -46,6 +48,7 @@ from ._agrl import (  # noqa: F401  one exception per status
 from .envs import Box, Discrete, Env, make  # noqa: F401
 from .replay import ReplayBuffer  # noqa: F401
 from .dqn import DQN  # noqa: F401
+from .ac import SAC, TD3  # noqa: F401
 
 __all__ = [
     "Buffer",
@@ -53,6 +56,8 @@ __all__ = [
     "DQN",
     "Error",
     "ReplayBuffer",
+    "SAC",
+    "TD3",
     "Tensor",
     "make",
     "derive_seed",

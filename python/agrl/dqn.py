@@ -3,12 +3,11 @@ recorded update, with a training loop for any Gymnasium-style environment."""
 
 import json
 import os
-from collections import deque
 
 import numpy as np
 
 from . import _agrl
-from .envs import evaluation_start
+from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, play
 
 
 class DQN(_agrl._DQN):
@@ -96,18 +95,7 @@ class DQN(_agrl._DQN):
         derive_seed(seed, k), the episodes of `agrl eval --seed SEED`;
         another environment's episode k is reset with seed=derive_seed(seed,
         k). Returns (mean, [returns])."""
-        if int(episodes) < 1:
-            raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
-        returns = []
-        for k in range(int(episodes)):
-            obs = evaluation_start(env, seed, k)
-            ret, done = 0.0, False
-            while not done:
-                obs, reward, terminated, truncated, _ = env.step(self.act(np.asarray(obs, np.float32), False))
-                ret += float(np.float32(reward))
-                done = terminated or truncated
-            returns.append(ret)
-        return sum(returns) / len(returns), returns
+        return play(env, lambda obs: self.act(obs, False), episodes, seed)
 
     def learn(self, env, total_steps=None, callback=None, *, resume=False, checkpoint=None,
               checkpoint_every=0, eval_env=None, eval_every=0, eval_episodes=10):
@@ -144,15 +132,10 @@ class DQN(_agrl._DQN):
         Returns a dict with the steps taken so far and the episode returns
         and lengths (and evaluations) of this call."""
         cfg = self.config
-        total = self.total_steps if total_steps is None else int(total_steps)
-        if total < 1:
-            raise _agrl.InvalidArgError(f"learn: total_steps = {total} must be at least 1")
+        total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
         every = int(checkpoint_every)
         if every < 0 or (every and checkpoint is None):
             raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
-        eval_every = int(eval_every)
-        if eval_every < 0 or (eval_every and eval_env is None):
-            raise _agrl.InvalidArgError("learn: eval_every must be >= 0, and needs eval_env")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
         can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
         if resume:
@@ -165,57 +148,43 @@ class DQN(_agrl._DQN):
                                        "run saved with one (agrl.make's environments have them)")
             env.set_state(bytes.fromhex(run["env_state"]))
             obs = np.asarray(run["obs"], dtype=np.float32)
-            step, episodes = run["step"], run["episodes"]
+            step = run["step"]
             since_train, since_target = run["since_train"], run["since_target"]
             updates_at_target = run["updates_at_target"]
-            ep_ret, ep_len = run["ep_ret"], run["ep_len"]
-            recent = deque(run["recent"], maxlen=20)
+            eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
             last_eval = run.get("last_eval", 0)
         else:
-            obs, _ = env.reset(seed=_agrl.derive_seed(cfg["seed"], 0))
-            obs = np.asarray(obs, dtype=np.float32)
-            step = episodes = since_train = since_target = 0
+            obs = env_reset(env, seed=_agrl.derive_seed(cfg["seed"], 0))
+            step = since_train = since_target = 0
             updates_at_target = self.updates
-            ep_ret, ep_len = 0.0, 0
-            recent = deque(maxlen=20)
+            eps = Episodes()
             last_eval = 0
         if obs.shape != (self.obs_dim,):
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the DQN's ({self.obs_dim},)")
-        returns, lengths, evals = [], [], []
+        evals = []
         last_saved = step
 
         def record():
-            self._run = {"kind": self._RUN_KIND, "step": step, "episodes": episodes, "since_train": since_train,
+            self._run = {"kind": self._RUN_KIND, "step": step, "episodes": eps.episodes, "since_train": since_train,
                          "since_target": since_target, "updates_at_target": updates_at_target,
-                         "ep_ret": ep_ret, "ep_len": ep_len, "recent": list(recent), "last_eval": last_eval,
+                         "ep_ret": eps.ret, "ep_len": eps.length, "recent": list(eps.recent), "last_eval": last_eval,
                          "obs": [float(x) for x in obs],
                          "env_state": env.get_state().hex() if can_state else None}
 
         stop = False
         while not stop and step < total:
             action = self.act(obs, True, step)
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            next_obs = np.asarray(next_obs, dtype=np.float32)
-            reward = float(np.float32(reward))
-            self.store(obs, action, reward, next_obs, 1 if terminated else 0, 1 if truncated else 0)
-            ep_ret += reward
-            ep_len += 1
+            next_obs, reward, terminated, truncated = env_step(env, action)
+            self.store(obs, action, reward, next_obs, int(terminated), int(truncated))
+            eps.add(reward)
             step += 1
             since_train += 1
             since_target += 1
             if terminated or truncated:
-                episodes += 1
-                recent.append(ep_ret)
-                returns.append(ep_ret)
-                lengths.append(ep_len)
+                ev = eps.end(step, self.updates, truncated and not terminated, epsilon=self.epsilon(step))
                 if callback is not None:
-                    ev = {"kind": "episode", "step": step, "episodes": episodes, "updates": self.updates,
-                          "return": ep_ret, "length": ep_len, "truncated": bool(truncated and not terminated),
-                          "mean_return": sum(recent) / len(recent), "epsilon": self.epsilon(step)}
                     stop = bool(callback(ev))
-                ep_ret, ep_len = 0.0, 0
-                obs, _ = env.reset()
-                obs = np.asarray(obs, dtype=np.float32)
+                obs = env_reset(env)
             else:
                 obs = next_obs
             if since_target >= cfg["target_update_interval"]:
@@ -230,16 +199,13 @@ class DQN(_agrl._DQN):
                         self.set_beta(self.per_beta(step))
                     loss = self.train(cfg["gradient_steps"])
                     if callback is not None:
-                        ev = {"kind": "phase", "step": step, "episodes": episodes, "updates": self.updates,
-                              "loss": loss, "mean_return": sum(recent) / len(recent) if recent else 0.0,
+                        ev = {"kind": "phase", "step": step, "episodes": eps.episodes, "updates": self.updates,
+                              "loss": loss, "mean_return": eps.mean(),
                               "epsilon": self.epsilon(step)}
                         stop = bool(callback(ev)) or stop
             if eval_every and step - last_eval >= eval_every:
                 last_eval = step
-                mean, rets = self.evaluate(eval_env, eval_episodes, eval_seed)
-                evals.append((step, mean))
-                if callback is not None:
-                    stop = bool(callback({"kind": "eval", "step": step, "mean": mean, "returns": rets})) or stop
+                stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
             if every and step - last_saved >= every:
                 last_saved = step
                 record()
@@ -247,7 +213,8 @@ class DQN(_agrl._DQN):
         record()  # where the run stopped: what save() keeps
         if checkpoint is not None and last_saved != step:
             self.save(checkpoint)
-        return {"steps": step, "episodes": episodes, "returns": returns, "lengths": lengths, "evals": evals}
+        return {"steps": step, "episodes": eps.episodes, "returns": eps.returns, "lengths": eps.lengths,
+                "evals": evals}
 
     def __repr__(self):
         try:

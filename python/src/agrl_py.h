@@ -101,6 +101,26 @@ const void *agpy_in_as(const agpy_in *in, ag_dtype dst, void **scratch, const ch
 int agpy_in_wrap(ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_tensor **out,
                  const char *what);
 
+/* Host observations (n, obs_dim) or (obs_dim,) as f32 (dqn.c): *n of them,
+ * *single for the 1-D form; a converted copy in *scratch (free it). */
+const float *agpy_obs_of(int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single, const char *what);
+
+/* ---- configuration dicts (config.c) ----
+ * agpy_cfg_keys: cfg is a dict whose keys are all in `known` (NULL-ended);
+ * the readers leave *out as it is when the key is absent. `who` names the
+ * caller in messages, cstruct the C struct. Each returns 0 or -1 with an
+ * exception. agpy_cfg_int clamps to a C int (a value past it is out of its
+ * field's range either way). */
+int agpy_cfg_keys(PyObject *cfg, const char *const *known, const char *who, const char *cstruct);
+int agpy_cfg_f(PyObject *cfg, const char *key, float *out);
+int agpy_cfg_i64(PyObject *cfg, const char *key, int64_t *out, const char *who);
+int agpy_cfg_int(PyObject *cfg, const char *key, int *out, const char *who);
+int agpy_cfg_bool(PyObject *cfg, const char *key, int *out);
+int agpy_cfg_u64(PyObject *cfg, const char *key, uint64_t *out);
+/* "hidden": a sequence of at most `max` layer sizes. */
+int agpy_cfg_hidden(PyObject *cfg, int64_t *hidden, int *n_hidden, int max, const char *who);
+PyObject *agpy_hidden_tuple(const int64_t *hidden, int n);
+
 /* ---- dtypes ---- */
 int agpy_dtype_parse(PyObject *obj, ag_dtype *out, const char *what);
 const char *agpy_numpy_name(ag_dtype dt);
@@ -114,6 +134,14 @@ extern PyTypeObject agpy_dqn_type;
 /* A DQN configuration as the dict agrl.DQN.defaults() returns (module.c). */
 PyObject *agpy_config_dict(const ag_dqn_config *c);
 extern PyTypeObject agpy_env_type;
+/* The C environment of an agrl._Env, or NULL (no exception set) for another object. */
+ag_env *agpy_env_of(PyObject *obj);
+/* SAC and TD3 (ac.c); an actor-critic configuration as agrl.ac_defaults() returns it. */
+extern PyTypeObject agpy_ac_type;
+void agpy_ac_release(PyObject *self);
+PyObject *agpy_ac_config_dict(const ag_ac_config *c);
+/* agrl._agrl.ac_defaults(algo): the defaults of "sac" or "td3" as a dict. */
+PyObject *agpy_ac_defaults(PyObject *module, PyObject *algo);
 
 /* Rounds up to the block alignment (256 bytes). */
 static inline size_t agpy_align(size_t n) { return (n + 255) & ~(size_t)255; }

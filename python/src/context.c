@@ -40,6 +40,8 @@ void agpy_ctx_drop_dep(agpy_ctx *c, PyObject *dep) {
 static void release_dep(PyObject *o) {
   if (PyObject_TypeCheck(o, &agpy_dqn_type))
     agpy_dqn_release(o);
+  else if (PyObject_TypeCheck(o, &agpy_ac_type))
+    agpy_ac_release(o);
   else if (PyObject_TypeCheck(o, &agpy_replay_type))
     agpy_replay_release(o);
   else if (PyObject_TypeCheck(o, &agpy_buffer_type))
@@ -48,11 +50,12 @@ static void release_dep(PyObject *o) {
 
 static void ctx_free(agpy_ctx *c) {
   if (!c->ctx) return;
-  /* DQNs first (they hold tables), then tables, then buffers */
+  /* agents first (they hold tables), then tables, then buffers */
   for (int pass = 0; pass < 3; pass++)
     for (int i = c->n_deps - 1; i >= 0; i--) {
       PyObject *o = c->deps[i];
-      int kind = PyObject_TypeCheck(o, &agpy_dqn_type) ? 0 : PyObject_TypeCheck(o, &agpy_replay_type) ? 1 : 2;
+      const int agent = PyObject_TypeCheck(o, &agpy_dqn_type) || PyObject_TypeCheck(o, &agpy_ac_type);
+      int kind = agent ? 0 : PyObject_TypeCheck(o, &agpy_replay_type) ? 1 : 2;
       if (kind == pass) {
         release_dep(o);
         c->deps[i] = c->deps[--c->n_deps];

@@ -25,37 +25,6 @@ static ag_dqn *dqn_get(agpy_dqn *d) {
   return d->d;
 }
 
-static int get_f(PyObject *cfg, const char *key, float *out) {
-  PyObject *v = PyDict_GetItemString(cfg, key);
-  if (!v) return 0;
-  double x = PyFloat_AsDouble(v);
-  if (x == -1.0 && PyErr_Occurred()) return -1;
-  *out = (float)x;
-  return 0;
-}
-
-static int get_i(PyObject *cfg, const char *key, int64_t *out) {
-  PyObject *v = PyDict_GetItemString(cfg, key);
-  if (!v) return 0;
-  if (!PyLong_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "DQN: %s must be an int, not %.80s", key, Py_TYPE(v)->tp_name);
-    return -1;
-  }
-  long long x = PyLong_AsLongLong(v);
-  if (x == -1 && PyErr_Occurred()) return -1;
-  *out = x;
-  return 0;
-}
-
-static int get_b(PyObject *cfg, const char *key, int *out) {
-  PyObject *v = PyDict_GetItemString(cfg, key);
-  if (!v) return 0;
-  int t = PyObject_IsTrue(v);
-  if (t < 0) return -1;
-  *out = t;
-  return 0;
-}
-
 /* Fills an ag_dqn_config from a dict of the names of its fields. */
 static int parse_config(PyObject *cfg, ag_dqn_config *c) {
   static const char *const known[] = {"hidden",
@@ -83,68 +52,27 @@ static int parse_config(PyObject *cfg, ag_dqn_config *c) {
                                       "n_step",
                                       "n_envs",
                                       NULL};
+  static const char who[] = "DQN";
   *c = ag_dqn_defaults();
   if (!cfg || cfg == Py_None) return 0;
-  if (!PyDict_Check(cfg)) {
-    PyErr_SetString(PyExc_TypeError, "DQN: config must be a dict");
+  if (agpy_cfg_keys(cfg, known, who, "ag_dqn_config") ||
+      agpy_cfg_hidden(cfg, c->hidden, &c->n_hidden, AG_DQN_MAX_HIDDEN, who) ||
+      agpy_cfg_int(cfg, "n_step", &c->n_step, who) || agpy_cfg_u64(cfg, "seed", &c->seed))
     return -1;
-  }
-  PyObject *key, *val;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(cfg, &pos, &key, &val)) {
-    const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-    int ok = 0;
-    for (int i = 0; k && known[i]; i++) ok |= !strcmp(k, known[i]);
-    if (!ok) {
-      agpy_raisef(AG_ERR_INVALID_ARG, "DQN: unknown option %R (options: the fields of ag_dqn_config)", key);
-      return -1;
-    }
-  }
-  PyObject *h = PyDict_GetItemString(cfg, "hidden");
-  if (h) {
-    PyObject *seq = PySequence_Fast(h, "DQN: hidden must be a sequence of layer sizes");
-    if (!seq) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > AG_DQN_MAX_HIDDEN) {
-      Py_DECREF(seq);
-      agpy_raisef(AG_ERR_INVALID_ARG, "DQN: %zd hidden layers (at most %d)", n, AG_DQN_MAX_HIDDEN);
-      return -1;
-    }
-    c->n_hidden = (int)n;
-    for (Py_ssize_t i = 0; i < n; i++) {
-      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-      if (v == -1 && PyErr_Occurred()) {
-        Py_DECREF(seq);
-        return -1;
-      }
-      c->hidden[i] = v;
-    }
-    Py_DECREF(seq);
-  }
-  PyObject *nv = PyDict_GetItemString(cfg, "n_step");
-  if (nv) {
-    long v = PyLong_AsLong(nv);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    c->n_step =
-        v < -1000 ? -1000 : (v > 1000 ? 1000 : (int)v); /* out of range either way: the C check names it */
-  }
-  PyObject *sv = PyDict_GetItemString(cfg, "seed");
-  if (sv) {
-    unsigned long long s = PyLong_AsUnsignedLongLong(sv);
-    if (s == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-    c->seed = s;
-  }
-  if (get_f(cfg, "lr", &c->lr) || get_f(cfg, "gamma", &c->gamma) ||
-      get_i(cfg, "batch_size", &c->batch_size) || get_i(cfg, "buffer_size", &c->buffer_size) ||
-      get_i(cfg, "learning_starts", &c->learning_starts) || get_i(cfg, "train_freq", &c->train_freq) ||
-      get_i(cfg, "gradient_steps", &c->gradient_steps) ||
-      get_i(cfg, "target_update_interval", &c->target_update_interval) || get_f(cfg, "tau", &c->tau) ||
-      get_f(cfg, "exploration_fraction", &c->exploration_fraction) ||
-      get_f(cfg, "eps_start", &c->eps_start) || get_f(cfg, "eps_end", &c->eps_end) ||
-      get_f(cfg, "max_grad_norm", &c->max_grad_norm) || get_b(cfg, "double_dqn", &c->double_dqn) ||
-      get_b(cfg, "huber", &c->huber) || get_b(cfg, "fused", &c->fused) || get_b(cfg, "per", &c->per) ||
-      get_f(cfg, "per_alpha", &c->per_alpha) || get_f(cfg, "per_beta", &c->per_beta) ||
-      get_f(cfg, "per_eps", &c->per_eps) || get_i(cfg, "n_envs", &c->n_envs))
+  if (agpy_cfg_f(cfg, "lr", &c->lr) || agpy_cfg_f(cfg, "gamma", &c->gamma) ||
+      agpy_cfg_i64(cfg, "batch_size", &c->batch_size, who) ||
+      agpy_cfg_i64(cfg, "buffer_size", &c->buffer_size, who) ||
+      agpy_cfg_i64(cfg, "learning_starts", &c->learning_starts, who) ||
+      agpy_cfg_i64(cfg, "train_freq", &c->train_freq, who) ||
+      agpy_cfg_i64(cfg, "gradient_steps", &c->gradient_steps, who) ||
+      agpy_cfg_i64(cfg, "target_update_interval", &c->target_update_interval, who) ||
+      agpy_cfg_f(cfg, "tau", &c->tau) || agpy_cfg_f(cfg, "exploration_fraction", &c->exploration_fraction) ||
+      agpy_cfg_f(cfg, "eps_start", &c->eps_start) || agpy_cfg_f(cfg, "eps_end", &c->eps_end) ||
+      agpy_cfg_f(cfg, "max_grad_norm", &c->max_grad_norm) ||
+      agpy_cfg_bool(cfg, "double_dqn", &c->double_dqn) || agpy_cfg_bool(cfg, "huber", &c->huber) ||
+      agpy_cfg_bool(cfg, "fused", &c->fused) || agpy_cfg_bool(cfg, "per", &c->per) ||
+      agpy_cfg_f(cfg, "per_alpha", &c->per_alpha) || agpy_cfg_f(cfg, "per_beta", &c->per_beta) ||
+      agpy_cfg_f(cfg, "per_eps", &c->per_eps) || agpy_cfg_i64(cfg, "n_envs", &c->n_envs, who))
     return -1;
   return 0;
 }
@@ -192,20 +120,20 @@ static void dqn_dealloc(agpy_dqn *d) {
   Py_TYPE(d)->tp_free((PyObject *)d);
 }
 
-/* host observations: (n, obs_dim) or (obs_dim,) as f32 */
-static const float *obs_of(agpy_dqn *d, agpy_in *in, void **scratch, int *n, int *single, const char *what) {
+const float *agpy_obs_of(int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single,
+                         const char *what) {
   *scratch = NULL;
   if (in->on_device) {
     agpy_raisef(AG_ERR_INVALID_ARG, "%s: pass host arrays", what);
     return NULL;
   }
-  if (in->ndim == 1 && in->shape[0] == d->obs_dim)
+  if (in->ndim == 1 && in->shape[0] == obs_dim)
     *n = 1, *single = 1;
-  else if (in->ndim == 2 && in->shape[1] == d->obs_dim && in->shape[0] <= INT32_MAX)
+  else if (in->ndim == 2 && in->shape[1] == obs_dim && in->shape[0] <= INT32_MAX)
     *n = (int)in->shape[0], *single = 0;
   else {
-    agpy_raisef(AG_ERR_SHAPE, "%s: expected (n, %lld) or (%lld,) observations", what, (long long)d->obs_dim,
-                (long long)d->obs_dim);
+    agpy_raisef(AG_ERR_SHAPE, "%s: expected (n, %lld) or (%lld,) observations", what, (long long)obs_dim,
+                (long long)obs_dim);
     return NULL;
   }
   return agpy_in_as(in, AG_F32, scratch, what);
@@ -224,7 +152,7 @@ static PyObject *dqn_act(agpy_dqn *d, PyObject *args, PyObject *kw) {
   void *scratch;
   int n = 0, single = 0;
   PyObject *ret = NULL;
-  const float *o = obs_of(d, &in, &scratch, &n, &single, "DQN.act: obs");
+  const float *o = agpy_obs_of(d->obs_dim, &in, &scratch, &n, &single, "DQN.act: obs");
   if (o && n == 0) {
     agpy_raisef(AG_ERR_INVALID_ARG, "DQN.act: no observations");
   } else if (o) {
@@ -277,7 +205,7 @@ static PyObject *dqn_store(agpy_dqn *d, PyObject *args, PyObject *kw) {
     if (agpy_in_get(NULL, o[i], &in[i], what[i])) goto done;
     if (i == 0 || i == 3) {
       int ni, si;
-      if (!(p[i] = obs_of(d, &in[i], &scratch[i], &ni, &si, what[i]))) goto done;
+      if (!(p[i] = agpy_obs_of(d->obs_dim, &in[i], &scratch[i], &ni, &si, what[i]))) goto done;
       if (i == 0) n = ni, single = si;
       if (ni != n || si != single) {
         agpy_raisef(AG_ERR_SHAPE, "DQN.store: obs and next_obs have different shapes");
@@ -555,6 +483,10 @@ PyTypeObject agpy_dqn_type = {
 typedef struct agpy_env {
   PyObject_HEAD ag_env *env;
 } agpy_env;
+
+ag_env *agpy_env_of(PyObject *obj) {
+  return PyObject_TypeCheck(obj, &agpy_env_type) ? ((agpy_env *)obj)->env : NULL;
+}
 
 static int env_init(agpy_env *e, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"name", NULL};

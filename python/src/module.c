@@ -140,9 +140,7 @@ static PyObject *py_builtin_envs(PyObject *m, PyObject *a) {
 
 PyObject *agpy_config_dict(const ag_dqn_config *cp) {
   const ag_dqn_config c = *cp;
-  PyObject *hidden = PyTuple_New(c.n_hidden);
-  for (int i = 0; hidden && i < c.n_hidden; i++)
-    PyTuple_SET_ITEM(hidden, i, PyLong_FromLongLong(c.hidden[i]));
+  PyObject *hidden = agpy_hidden_tuple(c.hidden, c.n_hidden);
   return Py_BuildValue(
       "{s:N,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:O,s:O,s:K,s:O,s:O,s:d,s:d,s:d,s:i,s:L}",
       "hidden", hidden, "lr", (double)c.lr, "gamma", (double)c.gamma, "batch_size", (long long)c.batch_size,
@@ -169,6 +167,8 @@ static PyMethodDef module_methods[] = {
      "derive_seed(seed, index): the seed of item index of a sequence."},
     {"builtin_envs", py_builtin_envs, METH_NOARGS, "Short names of the built-in environments."},
     {"dqn_defaults", py_dqn_defaults, METH_NOARGS, "The DQN's default configuration as a dict."},
+    {"ac_defaults", agpy_ac_defaults, METH_O,
+     "ac_defaults(algo): the default configuration of 'sac' or 'td3' as a dict (ag_ac_defaults)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -245,7 +245,8 @@ PyMODINIT_FUNC PyInit__agrl(void) {
   }
   if (add_type(m, &agpy_ctx_type, "Context") || add_type(m, &agpy_tensor_type, "Tensor") ||
       add_type(m, &agpy_buffer_type, "Buffer") || add_type(m, &agpy_replay_type, "_Replay") ||
-      add_type(m, &agpy_dqn_type, "_DQN") || add_type(m, &agpy_env_type, "_Env"))
+      add_type(m, &agpy_dqn_type, "_DQN") || add_type(m, &agpy_ac_type, "_AC") ||
+      add_type(m, &agpy_env_type, "_Env"))
     goto fail;
   if (PyModule_AddStringConstant(m, "__version__", AGRL_VERSION) < 0) goto fail;
   return m;

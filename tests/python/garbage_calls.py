@@ -35,6 +35,8 @@ rb.add(o=np.zeros((4, 4)), a=[0, 1, 0, 1])
 per = agrl.ReplayBuffer(ctx, 8, {"o": 4}, prioritized=True)
 per.add(o=np.zeros((4, 4)))
 dqn = agrl.DQN(ctx, 4, 2, hidden=[8], batch_size=2)
+sac = agrl.SAC(ctx, 3, 1, -2, 2, hidden=[8], batch_size=2, buffer_size=16)
+td3 = agrl.TD3(ctx, 3, 2, [-1, -1], [1, 1], hidden=[8], batch_size=2, buffer_size=16)
 env = agrl.make("cartpole")
 pend = agrl.make("pendulum")
 t = buf.get_rows([0, 1])
@@ -60,6 +62,23 @@ CALLS = [
     lambda g: dqn.store(g, 0, 0.0, np.zeros(4), 0), lambda g: dqn.store(np.zeros(4), g, 0.0, np.zeros(4), 0),
     lambda g: dqn.store(np.zeros(4), 0, g, np.zeros(4), 0), lambda g: dqn.store(np.zeros(4), 0, 0.0, np.zeros(4), g),
     lambda g: dqn.act(np.zeros(4), g), lambda g: dqn.act(np.zeros(4), True, g),
+    sac.act, sac.act_random, sac.train, sac.save_policy, sac.load_policy, sac.evaluate, td3.act, td3.learn,
+    agrl._agrl.ac_defaults, lambda g: sac.act(np.zeros(3), g), lambda g: sac.train(1, g),
+    lambda g: sac.store(g, [0.0], 0.0, np.zeros(3), 0), lambda g: sac.store(np.zeros(3), g, 0.0, np.zeros(3), 0),
+    lambda g: sac.store(np.zeros(3), [0.0], g, np.zeros(3), 0), lambda g: sac.store(np.zeros(3), [0.0], 0.0, g, 0),
+    lambda g: sac.store(np.zeros(3), [0.0], 0.0, np.zeros(3), g),
+    lambda g: td3.store(np.zeros(3), [0.0, 0.0], 0.0, np.zeros(3), 0, g),
+    lambda g: sac._evaluate(pend._env, g, 0), lambda g: sac._evaluate(pend._env, 1, g), lambda g: sac._evaluate(g, 1, 0),
+    lambda g: sac.evaluate(pend, g), lambda g: sac.evaluate(pend, 1, g),
+    lambda g: agrl.SAC(ctx, g, 1, -1, 1, buffer_size=16), lambda g: agrl.SAC(ctx, 3, g, -1, 1, buffer_size=16),
+    lambda g: agrl.SAC(ctx, 3, 1, g, 1, buffer_size=16), lambda g: agrl.TD3(ctx, 3, 2, [-1, -1], g, buffer_size=16),
+    lambda g: agrl.SAC(ctx, 3, 1, -1, 1, g, buffer_size=16), lambda g: agrl.SAC(ctx, 3, 1, -1, 1, buffer_size=g),
+    lambda g: agrl.TD3(ctx, 3, 1, -1, 1, hidden=g, buffer_size=16),
+    lambda g: agrl.SAC(ctx, 3, 1, -1, 1, target_entropy=g, buffer_size=16),
+    lambda g: agrl.TD3(ctx, 3, 1, -1, 1, policy_delay=g, buffer_size=16),
+    lambda g: agrl.SAC(ctx, 3, 1, -1, 1, autotune=g, seed=g, buffer_size=16),
+    lambda g: agrl.SAC.for_env(ctx, g), lambda g: agrl._agrl._AC(ctx, g, 3, 1, [-1], [1], 10, {"hidden": [8]}),
+    lambda g: agrl._agrl._AC(ctx, "td3", 3, 1, [-1], [1], 10, g), lambda g: agrl._agrl._AC(g, "sac", 3, 1, [-1], [1]),
     lambda g: t.__dlpack__(stream=g), lambda g: t.__dlpack__(max_version=g), lambda g: t.__dlpack__(dl_device=g),
     lambda g: t.__dlpack__(copy=g), lambda g: t.__array__(g), lambda g: agrl.derive_seed(g, 0),
     lambda g: buf.read(0, g), lambda g: buf.read(0, 1, g), lambda g: buf.write(np.zeros(4), g),
@@ -74,7 +93,7 @@ for f in CALLS:
 # every method and property of every object once its context is freed
 ctx.free()
 DUNDERS = ("__len__", "__dlpack__", "__dlpack_device__", "__repr__", "__array__", "__enter__", "__exit__")
-for obj in (buf, u8, rb, per, dqn, ctx, t):
+for obj in (buf, u8, rb, per, dqn, sac, td3, ctx, t):
     for name in dir(obj):
         if name.startswith("__") and name not in DUNDERS:
             continue

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import agrl
 
@@ -36,6 +37,17 @@ def find_cli():
 def cli_version(cli):
     out = subprocess.run([cli, "version"], capture_output=True, text=True, timeout=30)
     return out.stdout.split()[1] if out.returncode == 0 and out.stdout.startswith("agrl ") else None
+
+
+def cli_or_skip():
+    """find_cli(), of the package's version; the test skips without one."""
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("the agrl command-line tool was not found: set AGRL_CLI, build it beside the package "
+                    "(BUILD/agrl for PYTHONPATH=BUILD/python) or install the wheel that puts `agrl` on PATH")
+    v = cli_version(cli)
+    assert v == agrl.__version__, f"{cli} is agrl {v}, the package {agrl.__version__}"
+    return cli
 
 
 def subprocess_env():

@@ -15,7 +15,7 @@ import pytest
 
 import agrl
 from pycartpole import PyCartPole
-from refs import cli_version, find_cli
+from refs import cli_or_skip, find_cli
 
 SMALL = dict(hidden=[32, 32], batch_size=16, buffer_size=1000, seed=5)
 
@@ -111,12 +111,7 @@ def test_free():
 
 
 def _cli_returns(tmp_path, steps, seed, flags):
-    cli = find_cli()
-    if cli is None:
-        pytest.skip("the agrl command-line tool was not found: set AGRL_CLI, build it beside the package "
-                    "(BUILD/agrl for PYTHONPATH=BUILD/python) or install the wheel that puts `agrl` on PATH")
-    v = cli_version(cli)
-    assert v == agrl.__version__, f"{cli} is agrl {v}, the package {agrl.__version__}"
+    cli = cli_or_skip()
     out = tmp_path / "run"
     cmd = [cli, "train", "--env", "cartpole", "--device", "cpu", "--steps", str(steps), "--seed", str(seed),
            "--out", str(out), "--quiet", "--stop-at", "none"] + flags
@@ -209,9 +204,7 @@ def test_learn_evaluations_match_the_cli(tmp_path):
 def test_evaluate_plays_the_episodes_of_agrl_eval(tmp_path):
     """evaluate() on agrl's own environment plays the episodes `agrl eval
     --seed` plays (ag_q_evaluate's: episode k from seed derive_seed(seed, k))."""
-    cli = find_cli()
-    if cli is None:
-        pytest.skip("the agrl command-line tool was not found (AGRL_CLI)")
+    cli = cli_or_skip()
     q = agrl.DQN("cpu", 4, 2, hidden=[16], seed=3)
     path = tmp_path / "q.agrl"
     q.save_policy(path)

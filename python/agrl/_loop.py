@@ -1,0 +1,89 @@
+"""What the training loops of agrl.DQN, agrl.SAC and agrl.TD3 share: a step
+of a Gymnasium-style environment as the C loops take it, the bookkeeping of
+episodes, and evaluation episodes."""
+
+from collections import deque
+
+import numpy as np
+
+from . import _agrl
+from .envs import evaluation_start
+
+WINDOW = 20  # the mean_return of the events: over the last 20 episodes
+
+
+def env_step(env, action):
+    """env.step(action) as agrl's C loops see it: (next_obs as float32, the
+    reward rounded to float32, terminated, truncated)."""
+    next_obs, reward, terminated, truncated, _ = env.step(action)
+    return np.asarray(next_obs, dtype=np.float32), float(np.float32(reward)), bool(terminated), bool(truncated)
+
+
+def env_reset(env, **kw):
+    obs, _ = env.reset(**kw)
+    return np.asarray(obs, dtype=np.float32)
+
+
+class Episodes:
+    """The episode in progress (its return and length), the count of ended
+    episodes, the last WINDOW returns, and the returns and lengths of the
+    episodes that ended in this call."""
+
+    def __init__(self, episodes=0, ret=0.0, length=0, recent=()):
+        self.episodes, self.ret, self.length = episodes, ret, length
+        self.recent = deque(recent, maxlen=WINDOW)
+        self.returns, self.lengths = [], []
+
+    def add(self, reward):
+        self.ret += reward
+        self.length += 1
+
+    def mean(self):
+        return sum(self.recent) / len(self.recent) if self.recent else 0.0
+
+    def end(self, step, updates, truncated, **extra):
+        """Ends the episode in progress; its event dict for the callback."""
+        self.episodes += 1
+        self.recent.append(self.ret)
+        self.returns.append(self.ret)
+        self.lengths.append(self.length)
+        ev = {"kind": "episode", "step": step, "episodes": self.episodes, "updates": updates, "return": self.ret,
+              "length": self.length, "truncated": bool(truncated), "mean_return": self.mean(), **extra}
+        self.ret, self.length = 0.0, 0
+        return ev
+
+
+def learn_args(agent, total_steps, eval_every, eval_env):
+    """learn()'s total_steps (None: the agent's) and eval_every, checked."""
+    total = agent.total_steps if total_steps is None else int(total_steps)
+    if total < 1:
+        raise _agrl.InvalidArgError(f"learn: total_steps = {total} must be at least 1")
+    eval_every = int(eval_every)
+    if eval_every < 0 or (eval_every and eval_env is None):
+        raise _agrl.InvalidArgError("learn: eval_every must be >= 0, and needs eval_env")
+    return total, eval_every
+
+
+def evaluate_during(agent, eval_env, episodes, seed, step, evals, callback):
+    """An evaluation in a training loop: agent.evaluate(), kept in evals and
+    reported to the callback; whether the callback stops the run."""
+    mean, rets = agent.evaluate(eval_env, episodes, seed)
+    evals.append((step, mean))
+    return callback is not None and bool(callback({"kind": "eval", "step": step, "mean": mean, "returns": rets}))
+
+
+def play(env, policy, episodes, seed):
+    """Returns (mean, [returns]) of `episodes` episodes of policy(obs) ->
+    action on env, episode k started by evaluation_start(env, seed, k)."""
+    if int(episodes) < 1:
+        raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
+    returns = []
+    for k in range(int(episodes)):
+        obs = evaluation_start(env, seed, k)
+        ret, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated = env_step(env, policy(np.asarray(obs, np.float32)))
+            ret += reward
+            done = terminated or truncated
+        returns.append(ret)
+    return sum(returns) / len(returns), returns

@@ -1,0 +1,220 @@
+"""agrl.SAC and agrl.TD3: actor-critic agents for continuous actions, with
+the replay table on the device and every update one recorded step, and a
+training loop for any Gymnasium-style environment with a Box action space."""
+
+import numpy as np
+
+from . import _agrl
+from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, play
+from .envs import Env
+
+# ag_ac_learn reports a training phase (its losses read back) at the first
+# phase after every REPORT_EVERY more environment steps
+REPORT_EVERY = 1000
+
+
+def _bounds(b, act_dim):
+    """A scalar bound repeated for each action; anything else as given."""
+    if isinstance(b, (int, float, np.number)) and isinstance(act_dim, int) and 1 <= act_dim <= 64:
+        return [float(b)] * act_dim
+    return b
+
+
+class _ActorCritic(_agrl._AC):
+    _ALGO = None  # "sac" or "td3"
+
+    def __init__(self, ctx, obs_dim, act_dim, low, high, total_steps=100000, **config):
+        if not isinstance(ctx, _agrl.Context):
+            ctx = _agrl.Context(ctx)
+        name = type(self).__name__
+        defaults = _agrl.ac_defaults(self._ALGO)
+        for k in config:
+            if k not in defaults:
+                raise _agrl.InvalidArgError(f"{name}: unknown option {k!r} (options: {', '.join(sorted(defaults))})")
+        self.ctx = ctx
+        self.total_steps = total_steps
+        super().__init__(ctx, self._ALGO, obs_dim, act_dim, _bounds(low, act_dim), _bounds(high, act_dim),
+                         total_steps, dict(config))
+        self.config = self._config()  # as the C library holds it (float32 values, hidden a tuple)
+
+    @classmethod
+    def for_env(cls, ctx, env, total_steps=100000, **config):
+        """An agent for `env`'s observations and Box action space (its bounds)."""
+        space = env.action_space
+        if not (hasattr(space, "low") and hasattr(space, "high") and len(getattr(space, "shape", ())) == 1):
+            raise _agrl.InvalidArgError(f"{cls.__name__}.for_env: the action space {space!r} is not a 1-D Box")
+        obs_shape = env.observation_space.shape
+        if len(obs_shape) != 1:
+            raise _agrl.ShapeError(f"{cls.__name__}.for_env: observations of shape {obs_shape}, not (obs_dim,)")
+        return cls(ctx, int(obs_shape[0]), int(space.shape[0]), np.asarray(space.low, np.float32),
+                   np.asarray(space.high, np.float32), total_steps, **config)
+
+    @classmethod
+    def defaults(cls):
+        """The default configuration (the C library's ag_ac_defaults)."""
+        return _agrl.ac_defaults(cls._ALGO)
+
+    def evaluate(self, env, episodes=10, seed=12345):
+        """Mean return of `episodes` episodes of the deterministic policy (the
+        squashed mean) on `env` (Gymnasium's API). On agrl's own environments
+        it is ag_ac_evaluate: episode k starts from the seed
+        derive_seed(seed, k), the episodes of `agrl eval --seed SEED` of the
+        saved policy; another environment's episode k is reset with
+        seed=derive_seed(seed, k). Returns (mean, [returns])."""
+        if int(episodes) < 1:
+            raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
+        self._check_env(env, "evaluate", bounds=False)
+        if isinstance(env, Env):
+            return self._evaluate(env._env, int(episodes), seed)
+        return play(env, lambda obs: self.act(obs, False), episodes, seed)
+
+    def _check_env(self, env, what, bounds=True):
+        """A Box action space of the agent's size (and bounds)."""
+        space = getattr(env, "action_space", None)
+        low, high = getattr(space, "low", None), getattr(space, "high", None)
+        if low is None or high is None or np.shape(low) != (self.act_dim,):
+            raise _agrl.ShapeError(f"{what}: the action space {space!r} is not the agent's Box of "
+                                   f"({self.act_dim},) actions")
+        if bounds and not (np.array_equal(np.asarray(low, np.float32), self.low)
+                and np.array_equal(np.asarray(high, np.float32), self.high)):
+            raise _agrl.InvalidArgError(f"{what}: the action bounds [{low}, {high}] are not the agent's "
+                                        f"[{self.low}, {self.high}]")
+
+    def learn(self, env, total_steps=None, callback=None, *, eval_env=None, eval_every=0, eval_episodes=10):
+        """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
+        step(a) -> (obs, reward, terminated, truncated, info), a Box action
+        space with the agent's bounds) for total_steps environment steps, in
+        the order of the C library's ag_ac_learn on one copy: uniform random
+        actions (act_random) for the first learning_starts steps, then
+        act(explore=True); step; store (with the true last observation of an
+        episode that ended); then, every train_freq steps once more than
+        learning_starts steps have been taken and batch_size transitions are
+        stored, a training phase of gradient_steps updates. The first reset is
+        seeded with derive_seed(config seed, 0), so that agrl's own
+        environments replay the episodes of `agrl train --algo sac|td3 --seed
+        S` and the run is the same, step for step.
+
+        callback(event) receives a dict for every ended episode ("episode":
+        return, length, truncated, mean of the last 20 returns) and, as
+        ag_ac_learn reports them, for the first training phase after every
+        1000 more steps ("phase": the critics' loss, the actor's loss, SAC's
+        alpha; the losses.csv rows of agrl train); a true return stops the
+        run after the step in progress.
+
+        eval_env, eval_every and eval_episodes evaluate as DQN.learn's do, at
+        the steps and on the episodes of agrl train --eval-every (its
+        eval.csv), with deterministic actions.
+
+        Returns a dict with the steps taken and the episode returns and
+        lengths (and evaluations) of this call."""
+        cfg = self.config
+        total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
+        if cfg["n_step"] > 1 and cfg["n_envs"] != 1:
+            raise _agrl.InvalidArgError(f"learn: n-step returns walk every n_envs-th transition; learn plays one "
+                                        f"copy, the agent has n_envs = {cfg['n_envs']}")
+        self._check_env(env, "learn")
+        if eval_every:
+            self._check_env(eval_env, "learn: eval_env")
+        eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
+        obs = env_reset(env, seed=_agrl.derive_seed(cfg["seed"], 0))
+        if obs.shape != (self.obs_dim,):
+            raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the agent's "
+                                   f"({self.obs_dim},)")
+        step = since_train = last_eval = 0
+        last_report = -REPORT_EVERY
+        eps, evals = Episodes(), []
+        starts, freq, grad, batch = cfg["learning_starts"], cfg["train_freq"], cfg["gradient_steps"], cfg["batch_size"]
+        stop = False
+        while not stop and step < total:
+            action = self.act_random() if step < starts else self.act(obs, True)
+            next_obs, reward, terminated, truncated = env_step(env, action)
+            self.store(obs, action, reward, next_obs, int(terminated), int(truncated))
+            eps.add(reward)
+            step += 1
+            since_train += 1
+            if terminated or truncated:
+                ev = eps.end(step, self.updates, truncated and not terminated)
+                if callback is not None:
+                    stop = bool(callback(ev))
+                obs = env_reset(env)
+            else:
+                obs = next_obs
+            if since_train >= freq:
+                since_train = 0
+                if step > starts and self.stored >= batch and grad > 0:
+                    report = step - last_report >= REPORT_EVERY
+                    losses = self.train(grad, report)
+                    if report:
+                        last_report = step
+                        if callback is not None:
+                            ev = {"kind": "phase", "step": step, "episodes": eps.episodes, "updates": self.updates,
+                                  "loss": losses[0], "actor_loss": losses[1], "alpha": self.alpha(),
+                                  "mean_return": eps.mean()}
+                            stop = bool(callback(ev)) or stop
+            if eval_every and step - last_eval >= eval_every:
+                last_eval = step
+                stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
+        return {"steps": step, "episodes": eps.episodes, "returns": eps.returns, "lengths": eps.lengths,
+                "evals": evals}
+
+    def __repr__(self):
+        name = type(self).__name__
+        try:
+            return f"<agrl.{name} {self.obs_dim} -> {self.act_dim}, {self.updates} updates on {self.ctx.device}>"
+        except _agrl.Error:
+            return f"<agrl.{name} (freed)>"
+
+
+_COMMON_DOC = """
+    ``config`` takes every field of the C library's ``ag_ac_config`` by name
+    (``hidden``, ``actor_lr``, ``critic_lr``, ``gamma``, ``tau``,
+    ``batch_size``, ``buffer_size``, ``learning_starts``, ``train_freq``,
+    ``gradient_steps``, ``policy_delay``, SAC's ``alpha``, ``autotune`` and
+    ``target_entropy`` (None: -act_dim), TD3's ``expl_noise``,
+    ``target_noise`` and ``noise_clip`` (fractions of the actions' half
+    range), n-step returns' ``n_step`` and ``n_envs``, and ``seed``); the
+    defaults are ``{name}.defaults()``. ``low`` and ``high`` are the action
+    bounds (act_dim values, or one for all): the networks work in [-1, 1]
+    and the agent maps to and from the bounds. ``{name}.for_env(ctx, env,
+    ...)`` takes the sizes and bounds from a Gymnasium environment.
+
+    - ``act(obs, explore=True)``: float32 actions inside the bounds,
+      (act_dim,) for one observation, (n, act_dim) for (n, obs_dim);
+      ``explore=False`` gives the deterministic action.
+    - ``act_random(n=None)``: uniform actions from the agent's own stream
+      (what ``learn`` takes for the first learning_starts steps).
+    - ``store(obs, action, reward, next_obs, terminated, truncated=None)``:
+      one transition or a batch, actions in the bounds; next_obs is the true
+      last observation of an episode that ended (the target bootstraps on a
+      truncation, not on a termination).
+    - ``train(gradient_steps, losses=True)``: runs the recorded updates and
+      returns (critics' loss, actor's loss) of the last ones (the actor's is
+      NaN before its first update); ``alpha()``; ``updates``; ``stored``.
+    - ``save_policy(path)`` / ``load_policy(path)``: the actor alone in
+      agrl's model format (what ``agrl eval --model`` reads); load_policy
+      sets the actor that acts and is evaluated (TD3's target actor keeps
+      its own parameters).
+    - ``learn(env, total_steps, callback=None, eval_env=None, eval_every=0,
+      eval_episodes=10)`` and ``evaluate(env, episodes, seed)``.
+"""
+
+
+class SAC(_ActorCritic):
+    __doc__ = """SAC(ctx, obs_dim, act_dim, low, high, total_steps=100000, **config)
+
+    Soft actor-critic (Haarnoja et al. 2018): twin Q-networks, a
+    tanh-squashed Gaussian policy and an entropy temperature tuned towards
+    target_entropy (autotune).
+""" + _COMMON_DOC.format(name="SAC")
+    _ALGO = "sac"
+
+
+class TD3(_ActorCritic):
+    __doc__ = """TD3(ctx, obs_dim, act_dim, low, high, total_steps=100000, **config)
+
+    Twin delayed DDPG (Fujimoto et al. 2018): twin Q-networks, a
+    deterministic tanh policy explored with Gaussian noise, target policy
+    smoothing, and the actor and targets updated every policy_delay-th
+    critic update.
+""" + _COMMON_DOC.format(name="TD3")
+    _ALGO = "td3"
