@@ -314,7 +314,7 @@ static void map2s_are_the_references_bits(void **state) {
             out[p].p = xmalloc((size_t)(out0.m.ld * cols) * sizeof(float));
             memcpy(out[p].p, out0.p, (size_t)(out0.m.ld * cols) * sizeof(float));
             out[p].m.p = out[p].p;
-            ag__map2_args a = {(ag__map2_op)op, acc ? 0.75f : 1.0f, 1.0f, x.m, y.m, out[p].m, acc};
+            ag__map2_args a = {(ag__map2_op)op, acc ? 0.75f : 1.0f, 1.0f, x.m, y.m, out[p].m, acc, 2.5f};
             run_path(&paths[p], AG__K_MAP2, &a, sizeof a);
           }
           char what[160];

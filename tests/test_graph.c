@@ -86,6 +86,8 @@ BINARY(add, a + b)
 BINARY(sub, a - b)
 BINARY(mul, a *b)
 BINARY(div, a / b)
+BINARY(minimum, a <= b ? a : b)
+BINARY(maximum, a >= b ? a : b)
 
 /* unary ops */
 #define UNARY(NAME, CALL, EXPR)                                                 \
@@ -106,6 +108,7 @@ UNARY(log, ag_log(in[0], out), log(x))
 UNARY(square, ag_square(in[0], out), x *x)
 UNARY(abs, ag_abs(in[0], out), fabs(x))
 UNARY(huber_map, ag_huber(in[0], 0.7f, out), fabs(x) <= 0.7 ? 0.5 * x * x : 0.7 * (fabs(x) - 0.35))
+UNARY(clamp, ag_clamp(in[0], -0.5f, 0.75f, out), x < -0.5 ? -0.5 : (x > 0.75 ? 0.75 : x))
 
 /* reductions */
 #define REDUCE(NAME, CALL, AXIS, MEAN)                                          \
@@ -303,6 +306,12 @@ static const op_case cases[] = {
     {"bias + tanh", 2, {{4, 6}, {4, 1}}, -1, 1, 0, 4, 6, run_bias_tanh, ref_bias_tanh},
     {"bias + sigmoid", 2, {{4, 6}, {1, 6}}, -2, 2, 0, 4, 6, run_bias_sigmoid, ref_bias_sigmoid},
     {"mlp from ops", 3, {{3, 5}, {4, 3}, {4, 1}}, -1, 1, 0.02f, 1, 5, run_mlp, ref_mlp},
+    /* cases added later go last: the inputs are drawn in the table's order */
+    {"clamp", 1, {{5, 6}}, -1.5f, 1.5f, 0, 5, 6, run_clamp, ref_clamp},
+    {"minimum", 2, {{3, 4}, {3, 4}}, -1, 1, 0, 3, 4, run_minimum, ref_minimum},
+    {"minimum column", 2, {{3, 4}, {3, 1}}, -1, 1, 0, 3, 4, run_minimum, ref_minimum},
+    {"maximum row", 2, {{1, 4}, {3, 4}}, -1, 1, 0, 3, 4, run_maximum, ref_maximum},
+    {"maximum scalar", 2, {{3, 4}, {1, 1}}, -1, 1, 0, 3, 4, run_maximum, ref_maximum},
 };
 
 static double draw(agt_rng *g, const op_case *c) {
@@ -824,6 +833,150 @@ static void mlp_init_target_updates_and_files(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* Reads t into a new array and checks it against want (NaN for NaN). */
+static void expect_exact(const char *what, ag_tensor *t, const float *want, int64_t n) {
+  float *got = agt_read_f32(t);
+  for (int64_t i = 0; i < n; i++)
+    if (!(got[i] == want[i] || (isnan(got[i]) && isnan(want[i]))))
+      fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, (double)got[i],
+               (double)want[i]);
+  free(got);
+}
+
+/* loss = sum(y .* w) for w = 1, 2, 3, ... (every gradient an exact sum). */
+static void backward_weighted(ag_ctx *ctx, ag_tensor *y) {
+  const int64_t n = ag_tensor_numel(y);
+  float *w = malloc((size_t)n * sizeof *w);
+  for (int64_t i = 0; i < n; i++) w[i] = (float)(i + 1);
+  ag_tensor *wt, *prod, *loss;
+  agt_ok(ag_tensor_create(ctx, ag_tensor_rows(y), ag_tensor_cols(y), AG_F32, w, &wt));
+  agt_ok(ag_mul(y, wt, &prod));
+  agt_ok(ag_sum(prod, AG_AXIS_ALL, &loss));
+  agt_ok(ag_backward(loss));
+  ag_tensor_free(wt);
+  free(w);
+}
+
+/* clamp at and around its ends: the value min(max(x, lo), hi), NaN kept;
+ * the gradient 1 on [lo, hi], the ends included, 0 outside and at a NaN;
+ * lo = hi passes the gradient where x equals it. */
+static void clamp_passes_the_gradient_on_the_closed_range(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const float xv[9] = {-2.0f, -0.5f, -0.25f, 0.0f, 0.75f, 0.8f, NAN, 3.0f, -0.5000001f};
+  const float yv[9] = {-0.5f, -0.5f, -0.25f, 0.0f, 0.75f, 0.75f, NAN, 0.75f, -0.5f};
+  const float pass[9] = {0, 1, 1, 1, 1, 0, 0, 0, 0};
+  ag_tensor *x, *y;
+  agt_ok(ag_tensor_create(ctx, 3, 3, AG_F32, xv, &x));
+  agt_ok(ag_tensor_set_requires_grad(x, 1));
+  agt_ok(ag_clamp(x, -0.5f, 0.75f, &y));
+  assert_true(ag_tensor_requires_grad(y));
+  expect_exact("clamp", y, yv, 9);
+  backward_weighted(ctx, y);
+  float gv[9];
+  for (int i = 0; i < 9; i++) gv[i] = pass[i] * (float)(i + 1);
+  expect_exact("clamp's gradient", ag_tensor_grad(x), gv, 9);
+  ag_ctx_reset(ctx);
+  agt_ok(ag_zero_grad(&x, 1));
+  agt_ok(ag_clamp(x, 0.0f, 0.0f, &y)); /* lo = hi: a constant */
+  const float zv[9] = {0, 0, 0, 0, 0, 0, NAN, 0, 0};
+  expect_exact("clamp to a point", y, zv, 9);
+  backward_weighted(ctx, y);
+  const float gz[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+  expect_exact("clamp to a point, gradient", ag_tensor_grad(x), gz, 9);
+  ag_tensor_free(x);
+  ag_ctx_free(ctx);
+}
+
+/* minimum and maximum with a column broadcast against a matrix, ties and a
+ * NaN in each operand: the value and the gradient from a where a <= b (min)
+ * or a >= b (max) or a is NaN, else from b; b's gradient summed along the
+ * row it was broadcast over. Closed forms, exact. */
+static void minimum_maximum_send_ties_to_a_and_sum_broadcasts(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  /* a [3, 4] column by column, b [3, 1] (its last row NaN in the second round) */
+  const float av[12] = {1, 0, -1, 2, -1, 0, 0, 0, -2, NAN, 5, -1};
+  for (int round = 0; round < 2; round++) {
+    const float bv[3] = {1, 0, round ? NAN : -1.0f};
+    for (int is_max = 0; is_max < 2; is_max++) {
+      ag_tensor *a, *b, *y;
+      agt_ok(ag_tensor_create(ctx, 3, 4, AG_F32, av, &a));
+      agt_ok(ag_tensor_create(ctx, 3, 1, AG_F32, bv, &b));
+      agt_ok(ag_tensor_set_requires_grad(a, 1));
+      agt_ok(ag_tensor_set_requires_grad(b, 1));
+      agt_ok(is_max ? ag_maximum(a, b, &y) : ag_minimum(a, b, &y));
+      float yv[12], ga[12], gb[3] = {0, 0, 0};
+      for (int i = 0; i < 12; i++) {
+        const float x = av[i], o = bv[i % 3];
+        const int take_a = (is_max ? x >= o : x <= o) || isnan(x);
+        yv[i] = take_a ? x : o;
+        ga[i] = take_a ? (float)(i + 1) : 0.0f;
+        if (!take_a) gb[i % 3] += (float)(i + 1);
+      }
+      const char *what = is_max ? "maximum" : "minimum";
+      expect_exact(what, y, yv, 12);
+      backward_weighted(ctx, y);
+      expect_exact(is_max ? "maximum's gradient of a" : "minimum's gradient of a", ag_tensor_grad(a), ga, 12);
+      expect_exact(is_max ? "maximum's gradient of b" : "minimum's gradient of b", ag_tensor_grad(b), gb, 3);
+      ag_tensor_free(a);
+      ag_tensor_free(b);
+      ag_ctx_reset(ctx);
+    }
+  }
+  /* an operand with itself: every tie, the whole gradient to it once */
+  ag_tensor *x, *y;
+  const float xv[4] = {3, -1, 0, 2};
+  agt_ok(ag_tensor_create(ctx, 1, 4, AG_F32, xv, &x));
+  agt_ok(ag_tensor_set_requires_grad(x, 1));
+  agt_ok(ag_maximum(x, x, &y));
+  backward_weighted(ctx, y);
+  const float g1[4] = {1, 2, 3, 4};
+  expect_exact("maximum(x, x)'s gradient", ag_tensor_grad(x), g1, 4);
+  ag_tensor_free(x);
+  ag_ctx_free(ctx);
+}
+
+/* Bad arguments of clamp, minimum and maximum: the status and message,
+ * *out untouched, no kernel queued, no workspace taken. */
+static void clamp_min_max_bad_inputs_change_nothing(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx(), *other;
+  agt_ok(ag_ctx_create(&other, AG_DEVICE_CPU, 0));
+  ag_tensor *a, *b, *i32, *foreign, *o, *sentinel = (ag_tensor *)(uintptr_t)0x1234;
+  agt_ok(ag_tensor_create(ctx, 3, 4, AG_F32, NULL, &a));
+  agt_ok(ag_tensor_create(ctx, 2, 4, AG_F32, NULL, &b));
+  agt_ok(ag_tensor_create(ctx, 3, 4, AG_I32, NULL, &i32));
+  agt_ok(ag_tensor_create(other, 3, 4, AG_F32, NULL, &foreign));
+  agt_ok(ag_tensor_set_requires_grad(a, 1));
+  ag_ctx_stats before, after;
+  ag_ctx_get_stats(ctx, &before);
+  o = sentinel;
+  agt_err(ag_clamp(a, 1.0f, -1.0f, &o), AG_ERR_INVALID_ARG, "lo = 1 is above hi = -1");
+  agt_err(ag_clamp(a, NAN, 1.0f, &o), AG_ERR_INVALID_ARG, "lo = nan is not finite");
+  agt_err(ag_clamp(a, -1.0f, INFINITY, &o), AG_ERR_INVALID_ARG, "hi = inf is not finite");
+  agt_err(ag_clamp(a, -INFINITY, 0.0f, &o), AG_ERR_INVALID_ARG, "lo = -inf is not finite");
+  agt_err(ag_clamp(NULL, -1.0f, 1.0f, &o), AG_ERR_INVALID_ARG, "x is NULL");
+  agt_err(ag_clamp(a, -1.0f, 1.0f, NULL), AG_ERR_INVALID_ARG, "out is NULL");
+  agt_err(ag_clamp(i32, -1.0f, 1.0f, &o), AG_ERR_SHAPE, "dtype i32; this op takes f32");
+  agt_err(ag_minimum(a, b, &o), AG_ERR_SHAPE, "ag_minimum: shapes [3, 4] and [2, 4] do not broadcast");
+  agt_err(ag_maximum(b, a, &o), AG_ERR_SHAPE, "ag_maximum: shapes [2, 4] and [3, 4] do not broadcast");
+  agt_err(ag_minimum(NULL, a, &o), AG_ERR_INVALID_ARG, "a is NULL");
+  agt_err(ag_maximum(a, NULL, &o), AG_ERR_INVALID_ARG, "b is NULL");
+  agt_err(ag_maximum(a, a, NULL), AG_ERR_INVALID_ARG, "out is NULL");
+  agt_err(ag_minimum(a, i32, &o), AG_ERR_SHAPE, "dtype i32");
+  agt_err(ag_maximum(a, foreign, &o), AG_ERR_INVALID_ARG, "different contexts");
+  ag_ctx_get_stats(ctx, &after);
+  assert_ptr_equal(o, sentinel);
+  assert_true(after.kernels == before.kernels);
+  assert_true(after.workspace_bytes == before.workspace_bytes);
+  assert_true(after.allocs == before.allocs);
+  ag_tensor *ok;
+  agt_ok(ag_clamp(a, -1.0f, 1.0f, &ok)); /* and the context still works */
+  ag_ctx_free(other);
+  ag_ctx_free(ctx);
+}
+
 /* Bad arguments of ops: a status, a message, nothing written. */
 static void op_bad_inputs_are_errors(void **state) {
   (void)state;
@@ -876,6 +1029,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(regression_converges_to_the_true_parameters),
       cmocka_unit_test(mlp_init_target_updates_and_files),
       cmocka_unit_test(op_bad_inputs_are_errors),
+      cmocka_unit_test(clamp_passes_the_gradient_on_the_closed_range),
+      cmocka_unit_test(minimum_maximum_send_ties_to_a_and_sum_broadcasts),
+      cmocka_unit_test(clamp_min_max_bad_inputs_change_nothing),
   };
   return agt_run(argc, argv, "graph", tests, sizeof tests / sizeof tests[0]);
 }

@@ -100,6 +100,7 @@ static size_t b_map(const kcase *c, layout *L, void *out) {
   ag__map_args *a = out;
   a->op = (ag__map_op)c->p[0];
   a->p0 = 0.7f, a->p1 = -0.3f;
+  if (a->op == AG__MAP_CLAMP) a->p0 = -0.3f, a->p1 = 0.7f; /* lo, hi */
   const int pos = a->op == AG__MAP_LOG;
   a->x = mat(L, c->p[3], c->p[4], c->p[3] + c->p[5], pos ? INIT_POSITIVE : INIT_UNIFORM, 0, 0);
   a->out = mat(L, c->p[1], c->p[2], c->p[1] + c->p[5], INIT_UNIFORM, 1, 2e-6);
@@ -111,7 +112,7 @@ static size_t b_map(const kcase *c, layout *L, void *out) {
 static size_t b_map2(const kcase *c, layout *L, void *out) {
   ag__map2_args *a = out;
   a->op = (ag__map2_op)c->p[0];
-  a->alpha = 1.25f, a->p0 = 0.8f;
+  a->alpha = 1.25f, a->p0 = 0.8f, a->p1 = 1.3f;
   a->a = mat(L, c->p[3], c->p[4], c->p[3], INIT_UNIFORM, 0, 0);
   a->b = mat(L, c->p[5], c->p[6], c->p[5], a->op == AG__MAP2_DIV ? INIT_POSITIVE : INIT_UNIFORM, 0, 0);
   a->out = mat(L, c->p[1], c->p[2], c->p[1], INIT_UNIFORM, 1, 2e-6);
@@ -422,6 +423,15 @@ static size_t b_nstep(const kcase *c, layout *L, void *out) {
   return sizeof *a;
 }
 
+/* p: n; the values and the counter compared bit for bit */
+static size_t b_randn(const kcase *c, layout *L, void *out) {
+  ag__randn_args *a = out;
+  a->seed = 0x9e3779b97f4a7c15ull, a->n = c->p[0];
+  a->counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 1000, 1, 0);
+  a->out = reg(L, (size_t)a->n, AG_F32, INIT_ZERO, 0, 0, 1, 0);
+  return sizeof *a;
+}
+
 /* sparse flags (0 / 1), the ring's size and position */
 static void prep_nstep(const kcase *c, layout *L, void *args) {
   ag__nstep_args *a = args;
@@ -543,6 +553,17 @@ static const kcase cases[] = {
        5, 3),
     KP("nstep i32 filling n 64", AG__K_NSTEP, b_nstep, prep_nstep, 40, AG_I32, 23, 23, 50, AG_I64, 64, 1),
     KP("nstep f16 one column", AG__K_NSTEP, b_nstep, prep_nstep, 1, AG_F16, 1, 0, 3, AG_I32, 3, 1),
+    K("map clamp 33x9 ld", AG__K_MAP, b_map, AG__MAP_CLAMP, 33, 9, 33, 9, 2, 0),
+    K("map clamp row bcast acc", AG__K_MAP, b_map, AG__MAP_CLAMP, 5, 130, 1, 130, 0, 1),
+    K("map2 min col bcast", AG__K_MAP2, b_map2, AG__MAP2_MIN, 40, 3, 40, 3, 40, 1, 0),
+    K("map2 max_mask", AG__K_MAP2, b_map2, AG__MAP2_MAX_MASK, 17, 5, 17, 5, 1, 5, 0),
+    K("map2 min_mask acc", AG__K_MAP2, b_map2, AG__MAP2_MIN_MASK, 17, 5, 17, 5, 17, 5, 1),
+    K("map2 mask_bwd", AG__K_MAP2, b_map2, AG__MAP2_MASK_BWD, 9, 9, 9, 9, 9, 9, 0),
+    K("map2 unmask_bwd acc", AG__K_MAP2, b_map2, AG__MAP2_UNMASK_BWD, 9, 9, 9, 9, 9, 9, 1),
+    K("map2 clamp_bwd", AG__K_MAP2, b_map2, AG__MAP2_CLAMP_BWD, 64, 5, 64, 5, 64, 5, 0),
+    K("randn 1", AG__K_RANDN, b_randn, 1),
+    K("randn 1000 bits", AG__K_RANDN, b_randn, 1000),
+    K("randn past a block 4099", AG__K_RANDN, b_randn, 4099),
 };
 
 /* ---- running a case ---- */

@@ -118,6 +118,20 @@ AG_API ag_status ag_randint(ag_rng *rng, int64_t bound, int64_t n, ag_dtype dtyp
  * (the values wrap). Errors: as ag_randint; AG_ERR_INVALID_ARG: bound NULL
  * or of another context; AG_ERR_FREED; AG_ERR_SHAPE: bound not 1 x 1 i64. */
 AG_API ag_status ag_randint_dev(ag_rng *rng, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out);
+/* rows x cols standard normal f32 values as a temporary (recordable: each
+ * replay draws the next ones), from the Philox stream: the same numbers bit
+ * for bit on the CPU and on CUDA. Value i (element (r, c) is value
+ * c * rows + r) is made by Box-Muller from counter value counter + i
+ * alone: its 64 bits are two uniforms in (0, 1), the low 32 for the radius
+ * and the high 32 for the angle (the pair's second value is not used). So
+ * a call takes the next rows * cols counter values, as ag_randint takes n:
+ * the counter moves on by rows * cols on the device, the draws of one
+ * stream never overlap, and two calls give the values of one call of both
+ * sizes, the first call's first. Each value is within 1 ulp of float of
+ * the exact Box-Muller value of its uniforms, and |value| <= 6.77 (the
+ * smallest uniform is 2^-33). Errors: AG_ERR_INVALID_ARG: rng or out
+ * NULL, rows or cols < 1; AG_ERR_OUT_OF_MEMORY. */
+AG_API ag_status ag_randn(ag_rng *rng, int64_t rows, int64_t cols, ag_tensor **out);
 
 #ifdef __cplusplus
 }

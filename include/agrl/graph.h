@@ -106,6 +106,20 @@ AG_API ag_status ag_abs(ag_tensor *x, ag_tensor **out);
  * (ag_huber_loss's terms before the mean). Errors: those of the unary ops;
  * AG_ERR_INVALID_ARG: delta not positive and finite. */
 AG_API ag_status ag_huber(ag_tensor *x, float delta, ag_tensor **out);
+/* min(max(x, lo), hi) elementwise (a NaN stays NaN). The gradient is 1
+ * where lo <= x <= hi, the ends included (as PyTorch's clamp has it), and
+ * 0 elsewhere. Errors: those of the unary ops; AG_ERR_INVALID_ARG: lo or
+ * hi not finite, lo > hi (lo = hi is a constant). */
+AG_API ag_status ag_clamp(ag_tensor *x, float lo, float hi, ag_tensor **out);
+/* Elementwise min and max of a and b, broadcasting like ag_add. The value
+ * and the gradient come from a where a <= b (min) or a >= b (max), ties
+ * included, and from b elsewhere; a NaN in either operand gives NaN, with
+ * the gradient to the NaN (to a when both are). The gradient of a
+ * broadcast operand is summed over the broadcast axis, as for ag_add.
+ * Errors: those of the binary ops (AG_ERR_SHAPE: the shapes do not
+ * broadcast). */
+AG_API ag_status ag_minimum(ag_tensor *a, ag_tensor *b, ag_tensor **out);
+AG_API ag_status ag_maximum(ag_tensor *a, ag_tensor *b, ag_tensor **out);
 
 /* act(x + b) in one pass (b broadcast, typically a bias [r, 1]); act is
  * AG_BIAS_NONE, AG_BIAS_RELU, AG_BIAS_TANH or AG_BIAS_SIGMOID. Errors:

@@ -48,6 +48,7 @@ typedef enum ag__kernel_id {
   AG__K_CONVERT,
   AG__K_SET_I64,
   AG__K_NSTEP,
+  AG__K_RANDN,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -98,6 +99,7 @@ typedef enum ag__map_op {
   AG__MAP_SQUARE, /* x * x */
   AG__MAP_ABS,
   AG__MAP_HUBER, /* |x| <= p0 ? x^2 / 2 : p0 * (|x| - p0 / 2) */
+  AG__MAP_CLAMP, /* x < p0 ? p0 : (x > p1 ? p1 : x): min(max(x, p0), p1), NaN kept */
   AG__MAP_COUNT
 } ag__map_op;
 
@@ -111,13 +113,15 @@ typedef struct ag__map_args {
   int accumulate;
 } ag__map_args;
 
-/* Binary functions: y = alpha * f(a, b; p0). */
+/* Binary functions: y = alpha * f(a, b; p0, p1). min and max take a on a
+ * tie and wherever a is NaN (so a NaN in either operand gives NaN); their
+ * masks say where they took a (ag__max_takes_a, ag__min_takes_a). */
 typedef enum ag__map2_op {
   AG__MAP2_ADD = 0,     /* a + b */
   AG__MAP2_SUB,         /* a - b */
   AG__MAP2_MUL,         /* a * b */
   AG__MAP2_DIV,         /* a / b */
-  AG__MAP2_MAX,         /* max(a, b) */
+  AG__MAP2_MAX,         /* max(a, b): a >= b ? a : b */
   AG__MAP2_RELU_BWD,    /* b > 0 ? a : 0           (a: grad, b: input or output) */
   AG__MAP2_TANH_BWD,    /* a * (1 - b * b)          (b: tanh output) */
   AG__MAP2_SIGMOID_BWD, /* a * b * (1 - b)          (b: sigmoid output) */
@@ -126,6 +130,12 @@ typedef enum ag__map2_op {
   AG__MAP2_ADD_RELU,    /* relu(a + b): a bias and its activation in one pass */
   AG__MAP2_ADD_TANH,    /* tanh(a + b) */
   AG__MAP2_ADD_SIGMOID, /* sigmoid(a + b) */
+  AG__MAP2_MIN,         /* min(a, b): a <= b ? a : b */
+  AG__MAP2_MAX_MASK,    /* 1 where max(a, b) takes a, else 0 */
+  AG__MAP2_MIN_MASK,    /* 1 where min(a, b) takes a, else 0 */
+  AG__MAP2_MASK_BWD,    /* b != 0 ? a : 0           (a: grad, b: a mask) */
+  AG__MAP2_UNMASK_BWD,  /* b != 0 ? 0 : a */
+  AG__MAP2_CLAMP_BWD,   /* p0 <= b <= p1 ? a : 0    (b: clamp's input; the ends pass) */
   AG__MAP2_COUNT
 } ag__map2_op;
 
@@ -136,6 +146,7 @@ typedef struct ag__map2_args {
   ag__mat a, b;
   ag__mat out;
   int accumulate;
+  float p1; /* the second parameter (CLAMP_BWD's upper end) */
 } ag__map2_args;
 
 typedef enum ag__reduce_op { AG__RED_SUM = 0, AG__RED_MAX, AG__RED_COUNT } ag__reduce_op;
@@ -440,6 +451,17 @@ typedef struct ag__nstep_args {
   int64_t *last;
 } ag__nstep_args;
 #define AG__NSTEP_MAX 64
+
+/* AG__K_RANDN: out[i] = a standard normal value made by Box-Muller from
+ *   draw *counter + i of the Philox stream `seed` alone (64 bits: the low 32
+ *   give the radius, the high 32 the angle; base/normal.h), for i < n;
+ *   afterwards *counter += n. The same bits on every backend. out: n f32. */
+typedef struct ag__randn_args {
+  uint64_t seed;
+  uint64_t *counter;
+  int64_t n;
+  float *out;
+} ag__randn_args;
 
 #ifdef __cplusplus
 }

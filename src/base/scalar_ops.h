@@ -26,17 +26,24 @@ AG__HD float ag__map_f(ag__map_op op, float x, float p0, float p1) {
       float ax = fabsf(x);
       return ax <= p0 ? 0.5f * x * x : p0 * (ax - 0.5f * p0);
     }
+    case AG__MAP_CLAMP: return x < p0 ? p0 : (x > p1 ? p1 : x); /* NaN fails both: kept */
     default: return 0.0f;
   }
 }
 
-AG__HD float ag__map2_f(ag__map2_op op, float a, float b, float p0) {
+/* Where max(a, b) and min(a, b) take a: on a tie, and wherever a is NaN
+ * (b NaN and a not: b), so that a NaN in either operand gives NaN. The
+ * forward values and the gradients' masks both come from here. */
+AG__HD int ag__max_takes_a(float a, float b) { return a >= b || a != a; }
+AG__HD int ag__min_takes_a(float a, float b) { return a <= b || a != a; }
+
+AG__HD float ag__map2_f(ag__map2_op op, float a, float b, float p0, float p1) {
   switch (op) {
     case AG__MAP2_ADD: return a + b;
     case AG__MAP2_SUB: return a - b;
     case AG__MAP2_MUL: return a * b;
     case AG__MAP2_DIV: return a / b;
-    case AG__MAP2_MAX: return a > b ? a : b;
+    case AG__MAP2_MAX: return ag__max_takes_a(a, b) ? a : b;
     case AG__MAP2_RELU_BWD: return b > 0.0f ? a : 0.0f;
     case AG__MAP2_TANH_BWD: return a * (1.0f - b * b);
     case AG__MAP2_SIGMOID_BWD: return a * b * (1.0f - b);
@@ -45,6 +52,12 @@ AG__HD float ag__map2_f(ag__map2_op op, float a, float b, float p0) {
     case AG__MAP2_ADD_RELU: return ag__map_f(AG__MAP_RELU, a + b, 0.0f, 0.0f);
     case AG__MAP2_ADD_TANH: return ag__map_f(AG__MAP_TANH, a + b, 0.0f, 0.0f);
     case AG__MAP2_ADD_SIGMOID: return ag__map_f(AG__MAP_SIGMOID, a + b, 0.0f, 0.0f);
+    case AG__MAP2_MIN: return ag__min_takes_a(a, b) ? a : b;
+    case AG__MAP2_MAX_MASK: return ag__max_takes_a(a, b) ? 1.0f : 0.0f;
+    case AG__MAP2_MIN_MASK: return ag__min_takes_a(a, b) ? 1.0f : 0.0f;
+    case AG__MAP2_MASK_BWD: return b != 0.0f ? a : 0.0f;
+    case AG__MAP2_UNMASK_BWD: return b != 0.0f ? 0.0f : a;
+    case AG__MAP2_CLAMP_BWD: return b >= p0 && b <= p1 ? a : 0.0f;
     default: return 0.0f;
   }
 }

@@ -171,11 +171,11 @@ static inline void map_col(ag__map_op op, const float *restrict x, float *restri
 }
 
 static inline void map2_col(ag__map2_op op, const float *restrict x, const float *restrict y,
-                            float *restrict o, int64_t n, float alpha, float p0, int acc) {
+                            float *restrict o, int64_t n, float alpha, float p0, float p1, int acc) {
   if (acc)
-    for (int64_t r = 0; r < n; r++) o[r] += alpha * ag__map2_f(op, x[r], y[r], p0);
+    for (int64_t r = 0; r < n; r++) o[r] += alpha * ag__map2_f(op, x[r], y[r], p0, p1);
   else
-    for (int64_t r = 0; r < n; r++) o[r] = alpha * ag__map2_f(op, x[r], y[r], p0);
+    for (int64_t r = 0; r < n; r++) o[r] = alpha * ag__map2_f(op, x[r], y[r], p0, p1);
 }
 
 static ag_status fast_map(const void *args) {
@@ -203,6 +203,7 @@ static ag_status fast_map(const void *args) {
       CASE(AG__MAP_SQUARE)
       CASE(AG__MAP_ABS)
       CASE(AG__MAP_HUBER)
+      CASE(AG__MAP_CLAMP)
 #undef CASE
       default: return ag__fail(AG_ERR_UNSUPPORTED, "cpu: map op %d", (int)a->op);
     }
@@ -219,14 +220,14 @@ static ag_status fast_map2(const void *args) {
     float *po = a->out.p + c * a->out.ld;
     if (sx != 1 || sy != 1) { /* a broadcast row operand */
       for (int64_t r = 0; r < n; r++) {
-        float v = a->alpha * ag__map2_f(a->op, px[r * sx], py[r * sy], a->p0);
+        float v = a->alpha * ag__map2_f(a->op, px[r * sx], py[r * sy], a->p0, a->p1);
         po[r] = a->accumulate ? po[r] + v : v;
       }
       continue;
     }
     switch (a->op) {
 #define CASE(OP) \
-  case OP: map2_col(OP, px, py, po, n, a->alpha, a->p0, a->accumulate); break;
+  case OP: map2_col(OP, px, py, po, n, a->alpha, a->p0, a->p1, a->accumulate); break;
       CASE(AG__MAP2_ADD)
       CASE(AG__MAP2_SUB)
       CASE(AG__MAP2_MUL)
@@ -240,6 +241,12 @@ static ag_status fast_map2(const void *args) {
       CASE(AG__MAP2_ADD_RELU)
       CASE(AG__MAP2_ADD_TANH)
       CASE(AG__MAP2_ADD_SIGMOID)
+      CASE(AG__MAP2_MIN)
+      CASE(AG__MAP2_MAX_MASK)
+      CASE(AG__MAP2_MIN_MASK)
+      CASE(AG__MAP2_MASK_BWD)
+      CASE(AG__MAP2_UNMASK_BWD)
+      CASE(AG__MAP2_CLAMP_BWD)
 #undef CASE
       default: return ag__fail(AG_ERR_UNSUPPORTED, "cpu: map2 op %d", (int)a->op);
     }

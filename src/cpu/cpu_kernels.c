@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "base/convert.h"
 #include "base/kernels.h"
+#include "base/normal.h"
 #include "base/nstep.h"
 #include "base/per_tree.h"
 #include "base/philox.h"
@@ -77,7 +78,7 @@ static ag_status k_map2(const void *args) {
     return ag__fail(AG_ERR_UNSUPPORTED, "cpu: map2 op %d", (int)a->op);
   for (int64_t c = 0; c < a->out.cols; c++)
     for (int64_t r = 0; r < a->out.rows; r++)
-      put(&a->out, r, c, a->alpha * ag__map2_f(a->op, at(&a->a, r, c), at(&a->b, r, c), a->p0),
+      put(&a->out, r, c, a->alpha * ag__map2_f(a->op, at(&a->a, r, c), at(&a->b, r, c), a->p0, a->p1),
           a->accumulate);
   return AG_OK;
 }
@@ -221,6 +222,16 @@ static ag_status k_randint(const void *args) {
   const uint64_t base = *a->counter;
   for (int64_t i = 0; i < a->n; i++)
     ag__index_put(a->out, a->out_dtype, i, ag__philox_below(a->seed, base + (uint64_t)i, bound));
+  *a->counter = base + (uint64_t)a->n;
+  return AG_OK;
+}
+
+/* AG__K_RANDN: out[i] = the Box-Muller value of draw *counter + i
+ * (base/normal.h). */
+static ag_status k_randn(const void *args) {
+  const ag__randn_args *a = args;
+  const uint64_t base = *a->counter;
+  for (int64_t i = 0; i < a->n; i++) a->out[i] = ag__normal_of(ag__philox_u64(a->seed, base + (uint64_t)i));
   *a->counter = base + (uint64_t)a->n;
   return AG_OK;
 }
@@ -373,6 +384,7 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_CONVERT] = k_convert,
     [AG__K_SET_I64] = k_set_i64,
     [AG__K_NSTEP] = k_nstep,
+    [AG__K_RANDN] = k_randn,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -401,4 +413,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_CONVERT] = k_convert,
     [AG__K_SET_I64] = k_set_i64,
     [AG__K_NSTEP] = k_nstep,
+    [AG__K_RANDN] = k_randn,
 };

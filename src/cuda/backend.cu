@@ -557,7 +557,7 @@ static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
     ag__cuda_pick,    ag__cuda_pick_bwd, ag__cuda_fill,     ag__cuda_copy,       ag__cuda_adam_prep,
     ag__cuda_adam,    ag__cuda_sumsq,    ag__cuda_axpby,    ag__cuda_randint,    ag__cuda_td_target,
     ag__cuda_loss,    ag__cuda_per_set,  ag__cuda_per_fill, ag__cuda_per_sample, ag__cuda_qgrad,
-    ag__cuda_convert, ag__cuda_set_i64,  ag__cuda_nstep,
+    ag__cuda_convert, ag__cuda_set_i64,  ag__cuda_nstep,    ag__cuda_randn,
 };
 
 static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {

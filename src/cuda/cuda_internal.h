@@ -182,6 +182,7 @@ size_t ag__cuda_qgrad_scratch(const void *args);
 ag_status ag__cuda_sumsq(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_axpby(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_randint(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_randn(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_td_target(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_loss(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args);

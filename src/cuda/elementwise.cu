@@ -38,7 +38,7 @@ __global__ void ag__map2_kernel(ag__map2_args a) {
   AG_GRID_LOOP(e, a.out.rows * a.out.cols) {
     int64_t r, c;
     ag_rc(e, a.out.rows, &r, &c);
-    float v = a.alpha * ag__map2_f(a.op, ag__mat_at(a.a, r, c), ag__mat_at(a.b, r, c), a.p0);
+    float v = a.alpha * ag__map2_f(a.op, ag__mat_at(a.a, r, c), ag__mat_at(a.b, r, c), a.p0, a.p1);
     ag_put(a.out, r, c, v, a.accumulate);
   }
 }

@@ -159,25 +159,31 @@ static ag_status grad_map(ag_tensor *t, ag__map_op op, float p0, float p1, ag__m
   return s;
 }
 
-/* t.grad += alpha * f(a, b), computed at the shape [rows, cols] and summed
- * back when t is broadcast. */
-static ag_status grad_map2(ag_tensor *t, ag__map2_op op, float alpha, float p0, ag__mat a, ag__mat b,
-                           int64_t rows, int64_t cols) {
+/* t.grad += alpha * f(a, b; p0, p1), computed at the shape [rows, cols]
+ * and summed back when t is broadcast. */
+static ag_status grad_map2_p(ag_tensor *t, ag__map2_op op, float alpha, float p0, float p1, ag__mat a,
+                             ag__mat b, int64_t rows, int64_t cols) {
   gdst d;
   ag_status s = grad_dst(t, &d);
   if (s) return s;
   if (t->rows == rows && t->cols == cols) {
-    ag__map2_args m = {op, alpha, p0, a, b, d.m, d.acc};
+    ag__map2_args m = {op, alpha, p0, a, b, d.m, d.acc, p1};
     s = ag__run(t->ctx, AG__K_MAP2, &m, sizeof m);
   } else {
     ag_tensor *tmp;
     if ((s = ag__tensor_temp(t->ctx, rows, cols, AG_F32, &tmp))) return s;
-    ag__map2_args m = {op, alpha, p0, a, b, ag__mat_of_temp(tmp), 0};
+    ag__map2_args m = {op, alpha, p0, a, b, ag__mat_of_temp(tmp), 0, p1};
     if (!(s = ag__run(t->ctx, AG__K_MAP2, &m, sizeof m)))
       s = reduce_into(t->ctx, ag__mat_of_temp(tmp), d, 1.0f);
   }
   if (!s) grad_written(t);
   return s;
+}
+
+/* The same for the functions of one parameter. */
+static ag_status grad_map2(ag_tensor *t, ag__map2_op op, float alpha, float p0, ag__mat a, ag__mat b,
+                           int64_t rows, int64_t cols) {
+  return grad_map2_p(t, op, alpha, p0, 0.0f, a, b, rows, cols);
 }
 
 /* ---- backward of each op ---- */
@@ -234,6 +240,7 @@ static ag_status map_backward(ag__node *n, ag__mat g) {
     case AG__MAP_SQUARE: return grad_map2(x, AG__MAP2_MUL, 2.0f, 0.0f, g, mx, R, C);
     case AG__MAP_ABS: return grad_map2(x, AG__MAP2_ABS_BWD, 1.0f, 0.0f, g, mx, R, C);
     case AG__MAP_HUBER: return grad_map2(x, AG__MAP2_HUBER_BWD, 1.0f, n->f[0], g, mx, R, C);
+    case AG__MAP_CLAMP: return grad_map2_p(x, AG__MAP2_CLAMP_BWD, 1.0f, n->f[0], n->f[1], g, mx, R, C);
     default: return ag__fail(AG_ERR_STATE, "ag_backward: no gradient for map op %d", (int)n->i[0]);
   }
 }
@@ -254,12 +261,25 @@ static ag_status binary_backward(ag__node *n, ag__mat g) {
       if (ag__needs_grad(a) && (s = grad_map2(a, AG__MAP2_MUL, 1.0f, 0.0f, g, mb, R, C))) return s;
       if (ag__needs_grad(b) && (s = grad_map2(b, AG__MAP2_MUL, 1.0f, 0.0f, g, ma, R, C))) return s;
       return AG_OK;
+    case AG__OP_MINIMUM:
+    case AG__OP_MAXIMUM: { /* g to a where the op took a (its mask, 1 or 0), else to b */
+      ag_tensor *mask;
+      if ((s = ag__tensor_temp(a->ctx, R, C, AG_F32, &mask))) return s;
+      const ag__map2_op take = n->op == AG__OP_MINIMUM ? AG__MAP2_MIN_MASK : AG__MAP2_MAX_MASK;
+      ag__mat mm = ag__mat_of_temp(mask);
+      ag__map2_args m = {take, 1.0f, 0.0f, ma, mb, mm, 0, 0.0f};
+      if ((s = ag__run(a->ctx, AG__K_MAP2, &m, sizeof m))) return s;
+      if (ag__needs_grad(a) && (s = grad_map2(a, AG__MAP2_MASK_BWD, 1.0f, 0.0f, g, mm, R, C))) return s;
+      if (ag__needs_grad(b) && (s = grad_map2(b, AG__MAP2_UNMASK_BWD, 1.0f, 0.0f, g, mm, R, C))) return s;
+      return AG_OK;
+    }
     default: /* DIV: da = g / b, db = -(g * y) / b */
       if (ag__needs_grad(a) && (s = grad_map2(a, AG__MAP2_DIV, 1.0f, 0.0f, g, mb, R, C))) return s;
       if (ag__needs_grad(b)) {
         ag_tensor *gy;
         if ((s = ag__tensor_temp(b->ctx, R, C, AG_F32, &gy))) return s;
-        ag__map2_args m = {AG__MAP2_MUL, 1.0f, 0.0f, g, ag__mat_of_temp(n->out), ag__mat_of_temp(gy), 0};
+        ag__map2_args m = {AG__MAP2_MUL,        1.0f, 0.0f, g, ag__mat_of_temp(n->out),
+                           ag__mat_of_temp(gy), 0,    0.0f};
         if ((s = ag__run(b->ctx, AG__K_MAP2, &m, sizeof m))) return s;
         if ((s = grad_map2(b, AG__MAP2_DIV, -1.0f, 0.0f, ag__mat_of_temp(gy), mb, R, C))) return s;
       }
@@ -287,7 +307,9 @@ static ag_status node_backward(ag__node *n) {
     case AG__OP_ADD:
     case AG__OP_SUB:
     case AG__OP_MUL:
-    case AG__OP_DIV: return binary_backward(n, g);
+    case AG__OP_DIV:
+    case AG__OP_MINIMUM:
+    case AG__OP_MAXIMUM: return binary_backward(n, g);
     case AG__OP_MATMUL: return matmul_backward(n, g);
     case AG__OP_SUM: return grad_map(x, AG__MAP_AFFINE, n->f[0], 0.0f, g);
     case AG__OP_MAX: return pick_backward(x, n->i[0] == AG_AXIS_ROWS ? 0 : 1, n->aux, AG_I32, 1, g);
@@ -309,7 +331,7 @@ static ag_status node_backward(ag__node *n) {
                                          AG__MAP2_SIGMOID_BWD};
       ag_tensor *dz;
       if ((s = ag__tensor_temp(x->ctx, n->out->rows, n->out->cols, AG_F32, &dz))) return s;
-      ag__map2_args m = {bwd[n->i[0]], 1.0f, 0.0f, g, ag__mat_of_temp(n->out), ag__mat_of_temp(dz), 0};
+      ag__map2_args m = {bwd[n->i[0]], 1.0f, 0.0f, g, ag__mat_of_temp(n->out), ag__mat_of_temp(dz), 0, 0.0f};
       if ((s = ag__run(x->ctx, AG__K_MAP2, &m, sizeof m))) return s;
       ag__mat mdz = ag__mat_of_temp(dz);
       if (ag__needs_grad(x) && (s = grad_add(x, mdz, 1.0f))) return s;

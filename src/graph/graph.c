@@ -103,7 +103,7 @@ static ag_status binary(ag_tensor *a, ag_tensor *b, ag__map2_op op, int tape_op,
   if ((s = broadcast_shape(a, b, fn, &rows, &cols))) return s;
   ag_tensor *y;
   if ((s = ag__tensor_temp(a->ctx, rows, cols, AG_F32, &y))) return s;
-  ag__map2_args k = {op, 1.0f, 0.0f, ma, mb, ag__mat_of_temp(y), 0};
+  ag__map2_args k = {op, 1.0f, 0.0f, ma, mb, ag__mat_of_temp(y), 0, 0.0f};
   if ((s = ag__run(a->ctx, AG__K_MAP2, &k, sizeof k))) return s;
   if ((s = ag__tape(a->ctx, tape_op, y, a, b, NULL, NULL, NULL))) return s;
   *out = y;
@@ -121,6 +121,12 @@ ag_status ag_mul(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
 }
 ag_status ag_div(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
   return binary(a, b, AG__MAP2_DIV, AG__OP_DIV, "ag_div", out);
+}
+ag_status ag_minimum(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return binary(a, b, AG__MAP2_MIN, AG__OP_MINIMUM, "ag_minimum", out);
+}
+ag_status ag_maximum(ag_tensor *a, ag_tensor *b, ag_tensor **out) {
+  return binary(a, b, AG__MAP2_MAX, AG__OP_MAXIMUM, "ag_maximum", out);
 }
 
 static ag_status finite_param(float v, const char *fn, const char *what) {
@@ -150,6 +156,14 @@ ag_status ag_square(ag_tensor *x, ag_tensor **out) {
   return ag__unary(x, AG__MAP_SQUARE, 0, 0, "ag_square", out);
 }
 ag_status ag_abs(ag_tensor *x, ag_tensor **out) { return ag__unary(x, AG__MAP_ABS, 0, 0, "ag_abs", out); }
+ag_status ag_clamp(ag_tensor *x, float lo, float hi, ag_tensor **out) {
+  static const char fn[] = "ag_clamp";
+  ag_status st = finite_param(lo, fn, "lo");
+  if (!st) st = finite_param(hi, fn, "hi");
+  if (!st && lo > hi)
+    st = ag__fail(AG_ERR_INVALID_ARG, "%s: lo = %g is above hi = %g", fn, (double)lo, (double)hi);
+  return st ? st : ag__unary(x, AG__MAP_CLAMP, lo, hi, fn, out);
+}
 ag_status ag_huber(ag_tensor *x, float delta, ag_tensor **out) {
   if (!(delta > 0.0f) || !isfinite(delta))
     return ag__fail(AG_ERR_INVALID_ARG, "ag_huber: delta = %g must be positive and finite", (double)delta);
@@ -441,7 +455,7 @@ ag_status ag_bias_act(ag_tensor *x, ag_tensor *b, ag_bias_act_kind act, ag_tenso
   if (act == AG_BIAS_NONE) return ag_add(x, b, out);
   ag_tensor *y;
   if ((s = ag__tensor_temp(x->ctx, rows, cols, AG_F32, &y))) return s;
-  ag__map2_args k = {ops[act], 1.0f, 0.0f, mx, mb, ag__mat_of_temp(y), 0};
+  ag__map2_args k = {ops[act], 1.0f, 0.0f, mx, mb, ag__mat_of_temp(y), 0, 0.0f};
   if ((s = ag__run(x->ctx, AG__K_MAP2, &k, sizeof k))) return s;
   const int64_t i[2] = {act, 0};
   if ((s = ag__tape(x->ctx, AG__OP_BIAS_ACT, y, x, b, NULL, i, NULL))) return s;

@@ -21,7 +21,9 @@ enum {
   AG__OP_VIEW,     /* i: r0, c0 in the base */
   AG__OP_CONCAT,   /* i[0]: 1 by rows, 0 by columns */
   AG__OP_BIAS_ACT, /* i[0]: ag_bias_act_kind */
-  AG__OP_LOSS      /* aux: d loss / d pred */
+  AG__OP_LOSS,     /* aux: d loss / d pred */
+  AG__OP_MINIMUM,
+  AG__OP_MAXIMUM
 };
 
 /* An f32 operand as a kernel matrix (persistent tensors made resident). */

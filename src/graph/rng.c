@@ -1,6 +1,8 @@
 /* rng.c — device RNG streams: a Philox4x32-10 key (the seed) and a counter
  * kept on the device, so that draws inside a recorded step move on at every
- * replay and give the same numbers on every backend. */
+ * replay and give the same numbers on every backend. Uniform integers
+ * (AG__K_RANDINT) and standard normal values (AG__K_RANDN) take one counter
+ * value each, so the draws of one stream never overlap. */
 #include <stdlib.h>
 
 #include "agrl/capture.h"
@@ -81,4 +83,21 @@ ag_status ag_randint(ag_rng *r, int64_t bound, int64_t n, ag_dtype dtype, ag_ten
 ag_status ag_randint_dev(ag_rng *r, ag_tensor *bound, int64_t n, ag_dtype dtype, ag_tensor **out) {
   if (!bound) return ag__fail(AG_ERR_INVALID_ARG, "ag_randint_dev: bound is NULL");
   return randint(r, bound, 0, n, dtype, "ag_randint_dev", out);
+}
+
+ag_status ag_randn(ag_rng *r, int64_t rows, int64_t cols, ag_tensor **out) {
+  static const char fn[] = "ag_randn";
+  if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: rng and out must not be NULL", fn);
+  if (rows < 1 || cols < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rows = %lld and cols = %lld must both be positive", fn,
+                    (long long)rows, (long long)cols);
+  void *cp;
+  ag_status s = ag__tensor_ptr(r->counter, &cp);
+  if (s) return s;
+  ag_tensor *y; /* packed: element (r, c) is value c * rows + r */
+  if ((s = ag__tensor_temp(r->ctx, rows, cols, AG_F32, &y))) return s;
+  ag__randn_args a = {r->seed, cp, rows * cols, y->data};
+  if ((s = ag__run(r->ctx, AG__K_RANDN, &a, sizeof a))) return s;
+  *out = y;
+  return AG_OK;
 }
