@@ -103,6 +103,12 @@ if has python; then
       2>"$OUT/bench_python_train.err" | tee "$OUT/bench_python_train.txt"
     stamp "python train bench done"; pack
   fi
+  if [ -f bench/python/bench_ac.py ]; then
+    # SAC/TD3 updates beside torch (eager, CUDA graph) and JAX (jit, scan), and SAC's training rate
+    timeout 200 python3 bench/python/bench_ac.py --device cuda --cli "$BUILD/agrl" --steps 10000 --timeout 90 \
+      --json "$OUT/bench_python_ac.json" 2>"$OUT/bench_python_ac.err" | tee "$OUT/bench_python_ac.txt"
+    stamp "python ac bench done"; pack
+  fi
   if [ -f examples/python/dqn_torch.py ]; then
     timeout 120 python3 examples/python/dqn_torch.py --device cuda --steps 20000 > "$OUT/example_dqn_torch.txt" 2>&1
     echo "examples/python/dqn_torch.py: rc=$? $(tail -1 "$OUT/example_dqn_torch.txt")"
