@@ -84,9 +84,9 @@ case "$row" in
   dqn-cartpole) algo=dqn env=cartpole steps=50000 window=20 thr=475 target=19 ;;
   dqn-acrobot) algo=dqn env=acrobot steps=100000 window=20 thr=-100 target=19 ;;
   dqn-mountaincar) algo=dqn env=mountaincar steps=100000 window=20 thr=-110 target= ;;
-  sac-pendulum) algo=sac env=pendulum steps=20000 window=10 thr=-200 target= ;;
-  td3-pendulum) algo=td3 env=pendulum steps=20000 window=10 thr=-200 target= ;;
-  sac-mountaincar-continuous) algo=sac env=mountaincar-continuous steps=100000 window=20 thr=90 target=15 ;;
+  sac-pendulum) algo=sac env=pendulum steps=20000 window=10 thr=-200 target=19 ;;
+  td3-pendulum) algo=td3 env=pendulum steps=20000 window=10 thr=-200 target=19 ;;
+  sac-mountaincar-continuous) algo=sac env=mountaincar_continuous steps=100000 window=20 thr=90 target=15 ;;
   *) die_usage "unknown row: $row" ;;
 esac
 

@@ -115,6 +115,14 @@ flag train --keep int 1 1000000
 flag train --eval-every int 0 100000000000
 flag train --eval-episodes int 1 10000
 flag train --stop-on word nope
+flag train --actor-lr float 0 1e-10 10.5 -1
+flag train --critic-lr float 0 1e-10 10.5 -1
+flag train --policy-delay int 1 1000
+flag train --alpha float 0 1e-10 1e6 -1
+flag train --target-entropy float -1e7 1e7
+flag train --expl-noise float -0.1 10.5
+flag train --target-noise float -0.1 10.5
+flag train --noise-clip float -0.1 10.5
 # ---- agrl eval ----
 flag eval --model text
 flag eval --env word nope

@@ -61,9 +61,6 @@ expect_usage_error "agrl eval: unknown option '--bogus'" eval --model x --bogus 
 expect_usage_error "agrl eval: --model needs a path" eval --model
 expect_usage_error "agrl eval: --model needs a path" eval --model --episodes 3
 expect_usage_error "agrl eval: --episodes needs a positive number" eval --model x --episodes
-# a Q-network acts on discrete actions: Pendulum's are continuous
-expect_usage_error "agrl eval: --env pendulum: Pendulum-v1's actions are continuous; a Q-network needs discrete ones" \
-  eval --env pendulum --model x
 # --hidden: an empty size (a trailing, leading or doubled comma) is an error
 expect_usage_error "--hidden needs sizes like 256,256" train --hidden 256,
 expect_usage_error "--hidden needs sizes like 256,256" train --hidden ,256
@@ -113,6 +110,49 @@ else
   echo "FAIL: agrl eval of the trained network"
   fails=$((fails + 1))
 fi
+
+# sac and td3: a short run is deterministic on the CPU, writes its logs and
+# policy, and `agrl eval` plays the policy; their flags and the DQN's are
+# kept apart
+for algo in sac td3; do
+  for k in 1 2; do
+    "$AGRL" train --algo $algo --device cpu --steps 600 --seed 5 --hidden 16 --batch 32 --learning-starts 200 \
+      --quiet --out "$tmp/$algo$k" >"$tmp/$algo$k.txt" 2>&1 ||
+      { echo "FAIL: $algo training run $k"; cat "$tmp/$algo$k.txt"; fails=$((fails + 1)); }
+  done
+  if cmp -s "$tmp/${algo}1/episodes.csv" "$tmp/${algo}2/episodes.csv" &&
+     cmp -s "$tmp/${algo}1/losses.csv" "$tmp/${algo}2/losses.csv" && [ "$(wc -l <"$tmp/${algo}1/episodes.csv")" -eq 4 ] &&
+     [ "$(head -n1 "$tmp/${algo}1/losses.csv")" = "step,updates,loss,mean20,actor_loss,alpha" ] &&
+     grep -q "\"algo\": \"$algo\", \"env\": \"Pendulum-v1\"" "$tmp/${algo}1/summary.json" &&
+     grep -q '"updates": 400,' "$tmp/${algo}1/summary.json"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL: two $algo CPU runs with seed 5 differ, or their logs are not as expected"
+    fails=$((fails + 1))
+  fi
+  if "$AGRL" eval --model "$tmp/${algo}1/policy.agrl" --env pendulum --device cpu --episodes 2 |
+     grep -qE "mean return over 2 deterministic episodes: -[0-9]+\.[0-9]+$"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL: agrl eval of the $algo policy"
+    fails=$((fails + 1))
+  fi
+done
+# a policy of Pendulum's 3 observations on CartPole's 4: refused, naming both
+"$AGRL" eval --model "$tmp/sac1/policy.agrl" --env cartpole --device cpu --episodes 1 >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "the environment has 4 observations and 2 actions, the network 3 inputs" "$tmp/out"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: agrl eval of a Pendulum policy on CartPole -> rc $rc: $(head -c 300 "$tmp/out")"
+  fails=$((fails + 1))
+fi
+expect_usage_error "needs bounded continuous actions; CartPole-v1 has discrete ones" train --algo sac --env cartpole
+expect_usage_error "--per is a DQN option, not one of td3" train --algo td3 --per
+expect_usage_error "--eps-end is a DQN option, not one of sac" train --eps-end 0.1 --algo sac
+expect_usage_error "--actor-lr is an option of sac and td3, not of dqn" train --actor-lr 1e-3
+expect_usage_error "checkpoints of sac runs are not supported" train --algo sac --checkpoint-every 100
+expect_usage_error "--algo needs dqn, sac or td3" train --algo ppo
 
 ok() { pass=$((pass + 1)); }
 bad() {

@@ -237,8 +237,10 @@ typedef struct ag_train_event {
   int truncated;          /* EPISODE: ended by the time limit */
   double mean_return; /* over the last (up to) 20 episodes (in a group: 20 / G of each rank's, as of the last
                          training boundary) */
-  float loss;         /* PHASE: the last update's loss */
+  float loss;         /* PHASE: the last update's loss (actor-critic: the critics') */
   float epsilon;
+  float actor_loss; /* actor-critic PHASE: the last actor update's loss (DQN: 0) */
+  float alpha;      /* actor-critic PHASE: SAC's temperature (DQN, TD3: 0) */
 } ag_train_event;
 
 /* Called for every event; return nonzero to stop the run. */
@@ -333,6 +335,8 @@ AG_API ag_status ag_dqn_load(ag_ctx *ctx, const char *path, ag_dqn **out);
 AG_API ag_status ag_dqn_set_run_state(ag_dqn *d, const void *data, size_t n);
 AG_API const void *ag_dqn_run_state(const ag_dqn *d, size_t *n);
 
+typedef struct ag_ac ag_ac; /* agrl/ac.h */
+
 /* How ag_dqn_learn_ex checkpoints a run (ag_learn_defaults: none of it).
  * A checkpoint is a directory DIR/ckpt-SSSSSSSSSSSS (the environment step,
  * 12 digits) holding agent.agrl (ag_dqn_save of the DQN with the loop's run
@@ -362,13 +366,15 @@ typedef struct ag_learn_opts {
    * evaluates at the same steps. */
   int64_t eval_every;
   ag_status (*on_eval)(ag_dqn *d, int64_t step, int *stop, void *user);
-  void *user;         /* for should_stop, on_checkpoint and on_eval */
+  void *user;         /* for should_stop, on_checkpoint, on_eval and on_eval_ac */
   int resume;         /* 1: continue the run recorded in the DQN's run state
                          (a DQN from ag_dqn_load of a checkpoint's agent.agrl)
                          instead of resetting env */
   int stopped;        /* out: 1 when should_stop ended the run */
   int64_t step;       /* out: the environment steps taken (resumed ones included) when the call returned */
   int64_t resumed_at; /* out: the step the run resumed from (0 without resume) */
+  /* ag_ac_learn's on_eval (agrl/ac.h), called as on_eval is */
+  ag_status (*on_eval_ac)(ag_ac *a, int64_t step, int *stop, void *user);
 } ag_learn_opts;
 AG_API ag_learn_opts ag_learn_defaults(void);
 

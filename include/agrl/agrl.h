@@ -16,6 +16,7 @@
 #include "agrl/replay.h"
 #include "agrl/env.h"
 #include "agrl/agent.h"
+#include "agrl/ac.h"
 #include "agrl/dist.h"
 #include "agrl/export.h"
 

@@ -53,6 +53,16 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
  * to max of them into out and returns how many there are. */
 int ag__dqn_update_state(const ag_dqn *d, ag_tensor **out, int max);
 
+/* The deterministic action tanh(first A outputs) of an actor on x (ac.c). */
+ag_status ag__squashed_mean(ag_mlp *actor, ag_tensor *x, int64_t A, ag_tensor **act);
+
+/* For tests: an actor-critic agent's device stream of updates, its log
+ * alpha ([1, 1]) and its target networks (k = 0, 1: the critics'; 2: the
+ * actor's, NULL for SAC). */
+ag_rng *ag__ac_rng(const ag_ac *a);
+ag_tensor *ag__ac_log_alpha(const ag_ac *a);
+ag_mlp *ag__ac_target(const ag_ac *a, int k);
+
 /* For tests: marks the DQN as a device error half way through its updates
  * would (no backend here fails between two queued kernels). */
 void ag__dqn_set_broken(ag_dqn *d);

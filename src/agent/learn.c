@@ -410,7 +410,9 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
                            info.truncated && !info.terminated,
                            ls.mean,
                            0.0f,
-                           ag_dqn_epsilon(d, ls.step)};
+                           ag_dqn_epsilon(d, ls.step),
+                           0.0f,
+                           0.0f};
       if (cb && cb(&ev, user)) want_stop = 1;
     }
     if (s) break;
@@ -441,7 +443,9 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
                              0,
                              ls.mean,
                              loss,
-                             ag_dqn_epsilon(d, ls.step)};
+                             ag_dqn_epsilon(d, ls.step),
+                             0.0f,
+                             0.0f};
         if (cb && cb(&ev, user)) want_stop = 1;
       }
     }

@@ -1,9 +1,10 @@
 /* train.c — `agrl train` and `agrl eval`.
  *
- * train: DQN on a built-in environment, with a live progress line, a final
- * summary, and in --out: episodes.csv, losses.csv, summary.json, the
- * learning curve (learning_curve.png, drawn by matplotlib) and the trained
- * Q-network (q_network.agrl) that `agrl eval` loads. Every file is written
+ * train: DQN, SAC or TD3 on a built-in environment, with a live progress
+ * line, a final summary, and in --out: episodes.csv, losses.csv,
+ * summary.json, the learning curve (learning_curve.png, drawn by
+ * matplotlib) and the trained Q-network (q_network.agrl) or policy
+ * (policy.agrl) that `agrl eval` loads. Every file is written
  * under a temporary name and renamed over its target when whole, so a
  * reader never sees half a file and an older run's file stays until the new
  * one is complete.
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agrl/ac.h"
 #include "agrl/agent.h"
 #include "cli/cli.h"
 #include "base/base.h"
@@ -41,13 +43,14 @@ extern char **environ;
 static void train_usage(FILE *f) {
   ag_dqn_config c = ag_dqn_defaults();
   fprintf(f,
-          "usage: agrl train [--algo dqn] [--env NAME] [--device auto|cpu|cuda[:N]] [--steps N]\n"
+          "usage: agrl train [--algo dqn|sac|td3] [--env NAME] [--device auto|cpu|cuda[:N]] [--steps N]\n"
           "                  [--seed S] [--out DIR] [options]\n"
           "\n"
-          "Trains a DQN agent; the replay table and the update live on the device.\n"
+          "Trains an agent; the replay table and the update live on the device.\n"
           "\n"
-          "  --algo dqn            the algorithm (dqn)\n"
-          "  --env NAME            cartpole (default), acrobot, mountaincar\n"
+          "  --algo A              dqn (default; discrete actions), sac or td3 (continuous actions)\n"
+          "  --env NAME            cartpole (default; pendulum for sac and td3), acrobot, mountaincar,\n"
+          "                        pendulum, mountaincar_continuous\n"
           "  --device D            auto (default: the GPU when present), cpu, cuda, cuda:N\n"
           "  --steps N             environment steps (default 100000, at most %lld)\n"
           "  --seed S              seed of everything random (default 0)\n"
@@ -77,6 +80,12 @@ static void train_usage(FILE *f) {
           "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
           "  --per  (prioritized replay)  --per-alpha X [%g]  --per-beta X [%g, annealed to 1]\n"
           "  --per-eps X [%g]  --n-step N [1, at most 64]  (n-step returns)\n"
+          "SAC and TD3 options (the DQN's --lr, --gamma, --batch, --buffer, --learning-starts,\n"
+          "--train-freq, --gradient-steps, --tau, --hidden and --n-step apply as well; --lr sets\n"
+          "both rates; defaults: agrl's ag_ac_defaults, e.g. --tau 0.005 --batch 256):\n"
+          "  --actor-lr X  --critic-lr X  --policy-delay N [sac 1, td3 2]\n"
+          "  --alpha X [1, the start]  --no-autotune (a fixed alpha)  --target-entropy X [-act_dim]\n"
+          "  --expl-noise X [0.1]  --target-noise X [0.2]  --noise-clip X [0.5]   (td3)\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
           "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
           "the step in progress, writes a checkpoint and its files, and exits with 130 (SIGINT)\n"
@@ -93,8 +102,9 @@ static void eval_usage(FILE *f) {
   fprintf(f,
           "usage: agrl eval --model FILE [--env NAME] [--episodes N] [--seed S] [--device D]\n"
           "\n"
-          "Runs greedy episodes of a Q-network saved by `agrl train` (DIR/q_network.agrl)\n"
-          "and prints each return and the mean.\n"
+          "Runs greedy episodes of a Q-network saved by `agrl train` (DIR/q_network.agrl), or\n"
+          "deterministic episodes of a SAC or TD3 policy (DIR/policy.agrl), and prints each\n"
+          "return and the mean.\n"
           "\n"
           "  --model FILE   the network (required)\n"
           "  --env NAME     the environment it was trained on (default cartpole)\n"
@@ -221,7 +231,8 @@ typedef struct run {
   int64_t solved_at;
   int64_t last_step;
   ag_train_event last;
-  float last_loss;
+  float last_loss, last_alpha;
+  int ac; /* sac or td3: losses.csv has the actor's loss and alpha too */
 } run;
 
 /* Seconds left as "1234s", "12.3h" or "45d": a long run's ETA stays short. */
@@ -241,10 +252,10 @@ static void print_progress(run *r, int final) {
   format_eta(eta_s, sizeof eta_s, final || eta < 0 ? 0.0 : eta);
   fprintf(
       stderr,
-      "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | eps %.3f | %6.0f steps/s | ETA %s%s",
+      "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | %s %.3f | %6.0f steps/s | ETA %s%s",
       r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
-      r->last.mean_return, (double)r->last_loss, (double)r->last.epsilon, sps, eta_s,
-      r->tty && !final ? "   " : "\n");
+      r->last.mean_return, (double)r->last_loss, r->ac ? "alpha" : "eps",
+      (double)(r->ac ? r->last_alpha : r->last.epsilon), sps, eta_s, r->tty && !final ? "   " : "\n");
   fflush(stderr);
 }
 
@@ -262,11 +273,14 @@ static int on_event(const ag_train_event *ev, void *user) {
     if (r->solved_at < 0 && ev->episodes >= 20 && ev->mean_return >= r->stop_at) r->solved_at = ev->step;
   } else {
     r->last_loss = ev->loss;
-    if (r->losses) {
+    r->last_alpha = ev->alpha;
+    if (r->losses && r->ac)
+      fprintf(r->losses, "%lld,%lld,%.6g,%.6g,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates,
+              (double)ev->loss, ev->mean_return, (double)ev->actor_loss, (double)ev->alpha);
+    else if (r->losses)
       fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates,
               (double)ev->loss, ev->mean_return);
-      r->rows++;
-    }
+    r->rows += r->losses != NULL;
   }
   double t = cli_now_s();
   if (r->progress && t - r->last_print > (r->tty ? 0.25 : 5.0)) {
@@ -295,14 +309,28 @@ static int should_stop(void *user) {
   return stop_signal != 0;
 }
 
-/* --eval-every: greedy episodes of the online network, each evaluation on
- * the same seeds, one line of eval.csv each. */
+/* --eval-every: greedy (deterministic) episodes of the online network (the
+ * actor), each evaluation on the same seeds, one line of eval.csv each. */
+static void log_eval(run *r, int64_t step, int64_t updates, double mean, int *stop);
+
 static ag_status on_eval(ag_dqn *d, int64_t step, int *stop, void *user) {
   run *r = ((ckpt_files *)user)->r;
   double mean;
   ag_status s =
       ag_q_evaluate(ag_dqn_q(d), r->eval_env, r->eval_episodes, r->eval_seed, &mean, r->eval_returns);
-  if (s) return s;
+  if (!s) log_eval(r, step, ag_dqn_updates(d), mean, stop);
+  return s;
+}
+
+static ag_status on_eval_ac(ag_ac *a, int64_t step, int *stop, void *user) {
+  run *r = ((ckpt_files *)user)->r;
+  double mean;
+  ag_status s = ag_ac_evaluate(a, r->eval_env, r->eval_episodes, r->eval_seed, &mean, r->eval_returns);
+  if (!s) log_eval(r, step, ag_ac_updates(a), mean, stop);
+  return s;
+}
+
+static void log_eval(run *r, int64_t step, int64_t updates, double mean, int *stop) {
   double lo = INFINITY, hi = -INFINITY, var = 0;
   for (int i = 0; i < r->eval_episodes; i++) {
     double x = r->eval_returns[i];
@@ -310,8 +338,8 @@ static ag_status on_eval(ag_dqn *d, int64_t step, int *stop, void *user) {
     hi = x > hi ? x : hi;
     var += (x - mean) * (x - mean);
   }
-  fprintf(r->eval_log->f, "%lld,%lld,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)step, (long long)ag_dqn_updates(d),
-          mean, sqrt(var / r->eval_episodes), lo, hi, r->eval_episodes);
+  fprintf(r->eval_log->f, "%lld,%lld,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)step, (long long)updates, mean,
+          sqrt(var / r->eval_episodes), lo, hi, r->eval_episodes);
   r->evals++;
   r->last_eval = mean;
   if (r->evals == 1 || mean > r->best_eval) {
@@ -320,7 +348,6 @@ static ag_status on_eval(ag_dqn *d, int64_t step, int *stop, void *user) {
   }
   if (r->eval_solved_at < 0 && mean >= r->stop_at) r->eval_solved_at = step;
   if (r->stop_on_eval && r->eval_solved_at >= 0 && !isinf(r->stop_at)) *stop = r->stopped = 1;
-  return AG_OK;
 }
 
 /* DIR/NAME written whole from the bytes of a temporary log so far. */
@@ -552,16 +579,69 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   int stop_on_eval = 0;
   int64_t gpus = 1, rank = -1, world = 0; /* rank/world/id-file: set by the launcher */
   const char *id_file = NULL;
+  /* sac and td3: their own defaults, the flags they share with the DQN's
+   * copied from it once all are read (given: which), the DQN's own refused */
+  int acm = 0;
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--algo") && (!strcmp(argv[i + 1], "sac") || !strcmp(argv[i + 1], "td3")))
+      acm = !strcmp(argv[i + 1], "sac") ? 1 : 2;
+  ag_ac_config acfg = ag_ac_defaults(acm == 2 ? AG_AC_TD3 : AG_AC_SAC);
+  if (acm) env_name = "pendulum";
+  enum {
+    G_LR = 1,
+    G_GAMMA = 2,
+    G_BATCH = 4,
+    G_BUFFER = 8,
+    G_STARTS = 16,
+    G_FREQ = 32,
+    G_GRAD = 64,
+    G_TAU = 128,
+    G_HIDDEN = 256,
+    G_NSTEP = 512
+  };
+  unsigned given = 0;
+  const char *dqn_flag = NULL, *ac_flag = NULL; /* a flag of the other kind of agent */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = cli_value(argc, argv, i);
 #define NEEDS(bad, what) CLI_NEEDS(train_usage, bad, what)
+    static const char *const dqn_only[] = {"--target-update", "--eps-fraction", "--eps-start", "--eps-end",
+                                           "--max-grad-norm", "--double",       "--no-double", "--mse",
+                                           "--per",           "--per-alpha",    "--per-beta",  "--per-eps",
+                                           "--gpus"};
+    static const char *const ac_only[] = {"--actor-lr",   "--critic-lr",    "--policy-delay",
+                                          "--alpha",      "--no-autotune",  "--target-entropy",
+                                          "--expl-noise", "--target-noise", "--noise-clip"};
+    for (size_t k = 0; k < sizeof dqn_only / sizeof *dqn_only; k++)
+      if (!strcmp(a, dqn_only[k]) && !dqn_flag) dqn_flag = a;
+    for (size_t k = 0; k < sizeof ac_only / sizeof *ac_only; k++)
+      if (!strcmp(a, ac_only[k]) && !ac_flag) ac_flag = a;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       train_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--algo")) {
-      NEEDS(strcmp(v, "dqn"), "dqn");
+      NEEDS(strcmp(v, "dqn") && strcmp(v, "sac") && strcmp(v, "td3"), "dqn, sac or td3");
       algo = v;
-    } else if (!strcmp(a, "--env")) {
+    } else if (!strcmp(a, "--actor-lr"))
+      NEEDS(parse_f(v, 1e-9, 10, &acfg.actor_lr), "a learning rate in [1e-9, 10]");
+    else if (!strcmp(a, "--critic-lr"))
+      NEEDS(parse_f(v, 1e-9, 10, &acfg.critic_lr), "a learning rate in [1e-9, 10]");
+    else if (!strcmp(a, "--policy-delay")) {
+      int64_t pd;
+      NEEDS(cli_parse_i64(v, 1, 1000, &pd), "a number of updates in 1..1000");
+      acfg.policy_delay = (int)pd;
+    } else if (!strcmp(a, "--alpha"))
+      NEEDS(parse_f(v, 1e-9, 1e5, &acfg.alpha), "a temperature in [1e-9, 1e5]");
+    else if (!strcmp(a, "--no-autotune"))
+      acfg.autotune = 0;
+    else if (!strcmp(a, "--target-entropy"))
+      NEEDS(parse_f(v, -1e6, 1e6, &acfg.target_entropy), "an entropy in [-1e6, 1e6]");
+    else if (!strcmp(a, "--expl-noise"))
+      NEEDS(parse_f(v, 0, 10, &acfg.expl_noise), "a noise scale in [0, 10]");
+    else if (!strcmp(a, "--target-noise"))
+      NEEDS(parse_f(v, 0, 10, &acfg.target_noise), "a noise scale in [0, 10]");
+    else if (!strcmp(a, "--noise-clip"))
+      NEEDS(parse_f(v, 0, 10, &acfg.noise_clip), "a noise bound in [0, 10]");
+    else if (!strcmp(a, "--env")) {
       NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
       env_name = v;
     } else if (!strcmp(a, "--device"))
@@ -602,28 +682,37 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     else if (!strcmp(a, "--id-file")) {
       NEEDS(!*v, "a path");
       id_file = v;
-    } else if (!strcmp(a, "--lr"))
+    } else if (!strcmp(a, "--lr")) {
+      given |= G_LR;
       NEEDS(parse_f(v, 1e-9, 10, &cfg.lr), "a learning rate in [1e-9, 10]");
-    else if (!strcmp(a, "--gamma"))
+    } else if (!strcmp(a, "--gamma")) {
+      given |= G_GAMMA;
       NEEDS(parse_f(v, 0, 1, &cfg.gamma), "a discount in [0, 1]");
-    else if (!strcmp(a, "--batch"))
+    } else if (!strcmp(a, "--batch")) {
+      given |= G_BATCH;
       NEEDS(cli_parse_i64(v, 1, 1 << 20, &cfg.batch_size), "a positive batch size up to 1048576");
-    else if (!strcmp(a, "--buffer"))
+    } else if (!strcmp(a, "--buffer")) {
+      given |= G_BUFFER;
       NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 36, &cfg.buffer_size), "a positive capacity up to 2^36");
-    else if (!strcmp(a, "--learning-starts"))
+    } else if (!strcmp(a, "--learning-starts")) {
+      given |= G_STARTS;
       NEEDS(cli_parse_i64(v, 0, MAX_STEPS, &cfg.learning_starts), "a number of steps in 0..100000000000");
-    else if (!strcmp(a, "--train-freq"))
+    } else if (!strcmp(a, "--train-freq")) {
+      given |= G_FREQ;
       NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &cfg.train_freq), "a number of steps in 1..100000000000");
-    else if (!strcmp(a, "--gradient-steps"))
+    } else if (!strcmp(a, "--gradient-steps")) {
+      given |= G_GRAD;
       NEEDS(cli_parse_i64(v, 0, MAX_GRADIENT_STEPS, &cfg.gradient_steps), "a number in 0..16777216");
-    else if (!strcmp(a, "--target-update"))
+    } else if (!strcmp(a, "--target-update"))
       NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &cfg.target_update_interval),
             "a number of steps in 1..100000000000");
-    else if (!strcmp(a, "--tau"))
+    else if (!strcmp(a, "--tau")) {
+      given |= G_TAU;
       NEEDS(parse_f(v, 1e-9, 1, &cfg.tau), "a value in [1e-9, 1]");
-    else if (!strcmp(a, "--hidden"))
+    } else if (!strcmp(a, "--hidden")) {
+      given |= G_HIDDEN;
       NEEDS(parse_hidden(v, &cfg), "sizes like 256,256 (1 to 8 of 1..65536)");
-    else if (!strcmp(a, "--eps-fraction"))
+    } else if (!strcmp(a, "--eps-fraction"))
       NEEDS(parse_f(v, 0, 1, &cfg.exploration_fraction), "a fraction in [0, 1]");
     else if (!strcmp(a, "--eps-start"))
       NEEDS(parse_f(v, 0, 1, &cfg.eps_start), "a probability in [0, 1]");
@@ -645,6 +734,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       NEEDS(parse_f(v, 0, 1, &cfg.per_beta), "a starting beta in [0, 1]");
     else if (!strcmp(a, "--n-step")) {
       int64_t ns;
+      given |= G_NSTEP;
       NEEDS(cli_parse_i64(v, 1, 64, &ns), "a number of steps in 1..64");
       cfg.n_step = (int)ns;
     } else if (!strcmp(a, "--per-eps"))
@@ -655,6 +745,33 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   }
   cfg.seed = (uint64_t)seed;
   cfg.n_envs = n_envs; /* the copies whose transitions each step stores side by side */
+  if (acm && dqn_flag)
+    return cli_bad_usage(cmd, train_usage, "%s is a DQN option, not one of %s", dqn_flag, algo);
+  if (!acm && ac_flag)
+    return cli_bad_usage(cmd, train_usage, "%s is an option of sac and td3, not of dqn", ac_flag);
+  if (acm) {
+    if (given & G_LR) acfg.actor_lr = acfg.critic_lr = cfg.lr;
+    if (given & G_GAMMA) acfg.gamma = cfg.gamma;
+    if (given & G_BATCH) acfg.batch_size = cfg.batch_size;
+    if (given & G_BUFFER) acfg.buffer_size = cfg.buffer_size;
+    if (given & G_STARTS) acfg.learning_starts = cfg.learning_starts;
+    if (given & G_FREQ) acfg.train_freq = cfg.train_freq;
+    if (given & G_GRAD) acfg.gradient_steps = cfg.gradient_steps;
+    if (given & G_TAU) acfg.tau = cfg.tau;
+    if (given & G_HIDDEN) {
+      acfg.n_hidden = cfg.n_hidden;
+      memcpy(acfg.hidden, cfg.hidden, sizeof acfg.hidden);
+    }
+    if (given & G_NSTEP) acfg.n_step = cfg.n_step;
+    acfg.seed = (uint64_t)seed;
+    acfg.n_envs = n_envs;
+    if (acfg.buffer_size < acfg.batch_size)
+      return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
+                           (long long)acfg.buffer_size, (long long)acfg.batch_size);
+    if (ckpt_every > 0 || ckpt)
+      return cli_bad_usage(cmd, train_usage,
+                           "checkpoints of %s runs are not supported (--checkpoint-every, --resume)", algo);
+  }
   if (cfg.buffer_size < cfg.batch_size)
     return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
                          (long long)cfg.buffer_size, (long long)cfg.batch_size);
@@ -700,10 +817,17 @@ static int train_run(int argc, char **argv, const char *ckpt) {
                                   (uint64_t)seed + (uint64_t)(worker ? rank : 0) * 1000003u, &env);
   if (s) return cli_bad_usage(cmd, train_usage, "--env %s: %s", env_name, ag_last_error());
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
-  if (spec->n_actions < 2) {
+  if (!acm && spec->n_actions < 2) {
     int rc = cli_bad_usage(cmd, train_usage, "--env %s: DQN needs discrete actions; %s has continuous ones",
                            env_name, spec->id);
     ag_vec_env_free(env); /* after the message: spec belongs to env */
+    return rc;
+  }
+  if (acm && (spec->n_actions > 0 || !spec->act_low || !spec->act_high)) {
+    int rc =
+        cli_bad_usage(cmd, train_usage, "--env %s: %s needs bounded continuous actions; %s has %s", env_name,
+                      algo, spec->id, spec->n_actions > 0 ? "discrete ones" : "unbounded ones");
+    ag_vec_env_free(env);
     return rc;
   }
   double stop_at = stop_given                      ? stop_value
@@ -728,6 +852,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   ag_ctx *ctx = NULL;
   ag_dist *group = NULL;
   ag_dqn *dqn = NULL;
+  ag_ac *acg = NULL;
   ag__afile ep_log, loss_log, summary, eval_log;
   memset(&ep_log, 0, sizeof ep_log);
   memset(&loss_log, 0, sizeof loss_log);
@@ -744,6 +869,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   r.tty = isatty(2);
   r.eval_solved_at = r.best_eval_at = -1;
   r.eval_episodes = (int)eval_episodes;
+  r.ac = acm != 0;
   r.stop_on_eval = stop_on_eval;
   /* the evaluations' episodes: the same seeds each time, none of training's */
   r.eval_seed = ag_env_derive_seed((uint64_t)seed, 0xE7A15EEDull);
@@ -775,6 +901,12 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     }
     free(path);
     path = NULL;
+  } else if (acm) {
+    if ((s = ag_ac_create(ctx, spec->obs_dim, spec->act_dim, spec->act_low, spec->act_high, steps, &acfg,
+                          &acg))) {
+      rc = cli_fail(cmd, "creating the agent", s);
+      goto done;
+    }
   } else if ((s = worker ? ag_dqn_create_dist(ctx, group, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn)
                          : ag_dqn_create(ctx, spec->obs_dim, spec->n_actions, steps, &cfg, &dqn))) {
     rc = cli_fail(cmd, "creating the agent", s);
@@ -795,7 +927,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   r.losses = loss_log.f;
   if (!ckpt) {
     fprintf(r.episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
-    fprintf(r.losses, "step,updates,loss,mean20\n");
+    fprintf(r.losses, acm ? "step,updates,loss,mean20,actor_loss,alpha\n" : "step,updates,loss,mean20\n");
   } else if (restore_log(r.episodes, ckpt, "episodes.csv") || restore_log(r.losses, ckpt, "losses.csv") ||
              restore_run(&r, ckpt)) {
     fprintf(stderr, "agrl train: --resume: the logs of %s cannot be restored\n", ckpt);
@@ -817,8 +949,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
              (long long)(index + world - 1));
   else
     snprintf(devs, sizeof devs, "%s", ag_ctx_device_name(ctx));
-  fprintf(stderr, "agrl train: dqn on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", spec->id, devs,
-          (long long)steps, (long long)seed, (long long)n_envs, dir);
+  fprintf(stderr, "agrl train: %s on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", algo, spec->id,
+          devs, (long long)steps, (long long)seed, (long long)n_envs, dir);
   if (ckpt) fprintf(stderr, "agrl train: resumed from %s\n", ckpt);
   /* the run's settings, kept in each checkpoint: the flags as given (a
    * --quiet dropped), and --out always */
@@ -849,8 +981,14 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   lo.eval_every = eval_every;
   lo.on_eval = eval_every > 0 ? on_eval : NULL;
   lo.resume = ckpt != NULL;
+  if (acm) { /* no checkpoints of these (refused above); a signal still stops the run */
+    lo.checkpoint_dir = NULL;
+    lo.on_eval = NULL;
+    lo.on_eval_ac = eval_every > 0 ? on_eval_ac : NULL;
+  }
   r.t0 = cli_now_s();
-  s = ag_dqn_learn_ex(dqn, env, steps, worker ? NULL : &lo, on_event, &r);
+  s = acm ? ag_ac_learn(acg, env, steps, &lo, on_event, &r)
+          : ag_dqn_learn_ex(dqn, env, steps, worker ? NULL : &lo, on_event, &r);
   double wall = cli_now_s() - r.t0;
   free(keepf.args);
   free(ckpt_dir);
@@ -868,17 +1006,19 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   if (r.progress) print_progress(&r, 1);
   r.episodes = r.losses = NULL;
   if (close_whole(&ep_log, 1) | close_whole(&loss_log, 1) | close_whole(&eval_log, 1)) goto done;
-  if (!(path = cli_path(dir, "q_network.agrl"))) {
+  const char *net_file = acm ? "policy.agrl" : "q_network.agrl";
+  if (!(path = cli_path(dir, net_file))) {
     fprintf(stderr, "agrl train: out of memory\n");
     goto done;
   }
-  if ((s = ag_mlp_save(ag_dqn_q(dqn), path))) {
+  if ((s = ag_mlp_save(acm ? ag_ac_actor(acg) : ag_dqn_q(dqn), path))) {
     rc = cli_fail(cmd, "saving the network", s);
     goto done;
   }
   double sps = wall > 0 ? (double)(taken - lo.resumed_at) / wall : 0; /* the steps this invocation took */
   if (open_whole(&summary, dir, "summary.json")) goto done;
-  fprintf(summary.f, "{\"algo\": \"dqn\", \"env\": ");
+  const int64_t updates = acm ? ag_ac_updates(acg) : ag_dqn_updates(dqn);
+  fprintf(summary.f, "{\"algo\": \"%s\", \"env\": ", algo);
   json_str(summary.f, spec->id);
   fprintf(summary.f, ", \"device\": ");
   json_str(summary.f, devs);
@@ -891,25 +1031,32 @@ static int train_run(int argc, char **argv, const char *ckpt) {
           " \"best_eval_mean\": %.6g, \"best_eval_at_step\": %lld, \"eval_solved_at_step\": %lld,\n"
           " \"eval_seed\": %llu}\n",
           (long long)(worker ? world : 1), (long long)seed, (long long)taken, (long long)r.last.episodes,
-          (long long)ag_dqn_updates(dqn), r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
+          (long long)updates, r.last.mean_return, isinf(r.best_mean) ? 0.0 : r.best_mean,
           (long long)r.solved_at, isinf(stop_at) ? -1.0 : stop_at, stop_on_eval ? "eval" : "train", wall, sps,
           interrupted ? "true" : "false", (long long)eval_every, (long long)(eval_every ? eval_episodes : 0),
           (long long)r.evals, r.evals ? r.last_eval : 0.0, r.evals ? r.best_eval : 0.0,
           (long long)r.best_eval_at, (long long)r.eval_solved_at, (unsigned long long)r.eval_seed);
   if (close_whole(&summary, 1)) goto done;
   char title[256];
-  snprintf(title, sizeof title, "DQN on %s (seed %lld, %s)", spec->id, (long long)seed, devs);
+  snprintf(title, sizeof title, "%s on %s (seed %lld, %s)",
+           acm == 1   ? "SAC"
+           : acm == 2 ? "TD3"
+                      : "DQN",
+           spec->id, (long long)seed, devs);
   int plotted = plot_curve(dir, title) == 0;
   printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n",
-         (long long)taken, (long long)r.last.episodes, (long long)ag_dqn_updates(dqn), wall, sps, devs);
+         (long long)taken, (long long)r.last.episodes, (long long)updates, wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
-  if (interrupted)
+  if (interrupted && !acm)
     printf("  interrupted by signal %d at step %lld; continue with: agrl train --resume %s\n", interrupted,
            (long long)taken, dir);
+  else if (interrupted)
+    printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)taken);
   if (r.evals)
-    printf("  evaluation (%lld greedy episodes, %lld times): last %.1f, best %.1f at step %lld\n",
-           (long long)eval_episodes, (long long)r.evals, r.last_eval, r.best_eval, (long long)r.best_eval_at);
+    printf("  evaluation (%lld %s episodes, %lld times): last %.1f, best %.1f at step %lld\n",
+           (long long)eval_episodes, acm ? "deterministic" : "greedy", (long long)r.evals, r.last_eval,
+           r.best_eval, (long long)r.best_eval_at);
   if (!isinf(stop_at) && stop_on_eval) {
     if (r.eval_solved_at >= 0)
       printf("  solved: evaluation mean >= %g at step %lld\n", stop_at, (long long)r.eval_solved_at);
@@ -922,7 +1069,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       printf("  not solved: mean20 stayed below %g\n", stop_at);
   }
   printf("  logs: %s/episodes.csv, %s/losses.csv, %s/summary.json\n", dir, dir, dir);
-  printf("  network: %s/q_network.agrl (agrl eval --model %s/q_network.agrl --env %s)\n", dir, dir, env_name);
+  printf("  network: %s/%s (agrl eval --model %s/%s --env %s)\n", dir, net_file, dir, net_file, env_name);
   printf("  learning curve: %s\n",
          plotted ? "written to learning_curve.png" : "not drawn (python3 with matplotlib is missing)");
   if (plotted) printf("    %s/learning_curve.png\n", dir);
@@ -940,6 +1087,7 @@ done:
   free(path);
   free(dir);
   ag_dqn_free(dqn);
+  ag_ac_free(acg);
   ag_dist_free(group);
   ag_vec_env_free(env);
   ag_ctx_free(ctx);
@@ -1062,13 +1210,6 @@ int agrl_cmd_eval(int argc, char **argv) {
   ag_status s = ag_env_create(env_name, &env);
   if (s) return cli_bad_usage(cmd, eval_usage, "--env %s: %s", env_name, ag_last_error());
   const ag_env_spec *spec = ag_env_get_spec(env);
-  if (spec->n_actions < 1) {
-    int rc = cli_bad_usage(cmd, eval_usage,
-                           "--env %s: %s's actions are continuous; a Q-network needs discrete ones", env_name,
-                           spec->id);
-    ag_env_free(env); /* after the message: spec belongs to env */
-    return rc;
-  }
   ag_ctx *ctx = NULL;
   ag_mlp *q = NULL;
   int rc = 1;
@@ -1085,12 +1226,13 @@ int agrl_cmd_eval(int argc, char **argv) {
     rc = cli_fail(cmd, "loading the network", s);
     goto done;
   }
-  if ((s = ag_q_evaluate(q, env, (int)episodes, (uint64_t)seed, &mean, rets))) {
+  if ((s = ag_policy_evaluate(q, env, (int)episodes, (uint64_t)seed, &mean, rets))) {
     rc = cli_fail(cmd, "evaluating", s);
     goto done;
   }
   for (int64_t e = 0; e < episodes; e++) printf("episode %lld: return %.1f\n", (long long)e, rets[e]);
-  printf("mean return over %lld greedy episodes: %.2f\n", (long long)episodes, mean);
+  printf("mean return over %lld %s episodes: %.2f\n", (long long)episodes,
+         spec->n_actions > 0 ? "greedy" : "deterministic", mean);
   rc = 0;
 done:
   free(rets);

@@ -1,0 +1,635 @@
+/* test_ac.c — SAC and TD3 (agrl/ac.h).
+ *
+ * One recorded update of each against a host computation in double from the
+ * parameters before it: the draws of the update (indices, Gaussian noise)
+ * made again on the host from the stream's seed and counter, the critics'
+ * loss and the actor's loss against the values the update reports, every
+ * gradient against central finite differences of the host's loss, Adam's
+ * first step in closed form, SAC's temperature gradient and the targets'
+ * Polyak averaging; TD3's delay (a critic-only update leaves the actor and
+ * the targets alone). Then acting (deterministic actions against a host
+ * forward pass, every action inside the bounds), storing (the actions
+ * mapped into [-1, 1], bad input refused and nothing stored), refused
+ * configurations, the learning loop's counts and evaluation.
+ */
+#include <math.h>
+#include <unistd.h>
+
+#include "agt.h"
+#include "agent/agent_internal.h"
+#include "base/normal.h"
+#include "base/philox.h"
+#include "graph/graph_internal.h"
+
+enum { OD = 3, A = 1, H = 8, B = 8, N = 8, IN = OD + A };
+static const float LOW[A] = {-2.0f}, HIGH[A] = {2.0f};
+
+static ag_ac_config small_config(ag_ac_algo algo) {
+  ag_ac_config c = ag_ac_defaults(algo);
+  c.n_hidden = 1;
+  c.hidden[0] = H;
+  c.batch_size = B;
+  c.buffer_size = N;
+  c.learning_starts = 0;
+  c.seed = 7;
+  c.gamma = 0.9f;
+  c.tau = 0.25f;
+  c.actor_lr = 1e-3f;
+  c.critic_lr = 2e-3f;
+  return c;
+}
+
+/* An MLP of one hidden layer as the host holds it (double). */
+typedef struct hmlp {
+  int in, out;
+  double w0[H * 16], b0[H], w1[16 * H], b1[16];
+} hmlp;
+
+static void hmlp_read(const ag_mlp *m, hmlp *h) {
+  memset(h, 0, sizeof *h);
+  h->in = (int)ag_mlp_in(m);
+  h->out = (int)ag_mlp_out(m);
+  assert_true(ag_mlp_n_params(m) == 4 && h->in <= 16 && h->out <= 16);
+  const int n[4] = {H * h->in, H, h->out * H, h->out};
+  double *dst[4] = {h->w0, h->b0, h->w1, h->b1};
+  for (int i = 0; i < 4; i++) {
+    float *p = agt_read_f32(ag_mlp_params(m)[i]);
+    for (int k = 0; k < n[i]; k++) dst[i][k] = p[k];
+    free(p);
+  }
+}
+
+/* The parameters in order W0, b0, W1, b1 as one vector (for differences). */
+static int hmlp_n(const hmlp *h) { return H * h->in + H + h->out * H + h->out; }
+static double *hmlp_at(hmlp *h, int k) {
+  if (k < H * h->in) return &h->w0[k];
+  k -= H * h->in;
+  if (k < H) return &h->b0[k];
+  k -= H;
+  if (k < h->out * H) return &h->w1[k];
+  return &h->b1[k - h->out * H];
+}
+
+static void hmlp_forward(const hmlp *h, const double *x, double *y) {
+  double hid[H];
+  for (int r = 0; r < H; r++) {
+    double v = h->b0[r];
+    for (int c = 0; c < h->in; c++) v += h->w0[c * H + r] * x[c];
+    hid[r] = v > 0 ? v : 0;
+  }
+  for (int r = 0; r < h->out; r++) {
+    double v = h->b1[r];
+    for (int c = 0; c < H; c++) v += h->w1[c * h->out + r] * hid[c];
+    y[r] = v;
+  }
+}
+
+/* The transitions, as stored (actions in the bounds) and as the table
+ * holds them (actions in [-1, 1]). */
+typedef struct data {
+  float obs[N][OD], act[N][A], rew[N], next[N][OD];
+  int term[N];
+  double an[N][A];
+} data;
+
+static void make_data(data *d, uint64_t seed) {
+  agt_rng r = {seed};
+  for (int t = 0; t < N; t++) {
+    for (int i = 0; i < OD; i++) {
+      d->obs[t][i] = agt_uniform(&r, -1, 1);
+      d->next[t][i] = agt_uniform(&r, -1, 1);
+    }
+    for (int i = 0; i < A; i++) {
+      d->act[t][i] = agt_uniform(&r, LOW[i], HIGH[i]);
+      d->an[t][i] = 2.0 * (d->act[t][i] - LOW[i]) / (HIGH[i] - LOW[i]) - 1.0;
+    }
+    d->rew[t] = agt_uniform(&r, -2, 1);
+    d->term[t] = t % 3 == 0;
+  }
+}
+
+static void store_data(ag_ac *a, const data *d) {
+  agt_ok(ag_ac_store(a, &d->obs[0][0], &d->act[0][0], d->rew, &d->next[0][0], d->term, NULL, N));
+}
+
+/* The draws one update makes, in order: B indices, then Gaussian values. */
+typedef struct draws {
+  uint64_t seed, counter;
+} draws;
+
+static draws draws_of(ag_ac *a) {
+  draws w;
+  w.seed = ag__rng_seed(ag__ac_rng(a));
+  int64_t c;
+  agt_ok(ag_tensor_read(ag__rng_counter_tensor(ag__ac_rng(a)), &c, sizeof c));
+  w.counter = (uint64_t)c;
+  return w;
+}
+static int draw_index(draws *w, int64_t size) { return (int)ag__philox_below(w->seed, w->counter++, size); }
+static double draw_normal(draws *w) { return ag__normal_of(ag__philox_u64(w->seed, w->counter++)); }
+
+/* ---- SAC on the host ---- */
+
+#define LS_MIN (-5.0)
+#define LS_MAX 2.0
+
+/* SAC's action (in [-1, 1]) and log pi for x and the noise eps. */
+static double sac_host(const hmlp *actor, const double *x, const double *eps, double *act) {
+  double out[2 * A], lp = 0;
+  hmlp_forward(actor, x, out);
+  for (int i = 0; i < A; i++) {
+    double ls = LS_MIN + 0.5 * (LS_MAX - LS_MIN) * (tanh(out[A + i]) + 1.0);
+    double u = out[i] + exp(ls) * eps[i], y = tanh(u);
+    act[i] = y;
+    lp += -0.5 * eps[i] * eps[i] - ls - 0.5 * log(2 * M_PI) - log(1.0 - y * y + 1e-6);
+  }
+  return lp;
+}
+
+static double q_host(const hmlp *q, const double *o, const double *act) {
+  double x[IN], y;
+  for (int i = 0; i < OD; i++) x[i] = o[i];
+  for (int i = 0; i < A; i++) x[OD + i] = act[i];
+  hmlp_forward(q, x, &y);
+  return y;
+}
+
+typedef struct sac_case {
+  const data *d;
+  int idx[B];
+  double eps_next[B][A], eps_pi[B][A];
+  double alpha, gamma, target_entropy;
+  int td3;
+  double tnoise, tclip;
+  hmlp actor, actor_t, q[2], qt[2];
+} sac_case;
+
+static void obs_d(const float *f, double *o) {
+  for (int i = 0; i < OD; i++) o[i] = f[i];
+}
+
+/* The critics' loss: sum over both of mean_j (Q_k(s_j, a_j) - y_j)^2. */
+static double critic_loss(const sac_case *c) {
+  double L = 0;
+  for (int j = 0; j < B; j++) {
+    int t = c->idx[j];
+    double o[OD], no[OD], na[A], lp = 0;
+    obs_d(c->d->obs[t], o);
+    obs_d(c->d->next[t], no);
+    if (!c->td3) {
+      lp = sac_host(&c->actor, no, c->eps_next[j], na);
+    } else {
+      double out[A];
+      hmlp_forward(&c->actor_t, no, out);
+      for (int i = 0; i < A; i++) {
+        double n = c->tnoise * c->eps_next[j][i];
+        n = n < -c->tclip ? -c->tclip : (n > c->tclip ? c->tclip : n);
+        double v = tanh(out[i]) + n;
+        na[i] = v < -1 ? -1 : (v > 1 ? 1 : v);
+      }
+    }
+    double t0 = q_host(&c->qt[0], no, na), t1 = q_host(&c->qt[1], no, na);
+    double v = (t0 < t1 ? t0 : t1) - (c->td3 ? 0.0 : c->alpha * lp);
+    double y = c->d->rew[t] + c->gamma * (1 - c->d->term[t]) * v;
+    for (int k = 0; k < 2; k++) {
+      double e = q_host(&c->q[k], o, c->d->an[t]) - y;
+      L += e * e / B;
+    }
+  }
+  return L;
+}
+
+/* The actor's loss (SAC: mean(alpha log pi - min Q); TD3: -mean Q1), and
+ * the mean log pi. */
+static double actor_loss(const sac_case *c, double *mean_lp) {
+  double L = 0, mlp = 0;
+  for (int j = 0; j < B; j++) {
+    double o[OD], pa[A];
+    obs_d(c->d->obs[c->idx[j]], o);
+    if (c->td3) {
+      double out[A];
+      hmlp_forward(&c->actor, o, out);
+      for (int i = 0; i < A; i++) pa[i] = tanh(out[i]);
+      L -= q_host(&c->q[0], o, pa) / B;
+    } else {
+      double lp = sac_host(&c->actor, o, c->eps_pi[j], pa);
+      double q0 = q_host(&c->q[0], o, pa), q1 = q_host(&c->q[1], o, pa);
+      L += (c->alpha * lp - (q0 < q1 ? q0 : q1)) / B;
+      mlp += lp / B;
+    }
+  }
+  if (mean_lp) *mean_lp = mlp;
+  return L;
+}
+
+/* d loss / d p for every parameter of m (central differences, in double). */
+static void fd_grad(sac_case *c, hmlp *m, double (*loss)(sac_case *), double *g) {
+  for (int k = 0; k < hmlp_n(m); k++) {
+    double *p = hmlp_at(m, k), p0 = *p, h = 1e-6 * (fabs(p0) > 1 ? fabs(p0) : 1);
+    *p = p0 + h;
+    double up = loss(c);
+    *p = p0 - h;
+    double dn = loss(c);
+    *p = p0;
+    g[k] = (up - dn) / (2 * h);
+  }
+}
+static double closs_of(sac_case *c) { return critic_loss(c); }
+static double aloss_of(sac_case *c) { return actor_loss(c, NULL); }
+
+/* The device's gradients of m's parameters, in hmlp order. */
+static void dev_grad(const ag_mlp *m, double *g) {
+  int k = 0;
+  for (int i = 0; i < 4; i++) {
+    ag_tensor *gt = ag_tensor_grad(ag_mlp_params(m)[i]);
+    assert_non_null(gt);
+    float *v = agt_read_f32(gt);
+    for (int64_t e = 0; e < ag_tensor_numel(gt); e++) g[k++] = v[e];
+    free(v);
+  }
+}
+
+static void assert_grads(const char *what, const double *dev, const double *host, int n) {
+  double scale = 0;
+  for (int k = 0; k < n; k++) scale = fmax(scale, fabs(host[k]));
+  for (int k = 0; k < n; k++)
+    if (fabs(dev[k] - host[k]) > 2e-3 * scale + 1e-5)
+      fail_msg("%s: gradient %d is %.9g on the device, %.9g by differences (largest %.3g)", what, k, dev[k],
+               host[k], scale);
+}
+
+/* Adam's first step from zero moments: p1 = p0 - lr g / (|g| + eps). */
+static void assert_adam_first(const char *what, const hmlp *before, const hmlp *after, const double *g,
+                              double lr) {
+  hmlp b = *before, a = *after;
+  for (int k = 0; k < hmlp_n(&b); k++) {
+    double want = *hmlp_at(&b, k) - lr * g[k] / (fabs(g[k]) + 1e-8);
+    if (fabs(*hmlp_at(&a, k) - want) > 1e-6 + 1e-5 * fabs(want))
+      fail_msg("%s: parameter %d is %.9g after the step, Adam's first step gives %.9g", what, k,
+               *hmlp_at(&a, k), want);
+  }
+}
+
+static void assert_polyak(const char *what, const hmlp *t0, const hmlp *src, const hmlp *t1, double tau) {
+  hmlp x = *t0, s = *src, y = *t1;
+  for (int k = 0; k < hmlp_n(&x); k++) {
+    double want = (1 - tau) * *hmlp_at(&x, k) + tau * *hmlp_at(&s, k);
+    if (fabs(*hmlp_at(&y, k) - want) > 1e-6 + 1e-6 * fabs(want))
+      fail_msg("%s: target parameter %d is %.9g, Polyak averaging gives %.9g", what, k, *hmlp_at(&y, k),
+               want);
+  }
+}
+
+static void sac_update(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_ac_config cfg = small_config(AG_AC_SAC);
+  cfg.alpha = 0.3f;
+  ag_ac *a;
+  agt_ok(ag_ac_create(ctx, OD, A, LOW, HIGH, 1000, &cfg, &a));
+  data d;
+  make_data(&d, 11);
+  store_data(a, &d);
+  sac_case c;
+  memset(&c, 0, sizeof c);
+  c.d = &d;
+  c.gamma = cfg.gamma;
+  c.target_entropy = -(double)A;
+  hmlp_read(ag_ac_actor(a), &c.actor);
+  for (int k = 0; k < 2; k++) {
+    hmlp_read(ag_ac_critic(a, k), &c.q[k]);
+    hmlp_read(ag__ac_target(a, k), &c.qt[k]);
+  }
+  float la0;
+  agt_ok(ag_tensor_read(ag__ac_log_alpha(a), &la0, sizeof la0));
+  assert_true(fabs(la0 - log(0.3)) < 1e-6);
+  c.alpha = exp((double)la0);
+  draws w = draws_of(a);
+  for (int j = 0; j < B; j++) c.idx[j] = draw_index(&w, N);
+  for (int j = 0; j < B; j++)
+    for (int i = 0; i < A; i++) c.eps_next[j][i] = draw_normal(&w);
+  for (int j = 0; j < B; j++)
+    for (int i = 0; i < A; i++) c.eps_pi[j][i] = draw_normal(&w);
+  const double lc = critic_loss(&c);
+  double gq_host[2][64], gq_dev[2][64];
+  for (int k = 0; k < 2; k++) fd_grad(&c, &c.q[k], closs_of, gq_host[k]);
+  hmlp q_before[2] = {c.q[0], c.q[1]}, qt_before[2] = {c.qt[0], c.qt[1]};
+
+  float losses[2];
+  agt_ok(ag_ac_train(a, 1, losses));
+  assert_int_equal(ag_ac_updates(a), 1);
+  if (fabs(losses[0] - lc) > 1e-4 * fabs(lc) + 1e-6)
+    fail_msg("critic loss %.9g on the device, %.9g on the host", (double)losses[0], lc);
+  for (int k = 0; k < 2; k++) {
+    dev_grad(ag_ac_critic(a, k), gq_dev[k]);
+    assert_grads("critic", gq_dev[k], gq_host[k], hmlp_n(&c.q[k]));
+    hmlp after;
+    hmlp_read(ag_ac_critic(a, k), &after);
+    assert_adam_first("critic", &q_before[k], &after, gq_dev[k], cfg.critic_lr);
+    c.q[k] = after; /* the actor's loss goes through the updated critics */
+    hmlp t1;
+    hmlp_read(ag__ac_target(a, k), &t1);
+    assert_polyak("critic target", &qt_before[k], &after, &t1, cfg.tau);
+  }
+  /* the actor: its loss through the updated critics, its gradient, its step */
+  double mlp;
+  const double la = actor_loss(&c, &mlp);
+  if (fabs(losses[1] - la) > 1e-4 * fabs(la) + 1e-6)
+    fail_msg("actor loss %.9g on the device, %.9g on the host", (double)losses[1], la);
+  double ga_host[64], ga_dev[64];
+  fd_grad(&c, &c.actor, aloss_of, ga_host);
+  dev_grad(ag_ac_actor(a), ga_dev);
+  assert_grads("actor", ga_dev, ga_host, hmlp_n(&c.actor));
+  hmlp actor_after;
+  hmlp_read(ag_ac_actor(a), &actor_after);
+  assert_adam_first("actor", &c.actor, &actor_after, ga_dev, cfg.actor_lr);
+  /* the temperature: d/d log alpha of -log alpha (mean log pi + target entropy) */
+  float galpha;
+  agt_ok(ag_tensor_read(ag_tensor_grad(ag__ac_log_alpha(a)), &galpha, sizeof galpha));
+  const double gwant = -(mlp + c.target_entropy);
+  if (fabs(galpha - gwant) > 1e-4 * fabs(gwant) + 1e-5)
+    fail_msg("log alpha's gradient %.9g, the host's %.9g", (double)galpha, gwant);
+  float alpha;
+  agt_ok(ag_ac_alpha(a, &alpha));
+  const double awant = exp(la0 - cfg.critic_lr * galpha / (fabs(galpha) + 1e-8));
+  assert_true(fabs(alpha - awant) < 1e-6 * awant + 1e-7);
+  ag_ac_free(a);
+  ag_ctx_free(ctx);
+}
+
+static void td3_update(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_ac_config cfg = small_config(AG_AC_TD3);
+  cfg.target_noise = 0.6f; /* clipped often at 0.5 */
+  ag_ac *a;
+  agt_ok(ag_ac_create(ctx, OD, A, LOW, HIGH, 1000, &cfg, &a));
+  assert_int_equal(cfg.policy_delay, 2);
+  data d;
+  make_data(&d, 23);
+  store_data(a, &d);
+  sac_case c;
+  memset(&c, 0, sizeof c);
+  c.d = &d;
+  c.td3 = 1;
+  c.gamma = cfg.gamma;
+  c.tnoise = cfg.target_noise;
+  c.tclip = cfg.noise_clip;
+  for (int u = 0; u < 2; u++) { /* a critic update, then a critic and actor update */
+    hmlp_read(ag_ac_actor(a), &c.actor);
+    hmlp_read(ag__ac_target(a, 2), &c.actor_t);
+    for (int k = 0; k < 2; k++) {
+      hmlp_read(ag_ac_critic(a, k), &c.q[k]);
+      hmlp_read(ag__ac_target(a, k), &c.qt[k]);
+    }
+    draws w = draws_of(a);
+    for (int j = 0; j < B; j++) c.idx[j] = draw_index(&w, N);
+    for (int j = 0; j < B; j++)
+      for (int i = 0; i < A; i++) c.eps_next[j][i] = draw_normal(&w);
+    const double lc = critic_loss(&c);
+    double g_host[64], g_dev[64];
+    hmlp before = c.q[1];
+    fd_grad(&c, &c.q[1], closs_of, g_host);
+    float losses[2];
+    agt_ok(ag_ac_train(a, 1, losses));
+    if (fabs(losses[0] - lc) > 1e-4 * fabs(lc) + 1e-6)
+      fail_msg("update %d: critic loss %.9g on the device, %.9g on the host", u, (double)losses[0], lc);
+    dev_grad(ag_ac_critic(a, 1), g_dev);
+    assert_grads("td3 critic", g_dev, g_host, hmlp_n(&before));
+    hmlp actor1, actor_t1, q1[2], qt1[2];
+    hmlp_read(ag_ac_actor(a), &actor1);
+    hmlp_read(ag__ac_target(a, 2), &actor_t1);
+    for (int k = 0; k < 2; k++) {
+      hmlp_read(ag_ac_critic(a, k), &q1[k]);
+      hmlp_read(ag__ac_target(a, k), &qt1[k]);
+    }
+    if (u == 0) { /* delayed: the actor and every target as they were */
+      assert_true(isnan(losses[1]));
+      assert_memory_equal(&actor1, &c.actor, sizeof actor1);
+      assert_memory_equal(&actor_t1, &c.actor_t, sizeof actor_t1);
+      for (int k = 0; k < 2; k++) assert_memory_equal(&qt1[k], &c.qt[k], sizeof qt1[k]);
+      continue;
+    }
+    c.q[0] = q1[0];
+    c.q[1] = q1[1];
+    const double la = actor_loss(&c, NULL);
+    if (fabs(losses[1] - la) > 1e-4 * fabs(la) + 1e-6)
+      fail_msg("actor loss %.9g on the device, %.9g on the host", (double)losses[1], la);
+    double ga_host[64], ga_dev[64];
+    fd_grad(&c, &c.actor, aloss_of, ga_host);
+    dev_grad(ag_ac_actor(a), ga_dev);
+    assert_grads("td3 actor", ga_dev, ga_host, hmlp_n(&c.actor));
+    assert_adam_first("td3 actor", &c.actor, &actor1, ga_dev, cfg.actor_lr);
+    assert_polyak("td3 actor target", &c.actor_t, &actor1, &actor_t1, cfg.tau);
+    for (int k = 0; k < 2; k++) assert_polyak("td3 critic target", &c.qt[k], &q1[k], &qt1[k], cfg.tau);
+  }
+  assert_int_equal(ag_ac_updates(a), 2);
+  ag_ac_free(a);
+  ag_ctx_free(ctx);
+}
+
+/* Deterministic actions are the host's squashed mean in the bounds;
+ * exploring ones and random ones stay inside the bounds. */
+static void acting(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  for (int algo = 0; algo < 2; algo++) {
+    ag_ac_config cfg = small_config((ag_ac_algo)algo);
+    ag_ac *a;
+    const float lo[2] = {-1.0f, 0.5f}, hi[2] = {3.0f, 0.75f};
+    agt_ok(ag_ac_create(ctx, OD, 2, lo, hi, 1000, &cfg, &a));
+    hmlp actor;
+    hmlp_read(ag_ac_actor(a), &actor);
+    enum { M = 64 };
+    float obs[M][OD], act[M][2];
+    agt_rng r = {99};
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < OD; i++) obs[j][i] = agt_uniform(&r, -3, 3);
+    agt_ok(ag_ac_act(a, &obs[0][0], M, 0, &act[0][0]));
+    for (int j = 0; j < M; j++) {
+      double o[OD], out[4];
+      obs_d(obs[j], o);
+      hmlp_forward(&actor, o, out);
+      for (int i = 0; i < 2; i++) {
+        double want = lo[i] + (tanh(out[i]) + 1) * 0.5 * (hi[i] - lo[i]);
+        if (fabs(act[j][i] - want) > 1e-5 * (hi[i] - lo[i]))
+          fail_msg("algo %d: action %d,%d is %.9g, the host's %.9g", algo, j, i, (double)act[j][i], want);
+      }
+    }
+    for (int rep = 0; rep < 3; rep++) {
+      if (rep < 2)
+        agt_ok(ag_ac_act(a, &obs[0][0], M, 1, &act[0][0]));
+      else
+        agt_ok(ag_ac_act_random(a, M, &act[0][0]));
+      int moved = 0;
+      for (int j = 0; j < M; j++)
+        for (int i = 0; i < 2; i++) {
+          assert_true(act[j][i] >= lo[i] && act[j][i] <= hi[i]);
+          double o[OD], out[4];
+          obs_d(obs[j], o);
+          hmlp_forward(&actor, o, out);
+          moved += fabs(act[j][i] - (lo[i] + (tanh(out[i]) + 1) * 0.5 * (hi[i] - lo[i]))) > 1e-4;
+        }
+      assert_true(moved > M); /* noise (or chance) moved most of them */
+    }
+    agt_err(ag_ac_act(a, NULL, 1, 0, &act[0][0]), AG_ERR_INVALID_ARG, "ag_ac_act");
+    agt_err(ag_ac_act(a, &obs[0][0], 0, 0, &act[0][0]), AG_ERR_INVALID_ARG, "n >= 1");
+    ag_ac_free(a);
+  }
+  ag_ctx_free(ctx);
+}
+
+static void storing(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_ac_config cfg = small_config(AG_AC_SAC);
+  ag_ac *a;
+  agt_ok(ag_ac_create(ctx, OD, A, LOW, HIGH, 1000, &cfg, &a));
+  data d;
+  make_data(&d, 5);
+  d.act[1][0] = 7.0f; /* beyond the bound: clipped to 1 */
+  float losses[2];
+  agt_err(ag_ac_train(a, 1, losses), AG_ERR_STATE, "");
+  float bad = NAN;
+  int two = 2, zero = 0;
+  agt_err(ag_ac_store(a, d.obs[0], &bad, d.rew, d.next[0], d.term, NULL, 1), AG_ERR_OUT_OF_RANGE, "finite");
+  agt_err(ag_ac_store(a, d.obs[0], d.act[0], d.rew, d.next[0], &two, NULL, 1), AG_ERR_OUT_OF_RANGE, "0 or 1");
+  agt_err(ag_ac_store(a, d.obs[0], d.act[0], d.rew, d.next[0], &zero, &two, 1), AG_ERR_OUT_OF_RANGE,
+          "0 or 1");
+  agt_err(ag_ac_store(a, NULL, d.act[0], d.rew, d.next[0], &zero, NULL, 1), AG_ERR_INVALID_ARG, "arrays");
+  assert_int_equal(ag_replay_size(ag_ac_replay(a)), 0);
+  store_data(a, &d);
+  assert_int_equal(ag_replay_size(ag_ac_replay(a)), N);
+  int64_t idx[N];
+  for (int t = 0; t < N; t++) idx[t] = t;
+  ag_tensor *batch, *act, *obs;
+  agt_ok(ag_replay_gather(ag_ac_replay(a), idx, N, &batch));
+  agt_ok(ag_replay_view(ag_ac_replay(a), batch, "action", &act));
+  agt_ok(ag_replay_view(ag_ac_replay(a), batch, "obs", &obs));
+  float got[N * A], o[N * OD];
+  agt_ok(ag_tensor_read(act, got, sizeof got));
+  agt_ok(ag_tensor_read(obs, o, sizeof o));
+  for (int t = 0; t < N; t++) {
+    double want = t == 1 ? 1.0 : d.an[t][0];
+    assert_true(fabs(got[t] - want) < 1e-6);
+    for (int i = 0; i < OD; i++) assert_true(o[t * OD + i] == d.obs[t][i]);
+  }
+  ag_ctx_reset(ctx);
+  ag_ac_free(a);
+  ag_ctx_free(ctx);
+}
+
+static void refusals(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_ac *a = NULL;
+  const ag_ac_config good = small_config(AG_AC_SAC);
+  const uint64_t live = agt_live_bytes(ctx);
+  ag_ac_config c = good;
+  c.algo = (ag_ac_algo)5;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "algo");
+  c = good, c.n_hidden = 0;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "n_hidden");
+  c = good, c.actor_lr = 0;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "actor_lr");
+  c = good, c.tau = 0;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "tau");
+  c = good, c.buffer_size = B - 1;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "buffer_size");
+  c = good, c.policy_delay = 0;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "policy_delay");
+  c = good, c.alpha = -1;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "alpha");
+  c = good, c.target_entropy = INFINITY;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "target_entropy");
+  c = good, c.noise_clip = NAN;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "noise_clip");
+  c = good, c.n_step = 65;
+  agt_err(ag_ac_create(ctx, OD, A, LOW, HIGH, 10, &c, &a), AG_ERR_INVALID_ARG, "n_step");
+  const float lo[1] = {1.0f}, hi[1] = {1.0f}, inf[1] = {INFINITY};
+  agt_err(ag_ac_create(ctx, OD, A, lo, hi, 10, &good, &a), AG_ERR_INVALID_ARG, "bounds");
+  agt_err(ag_ac_create(ctx, OD, A, LOW, inf, 10, &good, &a), AG_ERR_INVALID_ARG, "bounds");
+  agt_err(ag_ac_create(ctx, OD, 0, LOW, HIGH, 10, &good, &a), AG_ERR_INVALID_ARG, "act_dim");
+  agt_err(ag_ac_create(ctx, OD, A, NULL, HIGH, 10, &good, &a), AG_ERR_INVALID_ARG, "NULL");
+  assert_null(a);
+  assert_int_equal(agt_live_bytes(ctx), live);
+  ag_ctx_free(ctx);
+}
+
+/* The loop: random actions until learning_starts, then updates every
+ * train_freq steps; the events count the episodes; the evaluation of the
+ * agent equals that of its saved policy. */
+typedef struct counts {
+  int64_t episodes, phases, last_updates;
+  double sum;
+} counts;
+
+static int count_event(const ag_train_event *ev, void *user) {
+  counts *k = user;
+  if (ev->kind == AG_TRAIN_EPISODE) {
+    k->episodes++;
+    k->sum += ev->episode_return;
+    assert_int_equal(ev->episode_length, 200); /* Pendulum: every episode truncated */
+    assert_true(ev->truncated);
+  } else {
+    k->phases++;
+    assert_true(isfinite(ev->loss) && ev->alpha > 0);
+  }
+  k->last_updates = ev->updates;
+  return 0;
+}
+
+static void learning_loop(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_vec_env *env;
+  agt_ok(ag_vec_env_create("pendulum", 2, 3, &env));
+  ag_ac_config cfg = small_config(AG_AC_SAC);
+  cfg.buffer_size = 4096;
+  cfg.batch_size = 32;
+  cfg.learning_starts = 200;
+  cfg.train_freq = 4;
+  cfg.gradient_steps = 3;
+  const ag_env_spec *sp = ag_vec_env_get_spec(env);
+  ag_ac *a;
+  agt_ok(ag_ac_create(ctx, sp->obs_dim, sp->act_dim, sp->act_low, sp->act_high, 1200, &cfg, &a));
+  counts k = {0};
+  agt_ok(ag_ac_learn(a, env, 1200, NULL, count_event, &k));
+  assert_int_equal(k.episodes, 6); /* 1200 steps over 2 copies of 200-step episodes */
+  assert_int_equal(ag_replay_size(ag_ac_replay(a)), 1200);
+  /* phases past step 200 at steps 204, 208, ..., 1200: 250 of them, 3 updates each */
+  assert_int_equal(ag_ac_updates(a), 3 * ((1200 - 204) / 4 + 1));
+  assert_true(k.phases >= 1);
+  ag_env *e1;
+  agt_ok(ag_env_create("pendulum", &e1));
+  double m1, m2, r1[3], r2[3];
+  agt_ok(ag_ac_evaluate(a, e1, 3, 42, &m1, r1));
+  ag_env *cp;
+  agt_ok(ag_env_create("cartpole", &cp)); /* discrete actions: refused, not played as a Q-network */
+  agt_err(ag_ac_evaluate(a, cp, 1, 42, &m2, NULL), AG_ERR_SHAPE, "discrete 2 actions");
+  ag_env_free(cp);
+  char path[] = "/tmp/agrl_test_ac_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  agt_ok(ag_mlp_save(ag_ac_actor(a), path));
+  ag_mlp *pol;
+  agt_ok(ag_mlp_load(ctx, path, &pol));
+  unlink(path);
+  agt_ok(ag_policy_evaluate(pol, e1, 3, 42, &m2, r2));
+  assert_memory_equal(r1, r2, sizeof r1);
+  assert_true(m1 == m2 && m1 < 0);
+  ag_mlp_free(pol);
+  ag_env_free(e1);
+  ag_ac_free(a);
+  ag_vec_env_free(env);
+  ag_ctx_free(ctx);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sac_update), cmocka_unit_test(td3_update), cmocka_unit_test(acting),
+      cmocka_unit_test(storing),    cmocka_unit_test(refusals),   cmocka_unit_test(learning_loop),
+  };
+  return agt_run(argc, argv, "ac", tests, sizeof tests / sizeof tests[0]);
+}
