@@ -4,8 +4,9 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test python train bench sanitize dist cpubench memcheck (default: all but
-#   cpubench and memcheck, a few tests of sanitize's memcheck;
+#   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep (default:
+#   all but cpubench, memcheck, accept and sweep; memcheck: a few tests of sanitize's memcheck;
+#   accept: learning rows of scripts/accept.sh; sweep: dev/sweep.sh;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
@@ -67,6 +68,8 @@ if has test; then
   grep -E '^soak: RSS|PASSED|FAILED' "$OUT/soak_cuda.log"
   stamp "soak done"; pack
 fi
+# the Python benchmarks the python step runs: AGRL_PY_BENCHES (default all)
+pybench() { case " ${AGRL_PY_BENCHES:-replay checkpoint train ac} " in *" $1 "*) return 0;; esac; return 1; }
 if has python; then
   # the package as a user installs it (pip install ., no network: the build
   # backend comes from .whl), then its tests with GPU skips turned into
@@ -88,22 +91,22 @@ if has python; then
     > "$OUT/memcheck_python.log" 2>&1
   echo "memcheck python (lifetime, exit, streams): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_python.log" | tail -1)"
   stamp "python memcheck done"; pack
-  if [ -f bench/python/bench_replay.py ]; then
+  if [ -f bench/python/bench_replay.py ] && pybench replay; then
     timeout 300 python3 bench/python/bench_replay.py --device cuda --cli "$BUILD/agrl" --json "$OUT/bench_python.json" \
       2>"$OUT/bench_python.err" | tee "$OUT/bench_python.txt"
     stamp "python bench done"; pack
   fi
-  if [ -f bench/python/bench_checkpoint.py ]; then
+  if [ -f bench/python/bench_checkpoint.py ] && pybench checkpoint; then
     timeout 240 python3 bench/python/bench_checkpoint.py --device cuda --json "$OUT/bench_python_checkpoint.json" \
       2>"$OUT/bench_python_checkpoint.err" | tee "$OUT/bench_python_checkpoint.txt"
     stamp "python checkpoint bench done"; pack
   fi
-  if [ -f bench/python/bench_train.py ]; then
+  if [ -f bench/python/bench_train.py ] && pybench train; then
     timeout 240 python3 bench/python/bench_train.py --device cuda --json "$OUT/bench_python_train.json" \
       2>"$OUT/bench_python_train.err" | tee "$OUT/bench_python_train.txt"
     stamp "python train bench done"; pack
   fi
-  if [ -f bench/python/bench_ac.py ]; then
+  if [ -f bench/python/bench_ac.py ] && pybench ac; then
     # SAC/TD3 updates beside torch (eager, CUDA graph) and JAX (jit, scan), and SAC's training rate
     timeout 200 python3 bench/python/bench_ac.py --device cuda --cli "$BUILD/agrl" --steps 10000 --timeout 90 \
       --json "$OUT/bench_python_ac.json" 2>"$OUT/bench_python_ac.err" | tee "$OUT/bench_python_ac.txt"
@@ -124,6 +127,28 @@ if has train; then
   timeout 60 python3 bench/peers/torch_dqn_train.py --device cuda --total-steps 20000 > "$OUT/rate_torch_cuda.txt" 2>"$OUT/rate_torch_cuda.err"
   tail -1 "$OUT/rate_torch_cuda.txt"
   stamp "train done"; pack
+fi
+if has accept; then
+  # the learning rows on the GPU: AGRL_ACCEPT_ROWS (scripts/accept.sh's rows)
+  # on AGRL_ACCEPT_SEEDS, AGRL_ACCEPT_JOBS runs at a time; the runs' networks
+  # are left out of what comes back
+  for row in ${AGRL_ACCEPT_ROWS:-sac-pendulum td3-pendulum}; do
+    timeout "${AGRL_ACCEPT_TIMEOUT:-280}" scripts/accept.sh "$BUILD/agrl" cuda "$row" --seeds "${AGRL_ACCEPT_SEEDS:-100-119}" \
+      --jobs "${AGRL_ACCEPT_JOBS:-10}" --out "$OUT/accept" -- ${AGRL_ACCEPT_FLAGS:-} > "$OUT/accept_$row.txt" 2>&1
+    tail -3 "$OUT/accept_$row.txt"
+    find "$OUT/accept" -name '*.agrl' -delete
+    stamp "accept $row done"; pack
+  done
+fi
+if has sweep; then
+  # a tuning sweep (dev/sweep.sh): AGRL_SWEEP_ROW on AGRL_SWEEP_SEEDS, the
+  # flag sets of AGRL_SWEEP separated by '|'
+  IFS='|' read -r -a sets <<<"${AGRL_SWEEP:-}"
+  timeout "${AGRL_SWEEP_TIMEOUT:-400}" dev/sweep.sh "$BUILD/agrl" cuda "${AGRL_SWEEP_ROW:-dqn-cartpole}" \
+    "${AGRL_SWEEP_SEEDS:-0-9}" "${AGRL_SWEEP_JOBS:-12}" "$OUT/sweep" "${sets[@]}" > "$OUT/sweep.txt" 2>&1
+  cat "$OUT/sweep.txt"
+  find "$OUT/sweep" -name '*.agrl' -delete
+  stamp "sweep done"; pack
 fi
 if has bench; then
   timeout 190 python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
