@@ -7,7 +7,7 @@
  * one right after a read of the whole file.
  * Build (after a CPU build in build-pipe), from the repository root:
  *   cc -O2 -Iinclude dev/time_replay_file.c -o /tmp/time_replay_file build-pipe/libagrl.a \
- *      -lopenblas -lz -lm -lpthread
+ *      -ldl -lz -lm -lpthread
  * Run: /tmp/time_replay_file [DIR] [COLUMNS] [REPS] (default: /tmp, 1000000, 5). */
 #define _GNU_SOURCE
 #include <fcntl.h>

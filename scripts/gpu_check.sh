@@ -155,15 +155,14 @@ if has bench; then
   stamp "bench done"; pack
 fi
 if has cpubench; then
-  # the CPU rows on this machine's processor, beside numpy, cpprb and PyTorch (one thread);
-  # where OpenBLAS does not recognise the processor (a virtual machine that hides its
-  # model) it takes its oldest kernels: name the ones the processor can run
-  core=$("$BUILD/agrl" bench --device cpu --filter cpu_add_1 --iters 3 2>&1 | grep -o 'OpenBLAS [A-Za-z0-9]*' | head -1)
-  if [ -z "${OPENBLAS_CORETYPE:-}" ] && echo "$core" | grep -qE 'Prescott|Core2|Nehalem|Katmai'; then
-    if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
-    elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
-  fi
-  echo "CPU rows: $core, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}" | tee "$OUT/cpu_blas.txt"
+  # the CPU rows on this machine's processor, beside numpy, cpprb and PyTorch (one thread).
+  # agrl chooses OpenBLAS's kernels from the processor's feature flags; the peers' own
+  # OpenBLAS (numpy's wheel) chooses from the model, which a virtual machine may hide (then
+  # its oldest kernels): they are given the kernels agrl chose, so both sides run the same
+  name=$("$BUILD/agrl" bench --device cpu --filter cpu_add_1 --iters 3 2>&1 | grep -o 'cpu (OpenBLAS [^)]*)' | head -1)
+  core=$(echo "$name" | grep -o 'OpenBLAS [A-Za-z0-9]*' | cut -d' ' -f2)
+  [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
+  echo "CPU rows: $name, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}" | tee "$OUT/cpu_blas.txt"
   timeout 200 python3 bench/compare.py "$BUILD" cpu --json "$OUT/bench_cpu.json" 2>>"$OUT/bench_stderr.log" | tee "$OUT/bench_cpu.txt"
   stamp "cpu bench done"; pack
 fi

@@ -5,7 +5,7 @@
  * bench row). MODE=d|g|b runs one part 20 times (for perf record).
  * Build (after a CPU build in build-cpu):
  *   cc -O2 -Iinclude dev/cpu_sample_parts/cpu_sample_parts.c -o cpu_sample_parts build-cpu/libagrl.a \
- *      -lopenblas -lm -lpthread
+ *      -ldl -lm -lpthread
  * Run with OPENBLAS_NUM_THREADS=1 (otherwise OpenBLAS's idle threads spin). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,9 +15,8 @@
 #include <xmmintrin.h>
 #endif
 
-#include <cblas.h>
-
 #include "base/base.h"
+#include "cpu/cpu_blas.h"
 #include "cpu/cpu_internal.h"
 
 /* A recorded plan: the kernel calls in order, their arguments copied into
@@ -47,17 +46,14 @@ static cpu_state *state_of(void *st) { return st ? (cpu_state *)st : &cpu_defaul
 
 static ag_status cpu_open(int index, void **st, char *desc, size_t desc_len) {
   (void)index;
-  /* RL matrices are small: BLAS threads cost more than they give. The
-   * variable OPENBLAS_NUM_THREADS, when set, is left to decide. */
-  if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+  /* OpenBLAS, loaded at the first open with the kernels the processor's
+   * feature flags allow (cpu_blas.c); its name says which and why */
+  const ag_status r = ag__blas_load();
+  if (r) return r;
   cpu_state *s = ag__calloc(1, sizeof *s);
   if (!s) return ag__fail(AG_ERR_OUT_OF_MEMORY, "cpu: out of host memory");
   *st = s;
-  /* the kernels OpenBLAS chose: a processor it does not recognise (some
-   * virtual machines hide the model) gets old ones, 2-3 times slower on
-   * these sizes; OPENBLAS_CORETYPE (Haswell, SkylakeX, Zen) overrides */
-  const char *core = openblas_get_corename();
-  snprintf(desc, desc_len, "cpu (OpenBLAS %s)", core ? core : "?");
+  snprintf(desc, desc_len, "cpu (%s)", ag__blas_desc());
   return AG_OK;
 }
 

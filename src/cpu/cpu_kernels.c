@@ -11,8 +11,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#include <cblas.h>
-
 #include "base/base.h"
 #include "base/convert.h"
 #include "base/kernels.h"
@@ -21,6 +19,7 @@
 #include "base/per_tree.h"
 #include "base/philox.h"
 #include "base/scalar_ops.h"
+#include "cpu/cpu_blas.h"
 #include "cpu/cpu_internal.h"
 
 /* Element (r, c) of an operand, broadcasting a 1-row or 1-column one. */
@@ -54,9 +53,9 @@ static ag_status k_gather(const void *args) {
 
 static ag_status k_gemm(const void *args) {
   const ag__gemm_args *a = args;
-  cblas_sgemm(CblasColMajor, a->trans_a ? CblasTrans : CblasNoTrans, a->trans_b ? CblasTrans : CblasNoTrans,
-              (int)a->m, (int)a->n, (int)a->k, a->alpha, a->a, (int)a->lda, a->b, (int)a->ldb, a->beta, a->c,
-              (int)a->ldc);
+  ag__sgemm(CblasColMajor, a->trans_a ? CblasTrans : CblasNoTrans, a->trans_b ? CblasTrans : CblasNoTrans,
+            (int)a->m, (int)a->n, (int)a->k, a->alpha, a->a, (int)a->lda, a->b, (int)a->ldb, a->beta, a->c,
+            (int)a->ldc);
   return AG_OK;
 }
 

@@ -13,20 +13,19 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "base/base.h"
 #include "base/kernels.h"
 #include "base/philox.h"
 #include "base/scalar_ops.h"
+#include "cpu/cpu_blas.h"
 #include "cpu/cpu_internal.h"
 
 /* Y [n, B] = act(W X + b) for W [n, k], X [k, B]. */
 static void dense(const float *w, const float *b, const float *x, float *y, int64_t n, int64_t k, int64_t B,
                   int relu) {
   for (int64_t j = 0; j < B; j++) memcpy(y + j * n, b, (size_t)n * sizeof *y);
-  cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)B, (int)k, 1.0f, w, (int)n, x, (int)k,
-              1.0f, y, (int)n);
+  ag__sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)B, (int)k, 1.0f, w, (int)n, x, (int)k,
+            1.0f, y, (int)n);
   if (relu)
     for (int64_t e = 0; e < n * B; e++) y[e] = y[e] > 0.0f ? y[e] : 0.0f;
 }
@@ -131,15 +130,15 @@ ag_status ag__cpu_qgrad(const void *args) {
   /* backward: D_i-1 = (W_i^T D_i) * (A_i > 0); dW_i = D_i A_i^T, db_i = D_i 1 */
   for (int i = L - 1; i >= 0; i--) {
     const int64_t n = a->sizes[i + 1], k = a->sizes[i];
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)k, (int)B, 1.0f, dl[i], (int)n, act[i],
-                (int)k, 0.0f, a->gw[i], (int)n);
+    ag__sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)k, (int)B, 1.0f, dl[i], (int)n, act[i],
+              (int)k, 0.0f, a->gw[i], (int)n);
     float *gb = a->gb[i];
     memset(gb, 0, (size_t)n * sizeof *gb);
     for (int64_t j = 0; j < B; j++)
       for (int64_t r = 0; r < n; r++) gb[r] += dl[i][j * n + r];
     if (i == 0) break;
-    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)B, (int)n, 1.0f, a->w[i], (int)n, dl[i],
-                (int)n, 0.0f, dl[i - 1], (int)k);
+    ag__sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)B, (int)n, 1.0f, a->w[i], (int)n, dl[i],
+              (int)n, 0.0f, dl[i - 1], (int)k);
     for (int64_t e = 0; e < k * B; e++)
       if (!(act[i][e] > 0.0f)) dl[i - 1][e] = 0.0f;
   }
