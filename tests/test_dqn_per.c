@@ -198,6 +198,42 @@ static void beta_schedule_and_settings(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* n-step returns without prioritized replay take the composed ops even
+ * when cfg.fused asks for the fused kernel (whose target is the one-step
+ * one): the same loss as with fused = 0, and another than the one-step
+ * DQN's on the same transitions. */
+static void nstep_without_per_is_not_fused(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  float loss[3];
+  for (int k = 0; k < 3; k++) {
+    ag_dqn_config c = agt_dqn_config(H, B, N, 3, k != 1);
+    c.n_step = k < 2 ? 3 : 1;
+    c.max_grad_norm = 0.0f;
+    ag_dqn *d;
+    agt_ok(ag_dqn_create(ctx, OBS, ACTS, 1000, &c, &d));
+    if (k < 2) assert_int_equal(ag_dqn_fused(d), 0);
+    agt_rng g = {17};
+    float obs[N * OBS], next[N * OBS], rew[N];
+    int32_t act[N];
+    int term[N], trunc[N];
+    for (int i = 0; i < N; i++) {
+      for (int j = 0; j < OBS; j++)
+        obs[i * OBS + j] = agt_uniform(&g, -1, 1), next[i * OBS + j] = agt_uniform(&g, -1, 1);
+      act[i] = (int32_t)agt_below(&g, ACTS);
+      rew[i] = agt_uniform(&g, -1, 1);
+      term[i] = i % 11 == 10;
+      trunc[i] = i % 7 == 6;
+    }
+    agt_ok(ag_dqn_store_ex(d, obs, act, rew, next, term, trunc, N));
+    agt_ok(ag_dqn_train(d, 1, &loss[k]));
+    ag_dqn_free(d);
+  }
+  assert_true(loss[0] == loss[1]); /* fused asked for or not: the same composed n-step update */
+  assert_true(fabsf(loss[0] - loss[2]) > 1e-6f * fabsf(loss[2]));
+  ag_ctx_free(ctx);
+}
+
 /* Saved after some prioritized updates and loaded: the same losses, the
  * same priorities, the same greedy actions from there on. */
 static void saved_and_loaded_goes_on_alike(void **state) {
@@ -296,6 +332,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(priorities_after_one_update_equal_a_host_computation),
       cmocka_unit_test(nstep_priorities_after_one_update_equal_a_host_computation),
       cmocka_unit_test(beta_schedule_and_settings),
+      cmocka_unit_test(nstep_without_per_is_not_fused),
       cmocka_unit_test(saved_and_loaded_goes_on_alike),
       cmocka_unit_test(learning_with_per_is_deterministic),
   };

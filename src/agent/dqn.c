@@ -173,8 +173,10 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
     s = ag_per_create(d->replay, cfg->per_alpha, &d->per);
     if (!s) s = ag_tensor_create(ctx, 1, 1, AG_F32, &cfg->per_beta, &d->beta);
   }
-  if (!s && cfg->fused &&
-      !cfg->per) { /* else, or where the backend lacks the fused kernel, the composed ops */
+  /* the fused kernel computes the one-step target without weights: with
+   * prioritized replay or n-step returns, or where the backend lacks the
+   * kernel, the composed ops */
+  if (!s && cfg->fused && !cfg->per && cfg->n_step == 1) {
     const ag__qlearn u = qlearn_of(d, 0);
     d->fused = ag__qlearn_fusable(&u);
   }
