@@ -51,6 +51,7 @@ ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint
   c.learning_starts = 0;
   c.seed = seed;
   c.fused = fused;
+  c.n_step = 1; /* the one-step target (the fused kernel's) unless a test asks */
   return c;
 }
 

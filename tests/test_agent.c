@@ -133,6 +133,7 @@ static void host_forward(ag_mlp *m, const double *x, int64_t in, double *out) {
 
 static ag_dqn_config small_config(int double_dqn, int huber) {
   ag_dqn_config c = ag_dqn_defaults();
+  c.n_step = 1; /* the one-step target, which the fused kernel computes */
   c.n_hidden = 2;
   c.hidden[0] = 16;
   c.hidden[1] = 8;
@@ -499,8 +500,10 @@ static void dqn_learn_is_deterministic_and_improves(void **state) {
     ag_vec_env *env;
     agt_ok(ag_vec_env_create("cartpole", 2, 11, &env));
     ag_dqn_config cfg = ag_dqn_defaults(); /* small, so that it runs under valgrind too */
+    cfg.n_envs = 2;                        /* the defaults' n-step returns walk each copy's column */
     cfg.hidden[0] = cfg.hidden[1] = 32;
     cfg.batch_size = 32;
+    cfg.train_freq = 256;
     cfg.gradient_steps = 64;
     cfg.lr = 2e-3f;
     cfg.seed = 11;

@@ -259,6 +259,7 @@ static void dqn_group_of_one(void **state) {
   ag_dist *g;
   agt_ok(ag_dist_create(ctx, 0, 1, NULL, 1.0, &g));
   ag_dqn_config cfg = ag_dqn_defaults();
+  cfg.n_step = 1; /* groups take the one-step target */
   cfg.hidden[0] = cfg.hidden[1] = 16;
   cfg.batch_size = 8;
   cfg.buffer_size = 64;
@@ -331,6 +332,7 @@ static void learn_in_a_group_of_one(void **state) {
     ag_dqn *d;
     agt_ok(ag_vec_env_create("cartpole", 1, 21, &env));
     ag_dqn_config cfg = ag_dqn_defaults();
+    cfg.n_step = 1;
     cfg.hidden[0] = cfg.hidden[1] = 16;
     cfg.batch_size = 16;
     cfg.gradient_steps = 8;

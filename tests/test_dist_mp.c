@@ -299,6 +299,7 @@ static void dqn_ranks_agree(void **state) {
   (void)state;
   const int G = W_world;
   ag_dqn_config cfg = ag_dqn_defaults();
+  cfg.n_step = 1; /* groups take the one-step target */
   cfg.hidden[0] = cfg.hidden[1] = 32;
   cfg.batch_size = 16 * G;
   cfg.buffer_size = 256 * G;
@@ -353,6 +354,7 @@ static void learn_stops_together(void **state) {
   (void)state;
   const int G = W_world;
   ag_dqn_config cfg = ag_dqn_defaults();
+  cfg.n_step = 1;
   cfg.hidden[0] = cfg.hidden[1] = 16;
   cfg.batch_size = 8 * G;
   cfg.buffer_size = 1024 * G;

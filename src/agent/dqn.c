@@ -28,8 +28,8 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.batch_size = 128;
   c.buffer_size = 100000;
   c.learning_starts = 1000;
-  c.train_freq = 256;
-  c.gradient_steps = 128;
+  c.train_freq = 64;
+  c.gradient_steps = 32;
   c.target_update_interval = 10;
   c.tau = 1.0f;
   c.exploration_fraction = 0.16f;
@@ -43,7 +43,7 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.per_alpha = 0.6f;
   c.per_beta = 0.4f;
   c.per_eps = 1e-6f;
-  c.n_step = 1;
+  c.n_step = 5;
   c.n_envs = 1;
   return c;
 }

@@ -454,6 +454,7 @@ static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hid
   c.double_dqn = 0;
   c.max_grad_norm = 0.0f;
   c.lr = 1e-3f;
+  c.n_step = 1; /* the fused one-step update the rows measure */
   j->d = NULL;
   ag_status s = ag_dqn_create(ctx, obs, acts, 1000000, &c, &j->d);
   enum { CHUNK = 10000 };

@@ -91,6 +91,7 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
     goto done;
   }
   ag_dqn_config cfg = ag_dqn_defaults();
+  cfg.n_step = 1; /* groups take the one-step target */
   cfg.hidden[0] = cfg.hidden[1] = hid;
   cfg.batch_size = batch * world;
   const int64_t per_rank = 65536;

@@ -79,7 +79,7 @@ static void train_usage(FILE *f) {
           "  --eps-fraction X [%g]  --eps-start X [%g]  --eps-end X [%g]  --max-grad-norm X [%g]\n"
           "  --double / --no-double  (Double DQN, on by default)   --mse  (MSE instead of Huber loss)\n"
           "  --per  (prioritized replay)  --per-alpha X [%g]  --per-beta X [%g, annealed to 1]\n"
-          "  --per-eps X [%g]  --n-step N [1, at most 64]  (n-step returns)\n"
+          "  --per-eps X [%g]  --n-step N [%d, at most 64; 1 with --gpus]  (n-step returns)\n"
           "SAC and TD3 options (the DQN's --lr, --gamma, --batch, --buffer, --learning-starts,\n"
           "--train-freq, --gradient-steps, --tau, --hidden and --n-step apply as well; --lr sets\n"
           "both rates; defaults: agrl's ag_ac_defaults, e.g. --tau 0.005 --batch 256):\n"
@@ -95,7 +95,8 @@ static void train_usage(FILE *f) {
           (long long)c.learning_starts, (long long)c.train_freq, (long long)c.gradient_steps,
           (long long)c.target_update_interval, (double)c.tau, (long long)c.hidden[0], (long long)c.hidden[1],
           (double)c.exploration_fraction, (double)c.eps_start, (double)c.eps_end, (double)c.max_grad_norm,
-          (double)c.per_alpha, (double)c.per_beta, (double)c.per_eps, MAX_STEPS, MAX_GRADIENT_STEPS);
+          (double)c.per_alpha, (double)c.per_beta, (double)c.per_eps, c.n_step, MAX_STEPS,
+          MAX_GRADIENT_STEPS);
 }
 
 static void eval_usage(FILE *f) {
@@ -788,6 +789,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     return cli_bad_usage(cmd, train_usage, "--stop-on eval needs --eval-every N");
   if ((gpus > 1 || world > 0) && eval_every > 0)
     return cli_bad_usage(cmd, train_usage, "--eval-every is not supported with --gpus");
+  /* a group takes the one-step target unless --n-step asks (refused below) */
+  if ((gpus > 1 || world > 0) && !(given & G_NSTEP)) cfg.n_step = 1;
   if ((gpus > 1 || world > 0) && (cfg.per || cfg.n_step > 1))
     return cli_bad_usage(cmd, train_usage, "--per and --n-step are not supported with --gpus");
   if ((gpus > 1 || world > 0) && ckpt_every > 0)

@@ -23,13 +23,15 @@ SMALL = dict(hidden=[32, 32], batch_size=16, buffer_size=1000, seed=5)
 def test_defaults_are_the_c_library_defaults():
     d = agrl.DQN.defaults()
     assert d["hidden"] == (256, 256) and d["batch_size"] == 128 and d["buffer_size"] == 100000
-    assert d["learning_starts"] == 1000 and d["train_freq"] == 256 and d["gradient_steps"] == 128
+    assert d["learning_starts"] == 1000 and d["train_freq"] == 64 and d["gradient_steps"] == 32 and d["n_step"] == 5
     assert d["target_update_interval"] == 10 and d["tau"] == 1.0 and d["double_dqn"] and d["huber"]
     assert d["lr"] == pytest.approx(7e-4) and d["gamma"] == pytest.approx(0.99)
     assert d["eps_end"] == pytest.approx(0.01) and d["exploration_fraction"] == pytest.approx(0.16)
     q = agrl.DQN("cpu", 4, 2)
-    assert q.config == d and q.obs_dim == 4 and q.n_actions == 2 and q.fused is True
-    assert agrl.DQN("cpu", 4, 2, fused=False).fused is False
+    # the defaults' 5-step target runs as composed ops; the one-step one fused
+    assert q.config == d and q.obs_dim == 4 and q.n_actions == 2 and q.fused is False
+    assert agrl.DQN("cpu", 4, 2, n_step=1).fused is True
+    assert agrl.DQN("cpu", 4, 2, n_step=1, fused=False).fused is False
 
 
 def test_act(rng):
