@@ -100,12 +100,14 @@ AG_API void ag_ac_free(ag_ac *a); /* NULL is accepted */
  * action (the squashed mean). The noise comes from the agent's acting
  * stream on the device. Ends with ag_ctx_reset, as ag_dqn_act.
  * ag_ac_act_random: uniform actions in the bounds from the agent's host
- * stream (what the learning loop does for the first learning_starts steps).
- * Errors: AG_ERR_INVALID_ARG: a NULL argument, n < 1; AG_ERR_STATE: a step
- * is being recorded, or the agent is broken (see ag_ac_train);
- * AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. On error `actions` is not written;
- * the acting stream may have moved on (its draws are queued before the
- * read that failed). */
+ * stream (what the learning loop does for the first learning_starts steps;
+ * it touches no device, and fails only with AG_ERR_INVALID_ARG for a NULL
+ * or n < 1, and AG_ERR_STATE for a broken agent, writing nothing then).
+ * ag_ac_act errors: AG_ERR_INVALID_ARG: a NULL argument, n < 1;
+ * AG_ERR_STATE: a step is being recorded, or the agent is broken (see
+ * ag_ac_train); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. On error `actions`
+ * is not written; the acting stream may have moved on (its draws are
+ * queued before the read that failed). */
 AG_API ag_status ag_ac_act(ag_ac *a, const float *obs, int n, int explore, float *actions);
 AG_API ag_status ag_ac_act_random(ag_ac *a, int n, float *actions);
 
