@@ -87,12 +87,13 @@ def judge(ours, peers):
     return out
 
 
-def run_lines(cmd, env=None):
-    """The JSON lines a command prints, and an error text when it failed."""
+def run_lines(cmd, env=None, timeout=1200):
+    """The JSON lines a command prints, and an error text when it failed
+    (also bench/python/bench_ac.py's, which gives each child its timeout)."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return [], f"{os.path.basename(cmd[-2] if len(cmd) > 1 else cmd[0])}: {e}"
+        return [], f"{os.path.basename(cmd[1] if len(cmd) > 1 else cmd[0])}: {type(e).__name__}: {e}"
     rows = []
     for line in p.stdout.splitlines():
         line = line.strip()

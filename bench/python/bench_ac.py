@@ -55,6 +55,8 @@ PEERS_DIR = os.path.join(os.path.dirname(HERE), "peers")
 sys.path.insert(0, PEERS_DIR)
 import ac_defs as D  # noqa: E402
 import peerlib as pl  # noqa: E402
+sys.path.insert(0, os.path.dirname(PEERS_DIR))
+from compare import run_lines  # noqa: E402  one way of running a child for every bench
 
 PEER_SCRIPTS = {"torch": "torch_sac.py", "jax": "jax_sac.py"}
 PEER_IMPLS = {"torch": ["torch-eager", "torch-cudagraph", "torch-cudagraph-fused"],
@@ -155,26 +157,6 @@ def agrl_rows(dev, algos, args):
 
 
 # ------------------------------------------------------------- the peers
-
-def run_lines(cmd, env, timeout):
-    """The JSON lines a child prints, and an error text when it failed."""
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return [], f"{os.path.basename(cmd[1]) if len(cmd) > 1 else cmd[0]}: {type(e).__name__}: {e}"
-    rows = []
-    for line in p.stdout.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    sys.stderr.write(p.stderr[-4000:])
-    err = (None if p.returncode == 0
-           else f"{os.path.basename(cmd[1])} exited {p.returncode}: {p.stderr[-300:].strip()}")
-    return rows, err
-
 
 def peer_cmd(name, dev, algos, args):
     cmd = [sys.executable, os.path.join(PEERS_DIR, PEER_SCRIPTS[name]), dev, "--algos", ",".join(algos),
