@@ -55,8 +55,8 @@ struct ag_ac {
   int obs_in_n;
   float *scratch;
   int scratch_n;
-  int *zeros;
-  int zeros_n;
+  void *store_buf; /* ag_ac_store's actions in [-1, 1] and zero flags, store_bytes of them */
+  size_t store_bytes;
   float target_entropy;
   int broken;
 };
@@ -155,7 +155,7 @@ void ag_ac_free(ag_ac *a) {
   free(a->low);
   free(a->high);
   free(a->scratch);
-  free(a->zeros);
+  free(a->store_buf);
   free(a);
 }
 
@@ -430,7 +430,7 @@ static ag_status actor_step(ag_ac *a, ag_tensor *obs) {
   if (!s) s = t;
   if (!s) s = ag_optim_step(a->opt_actor);
   if (!s && sac && a->opt_alpha) { /* -log alpha * mean(log pi + target entropy), log pi without gradient */
-    ag_tensor *d, *ml, *c, *prod, *l;
+    ag_tensor *d, *ml, *c, *prod;
     s = ag_detach(lp, &d);
     if (!s) s = ag_mean(d, AG_AXIS_ALL, &ml);
     if (!s) s = ag_affine(ml, -1.0f, -a->target_entropy, &c);
@@ -438,7 +438,6 @@ static ag_status actor_step(ag_ac *a, ag_tensor *obs) {
     if (!s) s = ag_optim_zero_grad(a->opt_alpha);
     if (!s) s = ag_backward(prod);
     if (!s) s = ag_optim_step(a->opt_alpha);
-    (void)l;
   }
   if (!s && !sac) s = ag_mlp_polyak(a->actor_t, a->actor, a->cfg.tau);
   if (s) return s;
@@ -576,7 +575,6 @@ ag_status ag_ac_act(ag_ac *a, const float *obs, int n, int explore, float *actio
     a->obs_in = in;
     a->obs_in_n = n;
   }
-  /* the acting stream's counter, put back if the call fails */
   ag_tensor *y;
   if ((s = ag_tensor_write(a->obs_in, obs, sizeof(float) * (size_t)(a->obs_dim * n)))) return s;
   ag_no_grad_begin(a->ctx);
@@ -612,8 +610,13 @@ ag_status ag_ac_store(ag_ac *a, const float *obs, const float *actions, const fl
       return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: the flags of transition %d are not 0 or 1", fn, i);
   /* the actions into [-1, 1], then the zeros of no truncation */
   size_t need = sizeof(float) * (size_t)m + (truncated ? 0 : sizeof(int) * (size_t)n);
-  float *na = ag__malloc(need);
-  if (!na) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (a->store_bytes < need) { /* kept between calls: the loop stores every step */
+    void *p = ag__realloc(a->store_buf, need);
+    if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    a->store_buf = p;
+    a->store_bytes = need;
+  }
+  float *na = a->store_buf;
   for (int64_t i = 0; i < m; i++) {
     int64_t d = i % A;
     float y = 2.0f * (actions[i] - a->low[d]) / (a->high[d] - a->low[d]) - 1.0f;
@@ -625,9 +628,7 @@ ag_status ag_ac_store(ag_ac *a, const float *obs, const float *actions, const fl
     truncated = z;
   }
   const void *data[6] = {obs, na, rewards, next_obs, terminated, truncated};
-  s = ag_replay_add(a->replay, data, n);
-  free(na);
-  return s;
+  return ag_replay_add(a->replay, data, n);
 }
 
 ag_status ag_ac_alpha(ag_ac *a, float *alpha) {
@@ -671,7 +672,6 @@ ag_status ag_ac_evaluate(ag_ac *a, ag_env *env, int episodes, uint64_t seed, dou
 
 /* ---- the loop ---- */
 
-#define WINDOW 20
 #define REPORT_EVERY 1000
 
 ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_opts *o, ag_train_callback cb,
@@ -706,8 +706,9 @@ ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_o
     s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (!s) s = ag_vec_env_reset(env, obs);
   int64_t step = 0, episodes = 0, since_train = 0, last_report = -REPORT_EVERY, last_eval = 0;
-  double win[WINDOW], mean = 0;
-  int win_n = 0, win_next = 0, stop = 0;
+  ag__recent win = {{0}, 0, 0};
+  double mean = 0;
+  int stop = 0;
   float losses[2] = {NAN, NAN};
   while (!s && !stop && step < total_steps) {
     s = step < a->cfg.learning_starts ? ag_ac_act_random(a, n, act) : ag_ac_act(a, obs, n, 1, act);
@@ -722,12 +723,7 @@ ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_o
       ag_episode_info info;
       if ((s = ag_vec_env_last_episode(env, i, &info))) break;
       episodes++;
-      win[win_next] = info.ret;
-      win_next = (win_next + 1) % WINDOW;
-      if (win_n < WINDOW) win_n++;
-      double sum = 0;
-      for (int k = 0; k < win_n; k++) sum += win[k];
-      mean = sum / win_n;
+      mean = ag__recent_push(&win, info.ret);
       ag_train_event ev = {AG_TRAIN_EPISODE,
                            step,
                            episodes,

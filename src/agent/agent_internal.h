@@ -53,6 +53,16 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
  * to max of them into out and returns how many there are. */
 int ag__dqn_update_state(const ag_dqn *d, ag_tensor **out, int max);
 
+/* The returns of the last (up to) AG__RECENT episodes, which the training
+ * loops report the mean of (learn.c; ac.c). ag__recent_push adds one and
+ * returns the mean of those kept. */
+enum { AG__RECENT = 20 };
+typedef struct ag__recent {
+  double r[AG__RECENT];
+  int n, next;
+} ag__recent;
+double ag__recent_push(ag__recent *w, double v);
+
 /* The deterministic action tanh(first A outputs) of an actor on x (ac.c). */
 ag_status ag__squashed_mean(ag_mlp *actor, ag_tensor *x, int64_t A, ag_tensor **act);
 

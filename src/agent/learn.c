@@ -26,17 +26,12 @@
 #include "agent/agent_internal.h"
 
 static const char run_magic[8] = {'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'};
-enum { RUN_FIXED = 248, RUN_WINDOW = 20 };
+enum { RUN_FIXED = 248, RUN_WINDOW = AG__RECENT };
 
-typedef struct recent {
-  double r[RUN_WINDOW];
-  int n, next;
-} recent;
-
-static double recent_push(recent *w, double v) {
+double ag__recent_push(ag__recent *w, double v) {
   w->r[w->next] = v;
-  w->next = (w->next + 1) % RUN_WINDOW;
-  if (w->n < RUN_WINDOW) w->n++;
+  w->next = (w->next + 1) % AG__RECENT;
+  if (w->n < AG__RECENT) w->n++;
   double s = 0;
   for (int i = 0; i < w->n; i++) s += w->r[i];
   return s / w->n;
@@ -45,7 +40,7 @@ static double recent_push(recent *w, double v) {
 /* The loop's state between two steps. */
 typedef struct loop_state {
   int64_t step, episodes, since_train, since_target, last_eval;
-  recent win;
+  ag__recent win;
   double mean;
 } loop_state;
 
@@ -57,7 +52,7 @@ typedef struct loop_state {
  * one-GPU run averages over. */
 enum { XCHG_ROWS = 2 + RUN_WINDOW };
 
-static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const recent *win, int want_stop, int *stop,
+static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const ag__recent *win, int want_stop, int *stop,
                                 double *mean) {
   int G = ag_dist_world(d->dist), keep = RUN_WINDOW / G > 0 ? RUN_WINDOW / G : 1;
   float v[XCHG_ROWS] = {0};
@@ -399,7 +394,7 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
       ag_episode_info info;
       if ((s = ag_vec_env_last_episode(env, i, &info))) break;
       ls.episodes++;
-      double own = recent_push(&ls.win, info.ret);
+      double own = ag__recent_push(&ls.win, info.ret);
       if (!d->dist) ls.mean = own; /* in a group: the group's mean, from the last boundary */
       ag_train_event ev = {AG_TRAIN_EPISODE,
                            ls.step,
