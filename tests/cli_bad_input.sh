@@ -123,6 +123,7 @@ flag train --target-entropy float -1e7 1e7
 flag train --expl-noise float -0.1 10.5
 flag train --target-noise float -0.1 10.5
 flag train --noise-clip float -0.1 10.5
+flag train --noise-rho float -0.1 1 1.5
 # ---- agrl eval ----
 flag eval --model text
 flag eval --env word nope

@@ -479,6 +479,88 @@ static void acting(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* The normals behind exploring actions, recovered on the host: TD3's
+ * (y - tanh(mu)) / expl_noise, SAC's (atanh(y) - mu) / std (NaN where the
+ * action is too near a bound to recover). */
+static void normals_of(ag_ac_algo algo, const hmlp *actor, const float obs[][OD], const float act[][2], int m,
+                       const float *lo, const float *hi, float expl, double *z) {
+  for (int j = 0; j < m; j++) {
+    double o[OD], out[4];
+    obs_d(obs[j], o);
+    hmlp_forward(actor, o, out);
+    for (int i = 0; i < 2; i++) {
+      double y = 2.0 * (act[j][i] - lo[i]) / (hi[i] - lo[i]) - 1.0;
+      double *zi = &z[j * 2 + i];
+      if (fabs(y) > 0.98) {
+        *zi = NAN;
+      } else if (algo == AG_AC_TD3) {
+        *zi = (y - tanh(out[i])) / expl;
+      } else {
+        double sd = exp(-5.0 + 3.5 * (tanh(out[2 + i]) + 1.0));
+        *zi = (atanh(y) - out[i]) / sd;
+      }
+    }
+  }
+}
+
+/* noise_rho: exploring normals z_t = rho z_{t-1} + sqrt(1 - rho^2) e_t, with
+ * e_t the normals an agent without correlation (the same seed) draws; the
+ * first call, and a call for another number of copies, start afresh. */
+static void correlated_noise(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const float lo[2] = {-1.0f, 0.5f}, hi[2] = {3.0f, 0.75f}, rho = 0.9f;
+  for (int algo = 0; algo < 2; algo++) {
+    ag_ac_config c0 = small_config((ag_ac_algo)algo), c1 = c0;
+    c0.expl_noise = c1.expl_noise = 0.05f;
+    c1.noise_rho = rho;
+    ag_ac *a0, *a1;
+    agt_ok(ag_ac_create(ctx, OD, 2, lo, hi, 1000, &c0, &a0));
+    agt_ok(ag_ac_create(ctx, OD, 2, lo, hi, 1000, &c1, &a1));
+    hmlp actor;
+    hmlp_read(ag_ac_actor(a1), &actor);
+    enum { M = 16, T = 4 };
+    float obs[M][OD], act[M][2];
+    agt_rng r = {5};
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < OD; i++) obs[j][i] = agt_uniform(&r, -3, 3);
+    double e[T][M * 2], z[T][M * 2];
+    for (int t = 0; t < T; t++) {
+      const int m = t == T - 1 ? M / 2 : M; /* the last call: fewer copies */
+      agt_ok(ag_ac_act(a0, &obs[0][0], m, 1, &act[0][0]));
+      normals_of((ag_ac_algo)algo, &actor, obs, act, m, lo, hi, c0.expl_noise, e[t]);
+      agt_ok(ag_ac_act(a1, &obs[0][0], m, 1, &act[0][0]));
+      normals_of((ag_ac_algo)algo, &actor, obs, act, m, lo, hi, c1.expl_noise, z[t]);
+      if (t == 1) { /* a deterministic call in between leaves the process alone */
+        agt_ok(ag_ac_act(a1, &obs[0][0], M, 0, &act[0][0]));
+        agt_ok(ag_ac_act(a0, &obs[0][0], M, 0, &act[0][0]));
+      }
+    }
+    int checked = 0;
+    for (int t = 0; t < T; t++)
+      for (int k = 0; k < (t == T - 1 ? M : 2 * M); k++) {
+        double want =
+            (t == 0 || t == T - 1) ? e[t][k] : rho * z[t - 1][k] + sqrt(1.0 - (double)rho * rho) * e[t][k];
+        if (isnan(want) || isnan(z[t][k])) continue;
+        checked++;
+        if (fabs(z[t][k] - want) > 2e-3 * (1 + fabs(want)))
+          fail_msg("algo %d, call %d, value %d: normal %.6g, want %.6g", algo, t, k, z[t][k], want);
+      }
+    assert_true(checked > T * M); /* most were recoverable */
+    ag_ac_free(a0);
+    ag_ac_free(a1);
+  }
+  ag_ac_config bad = small_config(AG_AC_SAC);
+  ag_ac *a = NULL;
+  const float rhos[3] = {1.0f, -0.1f, NAN};
+  for (int k = 0; k < 3; k++) {
+    bad.noise_rho = rhos[k];
+    agt_err(ag_ac_create(ctx, OD, 2, lo, hi, 10, &bad, &a), AG_ERR_INVALID_ARG, "noise_rho");
+    assert_null(a);
+  }
+  ag_ctx_free(ctx);
+}
+
 static void storing(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
@@ -628,8 +710,9 @@ static void learning_loop(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sac_update), cmocka_unit_test(td3_update), cmocka_unit_test(acting),
-      cmocka_unit_test(storing),    cmocka_unit_test(refusals),   cmocka_unit_test(learning_loop),
+      cmocka_unit_test(sac_update),       cmocka_unit_test(td3_update), cmocka_unit_test(acting),
+      cmocka_unit_test(storing),          cmocka_unit_test(refusals),   cmocka_unit_test(learning_loop),
+      cmocka_unit_test(correlated_noise),
   };
   return agt_run(argc, argv, "ac", tests, sizeof tests / sizeof tests[0]);
 }

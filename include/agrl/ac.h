@@ -42,7 +42,7 @@ typedef enum ag_ac_algo { AG_AC_SAC = 0, AG_AC_TD3 = 1 } ag_ac_algo;
  * learning_starts < 0, train_freq < 1, gradient_steps < 0, policy_delay
  * outside 1..1000, alpha not in (0, 1e6), target_entropy not finite (NaN
  * is the default's "-act_dim"), autotune not 0 or 1, a noise scale outside
- * [0, 10], n_step outside 1..64, n_envs outside 1..2^20. */
+ * [0, 10], noise_rho outside [0, 1), n_step outside 1..64, n_envs outside 1..2^20. */
 typedef struct ag_ac_config {
   ag_ac_algo algo;
   int n_hidden;                     /* 2 */
@@ -65,6 +65,13 @@ typedef struct ag_ac_config {
   float expl_noise;   /* 0.1: the exploration noise's standard deviation */
   float target_noise; /* 0.2: the target smoothing noise's standard deviation */
   float noise_clip;   /* 0.5: the smoothing noise is clipped to +-noise_clip */
+  /* Exploration noise correlated in time (both algos): the standard normals
+   * of exploring actions follow, per copy and action, z_t = noise_rho
+   * z_{t-1} + sqrt(1 - noise_rho^2) e_t (an AR(1), i.e. discretised
+   * Ornstein-Uhlenbeck, process of unit variance; 0: independent draws).
+   * Values near 1 hold a push for many steps, which sparse rewards such as
+   * MountainCarContinuous-v0's need. Training updates keep independent draws. */
+  float noise_rho; /* 0, in [0, 1) */
   /* n-step returns as in ag_dqn_config (1..64), over n_envs copies stored side by side */
   int n_step;     /* 1 */
   int64_t n_envs; /* 1 */
@@ -98,7 +105,10 @@ AG_API void ag_ac_free(ag_ac *a); /* NULL is accepted */
  * floats, in the bounds): with explore, SAC samples its policy and TD3 adds
  * its exploration noise (clipped to the bounds); without, the deterministic
  * action (the squashed mean). The noise comes from the agent's acting
- * stream on the device. Ends with ag_ctx_reset, as ag_dqn_act.
+ * stream on the device; with noise_rho > 0 the agent keeps the last
+ * exploring call's normals for its n copies and continues their process
+ * (the first such call, and one for another n, starts it from independent
+ * draws). Ends with ag_ctx_reset, as ag_dqn_act.
  * ag_ac_act_random: uniform actions in the bounds from the agent's host
  * stream (what the learning loop does for the first learning_starts steps;
  * it touches no device, and fails only with AG_ERR_INVALID_ARG for a NULL

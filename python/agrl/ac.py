@@ -172,7 +172,8 @@ _COMMON_DOC = """
     ``gradient_steps``, ``policy_delay``, SAC's ``alpha``, ``autotune`` and
     ``target_entropy`` (None: -act_dim), TD3's ``expl_noise``,
     ``target_noise`` and ``noise_clip`` (fractions of the actions' half
-    range), n-step returns' ``n_step`` and ``n_envs``, and ``seed``); the
+    range), ``noise_rho`` (the exploring noise's correlation from one step
+    to the next, an AR(1) process per copy; 0: independent), n-step returns' ``n_step`` and ``n_envs``, and ``seed``); the
     defaults are ``{name}.defaults()``. ``low`` and ``high`` are the action
     bounds (act_dim values, or one for all): the networks work in [-1, 1]
     and the agent maps to and from the bounds. ``{name}.for_env(ctx, env,

@@ -58,6 +58,12 @@ struct ag_ac {
   void *store_buf; /* ag_ac_store's actions in [-1, 1] and zero flags, store_bytes of them */
   size_t store_bytes;
   float target_entropy;
+  /* the correlated acting noise's state (noise_rho > 0): noise_n values,
+   * act_dim per copy; noise_n 0 until the first exploring act, and again
+   * when a call acts for another number of copies */
+  float *noise_z;
+  int64_t noise_n;
+  ag_tensor *noise_in; /* noise_z uploaded */
   int broken;
 };
 
@@ -128,6 +134,8 @@ static ag_status check_config(const ag_ac_config *c, const char *fn) {
       return ag__fail(AG_ERR_INVALID_ARG,
                       "%s: expl_noise = %g, target_noise = %g and noise_clip = %g must be in [0, 10]", fn,
                       (double)c->expl_noise, (double)c->target_noise, (double)c->noise_clip);
+  if (!(c->noise_rho >= 0.0f && c->noise_rho < 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: noise_rho = %g must be in [0, 1)", fn, (double)c->noise_rho);
   if (c->n_step < 1 || c->n_step > 64 || c->n_envs < 1 || c->n_envs > (1 << 20))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..64 and n_envs = %lld in 1..2^20", fn,
                     c->n_step, (long long)c->n_envs);
@@ -152,10 +160,12 @@ void ag_ac_free(ag_ac *a) {
   ag_rng_free(a->rng);
   ag_rng_free(a->act_rng);
   ag_tensor_free(a->obs_in);
+  ag_tensor_free(a->noise_in);
   free(a->low);
   free(a->high);
   free(a->scratch);
   free(a->store_buf);
+  free(a->noise_z);
   free(a);
 }
 
@@ -258,11 +268,12 @@ static ag_status check_sound(const ag_ac *a, const char *fn) {
 
 /* ---- the policies ---- */
 
-/* SAC's action (tanh-squashed) and, with logp, log pi of it ([1, n]). */
-static ag_status sac_sample(ag_ac *a, ag_mlp *actor, ag_tensor *x, ag_rng *rng, ag_tensor **act,
-                            ag_tensor **logp) {
+/* SAC's action (tanh-squashed) and, with logp, log pi of it ([1, n]); the
+ * standard normals are eps when given, else drawn from rng. */
+static ag_status sac_sample(ag_ac *a, ag_mlp *actor, ag_tensor *x, ag_rng *rng, ag_tensor *eps,
+                            ag_tensor **act, ag_tensor **logp) {
   const int64_t A = a->act_dim;
-  ag_tensor *out, *mu, *raw, *th, *ls, *sd, *eps, *se, *u, *y;
+  ag_tensor *out, *mu, *raw, *th, *ls, *sd, *se, *u, *y;
   ag_status s = ag_mlp_forward(actor, x, &out);
   if (!s) s = ag_slice_rows(out, 0, A, &mu);
   if (!s) s = ag_slice_rows(out, A, A, &raw);
@@ -271,7 +282,7 @@ static ag_status sac_sample(ag_ac *a, ag_mlp *actor, ag_tensor *x, ag_rng *rng, 
     s = ag_affine(th, 0.5f * (LOG_STD_MAX - LOG_STD_MIN), LOG_STD_MIN + 0.5f * (LOG_STD_MAX - LOG_STD_MIN),
                   &ls);
   if (!s) s = ag_exp(ls, &sd);
-  if (!s) s = ag_randn(rng, A, ag_tensor_cols(x), &eps);
+  if (!s && !eps) s = ag_randn(rng, A, ag_tensor_cols(x), &eps);
   if (!s) s = ag_mul(sd, eps, &se);
   if (!s) s = ag_add(mu, se, &u);
   if (!s) s = ag_tanh(u, &y);
@@ -307,11 +318,12 @@ ag_status ag__squashed_mean(ag_mlp *actor, ag_tensor *x, int64_t A, ag_tensor **
   return s ? s : ag_tanh(mu, act);
 }
 
-/* clip(y + scale * eps, -1, 1), eps standard normal clipped to +-clip / scale
- * first (clip < 0: not clipped). */
-static ag_status add_noise(ag_ac *a, ag_rng *rng, ag_tensor *y, float scale, float clip, ag_tensor **out) {
-  ag_tensor *eps, *n, *nc, *s2;
-  ag_status s = ag_randn(rng, a->act_dim, ag_tensor_cols(y), &eps);
+/* clip(y + scale * eps, -1, 1), eps standard normal (given, or drawn from
+ * rng) clipped to +-clip / scale first (clip < 0: not clipped). */
+static ag_status add_noise(ag_ac *a, ag_rng *rng, ag_tensor *eps, ag_tensor *y, float scale, float clip,
+                           ag_tensor **out) {
+  ag_tensor *n, *nc, *s2;
+  ag_status s = eps ? AG_OK : ag_randn(rng, a->act_dim, ag_tensor_cols(y), &eps);
   if (!s) s = ag_scale(eps, scale, &n);
   if (!s && clip >= 0.0f)
     s = ag_clamp(n, -clip, clip, &nc);
@@ -349,11 +361,11 @@ static ag_status critic_step(ag_ac *a, ag_tensor **obs_out) {
     if (!s) s = ag_get_rows_dev(ag_replay_buffer(a->replay), last, &lb);
     if (!s) s = ag_replay_view(a->replay, lb, "next_obs", &next);
   }
-  if (!s && sac) s = sac_sample(a, a->actor, next, a->rng, &na, &nlp);
+  if (!s && sac) s = sac_sample(a, a->actor, next, a->rng, NULL, &na, &nlp);
   if (!s && !sac) {
     ag_tensor *y0;
     s = ag__squashed_mean(a->actor_t, next, a->act_dim, &y0);
-    if (!s) s = add_noise(a, a->rng, y0, a->cfg.target_noise, a->cfg.noise_clip, &na);
+    if (!s) s = add_noise(a, a->rng, NULL, y0, a->cfg.target_noise, a->cfg.noise_clip, &na);
   }
   if (!s) s = ag_concat_rows(next, na, &x);
   if (!s) s = ag_mlp_forward(a->qt[0], x, &t0);
@@ -407,7 +419,7 @@ static ag_status actor_step(ag_ac *a, ag_tensor *obs) {
   const int sac = a->cfg.algo == AG_AC_SAC;
   ag_tensor *pa, *lp = NULL, *x, *q0, *q1 = NULL, *m, *la;
   ag_status s = critics_grad(a, 0);
-  if (!s && sac) s = sac_sample(a, a->actor, obs, a->rng, &pa, &lp);
+  if (!s && sac) s = sac_sample(a, a->actor, obs, a->rng, NULL, &pa, &lp);
   if (!s && !sac) s = ag__squashed_mean(a->actor, obs, a->act_dim, &pa);
   if (!s) s = ag_concat_rows(obs, pa, &x);
   if (!s) s = ag_mlp_forward(a->q[0], x, &q0);
@@ -555,6 +567,30 @@ ag_status ag_ac_act_random(ag_ac *a, int n, float *actions) {
   return AG_OK;
 }
 
+/* The exploring normals of n copies: drawn from the acting stream, and with
+ * noise_rho > 0 made rho z + sqrt(1 - rho^2) e with the last step's z
+ * (uploaded; e alone when there is none for n copies). */
+static ag_status act_noise(ag_ac *a, int n, ag_tensor **eps) {
+  ag_tensor *e;
+  ag_status s = ag_randn(a->act_rng, a->act_dim, n, &e);
+  const float rho = a->cfg.noise_rho;
+  if (s || rho == 0.0f || a->noise_n != a->act_dim * n) {
+    *eps = e;
+    return s;
+  }
+  ag_tensor *rz, *ce;
+  if (!a->noise_in || ag_tensor_cols(a->noise_in) != n) {
+    ag_tensor *t;
+    if ((s = ag_tensor_create(a->ctx, a->act_dim, n, AG_F32, NULL, &t))) return s;
+    ag_tensor_free(a->noise_in);
+    a->noise_in = t;
+  }
+  s = ag_tensor_write(a->noise_in, a->noise_z, sizeof(float) * (size_t)a->noise_n);
+  if (!s) s = ag_scale(a->noise_in, rho, &rz);
+  if (!s) s = ag_scale(e, (float)sqrt(1.0 - (double)rho * rho), &ce);
+  return s ? s : ag_add(rz, ce, eps);
+}
+
 ag_status ag_ac_act(ag_ac *a, const float *obs, int n, int explore, float *actions) {
   static const char fn[] = "ag_ac_act";
   if (!a || !obs || !actions || n < 1)
@@ -562,11 +598,18 @@ ag_status ag_ac_act(ag_ac *a, const float *obs, int n, int explore, float *actio
   ag_status s = check_sound(a, fn);
   if (s) return s;
   const int64_t A = a->act_dim, m = A * n;
-  if (a->scratch_n < m) {
-    float *p = ag__realloc(a->scratch, sizeof(float) * (size_t)m);
+  const int corr = explore && a->cfg.noise_rho > 0.0f; /* the normals come back too */
+  if (a->scratch_n < 2 * m) {
+    float *p = ag__realloc(a->scratch, sizeof(float) * (size_t)(2 * m));
     if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     a->scratch = p;
-    a->scratch_n = (int)m;
+    a->scratch_n = (int)(2 * m);
+  }
+  if (corr && a->noise_n != m) {
+    float *p = ag__realloc(a->noise_z, sizeof(float) * (size_t)m);
+    if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    a->noise_z = p;
+    a->noise_n = 0; /* none yet for n copies */
   }
   if (!a->obs_in || a->obs_in_n != n) {
     ag_tensor *in;
@@ -575,20 +618,28 @@ ag_status ag_ac_act(ag_ac *a, const float *obs, int n, int explore, float *actio
     a->obs_in = in;
     a->obs_in_n = n;
   }
-  ag_tensor *y;
+  ag_tensor *y, *eps = NULL;
   if ((s = ag_tensor_write(a->obs_in, obs, sizeof(float) * (size_t)(a->obs_dim * n)))) return s;
   ag_no_grad_begin(a->ctx);
-  if (explore && a->cfg.algo == AG_AC_SAC)
-    s = sac_sample(a, a->actor, a->obs_in, a->act_rng, &y, NULL);
-  else {
+  if (explore) s = act_noise(a, n, &eps);
+  if (!s && explore && a->cfg.algo == AG_AC_SAC)
+    s = sac_sample(a, a->actor, a->obs_in, a->act_rng, eps, &y, NULL);
+  else if (!s) {
     s = ag__squashed_mean(a->actor, a->obs_in, A, &y);
-    if (!s && explore) s = add_noise(a, a->act_rng, y, a->cfg.expl_noise, -1.0f, &y);
+    if (!s && explore) s = add_noise(a, a->act_rng, eps, y, a->cfg.expl_noise, -1.0f, &y);
   }
+  if (!s && corr) s = ag_concat_rows(y, eps, &y);
   ag_no_grad_end(a->ctx);
-  if (!s) s = ag_tensor_read(y, a->scratch, sizeof(float) * (size_t)m);
+  if (!s) s = ag_tensor_read(y, a->scratch, sizeof(float) * (size_t)(corr ? 2 * m : m));
   ag_ctx_reset(a->ctx);
   if (s) return s;
-  for (int64_t i = 0; i < m; i++) actions[i] = to_env(a, i % A, a->scratch[i]);
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < A; i++) {
+      const int64_t r = corr ? 2 * A : A; /* rows of the read: the actions, then the normals */
+      actions[j * A + i] = to_env(a, i, a->scratch[j * r + i]);
+      if (corr) a->noise_z[j * A + i] = a->scratch[j * r + A + i];
+    }
+  if (corr) a->noise_n = m;
   return AG_OK;
 }
 

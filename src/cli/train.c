@@ -86,6 +86,7 @@ static void train_usage(FILE *f) {
           "  --actor-lr X  --critic-lr X  --policy-delay N [sac 1, td3 2]\n"
           "  --alpha X [1, the start]  --no-autotune (a fixed alpha)  --target-entropy X [-act_dim]\n"
           "  --expl-noise X [0.1]  --target-noise X [0.2]  --noise-clip X [0.5]   (td3)\n"
+          "  --noise-rho X [0]     the exploring noise's step-to-step correlation, in [0, 1)\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
           "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
           "the step in progress, writes a checkpoint and its files, and exits with 130 (SIGINT)\n"
@@ -609,9 +610,9 @@ static int train_run(int argc, char **argv, const char *ckpt) {
                                            "--max-grad-norm", "--double",       "--no-double", "--mse",
                                            "--per",           "--per-alpha",    "--per-beta",  "--per-eps",
                                            "--gpus"};
-    static const char *const ac_only[] = {"--actor-lr",   "--critic-lr",    "--policy-delay",
-                                          "--alpha",      "--no-autotune",  "--target-entropy",
-                                          "--expl-noise", "--target-noise", "--noise-clip"};
+    static const char *const ac_only[] = {
+        "--actor-lr",       "--critic-lr",  "--policy-delay", "--alpha",      "--no-autotune",
+        "--target-entropy", "--expl-noise", "--target-noise", "--noise-clip", "--noise-rho"};
     for (size_t k = 0; k < sizeof dqn_only / sizeof *dqn_only; k++)
       if (!strcmp(a, dqn_only[k]) && !dqn_flag) dqn_flag = a;
     for (size_t k = 0; k < sizeof ac_only / sizeof *ac_only; k++)
@@ -642,6 +643,8 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       NEEDS(parse_f(v, 0, 10, &acfg.target_noise), "a noise scale in [0, 10]");
     else if (!strcmp(a, "--noise-clip"))
       NEEDS(parse_f(v, 0, 10, &acfg.noise_clip), "a noise bound in [0, 10]");
+    else if (!strcmp(a, "--noise-rho"))
+      NEEDS(parse_f(v, 0, 0.999999f, &acfg.noise_rho), "a correlation in [0, 1)");
     else if (!strcmp(a, "--env")) {
       NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
       env_name = v;

@@ -110,7 +110,7 @@ def test_defaults_are_the_c_library_defaults():
         assert d["policy_delay"] == delay and d["autotune"] is True and d["alpha"] == 1.0
         assert d["target_entropy"] is None and d["n_step"] == 1 and d["n_envs"] == 1 and d["seed"] == 0
         for k, v in dict(actor_lr=1e-3, critic_lr=1e-3, gamma=0.99, tau=0.005, expl_noise=0.1, target_noise=0.2,
-                         noise_clip=0.5).items():
+                         noise_clip=0.5, noise_rho=0).items():
             assert d[k] == np.float32(v), k
         a = cls("cpu", 3, 1, -2, 2, buffer_size=1000)
         assert a.config == {**d, "buffer_size": 1000} and a.algo == cls.__name__.lower()
@@ -121,8 +121,8 @@ def test_defaults_are_the_c_library_defaults():
 def test_config_round_trip(cls):
     cfg = dict(hidden=[48, 24, 12], actor_lr=3e-4, critic_lr=2e-3, gamma=0.95, tau=0.02, batch_size=64,
                buffer_size=5000, learning_starts=123, train_freq=4, gradient_steps=3, policy_delay=3, alpha=0.3,
-               autotune=False, target_entropy=-0.25, expl_noise=0.15, target_noise=0.3, noise_clip=0.4, n_step=3,
-               n_envs=2, seed=2**64 - 1)
+               autotune=False, target_entropy=-0.25, expl_noise=0.15, target_noise=0.3, noise_clip=0.4, noise_rho=0.75,
+               n_step=3, n_envs=2, seed=2**64 - 1)
     a = cls("cpu", 5, 2, [-1, -3], [1, 3], 777, **cfg)
     want = {k: (tuple(v) if k == "hidden" else v if isinstance(v, (bool, int)) else float(np.float32(v)))
             for k, v in cfg.items()}
@@ -162,6 +162,8 @@ BAD = [
     (dict(expl_noise=-0.1), agrl.InvalidArgError, r"expl_noise = -0.1"),
     (dict(target_noise=11), agrl.InvalidArgError, r"target_noise = 11"),
     (dict(noise_clip=float("nan")), agrl.InvalidArgError, r"noise_clip = nan"),
+    (dict(noise_rho=1.0), agrl.InvalidArgError, r"noise_rho = 1 must be in \[0, 1\)"),
+    (dict(noise_rho=-0.5), agrl.InvalidArgError, r"noise_rho = -0.5"),
     (dict(n_step=0), agrl.InvalidArgError, r"n_step = 0"),
     (dict(n_step=65), agrl.InvalidArgError, r"n_step = 65"),
     (dict(n_envs=0), agrl.InvalidArgError, r"n_envs = 0"),
