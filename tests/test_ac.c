@@ -10,7 +10,8 @@
  * the targets alone). Then acting (deterministic actions against a host
  * forward pass, every action inside the bounds), storing (the actions
  * mapped into [-1, 1], bad input refused and nothing stored), refused
- * configurations, the learning loop's counts and evaluation.
+ * configurations, the learning loop's counts and evaluation; correlated
+ * exploring noise (noise_rho) and SAC's 3-step targets on a wrapped ring.
  */
 #include <math.h>
 #include <unistd.h>
@@ -161,8 +162,33 @@ typedef struct sac_case {
   double alpha, gamma, target_entropy;
   int td3;
   double tnoise, tclip;
+  /* n-step returns (nstep > 1): trunc flags as stored, the ring's write
+   * position and its size */
+  int nstep, pos, size;
+  const int *trunc;
   hmlp actor, actor_t, q[2], qt[2];
 } sac_case;
+
+/* The n-step walk from column t of a ring of N columns, as agrl/replay.h
+ * states it (one copy): the return, the discount and the last column. */
+static double nstep_host(const sac_case *c, int t, double *disc, int *last) {
+  double R = 0, g = 1;
+  for (int k = 0;; k++) {
+    int x = (t + k) % N;
+    R += g * c->d->rew[x];
+    g *= c->gamma;
+    *last = x;
+    if (c->d->term[x]) {
+      *disc = 0;
+      return R;
+    }
+    int rank = ((x - c->pos) % N + N) % N;
+    if (c->trunc[x] || k == c->nstep - 1 || rank + 1 >= N) {
+      *disc = g;
+      return R;
+    }
+  }
+}
 
 static void obs_d(const float *f, double *o) {
   for (int i = 0; i < OD; i++) o[i] = f[i];
@@ -172,10 +198,11 @@ static void obs_d(const float *f, double *o) {
 static double critic_loss(const sac_case *c) {
   double L = 0;
   for (int j = 0; j < B; j++) {
-    int t = c->idx[j];
-    double o[OD], no[OD], na[A], lp = 0;
+    int t = c->idx[j], last = t;
+    double o[OD], no[OD], na[A], lp = 0, ret = c->d->rew[t], disc = c->gamma * (1 - c->d->term[t]);
+    if (c->nstep > 1) ret = nstep_host(c, t, &disc, &last);
     obs_d(c->d->obs[t], o);
-    obs_d(c->d->next[t], no);
+    obs_d(c->d->next[last], no);
     if (!c->td3) {
       lp = sac_host(&c->actor, no, c->eps_next[j], na);
     } else {
@@ -190,7 +217,7 @@ static double critic_loss(const sac_case *c) {
     }
     double t0 = q_host(&c->qt[0], no, na), t1 = q_host(&c->qt[1], no, na);
     double v = (t0 < t1 ? t0 : t1) - (c->td3 ? 0.0 : c->alpha * lp);
-    double y = c->d->rew[t] + c->gamma * (1 - c->d->term[t]) * v;
+    double y = ret + disc * v;
     for (int k = 0; k < 2; k++) {
       double e = q_host(&c->q[k], o, c->d->an[t]) - y;
       L += e * e / B;
@@ -424,6 +451,87 @@ static void td3_update(void **state) {
     for (int k = 0; k < 2; k++) assert_polyak("td3 critic target", &c.qt[k], &q1[k], &qt1[k], cfg.tau);
   }
   assert_int_equal(ag_ac_updates(a), 2);
+  ag_ac_free(a);
+  ag_ctx_free(ctx);
+}
+
+/* SAC with 3-step returns on a ring that wrapped (11 transitions in 8
+ * columns), with terminations and truncations: the critics' loss and
+ * gradients against the host's walk (nstep_host). */
+static void sac_nstep(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_ac_config cfg = small_config(AG_AC_SAC);
+  cfg.n_step = 3;
+  cfg.gamma = 0.8f;
+  cfg.seed = 5; /* its draws take walks of all four kinds */
+  ag_ac *a;
+  agt_ok(ag_ac_create(ctx, OD, A, LOW, HIGH, 1000, &cfg, &a));
+  data first, d;
+  make_data(&first, 31);
+  make_data(&d, 37); /* columns 0..2 get d's first three, written after first's 3..7 */
+  int tr_first[N], tr[N];
+  for (int t = 0; t < N; t++) {
+    first.term[t] = t == 6;
+    tr_first[t] = 0;
+    d.term[t] = 0;
+    tr[t] = t == 1;
+  }
+  agt_ok(ag_ac_store(a, &first.obs[0][0], &first.act[0][0], first.rew, &first.next[0][0], first.term,
+                     tr_first, N));
+  agt_ok(ag_ac_store(a, &d.obs[0][0], &d.act[0][0], d.rew, &d.next[0][0], d.term, tr, 3));
+  for (int t = 3; t < N; t++) { /* the ring as it is now */
+    memcpy(d.obs[t], first.obs[t], sizeof d.obs[t]);
+    memcpy(d.act[t], first.act[t], sizeof d.act[t]);
+    memcpy(d.next[t], first.next[t], sizeof d.next[t]);
+    memcpy(d.an[t], first.an[t], sizeof d.an[t]);
+    d.rew[t] = first.rew[t];
+    d.term[t] = first.term[t];
+    tr[t] = tr_first[t];
+  }
+  sac_case c;
+  memset(&c, 0, sizeof c);
+  c.d = &d;
+  c.gamma = cfg.gamma;
+  c.nstep = cfg.n_step;
+  c.pos = 3;
+  c.size = N;
+  c.trunc = tr;
+  hmlp_read(ag_ac_actor(a), &c.actor);
+  for (int k = 0; k < 2; k++) {
+    hmlp_read(ag_ac_critic(a, k), &c.q[k]);
+    hmlp_read(ag__ac_target(a, k), &c.qt[k]);
+  }
+  float la0;
+  agt_ok(ag_tensor_read(ag__ac_log_alpha(a), &la0, sizeof la0));
+  c.alpha = exp((double)la0);
+  draws w = draws_of(a);
+  for (int j = 0; j < B; j++) c.idx[j] = draw_index(&w, N);
+  for (int j = 0; j < B; j++)
+    for (int i = 0; i < A; i++) c.eps_next[j][i] = draw_normal(&w);
+  int kinds[4] = {0}; /* walks that: terminated, truncated, ran n steps, met the write head */
+  for (int j = 0; j < B; j++) {
+    double disc;
+    int last;
+    nstep_host(&c, c.idx[j], &disc, &last);
+    int steps = (last - c.idx[j] + N) % N + 1;
+    kinds[d.term[last] ? 0 : tr[last] ? 1 : steps == c.nstep ? 2 : 3]++;
+  }
+  const double lc = critic_loss(&c);
+  double g_host[2][64], g_dev[64];
+  for (int k = 0; k < 2; k++) fd_grad(&c, &c.q[k], closs_of, g_host[k]);
+  float losses[2];
+  agt_ok(ag_ac_train(a, 1, losses));
+  if (fabs(losses[0] - lc) > 1e-4 * fabs(lc) + 1e-6)
+    fail_msg("3-step critic loss %.9g on the device, %.9g on the host", (double)losses[0], lc);
+  for (int k = 0; k < 2; k++) {
+    dev_grad(ag_ac_critic(a, k), g_dev);
+    assert_grads("3-step critic", g_dev, g_host[k], hmlp_n(&c.q[k]));
+  }
+  /* the 1-step target differs, so the test tells them apart */
+  c.nstep = 1;
+  assert_true(fabs(critic_loss(&c) - lc) > 1e-3 * fabs(lc));
+  for (int k = 0; k < 4; k++) assert_true(kinds[k] > 0);
   ag_ac_free(a);
   ag_ctx_free(ctx);
 }
@@ -712,7 +820,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sac_update),       cmocka_unit_test(td3_update), cmocka_unit_test(acting),
       cmocka_unit_test(storing),          cmocka_unit_test(refusals),   cmocka_unit_test(learning_loop),
-      cmocka_unit_test(correlated_noise),
+      cmocka_unit_test(correlated_noise), cmocka_unit_test(sac_nstep),
   };
   return agt_run(argc, argv, "ac", tests, sizeof tests / sizeof tests[0]);
 }
