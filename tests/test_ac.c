@@ -307,6 +307,21 @@ static void assert_polyak(const char *what, const hmlp *t0, const hmlp *src, con
   }
 }
 
+/* A SAC agent's networks and temperature into c, and the indices of its
+ * next update (the draws that follow them are left in the result). */
+static draws read_case(ag_ac *a, sac_case *c, float *log_alpha) {
+  hmlp_read(ag_ac_actor(a), &c->actor);
+  for (int k = 0; k < 2; k++) {
+    hmlp_read(ag_ac_critic(a, k), &c->q[k]);
+    hmlp_read(ag__ac_target(a, k), &c->qt[k]);
+  }
+  agt_ok(ag_tensor_read(ag__ac_log_alpha(a), log_alpha, sizeof *log_alpha));
+  c->alpha = exp((double)*log_alpha);
+  draws w = draws_of(a);
+  for (int j = 0; j < B; j++) c->idx[j] = draw_index(&w, N);
+  return w;
+}
+
 static void sac_update(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
@@ -322,17 +337,9 @@ static void sac_update(void **state) {
   c.d = &d;
   c.gamma = cfg.gamma;
   c.target_entropy = -(double)A;
-  hmlp_read(ag_ac_actor(a), &c.actor);
-  for (int k = 0; k < 2; k++) {
-    hmlp_read(ag_ac_critic(a, k), &c.q[k]);
-    hmlp_read(ag__ac_target(a, k), &c.qt[k]);
-  }
   float la0;
-  agt_ok(ag_tensor_read(ag__ac_log_alpha(a), &la0, sizeof la0));
+  draws w = read_case(a, &c, &la0);
   assert_true(fabs(la0 - log(0.3)) < 1e-6);
-  c.alpha = exp((double)la0);
-  draws w = draws_of(a);
-  for (int j = 0; j < B; j++) c.idx[j] = draw_index(&w, N);
   for (int j = 0; j < B; j++)
     for (int i = 0; i < A; i++) c.eps_next[j][i] = draw_normal(&w);
   for (int j = 0; j < B; j++)
@@ -497,16 +504,8 @@ static void sac_nstep(void **state) {
   c.pos = 3;
   c.size = N;
   c.trunc = tr;
-  hmlp_read(ag_ac_actor(a), &c.actor);
-  for (int k = 0; k < 2; k++) {
-    hmlp_read(ag_ac_critic(a, k), &c.q[k]);
-    hmlp_read(ag__ac_target(a, k), &c.qt[k]);
-  }
   float la0;
-  agt_ok(ag_tensor_read(ag__ac_log_alpha(a), &la0, sizeof la0));
-  c.alpha = exp((double)la0);
-  draws w = draws_of(a);
-  for (int j = 0; j < B; j++) c.idx[j] = draw_index(&w, N);
+  draws w = read_case(a, &c, &la0);
   for (int j = 0; j < B; j++)
     for (int i = 0; i < A; i++) c.eps_next[j][i] = draw_normal(&w);
   int kinds[4] = {0}; /* walks that: terminated, truncated, ran n steps, met the write head */
