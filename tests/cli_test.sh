@@ -138,6 +138,22 @@ for algo in sac td3; do
     fails=$((fails + 1))
   fi
 done
+# MountainCarContinuous-v0's own defaults: correlated exploring noise
+# (0.99) and 64-unit layers, the same run as those flags given, unlike
+# independent noise; flags given win
+mcc() { "$AGRL" train --algo sac --env mountaincar_continuous --device cpu --steps 1000 --seed 2 --batch 32 \
+  --learning-starts 200 --quiet --out "$tmp/$1" "${@:2}" >"$tmp/$1.txt" 2>&1; }
+mcc mcc_def && mcc mcc_flags --noise-rho 0.99 --hidden 64,64 && mcc mcc_white --noise-rho 0 --hidden 64,64
+if cmp -s "$tmp/mcc_def/episodes.csv" "$tmp/mcc_flags/episodes.csv" &&
+   ! cmp -s "$tmp/mcc_def/episodes.csv" "$tmp/mcc_white/episodes.csv" &&
+   grep -q "MountainCarContinuous-v0's exploring noise correlated at 0.99, hidden layers 64,64" "$tmp/mcc_def.txt" &&
+   grep -q "correlated at 0, hidden layers 64,64" "$tmp/mcc_white.txt"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: MountainCarContinuous's SAC defaults are not --noise-rho 0.99 --hidden 64,64"
+  head -c 600 "$tmp/mcc_def.txt" "$tmp/mcc_white.txt"
+  fails=$((fails + 1))
+fi
 # a policy of Pendulum's 3 observations on CartPole's 4: refused, naming both
 "$AGRL" eval --model "$tmp/sac1/policy.agrl" --env cartpole --device cpu --episodes 1 >"$tmp/out" 2>&1
 rc=$?

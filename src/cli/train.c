@@ -87,6 +87,7 @@ static void train_usage(FILE *f) {
           "  --alpha X [1, the start]  --no-autotune (a fixed alpha)  --target-entropy X [-act_dim]\n"
           "  --expl-noise X [0.1]  --target-noise X [0.2]  --noise-clip X [0.5]   (td3)\n"
           "  --noise-rho X [0]     the exploring noise's step-to-step correlation, in [0, 1)\n"
+          "  (--env mountaincar_continuous: --noise-rho 0.99 --hidden 64,64 unless given)\n"
           "Counts of steps (--steps, --learning-starts, --train-freq, --target-update) are at most\n"
           "%lld; --gradient-steps at most %d. Interrupted (Ctrl-C, SIGTERM), a run stops after\n"
           "the step in progress, writes a checkpoint and its files, and exits with 130 (SIGINT)\n"
@@ -583,7 +584,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   const char *id_file = NULL;
   /* sac and td3: their own defaults, the flags they share with the DQN's
    * copied from it once all are read (given: which), the DQN's own refused */
-  int acm = 0;
+  int acm = 0, rho_given = 0;
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--algo") && (!strcmp(argv[i + 1], "sac") || !strcmp(argv[i + 1], "td3")))
       acm = !strcmp(argv[i + 1], "sac") ? 1 : 2;
@@ -643,7 +644,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       NEEDS(parse_f(v, 0, 10, &acfg.target_noise), "a noise scale in [0, 10]");
     else if (!strcmp(a, "--noise-clip"))
       NEEDS(parse_f(v, 0, 10, &acfg.noise_clip), "a noise bound in [0, 10]");
-    else if (!strcmp(a, "--noise-rho"))
+    else if (!strcmp(a, "--noise-rho") && (rho_given = 1))
       NEEDS(parse_f(v, 0, 0.999999f, &acfg.noise_rho), "a correlation in [0, 1)");
     else if (!strcmp(a, "--env")) {
       NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
@@ -769,6 +770,16 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     if (given & G_NSTEP) acfg.n_step = cfg.n_step;
     acfg.seed = (uint64_t)seed;
     acfg.n_envs = n_envs;
+    /* MountainCarContinuous-v0 rewards only the goal: exploring pushes that
+     * last many steps (noise_rho 0.99) find it where independent noise does
+     * not, and 64-unit layers suffice */
+    if (!strcmp(env_name, "mountaincar_continuous")) {
+      if (!rho_given) acfg.noise_rho = 0.99f;
+      if (!(given & G_HIDDEN)) {
+        acfg.n_hidden = 2;
+        acfg.hidden[0] = acfg.hidden[1] = 64;
+      }
+    }
     if (acfg.buffer_size < acfg.batch_size)
       return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
                            (long long)acfg.buffer_size, (long long)acfg.batch_size);
@@ -958,6 +969,13 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   fprintf(stderr, "agrl train: %s on %s, %s, %lld steps, seed %lld, %lld copies -> %s\n", algo, spec->id,
           devs, (long long)steps, (long long)seed, (long long)n_envs, dir);
   if (ckpt) fprintf(stderr, "agrl train: resumed from %s\n", ckpt);
+  if (acm && !strcmp(env_name, "mountaincar_continuous")) {
+    char hs[AG_AC_MAX_HIDDEN * 12] = "";
+    for (int i = 0, o = 0; i < acfg.n_hidden; i++)
+      o += snprintf(hs + o, sizeof hs - (size_t)o, "%s%lld", i ? "," : "", (long long)acfg.hidden[i]);
+    fprintf(stderr, "agrl train: %s's exploring noise correlated at %g, hidden layers %s\n", spec->id,
+            (double)acfg.noise_rho, hs);
+  }
   /* the run's settings, kept in each checkpoint: the flags as given (a
    * --quiet dropped), and --out always */
   ckpt_files keepf = {&r, &ep_log, &loss_log, NULL, 0};
