@@ -68,8 +68,8 @@ if has test; then
   grep -E '^soak: RSS|PASSED|FAILED' "$OUT/soak_cuda.log"
   stamp "soak done"; pack
 fi
-# the Python benchmarks the python step runs: AGRL_PY_BENCHES (default all)
-pybench() { case " ${AGRL_PY_BENCHES:-replay checkpoint train ac} " in *" $1 "*) return 0;; esac; return 1; }
+# the Python benchmarks and example the python step runs: AGRL_PY_BENCHES (default all)
+pybench() { case " ${AGRL_PY_BENCHES:-replay checkpoint train ac example} " in *" $1 "*) return 0;; esac; return 1; }
 if has python; then
   # the package as a user installs it (pip install ., no network: the build
   # backend comes from .whl), then its tests with GPU skips turned into
@@ -112,7 +112,7 @@ if has python; then
       --json "$OUT/bench_python_ac.json" 2>"$OUT/bench_python_ac.err" | tee "$OUT/bench_python_ac.txt"
     stamp "python ac bench done"; pack
   fi
-  if [ -f examples/python/dqn_torch.py ]; then
+  if [ -f examples/python/dqn_torch.py ] && pybench example; then
     timeout 120 python3 examples/python/dqn_torch.py --device cuda --steps 20000 > "$OUT/example_dqn_torch.txt" 2>&1
     echo "examples/python/dqn_torch.py: rc=$? $(tail -1 "$OUT/example_dqn_torch.txt")"
   fi
