@@ -357,6 +357,12 @@ typedef struct ag__per_sample_args {
  *   Q'(x): the same with tw, tb (target); at most AG__QG_MAX_ACTIONS outputs
  *   y_j = r_j + gamma (1 - d_j) v_j,  v_j = max_a Q'(s'_j)[a]
  *         (double_dqn: Q'(s'_j)[argmax_a Q(s'_j)[a]], the first maximum)
+ * With the n-step arrays ret, disc and last (all three or none; they need
+ * idx, as AG__K_NSTEP makes them for given columns):
+ *   y_j = ret[j] + disc[j] v_j, v_j as above at s'_j = the next-obs rows of
+ *   column clamp(last[j], 0, capacity-1) instead of column idx[j]; gamma
+ *   and the done row are not read (disc holds gamma^k and the termination).
+ *   Without them the one-step target above, bit for bit as before.
  *   *loss = (1 / B) sum_j f(Q(s_j)[a_j] - y_j)   (f as in AG__K_LOSS: kind 0 MSE, 1 Huber of delta)
  * and the gradient of *loss with respect to w, b (y held constant) written
  * into gw, gb. The loss is summed in groups of AG__QG_LOSS_GROUP consecutive
@@ -390,6 +396,10 @@ typedef struct ag__qgrad_args {
   const int64_t *size_dev;
   int64_t B;
   int64_t obs_row, act_row, rew_row, next_row, done_row;
+  /* n-step targets, [B] each on the device (AG__K_NSTEP's outputs), or
+   * all NULL: the one-step target */
+  const float *ret, *disc;
+  const int64_t *last;
   int L; /* layers: sizes[0] inputs .. sizes[L] actions */
   int64_t sizes[AG__QG_MAX_LAYERS + 1];
   const float *w[AG__QG_MAX_LAYERS], *b[AG__QG_MAX_LAYERS];   /* online, W_i [sizes[i+1], sizes[i]] */

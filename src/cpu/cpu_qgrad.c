@@ -4,7 +4,7 @@
  * Scratch (a->ws), column-major [features, B] blocks (column j: transition j):
  *   A_0 .. A_L   the online network's layer inputs on s (A_0 = s, A_L = Q(s))
  *   D_0 .. D_L-1 d loss / d (W_i A_i + b_i)
- *   S            s'
+ *   S            s' (with the n-step arrays: the next obs of column last[j])
  *   P, R         two [widest, B] blocks for the hidden layers of the s' passes
  *   Qo, Qt       Q(s') (double DQN) and Q'(s')
  *   part         one partial loss per group of AG__QG_LOSS_GROUP transitions
@@ -58,6 +58,8 @@ size_t ag__cpu_qgrad_scratch(const void *args) {
 
 ag_status ag__cpu_qgrad(const void *args) {
   const ag__qgrad_args *a = args;
+  if ((a->ret || a->disc || a->last) && !(a->ret && a->disc && a->last && a->idx))
+    return ag__fail(AG_ERR_INVALID_ARG, "cpu: qgrad's n-step targets need ret, disc, last and given columns");
   const int L = a->L;
   const int64_t B = a->B, A = a->sizes[L], K0 = a->sizes[0];
   int64_t widest = 0;
@@ -85,9 +87,11 @@ ag_status ag__cpu_qgrad(const void *args) {
   if (!a->idx) *a->counter += (uint64_t)B;
   for (int64_t j = 0; j < B; j++) {
     const float *col = a->table + cols[j] * a->rows;
+    /* s': the n-step walk's last column, else the transition's own */
+    const float *ncol = a->last ? a->table + ag__clamp_index(a->last[j], a->capacity) * a->rows : col;
     for (int64_t k = 0; k < K0; k++) {
       act[0][j * K0 + k] = col[a->obs_row + k] * a->scale;
-      S[j * K0 + k] = col[a->next_row + k] * a->scale;
+      S[j * K0 + k] = ncol[a->next_row + k] * a->scale;
     }
   }
   for (int i = 0; i < L; i++)
@@ -102,8 +106,7 @@ ag_status ag__cpu_qgrad(const void *args) {
     float sum = 0.0f;
     for (int64_t j = t * AG__QG_LOSS_GROUP; j < B && j < (t + 1) * AG__QG_LOSS_GROUP; j++) {
       const float *col = a->table + cols[j] * a->rows;
-      const float act_f = col[a->act_row] * a->scale, r = col[a->rew_row] * a->scale,
-                  d = col[a->done_row] * a->scale;
+      const float act_f = col[a->act_row] * a->scale;
       const float *qt = Qt + j * A;
       float v;
       if (a->double_dqn) {
@@ -116,7 +119,13 @@ ag_status ag__cpu_qgrad(const void *args) {
         v = qt[0];
         for (int64_t k = 1; k < A; k++) v = qt[k] > v ? qt[k] : v;
       }
-      float y = r + a->gamma * (1.0f - d) * v;
+      float y;
+      if (a->ret) { /* n-step: disc holds gamma^k and the termination */
+        y = a->ret[j] + a->disc[j] * v;
+      } else {
+        const float r = col[a->rew_row] * a->scale, d = col[a->done_row] * a->scale;
+        y = r + a->gamma * (1.0f - d) * v;
+      }
       int64_t ai = ag__pick_index(&act_f, AG_F32, 0, 0, A);
       float diff = act[L][j * A + ai] - y;
       sum += ag__loss_f(a->kind, diff, a->delta);

@@ -7,7 +7,9 @@
  *     network on s' and (double DQN) the online network on s', as up to
  *     three grids of 32 x 32 output tiles in one launch; the first layer
  *     gathers its inputs from the table by index;
- *   the output layer of every part, the TD target, the loss of a tile of
+ *   the output layer of every part, the TD target (one-step, or n-step from
+ *     the given returns and discounts, s' then read at the walks' last
+ *     columns), the loss of a tile of
  *     AG__QG_LOSS_GROUP transitions, d loss / d Q and its way back through the
  *     output layer, a block per tile;
  *   backward, a kernel per hidden layer below: d loss / d (W_i-1 A_i-1 +
@@ -75,6 +77,14 @@ __device__ __forceinline__ int64_t qg_col(const ag__qgrad_args &a, int64_t b) {
     c = bound < 1 ? 0
                   : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, *a.counter + (uint64_t)b), (uint64_t)bound);
   }
+  return c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
+}
+
+/* The column whose next-obs rows are transition b's s': the n-step walk's
+ * last column (clamped as qg_col clamps), else the transition's own. */
+__device__ __forceinline__ int64_t qg_next_col(const ag__qgrad_args &a, int64_t b) {
+  if (!a.last) return qg_col(a, b);
+  const int64_t c = a.last[b];
   return c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
 }
 
@@ -327,7 +337,10 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
   const int64_t j0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, n = f.n, K = f.K, B = a.B;
   const qg_src in = f.in[part];
   if (in.gather) {
-    if (threadIdx.x < 32) cols[threadIdx.x] = b0 + threadIdx.x < B ? qg_col(a, b0 + threadIdx.x) : 0;
+    if (threadIdx.x < 32) { /* part 0 reads s, the others s' */
+      const int64_t b = b0 + threadIdx.x;
+      cols[threadIdx.x] = b < B ? (part == 0 ? qg_col(a, b) : qg_next_col(a, b)) : 0;
+    }
     __syncthreads();
   }
   const qg_op W = {f.W[part], n, n, K, f.vec_w, 0, 0, NULL};
@@ -385,19 +398,27 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
   __shared__ float q[3][AG__QG_MAX_ACTIONS][QG_T];
   __shared__ float lossv[QG_T], grad[QG_T];
   __shared__ int act[QG_T];
-  __shared__ int64_t cols[QG_T];
+  __shared__ int64_t cols[2][QG_T]; /* the tile's columns of s and of s' */
   const int L = a.L, A = (int)a.sizes[L], lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t K = a.sizes[L - 1], B = a.B, b0 = (int64_t)blockIdx.x * QG_T;
   const int part = warp / QG_T, t = warp % QG_T;
   const int64_t b = b0 + t;
-  float fa = 0.0f, fr = 0.0f, fd = 0.0f; /* thread t < QG_T: transition b0 + t's action, reward, done */
+  /* thread t < QG_T: transition b0 + t's action, reward and done (n-step:
+   * its return and discount) */
+  float fa = 0.0f, fr = 0.0f, fd = 0.0f;
   if (threadIdx.x < QG_T) {
-    const bool in = b0 + threadIdx.x < B;
-    const int64_t c = in ? qg_col(a, b0 + threadIdx.x) : 0;
-    cols[threadIdx.x] = c;
+    const int64_t bt = b0 + threadIdx.x;
+    const bool in = bt < B;
+    const int64_t c = in ? qg_col(a, bt) : 0;
+    cols[0][threadIdx.x] = c;
+    cols[1][threadIdx.x] = in && a.last ? qg_next_col(a, bt) : c;
     if (in) {
       const float *col = a.table + c * a.rows;
-      fa = col[a.act_row] * a.scale, fr = col[a.rew_row] * a.scale, fd = col[a.done_row] * a.scale;
+      fa = col[a.act_row] * a.scale;
+      if (a.ret)
+        fr = a.ret[bt], fd = a.disc[bt];
+      else
+        fr = col[a.rew_row] * a.scale, fd = col[a.done_row] * a.scale;
     }
   }
   const qg_src in = o.in[part];
@@ -429,7 +450,7 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
 #pragma unroll
       for (int r = 0; r < QG_OUT_KR; r++) {
         const int64_t k = k0 + lane + 32 * r;
-        x[r] = k < K && b < B ? qg_in(a, in, k, b, in.gather ? cols[t] : 0) : 0.0f;
+        x[r] = k < K && b < B ? qg_in(a, in, k, b, in.gather ? cols[part == 0 ? 0 : 1][t] : 0) : 0.0f;
       }
 #pragma unroll
       for (int r = 0; r < QG_OUT_KR; r++) {
@@ -463,7 +484,7 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
         v = q[1][0][tt];
         for (int k = 1; k < A; k++) v = q[1][k][tt] > v ? q[1][k][tt] : v;
       }
-      const float y = fr + a.gamma * (1.0f - fd) * v;
+      const float y = a.ret ? fr + fd * v : fr + a.gamma * (1.0f - fd) * v; /* n-step: fd is the discount */
       ai = ag__pick_index(&fa, AG_F32, 0, 0, A);
       const float diff = q[0][ai][tt] - y;
       lv = ag__loss_f(a.kind, diff, a.delta);
@@ -621,6 +642,9 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
                     L, (long long)a->sizes[L]);
   const qg_opt opt = a->opt;
   if (opt.on && !opt.state) return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step has no state");
+  if ((a->ret || a->disc || a->last) && !(a->ret && a->disc && a->last && a->idx))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "cuda: qgrad's n-step targets need ret, disc, last and given columns");
   /* the scratch as cpu_qgrad.c lays it out (A_0 .. A_L, D_0 .. D_L-1, s',
    * two widest blocks, Q(s'), Q'(s'), the partials), then two more widest
    * blocks for the online pass on s' */
