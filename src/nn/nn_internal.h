@@ -31,6 +31,14 @@ int ag__optim_state(const struct ag_optim *o, ag_tensor **out, int max);
  *   y_j = r_j + gamma (1 - d_j) max_a target(s'_j)[a]   (double_dqn: target
  *          at the argmax of q(s'_j)), loss = mean_j f(q(s_j)[a_j] - y_j),
  *          f Huber (of delta) or, huber = 0, the square
+ *   idx    NULL (the B indices drawn in the call), or the B columns as an
+ *          i32 [1, B] or [B, 1] tensor on the device (clamped to the table;
+ *          rng is then not drawn from)
+ *   ret, disc, last  NULL, or (all three, with idx) the n-step walks of those
+ *          columns as ag_replay_nstep makes them: f32, f32 and i64, [1, B]
+ *          or [B, 1]; then y_j = ret_j + disc_j max_a target(s'_j)[a] (double
+ *          DQN alike) with s'_j the next_obs of column last_j, and gamma and
+ *          done_row are not used
  * The gradients of q's parameters are written (not added to); with opt,
  * the optimizer's step follows in the same call. *loss is a [1, 1] f32
  * temporary. Recordable. */
@@ -44,7 +52,9 @@ typedef struct ag__qlearn {
   float gamma;
   int double_dqn, huber;
   float delta;
-  struct ag_optim *opt; /* NULL: the gradients only; else ag__optim_fusable(opt) */
+  struct ag_optim *opt;         /* NULL: the gradients only; else ag__optim_fusable(opt) */
+  ag_tensor *idx;               /* NULL: drawn */
+  ag_tensor *ret, *disc, *last; /* NULL: the one-step target */
 } ag__qlearn;
 
 /* Whether the update can be one fused call on the table's context now: the

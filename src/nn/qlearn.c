@@ -8,6 +8,28 @@
 #include "core/internal.h"
 #include "nn/nn_internal.h"
 
+/* The device address of t, a [1, B] or [B, 1] tensor of dtype on ctx whose
+ * B values lie one after another (what the kernel reads as an array). */
+static ag_status vec_ptr(ag_ctx *ctx, ag_tensor *t, int64_t B, ag_dtype dtype, const char *fn,
+                         const char *what, const void **out) {
+  ag_status s = ag__check_tensor(t, fn, what);
+  if (s) return s;
+  if (t->ctx != ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context than the table", fn, what);
+  if (t->dtype != dtype)
+    return ag__fail(AG_ERR_SHAPE, "%s: %s has dtype %s; the fused update takes %s", fn, what,
+                    ag_dtype_name(t->dtype), ag_dtype_name(dtype));
+  if (!((t->rows == 1 && t->cols == B) || (t->rows == B && t->cols == 1)))
+    return ag__fail(AG_ERR_SHAPE, "%s: %s is [%lld, %lld]; give [1, %lld] or [%lld, 1]", fn, what,
+                    (long long)t->rows, (long long)t->cols, (long long)B, (long long)B);
+  if (t->rows == 1 && B > 1 && t->ld != 1)
+    return ag__fail(AG_ERR_SHAPE, "%s: %s is a strided view; give its values one after another", fn, what);
+  void *p;
+  if ((s = ag__tensor_ptr(t, &p))) return s;
+  *out = p;
+  return AG_OK;
+}
+
 /* The kernel's arguments but for its scratch and loss (shapes and
  * residency checked; fails without changing anything). */
 static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a) {
@@ -47,6 +69,16 @@ static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a)
   a->counter = cnt;
   a->seed = ag__rng_seed(u->rng);
   a->B = u->B;
+  const int nstep = u->ret || u->disc || u->last;
+  if (nstep && !(u->ret && u->disc && u->last && u->idx))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n-step targets need ret, disc and last together, and idx", fn);
+  const void *ip = NULL, *rp = NULL, *dp = NULL, *lp = NULL;
+  if ((u->idx && (s = vec_ptr(ctx, u->idx, u->B, AG_I32, fn, "idx", &ip))) ||
+      (nstep && ((s = vec_ptr(ctx, u->ret, u->B, AG_F32, fn, "ret", &rp)) ||
+                 (s = vec_ptr(ctx, u->disc, u->B, AG_F32, fn, "disc", &dp)) ||
+                 (s = vec_ptr(ctx, u->last, u->B, AG_I64, fn, "last", &lp)))))
+    return s;
+  a->idx = ip, a->ret = rp, a->disc = dp, a->last = lp;
   a->obs_row = u->obs_row, a->act_row = u->act_row, a->rew_row = u->rew_row, a->next_row = u->next_row,
   a->done_row = u->done_row;
   a->L = L;
