@@ -457,7 +457,7 @@ ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn)
   return AG_OK;
 }
 
-static ag_status sample_idx(ag_replay *r, ag_rng *rng, int64_t B, const char *fn, ag_tensor **idx) {
+ag_status ag__replay_sample_idx(ag_replay *r, ag_rng *rng, int64_t B, const char *fn, ag_tensor **idx) {
   ag_status s = ag__replay_check_sample(r, B, fn);
   return s ? s : ag_randint_dev(rng, r->size_dev, B, AG_I32, idx);
 }
@@ -467,7 +467,7 @@ ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tensor **bat
   if (!r || !rng || !batch)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, rng and batch must not be NULL", fn);
   ag_tensor *i;
-  ag_status s = sample_idx(r, rng, B, fn, &i);
+  ag_status s = ag__replay_sample_idx(r, rng, B, fn, &i);
   if (!s) s = ag_get_rows_dev(r->buf, i, batch);
   if (!s && idx) *idx = i;
   return s;

@@ -63,6 +63,10 @@ ag_status ag__replay_check_sound(const ag_replay *r, const char *fn);
 void ag__replay_set_broken(ag_replay *r);
 /* The checks of ag_replay_sample for a batch of B (errors name fn). */
 ag_status ag__replay_check_sample(const ag_replay *r, int64_t B, const char *fn);
+/* The [B, 1] i32 indices ag_replay_sample draws (its checks, then
+ * ag_randint_dev of rng bounded by the table's size: the same draws and the
+ * same counter progression), without the gather. */
+ag_status ag__replay_sample_idx(ag_replay *r, ag_rng *rng, int64_t B, const char *fn, ag_tensor **idx);
 /* Writes r->pos into the position tensor when it holds another value (a
  * table whose pos was set without an add, as a loader sets it); AG_OK when
  * it holds it already. Errors: AG_ERR_STATE while a step is being recorded
