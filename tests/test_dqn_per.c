@@ -198,11 +198,11 @@ static void beta_schedule_and_settings(void **state) {
   ag_ctx_free(ctx);
 }
 
-/* n-step returns without prioritized replay take the composed ops even
- * when cfg.fused asks for the fused kernel (whose target is the one-step
- * one): the same loss as with fused = 0, and another than the one-step
- * DQN's on the same transitions. */
-static void nstep_without_per_is_not_fused(void **state) {
+/* n-step returns without prioritized replay take the fused kernel when
+ * cfg.fused asks for it (with the n-step target): the loss of fused = 0
+ * within rounding, and another than the one-step DQN's on the same
+ * transitions. */
+static void nstep_without_per_is_fused(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
   float loss[3];
@@ -212,7 +212,7 @@ static void nstep_without_per_is_not_fused(void **state) {
     c.max_grad_norm = 0.0f;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, OBS, ACTS, 1000, &c, &d));
-    if (k < 2) assert_int_equal(ag_dqn_fused(d), 0);
+    assert_int_equal(ag_dqn_fused(d), k != 1);
     agt_rng g = {17};
     float obs[N * OBS], next[N * OBS], rew[N];
     int32_t act[N];
@@ -229,7 +229,7 @@ static void nstep_without_per_is_not_fused(void **state) {
     agt_ok(ag_dqn_train(d, 1, &loss[k]));
     ag_dqn_free(d);
   }
-  assert_true(loss[0] == loss[1]); /* fused asked for or not: the same composed n-step update */
+  assert_true(fabsf(loss[0] - loss[1]) <= 1e-5f * (1 + fabsf(loss[1]))); /* fused or not: one n-step update */
   assert_true(fabsf(loss[0] - loss[2]) > 1e-6f * fabsf(loss[2]));
   ag_ctx_free(ctx);
 }
@@ -332,7 +332,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(priorities_after_one_update_equal_a_host_computation),
       cmocka_unit_test(nstep_priorities_after_one_update_equal_a_host_computation),
       cmocka_unit_test(beta_schedule_and_settings),
-      cmocka_unit_test(nstep_without_per_is_not_fused),
+      cmocka_unit_test(nstep_without_per_is_fused),
       cmocka_unit_test(saved_and_loaded_goes_on_alike),
       cmocka_unit_test(learning_with_per_is_deterministic),
   };

@@ -67,12 +67,13 @@ typedef struct ag_dqn_config {
    * transition is the discounted sum of up to n_step rewards of its copy's
    * following transitions, stopped at a termination (no bootstrap), at a
    * truncation or at the ring's write head (bootstrapped with gamma^k),
-   * computed on the device inside the recorded update (ag_replay_nstep);
-   * the update then runs as composed ops. n_envs: the environment copies
+   * computed on the device inside the recorded update (ag_replay_nstep),
+   * whose fused call (see fused) then takes those targets: the same draws
+   * and values as the composed ops. n_envs: the environment copies
    * whose transitions each ag_dqn_store_ex call stores side by side (one
    * step of every copy a call; ag_dqn_learn needs it to be the vector's
    * size when n_step > 1). */
-  int n_step;     /* 5 (the update then runs as composed ops) */
+  int n_step;     /* 5 */
   int64_t n_envs; /* 1 */
 } ag_dqn_config;
 
@@ -194,11 +195,12 @@ AG_API ag_status ag_dqn_set_beta(ag_dqn *d, float beta);
 /* The DQN's prioritized sampler (NULL without cfg.per). */
 AG_API ag_per *ag_dqn_per(const ag_dqn *d);
 /* 1 when the update computes its loss and gradient in one fused call
- * (a few kernels on the GPU instead of ~30): cfg.fused is set, the network
- * has at most 8 hidden layers and 64 actions, and the context's backend
- * takes the fused kernel. Decided again whenever the update is recorded
- * (after a device switch, on the new device); otherwise the update runs as
- * composed ops. */
+ * (a few kernels on the GPU instead of ~30; with n_step > 1 after the draw
+ * of the indices and their n-step walks, ag_replay_nstep): cfg.fused is
+ * set, cfg.per is not, the network has at most 8 hidden layers and 64
+ * actions, and the context's backend takes the fused kernel. Decided again
+ * whenever the update is recorded (after a device switch, on the new
+ * device); otherwise the update runs as composed ops. */
 AG_API int ag_dqn_fused(const ag_dqn *d);
 
 /* ---- several GPUs (agrl/dist.h) ---- */

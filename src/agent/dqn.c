@@ -108,6 +108,7 @@ void ag_dqn_free(ag_dqn *d) {
 }
 
 static ag__qlearn qlearn_of(const ag_dqn *d, int step);
+static int fused_now(const ag_dqn *d);
 
 ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                          const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
@@ -173,13 +174,7 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
     s = ag_per_create(d->replay, cfg->per_alpha, &d->per);
     if (!s) s = ag_tensor_create(ctx, 1, 1, AG_F32, &cfg->per_beta, &d->beta);
   }
-  /* the fused kernel computes the one-step target without weights: with
-   * prioritized replay or n-step returns, or where the backend lacks the
-   * kernel, the composed ops */
-  if (!s && cfg->fused && !cfg->per && cfg->n_step == 1) {
-    const ag__qlearn u = qlearn_of(d, 0);
-    d->fused = ag__qlearn_fusable(&u);
-  }
+  if (!s) d->fused = fused_now(d);
   if (s) {
     ag_dqn_free(d);
     return s;
@@ -425,14 +420,35 @@ static ag__qlearn qlearn_of(const ag_dqn *d, int step) {
   return u;
 }
 
+/* Whether the update is the fused call: asked for, without prioritized
+ * replay (the kernel weighs no loss), the one-step target over a group of
+ * GPUs, and a backend that takes the kernel; else the composed ops. */
+static int fused_now(const ag_dqn *d) {
+  if (!d->cfg.fused || d->per || (d->cfg.n_step > 1 && d->dist)) return 0;
+  const ag__qlearn u = qlearn_of(d, 0);
+  return ag__qlearn_fusable(&u);
+}
+
 /* The loss and its gradient for B sampled transitions in one fused call
- * (nn's ag__qlearn_step): the same values as ag_dqn_loss and ag_backward
- * (up to the order of the sums), without the ~30 kernels of the composed
- * ops; with step, the optimizer's step too. */
+ * (nn's ag__qlearn_step): the same values as the composed update
+ * (q_and_target, the loss and ag_backward, up to the order of the sums),
+ * without the ~30 kernels of the composed ops; with step, the optimizer's
+ * step too. With n-step returns the B indices are drawn first, as
+ * ag_replay_sample draws them for the composed update (the same stream
+ * and counter: the same columns), then their ag_replay_nstep walks, whose
+ * returns, discounts and last columns the kernel's target takes. */
 static ag_status fused_grad(ag_dqn *d, int step) {
-  ag_status s = ag_replay_can_sample(d->replay, d->batch);
-  if (s) return s;
-  const ag__qlearn u = qlearn_of(d, step);
+  static const char fn[] = "ag_dqn_train";
+  ag__qlearn u = qlearn_of(d, step);
+  ag_status s;
+  if (d->cfg.n_step > 1) {
+    if ((s = ag__replay_sample_idx(d->replay, d->rng, d->batch, fn, &u.idx)) ||
+        (s = ag_replay_nstep(d->replay, u.idx, d->cfg.n_step, d->cfg.gamma, d->cfg.n_envs, "reward",
+                             "terminated", "truncated", &u.ret, &u.disc, &u.last)))
+      return s;
+  } else if ((s = ag_replay_can_sample(d->replay, d->batch))) {
+    return s;
+  }
   return ag__qlearn_step(&u, &d->loss);
 }
 
@@ -442,10 +458,7 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_status s = AG_OK;
   /* decided at every recording: after a device switch the backend may not
    * take the fused kernel, and the composed ops then do the same work */
-  if (d->cfg.fused && !d->per && d->cfg.n_step == 1) {
-    const ag__qlearn u = qlearn_of(d, 0);
-    d->fused = ag__qlearn_fusable(&u);
-  }
+  d->fused = fused_now(d);
   if (d->fused) { /* the gradients are written, not added to */
     /* without a gradient to average over ranks or a norm to clip by, the
      * optimizer's step runs inside the call */

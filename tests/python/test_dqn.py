@@ -28,8 +28,8 @@ def test_defaults_are_the_c_library_defaults():
     assert d["lr"] == pytest.approx(7e-4) and d["gamma"] == pytest.approx(0.99)
     assert d["eps_end"] == pytest.approx(0.01) and d["exploration_fraction"] == pytest.approx(0.16)
     q = agrl.DQN("cpu", 4, 2)
-    # the defaults' 5-step target runs as composed ops; the one-step one fused
-    assert q.config == d and q.obs_dim == 4 and q.n_actions == 2 and q.fused is False
+    # the defaults' 5-step target runs fused, as the one-step one does
+    assert q.config == d and q.obs_dim == 4 and q.n_actions == 2 and q.fused is True
     assert agrl.DQN("cpu", 4, 2, n_step=1).fused is True
     assert agrl.DQN("cpu", 4, 2, n_step=1, fused=False).fused is False
 
