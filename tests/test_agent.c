@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "agt.h"
+#include "nn/nn_internal.h"
 
 /* ---- replay table ---- */
 
@@ -204,6 +205,17 @@ static void dqn_loss_matches_host_reference(void **state) {
   }
 }
 
+/* Two DQNs of one configuration but for cfg.fused: d[0] fused, d[1] on
+ * the composed ops. */
+static void fused_and_composed(ag_ctx *ctx, ag_dqn_config cfg, int64_t od, int64_t na, ag_dqn *d[2]) {
+  for (int k = 0; k < 2; k++) {
+    cfg.fused = 1 - k;
+    agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d[k]));
+  }
+  assert_int_equal(ag_dqn_fused(d[0]), 1);
+  assert_int_equal(ag_dqn_fused(d[1]), 0);
+}
+
 /* The fused update (one AG__K_QGRAD call) gives the loss and gradients of
  * the composed ops (sample, gather, forward, TD target, loss, autograd) on
  * the same sampled batch: two DQNs of one seed, fused and not, trained side
@@ -234,12 +246,7 @@ static void dqn_fused_update_matches_composed_ops(void **state) {
         cfg.n_hidden = 3, set_shape(&cfg, 48, 33, 70, 200), cfg.hidden[2] = 20, od = 40, na = 4, n = 120;
       if (shape == 7) set_shape(&cfg, 50, 30, 90, 200), od = 37, na = 3, n = 150;
       ag_dqn *d[2];
-      for (int k = 0; k < 2; k++) {
-        cfg.fused = 1 - k;
-        agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d[k]));
-      }
-      assert_int_equal(ag_dqn_fused(d[0]), 1);
-      assert_int_equal(ag_dqn_fused(d[1]), 0);
+      fused_and_composed(ctx, cfg, od, na, d);
       agt_rng g = {29 + (uint64_t)variant};
       float *obs = malloc(sizeof(float) * (size_t)(n * od)), *next = malloc(sizeof(float) * (size_t)(n * od));
       float *rew = malloc(sizeof(float) * (size_t)n);
@@ -439,6 +446,264 @@ static void dqn_with_many_actions_uses_the_ops(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ---- n-step targets in the fused update ---- */
+
+/* A ring of transitions written in order (transition t at column t % cap)
+ * and its host mirror. n_envs copies step side by side: each store call
+ * writes one step of every copy. Terminations and truncations fall on
+ * various steps of the copies. */
+typedef struct ring {
+  int64_t cap, od, T; /* columns, observation width, transitions written */
+  float *obs, *next, *rew;
+  int32_t *act;
+  int *term, *trunc;
+} ring;
+
+static void ring_fill(ring *r, ag_dqn *const *d, int nd, int64_t na, int64_t envs, uint64_t seed) {
+  agt_rng g = {seed};
+  const int64_t cap = r->cap, od = r->od;
+  r->obs = calloc((size_t)(cap * od), sizeof(float)), r->next = calloc((size_t)(cap * od), sizeof(float));
+  r->rew = calloc((size_t)cap, sizeof(float)), r->act = calloc((size_t)cap, sizeof(int32_t));
+  r->term = calloc((size_t)cap, sizeof(int)), r->trunc = calloc((size_t)cap, sizeof(int));
+  float o[64], nx[64], rw[8];
+  int32_t a[8];
+  int te[8], tr[8];
+  assert_true(envs <= 8 && envs * od <= 64);
+  for (int64_t t0 = 0; t0 < r->T; t0 += envs) {
+    for (int64_t i = 0; i < envs; i++) {
+      const int64_t t = t0 + i, c = t % cap;
+      for (int64_t e = 0; e < od; e++)
+        o[i * od + e] = agt_uniform(&g, -2, 2), nx[i * od + e] = agt_uniform(&g, -2, 2);
+      a[i] = (int32_t)agt_below(&g, na);
+      rw[i] = agt_uniform(&g, -1, 1) * 3;
+      te[i] = agt_below(&g, 9) == 0;
+      tr[i] = !te[i] && agt_below(&g, 7) == 0;
+      memcpy(r->obs + c * od, o + i * od, sizeof(float) * (size_t)od);
+      memcpy(r->next + c * od, nx + i * od, sizeof(float) * (size_t)od);
+      r->rew[c] = rw[i], r->act[c] = a[i], r->term[c] = te[i], r->trunc[c] = tr[i];
+    }
+    for (int k = 0; k < nd; k++) agt_ok(ag_dqn_store_ex(d[k], o, a, rw, nx, te, tr, (int)envs));
+  }
+}
+
+static void ring_free(ring *r) {
+  free(r->obs), free(r->next), free(r->rew), free(r->act), free(r->term), free(r->trunc);
+}
+
+/* The n-step walk of column c as agrl/replay.h states it: f32 sums and
+ * repeated f32 products, stopped at a termination (discount 0), a
+ * truncation, step n - 1, or before a column written after the write head
+ * (rank(x) = (x - pos) mod cap; the walk goes on only while
+ * rank(c_k) + stride < cap). */
+static float ring_walk(const ring *r, int64_t c, int n, int64_t stride, float gamma, float *disc,
+                       int64_t *last) {
+  const int64_t cap = r->cap, pos = r->T % cap, size = r->T < cap ? r->T : cap;
+  float R = 0.0f, g = 1.0f;
+  for (int k = 0;; k++) {
+    const float gr = g * r->rew[c];
+    R = R + gr;
+    g = g * gamma;
+    if (r->term[c]) {
+      *disc = 0.0f;
+      break;
+    }
+    const int64_t rank = ((c - pos) % cap + cap) % cap;
+    if (r->trunc[c] || k == n - 1 || rank < cap - size || rank + stride >= cap) {
+      *disc = g;
+      break;
+    }
+    c = (c + stride) % cap;
+  }
+  *last = c;
+  return R;
+}
+
+/* With n-step returns the fused update (the draw of ag_replay_sample, the
+ * walks of ag_replay_nstep, then one AG__K_QGRAD call) gives the composed
+ * update's loss and gradients, and the same parameters after its step: two
+ * DQNs of one seed, fused and not, side by side on a ring that wrapped,
+ * with terminations and truncations, for 3- and 5-step returns of 1 and 3
+ * environment copies, max and double DQN targets, Huber and MSE losses,
+ * Adam after the call (clipping) and inside it (none). */
+static void dqn_fused_nstep_update_matches_composed_ops(void **state) {
+  (void)state;
+  for (int c = 0; c < 12; c++) {
+    const int n = c % 2 ? 5 : 3, variant = (c / 2) % 3;
+    const int64_t envs = c / 6 ? 3 : 1;
+    ag_ctx *ctx = agt_ctx();
+    ag_dqn_config cfg = small_config(variant == 1, variant != 2);
+    set_shape(&cfg, 24, 16, 40, 90);
+    cfg.n_step = n;
+    cfg.n_envs = envs;
+    cfg.gamma = 0.9f;
+    if (c % 4 == 1) cfg.max_grad_norm = 0.0f; /* Adam inside the fused call */
+    const int64_t od = 4, na = 3;
+    ag_dqn *d[2];
+    fused_and_composed(ctx, cfg, od, na, d);
+    ring r = {.cap = 90, .od = od, .T = 90 * 2 + 3 * envs};
+    ring_fill(&r, d, 2, na, envs, 101 + (uint64_t)c);
+    for (int step = 0; step < 3; step++) {
+      ag_mlp *q[2] = {ag_dqn_q(d[0]), ag_dqn_q(d[1])};
+      const int np = ag_mlp_n_params(q[0]);
+      float *before[8];
+      assert_true(np <= 8);
+      for (int p = 0; p < np; p++) before[p] = agt_read_f32(ag_mlp_params(q[1])[p]);
+      float loss[2];
+      for (int k = 0; k < 2; k++) agt_ok(ag_dqn_train(d[k], 1, &loss[k]));
+      const double tol = step == 0 ? 1e-5 : 1e-3; /* later: parameters Adam moved apart by rounding */
+      if (!(fabs(loss[0] - loss[1]) <= tol * (1 + fabs(loss[1]))))
+        fail_msg("case %d step %d: fused loss %.8g, composed %.8g", c, step, (double)loss[0],
+                 (double)loss[1]);
+      for (int p = 0; step == 0 && p < np; p++) {
+        ag_tensor *ta = ag_mlp_params(q[0])[p], *tb = ag_mlp_params(q[1])[p];
+        float *ga = agt_read_f32(ag_tensor_grad(ta)), *gb = agt_read_f32(ag_tensor_grad(tb));
+        float *pa = agt_read_f32(ta), *pb = agt_read_f32(tb);
+        const int64_t m = ag_tensor_rows(ta) * ag_tensor_cols(ta);
+        double scale = 0, nonzero = 0, moved = 0;
+        for (int64_t e = 0; e < m; e++) scale = fmax(scale, fabs(gb[e])), nonzero += gb[e] != 0;
+        assert_true(nonzero > 0);
+        for (int64_t e = 0; e < m; e++) {
+          if (!(fabs(ga[e] - gb[e]) <= 1e-5 * scale + 1e-9))
+            fail_msg("case %d: gradient of parameter %d [%lld] fused %.8g, composed %.8g", c, p, (long long)e,
+                     (double)ga[e], (double)gb[e]);
+          /* Adam's first step is about lr sign(g): the same where the
+           * gradient's sign is sure, at most 2 lr apart where it is noise */
+          const double dp = fabs((double)pa[e] - pb[e]);
+          moved = fmax(moved, fabs((double)pb[e] - before[p][e]));
+          if (fabs(gb[e]) > 1e-3 * scale ? !(dp <= 1e-6 + 1e-5 * fabs(pb[e])) : !(dp <= 2.01 * cfg.lr))
+            fail_msg("case %d: parameter %d [%lld] after the step: fused %.9g, composed %.9g (gradient %.6g)",
+                     c, p, (long long)e, (double)pa[e], (double)pb[e], (double)gb[e]);
+        }
+        assert_true(moved > 0.5 * cfg.lr);
+        free(ga), free(gb), free(pa), free(pb);
+      }
+      for (int p = 0; p < np; p++) free(before[p]);
+    }
+    ring_free(&r);
+    for (int k = 0; k < 2; k++) ag_dqn_free(d[k]);
+    ag_ctx_free(ctx);
+  }
+}
+
+/* The fused call's n-step target against the host: given columns of a
+ * wrapped ring of 3 copies whose walks end in a termination, a truncation,
+ * n steps, the write head and across the wrap, the loss of ag__qlearn_step
+ * with ag_replay_nstep's returns, discounts and last columns equals the
+ * host's mean of f(Q(s)[a] - (R + discount V(s'_last))) in double, for max
+ * and double DQN targets; the one-step loss of the same columns differs.
+ * Incomplete or ill-shaped n-step arguments are refused. */
+static void nstep_target_case(int variant) {
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn_config cfg = small_config(variant, 1);
+  const int n = 4;
+  const int64_t envs = 3, od = 3, na = 2, cap = 48;
+  set_shape(&cfg, 16, 8, 8, cap);
+  cfg.n_step = n;
+  cfg.n_envs = envs;
+  cfg.gamma = 0.8f;
+  ag_dqn *d;
+  agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
+  assert_int_equal(ag_dqn_fused(d), 1);
+  ring r = {.cap = cap, .od = od, .T = cap + 30}; /* wrapped: the head at column 30 */
+  ring_fill(&r, &d, 1, na, envs, 7 + (uint64_t)variant);
+  agt_ok(ag_dqn_train(d, 3, NULL)); /* Q moves away from the target */
+  /* columns next to the head (27..29: rank 45..47), past the wrap (46, 47),
+   * and others; B = 12 (the last tile of the loss is whole) */
+  enum { B = 12 };
+  int32_t cols[B] = {27, 28, 29, 46, 47, 44, 0, 5, 13, 21, 33, 40};
+  int seen_term = 0, seen_trunc = 0, seen_full = 0, seen_head = 0, seen_wrap = 0;
+  float R[B], disc[B];
+  int64_t last[B];
+  for (int j = 0; j < B; j++) {
+    R[j] = ring_walk(&r, cols[j], n, envs, cfg.gamma, &disc[j], &last[j]);
+    const int64_t steps = ((last[j] - cols[j]) % cap + cap) % cap / envs + 1;
+    seen_term |= disc[j] == 0.0f;
+    seen_trunc |= disc[j] != 0.0f && r.trunc[last[j]];
+    seen_full |= steps == n;
+    seen_head |= disc[j] != 0.0f && !r.trunc[last[j]] && steps < n;
+    seen_wrap |= last[j] < cols[j];
+  }
+  assert_true(seen_term && seen_trunc && seen_full && seen_head && seen_wrap); /* every way a walk ends */
+  ag_tensor *idx, *ret, *dsc, *lst, *loss;
+  agt_ok(ag_tensor_create(ctx, B, 1, AG_I32, cols, &idx));
+  agt_ok(ag_replay_nstep(ag_dqn_replay(d), idx, n, cfg.gamma, envs, "reward", "terminated", "truncated", &ret,
+                         &dsc, &lst));
+  int64_t lg[B];
+  agt_ok(ag_tensor_read(lst, lg, sizeof lg));
+  assert_memory_equal(lg, last, sizeof lg);
+  ag_rng *rng;
+  agt_ok(ag_rng_create(ctx, 1, &rng));
+  ag__qlearn u;
+  memset(&u, 0, sizeof u);
+  u.table = ag_replay_buffer(ag_dqn_replay(d));
+  u.size = ag_replay_size_tensor(ag_dqn_replay(d));
+  u.rng = rng;
+  u.B = B;
+  ag_replay_field(ag_dqn_replay(d), "obs", &u.obs_row, NULL);
+  ag_replay_field(ag_dqn_replay(d), "action", &u.act_row, NULL);
+  ag_replay_field(ag_dqn_replay(d), "reward", &u.rew_row, NULL);
+  ag_replay_field(ag_dqn_replay(d), "next_obs", &u.next_row, NULL);
+  ag_replay_field(ag_dqn_replay(d), "terminated", &u.done_row, NULL);
+  u.q = ag_dqn_q(d), u.target = ag_dqn_target(d);
+  u.gamma = cfg.gamma, u.double_dqn = variant, u.huber = 1, u.delta = 1.0f;
+  u.idx = idx;
+  float one;
+  agt_ok(ag__qlearn_step(&u, &loss)); /* the one-step target of the same columns */
+  agt_ok(ag_tensor_read(loss, &one, sizeof one));
+  u.ret = ret, u.disc = dsc, u.last = lst;
+  agt_ok(ag__qlearn_step(&u, &loss));
+  float lv;
+  agt_ok(ag_tensor_read(loss, &lv, sizeof lv));
+  double acc = 0, acc1 = 0;
+  for (int j = 0; j < B; j++) {
+    const int64_t c0 = cols[j];
+    double x[3], xn[3], xs[3], q[2], qn[2], qo[2];
+    for (int e = 0; e < 3; e++)
+      x[e] = r.obs[c0 * od + e], xn[e] = r.next[last[j] * od + e], xs[e] = r.next[c0 * od + e];
+    host_forward(ag_dqn_q(d), x, od, q);
+    for (int k = 0; k < 2; k++) { /* k 0: the n-step target at s'_last, 1: the one-step one */
+      host_forward(ag_dqn_target(d), k ? xs : xn, od, qn);
+      host_forward(ag_dqn_q(d), k ? xs : xn, od, qo);
+      const double best = variant ? qn[qo[1] > qo[0] ? 1 : 0] : fmax(qn[0], qn[1]);
+      const double y =
+          k ? r.rew[c0] + (double)cfg.gamma * (1 - r.term[c0]) * best : R[j] + (double)disc[j] * best;
+      const double diff = q[r.act[c0]] - y, ad = fabs(diff);
+      *(k ? &acc1 : &acc) += ad <= 1 ? 0.5 * diff * diff : ad - 0.5;
+    }
+  }
+  acc /= B, acc1 /= B;
+  if (!(fabs(lv - acc) <= 1e-4 * (1 + fabs(acc))))
+    fail_msg("variant %d: n-step loss %.7g, host %.7g", variant, (double)lv, acc);
+  if (!(fabs(one - acc1) <= 1e-4 * (1 + fabs(acc1))))
+    fail_msg("variant %d: one-step loss %.7g, host %.7g", variant, (double)one, acc1);
+  assert_true(fabs(acc - acc1) > 1e-3 * (1 + fabs(acc))); /* the n-step target is another */
+  /* refused: a part of the n-step arguments, no idx, wrong dtypes and lengths */
+  ag_tensor *f32len, *shortl;
+  agt_ok(ag_tensor_create(ctx, 1, B, AG_F32, NULL, &f32len));
+  agt_ok(ag_tensor_create(ctx, 1, B - 1, AG_I64, NULL, &shortl));
+  u.last = NULL;
+  agt_err(ag__qlearn_step(&u, &loss), AG_ERR_INVALID_ARG, "ret, disc and last together");
+  u.last = lst, u.idx = NULL;
+  agt_err(ag__qlearn_step(&u, &loss), AG_ERR_INVALID_ARG, "and idx");
+  u.idx = idx, u.last = f32len;
+  agt_err(ag__qlearn_step(&u, &loss), AG_ERR_SHAPE, "last has dtype f32");
+  u.last = shortl;
+  agt_err(ag__qlearn_step(&u, &loss), AG_ERR_SHAPE, "last is [1, 11]");
+  u.last = lst, u.idx = lst;
+  agt_err(ag__qlearn_step(&u, &loss), AG_ERR_SHAPE, "idx has dtype i64");
+  ag_tensor_free(f32len), ag_tensor_free(shortl), ag_tensor_free(idx);
+  ag_rng_free(rng);
+  ring_free(&r);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
+static void dqn_fused_nstep_target_matches_host(void **state) {
+  (void)state;
+  nstep_target_case(0); /* max_a Q'(s'_last) */
+  nstep_target_case(1); /* double DQN */
+}
+
 /* Greedy actions are the host argmax of Q; epsilon decays linearly. */
 static void dqn_acts_greedily_and_epsilon_decays_linearly(void **state) {
   (void)state;
@@ -534,6 +799,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(dqn_fused_update_applies_adam_itself),
       cmocka_unit_test(dqn_train_many_equals_one_at_a_time),
       cmocka_unit_test(dqn_with_many_actions_uses_the_ops),
+      cmocka_unit_test(dqn_fused_nstep_update_matches_composed_ops),
+      cmocka_unit_test(dqn_fused_nstep_target_matches_host),
       cmocka_unit_test(dqn_acts_greedily_and_epsilon_decays_linearly),
       cmocka_unit_test(dqn_learn_is_deterministic_and_improves),
   };
