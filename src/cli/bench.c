@@ -433,7 +433,8 @@ static void dqn_row(bench *b, const char *work, int64_t obs, int64_t hidden, int
 
 /* The DQN's own update (ag_dqn_train: one recorded step a call) on a table
  * of 1M random transitions, configured as the peers' update: max target (no
- * double DQN), Huber, Adam without clipping. */
+ * double DQN), Huber, Adam without clipping; the one-step target, or n-step
+ * returns (the defaults' 5) fused or as composed ops. */
 typedef struct agent_job {
   ag_dqn *d;
   int per_call; /* updates an ag_dqn_train call */
@@ -445,8 +446,8 @@ static ag_status agent_body(void *arg, int i) {
   return ag_dqn_train(j->d, j->per_call, NULL);
 }
 
-static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hidden, int64_t acts,
-                             int64_t B) {
+static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hidden, int64_t acts, int64_t B,
+                             int n_step, int fused) {
   ag_dqn_config c = ag_dqn_defaults();
   c.hidden[0] = c.hidden[1] = hidden;
   c.batch_size = B;
@@ -454,7 +455,8 @@ static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hid
   c.double_dqn = 0;
   c.max_grad_norm = 0.0f;
   c.lr = 1e-3f;
-  c.n_step = 1; /* the fused one-step update the rows measure */
+  c.n_step = n_step;
+  c.fused = fused;
   j->d = NULL;
   ag_status s = ag_dqn_create(ctx, obs, acts, 1000000, &c, &j->d);
   enum { CHUNK = 10000 };
@@ -481,19 +483,21 @@ static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hid
 }
 
 /* per_call updates an ag_dqn_train call; the row reports the time of one
- * update (a call's time / per_call). */
+ * update (a call's time / per_call). n_step: the target's steps (1: one-step);
+ * fused: cfg.fused. */
 static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, int64_t acts, int64_t B,
-                      int iters, int per_call) {
+                      int iters, int per_call, int n_step, int fused) {
   if (!wanted(b, work)) return;
   agent_job j;
   stat3 st;
-  ag_status s = agent_setup(b->ctx, &j, obs, hidden, acts, B);
+  ag_status s = agent_setup(b->ctx, &j, obs, hidden, acts, B, n_step, fused);
   j.per_call = per_call;
   if (!s && !(s = measure(b, agent_body, &j, (iters + per_call - 1) / per_call, 0, &st))) {
     st.median /= per_call, st.min /= per_call, st.max /= per_call;
-    char note[160], calls[48] = "";
+    char note[160], calls[48] = "", steps[24] = "";
     if (per_call > 1) snprintf(calls, sizeof calls, ", %d updates a call", per_call);
-    snprintf(note, sizeof note, "ag_dqn_train%s, %s; %.1f GFLOP/s", calls,
+    if (n_step > 1) snprintf(steps, sizeof steps, ", %d-step target", n_step);
+    snprintf(note, sizeof note, "ag_dqn_train%s%s, %s; %.1f GFLOP/s", calls, steps,
              ag_dqn_fused(j.d) ? "fused" : "composed ops", dqn_gflops(obs, hidden, acts, B, st.median));
     report(b, work, st, note);
   }
@@ -568,15 +572,21 @@ int agrl_cmd_bench(int argc, char **argv) {
   per_rows(&b, prefix);
   if (cpu) {
     add_row(&b, "cpu_add_1_mujoco");
-    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200, 1);
+    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 200, 1, 1, 1);
     dqn_row(&b, "cpu_dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 200);
+    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128_n5", 4, 128, 2, 128, 200, 1, 5, 1);
+    agent_row(&b, "cpu_dqn_update_4_128_128_2_b128_n5_ops", 4, 128, 2, 128, 200, 1, 5, 0);
   } else {
-    agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000, 1);
-    agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000, 1);
+    agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000, 1, 1, 1);
+    agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000, 1, 1, 1);
+    /* the defaults' 5-step target: the draw, the walks and the fused call,
+     * and the same update as composed ops */
+    agent_row(&b, "dqn_update_4_128_128_2_b128_n5", 4, 128, 2, 128, 2000, 1, 5, 1);
+    agent_row(&b, "dqn_update_4_128_128_2_b128_n5_ops", 4, 128, 2, 128, 2000, 1, 5, 0);
     /* as a training loop calls it (gradient steps a call): the peer is JAX's
      * 1000 updates in one jitted call */
-    agent_row(&b, "dqn_update_4_128_128_2_b128_x64", 4, 128, 2, 128, 12800, 64);
-    agent_row(&b, "dqn_update_17_256_256_6_b256_x64", 17, 256, 6, 256, 12800, 64);
+    agent_row(&b, "dqn_update_4_128_128_2_b128_x64", 4, 128, 2, 128, 12800, 64, 1, 1);
+    agent_row(&b, "dqn_update_17_256_256_6_b256_x64", 17, 256, 6, 256, 12800, 64, 1, 1);
     dqn_row(&b, "dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 2000);
     dqn_row(&b, "dqn_update_17_256_256_6_b256_ops", 17, 256, 6, 256, 2000);
   }
