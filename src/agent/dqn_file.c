@@ -13,11 +13,13 @@
 
 #include "agrl/agrl.h"
 #include "agent/agent_internal.h"
-#include "replay/replay_internal.h"
 
-static const char dqn_magic[8] = {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'};
-enum { DQN_VERSION = 1, DQN_FIXED = 488, DQN_ENTRY = 24, DQN_MAX_TENSORS = 256 };
+enum { DQN_VERSION = 1, DQN_FIXED = 488, DQN_MAX_TENSORS = 256 };
 #define DQN_MAX_RUN_STATE ((size_t)1 << 30)
+
+static const ag__file_kind dqn_kind = {
+    "ag_dqn_load", "a DQN",   "the DQN's", {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'},
+    DQN_VERSION,   DQN_FIXED, 264,         DQN_MAX_TENSORS};
 
 /* The tensors of the file, in its order (see agrl/agent.h); how many there are. */
 static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
@@ -29,46 +31,11 @@ static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
   return n;
 }
 
-/* Values of n elements of es bytes between host order and the file's
- * (little-endian), in place. */
-static void swap_order(unsigned char *p, size_t n, size_t es) {
-  const uint16_t one = 1;
-  unsigned char little;
-  memcpy(&little, &one, 1);
-  if (little) return;
-  for (size_t i = 0; i < n; i++, p += es)
-    for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-      unsigned char t = p[a];
-      p[a] = p[b];
-      p[b] = t;
-    }
-}
-
-/* Writes n bytes of buf in parts with their CRC-32s; *wrote turns 0 on a failed write. */
-static void write_parts(FILE *f, const unsigned char *buf, size_t n, int *wrote) {
-  for (size_t off = 0; off < n && *wrote; off += AG_TRANSFER_PART_BYTES) {
-    size_t len = n - off < AG_TRANSFER_PART_BYTES ? n - off : AG_TRANSFER_PART_BYTES;
-    unsigned char c[4];
-    ag__put32(c, ag__crc32_add(0, buf + off, len));
-    *wrote = fwrite(buf + off, 1, len, f) == len && fwrite(c, 1, 4, f) == 4;
-  }
-  if (n == 0 && *wrote) { /* an empty section still has its CRC */
-    unsigned char c[4];
-    ag__put32(c, 0);
-    *wrote = fwrite(c, 1, 4, f) == 4;
-  }
-}
-
-/* Bytes a section of n bytes takes in the file. */
-static uint64_t parts_bytes(uint64_t n) {
-  return n + 4 * (n ? (n + AG_TRANSFER_PART_BYTES - 1) / AG_TRANSFER_PART_BYTES : 1);
-}
-
 static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts, float beta_now) {
   const ag_dqn_config *c = &d->cfg;
-  memcpy(h, dqn_magic, 8);
+  memcpy(h, dqn_kind.magic, 8);
   ag__put32(h + 8, DQN_VERSION);
-  ag__put32(h + 12, (uint32_t)(DQN_FIXED + DQN_ENTRY * T + 4));
+  ag__put32(h + 12, (uint32_t)(DQN_FIXED + AG__ENTRY * T + 4));
   snprintf((char *)h + 16, 32, "%s", ag_version());
   ag__put32(h + 48, (uint32_t)c->n_hidden);
   ag__put32(h + 52,
@@ -90,13 +57,8 @@ static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts,
   for (int i = 0; i < 4; i++) ag__put_f32(h + 272 + 4 * i, pf[i]);
   ag__put32(h + 288, (uint32_t)c->n_step);
   ag__put64(h + 296, (uint64_t)c->n_envs);
-  for (int i = 0; i < T; i++) {
-    unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
-    ag__put64(e, (uint64_t)ag_tensor_rows(ts[i]));
-    ag__put64(e + 8, (uint64_t)ag_tensor_cols(ts[i]));
-    ag__put32(e + 16, (uint32_t)ag_tensor_dtype(ts[i]));
-  }
-  int H = DQN_FIXED + DQN_ENTRY * T + 4;
+  ag__entries_put(h + DQN_FIXED, ts, T);
+  int H = DQN_FIXED + AG__ENTRY * T + 4;
   ag__put32(h + H - 4, ag__crc32_add(0, h, (size_t)H - 4));
 }
 
@@ -117,72 +79,27 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
   ag_tensor *ts[DQN_MAX_TENSORS];
   int T = dqn_tensors(d, ts, DQN_MAX_TENSORS);
   if (T > DQN_MAX_TENSORS) return ag__fail(AG_ERR_UNSUPPORTED, "%s: %d tensors is too many", fn, T);
-  size_t most = 8;
-  for (int i = 0; i < T; i++) {
-    size_t b = (size_t)ag_tensor_numel(ts[i]) * ag_dtype_size(ag_tensor_dtype(ts[i]));
-    if (b > most) most = b;
-  }
-  const int H = DQN_FIXED + DQN_ENTRY * T + 4;
+  const int H = DQN_FIXED + AG__ENTRY * T + 4;
   unsigned char *h = ag__calloc(1, (size_t)H);
-  unsigned char *buf = h ? ag__malloc(most) : NULL;
-  if (!buf) {
-    free(h);
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
-  }
+  if (!h) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%d bytes)", fn, H);
   float beta_now = 0.0f;
   if (d->per && (s = ag_tensor_read(d->beta, &beta_now, sizeof beta_now))) {
     free(h);
-    free(buf);
     return s;
   }
   header_put(d, h, T, ts, beta_now);
-  ag__afile a;
-  if ((s = ag__afile_open(&a, path, fn))) {
-    free(h);
-    free(buf);
-    return s;
-  }
-  int wrote = fwrite(h, 1, (size_t)H, a.f) == (size_t)H;
+  const void *sec[1] = {d->run_state};
+  const size_t sec_n[1] = {d->run_state_n};
+  s = ag__agent_file_write(path, fn, h, (size_t)H, ts, T, sec, sec_n, 1, d->replay);
   free(h);
-  for (int i = 0; i < T && !s && wrote; i++) {
-    size_t es = ag_dtype_size(ag_tensor_dtype(ts[i])), n = (size_t)ag_tensor_numel(ts[i]);
-    if ((s = ag_tensor_read(ts[i], buf, n * es))) break;
-    swap_order(buf, n, es);
-    write_parts(a.f, buf, n * es, &wrote);
-  }
-  free(buf);
-  if (!s && wrote) write_parts(a.f, d->run_state, d->run_state_n, &wrote);
-  if (!s && wrote) s = ag__replay_write(d->replay, a.f, AG_TRANSFER_PART_BYTES, fn, path);
-  if (!s && !wrote)
-    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
-                 strerror(errno));
-  if (s) {
-    ag__afile_abort(&a);
-    return s;
-  }
-  return ag__afile_commit(&a, fn);
+  return s;
 }
 
 /* ---- load ---- */
 
 static ag_status bad(const char *fn, const char *path, const char *what) {
-  return ag__fail(AG_ERR_IO, "%s: %s is not a DQN file of this version: %s", fn, path, what);
-}
-
-/* Reads a section of n bytes written by write_parts into buf, checking each CRC. */
-static ag_status read_parts(FILE *f, unsigned char *buf, size_t n, const char *fn, const char *path,
-                            const char *what) {
-  size_t off = 0;
-  do {
-    size_t len = n - off < AG_TRANSFER_PART_BYTES ? n - off : AG_TRANSFER_PART_BYTES;
-    unsigned char c[4];
-    if (fread(buf + off, 1, len, f) != len || fread(c, 1, 4, f) != 4)
-      return ag__fail(AG_ERR_IO, "%s: %s is truncated in %s", fn, path, what);
-    if (ag__get32(c) != ag__crc32_add(0, buf + off, len))
-      return ag__fail(AG_ERR_IO, "%s: %s: %s fail their CRC-32 (the file is damaged)", fn, path, what);
-    off += len;
-  } while (off < n);
-  return AG_OK;
+  (void)fn;
+  return ag__file_bad(&dqn_kind, path, what);
 }
 
 /* The configuration and counters of a header whose CRC holds. */
@@ -290,32 +207,10 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   ag_status s = ag__not_recording(ctx, fn);
   if (s) return s;
   uint64_t len = 0;
-  if ((s = ag__stream_left(f, fn, path, "a DQN", &len))) return s;
-  unsigned char fixed[DQN_FIXED];
-  if (len < 8 || fread(fixed, 1, len < DQN_FIXED ? (size_t)len : DQN_FIXED, f) < (len < 8 ? len : 8))
-    return bad(fn, path, "truncated");
-  if (memcmp(fixed, dqn_magic, 8))
-    return ag__fail(AG_ERR_IO, "%s: %s is not a DQN file (no AGRLDQN1 magic)", fn, path);
-  if (len < DQN_FIXED) return bad(fn, path, "truncated in its header");
-  uint32_t version = ag__get32(fixed + 8), H = ag__get32(fixed + 12), T = ag__get32(fixed + 264);
-  if (version > DQN_VERSION)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %s has format version %u; this library reads version %d", fn,
-                    path, version, DQN_VERSION);
-  if (version == 0) return bad(fn, path, "format version 0");
-  if (T > DQN_MAX_TENSORS || H != DQN_FIXED + DQN_ENTRY * T + 4)
-    return bad(fn, path, "a header length or tensor count out of range");
-  if (len < H) return bad(fn, path, "truncated in its header");
-  unsigned char *h = ag__malloc(H);
-  if (!h) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(h, fixed, DQN_FIXED);
-  if (fread(h + DQN_FIXED, 1, H - DQN_FIXED, f) != H - DQN_FIXED) {
-    free(h);
-    return bad(fn, path, "truncated in its header");
-  }
-  if (ag__get32(h + H - 4) != ag__crc32_add(0, h, H - 4)) {
-    free(h);
-    return bad(fn, path, "its header fails its CRC-32 (the file is damaged)");
-  }
+  unsigned char *h = NULL;
+  uint32_t T = 0, H;
+  if ((s = ag__header_read(f, path, &dqn_kind, &len, &h, &T))) return s;
+  H = ag__get32(h + 12);
   ag_dqn_config c;
   int64_t k[5];
   uint64_t host_rng = 0, R = 0;
@@ -332,18 +227,9 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   int64_t want[DQN_MAX_TENSORS][3];
   if (!s && expected_entries(&c, k[0], k[1], want, DQN_MAX_TENSORS) != (int)T)
     s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
-  for (uint32_t i = 0; !s && i < T; i++) {
-    const unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
-    if ((int64_t)ag__get64(e) != want[i][0] || (int64_t)ag__get64(e + 8) != want[i][1] ||
-        ag__get32(e + 16) != (uint32_t)want[i][2] || ag__get32(e + 20))
-      s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
-    else {
-      uint64_t b = (uint64_t)want[i][0] * (uint64_t)want[i][1] * ag_dtype_size((ag_dtype)want[i][2]);
-      params += b;
-      need += parts_bytes(b);
-    }
-  }
-  need += parts_bytes(R);
+  if (!s && ag__entries_check(h + DQN_FIXED, (const int64_t(*)[3])want, (int)T, &params, &need))
+    s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
+  need += ag__parts_bytes(R);
   if (!s && need > len) s = bad(fn, path, "truncated (shorter than its header says)");
   uint64_t rows = 2 * (uint64_t)k[0] + 3;
   if (!s && max_bytes && (params > max_bytes || (uint64_t)c.buffer_size * rows * 4 > max_bytes))
@@ -359,62 +245,19 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   if (!s) {
     int n = dqn_tensors(d, ts, DQN_MAX_TENSORS);
     if (n != (int)T) s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
-    for (int i = 0; !s && i < n; i++) {
-      const unsigned char *e = h + DQN_FIXED + DQN_ENTRY * i;
-      if ((int64_t)ag__get64(e) != ag_tensor_rows(ts[i]) ||
-          (int64_t)ag__get64(e + 8) != ag_tensor_cols(ts[i]) ||
-          ag__get32(e + 16) != (uint32_t)ag_tensor_dtype(ts[i]))
-        s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
-    }
+    if (!s && !ag__entries_match(h + DQN_FIXED, ts, n))
+      s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
   }
   free(h);
-  size_t most = R > 8 ? (size_t)R : 8;
-  for (uint32_t i = 0; !s && i < T; i++) {
-    size_t b = (size_t)ag_tensor_numel(ts[i]) * ag_dtype_size(ag_tensor_dtype(ts[i]));
-    if (b > most) most = b;
-  }
+  size_t most = s ? 0 : ag__tensors_most(ts, (int)T, (size_t)R);
   unsigned char *buf = s ? NULL : ag__malloc(most);
   if (!s && !buf) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
-  for (uint32_t i = 0; !s && i < T; i++) {
-    size_t es = ag_dtype_size(ag_tensor_dtype(ts[i])), n = (size_t)ag_tensor_numel(ts[i]);
-    if (!(s = read_parts(f, buf, n * es, fn, path, "a tensor's values"))) {
-      swap_order(buf, n, es);
-      s = ag_tensor_write(ts[i], buf, n * es);
-    }
-  }
-  if (!s && (s = read_parts(f, buf, (size_t)R, fn, path, "the run state")) == AG_OK && R)
+  if (!s) s = ag__tensors_read(f, ts, (int)T, buf, fn, path);
+  if (!s && (s = ag__parts_read(f, buf, (size_t)R, fn, path, "the run state")) == AG_OK && R)
     s = ag_dqn_set_run_state(d, buf, (size_t)R);
   free(buf);
   ag_replay *r = NULL;
-  uint64_t left = 0;
-  if (!s) s = ag__stream_left(f, fn, path, "a DQN", &left);
-  if (!s) { /* the image's header against the DQN's table before anything is made for it */
-    unsigned char ih[112];
-    if (ag__peek(f, ih, sizeof ih))
-      s = bad(fn, path, "truncated in its replay table");
-    else if ((int64_t)ag__get64(ih + 56) != c.buffer_size || ag__get32(ih + 48) != 6 ||
-             ag__get32(ih + 52) != AG_F32 || ag__get32(ih + 104) != (uint32_t)(c.per != 0))
-      s = bad(fn, path, "its replay table is not the DQN's (fields, storage, capacity or sampler)");
-  }
-  if (!s && (s = ag__replay_read(ctx, f, path, left, max_bytes, fn, &r))) {
-    char why[512]; /* the table's refusal, as this call's */
-    snprintf(why, sizeof why, "%s", ag_last_error());
-    s = ag__fail(s, "%s: the replay table in %s: %s", fn, path, why);
-  }
-  if (!s) { /* the table must be the one the DQN makes, of the file's capacity */
-    ag_replay *mine = d->replay;
-    ag_per *rp = ag_replay_per(r);
-    int same = ag_replay_n_fields(r) == ag_replay_n_fields(mine) &&
-               ag_replay_storage(r) == ag_replay_storage(mine) && ag_replay_capacity(r) == c.buffer_size &&
-               ag_replay_min_size(r) == ag_replay_min_size(mine) && (rp != NULL) == (c.per != 0) &&
-               (!rp || ag__per_alpha(rp) == c.per_alpha);
-    for (int i = 0; same && i < ag_replay_n_fields(r); i++) {
-      ag_field a, b;
-      same = !ag_replay_field_at(r, i, &a) && !ag_replay_field_at(mine, i, &b) && a.width == b.width &&
-             a.dtype == b.dtype && !strcmp(a.name, b.name);
-    }
-    if (!same) s = bad(fn, path, "its replay table is not the DQN's (fields, storage, capacity or sampler)");
-  }
+  if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, &dqn_kind, d->replay, c.buffer_size, &r);
   if (s) {
     ag_replay_free(r);
     ag_dqn_free(d);

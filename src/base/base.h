@@ -61,6 +61,10 @@ typedef struct ag__afile {
 ag_status ag__afile_open(ag__afile *a, const char *path, const char *fn);
 ag_status ag__afile_commit(ag__afile *a, const char *fn);
 void ag__afile_abort(ag__afile *a);
+/* Ends a file written whole: with s AG_OK and every write done (wrote),
+ * commits it; else aborts it and returns s, or AG_ERR_IO (from errno) for a
+ * failed write. */
+ag_status ag__afile_finish(ag__afile *a, ag_status s, int wrote, const char *fn);
 /* Reads n bytes at f's position into dst and goes back there: 0, or -1
  * when fewer are there (or the stream cannot seek). */
 int ag__peek(FILE *f, void *dst, size_t n);

@@ -167,3 +167,12 @@ int ag__peek(FILE *f, void *dst, size_t n) {
   if (fseeko(f, at, SEEK_SET) != 0) return -1;
   return got == n ? 0 : -1;
 }
+
+ag_status ag__afile_finish(ag__afile *a, ag_status s, int wrote, const char *fn) {
+  if (!s && !wrote)
+    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, a->path,
+                 strerror(errno));
+  if (!s) return ag__afile_commit(a, fn);
+  ag__afile_abort(a);
+  return s;
+}
