@@ -1,6 +1,10 @@
 /* agt.c — the shared test runner (see agt.h). */
 #include "agt.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 ag_device_kind agt_kind = AG_DEVICE_CPU;
 
 int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n) {
@@ -80,4 +84,48 @@ uint64_t agt_live_bytes(ag_ctx *ctx) {
   ag_ctx_stats st;
   ag_ctx_get_stats(ctx, &st);
   return st.live_bytes;
+}
+
+int agt_record(const ag_train_event *ev, void *user) {
+  agt_events *e = user;
+  assert_true(e->n < (int)(sizeof e->ev / sizeof e->ev[0]));
+  ag_train_event *c = &e->ev[e->n++];
+  memset(c, 0, sizeof *c); /* the padding too */
+  c->kind = ev->kind, c->step = ev->step, c->episodes = ev->episodes, c->updates = ev->updates;
+  c->episode_return = ev->episode_return, c->episode_length = ev->episode_length,
+  c->truncated = ev->truncated;
+  c->mean_return = ev->mean_return, c->loss = ev->loss, c->epsilon = ev->epsilon;
+  c->actor_loss = ev->actor_loss, c->alpha = ev->alpha;
+  return 0;
+}
+
+int agt_stop_later(void *user) {
+  agt_events *e = user;
+  return ++e->polls > e->stop_after;
+}
+
+void agt_assert_same_events_from(const agt_events *want, const agt_events *got, int64_t step) {
+  int i = 0;
+  while (i < want->n && want->ev[i].step <= step) i++;
+  assert_int_equal(want->n - i, got->n);
+  for (int k = 0; k < got->n; k++)
+    if (memcmp(&want->ev[i + k], &got->ev[k], sizeof got->ev[k]))
+      fail_msg("event %d (step %lld) differs from the uninterrupted run's", k, (long long)got->ev[k].step);
+}
+
+void agt_clear_dir(const char *d, int depth) {
+  DIR *dd = opendir(d);
+  if (!dd) return;
+  for (struct dirent *e; (e = readdir(dd));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", d, e->d_name);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth > 0) {
+      agt_clear_dir(p, depth - 1);
+      rmdir(p);
+    } else
+      unlink(p);
+  }
+  closedir(dd);
 }

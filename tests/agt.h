@@ -71,6 +71,25 @@ void agt_spit(const char *path, const void *p, size_t n);
 /* Device memory the context holds now (ag_ctx_get_stats' live_bytes). */
 uint64_t agt_live_bytes(ag_ctx *ctx);
 
+/* Removes what is under directory d, down to `depth` levels of
+ * subdirectories (d itself stays). */
+void agt_clear_dir(const char *d, int depth);
+
+/* The events of a training run (ag_train_callback agt_record, user an
+ * agt_events), each stored with its padding zeroed so that events compare
+ * as bytes; agt_stop_later is a should_stop that asks after stop_after
+ * polls. */
+typedef struct agt_events {
+  ag_train_event ev[4096];
+  int n;
+  int64_t stop_after;
+  int64_t polls;
+} agt_events;
+int agt_record(const ag_train_event *ev, void *user);
+int agt_stop_later(void *user);
+/* got's events are want's past step `step` (a run resumed there). */
+void agt_assert_same_events_from(const agt_events *want, const agt_events *got, int64_t step);
+
 /* Reads a whole f32 tensor into a new malloc'd array. */
 float *agt_read_f32(const ag_tensor *t);
 

@@ -38,26 +38,9 @@ static int setup(void **state) {
   return 0;
 }
 
-/* Removes what the tests left under dir (two levels of checkpoints). */
-static void clear(const char *d, int depth) {
-  DIR *dd = opendir(d);
-  if (!dd) return;
-  for (struct dirent *e; (e = readdir(dd));) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", d, e->d_name);
-    struct stat st;
-    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth > 0) {
-      clear(p, depth - 1);
-      rmdir(p);
-    } else
-      unlink(p);
-  }
-  closedir(dd);
-}
 static int teardown(void **state) {
   (void)state;
-  clear(dir, 3);
+  agt_clear_dir(dir, 3);
   return rmdir(dir);
 }
 
@@ -412,35 +395,6 @@ static void run_state_calls(void **state) {
 
 /* ---- checkpoints of a run ---- */
 
-typedef struct events {
-  ag_train_event ev[4096];
-  int n;
-  int64_t stop_after; /* should_stop: after this many polls */
-  int64_t polls;
-} events;
-
-static int record(const ag_train_event *ev, void *user) {
-  events *e = user;
-  assert_true(e->n < 4096);
-  ag_train_event *c = &e->ev[e->n++];
-  memset(c, 0, sizeof *c); /* the padding too: events are compared as bytes */
-  c->kind = ev->kind;
-  c->step = ev->step;
-  c->episodes = ev->episodes;
-  c->updates = ev->updates;
-  c->episode_return = ev->episode_return;
-  c->episode_length = ev->episode_length;
-  c->truncated = ev->truncated;
-  c->mean_return = ev->mean_return;
-  c->loss = ev->loss;
-  c->epsilon = ev->epsilon;
-  return 0;
-}
-static int stop_later(void *user) {
-  events *e = user;
-  return ++e->polls > e->stop_after;
-}
-
 static ag_dqn *run_dqn(ag_ctx *ctx) {
   ag_dqn_config c = agt_dqn_config(32, 32, 600, 5, 1);
   c.learning_starts = 200;
@@ -453,24 +407,18 @@ static ag_dqn *run_dqn(ag_ctx *ctx) {
 }
 
 /* Events from index `from` of got equal those of want from step `step` on. */
-static void assert_same_events_from(const events *want, const events *got, int64_t step) {
-  int i = 0;
-  while (i < want->n && want->ev[i].step <= step) i++;
-  assert_int_equal(want->n - i, got->n);
-  for (int k = 0; k < got->n; k++) assert_memory_equal(&want->ev[i + k], &got->ev[k], sizeof got->ev[k]);
-}
 
 static void resumed_runs_equal_the_uninterrupted_one(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
-  static events ref, ck, res;
+  static agt_events ref, ck, res;
   memset(&ref, 0, sizeof ref);
   memset(&ck, 0, sizeof ck);
   ag_vec_env *env;
   /* the reference */
   ag_dqn *d = run_dqn(ctx);
   agt_ok(ag_vec_env_create("cartpole", 3, 9, &env));
-  agt_ok(ag_dqn_learn(d, env, 3000, record, &ref));
+  agt_ok(ag_dqn_learn(d, env, 3000, agt_record, &ref));
   assert_true(ref.n > 40);
   ag_dqn_free(d);
   ag_vec_env_free(env);
@@ -483,7 +431,7 @@ static void resumed_runs_equal_the_uninterrupted_one(void **state) {
   o.checkpoint_dir = cdir;
   o.checkpoint_every = 600;
   o.keep = 2;
-  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, record, &ck));
+  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &ck));
   assert_int_equal(o.stopped, 0);
   assert_int_equal(o.step, 3000);
   assert_int_equal(ck.n, ref.n);
@@ -507,9 +455,9 @@ static void resumed_runs_equal_the_uninterrupted_one(void **state) {
   o = ag_learn_defaults();
   o.resume = 1;
   memset(&res, 0, sizeof res);
-  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, record, &res));
+  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &res));
   assert_int_equal(o.resumed_at, 2400);
-  assert_same_events_from(&ref, &res, 2400);
+  agt_assert_same_events_from(&ref, &res, 2400);
   ag_dqn_free(d);
   ag_vec_env_free(env);
   /* stopped by should_stop after 250 steps of the loop, then resumed */
@@ -521,9 +469,9 @@ static void resumed_runs_equal_the_uninterrupted_one(void **state) {
   res.stop_after = 250;
   o = ag_learn_defaults();
   o.checkpoint_dir = sdir;
-  o.should_stop = stop_later;
+  o.should_stop = agt_stop_later;
   o.user = &res;
-  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, record, &res));
+  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &res));
   assert_int_equal(o.stopped, 1);
   assert_int_equal(o.step, 251 * 3);
   ag_dqn_free(d);
@@ -536,18 +484,18 @@ static void resumed_runs_equal_the_uninterrupted_one(void **state) {
   agt_ok(ag_vec_env_create("cartpole", 2, 9, &env));
   o = ag_learn_defaults();
   o.resume = 1;
-  agt_err(ag_dqn_learn_ex(d, env, 3000, &o, record, &res), AG_ERR_INVALID_ARG, "copies");
+  agt_err(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "copies");
   ag_vec_env_free(env);
   agt_ok(ag_vec_env_create("cartpole", 3, 9, &env));
   memset(&res, 0, sizeof res);
-  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, record, &res));
-  assert_same_events_from(&ref, &res, 753);
+  agt_ok(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &res));
+  agt_assert_same_events_from(&ref, &res, 753);
   ag_dqn_free(d);
   d = run_dqn(ctx);
-  agt_err(ag_dqn_learn_ex(d, env, 3000, &o, record, &res), AG_ERR_INVALID_ARG, "no run state");
+  agt_err(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "no run state");
   o = ag_learn_defaults();
   o.keep = 0;
-  agt_err(ag_dqn_learn_ex(d, env, 3000, &o, record, &res), AG_ERR_INVALID_ARG, "keep");
+  agt_err(ag_dqn_learn_ex(d, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "keep");
   agt_err(ag_learn_latest(dir, latest, sizeof latest, &at), AG_ERR_IO, "no checkpoint");
   agt_err(ag_learn_latest(cdir, latest, 8, &at), AG_ERR_OUT_OF_RANGE, "bytes");
   ag_dqn_free(d);

@@ -157,6 +157,92 @@ AG_API int64_t ag_ac_updates(const ag_ac *a);
 AG_API const ag_ac_config *ag_ac_get_config(const ag_ac *a);
 AG_API int64_t ag_ac_act_dim(const ag_ac *a);
 
+/* The bounds the agent maps its actions to (act_dim values each) and the
+ * environment steps it was planned for (NULL and 0 for a NULL). */
+AG_API const float *ag_ac_low(const ag_ac *a);
+AG_API const float *ag_ac_high(const ag_ac *a);
+AG_API int64_t ag_ac_total_steps(const ag_ac *a);
+
+/* ---- saving an agent, and checkpoints of a training run ----
+ *
+ * ag_ac_save writes everything the agent is to `path`: its configuration,
+ * sizes, bounds and total_steps, the parameters of the actor, both critics
+ * and their targets (and TD3's target actor), log alpha, every optimizer's
+ * moments and step count, both device streams' seeds and counters (the
+ * updates' and the acting noise's), the host stream of ag_ac_act_random,
+ * the correlated noise's state (noise_rho), the update counts, the run
+ * state (ag_ac_set_run_state) and its replay table with the table's file
+ * image (agrl/replay.h's format). Values are streamed in parts of at most
+ * AG_TRANSFER_PART_BYTES; the file is written beside `path`, flushed and
+ * renamed over it, as ag_dqn_save's. The file is device-neutral.
+ * ag_ac_load makes a NEW agent on ctx from such a file; it then acts and
+ * trains as the saved one would have: the same draws, the same updates and
+ * losses, bit for bit on the same device.
+ *
+ * Layout, version 1 (integers little-endian, floats IEEE 754):
+ *   0   8  magic "AGRLACR1"     8  u32 version (1)     12 u32 H, the
+ *          header's length with its CRC (900 + 24 T)
+ *   16  32 the library version that wrote it, NUL padded
+ *   48  u32 algo (0 SAC, 1 TD3)   52 u32 n_hidden   56 u32 policy_delay
+ *   60  u32 autotune
+ *   64  8 x i64 hidden sizes (unused ones 0)
+ *   128 f32 actor_lr, critic_lr, gamma, tau, alpha, target_entropy (NaN:
+ *          -act_dim), expl_noise, target_noise, noise_clip, noise_rho
+ *   168 u32 n_step, u32 0
+ *   176 i64 batch_size, buffer_size, learning_starts, train_freq,
+ *          gradient_steps, n_envs     224 u64 seed
+ *   232 i64 obs_dim, act_dim, total_steps, updates, actor_updates
+ *   272 u64 the host stream's state
+ *   280 u64 the seeds of the update stream and of the acting stream
+ *   296 i64 N, the correlated noise's values kept (0, or act_dim times the
+ *          copies of the last exploring ag_ac_act)
+ *   304 i64 R, the run state's length (0 .. 2^30)
+ *   312 u32 T, the tensors (at most 256)
+ *   316 f32 the loss of the last actor update (NaN before the first)
+ *   320 64 x f32 the lower bounds, 576 64 x f32 the upper bounds (unused
+ *          ones 0)
+ *   832 64 bytes of zeros (reserved)
+ *   896 T entries of i64 rows, i64 cols, u32 dtype (f32 0, i64 5), u32 0:
+ *          the parameters (each layer's weights, then its biases) of the
+ *          actor, critic 0, critic 1, target critic 0, target critic 1 and
+ *          (TD3) the target actor; log alpha [1, 1]; the counters of the
+ *          update and the acting streams [1, 1] i64; then each optimizer's
+ *          state tensor followed by its parameters' first and second
+ *          moments: the actor's, the critics' (critic 0's parameters, then
+ *          critic 1's) and (SAC with autotune) the temperature's
+ *   H-4 u32 CRC-32 of bytes 0 .. H-5
+ *   H   each tensor's values, column after column, in parts of at most
+ *       AG_TRANSFER_PART_BYTES each followed by its u32 CRC-32; then the N
+ *       f32 values of the correlated noise and the run state's R bytes,
+ *       each a section of such parts (an empty one: its CRC alone); then the
+ *       replay table's file image to the end of the file.
+ * The loader checks the header (CRC, the configuration, sizes and bounds
+ * as ag_ac_create does, the counters, every tensor's shape against the
+ * agent the configuration makes, the streams' seeds) before it reads the
+ * values, then every part's CRC, and the table's fields, storage and
+ * capacity against the agent's; it refuses with AG_ERR_IO naming the path
+ * and what is wrong (truncated, trailing bytes, a CRC, a shape), and a
+ * version above 1 with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on any
+ * failure what was made is freed and *out is not written.
+ * ag_ac_save errors: AG_ERR_INVALID_ARG (a or path NULL, path empty);
+ * AG_ERR_STATE (a step is being recorded, or the agent is broken);
+ * AG_ERR_OUT_OF_MEMORY; AG_ERR_IO (the file cannot be created, written,
+ * flushed or renamed); AG_ERR_DEVICE and the faults of the downloads. On
+ * error the agent is as before and the file under path unchanged.
+ * ag_ac_load errors: the refusals above; AG_ERR_INVALID_ARG (ctx, path or
+ * out NULL); AG_ERR_STATE while a step is recorded; AG_ERR_IO (cannot be
+ * opened or read); AG_ERR_OUT_OF_MEMORY and the errors of ag_ac_create.
+ * Loading holds the agent's small table and the loaded one at once for a
+ * moment. */
+AG_API ag_status ag_ac_save(const ag_ac *a, const char *path);
+AG_API ag_status ag_ac_load(ag_ctx *ctx, const char *path, ag_ac **out);
+
+/* The caller's record of a run in progress, kept by the agent, saved and
+ * loaded with it, as ag_dqn_set_run_state / ag_dqn_run_state (the same
+ * errors and limits). */
+AG_API ag_status ag_ac_set_run_state(ag_ac *a, const void *data, size_t n);
+AG_API const void *ag_ac_run_state(const ag_ac *a, size_t *n);
+
 /* ---- the training loop ----
  * Trains on a vector environment (continuous actions of the agent's sizes)
  * for total_steps environment steps: acts at random for the first
@@ -166,12 +252,24 @@ AG_API int64_t ag_ac_act_dim(const ag_ac *a);
  * ag_dqn_learn's (epsilon 0); a PHASE event, with the losses read back,
  * at the first training phase after every 1000 more steps (the others run
  * without waiting for the device). opts may be NULL; of ag_learn_opts it
- * reads should_stop, eval_every, on_eval_ac and user, and writes stopped
- * and step; checkpoint_dir and resume are refused (AG_ERR_UNSUPPORTED).
- * Errors: AG_ERR_INVALID_ARG: a or env NULL, eval_every < 0, n_step > 1
- * with a vector of other than n_envs copies; AG_ERR_SHAPE: env's spec
- * differs; those of the calls it makes. On error the steps taken stay
- * taken, as for ag_dqn_learn. */
+ * takes everything ag_dqn_learn_ex does (on_eval_ac in place of on_eval):
+ * checkpoints DIR/ckpt-SSSSSSSSSSSS of the agent (ag_ac_save, with the
+ * loop's run state: its counters, the last 20 returns, the last PHASE's
+ * losses, the observations in hand and the environments' state) every
+ * checkpoint_every steps and when should_stop asks, the newest `keep` of
+ * them kept, and resume of such a run (an agent from ag_ac_load of a
+ * checkpoint's agent.agrl, env made as the run's was): the events,
+ * updates and returns that follow are the uninterrupted run's, bit for bit
+ * on the same device.
+ * Errors: AG_ERR_INVALID_ARG: a or env NULL, keep < 1, checkpoint_every
+ * or eval_every < 0, n_step > 1 with a vector of other than n_envs
+ * copies, resume without a run state of ag_ac_learn or with one of
+ * another number of copies; AG_ERR_SHAPE: env's spec differs;
+ * AG_ERR_UNSUPPORTED: checkpoints of environments whose state cannot be
+ * read; those of ag_ac_save, of the directories (AG_ERR_IO) and of the
+ * calls it makes. On error the steps taken stay taken, as for
+ * ag_dqn_learn; a checkpoint that fails leaves the earlier ones as they
+ * were. */
 AG_API ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_opts *opts,
                              ag_train_callback cb, void *user);
 

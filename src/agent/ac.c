@@ -35,38 +35,6 @@
 #define LOG_STD_MAX 2.0f
 #define LOG_2PI 1.8378770664093453f
 
-struct ag_ac {
-  ag_ctx *ctx;
-  ag_ac_config cfg;
-  int64_t obs_dim, act_dim, total_steps;
-  float *low, *high;       /* act_dim bounds each */
-  ag_mlp *actor, *actor_t; /* actor_t: TD3 */
-  ag_mlp *q[2], *qt[2];
-  ag_optim *opt_actor, *opt_critic, *opt_alpha;
-  ag_tensor *log_alpha; /* [1, 1]; a parameter with autotune */
-  ag_replay *replay;
-  ag_rng *rng, *act_rng;
-  ag_capture *upd[2]; /* 0: the critics; 1: the critics, then the actor */
-  ag_tensor *closs, *aloss;
-  ag_tensor *closs_of[2], *aloss_of; /* in each recording's workspace */
-  int64_t updates, actor_updates;
-  uint64_t host_rng;
-  ag_tensor *obs_in;
-  int obs_in_n;
-  float *scratch;
-  int scratch_n;
-  void *store_buf; /* ag_ac_store's actions in [-1, 1] and zero flags, store_bytes of them */
-  size_t store_bytes;
-  float target_entropy;
-  /* the correlated acting noise's state (noise_rho > 0): noise_n values,
-   * act_dim per copy; noise_n 0 until the first exploring act, and again
-   * when a call acts for another number of copies */
-  float *noise_z;
-  int64_t noise_n;
-  ag_tensor *noise_in; /* noise_z uploaded */
-  int broken;
-};
-
 ag_ac_config ag_ac_defaults(ag_ac_algo algo) {
   ag_ac_config c;
   memset(&c, 0, sizeof c);
@@ -94,7 +62,7 @@ ag_ac_config ag_ac_defaults(ag_ac_algo algo) {
   return c;
 }
 
-static ag_status check_config(const ag_ac_config *c, const char *fn) {
+ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn) {
   if (c->algo != AG_AC_SAC && c->algo != AG_AC_TD3)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: algo = %d is neither AG_AC_SAC nor AG_AC_TD3", fn, (int)c->algo);
   if (c->n_hidden < 1 || c->n_hidden > AG_AC_MAX_HIDDEN)
@@ -166,6 +134,7 @@ void ag_ac_free(ag_ac *a) {
   free(a->scratch);
   free(a->store_buf);
   free(a->noise_z);
+  free(a->run_state);
   free(a);
 }
 
@@ -191,7 +160,7 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
     if (!isfinite(low[i]) || !isfinite(high[i]) || !(low[i] < high[i]))
       return ag__fail(AG_ERR_INVALID_ARG, "%s: action %lld's bounds [%g, %g] must be finite with low < high",
                       fn, (long long)i, (double)low[i], (double)high[i]);
-  ag_status s = check_config(cfg, fn);
+  ag_status s = ag__ac_check_config(cfg, fn);
   if (s) return s;
   ag_ac *a = ag__calloc(1, sizeof *a);
   if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -201,6 +170,7 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
   a->act_dim = act_dim;
   a->total_steps = total_steps;
   a->target_entropy = isnan(cfg->target_entropy) ? -(float)act_dim : cfg->target_entropy;
+  a->aloss_loaded = NAN;
   a->host_rng = cfg->seed ^ 0xA5A5C3C3F00DBEEFull;
   a->low = ag__malloc(sizeof(float) * (size_t)act_dim);
   a->high = ag__malloc(sizeof(float) * (size_t)act_dim);
@@ -497,6 +467,7 @@ static ag_status prepare(ag_ac *a, int which) {
   } else if (info.records != before) {
     a->closs_of[which] = a->closs;
     if (which) a->aloss_of = a->aloss;
+    if (which) a->aloss_loaded = NAN; /* the recording's loss is the newer */
   }
   return s;
 }
@@ -520,7 +491,7 @@ ag_status ag_ac_train(ag_ac *a, int64_t n, float *losses) {
     actor += last;
   }
   if (!s && losses) {
-    float c = NAN, al = NAN;
+    float c = NAN, al = a->aloss_loaded; /* NaN, but in a loaded agent before its actor recording */
     s = ag_tensor_read(a->closs_of[last], &c, sizeof c);
     if (!s && (actor || a->actor_updates) && a->aloss_of) s = ag_tensor_read(a->aloss_of, &al, sizeof al);
     if (!s) {
@@ -735,10 +706,8 @@ ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_o
         AG_ERR_SHAPE,
         "%s: the environment has %d observations and %d continuous actions, the agent %lld and %lld", fn,
         spec->obs_dim, spec->act_dim, (long long)a->obs_dim, (long long)a->act_dim);
-  if (o && (o->checkpoint_dir || o->resume))
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: checkpoints of SAC and TD3 runs are not supported", fn);
-  if (o && o->eval_every < 0)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: eval_every = %lld must be >= 0", fn, (long long)o->eval_every);
+  ag_status s = ag__learn_check_opts(o, fn);
+  if (s) return s;
   const int n = ag_vec_env_size(env), od = spec->obs_dim;
   if (a->cfg.n_step > 1 && n != a->cfg.n_envs)
     return ag__fail(
@@ -752,37 +721,39 @@ ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_o
   float *fin = ag__malloc(sizeof(float) * no), *rew = ag__malloc(sizeof(float) * (size_t)n);
   float *act = ag__malloc(sizeof(float) * na);
   int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
-  ag_status s = AG_OK;
   if (!obs || !next || !fin || !rew || !act || !term || !trunc)
     s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  if (!s) s = ag_vec_env_reset(env, obs);
-  int64_t step = 0, episodes = 0, since_train = 0, last_report = -REPORT_EVERY, last_eval = 0;
-  ag__recent win = {{0}, 0, 0};
-  double mean = 0;
+  ag__loop ls;
+  memset(&ls, 0, sizeof ls);
+  ls.last_report = -REPORT_EVERY;
+  ls.losses[0] = ls.losses[1] = NAN;
+  const ag__learner me = {NULL, a};
+  if (!s) s = o && o->resume ? ag__learn_restore(&me, env, &ls, obs, fn) : ag_vec_env_reset(env, obs);
+  if (o) o->resumed_at = ls.step;
   int stop = 0;
-  float losses[2] = {NAN, NAN};
-  while (!s && !stop && step < total_steps) {
-    s = step < a->cfg.learning_starts ? ag_ac_act_random(a, n, act) : ag_ac_act(a, obs, n, 1, act);
+  float *losses = ls.losses;
+  while (!s && !stop && ls.step < total_steps) {
+    s = ls.step < a->cfg.learning_starts ? ag_ac_act_random(a, n, act) : ag_ac_act(a, obs, n, 1, act);
     if (!s) s = ag_vec_env_step(env, act, next, rew, term, trunc, fin);
     if (!s) s = ag_ac_store(a, obs, act, rew, fin, term, trunc, n);
     if (s) break;
     memcpy(obs, next, sizeof(float) * no);
-    step += n;
-    since_train += n;
+    ls.step += n;
+    ls.since_train += n;
     for (int i = 0; i < n; i++) {
       if (!term[i] && !trunc[i]) continue;
       ag_episode_info info;
       if ((s = ag_vec_env_last_episode(env, i, &info))) break;
-      episodes++;
-      mean = ag__recent_push(&win, info.ret);
+      ls.episodes++;
+      ls.mean = ag__recent_push(&ls.win, info.ret);
       ag_train_event ev = {AG_TRAIN_EPISODE,
-                           step,
-                           episodes,
+                           ls.step,
+                           ls.episodes,
                            a->updates,
                            info.ret,
                            info.length,
                            info.truncated && !info.terminated,
-                           mean,
+                           ls.mean,
                            losses[0],
                            0.0f,
                            losses[1],
@@ -790,34 +761,27 @@ ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_o
       if (cb && cb(&ev, user)) stop = 1;
     }
     if (s) break;
-    if (since_train >= a->cfg.train_freq) {
-      since_train = 0;
-      int trained = step > a->cfg.learning_starts && ag_replay_size(a->replay) >= a->cfg.batch_size &&
+    if (ls.since_train >= a->cfg.train_freq) {
+      ls.since_train = 0;
+      int trained = ls.step > a->cfg.learning_starts && ag_replay_size(a->replay) >= a->cfg.batch_size &&
                     a->cfg.gradient_steps > 0;
-      int report = trained && step - last_report >= REPORT_EVERY;
+      int report = trained && ls.step - ls.last_report >= REPORT_EVERY;
       if (trained && (s = ag_ac_train(a, a->cfg.gradient_steps, report ? losses : NULL))) break;
       if (report) {
         float alpha = 0;
         if ((s = ag_ac_alpha(a, &alpha))) break;
-        last_report = step;
-        ag_train_event ev = {AG_TRAIN_PHASE, step,      episodes, a->updates, 0,    0, 0,
-                             mean,           losses[0], 0.0f,     losses[1],  alpha};
+        ls.last_report = ls.step;
+        ag_train_event ev = {AG_TRAIN_PHASE, ls.step,   ls.episodes, a->updates, 0,    0, 0,
+                             ls.mean,        losses[0], 0.0f,        losses[1],  alpha};
         if (cb && cb(&ev, user)) stop = 1;
       }
     }
     if (!o) continue;
-    if (o->on_eval_ac && o->eval_every && step - last_eval >= o->eval_every) {
-      int enough = 0;
-      last_eval = step;
-      if ((s = o->on_eval_ac(a, step, &enough, o->user))) break;
-      if (enough) stop = 1;
-    }
-    if (o->should_stop && o->should_stop(o->user)) {
-      o->stopped = 1;
-      break;
-    }
+    int enough, halt;
+    if ((s = ag__learn_step_end(&me, env, o, &ls, obs, &enough, &halt)) || halt) break;
+    if (enough) stop = 1;
   }
-  if (o) o->step = step;
+  if (o) o->step = ls.step;
   free(obs), free(next), free(fin), free(rew), free(act), free(term), free(trunc);
   return s;
 }

@@ -144,10 +144,13 @@ ag_status ag__file_bad(const ag__file_kind *k, const char *path, const char *wha
   return ag__fail(AG_ERR_IO, "%s: %s is not %s file of this version: %s", k->fn, path, k->noun, what);
 }
 
-ag_status ag__header_read(FILE *f, const char *path, const ag__file_kind *k, uint64_t *len,
-                          unsigned char **out, uint32_t *T) {
+ag_status ag__header_read(ag_ctx *ctx, FILE *f, const char *path, const void *out_arg, const ag__file_kind *k,
+                          uint64_t *len, unsigned char **out, uint32_t *T) {
   const char *fn = k->fn;
-  ag_status s = ag__stream_left(f, fn, path, k->noun, len);
+  if (!ctx || !f || !path || !out_arg)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  ag_status s = ag__not_recording(ctx, fn);
+  if (!s) s = ag__stream_left(f, fn, path, k->noun, len);
   if (s) return s;
   unsigned char *h = ag__malloc(k->fixed);
   if (!h) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -222,5 +225,19 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
     return ag__file_bad(k, path, other);
   }
   *out = r;
+  return AG_OK;
+}
+
+ag_status ag__run_state_set(void **state, size_t *len, const void *data, size_t n, const char *fn) {
+  if (n > AG__MAX_RUN_STATE)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %zu bytes is more than 2^30", fn, n);
+  void *p = NULL;
+  if (n) {
+    if (!(p = ag__malloc(n))) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    memcpy(p, data, n);
+  }
+  free(*state);
+  *state = p;
+  *len = n;
   return AG_OK;
 }

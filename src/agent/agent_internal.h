@@ -2,6 +2,7 @@
 #ifndef AGRL_AGENT_AGENT_INTERNAL_H
 #define AGRL_AGENT_AGENT_INTERNAL_H
 
+#include "agrl/ac.h"
 #include "agrl/agent.h"
 #include "agrl/dist.h"
 #include "nn/nn_internal.h"
@@ -98,11 +99,13 @@ ag_status ag__agent_file_write(const char *path, const char *fn, const unsigned 
                                int ns, const ag_replay *table);
 /* AG_ERR_IO: path "is not <noun> file of this version: what". */
 ag_status ag__file_bad(const ag__file_kind *k, const char *path, const char *what);
-/* Reads and checks the header at f's position (magic, version, length, T,
- * CRC) into *h (malloc'd, H bytes, the u32 at 12); *len: the bytes from the
- * header's start to the end of f; *T the tensors. */
-ag_status ag__header_read(FILE *f, const char *path, const ag__file_kind *k, uint64_t *len, unsigned char **h,
-                          uint32_t *T);
+/* A loader's first steps: its arguments (ctx, f, path and the loader's out
+ * not NULL: AG_ERR_INVALID_ARG), no step being recorded, then the header at
+ * f's position read and checked (magic, version, length, T, CRC) into *h
+ * (malloc'd, H bytes, the u32 at 12); *len: the bytes from the header's
+ * start to the end of f; *T the tensors. */
+ag_status ag__header_read(ag_ctx *ctx, FILE *f, const char *path, const void *out_arg, const ag__file_kind *k,
+                          uint64_t *len, unsigned char **h, uint32_t *T);
 /* Reads the replay table's image from f's position to its end into *out: it
  * must be a table as `mine` (fields, storage, minimum, sampler and its
  * alpha) of `capacity` columns; refusals name k->fn and path. A table of
@@ -110,6 +113,54 @@ ag_status ag__header_read(FILE *f, const char *path, const ag__file_kind *k, uin
 ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes,
                                const ag__file_kind *k, const ag_replay *mine, int64_t capacity,
                                ag_replay **out);
+
+/* SAC and TD3 (ac.c; saved and loaded by ac_file.c). */
+struct ag_ac {
+  ag_ctx *ctx;
+  ag_ac_config cfg;
+  int64_t obs_dim, act_dim, total_steps;
+  float *low, *high;       /* act_dim bounds each */
+  ag_mlp *actor, *actor_t; /* actor_t: TD3 */
+  ag_mlp *q[2], *qt[2];
+  ag_optim *opt_actor, *opt_critic, *opt_alpha;
+  ag_tensor *log_alpha; /* [1, 1]; a parameter with autotune */
+  ag_replay *replay;
+  ag_rng *rng, *act_rng;
+  ag_capture *upd[2]; /* 0: the critics; 1: the critics, then the actor */
+  ag_tensor *closs, *aloss;
+  ag_tensor *closs_of[2], *aloss_of; /* in each recording's workspace */
+  int64_t updates, actor_updates;
+  uint64_t host_rng;
+  ag_tensor *obs_in;
+  int obs_in_n;
+  float *scratch;
+  int scratch_n;
+  void *store_buf; /* ag_ac_store's actions in [-1, 1] and zero flags, store_bytes of them */
+  size_t store_bytes;
+  float target_entropy;
+  /* the correlated acting noise's state (noise_rho > 0): noise_n values,
+   * act_dim per copy; noise_n 0 until the first exploring act, and again
+   * when a call acts for another number of copies */
+  float *noise_z;
+  int64_t noise_n;
+  ag_tensor *noise_in; /* noise_z uploaded */
+  int broken;
+  float aloss_loaded; /* the last actor update's loss as a loaded file holds it, until the actor's
+                         recording is made (NaN for none) */
+  /* the caller's record of a run in progress, saved with the agent (ag_ac_set_run_state) */
+  void *run_state;
+  size_t run_state_n;
+};
+
+/* The checks of ag_ac_create on a configuration; `fn` names the call. */
+ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn);
+
+/* The caller's record of a run (ag_dqn_set_run_state, ag_ac_set_run_state):
+ * *state (malloc'd, *len bytes) becomes a copy of data's n bytes (n = 0: none);
+ * AG_ERR_INVALID_ARG for n > AG__MAX_RUN_STATE, AG_ERR_OUT_OF_MEMORY, both
+ * leaving the old record. */
+#define AG__MAX_RUN_STATE ((size_t)1 << 30)
+ag_status ag__run_state_set(void **state, size_t *len, const void *data, size_t n, const char *fn);
 
 /* The returns of the last (up to) AG__RECENT episodes, which the training
  * loops report the mean of (learn.c; ac.c). ag__recent_push adds one and
@@ -120,6 +171,35 @@ typedef struct ag__recent {
   int n, next;
 } ag__recent;
 double ag__recent_push(ag__recent *w, double v);
+
+/* ---- what the training loops share (learn.c; ac.c's ag_ac_learn) ---- */
+
+/* A loop's state between two steps; what a checkpoint keeps of it (all but
+ * last_ckpt, the step of the last checkpoint of this call). since_target:
+ * the DQN's; last_report and losses: SAC's and TD3's (their last PHASE). */
+typedef struct ag__loop {
+  int64_t step, episodes, since_train, since_target, last_eval, last_report, last_ckpt;
+  ag__recent win;
+  double mean;
+  float losses[2];
+} ag__loop;
+/* The agent a loop trains: one of the two. */
+typedef struct ag__learner {
+  ag_dqn *dqn;
+  ag_ac *ac;
+} ag__learner;
+/* ag_learn_opts' ranges (opts NULL: AG_OK). */
+ag_status ag__learn_check_opts(const ag_learn_opts *o, const char *fn);
+/* The loop's state, the observations in hand (n x obs_dim) and env's state
+ * from the agent's run state (ag_learn_opts.resume); nothing changes unless
+ * all of it is sound (AG_ERR_INVALID_ARG naming fn). */
+ag_status ag__learn_restore(const ag__learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn);
+/* What follows every step of a loop with opts: the evaluation that is due
+ * (its stop request in *enough), should_stop (in *halt, and opts->stopped),
+ * and the checkpoint that is due (in a new directory of checkpoint_dir,
+ * pruned to `keep`). */
+ag_status ag__learn_step_end(const ag__learner *l, ag_vec_env *env, ag_learn_opts *o, ag__loop *ls,
+                             const float *obs, int *enough, int *halt);
 
 /* The deterministic action tanh(first A outputs) of an actor on x (ac.c). */
 ag_status ag__squashed_mean(ag_mlp *actor, ag_tensor *x, int64_t A, ag_tensor **act);

@@ -15,7 +15,6 @@
 #include "agent/agent_internal.h"
 
 enum { DQN_VERSION = 1, DQN_FIXED = 488, DQN_MAX_TENSORS = 256 };
-#define DQN_MAX_RUN_STATE ((size_t)1 << 30)
 
 static const ag__file_kind dqn_kind = {
     "ag_dqn_load", "a DQN",   "the DQN's", {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'},
@@ -157,7 +156,7 @@ static ag_status header_get(const unsigned char *h, const char *fn, const char *
   if (k[0] < 1 || k[0] > ((int64_t)1 << 24) || k[1] < 2 || k[1] > ((int64_t)1 << 24) || k[2] < 1 ||
       k[3] < 0 || k[4] < 0 || k[4] > k[3])
     return bad(fn, path, "sizes or counters out of range");
-  if (*R > DQN_MAX_RUN_STATE) return bad(fn, path, "the run state is longer than 2^30 bytes");
+  if (*R > AG__MAX_RUN_STATE) return bad(fn, path, "the run state is longer than 2^30 bytes");
   return AG_OK;
 }
 
@@ -202,14 +201,11 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
  * (0: no limit) is refused with AG_ERR_UNSUPPORTED before it is made. */
 ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_dqn **out) {
   static const char fn[] = "ag_dqn_load";
-  if (!ctx || !f || !path || !out)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
-  ag_status s = ag__not_recording(ctx, fn);
-  if (s) return s;
   uint64_t len = 0;
   unsigned char *h = NULL;
   uint32_t T = 0, H;
-  if ((s = ag__header_read(f, path, &dqn_kind, &len, &h, &T))) return s;
+  ag_status s = ag__header_read(ctx, f, path, out, &dqn_kind, &len, &h, &T);
+  if (s) return s;
   H = ag__get32(h + 12);
   ag_dqn_config c;
   int64_t k[5];
@@ -295,17 +291,7 @@ ag_status ag_dqn_set_run_state(ag_dqn *d, const void *data, size_t n) {
   static const char fn[] = "ag_dqn_set_run_state";
   if (!d || (!data && n))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL, or data is NULL for n > 0", fn);
-  if (n > DQN_MAX_RUN_STATE)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %zu bytes is more than 2^30", fn, n);
-  void *p = NULL;
-  if (n) {
-    if (!(p = ag__malloc(n))) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    memcpy(p, data, n);
-  }
-  free(d->run_state);
-  d->run_state = p;
-  d->run_state_n = n;
-  return AG_OK;
+  return ag__run_state_set(&d->run_state, &d->run_state_n, data, n, fn);
 }
 
 const void *ag_dqn_run_state(const ag_dqn *d, size_t *n) {

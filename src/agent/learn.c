@@ -1,18 +1,21 @@
-/* learn.c — the DQN's training loop (ag_dqn_learn, ag_dqn_learn_ex) and its
- * checkpoints: the loop's own state (counters, the last 20 returns, the
- * observations in hand, the environments' state) travels in the DQN's run
- * state, so that one ag_dqn_save holds everything a resumed run needs.
+/* learn.c — the DQN's training loop (ag_dqn_learn, ag_dqn_learn_ex) and the
+ * checkpoints of both training loops (this one and ac.c's ag_ac_learn): the
+ * loop's own state (counters, the last 20 returns, the observations in hand,
+ * the environments' state) travels in the agent's run state, so that one
+ * ag_dqn_save (ag_ac_save) holds everything a resumed run needs.
  *
  * The run state's layout (little-endian):
- *   0   8  "AGRLRUN1"   8 u32 version (1)   12 u32 copies n   16 u32 obs_dim
- *   20  u32 0
- *   24  i64 step, episodes, since_train, since_target
+ *   0   8  "AGRLRUN1" (the DQN's loop), "AGRLRUNA" (SAC's and TD3's)
+ *   8   u32 version (1)   12 u32 copies n   16 u32 obs_dim   20 u32 0
+ *   24  i64 step, episodes, since_train, since_target (SAC/TD3: 0)
  *   56  i32 returns kept (0..20), the next slot (0..19)
  *   64  20 x f64 the last returns     224 f64 the mean reported
  *   232 u64 E, the environments' state's length
  *   240 i64 the step of the last evaluation (ag_learn_opts.on_eval)
- *   248 n x obs_dim f32 the observations in hand, then E bytes of
- *       ag_vec_env_get_state
+ *   SAC/TD3 only: 248 i64 the step of the last PHASE event (-1000 before
+ *       the first), 256 f32 its critics' and actor's losses
+ *   F   n x obs_dim f32 the observations in hand, then E bytes of
+ *       ag_vec_env_get_state (F: 248 for the DQN's loop, 264 for SAC/TD3's)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,8 +28,18 @@
 
 #include "agent/agent_internal.h"
 
-static const char run_magic[8] = {'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'};
-enum { RUN_FIXED = 248, RUN_WINDOW = AG__RECENT };
+static const char run_magic[2][8] = {{'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'},
+                                     {'A', 'G', 'R', 'L', 'R', 'U', 'N', 'A'}};
+enum { RUN_WINDOW = AG__RECENT };
+static const size_t run_fixed[2] = {248, 264};
+
+/* The agent's calls the checkpoints need. */
+static ag_status agent_save(const ag__learner *l, const char *path) {
+  return l->ac ? ag_ac_save(l->ac, path) : ag_dqn_save(l->dqn, path);
+}
+static ag_status agent_set_run_state(const ag__learner *l, const void *data, size_t n) {
+  return l->ac ? ag_ac_set_run_state(l->ac, data, n) : ag_dqn_set_run_state(l->dqn, data, n);
+}
 
 double ag__recent_push(ag__recent *w, double v) {
   w->r[w->next] = v;
@@ -36,13 +49,6 @@ double ag__recent_push(ag__recent *w, double v) {
   for (int i = 0; i < w->n; i++) s += w->r[i];
   return s / w->n;
 }
-
-/* The loop's state between two steps. */
-typedef struct loop_state {
-  int64_t step, episodes, since_train, since_target, last_eval;
-  ag__recent win;
-  double mean;
-} loop_state;
 
 /* In a group, at every training boundary (the same environment step on
  * every rank) the ranks share [stop requested, returns kept, the last
@@ -85,8 +91,10 @@ static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const ag__recent *wi
 /* ---- the run state ---- */
 
 /* Records the loop's state in the DQN's run state. */
-static ag_status record_run(ag_dqn *d, ag_vec_env *env, const loop_state *ls, const float *obs,
+static ag_status record_run(const ag__learner *l, ag_vec_env *env, const ag__loop *ls, const float *obs,
                             const char *fn) {
+  const int ac = l->ac != NULL;
+  const size_t fixed = run_fixed[ac];
   int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
   size_t E = 0;
   ag_status s = ag_vec_env_state_size(env, &E);
@@ -95,10 +103,10 @@ static ag_status record_run(ag_dqn *d, ag_vec_env *env, const loop_state *ls, co
     snprintf(why, sizeof why, "%s", ag_last_error());
     return ag__fail(s, "%s: the environments' state cannot be kept in a checkpoint: %s", fn, why);
   }
-  size_t ob = (size_t)n * (size_t)od * 4, len = RUN_FIXED + ob + E;
+  size_t ob = (size_t)n * (size_t)od * 4, len = fixed + ob + E;
   unsigned char *b = ag__calloc(1, len);
   if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(b, run_magic, 8);
+  memcpy(b, run_magic[ac], 8);
   ag__put32(b + 8, 1);
   ag__put32(b + 12, (uint32_t)n);
   ag__put32(b + 16, (uint32_t)od);
@@ -110,37 +118,44 @@ static ag_status record_run(ag_dqn *d, ag_vec_env *env, const loop_state *ls, co
   ag__put_f64(b + 224, ls->mean);
   ag__put64(b + 232, (uint64_t)E);
   ag__put64(b + 240, (uint64_t)ls->last_eval);
+  if (ac) {
+    ag__put64(b + 248, (uint64_t)ls->last_report);
+    ag__put_f32(b + 256, ls->losses[0]);
+    ag__put_f32(b + 260, ls->losses[1]);
+  }
   for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
     uint32_t u;
     memcpy(&u, obs + i, 4);
-    ag__put32(b + RUN_FIXED + 4 * i, u);
+    ag__put32(b + fixed + 4 * i, u);
   }
-  s = ag_vec_env_get_state(env, b + RUN_FIXED + ob, E);
-  if (!s) s = ag_dqn_set_run_state(d, b, len);
+  s = ag_vec_env_get_state(env, b + fixed + ob, E);
+  if (!s) s = agent_set_run_state(l, b, len);
   free(b);
   return s;
 }
 
 /* The loop's state and the environments' from the DQN's run state;
  * nothing changes unless all of it is sound. */
-static ag_status restore_run(ag_dqn *d, ag_vec_env *env, loop_state *ls, float *obs, const char *fn) {
+ag_status ag__learn_restore(const ag__learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn) {
+  const int ac = l->ac != NULL;
+  const size_t fixed = run_fixed[ac];
   size_t len = 0;
-  const unsigned char *b = ag_dqn_run_state(d, &len);
+  const unsigned char *b = ac ? ag_ac_run_state(l->ac, &len) : ag_dqn_run_state(l->dqn, &len);
   int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
   size_t ob = (size_t)n * (size_t)od * 4;
-  if (!b || len < RUN_FIXED || memcmp(b, run_magic, 8) || ag__get32(b + 8) != 1)
+  if (!b || len < fixed || memcmp(b, run_magic[ac], 8) || ag__get32(b + 8) != 1)
     return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: resume: the DQN holds no run state of ag_dqn_learn_ex (load a "
-                    "checkpoint's agent.agrl with ag_dqn_load)",
-                    fn);
+                    "%s: resume: the %s holds no run state of %s (load a checkpoint's agent.agrl with %s)",
+                    fn, ac ? "agent" : "DQN", ac ? "ag_ac_learn" : "ag_dqn_learn_ex",
+                    ac ? "ag_ac_load" : "ag_dqn_load");
   if (ag__get32(b + 12) != (uint32_t)n || ag__get32(b + 16) != (uint32_t)od)
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: resume: the run had %u copies of %u observations; this vector has %d of %d", fn,
                     ag__get32(b + 12), ag__get32(b + 16), n, od);
   uint64_t E = ag__get64(b + 232);
-  if (E != len - RUN_FIXED - ob || ag__get32(b + 20))
+  if (E != len - fixed - ob || ag__get32(b + 20))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's lengths do not add up", fn);
-  loop_state t;
+  ag__loop t;
   memset(&t, 0, sizeof t);
   int64_t *c[4] = {&t.step, &t.episodes, &t.since_train, &t.since_target};
   for (int i = 0; i < 4; i++) *c[i] = (int64_t)ag__get64(b + 24 + 8 * i);
@@ -149,16 +164,20 @@ static ag_status restore_run(ag_dqn *d, ag_vec_env *env, loop_state *ls, float *
   for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ag__get_f64(b + 64 + 8 * i);
   t.mean = ag__get_f64(b + 224);
   t.last_eval = (int64_t)ag__get64(b + 240);
-  if (t.step < 0 || t.episodes < 0 || t.since_train < 0 || t.since_target < 0 || t.last_eval < 0 ||
-      t.last_eval > t.step || t.win.n < 0 || t.win.n > RUN_WINDOW || t.win.next < 0 ||
-      t.win.next >= RUN_WINDOW)
+  t.last_report = ac ? (int64_t)ag__get64(b + 248) : 0;
+  t.losses[0] = ac ? ag__get_f32(b + 256) : 0.0f;
+  t.losses[1] = ac ? ag__get_f32(b + 260) : 0.0f;
+  if (t.last_report > t.step || (ac && t.since_target) || t.step < 0 || t.episodes < 0 || t.since_train < 0 ||
+      t.since_target < 0 || t.last_eval < 0 || t.last_eval > t.step || t.win.n < 0 || t.win.n > RUN_WINDOW ||
+      t.win.next < 0 || t.win.next >= RUN_WINDOW)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
-  ag_status s = ag_vec_env_set_state(env, b + RUN_FIXED + ob, (size_t)E);
+  ag_status s = ag_vec_env_set_state(env, b + fixed + ob, (size_t)E);
   if (s) return s;
   for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
-    uint32_t u = ag__get32(b + RUN_FIXED + 4 * i);
+    uint32_t u = ag__get32(b + fixed + 4 * i);
     memcpy(obs + i, &u, 4);
   }
+  t.last_ckpt = t.step;
   *ls = t;
   return AG_OK;
 }
@@ -254,9 +273,9 @@ static char *join(const char *dir, const char *name) {
   return p;
 }
 
-static ag_status write_checkpoint(ag_dqn *d, ag_vec_env *env, const ag_learn_opts *o, const loop_state *ls,
-                                  const float *obs) {
-  static const char fn[] = "ag_dqn_learn_ex";
+static ag_status write_checkpoint(const ag__learner *l, ag_vec_env *env, const ag_learn_opts *o,
+                                  const ag__loop *ls, const float *obs) {
+  const char *fn = l->ac ? "ag_ac_learn" : "ag_dqn_learn_ex";
   const char *dir = o->checkpoint_dir;
   char name[40], tname[48];
   snprintf(name, sizeof name, "ckpt-%012lld", (long long)ls->step);
@@ -270,8 +289,8 @@ static ag_status write_checkpoint(ag_dqn *d, ag_vec_env *env, const ag_learn_opt
   if (!s && stat(final, &st) == 0) goto done; /* this step's checkpoint is there already */
   if (!s && (remove_tree(tmp, 4) || mkdir(tmp, 0777)))
     s = ag__fail(AG_ERR_IO, "%s: cannot create %s: %s", fn, tmp, strerror(errno));
-  if (!s) s = record_run(d, env, ls, obs, fn);
-  if (!s) s = ag_dqn_save(d, agent);
+  if (!s) s = record_run(l, env, ls, obs, fn);
+  if (!s) s = agent_save(l, agent);
   if (!s && o->on_checkpoint) s = o->on_checkpoint(tmp, ls->step, o->user);
   if (!s) {
     sync_dir(tmp);
@@ -334,6 +353,35 @@ ag_learn_opts ag_learn_defaults(void) {
   return o;
 }
 
+ag_status ag__learn_check_opts(const ag_learn_opts *o, const char *fn) {
+  if (o && (o->keep < 1 || o->checkpoint_every < 0 || o->eval_every < 0))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: keep = %d must be >= 1, checkpoint_every = %lld and eval_every = %lld >= 0", fn,
+                    o->keep, (long long)o->checkpoint_every, (long long)o->eval_every);
+  return AG_OK;
+}
+
+ag_status ag__learn_step_end(const ag__learner *l, ag_vec_env *env, ag_learn_opts *o, ag__loop *ls,
+                             const float *obs, int *enough, int *halt) {
+  *enough = *halt = 0;
+  ag_status s = AG_OK;
+  const int has_eval = l->ac ? o->on_eval_ac != NULL : o->on_eval != NULL;
+  if (has_eval && o->eval_every && ls->step - ls->last_eval >= o->eval_every) {
+    ls->last_eval = ls->step;
+    s = l->ac ? o->on_eval_ac(l->ac, ls->step, enough, o->user)
+              : o->on_eval(l->dqn, ls->step, enough, o->user);
+    if (s) return s;
+  }
+  *halt = o->should_stop && o->should_stop(o->user);
+  if (o->checkpoint_dir &&
+      (*halt || (o->checkpoint_every && ls->step - ls->last_ckpt >= o->checkpoint_every))) {
+    ls->last_ckpt = ls->step;
+    if ((s = write_checkpoint(l, env, o, ls, obs))) return s;
+  }
+  if (*halt) o->stopped = 1;
+  return AG_OK;
+}
+
 /* ---- the loop ---- */
 
 ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_learn_opts *o,
@@ -345,10 +393,8 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
     return ag__fail(AG_ERR_SHAPE,
                     "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
                     spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
-  if (o && (o->keep < 1 || o->checkpoint_every < 0 || o->eval_every < 0))
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: keep = %d must be >= 1, checkpoint_every = %lld and eval_every = %lld >= 0", fn,
-                    o->keep, (long long)o->checkpoint_every, (long long)o->eval_every);
+  ag_status s = ag__learn_check_opts(o, fn);
+  if (s) return s;
   if (o && d->dist && (o->checkpoint_dir || o->resume || o->on_eval))
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "%s: checkpoints and evaluations of a DQN of a group of GPUs are not supported", fn);
@@ -366,13 +412,14 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
   float *actf = ag__malloc(sizeof(float) * (size_t)n);
   int32_t *act = ag__malloc(sizeof(int32_t) * (size_t)n);
   int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
-  ag_status s = AG_OK;
   if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc)
     s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  loop_state ls;
+  ag__loop ls;
   memset(&ls, 0, sizeof ls);
-  if (!s) s = o && o->resume ? restore_run(d, env, &ls, obs, "ag_dqn_learn_ex") : ag_vec_env_reset(env, obs);
-  int64_t last_ckpt = ls.step;
+  const ag__learner me = {d, NULL};
+  if (!s)
+    s = o && o->resume ? ag__learn_restore(&me, env, &ls, obs, "ag_dqn_learn_ex")
+                       : ag_vec_env_reset(env, obs);
   if (o) o->resumed_at = ls.step;
   /* In a group a stop requested by the callback waits for the next training
    * boundary, where the ranks agree on it: a rank that left alone would
@@ -446,21 +493,9 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
     }
     if (!flag) stop = want_stop;
     if (!o) continue;
-    if (o->on_eval && o->eval_every && ls.step - ls.last_eval >= o->eval_every) {
-      int enough = 0;
-      ls.last_eval = ls.step;
-      if ((s = o->on_eval(d, ls.step, &enough, o->user))) break;
-      if (enough) stop = want_stop = 1;
-    }
-    int halt = o->should_stop && o->should_stop(o->user);
-    if (o->checkpoint_dir && (halt || (o->checkpoint_every && ls.step - last_ckpt >= o->checkpoint_every))) {
-      last_ckpt = ls.step;
-      if ((s = write_checkpoint(d, env, o, &ls, obs))) break;
-    }
-    if (halt) {
-      o->stopped = 1;
-      break;
-    }
+    int enough, halt;
+    if ((s = ag__learn_step_end(&me, env, o, &ls, obs, &enough, &halt)) || halt) break;
+    if (enough) stop = want_stop = 1;
   }
   if (o) o->step = ls.step;
   ag_tensor_free(flag);
