@@ -8,7 +8,9 @@
 #      always complete; bad --resume arguments are refused;
 #   4. --eval-every's evaluations (eval.csv) resume alike too, and with
 #      --stop-on eval the last one equals `agrl eval` of the saved network on
-#      the evaluation's seed.
+#      the evaluation's seed;
+#   5. cases 1 and 2 for --algo sac and --algo td3 on Pendulum (the same
+#      policy.agrl too), and a damaged agent file refused naming ag_ac_load.
 # usage: cli_resume.sh AGRL [cpu|cuda]
 set -uo pipefail
 agrl=$1
@@ -28,11 +30,37 @@ check() { # what, command...
     fail=1
   fi
 }
-same_logs() { # dirA dirB
+same_logs() { # dirA dirB [rows of losses.csv more than: 20]
   cmp -s "$1/episodes.csv" "$2/episodes.csv" && cmp -s "$1/losses.csv" "$2/losses.csv" &&
     cmp -s "$1/eval.csv" "$2/eval.csv" && [ "$(wc -l <"$1/eval.csv")" -gt 3 ] &&
-    [ "$(wc -l <"$1/episodes.csv")" -gt 50 ] && [ "$(wc -l <"$1/losses.csv")" -gt 20 ]
+    [ "$(wc -l <"$1/episodes.csv")" -gt 50 ] && [ "$(wc -l <"$1/losses.csv")" -gt "${3:-20}" ]
 }
+# interrupted by SIGTERM once a first checkpoint exists, then resumed:
+# interrupt_resume WHAT REF OUT MIN_LOSS_ROWS RUN... (the run without --out)
+interrupt_resume() {
+  local what=$1 ref=$2 out=$3 rows=$4
+  shift 4
+  "$@" --out "$out" >"$out.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 1200); do
+    ls "$out/checkpoints" 2>/dev/null | grep -q '^ckpt-' && break
+    sleep 0.025
+  done
+  kill -TERM "$pid"
+  wait "$pid"
+  local rc=$?
+  check "$what: SIGTERM: exit status 143 (got $rc)" [ "$rc" = 143 ]
+  local at
+  at=$(sed -n 's/.*interrupted by signal 15 at step \([0-9]*\).*/\1/p' "$out.log")
+  check "$what: SIGTERM: the step is reported ($at)" [ -n "$at" ]
+  check "$what: SIGTERM: a checkpoint at that step" [ -d "$out/checkpoints/ckpt-$(printf %012d "${at:-0}")" ]
+  "$agrl" train --resume "$out" --quiet >"$out.log2" 2>&1
+  check "$what: resume of the interrupted run exits 0" [ $? = 0 ]
+  grep -q "resumed from $out/checkpoints/ckpt-" "$out.log2"
+  check "$what: it resumed from the newest checkpoint" [ $? = 0 ]
+  check "$what: interrupted at step $at and resumed: the same logs" same_logs "$ref" "$out" "$rows"
+}
+
 run=("$agrl" train --env cartpole --steps 20000 --seed 7 --n-envs 3 --quiet --learning-starts 500
   --train-freq 64 --gradient-steps 32 --batch 64 --hidden 128,128 --buffer 8000 --stop-at none
   --eval-every 4000 --eval-episodes 3 --device "$dev")
@@ -57,24 +85,7 @@ check "resume from $older exits 0" [ $? = 0 ]
 check "resumed from $older: the same episodes.csv and losses.csv" same_logs "$tmp/a" "$tmp/b"
 
 # 2. interrupted by SIGTERM once a first checkpoint exists, then resumed
-"${run[@]}" --out "$tmp/c" --checkpoint-every 6000 >"$tmp/c.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do
-  ls "$tmp/c/checkpoints" 2>/dev/null | grep -q '^ckpt-' && break
-  sleep 0.05
-done
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-check "SIGTERM: exit status 143 (got $rc)" [ "$rc" = 143 ]
-at=$(sed -n 's/.*interrupted by signal 15 at step \([0-9]*\).*/\1/p' "$tmp/c.log")
-check "SIGTERM: the step is reported ($at)" [ -n "$at" ]
-check "SIGTERM: a checkpoint at that step" [ -d "$tmp/c/checkpoints/ckpt-$(printf %012d "${at:-0}")" ]
-"$agrl" train --resume "$tmp/c" --quiet >"$tmp/c2.log" 2>&1
-check "resume of the interrupted run exits 0" [ $? = 0 ]
-grep -q "resumed from $tmp/c/checkpoints/ckpt-" "$tmp/c2.log"
-check "it resumed from the newest checkpoint" [ $? = 0 ]
-check "interrupted at step $at and resumed: the same episodes.csv and losses.csv" same_logs "$tmp/a" "$tmp/c"
+interrupt_resume dqn "$tmp/a" "$tmp/c" 20 "${run[@]}" --checkpoint-every 6000
 
 # 4. the last evaluation of a run stopped by it is agrl eval's mean of the same episodes
 "$agrl" train --env cartpole --steps 30000 --seed 2 --quiet --learning-starts 500 --train-freq 64 \
@@ -109,4 +120,44 @@ check "  ... saying why" grep -q "ag_dqn_load" "$tmp/e3"
 check "--checkpoint-every -1: exit 2" [ $? = 2 ]
 "$agrl" train --keep 0 >/dev/null 2>&1
 check "--keep 0: exit 2" [ $? = 2 ]
+
+# 5. SAC and TD3
+for algo in sac td3; do
+  run=("$agrl" train --algo "$algo" --env pendulum --steps 12000 --seed 5 --n-envs 2 --quiet
+    --learning-starts 500 --hidden 64,64 --batch 64 --buffer 6000 --stop-at none --eval-every 3000
+    --eval-episodes 2 --device "$dev")
+  a=$tmp/$algo-a b=$tmp/$algo-b c=$tmp/$algo-c
+  # the reference: one uninterrupted run
+  "${run[@]}" --out "$a" >"$a.log" 2>&1 || { cat "$a.log"; exit 1; }
+
+  # 1. a finished run with checkpoints, resumed from its second newest one
+  "${run[@]}" --out "$b" --checkpoint-every 2500 --keep 2 >"$b.log" 2>&1
+  check "$algo: a run with --checkpoint-every exits 0" [ $? = 0 ]
+  check "$algo: --checkpoint-every changes nothing the run logs" same_logs "$a" "$b" 10
+  n=$(ls "$b/checkpoints" | grep -c '^ckpt-')
+  check "$algo: --keep 2 keeps 2 checkpoints (found $n)" [ "$n" = 2 ]
+  check "$algo: no temporary checkpoint is left" [ -z "$(ls -A "$b/checkpoints" | grep -v '^ckpt-')" ]
+  older=$(ls "$b/checkpoints" | sort | head -1)
+  for f in agent.agrl args cli.state episodes.csv losses.csv eval.csv; do
+    check "$algo: $older holds $f" [ -s "$b/checkpoints/$older/$f" ]
+  done
+  rm -f "$b/episodes.csv" "$b/losses.csv" "$b/eval.csv" "$b/policy.agrl"
+  "$agrl" train --resume "$b/checkpoints/$older" --quiet >"$b.log2" 2>&1
+  check "$algo: resume from $older exits 0" [ $? = 0 ]
+  check "$algo: resumed from $older: the same episodes.csv, losses.csv and eval.csv" same_logs "$a" "$b" 10
+  check "$algo: ... and the same policy.agrl" cmp -s "$a/policy.agrl" "$b/policy.agrl"
+
+  # 2. interrupted by SIGTERM once a first checkpoint exists, then resumed
+  interrupt_resume "$algo" "$a" "$c" 10 "${run[@]}" --checkpoint-every 4000
+  check "$algo: ... and the same policy.agrl" cmp -s "$a/policy.agrl" "$c/policy.agrl"
+
+  # 3. a damaged agent file
+  d=$tmp/$algo-d/checkpoints/ckpt-000000000001
+  mkdir -p "$d"
+  printf 'AGRLACR1 damaged' >"$d/agent.agrl"
+  cp "$b/checkpoints/$older/"{args,cli.state,episodes.csv,losses.csv,eval.csv} "$d/"
+  "$agrl" train --resume "$tmp/$algo-d" --quiet >/dev/null 2>"$tmp/e3"
+  check "$algo: --resume of a damaged agent file: exit 1" [ $? = 1 ]
+  check "$algo:   ... saying why" grep -q "ag_ac_load" "$tmp/e3"
+done
 exit $fail

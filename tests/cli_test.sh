@@ -167,7 +167,7 @@ expect_usage_error "needs bounded continuous actions; CartPole-v1 has discrete o
 expect_usage_error "--per is a DQN option, not one of td3" train --algo td3 --per
 expect_usage_error "--eps-end is a DQN option, not one of sac" train --eps-end 0.1 --algo sac
 expect_usage_error "--actor-lr is an option of sac and td3, not of dqn" train --actor-lr 1e-3
-expect_usage_error "checkpoints of sac runs are not supported" train --algo sac --checkpoint-every 100
+expect_usage_error "--checkpoint-every needs a number of steps" train --algo sac --checkpoint-every -1
 expect_usage_error "--algo needs dqn, sac or td3" train --algo ppo
 
 ok() { pass=$((pass + 1)); }

@@ -783,9 +783,6 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     if (acfg.buffer_size < acfg.batch_size)
       return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
                            (long long)acfg.buffer_size, (long long)acfg.batch_size);
-    if (ckpt_every > 0 || ckpt)
-      return cli_bad_usage(cmd, train_usage,
-                           "checkpoints of %s runs are not supported (--checkpoint-every, --resume)", algo);
   }
   if (cfg.buffer_size < cfg.batch_size)
     return cli_bad_usage(cmd, train_usage, "--buffer (%lld) must hold at least --batch (%lld) transitions",
@@ -912,7 +909,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       fprintf(stderr, "agrl train: out of memory\n");
       goto done;
     }
-    if ((s = ag_dqn_load(ctx, path, &dqn))) {
+    if ((s = acm ? ag_ac_load(ctx, path, &acg) : ag_dqn_load(ctx, path, &dqn))) {
       rc = cli_fail(cmd, "loading the checkpoint's agent", s);
       goto done;
     }
@@ -1005,8 +1002,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   lo.eval_every = eval_every;
   lo.on_eval = eval_every > 0 ? on_eval : NULL;
   lo.resume = ckpt != NULL;
-  if (acm) { /* no checkpoints of these (refused above); a signal still stops the run */
-    lo.checkpoint_dir = NULL;
+  if (acm) {
     lo.on_eval = NULL;
     lo.on_eval_ac = eval_every > 0 ? on_eval_ac : NULL;
   }
@@ -1072,7 +1068,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
          (long long)taken, (long long)r.last.episodes, (long long)updates, wall, sps, devs);
   printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r.last.mean_return,
          isinf(r.best_mean) ? 0.0 : r.best_mean);
-  if (interrupted && !acm)
+  if (interrupted && !worker)
     printf("  interrupted by signal %d at step %lld; continue with: agrl train --resume %s\n", interrupted,
            (long long)taken, dir);
   else if (interrupted)
