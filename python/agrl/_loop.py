@@ -2,6 +2,8 @@
 of a Gymnasium-style environment as the C loops take it, the bookkeeping of
 episodes, and evaluation episodes."""
 
+import json
+import os
 from collections import deque
 
 import numpy as np
@@ -87,3 +89,23 @@ def play(env, policy, episodes, seed):
             done = terminated or truncated
         returns.append(ret)
     return sum(returns) / len(returns), returns
+
+
+def loaded_run(agent, kind):
+    """The record of learn() (kind: the class's _RUN_KIND) that a loaded
+    agent's file holds as its run state, or None (none, or another
+    program's: agrl train's checkpoints keep their own)."""
+    raw = agent._run_state()
+    if raw is None:
+        return None
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("kind") == kind else None
+
+
+def save_with_run(agent, path):
+    """agent._save(path) with where its learn() stands as the run state."""
+    run = getattr(agent, "_run", None)
+    agent._save(os.fspath(path), None if run is None else json.dumps(run).encode("utf-8"))

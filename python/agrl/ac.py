@@ -2,10 +2,12 @@
 the replay table on the device and every update one recorded step, and a
 training loop for any Gymnasium-style environment with a Box action space."""
 
+import os
+
 import numpy as np
 
 from . import _agrl
-from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, play
+from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, loaded_run, play, save_with_run
 from .envs import Env
 
 # ag_ac_learn reports a training phase (its losses read back) at the first
@@ -22,6 +24,7 @@ def _bounds(b, act_dim):
 
 class _ActorCritic(_agrl._AC):
     _ALGO = None  # "sac" or "td3"
+    _RUN_KIND = "agrl.AC.learn/1"
 
     def __init__(self, ctx, obs_dim, act_dim, low, high, total_steps=100000, **config):
         if not isinstance(ctx, _agrl.Context):
@@ -48,6 +51,34 @@ class _ActorCritic(_agrl._AC):
             raise _agrl.ShapeError(f"{cls.__name__}.for_env: observations of shape {obs_shape}, not (obs_dim,)")
         return cls(ctx, int(obs_shape[0]), int(space.shape[0]), np.asarray(space.low, np.float32),
                    np.asarray(space.high, np.float32), total_steps, **config)
+
+    @classmethod
+    def load(cls, ctx, path):
+        """The agent saved in `path` by save(), on ctx (a Context or a device
+        name): the configuration, sizes and bounds, every network and
+        optimizer, the replay table, the random streams and the correlated
+        noise of the file, and where learn() stood, so that it acts and
+        trains as the saved one would have and learn(env, resume=True)
+        continues the run. A file of the other algorithm (a TD3 file given
+        to SAC.load) is refused with agrl.InvalidArgError."""
+        if not isinstance(ctx, _agrl.Context):
+            ctx = _agrl.Context(ctx)
+        self = cls.__new__(cls)
+        self._load_from(ctx, os.fspath(path))
+        if self.algo != cls._ALGO:
+            algo = self.algo
+            self.free()
+            raise _agrl.InvalidArgError(f"{cls.__name__}.load: {os.fspath(path)} holds a {algo.upper()} agent")
+        self.ctx = ctx
+        self.config = self._config()
+        self.total_steps = self._total_steps
+        self._run = loaded_run(self, cls._RUN_KIND)
+        return self
+
+    def save(self, path):
+        """Writes the whole agent to `path` (written beside it and renamed: a
+        failure keeps an earlier file), with where learn() stands."""
+        save_with_run(self, path)
 
     @classmethod
     def defaults(cls):
@@ -80,7 +111,8 @@ class _ActorCritic(_agrl._AC):
             raise _agrl.InvalidArgError(f"{what}: the action bounds [{low}, {high}] are not the agent's "
                                         f"[{self.low}, {self.high}]")
 
-    def learn(self, env, total_steps=None, callback=None, *, eval_env=None, eval_every=0, eval_episodes=10):
+    def learn(self, env, total_steps=None, callback=None, *, resume=False, checkpoint=None, checkpoint_every=0,
+              eval_env=None, eval_every=0, eval_episodes=10):
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
         step(a) -> (obs, reward, terminated, truncated, info), a Box action
         space with the agent's bounds) for total_steps environment steps, in
@@ -105,6 +137,14 @@ class _ActorCritic(_agrl._AC):
         the steps and on the episodes of agrl train --eval-every (its
         eval.csv), with deterministic actions.
 
+        Where the loop stands when it returns is kept, and save() writes it:
+        with checkpoint=PATH the agent is saved there every checkpoint_every
+        steps (and when the run ends), and load(ctx, PATH).learn(env,
+        total_steps, resume=True) continues from the last save, as
+        DQN.learn's: for an environment with get_state/set_state (agrl's
+        own) it then takes the steps, updates and episodes of the
+        uninterrupted run, bit for bit.
+
         Returns a dict with the steps taken and the episode returns and
         lengths (and evaluations) of this call."""
         cfg = self.config
@@ -115,14 +155,41 @@ class _ActorCritic(_agrl._AC):
         self._check_env(env, "learn")
         if eval_every:
             self._check_env(eval_env, "learn: eval_env")
+        every = int(checkpoint_every)
+        if every < 0 or (every and checkpoint is None):
+            raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
-        obs = env_reset(env, seed=_agrl.derive_seed(cfg["seed"], 0))
+        can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
+        if resume:
+            run = getattr(self, "_run", None)
+            if run is None:
+                raise _agrl.StateError("learn: resume=True, but this agent holds no run of learn() "
+                                       "(load a file that learn's checkpoint or save() wrote)")
+            if run["env_state"] is None or not can_state:
+                raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
+                                       "run saved with one (agrl.make's environments have them)")
+            env.set_state(bytes.fromhex(run["env_state"]))
+            obs = np.asarray(run["obs"], dtype=np.float32)
+            step, since_train, last_eval, last_report = (run["step"], run["since_train"], run["last_eval"],
+                                                         run["last_report"])
+            eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
+        else:
+            obs = env_reset(env, seed=_agrl.derive_seed(cfg["seed"], 0))
+            step = since_train = last_eval = 0
+            last_report = -REPORT_EVERY
+            eps = Episodes()
         if obs.shape != (self.obs_dim,):
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the agent's "
                                    f"({self.obs_dim},)")
-        step = since_train = last_eval = 0
-        last_report = -REPORT_EVERY
-        eps, evals = Episodes(), []
+        evals = []
+        last_saved = step
+
+        def record():
+            self._run = {"kind": self._RUN_KIND, "step": step, "since_train": since_train, "last_eval": last_eval,
+                         "last_report": last_report, "episodes": eps.episodes, "ep_ret": eps.ret,
+                         "ep_len": eps.length, "recent": list(eps.recent), "obs": [float(x) for x in obs],
+                         "env_state": env.get_state().hex() if can_state else None}
+
         starts, freq, grad, batch = cfg["learning_starts"], cfg["train_freq"], cfg["gradient_steps"], cfg["batch_size"]
         stop = False
         while not stop and step < total:
@@ -154,6 +221,13 @@ class _ActorCritic(_agrl._AC):
             if eval_every and step - last_eval >= eval_every:
                 last_eval = step
                 stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
+            if every and step - last_saved >= every:
+                last_saved = step
+                record()
+                self.save(checkpoint)
+        record()  # where the run stopped: what save() keeps
+        if checkpoint is not None and last_saved != step:
+            self.save(checkpoint)
         return {"steps": step, "episodes": eps.episodes, "returns": eps.returns, "lengths": eps.lengths,
                 "evals": evals}
 
@@ -191,12 +265,17 @@ _COMMON_DOC = """
     - ``train(gradient_steps, losses=True)``: runs the recorded updates and
       returns (critics' loss, actor's loss) of the last ones (the actor's is
       NaN before its first update); ``alpha()``; ``updates``; ``stored``.
+    - ``save(path)`` writes the whole agent (every network, optimizer,
+      random stream and counter, the correlated noise, the replay table and
+      where ``learn`` stands); ``{name}.load(ctx, path)`` makes it again, and
+      it then acts and trains exactly as the saved one would have.
     - ``save_policy(path)`` / ``load_policy(path)``: the actor alone in
       agrl's model format (what ``agrl eval --model`` reads); load_policy
       sets the actor that acts and is evaluated (TD3's target actor keeps
       its own parameters).
-    - ``learn(env, total_steps, callback=None, eval_env=None, eval_every=0,
-      eval_episodes=10)`` and ``evaluate(env, episodes, seed)``.
+    - ``learn(env, total_steps, callback=None, resume=False,
+      checkpoint=None, checkpoint_every=0, eval_env=None, eval_every=0,
+      eval_episodes=10)``, resumable, and ``evaluate(env, episodes, seed)``.
 """
 
 

@@ -1,13 +1,12 @@
 """agrl.DQN: epsilon-greedy acting, a replay table on the device and the
 recorded update, with a training loop for any Gymnasium-style environment."""
 
-import json
 import os
 
 import numpy as np
 
 from . import _agrl
-from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, play
+from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, loaded_run, play, save_with_run
 
 
 class DQN(_agrl._DQN):
@@ -67,22 +66,13 @@ class DQN(_agrl._DQN):
         self.ctx = ctx
         self.config = self._config()
         self.total_steps = self._total_steps
-        self._run = None
-        raw = self._run_state()
-        if raw is not None:
-            try:
-                rec = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                rec = None  # another program's record (agrl train's checkpoints keep their own)
-            if isinstance(rec, dict) and rec.get("kind") == cls._RUN_KIND:
-                self._run = rec
+        self._run = loaded_run(self, cls._RUN_KIND)
         return self
 
     def save(self, path):
         """Writes the whole DQN to `path` (written beside it and renamed: a
         failure keeps an earlier file), with where learn() stands."""
-        run = getattr(self, "_run", None)
-        self._save(os.fspath(path), None if run is None else json.dumps(run).encode("utf-8"))
+        save_with_run(self, path)
 
     @staticmethod
     def defaults():

@@ -377,6 +377,76 @@ static PyObject *ac_load_policy(agpy_ac *p, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* _save(path, run_state): the whole agent (ag_ac_save) with the loop's
+ * record (bytes, or None for none). */
+static PyObject *ac_save(agpy_ac *p, PyObject *args) {
+  ag_ac *a = ac_get(p);
+  if (!a) return NULL;
+  PyObject *path = NULL, *rso = Py_None;
+  if (!PyArg_ParseTuple(args, "O&|O:save", PyUnicode_FSConverter, &path, &rso)) return NULL;
+  Py_buffer rs = {0};
+  if (rso != Py_None && PyObject_GetBuffer(rso, &rs, PyBUF_SIMPLE)) {
+    Py_DECREF(path);
+    return NULL;
+  }
+  ag_status s = ag_ac_set_run_state(a, rs.buf, rso == Py_None ? 0 : (size_t)rs.len);
+  if (rso != Py_None) PyBuffer_Release(&rs);
+  if (!s) {
+    Py_BEGIN_ALLOW_THREADS s = ag_ac_save(a, PyBytes_AS_STRING(path));
+    Py_END_ALLOW_THREADS
+  }
+  Py_DECREF(path);
+  return s ? agpy_raise(s) : Py_NewRef(Py_None);
+}
+
+/* _load_from(ctx, path) on an object made by __new__: the agent of the
+ * file, its algo, sizes and bounds. */
+static PyObject *ac_load_from(agpy_ac *p, PyObject *args) {
+  PyObject *ctxo, *path = NULL;
+  if (!PyArg_ParseTuple(args, "OO&:load", &ctxo, PyUnicode_FSConverter, &path)) return NULL;
+  PyObject *ret = NULL;
+  ag_ctx *ctx = NULL;
+  if (p->ctx || p->a)
+    PyErr_SetString(PyExc_RuntimeError, "load: the object already holds an agent");
+  else if (!PyObject_TypeCheck(ctxo, &agpy_ctx_type))
+    PyErr_Format(PyExc_TypeError, "load: ctx must be an agrl.Context, not %.80s", Py_TYPE(ctxo)->tp_name);
+  else
+    ctx = agpy_ctx_get((agpy_ctx *)ctxo);
+  if (ctx) {
+    ag_ac *a = NULL;
+    ag_status s;
+    Py_BEGIN_ALLOW_THREADS s = ag_ac_load(ctx, PyBytes_AS_STRING(path), &a);
+    Py_END_ALLOW_THREADS if (s) agpy_raise(s);
+    else if (agpy_ctx_add_dep((agpy_ctx *)ctxo, (PyObject *)p)) ag_ac_free(a);
+    else {
+      p->a = a;
+      p->ctx = (agpy_ctx *)Py_NewRef(ctxo);
+      p->algo = ag_ac_get_config(a)->algo;
+      p->obs_dim = ag_mlp_in(ag_ac_actor(a));
+      p->act_dim = ag_ac_act_dim(a);
+      memcpy(p->low, ag_ac_low(a), sizeof(float) * (size_t)p->act_dim);
+      memcpy(p->high, ag_ac_high(a), sizeof(float) * (size_t)p->act_dim);
+      ret = Py_NewRef(Py_None);
+    }
+  }
+  Py_DECREF(path);
+  return ret;
+}
+
+static PyObject *ac_run_state(agpy_ac *p, PyObject *x) {
+  (void)x;
+  ag_ac *a = ac_get(p);
+  if (!a) return NULL;
+  size_t n;
+  const void *rs = ag_ac_run_state(a, &n);
+  return rs ? PyBytes_FromStringAndSize(rs, (Py_ssize_t)n) : Py_NewRef(Py_None);
+}
+
+static PyObject *ac_get_total_steps(agpy_ac *p, void *x) {
+  (void)x;
+  return ac_get(p) ? PyLong_FromLongLong(ag_ac_total_steps(p->a)) : NULL;
+}
+
 static PyObject *ac_config(agpy_ac *p, PyObject *x) {
   (void)x;
   ag_ac *a = ac_get(p);
@@ -456,6 +526,12 @@ static PyMethodDef ac_methods[] = {
      "keeps "
      "its own)."},
     {"_config", (PyCFunction)ac_config, METH_NOARGS, "The configuration as a dict."},
+    {"_save", (PyCFunction)ac_save, METH_VARARGS,
+     "_save(path, run_state=None): the whole agent (ag_ac_save)."},
+    {"_load_from", (PyCFunction)ac_load_from, METH_VARARGS,
+     "_load_from(ctx, path): ag_ac_load into a new object."},
+    {"_run_state", (PyCFunction)ac_run_state, METH_NOARGS,
+     "The run state saved with the agent (bytes or None)."},
     {"free", (PyCFunction)ac_free, METH_NOARGS, "Frees the agent."},
     {NULL, NULL, 0, NULL},
 };
@@ -468,6 +544,7 @@ static PyGetSetDef ac_getset[] = {
     {"low", (getter)ac_get_low, NULL, "the actions' lower bounds (float32)", NULL},
     {"high", (getter)ac_get_high, NULL, "the actions' upper bounds (float32)", NULL},
     {"algo", (getter)ac_get_algo, NULL, "'sac' or 'td3'", NULL},
+    {"_total_steps", (getter)ac_get_total_steps, NULL, "the steps the agent was planned for", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
