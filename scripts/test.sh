@@ -4,7 +4,7 @@
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA, its CPU tests under valgrind memcheck (leaks and
 #      invalid accesses are errors);
-#   4. the libFuzzer harnesses (scripts/fuzz.sh), 60 s in all;
+#   4. the libFuzzer harnesses (scripts/fuzz.sh), 75 s in all (15 s each);
 #   5. the Python package: pip install . into a virtual environment, its
 #      pytest suite and an example (scripts/python_test.sh); then the suite
 #      again with the extension and the library built with ASan + UBSan.
@@ -38,7 +38,7 @@ scripts/build.sh build-cpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGRL_CUDA=OFF -DA
 ctest --test-dir build-cpu -j"$jobs" --output-on-failure -L valgrind
 
 echo "== fuzzing (libFuzzer with ASan + UBSan, in build-fuzz)"
-scripts/fuzz.sh 60
+scripts/fuzz.sh 75
 echo "== Python package (pip install ., pytest)"
 scripts/python_test.sh
 echo "== Python package under AddressSanitizer + UBSan"
