@@ -187,14 +187,15 @@ fi
 # No shell reads --out: runs in a fresh directory with quotes, spaces, $(...),
 # backticks, ; and a newline in --out create nothing but their directories,
 # each holding exactly the run's files (the curve too when matplotlib is
-# there: its drawing gets the directory whole).
+# there: its drawing gets the directory whole). The DQN's default 8 copies
+# take 8 steps at a time: --steps 300 ends at 304.
 inj=$tmp/inject
 mkdir "$inj"
 names=("q'uote" 'dq"uote' "sp ace" '$(touch X1)' '`touch X2`' 'semi;touch X3;' $'new\nline' "x';touch X4;'"
        'a"; touch X5; "b' $'all \' " $(touch X6) `touch X7`; touch X8 \n\tend')
 for n in "${names[@]}"; do
   (cd "$inj" && "$AGRL" "${RUN[@]}" --out "$n") >"$tmp/inj.txt" 2>&1 || { bad "training with --out $(printf %q "$n")"; cat "$tmp/inj.txt"; }
-  if [ -d "$inj/$n" ] && [ "$(listing "$inj/$n")" = "$files" ] && grep -q '"steps": 300,' "$inj/$n/summary.json"; then ok; else
+  if [ -d "$inj/$n" ] && [ "$(listing "$inj/$n")" = "$files" ] && grep -q '"steps": 304,' "$inj/$n/summary.json"; then ok; else
     bad "--out $(printf %q "$n"): the directory holds [$(listing "$inj/$n" 2>&1 | tr '\n' ' ')]"
   fi
 done

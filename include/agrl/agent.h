@@ -42,7 +42,7 @@ typedef struct ag_dqn_config {
   int64_t buffer_size;               /* 100000 */
   int64_t learning_starts;           /* 1000 */
   int64_t train_freq;                /* 64 environment steps */
-  int64_t gradient_steps;            /* 32 per training phase */
+  int64_t gradient_steps;            /* 64 per training phase */
   int64_t target_update_interval;    /* 10 environment steps */
   float tau;                         /* 1: hard copy; < 1: Polyak */
   float exploration_fraction;        /* 0.16 */

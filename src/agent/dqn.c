@@ -29,7 +29,7 @@ ag_dqn_config ag_dqn_defaults(void) {
   c.buffer_size = 100000;
   c.learning_starts = 1000;
   c.train_freq = 64;
-  c.gradient_steps = 32;
+  c.gradient_steps = 64;
   c.target_update_interval = 10;
   c.tau = 1.0f;
   c.exploration_fraction = 0.16f;

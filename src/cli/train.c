@@ -55,7 +55,8 @@ static void train_usage(FILE *f) {
           "  --steps N             environment steps (default 100000, at most %lld)\n"
           "  --seed S              seed of everything random (default 0)\n"
           "  --out DIR             where logs, the curve and the network go (default runs/ALGO-ENV-sSEED)\n"
-          "  --n-envs N            environment copies stepped together (default 1, at most 4096)\n"
+          "  --n-envs N            environment copies stepped together (at most 4096; default 8 for\n"
+          "                        a DQN on one device, else 1)\n"
           "  --stop-at R|none      stop once the mean return of the last 20 episodes reaches R\n"
           "                        (default: the environment's reward threshold, 475 for CartPole)\n"
           "  --quiet               no progress line\n"
@@ -584,7 +585,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   const char *id_file = NULL;
   /* sac and td3: their own defaults, the flags they share with the DQN's
    * copied from it once all are read (given: which), the DQN's own refused */
-  int acm = 0, rho_given = 0;
+  int acm = 0, rho_given = 0, envs_given = 0;
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--algo") && (!strcmp(argv[i + 1], "sac") || !strcmp(argv[i + 1], "td3")))
       acm = !strcmp(argv[i + 1], "sac") ? 1 : 2;
@@ -658,7 +659,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     else if (!strcmp(a, "--out")) {
       NEEDS(!*v, "a directory");
       out_dir = v;
-    } else if (!strcmp(a, "--n-envs"))
+    } else if (!strcmp(a, "--n-envs") && (envs_given = 1))
       NEEDS(cli_parse_i64(v, 1, 4096, &n_envs), "a number of copies in 1..4096");
     else if (!strcmp(a, "--stop-at")) {
       NEEDS(strcmp(v, "none") && cli_parse_f64(v, -1e12, 1e12, &stop_value),
@@ -748,6 +749,10 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       return cli_bad_usage(cmd, train_usage, "unknown option '%s'", a);
 #undef NEEDS
   }
+  /* a DQN on one device steps 8 copies at a time: as sample-efficient per
+   * environment step as one copy with the default 64 gradient steps every
+   * 64 steps, and a fraction of the acting calls */
+  if (!acm && !envs_given && gpus == 1 && world == 0) n_envs = 8;
   cfg.seed = (uint64_t)seed;
   cfg.n_envs = n_envs; /* the copies whose transitions each step stores side by side */
   if (acm && dqn_flag)

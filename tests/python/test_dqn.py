@@ -23,7 +23,7 @@ SMALL = dict(hidden=[32, 32], batch_size=16, buffer_size=1000, seed=5)
 def test_defaults_are_the_c_library_defaults():
     d = agrl.DQN.defaults()
     assert d["hidden"] == (256, 256) and d["batch_size"] == 128 and d["buffer_size"] == 100000
-    assert d["learning_starts"] == 1000 and d["train_freq"] == 64 and d["gradient_steps"] == 32 and d["n_step"] == 5
+    assert d["learning_starts"] == 1000 and d["train_freq"] == 64 and d["gradient_steps"] == 64 and d["n_step"] == 5
     assert d["target_update_interval"] == 10 and d["tau"] == 1.0 and d["double_dqn"] and d["huber"]
     assert d["lr"] == pytest.approx(7e-4) and d["gamma"] == pytest.approx(0.99)
     assert d["eps_end"] == pytest.approx(0.01) and d["exploration_fraction"] == pytest.approx(0.16)
@@ -116,7 +116,7 @@ def _cli_returns(tmp_path, steps, seed, flags):
     cli = cli_or_skip()
     out = tmp_path / "run"
     cmd = [cli, "train", "--env", "cartpole", "--device", "cpu", "--steps", str(steps), "--seed", str(seed),
-           "--out", str(out), "--quiet", "--stop-at", "none"] + flags
+           "--out", str(out), "--quiet", "--stop-at", "none", "--n-envs", "1"] + flags  # learn() steps one env
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     with open(out / "episodes.csv", newline="") as f:
@@ -184,7 +184,7 @@ def test_learn_evaluations_match_the_cli(tmp_path):
     cli = find_cli()
     out = tmp_path / "run"
     flags = ["--hidden", "32,32", "--batch", "32", "--learning-starts", "300", "--train-freq", "64",
-             "--gradient-steps", "16", "--eval-every", "1000", "--eval-episodes", "3"]
+             "--gradient-steps", "16", "--eval-every", "1000", "--eval-episodes", "3", "--n-envs", "1"]
     r = subprocess.run([cli, "train", "--env", "cartpole", "--device", "cpu", "--steps", "4000", "--seed", "4",
                         "--out", str(out), "--quiet", "--stop-at", "none"] + flags,
                        capture_output=True, text=True, timeout=300)
