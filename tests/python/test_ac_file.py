@@ -79,7 +79,12 @@ def test_saved_on_one_device_loads_on_the_cpu(tmp_path):
     a.save(tmp_path / "t.agrl")
     b = agrl.TD3.load("cpu", tmp_path / "t.agrl")
     o = np.random.default_rng(3).standard_normal((200, 3)).astype(np.float32)
-    assert np.array_equal(a.act(o, explore=False), b.act(o, explore=False))
+    assert same_policy(a, b, tmp_path)  # the parameters, bit for bit
+    ya, yb = a.act(o, explore=False), b.act(o, explore=False)
+    if dev == "cpu":
+        assert np.array_equal(ya, yb)
+    else:  # the same parameters through another device's matrix products: the last bits may differ
+        np.testing.assert_allclose(ya, yb, rtol=1e-5, atol=1e-6)
     assert b.updates == 5 and b.stored == 300
 
 
