@@ -18,35 +18,14 @@
  * uninterrupted run's events from there on and ends with its parameters;
  * `keep` prunes the older checkpoints.
  */
-#include <dirent.h>
 #include <math.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "agt.h"
+#include "agt_agent.h"
 #include "agent/agent_internal.h"
 #include "base/base.h"
 
 #define SENTINEL ((ag_ac *)(uintptr_t)0x5e17e1)
-
-static char dir[64];
-static char path_a[128], path_b[128];
-
-static int setup(void **state) {
-  (void)state;
-  /* memory where there is some: the refusals write thousands of files */
-  snprintf(dir, sizeof dir, "%s/agrl_acfXXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-  if (!mkdtemp(dir)) return -1;
-  snprintf(path_a, sizeof path_a, "%s/a.agrl", dir);
-  snprintf(path_b, sizeof path_b, "%s/b.agrl", dir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  agt_clear_dir(dir, 3);
-  return rmdir(dir);
-}
 
 /* ---- a small agent with some history ---- */
 
@@ -187,6 +166,8 @@ static void assert_same_state(const ag_ac *a, const ag_ac *b) {
   assert_same_tensors(a, b);
 }
 
+AGT_AGENT_KIND(ac_kind, ag_ac, ag_ac, ag_ac_learn, assert_same_state, "not a SAC/TD3 file");
+
 /* a and b act, store and train the same way from here. */
 static void assert_same_future(ag_ac *a, ag_ac *b) {
   agt_rng g = {77};
@@ -221,37 +202,18 @@ static void assert_same_future(ag_ac *a, ag_ac *b) {
 
 /* ---- round trips ---- */
 
-/* The two files hold the same bytes. */
-static void assert_same_files(const char *x, const char *y) {
-  size_t n[2];
-  unsigned char *b[2] = {agt_slurp(x, &n[0]), agt_slurp(y, &n[1])};
-  assert_true(n[0] == n[1] && !memcmp(b[0], b[1], n[0]));
-  free(b[0]);
-  free(b[1]);
-}
-
 static void round_trip_trains_on_identically(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
   for (int algo = 0; algo < 2; algo++) {
     ag_ac *a = make_agent(ctx, (ag_ac_algo)algo, 16, 16, 64);
-    agt_ok(ag_ac_save(a, path_a));
-    ag_ac *l = SENTINEL;
-    agt_ok(ag_ac_load(ctx, path_a, &l));
-    assert_true(l != SENTINEL);
-    size_t n;
-    const char *rs = ag_ac_run_state(l, &n);
-    assert_int_equal(n, 9);
-    assert_memory_equal(rs, "run state", 9);
+    ag_ac *l = agt_round_trip(&ac_kind, ctx, a);
     assert_int_equal(l->noise_n, ACT * COPIES);
     assert_same_state(a, l);
     float al = 0, bl = 1;
     agt_ok(ag_ac_alpha(a, &al));
     agt_ok(ag_ac_alpha(l, &bl));
     assert_true(same_f32(al, bl));
-    /* a loaded agent saves the same file again */
-    agt_ok(ag_ac_save(l, path_b));
-    assert_same_files(path_a, path_b);
     assert_same_future(a, l);
     ag_ac_free(l);
     ag_ac_free(a);
@@ -273,8 +235,8 @@ static void fresh_and_fixed_alpha(void **state) {
       agt_rng g = {3};
       store_random(a, &g, 5);
     }
-    agt_ok(ag_ac_save(a, path_a));
-    agt_ok(ag_ac_load(ctx, path_a, &l));
+    agt_ok(ag_ac_save(a, agt_path_a));
+    agt_ok(ag_ac_load(ctx, agt_path_a, &l));
     assert_int_equal(l->noise_n, 0);
     assert_null(ag_ac_run_state(l, NULL));
     assert_same_state(a, l);
@@ -290,110 +252,50 @@ static void fresh_and_fixed_alpha(void **state) {
 
 static void saved_here_loads_on_the_cpu(void **state) {
   (void)state;
-  ag_ctx *ctx = agt_ctx(), *cpu;
-  agt_ok(ag_ctx_create(&cpu, AG_DEVICE_CPU, 0));
-  ag_ac *a = make_agent(ctx, AG_AC_TD3, 16, 16, 40), *l;
-  agt_ok(ag_ac_save(a, path_a));
-  agt_ok(ag_ac_load(cpu, path_a, &l));
-  assert_same_state(a, l);
-  agt_ok(ag_ac_save(l, path_b)); /* and the CPU writes the same bytes */
-  assert_same_files(path_a, path_b);
-  ag_ac_free(l);
+  ag_ctx *ctx = agt_ctx();
+  ag_ac *a = make_agent(ctx, AG_AC_TD3, 16, 16, 40);
+  agt_loads_on_the_cpu(&ac_kind, a);
   ag_ac_free(a);
-  ag_ctx_free(cpu);
   ag_ctx_free(ctx);
 }
 
 /* ---- refusals ---- */
 
-/* A load of these bytes is refused: with `want` and a message naming `part`
- * (want AG_OK: AG_ERR_IO or AG_ERR_UNSUPPORTED, any message), always naming
- * the path; *out untouched and no device memory left. */
-static void refuse(ag_ctx *ctx, const unsigned char *bytes, size_t n, ag_status want, const char *part) {
-  agt_spit(path_b, bytes, n);
-  ag_ac *l = SENTINEL;
-  const uint64_t live = agt_live_bytes(ctx);
-  const ag_status s = ag_ac_load(ctx, path_b, &l);
-  const char *msg = ag_last_error();
-  int ok =
-      want == AG_OK ? s == AG_ERR_IO || s == AG_ERR_UNSUPPORTED : s == want && (!part || strstr(msg, part));
-  if (!ok || !strstr(msg, path_b) || l != SENTINEL || agt_live_bytes(ctx) != live)
-    fail_msg("a file of %zu bytes: %s, expected %s naming \"%s\" and the path, nothing made (message: %s)", n,
-             ag_status_name(s), ag_status_name(want), part ? part : "", msg);
-}
-
-static void fix_crc(unsigned char *f) {
-  uint32_t H = ag__get32(f + 12);
-  ag__put32(f + H - 4, ag__crc32_add(0, f, H - 4));
-}
-
-/* A header field changed under a sound CRC: refused naming `part`. */
-static void refuse_field(ag_ctx *ctx, const unsigned char *f, unsigned char *g, size_t n, size_t at,
-                         int bytes, uint64_t v, const char *part) {
-  memcpy(g, f, n);
-  if (bytes == 8)
-    ag__put64(g + at, v);
-  else
-    ag__put32(g + at, (uint32_t)v);
-  fix_crc(g);
-  refuse(ctx, g, n, AG_ERR_IO, part);
-}
-
 static void damaged_files_refused(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
   ag_ac *a = make_agent(ctx, AG_AC_TD3, 2, 2, 4); /* a small file */
-  agt_ok(ag_ac_save(a, path_a));
+  agt_ok(ag_ac_save(a, agt_path_a));
   size_t n;
-  unsigned char *f = agt_slurp(path_a, &n), *g = malloc(n + 8);
+  unsigned char *f = agt_slurp(agt_path_a, &n), *g = malloc(n + 8);
   assert_non_null(g);
-  uint32_t H = ag__get32(f + 12);
-  assert_int_equal(H, 900 + 24 * ag__get32(f + 312));
-  for (size_t len = 0; len < n; len++) refuse(ctx, f, len, AG_ERR_IO, NULL); /* every truncation */
-  memcpy(g, f, n);
-  g[n] = 0;
-  refuse(ctx, g, n + 1, AG_ERR_IO, "trailing");
-  for (size_t i = 0; i < n; i += i < H ? 1 : 3) { /* every header byte, and a third of the rest */
-    memcpy(g, f, n);
-    g[i] ^= 0x10;
-    refuse(ctx, g, n, AG_OK, NULL);
-  }
-  memcpy(g, f, n);
-  g[3] = 'X';
-  refuse(ctx, g, n, AG_ERR_IO, "not a SAC/TD3 file");
-  memcpy(g, f, n);
-  ag__put32(g + 8, 2);
-  fix_crc(g);
-  refuse(ctx, g, n, AG_ERR_UNSUPPORTED, "version 2");
-  refuse_field(ctx, f, g, n, 232, 8, 4, "tensor");        /* obs_dim */
-  refuse_field(ctx, f, g, n, 176, 8, 0, "configuration"); /* batch_size 0 */
-  refuse_field(ctx, f, g, n, 48, 4, 2, "algo");           /* algo */
-  refuse_field(ctx, f, g, n, 256, 8, 0, "counters");      /* actor_updates */
-  refuse_field(ctx, f, g, n, 280, 8, 12345, "seeds");     /* the update stream's seed */
-  refuse_field(ctx, f, g, n, 296, 8, 3, "noise");         /* not a multiple of act_dim */
-  refuse_field(ctx, f, g, n, 304, 8, (uint64_t)1 << 40, "run state");
-  refuse_field(ctx, f, g, n, 320, 4, 0x40400000u, "bounds");       /* low 3 > high 2 */
-  refuse_field(ctx, f, g, n, 320 + 4 * ACT, 4, 1, "unused bound"); /* past act_dim */
-  refuse_field(ctx, f, g, n, 850, 4, 1, "reserved");
-  refuse_field(ctx, f, g, n, 184, 8, 5, "replay table"); /* buffer_size: another capacity than the table's */
-  refuse_field(ctx, f, g, n, 64, 8, (uint64_t)1 << 23,
-               "shape"); /* a large network: refused before it is made */
+  assert_int_equal(ag__get32(f + 12), 900 + 24 * ag__get32(f + 312));
+  /* every truncation, every header byte and a third of the rest */
+  agt_refuse_damaged(&ac_kind, ctx, f, g, n, n, 3, 0x10);
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 232, 8, 4, "tensor");        /* obs_dim */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 176, 8, 0, "configuration"); /* batch_size 0 */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 48, 4, 2, "algo");           /* algo */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 256, 8, 0, "counters");      /* actor_updates */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 280, 8, 12345, "seeds");     /* the update stream's seed */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 296, 8, 3, "noise");         /* not a multiple of act_dim */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 304, 8, (uint64_t)1 << 40, "run state");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 320, 4, 0x40400000u, "bounds");       /* low 3 > high 2 */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 320 + 4 * ACT, 4, 1, "unused bound"); /* past act_dim */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 850, 4, 1, "reserved");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 184, 8, 5,
+                   "replay table"); /* buffer_size: another capacity than the table's */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, 64, 8, (uint64_t)1 << 23,
+                   "shape"); /* a large network: refused before it is made */
+  agt_refuse_bad_args(&ac_kind, ctx, a);
   ag_ac *l = SENTINEL;
-  agt_err(ag_ac_load(ctx, "/nonexistent/x.agrl", &l), AG_ERR_IO, "/nonexistent/x.agrl");
-  assert_true(l == SENTINEL);
-  agt_err(ag_ac_load(NULL, path_a, &l), AG_ERR_INVALID_ARG, "NULL");
-  agt_err(ag_ac_load(ctx, NULL, &l), AG_ERR_INVALID_ARG, "NULL");
-  agt_err(ag_ac_save(NULL, path_a), AG_ERR_INVALID_ARG, "NULL");
-  agt_err(ag_ac_save(a, ""), AG_ERR_INVALID_ARG, "empty");
-  agt_err(ag_ac_save(a, "/nonexistent-dir/a.agrl"), AG_ERR_IO, "/nonexistent-dir/a.agrl");
   /* a DQN file is not an agent's, nor the other way round */
   ag_dqn_config dc = agt_dqn_config(4, 2, 4, 1, 1);
   ag_dqn *d;
   agt_ok(ag_dqn_create(ctx, OBS, 2, 10, &dc, &d));
-  agt_ok(ag_dqn_save(d, path_b));
-  agt_err(ag_ac_load(ctx, path_b, &l), AG_ERR_IO, "AGRLACR1");
+  agt_ok(ag_dqn_save(d, agt_path_b));
+  agt_err(ag_ac_load(ctx, agt_path_b, &l), AG_ERR_IO, "AGRLACR1");
   ag_dqn *dl = NULL;
-  agt_err(ag_dqn_load(ctx, path_a, &dl), AG_ERR_IO, "not a DQN file");
+  agt_err(ag_dqn_load(ctx, agt_path_a, &dl), AG_ERR_IO, "not a DQN file");
   assert_true(l == SENTINEL && dl == NULL);
   ag_dqn_free(d);
   free(f);
@@ -402,43 +304,12 @@ static void damaged_files_refused(void **state) {
   ag_ctx_free(ctx);
 }
 
-/* A save of a (l NULL) or a load into *l with a fault of `kind` armed after `after` events. */
-static ag_status with_fault(ag_ctx *ctx, ag_fault kind, int64_t after, const ag_ac *a, ag_ac **l) {
-  agt_ok(ag_ctx_inject_fault(ctx, kind, after));
-  ag_status s = l ? ag_ac_load(ctx, path_a, l) : ag_ac_save(a, path_a);
-  agt_ok(ag_ctx_inject_fault(ctx, kind, -1));
-  return s;
-}
-
-/* Every fault of every kind a save and a load meet: the save leaves the
- * earlier file, the load makes nothing; without faults both succeed. */
+/* Every fault of every kind a save and a load meet. */
 static void faults_at_every_step(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
-  const ag_fault kinds[4] = {AG_FAULT_ALLOC, AG_FAULT_UPLOAD, AG_FAULT_DOWNLOAD, AG_FAULT_HOST_ALLOC};
   ag_ac *a = make_agent(ctx, AG_AC_SAC, 4, 4, 8);
-  int64_t saves = 0, loads = 0;
-  for (int k = 0; k < 4; k++)
-    for (int64_t after = 0; agt_spit(path_a, "earlier", 7), with_fault(ctx, kinds[k], after, a, NULL);
-         after++) {
-      size_t n;
-      unsigned char *f = agt_slurp(path_a, &n);
-      assert_true(n == 7 && !memcmp(f, "earlier", 7) && after < 100000);
-      free(f);
-      saves++;
-    }
-  for (int k = 0; k < 4; k++)
-    for (int64_t after = 0;; after++, loads++) {
-      ag_ac *l = SENTINEL;
-      const uint64_t live = agt_live_bytes(ctx);
-      if (with_fault(ctx, kinds[k], after, a, &l) == AG_OK) {
-        assert_same_state(a, l);
-        ag_ac_free(l);
-        break;
-      }
-      assert_true(l == SENTINEL && agt_live_bytes(ctx) == live && after < 100000);
-    }
-  assert_true(saves > 0 && loads > 0);
+  agt_faults_at_every_step(&ac_kind, ctx, a);
   ag_ac_free(a);
   ag_ctx_free(ctx);
 }
@@ -449,20 +320,7 @@ static void run_state_calls(void **state) {
   ag_ac_config c = small_config(AG_AC_TD3, 4, 2, 4);
   ag_ac *a;
   agt_ok(ag_ac_create(ctx, OBS, ACT, LOW, HIGH, 100, &c, &a));
-  size_t n = 99;
-  assert_null(ag_ac_run_state(a, &n));
-  assert_int_equal(n, 0);
-  agt_ok(ag_ac_set_run_state(a, "abc", 3));
-  assert_memory_equal(ag_ac_run_state(a, &n), "abc", 3);
-  assert_int_equal(n, 3);
-  agt_err(ag_ac_set_run_state(a, NULL, 2), AG_ERR_INVALID_ARG, "NULL");
-  agt_err(ag_ac_set_run_state(NULL, "x", 1), AG_ERR_INVALID_ARG, "NULL");
-  agt_err(ag_ac_set_run_state(a, "x", ((size_t)1 << 30) + 1), AG_ERR_INVALID_ARG, "2^30");
-  assert_memory_equal(ag_ac_run_state(a, &n), "abc", 3); /* unchanged */
-  agt_ok(ag_ac_set_run_state(a, NULL, 0));
-  assert_null(ag_ac_run_state(a, &n));
-  assert_null(ag_ac_run_state(NULL, &n));
-  assert_int_equal(n, 0);
+  agt_run_state_calls(&ac_kind, a);
   assert_null(ag_ac_low(NULL));
   assert_int_equal(ag_ac_total_steps(a), 100);
   ag_ac_free(a);
@@ -473,8 +331,8 @@ static void run_state_calls(void **state) {
 
 /* Pendulum (200-step episodes) on 2 copies: PHASE events every 1000 steps,
  * and TD3's actor loss of a critic-only phase in the episodes' events. */
-static ag_ac *run_agent(ag_ctx *ctx, ag_ac_algo algo) {
-  ag_ac_config c = small_config(algo, 16, 32, 800);
+static void *run_agent(ag_ctx *ctx, int algo) {
+  ag_ac_config c = small_config((ag_ac_algo)algo, 16, 32, 800);
   c.learning_starts = 300;
   c.train_freq = 2;
   c.gradient_steps = 1;
@@ -485,117 +343,21 @@ static ag_ac *run_agent(ag_ctx *ctx, ag_ac_algo algo) {
   return a;
 }
 
-static int count_ckpts(const char *d) {
-  int kept = 0;
-  DIR *dd = opendir(d);
-  assert_non_null(dd);
-  for (struct dirent *e; (e = readdir(dd));) kept += e->d_name[0] != '.';
-  closedir(dd);
-  return kept;
-}
-
+/* Checkpoints every 700 steps of 3000 (the last at 2800), resumed from the
+ * one at 2100; stopped after 600 polls (1202 steps: past learning_starts,
+ * between two PHASE events). */
 static void resumed_runs_equal_the_uninterrupted_one(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
-  static agt_events ref, ck, res;
   for (int algo = 0; algo < 2; algo++) {
-    memset(&ref, 0, sizeof ref);
-    memset(&ck, 0, sizeof ck);
-    ag_vec_env *env;
-    /* the reference, and its final parameters */
-    ag_ac *r = run_agent(ctx, (ag_ac_algo)algo);
-    agt_ok(ag_vec_env_create("pendulum", 2, 9, &env));
-    agt_ok(ag_ac_learn(r, env, 3000, NULL, agt_record, &ref));
-    assert_true(ref.n > 14);
-    ag_vec_env_free(env);
-    /* with checkpoints every 700 steps, keeping 2: the same events */
-    char cdir[128];
-    snprintf(cdir, sizeof cdir, "%s/ckpts%d", dir, algo);
-    ag_ac *a = run_agent(ctx, (ag_ac_algo)algo);
-    agt_ok(ag_vec_env_create("pendulum", 2, 9, &env));
-    ag_learn_opts o = ag_learn_defaults();
-    o.checkpoint_dir = cdir;
-    o.checkpoint_every = 700;
-    o.keep = 2;
-    agt_ok(ag_ac_learn(a, env, 3000, &o, agt_record, &ck));
-    assert_int_equal(o.stopped, 0);
-    assert_int_equal(o.step, 3000);
-    assert_int_equal(ck.n, ref.n);
-    assert_memory_equal(ck.ev, ref.ev, sizeof ref.ev[0] * (size_t)ref.n);
-    ag_ac_free(a);
-    ag_vec_env_free(env);
-    char latest[256];
-    int64_t at;
-    agt_ok(ag_learn_latest(cdir, latest, sizeof latest, &at));
-    assert_int_equal(at, 2800);
-    assert_int_equal(count_ckpts(cdir), 2); /* 2100 and 2800 of 700 .. 2800 */
-    /* resumed from the one at 2100 */
-    char agent[300];
-    snprintf(agent, sizeof agent, "%s/ckpt-%012d/agent.agrl", cdir, 2100);
-    agt_ok(ag_ac_load(ctx, agent, &a));
-    agt_ok(ag_vec_env_create("pendulum", 2, 12345, &env)); /* its seeds come from the checkpoint */
-    o = ag_learn_defaults();
-    o.resume = 1;
-    memset(&res, 0, sizeof res);
-    agt_ok(ag_ac_learn(a, env, 3000, &o, agt_record, &res));
-    assert_int_equal(o.resumed_at, 2100);
-    agt_assert_same_events_from(&ref, &res, 2100);
-    assert_same_state(r, a);
-    ag_ac_free(a);
-    ag_vec_env_free(env);
-    /* stopped by should_stop after 600 steps of the loop (past
-     * learning_starts, between two PHASE events), then resumed */
-    char sdir[128];
-    snprintf(sdir, sizeof sdir, "%s/stopped%d", dir, algo);
-    a = run_agent(ctx, (ag_ac_algo)algo);
-    agt_ok(ag_vec_env_create("pendulum", 2, 9, &env));
-    memset(&res, 0, sizeof res);
-    res.stop_after = 600;
-    o = ag_learn_defaults();
-    o.checkpoint_dir = sdir;
-    o.should_stop = agt_stop_later;
-    o.user = &res;
-    agt_ok(ag_ac_learn(a, env, 3000, &o, agt_record, &res));
-    assert_int_equal(o.stopped, 1);
-    assert_int_equal(o.step, 601 * 2);
-    assert_true(res.n > 0 && res.n < ref.n); /* what it reported so far is the reference's start */
-    assert_memory_equal(res.ev, ref.ev, sizeof ref.ev[0] * (size_t)res.n);
-    ag_ac_free(a);
-    ag_vec_env_free(env);
-    agt_ok(ag_learn_latest(sdir, latest, sizeof latest, &at));
-    assert_int_equal(at, 1202);
-    snprintf(agent, sizeof agent, "%s/agent.agrl", latest);
-    agt_ok(ag_ac_load(ctx, agent, &a));
-    /* refusals: another number of copies */
-    agt_ok(ag_vec_env_create("pendulum", 3, 9, &env));
-    o = ag_learn_defaults();
-    o.resume = 1;
-    agt_err(ag_ac_learn(a, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "copies");
-    ag_vec_env_free(env);
-    agt_ok(ag_vec_env_create("pendulum", 2, 9, &env));
-    memset(&res, 0, sizeof res);
-    agt_ok(ag_ac_learn(a, env, 3000, &o, agt_record, &res));
-    agt_assert_same_events_from(&ref, &res, 1202);
-    assert_same_state(r, a);
-    ag_ac_free(a);
-    /* an agent without a run state; bad options */
-    a = run_agent(ctx, (ag_ac_algo)algo);
-    agt_err(ag_ac_learn(a, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "no run state");
-    o = ag_learn_defaults();
-    o.keep = 0;
-    agt_err(ag_ac_learn(a, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "keep");
-    o = ag_learn_defaults();
-    o.checkpoint_every = -1;
-    agt_err(ag_ac_learn(a, env, 3000, &o, agt_record, &res), AG_ERR_INVALID_ARG, "checkpoint_every");
-    ag_ac_free(a);
-    ag_ac_free(r);
-    ag_vec_env_free(env);
+    const agt_resume_case c = {run_agent, algo, "pendulum", 2, 3, 3000, 700, 2800, 2100, 600, 14};
+    agt_resumed_runs_equal_the_uninterrupted_one(&ac_kind, ctx, &c);
   }
   ag_ctx_free(ctx);
 }
 
 int main(int argc, char **argv) {
-#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TEST(f) cmocka_unit_test_setup_teardown(f, agt_dir_setup, agt_dir_teardown)
   const struct CMUnitTest tests[] = {TEST(round_trip_trains_on_identically),
                                      TEST(fresh_and_fixed_alpha),
                                      TEST(saved_here_loads_on_the_cpu),
