@@ -91,6 +91,16 @@ def play(env, policy, episodes, seed):
     return sum(returns) / len(returns), returns
 
 
+def finish_load(agent, ctx, kind):
+    """What load() sets on an agent read from a file on ctx: its context,
+    configuration, total_steps and the record of learn() (loaded_run)."""
+    agent.ctx = ctx
+    agent.config = agent._config()
+    agent.total_steps = agent._total_steps
+    agent._run = loaded_run(agent, kind)
+    return agent
+
+
 def loaded_run(agent, kind):
     """The record of learn() (kind: the class's _RUN_KIND) that a loaded
     agent's file holds as its run state, or None (none, or another
@@ -109,3 +119,67 @@ def save_with_run(agent, path):
     """agent._save(path) with where its learn() stands as the run state."""
     run = getattr(agent, "_run", None)
     agent._save(os.fspath(path), None if run is None else json.dumps(run).encode("utf-8"))
+
+
+class Run:
+    """Where a learn() loop stands and its checkpoints: checkpoint_every
+    (checked), the run that resume=True continues, the record that save()
+    keeps as the run state (agent._run) and the saves to `checkpoint` every
+    checkpoint_every steps and at the end. `what` names the agent in
+    messages ("DQN", "agent"), `load` the call that reads its file."""
+
+    def __init__(self, agent, env, checkpoint, checkpoint_every, what, load):
+        every = int(checkpoint_every)
+        if every < 0 or (every and checkpoint is None):
+            raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
+        self.agent, self.env, self.path, self.every = agent, env, checkpoint, every
+        self.what, self.load = what, load
+        self.can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
+        self.last_saved = 0
+
+    def resume(self):
+        """The record of the agent's run (its environment's state restored):
+        (record, obs, Episodes)."""
+        run = getattr(self.agent, "_run", None)
+        if run is None:
+            raise _agrl.StateError(f"learn: resume=True, but this {self.what} holds no run of learn() "
+                                   f"({self.load} a file that learn's checkpoint or save() wrote)")
+        if run["env_state"] is None or not self.can_state:
+            raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
+                                   "run saved with one (agrl.make's environments have them)")
+        self.env.set_state(bytes.fromhex(run["env_state"]))
+        self.last_saved = run["step"]
+        eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
+        return run, np.asarray(run["obs"], dtype=np.float32), eps
+
+    def start(self, seed):
+        """A new run: (the first observation, reset with derive_seed(seed, 0), Episodes)."""
+        return env_reset(self.env, seed=_agrl.derive_seed(seed, 0)), Episodes()
+
+    def check_obs(self, obs, obs_dim):
+        if obs.shape != (obs_dim,):
+            raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the {self.what}'s "
+                                   f"({obs_dim},)")
+
+    def keep(self, step, eps, obs, **fields):
+        """The agent's record of the run at `step` (with the loop's own fields)."""
+        self.agent._run = {"kind": self.agent._RUN_KIND, "step": step, **fields, "episodes": eps.episodes,
+                           "ep_ret": eps.ret, "ep_len": eps.length, "recent": list(eps.recent),
+                           "obs": [float(x) for x in obs],
+                           "env_state": self.env.get_state().hex() if self.can_state else None}
+
+    def tick(self, step, record):
+        """After a step: record() and a save when checkpoint_every steps have passed."""
+        if self.every and step - self.last_saved >= self.every:
+            self.last_saved = step
+            record()
+            self.agent.save(self.path)
+
+    def finish(self, step, eps, evals, record):
+        """record() where the run stopped (what save() keeps), its last save,
+        and learn()'s result."""
+        record()
+        if self.path is not None and self.last_saved != step:
+            self.agent.save(self.path)
+        return {"steps": step, "episodes": eps.episodes, "returns": eps.returns, "lengths": eps.lengths,
+                "evals": evals}

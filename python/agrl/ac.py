@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from . import _agrl
-from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, loaded_run, play, save_with_run
+from ._loop import Run, env_reset, env_step, evaluate_during, finish_load, learn_args, play, save_with_run
 from .envs import Env
 
 # ag_ac_learn reports a training phase (its losses read back) at the first
@@ -69,11 +69,7 @@ class _ActorCritic(_agrl._AC):
             algo = self.algo
             self.free()
             raise _agrl.InvalidArgError(f"{cls.__name__}.load: {os.fspath(path)} holds a {algo.upper()} agent")
-        self.ctx = ctx
-        self.config = self._config()
-        self.total_steps = self._total_steps
-        self._run = loaded_run(self, cls._RUN_KIND)
-        return self
+        return finish_load(self, ctx, cls._RUN_KIND)
 
     def save(self, path):
         """Writes the whole agent to `path` (written beside it and renamed: a
@@ -155,40 +151,21 @@ class _ActorCritic(_agrl._AC):
         self._check_env(env, "learn")
         if eval_every:
             self._check_env(eval_env, "learn: eval_env")
-        every = int(checkpoint_every)
-        if every < 0 or (every and checkpoint is None):
-            raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
+        run = Run(self, env, checkpoint, checkpoint_every, "agent", "load")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
-        can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
         if resume:
-            run = getattr(self, "_run", None)
-            if run is None:
-                raise _agrl.StateError("learn: resume=True, but this agent holds no run of learn() "
-                                       "(load a file that learn's checkpoint or save() wrote)")
-            if run["env_state"] is None or not can_state:
-                raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
-                                       "run saved with one (agrl.make's environments have them)")
-            env.set_state(bytes.fromhex(run["env_state"]))
-            obs = np.asarray(run["obs"], dtype=np.float32)
-            step, since_train, last_eval, last_report = (run["step"], run["since_train"], run["last_eval"],
-                                                         run["last_report"])
-            eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
+            rec, obs, eps = run.resume()
+            step, since_train, last_eval, last_report = (rec["step"], rec["since_train"], rec["last_eval"],
+                                                         rec["last_report"])
         else:
-            obs = env_reset(env, seed=_agrl.derive_seed(cfg["seed"], 0))
+            obs, eps = run.start(cfg["seed"])
             step = since_train = last_eval = 0
             last_report = -REPORT_EVERY
-            eps = Episodes()
-        if obs.shape != (self.obs_dim,):
-            raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the agent's "
-                                   f"({self.obs_dim},)")
+        run.check_obs(obs, self.obs_dim)
         evals = []
-        last_saved = step
 
         def record():
-            self._run = {"kind": self._RUN_KIND, "step": step, "since_train": since_train, "last_eval": last_eval,
-                         "last_report": last_report, "episodes": eps.episodes, "ep_ret": eps.ret,
-                         "ep_len": eps.length, "recent": list(eps.recent), "obs": [float(x) for x in obs],
-                         "env_state": env.get_state().hex() if can_state else None}
+            run.keep(step, eps, obs, since_train=since_train, last_eval=last_eval, last_report=last_report)
 
         starts, freq, grad, batch = cfg["learning_starts"], cfg["train_freq"], cfg["gradient_steps"], cfg["batch_size"]
         stop = False
@@ -221,15 +198,8 @@ class _ActorCritic(_agrl._AC):
             if eval_every and step - last_eval >= eval_every:
                 last_eval = step
                 stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
-            if every and step - last_saved >= every:
-                last_saved = step
-                record()
-                self.save(checkpoint)
-        record()  # where the run stopped: what save() keeps
-        if checkpoint is not None and last_saved != step:
-            self.save(checkpoint)
-        return {"steps": step, "episodes": eps.episodes, "returns": eps.returns, "lengths": eps.lengths,
-                "evals": evals}
+            run.tick(step, record)
+        return run.finish(step, eps, evals, record)
 
     def __repr__(self):
         name = type(self).__name__

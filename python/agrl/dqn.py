@@ -3,10 +3,8 @@ recorded update, with a training loop for any Gymnasium-style environment."""
 
 import os
 
-import numpy as np
-
 from . import _agrl
-from ._loop import Episodes, env_reset, env_step, evaluate_during, learn_args, loaded_run, play, save_with_run
+from ._loop import Run, env_reset, env_step, evaluate_during, finish_load, learn_args, play, save_with_run
 
 
 class DQN(_agrl._DQN):
@@ -63,11 +61,7 @@ class DQN(_agrl._DQN):
             ctx = _agrl.Context(ctx)
         self = cls.__new__(cls)
         self._load_from(ctx, os.fspath(path))
-        self.ctx = ctx
-        self.config = self._config()
-        self.total_steps = self._total_steps
-        self._run = loaded_run(self, cls._RUN_KIND)
-        return self
+        return finish_load(self, ctx, cls._RUN_KIND)
 
     def save(self, path):
         """Writes the whole DQN to `path` (written beside it and renamed: a
@@ -123,43 +117,25 @@ class DQN(_agrl._DQN):
         and lengths (and evaluations) of this call."""
         cfg = self.config
         total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
-        every = int(checkpoint_every)
-        if every < 0 or (every and checkpoint is None):
-            raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
+        run = Run(self, env, checkpoint, checkpoint_every, "DQN", "DQN.load")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
-        can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
         if resume:
-            run = getattr(self, "_run", None)
-            if run is None:
-                raise _agrl.StateError("learn: resume=True, but this DQN holds no run of learn() "
-                                       "(DQN.load a file that learn's checkpoint or save() wrote)")
-            if run["env_state"] is None or not can_state:
-                raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
-                                       "run saved with one (agrl.make's environments have them)")
-            env.set_state(bytes.fromhex(run["env_state"]))
-            obs = np.asarray(run["obs"], dtype=np.float32)
-            step = run["step"]
-            since_train, since_target = run["since_train"], run["since_target"]
-            updates_at_target = run["updates_at_target"]
-            eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
-            last_eval = run.get("last_eval", 0)
+            rec, obs, eps = run.resume()
+            step = rec["step"]
+            since_train, since_target = rec["since_train"], rec["since_target"]
+            updates_at_target = rec["updates_at_target"]
+            last_eval = rec.get("last_eval", 0)
         else:
-            obs = env_reset(env, seed=_agrl.derive_seed(cfg["seed"], 0))
+            obs, eps = run.start(cfg["seed"])
             step = since_train = since_target = 0
             updates_at_target = self.updates
-            eps = Episodes()
             last_eval = 0
-        if obs.shape != (self.obs_dim,):
-            raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the DQN's ({self.obs_dim},)")
+        run.check_obs(obs, self.obs_dim)
         evals = []
-        last_saved = step
 
         def record():
-            self._run = {"kind": self._RUN_KIND, "step": step, "episodes": eps.episodes, "since_train": since_train,
-                         "since_target": since_target, "updates_at_target": updates_at_target,
-                         "ep_ret": eps.ret, "ep_len": eps.length, "recent": list(eps.recent), "last_eval": last_eval,
-                         "obs": [float(x) for x in obs],
-                         "env_state": env.get_state().hex() if can_state else None}
+            run.keep(step, eps, obs, since_train=since_train, since_target=since_target,
+                     updates_at_target=updates_at_target, last_eval=last_eval)
 
         stop = False
         while not stop and step < total:
@@ -196,15 +172,8 @@ class DQN(_agrl._DQN):
             if eval_every and step - last_eval >= eval_every:
                 last_eval = step
                 stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
-            if every and step - last_saved >= every:
-                last_saved = step
-                record()
-                self.save(checkpoint)
-        record()  # where the run stopped: what save() keeps
-        if checkpoint is not None and last_saved != step:
-            self.save(checkpoint)
-        return {"steps": step, "episodes": eps.episodes, "returns": eps.returns, "lengths": eps.lengths,
-                "evals": evals}
+            run.tick(step, record)
+        return run.finish(step, eps, evals, record)
 
     def __repr__(self):
         try:
