@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import agrl
+from agent_files import check_loads_on_the_cpu
 
 REQUIRE = os.environ.get("AGRL_REQUIRE_GPU") == "1"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
@@ -72,20 +73,7 @@ def test_loaded_agent_goes_on_as_the_saved_one(tmp_path, device, algo):
 
 
 def test_saved_on_one_device_loads_on_the_cpu(tmp_path):
-    dev = "cuda" if agrl.cuda_device_count() else "cpu"
-    a = agrl.TD3(dev, 3, 1, LOW, HIGH, 4000, **CFG)
-    fill(a, np.random.default_rng(2), 300)
-    a.train(5)
-    a.save(tmp_path / "t.agrl")
-    b = agrl.TD3.load("cpu", tmp_path / "t.agrl")
-    o = np.random.default_rng(3).standard_normal((200, 3)).astype(np.float32)
-    assert same_policy(a, b, tmp_path)  # the parameters, bit for bit
-    ya, yb = a.act(o, explore=False), b.act(o, explore=False)
-    if dev == "cpu":
-        assert np.array_equal(ya, yb)
-    else:  # the same parameters through another device's matrix products: the last bits may differ
-        np.testing.assert_allclose(ya, yb, rtol=1e-5, atol=1e-6)
-    assert b.updates == 5 and b.stored == 300
+    check_loads_on_the_cpu(tmp_path, lambda dev: agrl.TD3(dev, 3, 1, LOW, HIGH, 4000, **CFG), fill, 3, same_policy)
 
 
 class Events:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import agrl
+from agent_files import check_loads_on_the_cpu
 
 REQUIRE = os.environ.get("AGRL_REQUIRE_GPU") == "1"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
@@ -57,15 +58,7 @@ def test_loaded_dqn_goes_on_as_the_saved_one(tmp_path, device):
 
 
 def test_saved_on_one_device_loads_on_the_cpu(tmp_path):
-    dev = "cuda" if agrl.cuda_device_count() else "cpu"
-    a = agrl.DQN(dev, 4, 2, 5000, **CFG)
-    fill(a, np.random.default_rng(2), 300)
-    a.train(5)
-    a.save(tmp_path / "d.agrl")
-    b = agrl.DQN.load("cpu", tmp_path / "d.agrl")
-    o = np.random.default_rng(3).standard_normal((200, 4)).astype(np.float32)
-    assert np.array_equal(a.act(o, explore=False), b.act(o, explore=False))
-    assert b.updates == 5 and b.stored == 300
+    check_loads_on_the_cpu(tmp_path, lambda dev: agrl.DQN(dev, 4, 2, 5000, **CFG), fill, 4)
 
 
 class Events:
