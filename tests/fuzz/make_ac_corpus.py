@@ -18,9 +18,8 @@ again after a change of the format; the files are checked in.
 import os
 import struct
 
-from make_dqn_corpus import section, values
-from make_replay_corpus import damaged, replay, write_seeds, zero_crc
-import zlib
+from make_dqn_corpus import agent_file, broken_seeds, values
+from make_replay_corpus import damaged, write_seeds
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "ac_load")
 OPT_STATE_N = 5  # Adam's state tensor (src/base/kernels.h)
@@ -83,17 +82,10 @@ def agent(sac=True, obs_dim=2, act_dim=1, hidden=(4,), autotune=1, delay=None, b
     h += struct.pack(f"<{act_dim}f", *lo) + b"\0" * 4 * (64 - act_dim)
     h += struct.pack(f"<{act_dim}f", *hi) + b"\0" * 4 * (64 - act_dim)
     h += b"\0" * 64
-    for rows, cols, dt in ents:
-        h += struct.pack("<qqII", rows, cols, dt, 0)
-    h += struct.pack("<I", zlib.crc32(h))
-    assert len(h) == H
-    body = b"".join(section(values(k, r, c, dt)) for k, (r, c, dt) in enumerate(ents))
-    body += section(values(99, max(nn, 0), 1, F32)) + section(run_state)
     fields = [("obs", obs_dim, F32), ("action", act_dim, F32), ("reward", 1, F32), ("next_obs", obs_dim, F32),
               ("terminated", 1, I32), ("truncated", 1, I32)]
-    table = replay(fields, 0, buffer if table_cap is None else table_cap, batch, size, pos, part=part)
-    # crc0: the CRCs of the header and of the table's header 0
-    return zero_crc(zero_crc(h + body + table), len(h + body)) if crc0 else h + body + table
+    return agent_file(h, H, ents, [values(99, max(nn, 0), 1, F32), run_state], fields, batch,
+                      buffer if table_cap is None else table_cap, size, pos, part, crc0=crc0)
 
 
 def main():
@@ -107,16 +99,11 @@ def main():
     seeds["sac_h1_crc0"] = agent(crc0=True)
     seeds["td3_h1_crc0"] = agent(sac=False, noise_copies=1, crc0=True)
     seeds.update(damaged(seeds["td3_h2_run_state_wrapped"], 500, 700))  # 700: in the tensors
-    seeds["gamma_2_crc_ok"] = agent(gamma=2.0)
     seeds["bad_counters_crc_ok"] = agent(updates=6, actor_updates=2)
     seeds["stream_seed_crc_ok"] = agent(seed_fix=1)
     seeds["noise_length_crc_ok"] = agent(act_dim=2, noise_n=3)
     seeds["bounds_crc_ok"] = agent(low=[3.0])
-    seeds["tensor_shape_crc_ok"] = agent(shape_fix=(1, 5))
-    seeds["table_capacity_crc_ok"] = agent(table_cap=7)
-    seeds["table_past_limit"] = agent(buffer=40000, size=0)
-    seeds["not_an_agent"] = b"AGRLDQN1 this is a DQN, not an actor-critic agent"
-    seeds["empty"] = b""
+    seeds.update(broken_seeds(agent, not_an_agent=b"AGRLDQN1 this is a DQN, not an actor-critic agent"))
     write_seeds(OUT, seeds, ".agrl")
 
 

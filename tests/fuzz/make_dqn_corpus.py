@@ -80,19 +80,38 @@ def dqn(obs_dim=2, hidden=(4,), n_actions=2, flags=7, batch=2, buffer=6, size=4,
     h += struct.pack("<II", T, 0)
     h += struct.pack("<4f", *(per or (0.6, 0.4, 1e-6, 0.0)))  # without per: the defaults, beta 0
     h += struct.pack("<IIq", n_step, 0, n_envs) + b"\0" * 184
+    fields = [("obs", obs_dim, F32), ("action", 1, I32), ("reward", 1, F32), ("next_obs", obs_dim, F32),
+              ("terminated", 1, I32), ("truncated", 1, I32)]
+    alpha = table_per if table_per is not None else per[0] if per else -1
+    leaves = (alpha, 2.5, [0.25 + 0.5 * i for i in range(size)]) if alpha >= 0 else None
+    return agent_file(h, H, ents, [run_state], fields, batch, buffer if table_cap is None else table_cap, size,
+                      pos, part, per=leaves, crc0=crc0)
+
+
+def agent_file(h, H, ents, sections, fields, batch, capacity, size, pos, part, per=None, crc0=False):
+    """An agent file of the layout the DQN's and the SAC/TD3 agent's share:
+    the header h (up to its tensor entries; H bytes in all) with the entries
+    ents and its CRC, the tensors' values and the sections after them, then
+    the replay table of `fields` (make_replay_corpus.replay). crc0: the CRCs
+    of the header and of the table's header 0."""
     for rows, cols, dt in ents:
         h += struct.pack("<qqII", rows, cols, dt, 0)
     h += struct.pack("<I", zlib.crc32(h))
     assert len(h) == H
     body = b"".join(section(values(k, r, c, dt)) for k, (r, c, dt) in enumerate(ents))
-    body += section(run_state)
-    fields = [("obs", obs_dim, F32), ("action", 1, I32), ("reward", 1, F32), ("next_obs", obs_dim, F32),
-              ("terminated", 1, I32), ("truncated", 1, I32)]
-    alpha = table_per if table_per is not None else per[0] if per else -1
-    leaves = (alpha, 2.5, [0.25 + 0.5 * i for i in range(size)]) if alpha >= 0 else None
-    table = replay(fields, 0, buffer if table_cap is None else table_cap, batch, size, pos, part=part, per=leaves)
-    # crc0: the CRCs of the header and of the table's header 0
+    body += b"".join(section(s) for s in sections)
+    table = replay(fields, 0, capacity, batch, size, pos, part=part, per=per)
     return zero_crc(zero_crc(h + body + table), len(h + body)) if crc0 else h + body + table
+
+
+def broken_seeds(make, **other):
+    """The seeds both agent corpora hold beside their own, from make(**changes):
+    settings out of range and shapes and tables that do not match under
+    correct CRCs, a table past the harnesses' limit, files of another kind
+    (other: {name: bytes}) and an empty one."""
+    return {"gamma_2_crc_ok": make(gamma=2.0), "tensor_shape_crc_ok": make(shape_fix=(1, 5)),
+            "table_capacity_crc_ok": make(table_cap=7), "table_past_limit": make(buffer=40000, size=0),
+            **other, "empty": b""}
 
 
 def main():
@@ -117,13 +136,8 @@ def main():
     seeds["h2_composed_crc0"] = dqn(obs_dim=3, hidden=(3, 5), n_actions=3, flags=1, batch=4, buffer=10, size=7,
                                     run_state=b"x" * 9, part=128, crc0=True)
     seeds.update(damaged(seeds["h2_composed_run_state_wrapped"], 300, 700))  # 700: in the tensors
-    seeds["gamma_2_crc_ok"] = dqn(gamma=2.0)
     seeds["bad_counters_crc_ok"] = dqn(updates=3, at_target=5)
-    seeds["tensor_shape_crc_ok"] = dqn(shape_fix=(1, 5))
-    seeds["table_capacity_crc_ok"] = dqn(table_cap=7)
-    seeds["table_past_limit"] = dqn(buffer=40000, size=0)
-    seeds["not_a_dqn"] = b"AGRLRPL1 this is a table, not a DQN"
-    seeds["empty"] = b""
+    seeds.update(broken_seeds(dqn, not_a_dqn=b"AGRLRPL1 this is a table, not a DQN"))
     write_seeds(OUT, seeds, ".agrl")
 
 
