@@ -494,7 +494,7 @@ static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, i
   j.per_call = per_call;
   if (!s && !(s = measure(b, agent_body, &j, (iters + per_call - 1) / per_call, 0, &st))) {
     st.median /= per_call, st.min /= per_call, st.max /= per_call;
-    char note[160], calls[48] = "", steps[24] = "";
+    char note[160], calls[48] = "", steps[32] = "";
     if (per_call > 1) snprintf(calls, sizeof calls, ", %d updates a call", per_call);
     if (n_step > 1) snprintf(steps, sizeof steps, ", %d-step target", n_step);
     snprintf(note, sizeof note, "ag_dqn_train%s%s, %s; %.1f GFLOP/s", calls, steps,
