@@ -815,11 +815,146 @@ static void learning_loop(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ---- the fused update against the composed ops ----
+ * Two agents of one configuration and table, one with fused = 0: the
+ * losses of each update and, after them, every parameter (actor, critics,
+ * targets, log alpha) agree to float rounding. Where the backend takes the
+ * fused kernel (CUDA; the CPU's when forced) ag_ac_fused says so and the
+ * two paths differ in the order of their sums only. Sizes
+ * that are not multiples of the kernels' tiles, 1 to 3 hidden layers,
+ * 1 to 3 actions, n-step targets, a fixed temperature, and TD3's and
+ * SAC's delayed steps. */
+typedef struct fused_case {
+  ag_ac_algo algo;
+  int n_hidden;
+  int64_t hidden[3];
+  int64_t od, ad, batch;
+  int n_step, delay, autotune;
+} fused_case;
+
+static void close_params(const char *what, const ag_mlp *x, const ag_mlp *y) {
+  for (int i = 0; i < ag_mlp_n_params(x); i++) {
+    const ag_tensor *tx = ag_mlp_params(x)[i], *ty = ag_mlp_params(y)[i];
+    const int64_t n = ag_tensor_rows(tx) * ag_tensor_cols(tx);
+    float *px = agt_read_f32(tx), *py = agt_read_f32(ty);
+    double worst = 0.0;
+    for (int64_t k = 0; k < n; k++) {
+      const double d = fabs((double)px[k] - py[k]) - (1e-4 + 1e-3 * fabs((double)px[k]));
+      worst = d > worst ? d : worst;
+    }
+    if (worst > 0.0)
+      fail_msg("%s: parameter %d differs beyond rounding (by %g over the tolerance)", what, i, worst);
+    free(px);
+    free(py);
+  }
+}
+
+static void fused_composed(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const fused_case cases[] = {
+      {AG_AC_SAC, 2, {64, 48}, 3, 2, 50, 1, 1, 1},     {AG_AC_SAC, 1, {37}, 5, 3, 33, 3, 2, 0},
+      {AG_AC_TD3, 3, {40, 24, 36}, 4, 2, 64, 1, 2, 1}, {AG_AC_TD3, 2, {256, 256}, 3, 1, 256, 3, 2, 1},
+      {AG_AC_SAC, 2, {256, 256}, 3, 1, 256, 1, 1, 1},
+  };
+  enum { M = 300, UPDATES = 6 };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const fused_case *fc = &cases[ci];
+    ag_ac_config c = ag_ac_defaults(fc->algo);
+    c.n_hidden = fc->n_hidden;
+    for (int i = 0; i < fc->n_hidden; i++) c.hidden[i] = fc->hidden[i];
+    c.batch_size = fc->batch;
+    c.buffer_size = M;
+    c.learning_starts = 0;
+    c.n_step = fc->n_step;
+    c.policy_delay = fc->delay;
+    c.autotune = fc->autotune;
+    c.alpha = 0.3f;
+    c.seed = 11 + ci;
+    float lo[3], hi[3];
+    for (int i = 0; i < 3; i++) lo[i] = -1.0f - (float)i, hi[i] = 2.0f + (float)i;
+    ag_ac *ag[2];
+    for (int f = 0; f < 2; f++) {
+      c.fused = f;
+      agt_ok(ag_ac_create(ctx, fc->od, fc->ad, lo, hi, 1000, &c, &ag[f]));
+    }
+    assert_int_equal(ag_ac_fused(ag[0]), 0);
+    /* the CPU composes the update unless told (its fused kernel is the slower there) */
+    assert_int_equal(ag_ac_fused(ag[1]), agt_kind != AG_DEVICE_CPU);
+    ag__ac_force_fused(ag[1], 1);
+    assert_int_equal(ag_ac_fused(ag[1]), 1);
+    /* the table: M random transitions, terminations and truncations among them */
+    float *obs = malloc(sizeof(float) * M * (size_t)fc->od),
+          *next = malloc(sizeof(float) * M * (size_t)fc->od);
+    float *act = malloc(sizeof(float) * M * (size_t)fc->ad), rew[M];
+    int term[M], trunc[M];
+    agt_rng r = {100 + ci};
+    for (int t = 0; t < M; t++) {
+      for (int i = 0; i < fc->od; i++)
+        obs[t * fc->od + i] = agt_uniform(&r, -1, 1), next[t * fc->od + i] = agt_uniform(&r, -1, 1);
+      for (int i = 0; i < fc->ad; i++) act[t * fc->ad + i] = agt_uniform(&r, lo[i], hi[i]);
+      rew[t] = agt_uniform(&r, -2, 1);
+      term[t] = t % 7 == 3;
+      trunc[t] = !term[t] && t % 5 == 1;
+    }
+    for (int f = 0; f < 2; f++) agt_ok(ag_ac_store(ag[f], obs, act, rew, next, term, trunc, M));
+    free(obs);
+    free(next);
+    free(act);
+    for (int u = 0; u < UPDATES; u++) {
+      float l[2][2];
+      for (int f = 0; f < 2; f++) agt_ok(ag_ac_train(ag[f], 1, l[f]));
+      for (int k = 0; k < 2; k++) {
+        if (isnan(l[0][k]) || isnan(l[1][k])) {
+          assert_true(isnan(l[0][k]) && isnan(l[1][k])); /* no actor update yet in either */
+          continue;
+        }
+        if (fabsf(l[0][k] - l[1][k]) > 1e-5f + 1e-3f * fabsf(l[0][k]))
+          fail_msg("case %zu update %d: loss %d is %g composed, %g fused", ci, u, k, (double)l[0][k],
+                   (double)l[1][k]);
+      }
+    }
+    char what[64];
+    snprintf(what, sizeof what, "case %zu actor", ci);
+    close_params(what, ag_ac_actor(ag[0]), ag_ac_actor(ag[1]));
+    for (int k = 0; k < 2; k++) {
+      snprintf(what, sizeof what, "case %zu critic %d", ci, k);
+      close_params(what, ag_ac_critic(ag[0], k), ag_ac_critic(ag[1], k));
+      snprintf(what, sizeof what, "case %zu target %d", ci, k);
+      close_params(what, ag[0]->qt[k], ag[1]->qt[k]);
+    }
+    if (fc->algo == AG_AC_TD3) close_params("target actor", ag[0]->actor_t, ag[1]->actor_t);
+    float al[2];
+    for (int f = 0; f < 2; f++) agt_ok(ag_ac_alpha(ag[f], &al[f]));
+    assert_true(fabsf(al[0] - al[1]) <= 1e-5f * al[0]);
+    if (ci == 0) { /* the flag goes through a file */
+      char path[] = "/tmp/agrl_test_ac_fused_XXXXXX";
+      int fd = mkstemp(path);
+      assert_true(fd >= 0);
+      close(fd);
+      agt_ok(ag_ac_save(ag[0], path));
+      ag_ac *b;
+      agt_ok(ag_ac_load(ctx, path, &b));
+      unlink(path);
+      assert_int_equal(ag_ac_get_config(b)->fused, 0);
+      assert_int_equal(ag_ac_fused(b), 0);
+      ag_ac_free(b);
+    }
+    for (int f = 0; f < 2; f++) ag_ac_free(ag[f]);
+  }
+  ag_ac_config bad = ag_ac_defaults(AG_AC_SAC);
+  bad.fused = 2;
+  ag_ac *a;
+  float lo = -1.0f, hi = 1.0f;
+  agt_err(ag_ac_create(ctx, 3, 1, &lo, &hi, 10, &bad, &a), AG_ERR_INVALID_ARG, "fused");
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sac_update),       cmocka_unit_test(td3_update), cmocka_unit_test(acting),
       cmocka_unit_test(storing),          cmocka_unit_test(refusals),   cmocka_unit_test(learning_loop),
-      cmocka_unit_test(correlated_noise), cmocka_unit_test(sac_nstep),
+      cmocka_unit_test(correlated_noise), cmocka_unit_test(sac_nstep),  cmocka_unit_test(fused_composed),
   };
   return agt_run(argc, argv, "ac", tests, sizeof tests / sizeof tests[0]);
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "agt.h"
+#include "agent/agent_internal.h"
 #include "nn/nn_internal.h"
 
 /* ---- replay table ---- */
@@ -635,22 +636,14 @@ static void nstep_target_case(int variant) {
   agt_ok(ag_rng_create(ctx, 1, &rng));
   ag__qlearn u;
   memset(&u, 0, sizeof u);
-  u.table = ag_replay_buffer(ag_dqn_replay(d));
-  u.size = ag_replay_size_tensor(ag_dqn_replay(d));
-  u.rng = rng;
-  u.B = B;
-  ag_replay_field(ag_dqn_replay(d), "obs", &u.obs_row, NULL);
-  ag_replay_field(ag_dqn_replay(d), "action", &u.act_row, NULL);
-  ag_replay_field(ag_dqn_replay(d), "reward", &u.rew_row, NULL);
-  ag_replay_field(ag_dqn_replay(d), "next_obs", &u.next_row, NULL);
-  ag_replay_field(ag_dqn_replay(d), "terminated", &u.done_row, NULL);
+  u.src = ag__agent_batch(ag_dqn_replay(d), rng, B);
   u.q = ag_dqn_q(d), u.target = ag_dqn_target(d);
   u.gamma = cfg.gamma, u.double_dqn = variant, u.huber = 1, u.delta = 1.0f;
-  u.idx = idx;
+  u.src.idx = idx;
   float one;
   agt_ok(ag__qlearn_step(&u, &loss)); /* the one-step target of the same columns */
   agt_ok(ag_tensor_read(loss, &one, sizeof one));
-  u.ret = ret, u.disc = dsc, u.last = lst;
+  u.src.ret = ret, u.src.disc = dsc, u.src.last = lst;
   agt_ok(ag__qlearn_step(&u, &loss));
   float lv;
   agt_ok(ag_tensor_read(loss, &lv, sizeof lv));
@@ -681,15 +674,15 @@ static void nstep_target_case(int variant) {
   ag_tensor *f32len, *shortl;
   agt_ok(ag_tensor_create(ctx, 1, B, AG_F32, NULL, &f32len));
   agt_ok(ag_tensor_create(ctx, 1, B - 1, AG_I64, NULL, &shortl));
-  u.last = NULL;
+  u.src.last = NULL;
   agt_err(ag__qlearn_step(&u, &loss), AG_ERR_INVALID_ARG, "ret, disc and last together");
-  u.last = lst, u.idx = NULL;
+  u.src.last = lst, u.src.idx = NULL;
   agt_err(ag__qlearn_step(&u, &loss), AG_ERR_INVALID_ARG, "and idx");
-  u.idx = idx, u.last = f32len;
+  u.src.idx = idx, u.src.last = f32len;
   agt_err(ag__qlearn_step(&u, &loss), AG_ERR_SHAPE, "last has dtype f32");
-  u.last = shortl;
+  u.src.last = shortl;
   agt_err(ag__qlearn_step(&u, &loss), AG_ERR_SHAPE, "last is [1, 11]");
-  u.last = lst, u.idx = lst;
+  u.src.last = lst, u.src.idx = lst;
   agt_err(ag__qlearn_step(&u, &loss), AG_ERR_SHAPE, "idx has dtype i64");
   ag_tensor_free(f32len), ag_tensor_free(shortl), ag_tensor_free(idx);
   ag_rng_free(rng);

@@ -74,11 +74,11 @@ static void without_the_fused_kernel_the_dqn_composes_its_update(void **state) {
     /* the op itself refuses, and says why */
     ag__qlearn u;
     memset(&u, 0, sizeof u);
-    u.table = ag_replay_buffer(ag_dqn_replay(m));
-    u.size = ag_replay_size_tensor(ag_dqn_replay(m));
-    agt_ok(ag_rng_create(mc, 1, &u.rng));
-    u.B = 4;
-    u.obs_row = 0, u.act_row = 4, u.rew_row = 5, u.next_row = 6, u.done_row = 10;
+    u.src.table = ag_replay_buffer(ag_dqn_replay(m));
+    u.src.size = ag_replay_size_tensor(ag_dqn_replay(m));
+    agt_ok(ag_rng_create(mc, 1, &u.src.rng));
+    u.src.B = 4;
+    u.src.obs_row = 0, u.src.act_row = 4, u.src.rew_row = 5, u.src.next_row = 6, u.src.done_row = 10;
     u.q = ag_dqn_q(m);
     u.target = ag_dqn_target(m);
     u.gamma = 0.9f;
@@ -87,7 +87,7 @@ static void without_the_fused_kernel_the_dqn_composes_its_update(void **state) {
     ag_tensor *loss = NULL;
     agt_err(ag__qlearn_step(&u, &loss), AG_ERR_UNSUPPORTED, "does not take the fused update");
     assert_null(loss);
-    ag_rng_free(u.rng);
+    ag_rng_free(u.src.rng);
     ag_dqn_free(m);
     ag_dqn_free(r);
     ag_dqn_free(f);

@@ -361,9 +361,10 @@ static void prep_per_sample(const kcase *c, layout *L, void *args) {
 static size_t b_qgrad(const kcase *c, layout *L, void *out) {
   ag__qgrad_args *a = out;
   const int64_t obs = 5, rows = 2 * obs + 3, cap = 300;
-  a->rows = rows, a->capacity = cap, a->scale = 1.0f, a->B = c->p[3];
-  a->obs_row = 0, a->act_row = obs, a->rew_row = obs + 1, a->next_row = obs + 2, a->done_row = 2 * obs + 2;
-  a->table = reg(L, (size_t)(rows * cap), AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
+  a->src.rows = rows, a->src.capacity = cap, a->src.scale = 1.0f, a->src.B = c->p[3];
+  a->src.obs_row = 0, a->src.act_row = obs, a->src.rew_row = obs + 1, a->src.next_row = obs + 2,
+  a->src.done_row = 2 * obs + 2;
+  a->src.table = reg(L, (size_t)(rows * cap), AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
   a->L = (int)c->p[0];
   a->sizes[0] = obs;
   for (int i = 1; i < a->L; i++) a->sizes[i] = c->p[1];
@@ -377,12 +378,12 @@ static size_t b_qgrad(const kcase *c, layout *L, void *out) {
     a->gw[i] = reg(L, wn, AG_F32, INIT_ZERO, 0, 0, 1, 2e-4);
     a->gb[i] = reg(L, bn, AG_F32, INIT_ZERO, 0, 0, 1, 2e-4);
   }
-  a->seed = 5;
+  a->src.seed = 5;
   if (c->p[6]) {
-    a->counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 100, 1, 0);
-    a->size_dev = reg(L, 1, AG_I64, INIT_INDEX, 1, (double)cap, 0, 0);
+    a->src.counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 100, 1, 0);
+    a->src.size_dev = reg(L, 1, AG_I64, INIT_INDEX, 1, (double)cap, 0, 0);
   } else {
-    a->idx = reg(L, (size_t)a->B, AG_I32, INIT_INDEX, -1, (double)cap + 1, 0, 0);
+    a->src.idx = reg(L, (size_t)a->src.B, AG_I32, INIT_INDEX, -1, (double)cap + 1, 0, 0);
   }
   a->gamma = 0.99f, a->double_dqn = (int)c->p[4], a->kind = (int)c->p[5], a->delta = 1.0f;
   a->loss = reg(L, 1, AG_F32, INIT_ZERO, 0, 0, 1, 1e-5);
@@ -393,12 +394,92 @@ static size_t b_qgrad(const kcase *c, layout *L, void *out) {
 /* the action row must hold whole numbers in 0..actions-1, terminated 0 / 1 */
 static void prep_qgrad(const kcase *c, layout *L, void *args) {
   ag__qgrad_args *a = args;
-  float *t = (float *)a->table;
+  float *t = (float *)a->src.table;
   agt_rng g = {31};
-  for (int64_t j = 0; j < a->capacity; j++) {
-    t[j * a->rows + a->act_row] = (float)agt_below(&g, c->p[2]);
-    t[j * a->rows + a->done_row] = (float)(agt_below(&g, 4) == 0);
+  for (int64_t j = 0; j < a->src.capacity; j++) {
+    t[j * a->src.rows + a->src.act_row] = (float)agt_below(&g, c->p[2]);
+    t[j * a->src.rows + a->src.done_row] = (float)(agt_below(&g, 4) == 0);
   }
+}
+
+/* ACGRAD: p[0] td3, p[1] layers, p[2] width, p[3] actions, p[4] B, p[5] actor step, p[6] drawn, p[7]
+ * n-step; 3 observations; the optimizers' states after 3 steps and moments not 0, so that a step moves
+ * every value by an amount its gradient's rounding barely changes */
+static float *ac_reg(layout *L, size_t n, int out, double tol, double lo, double hi) {
+  return reg(L, n, AG_F32, out && !lo && !hi ? INIT_ZERO : INIT_UNIFORM, lo, hi, out, tol);
+}
+
+static size_t b_acgrad(const kcase *c, layout *L, void *out) {
+  ag__acgrad_args *a = out;
+  const int64_t S = 3, A = c->p[3], rows = 2 * S + A + 2, cap = 300;
+  a->src.rows = rows, a->src.capacity = cap, a->src.scale = 1.0f, a->src.B = c->p[4];
+  a->src.obs_row = 0, a->src.act_row = S, a->src.rew_row = S + A, a->src.next_row = S + A + 1,
+  a->src.done_row = 2 * S + A + 1;
+  a->src.table = reg(L, (size_t)(rows * cap), AG_F32, INIT_UNIFORM, -1, 1, 0, 0);
+  a->td3 = (int)c->p[0], a->actor = (int)c->p[5], a->targets = a->td3 ? a->actor : 1, a->autotune = 1;
+  a->L = (int)c->p[1], a->S = S, a->A = A;
+  for (int i = 0; i < a->L - 1; i++) a->hidden[i] = c->p[2] + 3 * i;
+  a->src.seed = 9;
+  a->src.counter = reg(L, 1, AG_I64, INIT_INDEX, 0, 100, 1, 0);
+  if (c->p[6]) {
+    a->src.size_dev = reg(L, 1, AG_I64, INIT_INDEX, 1, (double)cap, 0, 0);
+  } else {
+    a->src.idx = reg(L, (size_t)a->src.B, AG_I32, INIT_INDEX, -1, (double)cap + 1, 0, 0);
+    if (c->p[7]) {
+      a->src.ret = reg(L, (size_t)a->src.B, AG_F32, INIT_UNIFORM, -3, 1, 0, 0);
+      a->src.disc = reg(L, (size_t)a->src.B, AG_F32, INIT_UNIFORM, 0, 0.97, 0, 0);
+      a->src.last = reg(L, (size_t)a->src.B, AG_I64, INIT_INDEX, -1, (double)cap + 1, 0, 0);
+    }
+  }
+  const int64_t nA = a->td3 ? A : 2 * A;
+  ag__ac_net *nets[6] = {&a->pi, &a->pi_t, &a->q[0], &a->q[1], &a->qt[0], &a->qt[1]};
+  for (int k = 0; k < 6; k++) {
+    const int64_t in = k < 2 ? S : S + A, outn = k < 2 ? nA : 1;
+    const int grads = k == 0 || k == 2 || k == 3;
+    for (int i = 0; i < a->L; i++) {
+      const int64_t n = i < a->L - 1 ? a->hidden[i] : outn, K = i ? a->hidden[i - 1] : in;
+      nets[k]->w[i] = ac_reg(L, (size_t)(n * K), 1, 2e-5, -0.5, 0.5);
+      nets[k]->b[i] = ac_reg(L, (size_t)n, 1, 2e-5, -0.5, 0.5);
+      if (grads)
+        nets[k]->gw[i] = ac_reg(L, (size_t)(n * K), 1, 1e-4, 0, 0),
+        nets[k]->gb[i] = ac_reg(L, (size_t)n, 1, 1e-4, 0, 0);
+    }
+  }
+  ag__ac_opt *opts[3] = {&a->opt_critic, &a->opt_actor, &a->opt_alpha};
+  for (int o = 0; o < 3; o++) {
+    ag__ac_opt *op = opts[o];
+    op->lr = 1e-3f, op->b1 = 0.9f, op->b2 = 0.999f, op->eps = 1e-8f;
+    op->state = reg(L, AG__OPT_STATE_N, AG_F32, INIT_BITS, 0, 0, 1, 1e-6);
+    const int entries = o == 0 ? 4 * a->L : o == 1 ? 2 * a->L : 1;
+    for (int e = 0; e < entries; e++) {
+      const ag__ac_net *net = o == 0 ? nets[2 + e / (2 * a->L)] : &a->pi;
+      const int li = (e % (2 * a->L)) / 2;
+      const int64_t n = li < a->L - 1 ? a->hidden[li] : (o == 0 ? 1 : nA);
+      const int64_t K = li ? a->hidden[li - 1] : (o == 0 ? S + A : S);
+      const size_t cnt = o == 2 ? 1 : (size_t)(e % 2 ? n : n * K);
+      (void)net;
+      op->m[e] = ac_reg(L, cnt, 1, 1e-5, -0.01, 0.01);
+      op->v[e] = reg(L, cnt, AG_F32, INIT_POSITIVE, 1e-5, 1e-3, 1, 1e-5);
+    }
+  }
+  a->log_alpha = ac_reg(L, 1, 1, 1e-5, -1.0, 0.5);
+  a->log_alpha_grad = ac_reg(L, 1, 1, 1e-4, 0, 0);
+  a->gamma = 0.99f, a->tau = 0.05f, a->target_entropy = -(float)A, a->target_noise = 0.2f,
+  a->noise_clip = 0.5f;
+  a->closs = ac_reg(L, 1, 1, 1e-4, 0, 0);
+  a->aloss = ac_reg(L, 1, 1, 1e-4, 0, 0);
+  a->ws = reg(L, (ag__kernel_scratch_max(AG__K_ACGRAD, a, sizeof *a) + 3) / 4, AG_F32, INIT_ZERO, 0, 0, 0, 0);
+  return sizeof *a;
+}
+
+/* terminated 0 / 1 */
+static void prep_acgrad(const kcase *c, layout *L, void *args) {
+  (void)c, (void)L;
+  ag__acgrad_args *a = args;
+  float *t = (float *)a->src.table;
+  agt_rng g = {37};
+  for (int64_t j = 0; j < a->src.capacity; j++)
+    t[j * a->src.rows + a->src.done_row] = (float)(agt_below(&g, 4) == 0);
 }
 
 /* NSTEP: p[0] capacity, p[1] storage, p[2] size, p[3] position, p[4] B,
@@ -564,6 +645,10 @@ static const kcase cases[] = {
     K("randn 1", AG__K_RANDN, b_randn, 1),
     K("randn 1000 bits", AG__K_RANDN, b_randn, 1000),
     K("randn past a block 4099", AG__K_RANDN, b_randn, 4099),
+    KP("acgrad sac 3 layers drawn", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 3, 32, 2, 64, 1, 1, 0),
+    KP("acgrad td3 2 layers idx n-step odd", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 2, 37, 3, 45, 1, 0, 1),
+    KP("acgrad td3 critic only drawn", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 3, 20, 1, 33, 0, 1, 0),
+    KP("acgrad sac critic only idx n-step", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 2, 64, 1, 256, 0, 0, 1),
 };
 
 /* ---- running a case ---- */

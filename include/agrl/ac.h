@@ -42,7 +42,8 @@ typedef enum ag_ac_algo { AG_AC_SAC = 0, AG_AC_TD3 = 1 } ag_ac_algo;
  * learning_starts < 0, train_freq < 1, gradient_steps < 0, policy_delay
  * outside 1..1000, alpha not in (0, 1e6), target_entropy not finite (NaN
  * is the default's "-act_dim"), autotune not 0 or 1, a noise scale outside
- * [0, 10], noise_rho outside [0, 1), n_step outside 1..64, n_envs outside 1..2^20. */
+ * [0, 10], noise_rho outside [0, 1), n_step outside 1..64, n_envs outside 1..2^20,
+ * fused not 0 or 1. */
 typedef struct ag_ac_config {
   ag_ac_algo algo;
   int n_hidden;                     /* 2 */
@@ -76,6 +77,10 @@ typedef struct ag_ac_config {
   int n_step;     /* 1 */
   int64_t n_envs; /* 1 */
   uint64_t seed;  /* 0 */
+  /* 1: each update is one fused call where it pays (ag_ac_fused: on the
+   * GPU), the same update as the composed ops up to the order of the sums;
+   * 0: always the composed ops */
+  int fused; /* 1 */
 } ag_ac_config;
 
 /* The defaults of `algo` (an unknown algo gets SAC's with that algo, which
@@ -149,6 +154,16 @@ AG_API ag_status ag_ac_train(ag_ac *a, int64_t n, float *losses);
  * AG_ERR_DEVICE. */
 AG_API ag_status ag_ac_alpha(ag_ac *a, float *alpha);
 
+/* 1 when an update runs as one fused call (AG__K_ACGRAD on the device: the
+ * index and normal draws, both critics' loss, gradient and Adam step, the
+ * Polyak steps, and with the actor's turn its loss, gradient and step and
+ * the temperature's, in about 8 kernels a layer pair instead of ~170
+ * composed ops): cfg.fused is 1, the hidden layers number 1..8, the
+ * context's backend takes the kernel, and the device is not the CPU (where
+ * the composed ops on BLAS are the faster). Decided again at every
+ * recording. 0 for a NULL. */
+AG_API int ag_ac_fused(const ag_ac *a);
+
 /* The agent's own objects (NULL for a NULL; targets: NULL where absent). */
 AG_API ag_mlp *ag_ac_actor(const ag_ac *a);
 AG_API ag_mlp *ag_ac_critic(const ag_ac *a, int k); /* k = 0, 1 */
@@ -188,7 +203,7 @@ AG_API int64_t ag_ac_total_steps(const ag_ac *a);
  *   64  8 x i64 hidden sizes (unused ones 0)
  *   128 f32 actor_lr, critic_lr, gamma, tau, alpha, target_entropy (NaN:
  *          -act_dim), expl_noise, target_noise, noise_clip, noise_rho
- *   168 u32 n_step, u32 0
+ *   168 u32 n_step, u32 flags (1: fused = 0)
  *   176 i64 batch_size, buffer_size, learning_starts, train_freq,
  *          gradient_steps, n_envs     224 u64 seed
  *   232 i64 obs_dim, act_dim, total_steps, updates, actor_updates

@@ -59,6 +59,7 @@ ag_ac_config ag_ac_defaults(ag_ac_algo algo) {
   c.noise_clip = 0.5f;
   c.n_step = 1;
   c.n_envs = 1;
+  c.fused = 1;
   return c;
 }
 
@@ -107,6 +108,8 @@ ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn) {
   if (c->n_step < 1 || c->n_step > 64 || c->n_envs < 1 || c->n_envs > (1 << 20))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..64 and n_envs = %lld in 1..2^20", fn,
                     c->n_step, (long long)c->n_envs);
+  if (c->fused != 0 && c->fused != 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: fused = %d must be 0 or 1", fn, c->fused);
   return AG_OK;
 }
 
@@ -432,10 +435,68 @@ static ag_status targets_step(ag_ac *a) {
   return s ? s : ag_mlp_polyak(a->qt[1], a->q[1], a->cfg.tau);
 }
 
+/* ---- the fused update ---- */
+
+/* The fused call's description: the critics' step, with actor the actor's
+ * (and the temperature's), with targets the critics' Polyak step. */
+static ag__acstep acstep_of(const ag_ac *a, int actor, int targets) {
+  ag__acstep u;
+  memset(&u, 0, sizeof u);
+  u.src = ag__agent_batch(a->replay, a->rng, a->cfg.batch_size);
+  u.A = a->act_dim;
+  u.td3 = a->cfg.algo == AG_AC_TD3;
+  u.actor = actor;
+  u.targets = targets;
+  u.autotune = a->cfg.autotune;
+  u.pi = a->actor;
+  u.pi_t = a->actor_t;
+  for (int k = 0; k < 2; k++) u.q[k] = a->q[k], u.qt[k] = a->qt[k];
+  u.opt_critic = a->opt_critic;
+  u.opt_actor = a->opt_actor;
+  u.opt_alpha = a->opt_alpha;
+  u.log_alpha = a->log_alpha;
+  u.gamma = a->cfg.gamma;
+  u.tau = a->cfg.tau;
+  u.target_entropy = a->target_entropy;
+  u.target_noise = a->cfg.target_noise;
+  u.noise_clip = a->cfg.noise_clip;
+  return u;
+}
+
+/* Whether the update is the fused call: asked for, a backend that takes
+ * the kernel with these networks, and not the CPU, where the composed ops
+ * on BLAS are the faster; else the composed ops. */
+static int fused_now(const ag_ac *a) {
+  if (!a->cfg.fused || (ag_ctx_device(a->ctx) == AG_DEVICE_CPU && !a->force_fused)) return 0;
+  const ag__acstep u = acstep_of(a, 1, 1);
+  return ag__acstep_fusable(&u);
+}
+
+int ag_ac_fused(const ag_ac *a) { return a ? fused_now(a) : 0; }
+
+/* One update as the fused call (nn's ag__acstep_run): the same values as
+ * critic_step, actor_step and targets_step up to the order of the sums,
+ * from the same draws (the indices, then the normals, of the same stream).
+ * With n-step returns the indices are drawn first, as ag_replay_sample
+ * draws them, then walked (ag_replay_nstep). */
+static ag_status fused_update(ag_ac *a, int actor, int targets) {
+  static const char fn[] = "ag_ac_train";
+  ag__acstep u = acstep_of(a, actor, targets);
+  ag_tensor *lc, *la = NULL;
+  ag_status s = ag__agent_batch_draw(&u.src, a->replay, a->cfg.n_step, a->cfg.gamma, a->cfg.n_envs, fn);
+  if (s || (s = ag__acstep_run(&u, &lc, &la))) return s;
+  a->closs = lc;
+  if (actor) a->aloss = la;
+  return AG_OK;
+}
+
+/* decided at every recording: after a device switch the backend may not
+ * take the fused kernel, and the composed ops then do the same work */
 static ag_status critic_only(ag_ctx *ctx, void *user) {
   ag_ac *a = user;
   ag_tensor *obs;
   (void)ctx;
+  if (fused_now(a)) return fused_update(a, 0, a->cfg.algo == AG_AC_SAC);
   ag_status s = critic_step(a, &obs);
   /* SAC's targets follow every update; TD3's only the actor's */
   if (!s && a->cfg.algo == AG_AC_SAC) s = targets_step(a);
@@ -446,6 +507,7 @@ static ag_status critic_actor(ag_ctx *ctx, void *user) {
   ag_ac *a = user;
   ag_tensor *obs;
   (void)ctx;
+  if (fused_now(a)) return fused_update(a, 1, 1);
   ag_status s = critic_step(a, &obs);
   if (!s) s = actor_step(a, obs);
   if (!s) s = targets_step(a);
@@ -673,6 +735,7 @@ const ag_ac_config *ag_ac_get_config(const ag_ac *a) { return a ? &a->cfg : NULL
 int64_t ag_ac_act_dim(const ag_ac *a) { return a ? a->act_dim : 0; }
 ag_rng *ag__ac_rng(const ag_ac *a) { return a->rng; }
 ag_tensor *ag__ac_log_alpha(const ag_ac *a) { return a->log_alpha; }
+void ag__ac_force_fused(ag_ac *a, int on) { a->force_fused = on != 0; }
 ag_mlp *ag__ac_target(const ag_ac *a, int k) { return k < 2 ? a->qt[k] : a->actor_t; }
 
 /* ---- evaluation ---- */

@@ -110,6 +110,7 @@ static void header_put(const ag_ac *a, unsigned char *h, int T, ag_tensor **ts, 
                         c->target_entropy, c->expl_noise, c->target_noise, c->noise_clip, c->noise_rho};
   for (int i = 0; i < 10; i++) ag__put_f32(h + 128 + 4 * i, fs[i]);
   ag__put32(h + 168, (uint32_t)c->n_step);
+  ag__put32(h + 172, c->fused ? 0u : 1u); /* 1: the composed ops asked for */
   const int64_t is[6] = {c->batch_size, c->buffer_size,    c->learning_starts,
                          c->train_freq, c->gradient_steps, c->n_envs};
   for (int i = 0; i < 6; i++) ag__put64(h + 176 + 8 * i, (uint64_t)is[i]);
@@ -198,8 +199,9 @@ static ag_status header_get(const unsigned char *h, const char *path, ac_header 
   float *fs[10] = {&c->actor_lr,       &c->critic_lr,  &c->gamma,        &c->tau,        &c->alpha,
                    &c->target_entropy, &c->expl_noise, &c->target_noise, &c->noise_clip, &c->noise_rho};
   for (int i = 0; i < 10; i++) *fs[i] = ag__get_f32(h + 128 + 4 * i);
-  if (ag__get32(h + 168) > 64 || ag__get32(h + 172)) return bad(path, "n_step out of range");
+  if (ag__get32(h + 168) > 64 || ag__get32(h + 172) > 1) return bad(path, "n_step or flags out of range");
   c->n_step = (int)ag__get32(h + 168);
+  c->fused = ag__get32(h + 172) ? 0 : 1;
   int64_t *is[6] = {&c->batch_size, &c->buffer_size,    &c->learning_starts,
                     &c->train_freq, &c->gradient_steps, &c->n_envs};
   for (int i = 0; i < 6; i++) *is[i] = (int64_t)ag__get64(h + 176 + 8 * i);

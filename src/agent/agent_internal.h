@@ -116,6 +116,7 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
 
 /* SAC and TD3 (ac.c; saved and loaded by ac_file.c). */
 struct ag_ac {
+  int force_fused; /* the fused update on the CPU too (tests: its kernel against the composed ops) */
   ag_ctx *ctx;
   ag_ac_config cfg;
   int64_t obs_dim, act_dim, total_steps;
@@ -190,6 +191,16 @@ typedef struct ag__learner {
 } ag__learner;
 /* ag_learn_opts' ranges (opts NULL: AG_OK). */
 ag_status ag__learn_check_opts(const ag_learn_opts *o, const char *fn);
+
+/* ---- the fused updates' batch (fused.c) ----
+ * The batch of B transitions of the agent's table r (its obs, action,
+ * reward, next_obs and terminated fields), drawn from rng in the call. */
+ag__fused_batch ag__agent_batch(ag_replay *r, ag_rng *rng, int64_t B);
+/* Before the call: with n_step > 1, the B indices drawn (as ag_replay_sample
+ * draws them) and their n-step walks (ag_replay_nstep) into b; else a check
+ * that B can be sampled. */
+ag_status ag__agent_batch_draw(ag__fused_batch *b, ag_replay *r, int n_step, float gamma, int64_t n_envs,
+                               const char *fn);
 /* The loop's state, the observations in hand (n x obs_dim) and env's state
  * from the agent's run state (ag_learn_opts.resume); nothing changes unless
  * all of it is sound (AG_ERR_INVALID_ARG naming fn). */
@@ -209,6 +220,8 @@ ag_status ag__squashed_mean(ag_mlp *actor, ag_tensor *x, int64_t A, ag_tensor **
  * actor's, NULL for SAC). */
 ag_rng *ag__ac_rng(const ag_ac *a);
 ag_tensor *ag__ac_log_alpha(const ag_ac *a);
+/* The fused update also where the composed ops are the faster (the CPU). */
+void ag__ac_force_fused(ag_ac *a, int on);
 ag_mlp *ag__ac_target(const ag_ac *a, int k);
 
 /* For tests: marks the DQN as a device error half way through its updates

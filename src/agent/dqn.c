@@ -401,15 +401,7 @@ static ag_status per_loss(ag_dqn *d, ag_tensor **loss) {
 static ag__qlearn qlearn_of(const ag_dqn *d, int step) {
   ag__qlearn u;
   memset(&u, 0, sizeof u);
-  u.table = ag_replay_buffer(d->replay);
-  u.size = ag_replay_size_tensor(d->replay);
-  u.rng = d->rng;
-  u.B = d->batch;
-  ag_replay_field(d->replay, "obs", &u.obs_row, NULL);
-  ag_replay_field(d->replay, "action", &u.act_row, NULL);
-  ag_replay_field(d->replay, "reward", &u.rew_row, NULL);
-  ag_replay_field(d->replay, "next_obs", &u.next_row, NULL);
-  ag_replay_field(d->replay, "terminated", &u.done_row, NULL);
+  u.src = ag__agent_batch(d->replay, d->rng, d->batch);
   u.q = d->q;
   u.target = d->target;
   u.gamma = d->cfg.gamma;
@@ -440,16 +432,8 @@ static int fused_now(const ag_dqn *d) {
 static ag_status fused_grad(ag_dqn *d, int step) {
   static const char fn[] = "ag_dqn_train";
   ag__qlearn u = qlearn_of(d, step);
-  ag_status s;
-  if (d->cfg.n_step > 1) {
-    if ((s = ag__replay_sample_idx(d->replay, d->rng, d->batch, fn, &u.idx)) ||
-        (s = ag_replay_nstep(d->replay, u.idx, d->cfg.n_step, d->cfg.gamma, d->cfg.n_envs, "reward",
-                             "terminated", "truncated", &u.ret, &u.disc, &u.last)))
-      return s;
-  } else if ((s = ag_replay_can_sample(d->replay, d->batch))) {
-    return s;
-  }
-  return ag__qlearn_step(&u, &d->loss);
+  ag_status s = ag__agent_batch_draw(&u.src, d->replay, d->cfg.n_step, d->cfg.gamma, d->cfg.n_envs, fn);
+  return s ? s : ag__qlearn_step(&u, &d->loss);
 }
 
 static ag_status update_step(ag_ctx *ctx, void *user) {

@@ -49,6 +49,7 @@ typedef enum ag__kernel_id {
   AG__K_SET_I64,
   AG__K_NSTEP,
   AG__K_RANDN,
+  AG__K_ACGRAD,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -346,6 +347,28 @@ typedef struct ag__per_sample_args {
   const float *beta_dev;
 } ag__per_sample_args;
 
+/* ---- the batch of the fused updates (AG__K_QGRAD, AG__K_ACGRAD) ----
+ * B transitions of an f32 table [rows, capacity] (times scale): the columns
+ * idx[0..B-1] (clamped to the table) or, idx NULL, B columns drawn as
+ * AG__K_RANDINT draws them (Philox stream seed, draws *counter + j, bound
+ * *size_dev); the fields at rows obs_row (obs), act_row (the action),
+ * rew_row, next_row (next obs), done_row (terminated 0 / 1). ret, disc and
+ * last: the n-step walks of the given columns as AG__K_NSTEP makes them
+ * ([B] each on the device; all three, with idx), or all NULL. */
+typedef struct ag__batch_src {
+  const float *table;
+  int64_t rows, capacity;
+  float scale;
+  const int32_t *idx; /* or NULL: drawn */
+  uint64_t seed;
+  uint64_t *counter;
+  const int64_t *size_dev;
+  int64_t B;
+  int64_t obs_row, act_row, rew_row, next_row, done_row;
+  const float *ret, *disc;
+  const int64_t *last;
+} ag__batch_src;
+
 /* ---- the DQN gradient of a small MLP in one call ----
  * AG__K_QGRAD: for the B transitions idx[0..B-1] (clamped to the table) of a
  * table of f32 columns [rows, capacity] (times scale) — or, when idx is
@@ -387,19 +410,7 @@ typedef struct ag__qgrad_step {
 } ag__qgrad_step;
 
 typedef struct ag__qgrad_args {
-  const float *table;
-  int64_t rows, capacity;
-  float scale;
-  const int32_t *idx; /* or NULL: drawn */
-  uint64_t seed;
-  uint64_t *counter;
-  const int64_t *size_dev;
-  int64_t B;
-  int64_t obs_row, act_row, rew_row, next_row, done_row;
-  /* n-step targets, [B] each on the device (AG__K_NSTEP's outputs), or
-   * all NULL: the one-step target */
-  const float *ret, *disc;
-  const int64_t *last;
+  ag__batch_src src;
   int L; /* layers: sizes[0] inputs .. sizes[L] actions */
   int64_t sizes[AG__QG_MAX_LAYERS + 1];
   const float *w[AG__QG_MAX_LAYERS], *b[AG__QG_MAX_LAYERS];   /* online, W_i [sizes[i+1], sizes[i]] */
@@ -413,6 +424,66 @@ typedef struct ag__qgrad_args {
   float *loss;
   ag__qgrad_step opt;
 } ag__qgrad_args;
+
+/* ---- a SAC or TD3 update of small MLPs in one call ----
+ * AG__K_ACGRAD: one update of ac.c's agent (its composed ops are the
+ * reference: agent/ac.c's header gives the policies and targets) for the
+ * B transitions idx[0..B-1] (clamped to the table) of an f32 table [rows,
+ * capacity] (times scale), or, idx NULL, B columns drawn as AG__K_RANDINT
+ * draws them (seed, draws *counter + j, bound *size_dev):
+ *   s = rows obs_row .. + S, a = the A rows that follow them (act_row =
+ *   obs_row + S), r = rew_row, s' = next_row .. + S, d = done_row;
+ *   with ret, disc, last (all three, with idx): y = ret + disc V(s' of
+ *   column last[j]), else y = r + gamma (1 - d) V(s').
+ * Every network is an MLP of L layers, sizes {in, hidden[0..L-2], out},
+ * ReLU hidden layers, linear output, W_i [sizes[i+1], sizes[i]] stored
+ * with ld = sizes[i+1]: the actor S -> 2A (SAC: means, then the raw log
+ * standard deviations) or A (TD3), the critics and their targets S + A -> 1.
+ * The standard normals the call needs are draws of the same stream after
+ * the B indices (idx NULL) or from *counter (idx given): the smoothing or
+ * sampling normals of a' ([A, B] column by column), then (SAC, actor) the
+ * policy's on s; *counter moves past them at the end.
+ * The call: the critics' loss sum_k mean_j (Q_k(s_j, a_j) - y_j)^2 into
+ * *closs, its gradient into q[k].gw/gb and opt_critic's step (entries 2i,
+ * 2i+1 = W_i, b_i of critic 0, then 2L + ... of critic 1); with targets,
+ * qt[k] = tau q[k] + (1 - tau) qt[k] after it. With actor: the actor's loss
+ * (SAC: mean(alpha log pi - min_k Q_k(s, a~)); TD3: -mean Q_0(s, a(s)))
+ * on the updated critics into *aloss, its gradient into actor.gw/gb and
+ * opt_actor's step; TD3: actor_t = tau actor + (1 - tau) actor_t after;
+ * SAC with autotune: d/d log alpha of -log alpha mean(log pi + target
+ * entropy) into *log_alpha_grad and opt_alpha's step on *log_alpha. alpha
+ * = exp(*log_alpha) as the call finds it, in both losses. Sums run in a
+ * fixed order: a replay gives the same bits. ws: the scratch the
+ * backend's query asks for. */
+#define AG__AC_MAX_LAYERS 9
+
+typedef struct ag__ac_net {
+  float *w[AG__AC_MAX_LAYERS], *b[AG__AC_MAX_LAYERS];
+  float *gw[AG__AC_MAX_LAYERS], *gb[AG__AC_MAX_LAYERS]; /* NULL for a target */
+} ag__ac_net;
+
+/* An optimizer's step (AG__K_ADAM with prep, no clipping, over the
+ * entries in the order above); m[e], v[e]: entry e's moments. */
+typedef struct ag__ac_opt {
+  int sgd;
+  float lr, b1, b2, eps, wd;
+  float *state;
+  float *m[4 * AG__AC_MAX_LAYERS], *v[4 * AG__AC_MAX_LAYERS];
+} ag__ac_opt;
+
+typedef struct ag__acgrad_args {
+  ag__batch_src src;
+  int td3, actor, targets, autotune;
+  int L;
+  int64_t S, A;
+  int64_t hidden[AG__AC_MAX_LAYERS - 1];
+  ag__ac_net pi, pi_t, q[2], qt[2]; /* pi_t: TD3's target actor */
+  ag__ac_opt opt_critic, opt_actor, opt_alpha;
+  float *log_alpha, *log_alpha_grad;
+  float gamma, tau, target_entropy, target_noise, noise_clip;
+  float *ws;
+  float *closs, *aloss;
+} ag__acgrad_args;
 
 /* AG__K_CONVERT: dst[r, c] = (dst_dtype) src[r, c] for r < rows, c < cols,
  * element (r, c) at src[c * src_ld + r] and dst[c * dst_ld + r], by the

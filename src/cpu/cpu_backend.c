@@ -267,6 +267,8 @@ static ag_status cpu_run(void *st, ag__kernel_id id, const void *args, size_t si
     }
     return AG_OK;
   }
+  if ((int)id < 0 || id >= AG__K_COUNT || !ag__cpu_kernels[id])
+    return ag__fail(AG_ERR_UNSUPPORTED, "cpu: kernel %d is not provided", (int)id);
   const unsigned m = fp_enter();
   const ag_status r = ag__cpu_kernels[id](args);
   fp_leave(m);
@@ -311,7 +313,9 @@ static void cpu_record_free(void *st, void *rec) {
 
 static size_t cpu_scratch(void *st, ag__kernel_id id, const void *args, size_t size) {
   (void)st, (void)size;
-  return id == AG__K_QGRAD ? ag__cpu_qgrad_scratch(args) : 0;
+  return id == AG__K_QGRAD    ? ag__cpu_qgrad_scratch(args)
+         : id == AG__K_ACGRAD ? ag__cpu_acgrad_scratch(args)
+                              : 0;
 }
 
 /* ---- handoff: host memory; the CPU has nothing to wait for ---- */

@@ -54,5 +54,8 @@ extern int ag__cpu_gather_threads;
 ag_status ag__cpu_qgrad(const void *args);
 /* The scratch bytes it needs for these arguments (the layout cpu_qgrad.c describes). */
 size_t ag__cpu_qgrad_scratch(const void *args);
+/* AG__K_ACGRAD (cpu_acgrad.c) and its scratch bytes. */
+ag_status ag__cpu_acgrad(const void *args);
+size_t ag__cpu_acgrad_scratch(const void *args);
 
 #endif /* AGRL_CPU_INTERNAL_H */

@@ -384,6 +384,7 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_SET_I64] = k_set_i64,
     [AG__K_NSTEP] = k_nstep,
     [AG__K_RANDN] = k_randn,
+    [AG__K_ACGRAD] = ag__cpu_acgrad,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -413,4 +414,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_SET_I64] = k_set_i64,
     [AG__K_NSTEP] = k_nstep,
     [AG__K_RANDN] = k_randn,
+    [AG__K_ACGRAD] = ag__cpu_acgrad,
 };

@@ -36,7 +36,7 @@ static void forward(const ag__qgrad_args *a, const float *const *w, const float 
   const float *in = x;
   for (int i = 0; i < a->L; i++) {
     float *y = i == a->L - 1 ? out : (i % 2 ? R : P);
-    dense(w[i], b[i], in, y, a->sizes[i + 1], a->sizes[i], a->B, i < a->L - 1);
+    dense(w[i], b[i], in, y, a->sizes[i + 1], a->sizes[i], a->src.B, i < a->L - 1);
     in = y;
   }
 }
@@ -49,19 +49,20 @@ size_t ag__cpu_qgrad_scratch(const void *args) {
     widest = a->sizes[i] > widest ? a->sizes[i] : widest;
   }
   const int64_t A = a->sizes[a->L], S = a->sizes[0],
-                groups = (a->B + AG__QG_LOSS_GROUP - 1) / AG__QG_LOSS_GROUP;
+                groups = (a->src.B + AG__QG_LOSS_GROUP - 1) / AG__QG_LOSS_GROUP;
   /* A_0 .. A_L, D_0 .. D_L-1, S, P and R, Qo and Qt, the partials, the columns */
-  const int64_t floats = a->B * (S + hidden + A) + a->B * (hidden + A) + a->B * S + 2 * widest * a->B +
-                         2 * A * a->B + groups + 2 * a->B + 2; /* + 2: the columns start 8-byte aligned */
+  const int64_t floats = a->src.B * (S + hidden + A) + a->src.B * (hidden + A) + a->src.B * S +
+                         2 * widest * a->src.B + 2 * A * a->src.B + groups + 2 * a->src.B +
+                         2; /* + 2: the columns start 8-byte aligned */
   return (size_t)floats * sizeof(float);
 }
 
 ag_status ag__cpu_qgrad(const void *args) {
   const ag__qgrad_args *a = args;
-  if ((a->ret || a->disc || a->last) && !(a->ret && a->disc && a->last && a->idx))
+  if ((a->src.ret || a->src.disc || a->src.last) && !(a->src.ret && a->src.disc && a->src.last && a->src.idx))
     return ag__fail(AG_ERR_INVALID_ARG, "cpu: qgrad's n-step targets need ret, disc, last and given columns");
   const int L = a->L;
-  const int64_t B = a->B, A = a->sizes[L], K0 = a->sizes[0];
+  const int64_t B = a->src.B, A = a->sizes[L], K0 = a->sizes[0];
   int64_t widest = 0;
   for (int i = 0; i <= L; i++) widest = a->sizes[i] > widest ? a->sizes[i] : widest;
   float *act[AG__QG_MAX_LAYERS + 1], *dl[AG__QG_MAX_LAYERS];
@@ -79,19 +80,21 @@ ag_status ag__cpu_qgrad(const void *args) {
   const int64_t tiles = (B + AG__QG_LOSS_GROUP - 1) / AG__QG_LOSS_GROUP;
   int64_t *cols =
       (int64_t *)(((uintptr_t)(part + tiles) + 7) & ~(uintptr_t)7); /* 8-byte aligned; the scratch has room */
-  const int64_t bound = a->idx ? 0 : *a->size_dev;
+  const int64_t bound = a->src.idx ? 0 : *a->src.size_dev;
   for (int64_t j = 0; j < B; j++) {
-    const int64_t c = a->idx ? a->idx[j] : ag__philox_below(a->seed, *a->counter + (uint64_t)j, bound);
-    cols[j] = ag__clamp_index(c, a->capacity);
+    const int64_t c =
+        a->src.idx ? a->src.idx[j] : ag__philox_below(a->src.seed, *a->src.counter + (uint64_t)j, bound);
+    cols[j] = ag__clamp_index(c, a->src.capacity);
   }
-  if (!a->idx) *a->counter += (uint64_t)B;
+  if (!a->src.idx) *a->src.counter += (uint64_t)B;
   for (int64_t j = 0; j < B; j++) {
-    const float *col = a->table + cols[j] * a->rows;
+    const float *col = a->src.table + cols[j] * a->src.rows;
     /* s': the n-step walk's last column, else the transition's own */
-    const float *ncol = a->last ? a->table + ag__clamp_index(a->last[j], a->capacity) * a->rows : col;
+    const float *ncol =
+        a->src.last ? a->src.table + ag__clamp_index(a->src.last[j], a->src.capacity) * a->src.rows : col;
     for (int64_t k = 0; k < K0; k++) {
-      act[0][j * K0 + k] = col[a->obs_row + k] * a->scale;
-      S[j * K0 + k] = ncol[a->next_row + k] * a->scale;
+      act[0][j * K0 + k] = col[a->src.obs_row + k] * a->src.scale;
+      S[j * K0 + k] = ncol[a->src.next_row + k] * a->src.scale;
     }
   }
   for (int i = 0; i < L; i++)
@@ -105,8 +108,8 @@ ag_status ag__cpu_qgrad(const void *args) {
   for (int64_t t = 0; t < tiles; t++) {
     float sum = 0.0f;
     for (int64_t j = t * AG__QG_LOSS_GROUP; j < B && j < (t + 1) * AG__QG_LOSS_GROUP; j++) {
-      const float *col = a->table + cols[j] * a->rows;
-      const float act_f = col[a->act_row] * a->scale;
+      const float *col = a->src.table + cols[j] * a->src.rows;
+      const float act_f = col[a->src.act_row] * a->src.scale;
       const float *qt = Qt + j * A;
       float v;
       if (a->double_dqn) {
@@ -120,10 +123,10 @@ ag_status ag__cpu_qgrad(const void *args) {
         for (int64_t k = 1; k < A; k++) v = qt[k] > v ? qt[k] : v;
       }
       float y;
-      if (a->ret) { /* n-step: disc holds gamma^k and the termination */
-        y = a->ret[j] + a->disc[j] * v;
+      if (a->src.ret) { /* n-step: disc holds gamma^k and the termination */
+        y = a->src.ret[j] + a->src.disc[j] * v;
       } else {
-        const float r = col[a->rew_row] * a->scale, d = col[a->done_row] * a->scale;
+        const float r = col[a->src.rew_row] * a->src.scale, d = col[a->src.done_row] * a->src.scale;
         y = r + a->gamma * (1.0f - d) * v;
       }
       int64_t ai = ag__pick_index(&act_f, AG_F32, 0, 0, A);

@@ -557,7 +557,7 @@ static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
     ag__cuda_pick,    ag__cuda_pick_bwd, ag__cuda_fill,     ag__cuda_copy,       ag__cuda_adam_prep,
     ag__cuda_adam,    ag__cuda_sumsq,    ag__cuda_axpby,    ag__cuda_randint,    ag__cuda_td_target,
     ag__cuda_loss,    ag__cuda_per_set,  ag__cuda_per_fill, ag__cuda_per_sample, ag__cuda_qgrad,
-    ag__cuda_convert, ag__cuda_set_i64,  ag__cuda_nstep,    ag__cuda_randn,
+    ag__cuda_convert, ag__cuda_set_i64,  ag__cuda_nstep,    ag__cuda_randn,      ag__cuda_acgrad,
 };
 
 static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {
@@ -569,9 +569,10 @@ static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t si
 
 static size_t cuda_scratch(void *p, ag__kernel_id id, const void *args, size_t size) {
   (void)p, (void)size;
-  return id == AG__K_ADAM    ? ag__cuda_adam_scratch(args)
-         : id == AG__K_QGRAD ? ag__cuda_qgrad_scratch(args)
-                             : 0;
+  return id == AG__K_ADAM     ? ag__cuda_adam_scratch(args)
+         : id == AG__K_QGRAD  ? ag__cuda_qgrad_scratch(args)
+         : id == AG__K_ACGRAD ? ag__cuda_acgrad_scratch(args)
+                              : 0;
 }
 
 /* ---- recording: stream capture into a CUDA graph ---- */

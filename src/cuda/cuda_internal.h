@@ -189,6 +189,9 @@ ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_fill(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_per_sample(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args);
+/* AG__K_ACGRAD and its scratch bytes (acgrad.cu) */
+ag_status ag__cuda_acgrad(ag__cuda_state *st, const void *args);
+size_t ag__cuda_acgrad_scratch(const void *args);
 ag_status ag__cuda_convert(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_set_i64(ag__cuda_state *st, const void *args);
 

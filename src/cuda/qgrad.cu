@@ -34,19 +34,9 @@
  */
 #include "base/philox.h"
 #include "base/scalar_ops.h"
-#include "cuda/cuda_internal.h"
+#include "cuda/tile.cuh"
 
-#include <cuda_pipeline.h>
-
-#ifndef QG_THREADS
-#define QG_THREADS 512 /* a tile kernel's block: 8 groups of 64 (256: 4 groups) */
-#endif
-#define QG_GROUPS (QG_THREADS / 64)
-#define QG_OUT (1024 / QG_THREADS) /* outputs of a 32 x 32 tile a thread keeps */
-#define QG_T AG__QG_LOSS_GROUP     /* a tile of the output kernel is one group of the loss's sum */
-#ifndef QG_GS
-#define QG_GS 4 /* stages of the rings in shared memory */
-#endif
+#define QG_T AG__QG_LOSS_GROUP /* a tile of the output kernel is one group of the loss's sum */
 
 typedef struct qg_ptrs {
   float *act[AG__QG_MAX_LAYERS]; /* A_i [sizes[i], B]: the online network's layer inputs on s */
@@ -70,211 +60,30 @@ typedef struct qg_src {
  * AG__K_RANDINT draws (the stream's counter moves on in the last kernel). */
 __device__ __forceinline__ int64_t qg_col(const ag__qgrad_args &a, int64_t b) {
   int64_t c;
-  if (a.idx) {
-    c = a.idx[b];
+  if (a.src.idx) {
+    c = a.src.idx[b];
   } else {
-    const int64_t bound = *a.size_dev;
+    const int64_t bound = *a.src.size_dev;
     c = bound < 1 ? 0
-                  : (int64_t)ag__scale_u64(ag__philox_u64(a.seed, *a.counter + (uint64_t)b), (uint64_t)bound);
+                  : (int64_t)ag__scale_u64(ag__philox_u64(a.src.seed, *a.src.counter + (uint64_t)b),
+                                           (uint64_t)bound);
   }
-  return c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
+  return c < 0 ? 0 : (c >= a.src.capacity ? a.src.capacity - 1 : c);
 }
 
 /* The column whose next-obs rows are transition b's s': the n-step walk's
  * last column (clamped as qg_col clamps), else the transition's own. */
 __device__ __forceinline__ int64_t qg_next_col(const ag__qgrad_args &a, int64_t b) {
-  if (!a.last) return qg_col(a, b);
-  const int64_t c = a.last[b];
-  return c < 0 ? 0 : (c >= a.capacity ? a.capacity - 1 : c);
+  if (!a.src.last) return qg_col(a, b);
+  const int64_t c = a.src.last[b];
+  return c < 0 ? 0 : (c >= a.src.capacity ? a.src.capacity - 1 : c);
 }
 
 /* Input k of transition b (table column c when gathering). */
 __device__ __forceinline__ float qg_in(const ag__qgrad_args &a, const qg_src &s, int64_t k, int64_t b,
                                        int64_t c) {
   if (!s.gather) return s.p[k + b * s.K];
-  return a.table[c * a.rows + s.row0 + k] * a.scale;
-}
-
-/* ---- the tile product the forward, backward and gradient kernels share ----
- * C [m0 + m, n0 + n] = sum over r of A (m, r) B (n, r), m, n < 32, by a
- * block of QG_THREADS threads. Each operand comes 32 x 32 a pass through a
- * ring of QG_GS stages in shared memory, QG_GS - 1 passes ahead of the one
- * being summed, a copy of four floats a thread a pass and operand (512
- * threads: the first half copies A, the second B). In a stage an
- * operand's rows are 32 floats of memory order (QG_P apart, so that a
- * column read by 8 lanes hits 8 different banks): rows of r when it is
- * stored with m along memory, rows of m when r runs along memory (kmaj).
- * The block's QG_GROUPS groups of 64 threads each take every QG_GROUPS-th
- * run of 4 r of a pass; a thread sums a 4 x 4 block of C from 4 float4
- * loads of each operand (m = 4 tm + q along memory, tm + 8 q in a kmaj
- * operand; n alike), and the groups' sums are added through shared memory
- * in group order: every sum in a fixed order. */
-#define QG_P 36
-#define QG_STAGE (32 * QG_P)
-#define QG_SMEM (2 * QG_GS * QG_STAGE)
-static_assert(QG_SMEM >= QG_GROUPS * 1056, "the rings hold the groups' sums at the end of a tile product");
-static_assert(QG_THREADS == 256 || QG_THREADS == 512, "4 or 8 groups of 64 threads a tile");
-
-/* One operand: element (m, r) at p[r + m ld] (kmaj) or p[m + r ld]; with
- * cols (kmaj, the table), row m is the table's column cols[m - m0] from
- * row0 (ld: the table's rows). Past M or R, zeros; with bias (not kmaj),
- * element (M, r < R) is 1, the bias's input. vec (never with cols): M (R
- * when kmaj) and ld multiples of 4 and p aligned: four floats along memory
- * are one 16-byte copy. */
-typedef struct qg_op {
-  const float *p;
-  int64_t ld, M, R;
-  int vec, bias;
-  int64_t row0;
-  const int64_t *cols;
-} qg_op;
-
-/* This thread's four floats of pass c into d (a stage's slot). base: the
- * slot's row (kmaj, element (m, 0)) or column (element (m, 0)); rs: the
- * slot's first r (kmaj) or its r within the pass. */
-template <bool KM>
-__device__ __forceinline__ void qg_feed(const qg_op &o, const float *base, bool mok, int64_t m, int rs, int c,
-                                        float *d) {
-  const int64_t r = (int64_t)c * 32 + rs;
-  if (KM) {
-    if (o.vec) {
-      const bool ok = mok && r < o.R;
-      __pipeline_memcpy_async(d, ok ? base + r : o.p, 4 * sizeof(float), ok ? 0 : 4 * sizeof(float));
-    } else {
-#pragma unroll
-      for (int q = 0; q < 4; q++) {
-        const bool ok = mok && r + q < o.R;
-        __pipeline_memcpy_async(d + q, ok ? base + r + q : o.p, sizeof(float), ok ? 0 : sizeof(float));
-      }
-    }
-  } else {
-    const bool rok = r < o.R;
-    if (o.vec && !(o.bias && m == o.M)) {
-      const bool ok = rok && m < o.M;
-      __pipeline_memcpy_async(d, ok ? base + r * o.ld : o.p, 4 * sizeof(float), ok ? 0 : 4 * sizeof(float));
-    } else {
-#pragma unroll
-      for (int q = 0; q < 4; q++) {
-        const bool ok = rok && m + q < o.M;
-        if (o.bias && m + q == o.M)
-          d[q] = rok ? 1.0f : 0.0f;
-        else
-          __pipeline_memcpy_async(d + q, ok ? base + q + r * o.ld : o.p, sizeof(float),
-                                  ok ? 0 : sizeof(float));
-      }
-    }
-  }
-}
-
-/* v[q][s]: the operand's value at (its q-th m, r0 + s) for the thread's
- * index u (tm or tn). */
-template <bool KM>
-__device__ __forceinline__ void qg_load4(const float *S, int r0, int u, float v[4][4]) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const float4 x =
-        *reinterpret_cast<const float4 *>(KM ? &S[(u + 8 * i) * QG_P + r0] : &S[(r0 + i) * QG_P + 4 * u]);
-    if (KM) {
-      v[i][0] = x.x, v[i][1] = x.y, v[i][2] = x.z, v[i][3] = x.w;
-    } else {
-      v[0][i] = x.x, v[1][i] = x.y, v[2][i] = x.z, v[3][i] = x.w;
-    }
-  }
-}
-
-/* qg_mm's after() for a kernel that needs none */
-struct qg_nothing {
-  __device__ void operator()(int, const float *, int, int) const {}
-};
-
-/* qg_mm's gate: the wait for the previous kernel, then the early trigger */
-struct qg_gate {
-  __device__ void operator()() const {
-    ag__pdl_wait();
-    ag__pdl_trigger();
-  }
-};
-
-/* The block's tile: out[s] = C [m0 + (t % 32), n0 + QG_OUT (t / 32) + s]
- * for thread t. after(c, x, sa, sb) runs in the threads that copy B once
- * their part of pass c has landed, before the ring moves on: x is their
- * slot of B's stage, row sa from column sb (the fwd kernel saves its
- * gathered inputs there). sm: QG_SMEM floats of shared memory.
- * EARLY 1 (2): A (B) may be read before the previous kernel has completed
- * (it was written two kernels back or earlier): its first QG_GS - 1 passes
- * are asked for, then gate() runs (the kernel's wait), then the other
- * operand's. */
-template <bool AK, bool BK, int EARLY = 0, typename F, typename G = qg_gate>
-__device__ __forceinline__ void qg_mm(float *sm, const qg_op &A, const qg_op &B, int64_t m0, int64_t n0,
-                                      float out[QG_OUT], F &&after, G &&gate = G()) {
-  float *As = sm, *Bs = sm + QG_GS * QG_STAGE;
-  const int e = (int)threadIdx.x, g = e >> 6, tm = e & 7, tn = (e >> 3) & 7;
-  const int sa = (e & 255) >> 3, sb = (e & 7) * 4, slot = sa * QG_P + sb;
-  const bool copy_a = QG_THREADS == 256 || e < 256, copy_b = QG_THREADS == 256 || e >= 256;
-  /* this thread's slot: kmaj, row m0 + sa from r = sb; else column m0 + sb at r = sa */
-  const int64_t ma = AK ? m0 + sa : m0 + sb, mb = BK ? n0 + sa : n0 + sb;
-  const bool oka = ma < A.M, okb = mb < B.M;
-  const float *pa =
-      AK ? (A.cols ? A.p + A.cols[sa] * A.ld + A.row0 : A.p + (oka ? ma : 0) * A.ld) : A.p + (oka ? ma : 0);
-  const float *pb =
-      BK ? (B.cols ? B.p + B.cols[sa] * B.ld + B.row0 : B.p + (okb ? mb : 0) * B.ld) : B.p + (okb ? mb : 0);
-  const int passes = (int)((A.R + 31) / 32);
-  /* pass c's copies of A (a) and B (b); commit: close a group of copies */
-  auto issue = [&](int c, bool a, bool b, bool commit) {
-    if (c < passes) {
-      const int st = (c % QG_GS) * QG_STAGE + slot;
-      if (a && copy_a) qg_feed<AK>(A, pa, oka, ma, AK ? sb : sa, c, As + st);
-      if (b && copy_b) qg_feed<BK>(B, pb, okb, mb, BK ? sb : sa, c, Bs + st);
-    }
-    if (commit) __pipeline_commit();
-  };
-  float acc[4][4];
-#pragma unroll
-  for (int q = 0; q < 4; q++)
-#pragma unroll
-    for (int s = 0; s < 4; s++) acc[q][s] = 0.0f;
-  if (EARLY) { /* the early operand's first passes in the first group (pass 0 waits for it) */
-    for (int c = 0; c < QG_GS - 1; c++) issue(c, EARLY == 1, EARLY == 2, false);
-    gate();
-  }
-  for (int c = 0; c < QG_GS - 1; c++) issue(c, EARLY != 1, EARLY != 2, true);
-  for (int c = 0; c < passes; c++) {
-    __pipeline_wait_prior(QG_GS - 2); /* pass c has landed (this thread's copies) */
-    if (copy_b) after(c, Bs + (c % QG_GS) * QG_STAGE + slot, sa, sb);
-    __syncthreads(); /* every thread's; stage (c - 1) % QG_GS is summed */
-    issue(c + QG_GS - 1, true, true, true);
-    const float *as = As + (c % QG_GS) * QG_STAGE, *bs = Bs + (c % QG_GS) * QG_STAGE;
-#pragma unroll
-    for (int h = 0; h < 8 / QG_GROUPS; h++) {
-      float a[4][4], b[4][4];
-      qg_load4<AK>(as, 4 * (g + QG_GROUPS * h), tm, a);
-      qg_load4<BK>(bs, 4 * (g + QG_GROUPS * h), tn, b);
-#pragma unroll
-      for (int s = 0; s < 4; s++)
-#pragma unroll
-        for (int q = 0; q < 4; q++)
-#pragma unroll
-          for (int u = 0; u < 4; u++) acc[q][u] = fmaf(a[q][s], b[u][s], acc[q][u]);
-    }
-  }
-  __pipeline_wait_prior(0);
-  __syncthreads(); /* the ring is free: the groups' sums go through it */
-  float *red = sm; /* [QG_GROUPS][32][33] */
-#pragma unroll
-  for (int q = 0; q < 4; q++)
-#pragma unroll
-    for (int u = 0; u < 4; u++)
-      red[g * 1056 + (AK ? tm + 8 * q : 4 * tm + q) * 33 + (BK ? tn + 8 * u : 4 * tn + u)] = acc[q][u];
-  __syncthreads();
-  const int ox = e & 31, oy = e >> 5;
-#pragma unroll
-  for (int s = 0; s < QG_OUT; s++) {
-    const int o = ox * 33 + QG_OUT * oy + s;
-    float v = red[o];
-#pragma unroll
-    for (int h = 1; h < QG_GROUPS; h++) v += red[h * 1056 + o];
-    out[s] = v;
-  }
+  return a.src.table[c * a.src.rows + s.row0 + k] * a.src.scale;
 }
 
 /* The optimizer's step values (t, bias corrections, clip coefficient 1)
@@ -334,7 +143,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
   __shared__ __align__(16) float sm[QG_SMEM];
   __shared__ int64_t cols[32];
   const int part = blockIdx.z;
-  const int64_t j0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, n = f.n, K = f.K, B = a.B;
+  const int64_t j0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32, n = f.n, K = f.K, B = a.src.B;
   const qg_src in = f.in[part];
   if (in.gather) {
     if (threadIdx.x < 32) { /* part 0 reads s, the others s' */
@@ -344,7 +153,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
     __syncthreads();
   }
   const qg_op W = {f.W[part], n, n, K, f.vec_w, 0, 0, NULL};
-  const qg_op X = in.gather ? qg_op{a.table, a.rows, B, K, f.vec_x, 0, in.row0, cols}
+  const qg_op X = in.gather ? qg_op{a.src.table, a.src.rows, B, K, f.vec_x, 0, in.row0, cols}
                             : qg_op{in.p, K, B, K, f.vec_x, 0, 0, NULL};
   const int64_t j = j0 + (threadIdx.x & 31);
   const float bj = j < n ? f.bias[part][j] : 0.0f; /* loaded before the product, not after */
@@ -354,13 +163,13 @@ __global__ void __launch_bounds__(QG_THREADS) qg_fwd_kernel(ag__qgrad_args a, qg
       const int64_t b = b0 + sa;
       for (int q = 0; q < 4; q++) {
         const int64_t k = (int64_t)c * 32 + sb + q;
-        if (b < B && k < K) f.save[k + b * K] = x[q] * a.scale;
+        if (b < B && k < K) f.save[k + b * K] = x[q] * a.src.scale;
       }
     });
   } else {
     qg_mm<false, true, EARLY ? 1 : 0>(sm, W, X, j0, b0, v, qg_nothing());
   }
-  const float xs = in.gather ? a.scale : 1.0f;
+  const float xs = in.gather ? a.src.scale : 1.0f;
   if (j < n) {
     for (int r = 0; r < QG_OUT; r++) {
       const int64_t b = b0 + (threadIdx.x >> 5) * QG_OUT + r;
@@ -400,7 +209,7 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
   __shared__ int act[QG_T];
   __shared__ int64_t cols[2][QG_T]; /* the tile's columns of s and of s' */
   const int L = a.L, A = (int)a.sizes[L], lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t K = a.sizes[L - 1], B = a.B, b0 = (int64_t)blockIdx.x * QG_T;
+  const int64_t K = a.sizes[L - 1], B = a.src.B, b0 = (int64_t)blockIdx.x * QG_T;
   const int part = warp / QG_T, t = warp % QG_T;
   const int64_t b = b0 + t;
   /* thread t < QG_T: transition b0 + t's action, reward and done (n-step:
@@ -411,14 +220,14 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
     const bool in = bt < B;
     const int64_t c = in ? qg_col(a, bt) : 0;
     cols[0][threadIdx.x] = c;
-    cols[1][threadIdx.x] = in && a.last ? qg_next_col(a, bt) : c;
+    cols[1][threadIdx.x] = in && a.src.last ? qg_next_col(a, bt) : c;
     if (in) {
-      const float *col = a.table + c * a.rows;
-      fa = col[a.act_row] * a.scale;
-      if (a.ret)
-        fr = a.ret[bt], fd = a.disc[bt];
+      const float *col = a.src.table + c * a.src.rows;
+      fa = col[a.src.act_row] * a.src.scale;
+      if (a.src.ret)
+        fr = a.src.ret[bt], fd = a.src.disc[bt];
       else
-        fr = col[a.rew_row] * a.scale, fd = col[a.done_row] * a.scale;
+        fr = col[a.src.rew_row] * a.src.scale, fd = col[a.src.done_row] * a.src.scale;
     }
   }
   const qg_src in = o.in[part];
@@ -484,7 +293,8 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
         v = q[1][0][tt];
         for (int k = 1; k < A; k++) v = q[1][k][tt] > v ? q[1][k][tt] : v;
       }
-      const float y = a.ret ? fr + fd * v : fr + a.gamma * (1.0f - fd) * v; /* n-step: fd is the discount */
+      const float y =
+          a.src.ret ? fr + fd * v : fr + a.gamma * (1.0f - fd) * v; /* n-step: fd is the discount */
       ai = ag__pick_index(&fa, AG_F32, 0, 0, A);
       const float diff = q[0][ai][tt] - y;
       lv = ag__loss_f(a.kind, diff, a.delta);
@@ -531,7 +341,7 @@ __global__ void __launch_bounds__(32 * 3 * QG_T) qg_out_kernel(ag__qgrad_args a,
  * read before the wait, D_i after it. */
 __global__ void __launch_bounds__(QG_THREADS) qg_bwd_kernel(ag__qgrad_args a, qg_ptrs p, int i) {
   __shared__ __align__(16) float sm[QG_SMEM];
-  const int64_t n = a.sizes[i + 1], K = a.sizes[i], B = a.B;
+  const int64_t n = a.sizes[i + 1], K = a.sizes[i], B = a.src.B;
   const int64_t k0 = (int64_t)blockIdx.x * 32, b0 = (int64_t)blockIdx.y * 32;
   const qg_op W = {a.w[i], n, K, n, p.vecw[i], 0, 0, NULL};
   const qg_op D = {p.dl[i], n, B, n, p.vecd[i], 0, 0, NULL};
@@ -569,7 +379,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
   const int n = (int)a.sizes[i + 1], k = (int)a.sizes[i], tk = (k + 1 + 31) / 32;
   const int r = (int)blockIdx.x - p.first[i], j0 = (r / tk) * 32, k0 = (r % tk) * 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int64_t B = a.B;
+  const int64_t B = a.src.B;
   /* with the optimizer's step: this thread's parameters and moments, before
    * the wait (the kernel is never the call's first: the last to write them
    * was the previous call's gradient kernel) */
@@ -591,7 +401,7 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
     if (blockIdx.x ==
         gridDim.x - 1) { /* the loss, first: the partials loaded together, added in a fixed order */
       __shared__ float wsum[QG_THREADS / 32];
-      const int64_t tiles = (a.B + QG_T - 1) / QG_T;
+      const int64_t tiles = (a.src.B + QG_T - 1) / QG_T;
       float sum = 0.0f;
       for (int64_t t = threadIdx.x; t < tiles; t += QG_THREADS) sum += p.part[t];
       for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
@@ -600,8 +410,8 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
       if (threadIdx.x == 0) {
         float total = 0.0f;
         for (int q = 0; q < QG_THREADS / 32; q++) total += wsum[q];
-        *a.loss = total * (1.0f / (float)a.B);
-        if (!a.idx) *a.counter += (uint64_t)a.B; /* every draw of this call has been read */
+        *a.loss = total * (1.0f / (float)a.src.B);
+        if (!a.src.idx) *a.src.counter += (uint64_t)a.src.B; /* every draw of this call has been read */
       }
     }
   };
@@ -636,13 +446,13 @@ __global__ void __launch_bounds__(QG_THREADS) qg_grad_kernel(ag__qgrad_args a, q
 ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   const ag__qgrad_args *a = (const ag__qgrad_args *)args;
   const int L = a->L;
-  const int64_t B = a->B;
+  const int64_t B = a->src.B;
   if (L < 1 || L > AG__QG_MAX_LAYERS || a->sizes[L] > AG__QG_MAX_ACTIONS)
     return ag__fail(AG_ERR_UNSUPPORTED, "cuda: %d layers and %lld actions are outside the fused DQN gradient",
                     L, (long long)a->sizes[L]);
   const qg_opt opt = a->opt;
   if (opt.on && !opt.state) return ag__fail(AG_ERR_INVALID_ARG, "cuda: qgrad's optimizer step has no state");
-  if ((a->ret || a->disc || a->last) && !(a->ret && a->disc && a->last && a->idx))
+  if ((a->src.ret || a->src.disc || a->src.last) && !(a->src.ret && a->src.disc && a->src.last && a->src.idx))
     return ag__fail(AG_ERR_INVALID_ARG,
                     "cuda: qgrad's n-step targets need ret, disc, last and given columns");
   /* the scratch as cpu_qgrad.c lays it out (A_0 .. A_L, D_0 .. D_L-1, s',
@@ -681,8 +491,8 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args) {
   qg_src src[3];
   for (int i = 0; i < L; i++) {
     if (i == 0) {
-      src[0] = qg_src{a->table, a->sizes[0], a->obs_row, 1};
-      src[1] = src[2] = qg_src{a->table, a->sizes[0], a->next_row, 1};
+      src[0] = qg_src{a->src.table, a->sizes[0], a->src.obs_row, 1};
+      src[1] = src[2] = qg_src{a->src.table, a->sizes[0], a->src.next_row, 1};
     } else {
       src[0] = qg_src{p.act[i], a->sizes[i], 0, 0};
       src[1] = qg_src{p.tp[(i - 1) & 1], a->sizes[i], 0, 0};
@@ -741,11 +551,11 @@ size_t ag__cuda_qgrad_scratch(const void *args) {
     if (i > 0 && i < a->L) hidden += a->sizes[i];
     widest = a->sizes[i] > widest ? a->sizes[i] : widest;
   }
-  const int64_t A = a->sizes[a->L], S = a->sizes[0], tiles = (a->B + QG_T - 1) / QG_T;
+  const int64_t A = a->sizes[a->L], S = a->sizes[0], tiles = (a->src.B + QG_T - 1) / QG_T;
   /* A_0 .. A_L, D_0 .. D_L-1, s', two widest blocks (the target's pass),
    * Q(s') and Q'(s'), the partials, two widest blocks (the online pass on
    * s'), then 16 floats (the optimizer step's values) */
-  const int64_t floats = a->B * (S + hidden + A) + a->B * (hidden + A) + a->B * S + 2 * widest * a->B +
-                         2 * A * a->B + tiles + 2 * widest * a->B + 16;
+  const int64_t floats = a->src.B * (S + hidden + A) + a->src.B * (hidden + A) + a->src.B * S +
+                         2 * widest * a->src.B + 2 * A * a->src.B + tiles + 2 * widest * a->src.B + 16;
   return (size_t)floats * sizeof(float);
 }

@@ -10,8 +10,8 @@
 
 /* The device address of t, a [1, B] or [B, 1] tensor of dtype on ctx whose
  * B values lie one after another (what the kernel reads as an array). */
-static ag_status vec_ptr(ag_ctx *ctx, ag_tensor *t, int64_t B, ag_dtype dtype, const char *fn,
-                         const char *what, const void **out) {
+ag_status ag__vec_ptr(ag_ctx *ctx, ag_tensor *t, int64_t B, ag_dtype dtype, const char *fn, const char *what,
+                      const void **out) {
   ag_status s = ag__check_tensor(t, fn, what);
   if (s) return s;
   if (t->ctx != ctx)
@@ -30,18 +30,45 @@ static ag_status vec_ptr(ag_ctx *ctx, ag_tensor *t, int64_t B, ag_dtype dtype, c
   return AG_OK;
 }
 
-/* The kernel's arguments but for its scratch and loss (shapes and
- * residency checked; fails without changing anything). */
-static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a) {
-  memset(a, 0, sizeof *a);
-  if (!u->table || !u->size || !u->rng || !u->q || !u->target)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, size, rng, q and target must be given", fn);
-  ag_buffer *buf = u->table;
+ag_status ag__fused_batch_ptrs(const ag__fused_batch *b, const char *fn, ag__batch_src *p) {
+  memset(p, 0, sizeof *p);
+  if (!b->table || !b->size || !b->rng)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: the table, its size and the stream must be given", fn);
+  ag_buffer *buf = b->table;
   ag_ctx *ctx = buf->ctx;
   if (buf->freed) return ag__fail(AG_ERR_FREED, "%s: the table's buffer has been freed", fn);
   if (buf->dtype != AG_F32)
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update reads f32 tables, not %s", fn,
                     ag_dtype_name(buf->dtype));
+  if (b->B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)b->B);
+  const int nstep = b->ret || b->disc || b->last;
+  if (nstep && !(b->ret && b->disc && b->last && b->idx))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n-step targets need ret, disc and last together, and idx", fn);
+  ag_status s = ag__store_ensure(ctx, &buf->store);
+  void *sz, *cnt;
+  const void *ip = NULL, *rp = NULL, *dp = NULL, *lp = NULL;
+  if (s || (s = ag__tensor_ptr(b->size, &sz)) || (s = ag__rng_counter(b->rng, &cnt)) ||
+      (b->idx && (s = ag__vec_ptr(ctx, b->idx, b->B, AG_I32, fn, "idx", &ip))) ||
+      (nstep && ((s = ag__vec_ptr(ctx, b->ret, b->B, AG_F32, fn, "ret", &rp)) ||
+                 (s = ag__vec_ptr(ctx, b->disc, b->B, AG_F32, fn, "disc", &dp)) ||
+                 (s = ag__vec_ptr(ctx, b->last, b->B, AG_I64, fn, "last", &lp)))))
+    return s;
+  p->table = buf->store.ptr;
+  p->rows = buf->rows;
+  p->capacity = buf->capacity;
+  p->scale = buf->scale;
+  p->idx = ip, p->seed = ag__rng_seed(b->rng), p->counter = cnt, p->size_dev = sz;
+  p->ret = rp, p->disc = dp, p->last = lp;
+  p->B = b->B, p->obs_row = b->obs_row, p->act_row = b->act_row, p->rew_row = b->rew_row,
+  p->next_row = b->next_row, p->done_row = b->done_row;
+  return AG_OK;
+}
+
+/* The kernel's arguments but for its scratch and loss (shapes and
+ * residency checked; fails without changing anything). */
+static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a) {
+  memset(a, 0, sizeof *a);
+  if (!u->q || !u->target) return ag__fail(AG_ERR_INVALID_ARG, "%s: q and target must be given", fn);
   ag_act hidden, last, th, tl;
   ag__mlp_acts(u->q, &hidden, &last);
   ag__mlp_acts(u->target, &th, &tl);
@@ -56,31 +83,8 @@ static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a)
   if (ag_mlp_n_params(u->target) != 2 * L || ag_mlp_in(u->q) != ag_mlp_in(u->target) ||
       ag_mlp_out(u->q) != ag_mlp_out(u->target))
     return ag__fail(AG_ERR_SHAPE, "%s: q and target differ in shape", fn);
-  if (u->B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)u->B);
-  ag_status s = ag__store_ensure(ctx, &buf->store);
+  ag_status s = ag__fused_batch_ptrs(&u->src, fn, &a->src);
   if (s) return s;
-  a->table = buf->store.ptr;
-  a->rows = buf->rows;
-  a->capacity = buf->capacity;
-  a->scale = buf->scale;
-  void *p, *cnt;
-  if ((s = ag__tensor_ptr(u->size, &p)) || (s = ag__rng_counter(u->rng, &cnt))) return s;
-  a->size_dev = p;
-  a->counter = cnt;
-  a->seed = ag__rng_seed(u->rng);
-  a->B = u->B;
-  const int nstep = u->ret || u->disc || u->last;
-  if (nstep && !(u->ret && u->disc && u->last && u->idx))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: n-step targets need ret, disc and last together, and idx", fn);
-  const void *ip = NULL, *rp = NULL, *dp = NULL, *lp = NULL;
-  if ((u->idx && (s = vec_ptr(ctx, u->idx, u->B, AG_I32, fn, "idx", &ip))) ||
-      (nstep && ((s = vec_ptr(ctx, u->ret, u->B, AG_F32, fn, "ret", &rp)) ||
-                 (s = vec_ptr(ctx, u->disc, u->B, AG_F32, fn, "disc", &dp)) ||
-                 (s = vec_ptr(ctx, u->last, u->B, AG_I64, fn, "last", &lp)))))
-    return s;
-  a->idx = ip, a->ret = rp, a->disc = dp, a->last = lp;
-  a->obs_row = u->obs_row, a->act_row = u->act_row, a->rew_row = u->rew_row, a->next_row = u->next_row,
-  a->done_row = u->done_row;
   a->L = L;
   ag_tensor *const *qp = ag_mlp_params(u->q), *const *tp = ag_mlp_params(u->target);
   for (int i = 0; i < L; i++) {
@@ -97,11 +101,12 @@ static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a)
       return s;
     a->w[i] = x[0], a->b[i] = x[1], a->tw[i] = x[2], a->tb[i] = x[3], a->gw[i] = x[4], a->gb[i] = x[5];
   }
-  if (a->rows < a->sizes[0] || u->obs_row < 0 || u->next_row < 0 || u->obs_row > a->rows - a->sizes[0] ||
-      u->next_row > a->rows - a->sizes[0] || u->act_row < 0 || u->act_row >= a->rows || u->rew_row < 0 ||
-      u->rew_row >= a->rows || u->done_row < 0 || u->done_row >= a->rows)
+  if (a->src.rows < a->sizes[0] || u->src.obs_row < 0 || u->src.next_row < 0 ||
+      u->src.obs_row > a->src.rows - a->sizes[0] || u->src.next_row > a->src.rows - a->sizes[0] ||
+      u->src.act_row < 0 || u->src.act_row >= a->src.rows || u->src.rew_row < 0 ||
+      u->src.rew_row >= a->src.rows || u->src.done_row < 0 || u->src.done_row >= a->src.rows)
     return ag__fail(AG_ERR_SHAPE, "%s: a field's rows lie outside the table's %lld rows", fn,
-                    (long long)a->rows);
+                    (long long)a->src.rows);
   a->gamma = u->gamma;
   a->double_dqn = u->double_dqn;
   a->kind = u->huber ? 1 : 0;
@@ -114,7 +119,7 @@ int ag__qlearn_fusable(const ag__qlearn *u) {
   char keep[1024]; /* the question leaves the last error as it was */
   snprintf(keep, sizeof keep, "%s", ag_last_error());
   int ok = args_of(u, "ag__qlearn_fusable", &a) == AG_OK && (!u->opt || ag__optim_fusable(u->opt)) &&
-           ag__kernel_supported(u->table->ctx, AG__K_QGRAD, &a, sizeof a);
+           ag__kernel_supported(u->src.table->ctx, AG__K_QGRAD, &a, sizeof a);
   ag__fail(AG_OK, "%s", keep);
   return ok;
 }
@@ -124,7 +129,7 @@ ag_status ag__qlearn_step(const ag__qlearn *u, ag_tensor **loss) {
   ag__qgrad_args a;
   ag_status s = args_of(u, fn, &a);
   if (s) return s;
-  ag_ctx *ctx = u->table->ctx;
+  ag_ctx *ctx = u->src.table->ctx;
   if (!ag__kernel_supported(ctx, AG__K_QGRAD, &a, sizeof a))
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: the %s backend does not take the fused update", fn,
                     ctx->be->name);
