@@ -217,7 +217,9 @@ _COMMON_DOC = """
     ``target_entropy`` (None: -act_dim), TD3's ``expl_noise``,
     ``target_noise`` and ``noise_clip`` (fractions of the actions' half
     range), ``noise_rho`` (the exploring noise's correlation from one step
-    to the next, an AR(1) process per copy; 0: independent), n-step returns' ``n_step`` and ``n_envs``, and ``seed``); the
+    to the next, an AR(1) process per copy; 0: independent), n-step returns' ``n_step`` and ``n_envs``, ``seed``,
+    and ``fused`` (True: each update one fused call where it pays, on the GPU; ``.fused`` says whether it
+    does)); the
     defaults are ``{name}.defaults()``. ``low`` and ``high`` are the action
     bounds (act_dim values, or one for all): the networks work in [-1, 1]
     and the agent maps to and from the bounds. ``{name}.for_env(ctx, env,

@@ -43,12 +43,29 @@ static int algo_parse(const char *s, ag_ac_algo *out) {
 /* Fills an ag_ac_config of `algo` from a dict of the names of its fields
  * (target_entropy None: NaN, the default -act_dim). */
 static int parse_config(PyObject *cfg, ag_ac_algo algo, ag_ac_config *c) {
-  static const char *const known[] = {
-      "hidden",       "actor_lr",    "critic_lr",       "gamma",          "tau",
-      "batch_size",   "buffer_size", "learning_starts", "train_freq",     "gradient_steps",
-      "policy_delay", "alpha",       "autotune",        "target_entropy", "expl_noise",
-      "target_noise", "noise_clip",  "noise_rho",       "n_step",         "n_envs",
-      "seed",         NULL};
+  static const char *const known[] = {"hidden",
+                                      "actor_lr",
+                                      "critic_lr",
+                                      "gamma",
+                                      "tau",
+                                      "batch_size",
+                                      "buffer_size",
+                                      "learning_starts",
+                                      "train_freq",
+                                      "gradient_steps",
+                                      "policy_delay",
+                                      "alpha",
+                                      "autotune",
+                                      "target_entropy",
+                                      "expl_noise",
+                                      "target_noise",
+                                      "noise_clip",
+                                      "noise_rho",
+                                      "n_step",
+                                      "n_envs",
+                                      "seed",
+                                      "fused",
+                                      NULL};
   const char *who = who_of(algo);
   *c = ag_ac_defaults(algo);
   if (!cfg || cfg == Py_None) return 0;
@@ -71,7 +88,8 @@ static int parse_config(PyObject *cfg, ag_ac_algo algo, ag_ac_config *c) {
       agpy_cfg_bool(cfg, "autotune", &c->autotune) || agpy_cfg_f(cfg, "expl_noise", &c->expl_noise) ||
       agpy_cfg_f(cfg, "target_noise", &c->target_noise) || agpy_cfg_f(cfg, "noise_clip", &c->noise_clip) ||
       agpy_cfg_f(cfg, "noise_rho", &c->noise_rho) || agpy_cfg_int(cfg, "n_step", &c->n_step, who) ||
-      agpy_cfg_i64(cfg, "n_envs", &c->n_envs, who) || agpy_cfg_u64(cfg, "seed", &c->seed))
+      agpy_cfg_i64(cfg, "n_envs", &c->n_envs, who) || agpy_cfg_u64(cfg, "seed", &c->seed) ||
+      agpy_cfg_bool(cfg, "fused", &c->fused))
     return -1;
   return 0;
 }
@@ -79,7 +97,7 @@ static int parse_config(PyObject *cfg, ag_ac_algo algo, ag_ac_config *c) {
 PyObject *agpy_ac_config_dict(const ag_ac_config *c) {
   PyObject *te = isnan(c->target_entropy) ? Py_NewRef(Py_None) : PyFloat_FromDouble(c->target_entropy);
   return Py_BuildValue(
-      "{s:N,s:d,s:d,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:d,s:O,s:N,s:d,s:d,s:d,s:d,s:i,s:L,s:K}", "hidden",
+      "{s:N,s:d,s:d,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:d,s:O,s:N,s:d,s:d,s:d,s:d,s:i,s:L,s:K,s:O}", "hidden",
       agpy_hidden_tuple(c->hidden, c->n_hidden), "actor_lr", (double)c->actor_lr, "critic_lr",
       (double)c->critic_lr, "gamma", (double)c->gamma, "tau", (double)c->tau, "batch_size",
       (long long)c->batch_size, "buffer_size", (long long)c->buffer_size, "learning_starts",
@@ -88,7 +106,7 @@ PyObject *agpy_ac_config_dict(const ag_ac_config *c) {
       c->autotune ? Py_True : Py_False, "target_entropy", te, "expl_noise", (double)c->expl_noise,
       "target_noise", (double)c->target_noise, "noise_clip", (double)c->noise_clip, "noise_rho",
       (double)c->noise_rho, "n_step", c->n_step, "n_envs", (long long)c->n_envs, "seed",
-      (unsigned long long)c->seed);
+      (unsigned long long)c->seed, "fused", c->fused ? Py_True : Py_False);
 }
 
 /* The bounds `obj` (act_dim numbers) into out. */
@@ -484,6 +502,11 @@ static PyObject *ac_get_updates(agpy_ac *p, void *x) {
   return ac_get(p) ? PyLong_FromLongLong(ag_ac_updates(p->a)) : NULL;
 }
 
+static PyObject *ac_get_fused(agpy_ac *p, void *x) {
+  (void)x;
+  return ac_get(p) ? PyBool_FromLong(ag_ac_fused(p->a)) : NULL;
+}
+
 static PyObject *ac_get_stored(agpy_ac *p, void *x) {
   (void)x;
   return ac_get(p) ? PyLong_FromLongLong(ag_replay_size(ag_ac_replay(p->a))) : NULL;
@@ -539,6 +562,7 @@ static PyMethodDef ac_methods[] = {
 static PyGetSetDef ac_getset[] = {
     {"updates", (getter)ac_get_updates, NULL, "gradient steps (critic updates) so far", NULL},
     {"stored", (getter)ac_get_stored, NULL, "transitions in the replay table", NULL},
+    {"fused", (getter)ac_get_fused, NULL, "whether an update runs as one fused call (ag_ac_fused)", NULL},
     {"obs_dim", (getter)ac_get_obs_dim, NULL, NULL, NULL},
     {"act_dim", (getter)ac_get_act_dim, NULL, NULL, NULL},
     {"low", (getter)ac_get_low, NULL, "the actions' lower bounds (float32)", NULL},

@@ -122,7 +122,7 @@ def test_config_round_trip(cls):
     cfg = dict(hidden=[48, 24, 12], actor_lr=3e-4, critic_lr=2e-3, gamma=0.95, tau=0.02, batch_size=64,
                buffer_size=5000, learning_starts=123, train_freq=4, gradient_steps=3, policy_delay=3, alpha=0.3,
                autotune=False, target_entropy=-0.25, expl_noise=0.15, target_noise=0.3, noise_clip=0.4, noise_rho=0.75,
-               n_step=3, n_envs=2, seed=2**64 - 1)
+               n_step=3, n_envs=2, seed=2**64 - 1, fused=False)
     a = cls("cpu", 5, 2, [-1, -3], [1, 3], 777, **cfg)
     want = {k: (tuple(v) if k == "hidden" else v if isinstance(v, (bool, int)) else float(np.float32(v)))
             for k, v in cfg.items()}
@@ -132,6 +132,9 @@ def test_config_round_trip(cls):
     assert b.config == a.config
     assert cls("cpu", 5, 2, -1, 1, target_entropy=None, buffer_size=500).config["target_entropy"] is None
     assert a.low.dtype == np.float32 and a.low.tolist() == [-1, -3] and a.high.tolist() == [1, 3]
+    assert a.fused is False  # asked for the composed ops
+    # the fused call where it pays: on the GPU, not on the CPU (kernels.h's AG__K_ACGRAD)
+    assert cls("cpu", 5, 2, -1, 1, buffer_size=500).fused is False
 
 
 BAD = [
@@ -204,6 +207,19 @@ def test_bad_sizes_and_bounds_are_refused(cls):
 
 
 # ---- acting ----
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cls", ALGOS)
+def test_fused_where_it_pays(cls, device, rng):
+    """One fused call an update on the GPU, the composed ops on the CPU or when asked; the same losses."""
+    a = cls(device, 4, 3, LOW, HIGH, learning_starts=0, **SMALL)
+    b = cls(device, 4, 3, LOW, HIGH, learning_starts=0, fused=False, **SMALL)
+    assert a.fused is (device == "cuda") and b.fused is False
+    for x in (a, b):
+        fill(x, np.random.default_rng(3), 300)
+    la, lb = np.array(a.train(4)), np.array(b.train(4))
+    np.testing.assert_allclose(la, lb, rtol=2e-3, atol=1e-5)
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("cls", ALGOS)
