@@ -505,6 +505,61 @@ static void agent_row(bench *b, const char *work, int64_t obs, int64_t hidden, i
   ag_dqn_free(j.d);
 }
 
+/* SAC's and TD3's update (ag_ac_train: one recorded update a call, TD3's
+ * critic-only and critic-and-actor updates in turn) at Pendulum's sizes:
+ * 3 observations, 1 action, 256-256 hidden layers, B = 256, on a table of
+ * 100,000 random transitions; fused, or the composed ops (cfg.fused = 0). */
+typedef struct ac_job {
+  ag_ac *a;
+  int per_call;
+} ac_job;
+
+static ag_status ac_body(void *arg, int i) {
+  (void)i;
+  const ac_job *j = arg;
+  return ag_ac_train(j->a, j->per_call, NULL);
+}
+
+static void ac_row(bench *b, const char *work, ag_ac_algo algo, int iters, int per_call, int fused) {
+  if (!wanted(b, work)) return;
+  ac_job j = {NULL, per_call};
+  ag_ac_config c = ag_ac_defaults(algo);
+  c.buffer_size = 100000;
+  c.learning_starts = 0;
+  c.fused = fused;
+  const float lo = -2.0f, hi = 2.0f;
+  ag_status s = ag_ac_create(b->ctx, 3, 1, &lo, &hi, 1000000, &c, &j.a);
+  enum { CHUNK = 10000 };
+  float *o = malloc(sizeof(float) * CHUNK * 3), *nx = malloc(sizeof(float) * CHUNK * 3);
+  float *r = malloc(sizeof(float) * CHUNK), *a = malloc(sizeof(float) * CHUNK);
+  int *t = malloc(sizeof(int) * CHUNK);
+  if (!s && (!o || !nx || !r || !a || !t)) s = AG_ERR_OUT_OF_MEMORY;
+  uint64_t x = 54321;
+  for (int64_t c0 = 0; !s && c0 < c.buffer_size; c0 += CHUNK) {
+    for (int64_t k = 0; k < CHUNK; k++) {
+      for (int e = 0; e < 3; e++) {
+        o[k * 3 + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+        nx[k * 3 + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+      }
+      r[k] = -16.0f * (float)(mix(&x) >> 40) / 16777216.0f;
+      a[k] = 4.0f * (float)(mix(&x) >> 40) / 16777216.0f - 2.0f;
+      t[k] = 0;
+    }
+    s = ag_ac_store(j.a, o, a, r, nx, t, NULL, CHUNK);
+  }
+  free(o), free(nx), free(r), free(a), free(t);
+  stat3 st;
+  if (!s && !(s = measure(b, ac_body, &j, (iters + per_call - 1) / per_call, 0, &st))) {
+    st.median /= per_call, st.min /= per_call, st.max /= per_call;
+    char note[160];
+    snprintf(note, sizeof note, "ag_ac_train, %d updates a call, %s", per_call,
+             ag_ac_fused(j.a) ? "fused" : "composed ops");
+    report(b, work, st, note);
+  }
+  if (s) fail(b, work, s);
+  ag_ac_free(j.a);
+}
+
 /* ---- the command ---- */
 
 static void bench_usage(FILE *f) {
@@ -576,6 +631,10 @@ int agrl_cmd_bench(int argc, char **argv) {
     dqn_row(&b, "cpu_dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 200);
     agent_row(&b, "cpu_dqn_update_4_128_128_2_b128_n5", 4, 128, 2, 128, 200, 1, 5, 1);
     agent_row(&b, "cpu_dqn_update_4_128_128_2_b128_n5_ops", 4, 128, 2, 128, 200, 1, 5, 0);
+    ac_row(&b, "cpu_sac_update_3_256_256_1_b256", AG_AC_SAC, 20, 10, 1);
+    ac_row(&b, "cpu_sac_update_3_256_256_1_b256_ops", AG_AC_SAC, 20, 10, 0);
+    ac_row(&b, "cpu_td3_update_3_256_256_1_b256", AG_AC_TD3, 20, 10, 1);
+    ac_row(&b, "cpu_td3_update_3_256_256_1_b256_ops", AG_AC_TD3, 20, 10, 0);
   } else {
     agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000, 1, 1, 1);
     agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000, 1, 1, 1);
@@ -589,6 +648,10 @@ int agrl_cmd_bench(int argc, char **argv) {
     agent_row(&b, "dqn_update_17_256_256_6_b256_x64", 17, 256, 6, 256, 12800, 64, 1, 1);
     dqn_row(&b, "dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 2000);
     dqn_row(&b, "dqn_update_17_256_256_6_b256_ops", 17, 256, 6, 256, 2000);
+    ac_row(&b, "sac_update_3_256_256_1_b256", AG_AC_SAC, 2000, 100, 1);
+    ac_row(&b, "sac_update_3_256_256_1_b256_ops", AG_AC_SAC, 1000, 100, 0);
+    ac_row(&b, "td3_update_3_256_256_1_b256", AG_AC_TD3, 2000, 100, 1);
+    ac_row(&b, "td3_update_3_256_256_1_b256_ops", AG_AC_TD3, 1000, 100, 0);
   }
   if (b.json && fclose(b.json)) {
     fprintf(stderr, "agrl bench: writing %s failed: %s\n", json, strerror(errno));
