@@ -83,6 +83,8 @@ if has python; then
   tail -2 "$OUT/pip_install.log"
   export PYTHONPATH=/tmp/agrlpy${PYTHONPATH:+:$PYTHONPATH} AGRL_CLI=/tmp/agrlpy/bin/agrl
   python3 -c 'import agrl; print("agrl", agrl.__version__, agrl.library_version(), "cuda devices:", agrl.cuda_device_count())'
+  # AGRL_PYTEST=0: the package's benchmarks only, without its tests
+  if [ "${AGRL_PYTEST:-1}" != 0 ]; then
   AGRL_REQUIRE_GPU=1 timeout 420 python3 -m pytest tests/python -q -rs -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1 || status=1
   tail -4 "$OUT/pytest_gpu.log"
   stamp "pytest done"; pack
@@ -91,6 +93,7 @@ if has python; then
     > "$OUT/memcheck_python.log" 2>&1
   echo "memcheck python (lifetime, exit, streams): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_python.log" | tail -1)"
   stamp "python memcheck done"; pack
+  fi
   if [ -f bench/python/bench_replay.py ] && pybench replay; then
     timeout 300 python3 bench/python/bench_replay.py --device cuda --cli "$BUILD/agrl" --json "$OUT/bench_python.json" \
       2>"$OUT/bench_python.err" | tee "$OUT/bench_python.txt"
@@ -108,7 +111,8 @@ if has python; then
   fi
   if [ -f bench/python/bench_ac.py ] && pybench ac; then
     # SAC/TD3 updates beside torch (eager, CUDA graph) and JAX (jit, scan), and SAC's training rate
-    timeout 200 python3 bench/python/bench_ac.py --device cuda --cli "$BUILD/agrl" --steps 10000 --timeout 90 \
+    # AGRL_AC_BENCH_FLAGS: other flags (default: 10,000 training steps, 90 s a child)
+    timeout 400 python3 bench/python/bench_ac.py --device cuda --cli "$BUILD/agrl" ${AGRL_AC_BENCH_FLAGS:---steps 10000 --timeout 90} \
       --json "$OUT/bench_python_ac.json" 2>"$OUT/bench_python_ac.err" | tee "$OUT/bench_python_ac.txt"
     stamp "python ac bench done"; pack
   fi
