@@ -23,6 +23,7 @@ ALLOWED = {
     "cli": ["base"],
     "cpu": ["base"],
     "cuda": ["base"],
+    "vulkan": ["base"],
     "python": ["base"],  # python/src: the extension, over the public API
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)

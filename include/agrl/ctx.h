@@ -25,7 +25,9 @@ typedef struct ag_ctx ag_ctx;
 typedef enum ag_device_kind {
   AG_DEVICE_CPU = 0,
   AG_DEVICE_CUDA = 1,
-  AG_DEVICE_AUTO = 2 /* CUDA device 0 when one is present, else the CPU */
+  AG_DEVICE_AUTO = 2,  /* CUDA device 0 when one is present, else the CPU */
+  AG_DEVICE_VULKAN = 3 /* a Vulkan 1.2 device with buffer device addresses (its backend is being built:
+                          memory and transfers only, no context yet) */
 } ag_device_kind;
 
 /* Number of CUDA devices usable by agrl: 0 when the library was built

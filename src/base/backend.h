@@ -145,6 +145,11 @@ const ag__backend *ag__cpu_backend(void);
 const ag__backend *ag__cuda_backend(void);
 /* Number of CUDA devices (0 without CUDA, driver or device). */
 int ag__cuda_device_count(void);
+/* NULL when the library was built without Vulkan. */
+const ag__backend *ag__vulkan_backend(void);
+/* Number of usable Vulkan devices (Vulkan 1.2, a compute queue, buffer
+ * device addresses; 0 without Vulkan, loader or driver). */
+int ag__vulkan_device_count(void);
 
 /* ---- memory handed to other frameworks (agrl/export.h) ----
  * Calls that need no open backend state, so that they work from any thread

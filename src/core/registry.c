@@ -1,5 +1,4 @@
-/* registry.c — the backends this build has, by device kind. A backend
- * added later (Vulkan) is one more row here. */
+/* registry.c — the backends this build has, by device kind: one row each. */
 #include "core/internal.h"
 
 typedef struct backend_row {
@@ -10,10 +9,12 @@ typedef struct backend_row {
 } backend_row;
 
 static int one(void) { return 1; }
+static const ag__handoff_ops *no_handoff(void) { return NULL; }
 
 static const backend_row rows[] = {
     {AG_DEVICE_CPU, ag__cpu_backend, one, ag__cpu_handoff},
     {AG_DEVICE_CUDA, ag__cuda_backend, ag__cuda_device_count, ag__cuda_handoff},
+    {AG_DEVICE_VULKAN, ag__vulkan_backend, ag__vulkan_device_count, no_handoff},
 };
 
 static const backend_row *row_of(ag_device_kind kind) {

@@ -1,0 +1,12 @@
+/* vk_internal.h — what the Vulkan backend shows its tests. */
+#ifndef AGRL_VULKAN_VK_INTERNAL_H
+#define AGRL_VULKAN_VK_INTERNAL_H
+
+#include <stddef.h>
+
+/* The validation layer's errors on the state st so far, whether it is on
+ * (AGRL_VK_VALIDATION=1 and the layer installed) into *on, and the last
+ * error's message into last. */
+int ag__vulkan_validation_errors(void *st, int *on, char *last, size_t last_len);
+
+#endif /* AGRL_VULKAN_VK_INTERNAL_H */

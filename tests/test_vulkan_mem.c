@@ -1,0 +1,136 @@
+/* test_vulkan_mem.c — the Vulkan backend's memory and transfers, through
+ * its vtable (base/backend.h), with the Khronos validation layer on.
+ *
+ * Uploads and downloads of sizes across the staging parts (so the two
+ * parts and their fences take turns), copies and zeroings at offsets that
+ * are not multiples of 4 inside an allocation, the bytes around them left
+ * alone, refusals of ranges outside an allocation, and the memory report;
+ * every byte compared with the host's pattern. The validation layer must
+ * report no error. Without a usable Vulkan device the test exits 77
+ * (skipped), or fails with AGRL_REQUIRE_VULKAN=1.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agrl/buffer.h"
+#include "base/backend.h"
+#include "vulkan/vk_internal.h"
+
+static unsigned char pattern(size_t i) { return (unsigned char)((i * 2654435761u) >> 13); }
+
+typedef struct io {
+  unsigned char *host;
+} io;
+
+static void fill(void *dst, size_t off, size_t len, void *user) {
+  memcpy(dst, ((io *)user)->host + off, len);
+}
+
+static void drain(const void *src, size_t off, size_t len, void *user) {
+  memcpy(((io *)user)->host + off, src, len);
+}
+
+static const ag__backend *be;
+static void *st;
+
+static void down(const void *p, size_t n, unsigned char *out) {
+  io d = {out};
+  assert_int_equal(be->download(st, p, n, drain, &d), AG_OK);
+}
+
+static void transfers(void **state) {
+  (void)state;
+  size_t free_b = 0, total = 0;
+  assert_int_equal(be->mem_info(st, &free_b, &total), AG_OK);
+  assert_true(total > 0 && free_b <= total);
+  const size_t big = 2 * (size_t)AG_TRANSFER_PART_BYTES + 4099; /* three parts, the last short */
+  void *a, *b, *c;
+  assert_int_equal(be->alloc(st, big, &a), AG_OK);
+  assert_int_equal(be->alloc(st, big, &b), AG_OK);
+  assert_int_equal(be->alloc(st, 1000, &c), AG_OK);
+  assert_true((uintptr_t)a % 256 == 0 && (uintptr_t)b % 256 == 0 && (uintptr_t)c % 256 == 0);
+  size_t free2 = 0;
+  assert_int_equal(be->mem_info(st, &free2, &total), AG_OK);
+  assert_true(free2 <= free_b);
+  unsigned char *src = malloc(big), *got = malloc(big);
+  assert_true(src && got);
+  for (size_t i = 0; i < big; i++) src[i] = pattern(i);
+  io u = {src};
+  assert_int_equal(be->upload(st, a, big, fill, &u), AG_OK);
+  memset(src, 0xEE, big); /* the caller's memory is free once upload returns */
+  down(a, big, got);
+  for (size_t i = 0; i < big; i++)
+    if (got[i] != pattern(i)) fail_msg("byte %zu of the upload is %d, not %d", i, got[i], pattern(i));
+  /* b: a known background, then a copy from a + 4096 to b + 9 of n bytes */
+  for (size_t i = 0; i < big; i++) src[i] = (unsigned char)(255 - pattern(i));
+  assert_int_equal(be->upload(st, b, big, fill, &u), AG_OK);
+  const size_t n = (size_t)AG_TRANSFER_PART_BYTES + 777;
+  assert_int_equal(be->copy(st, (char *)b + 9, (const char *)a + 4096, n), AG_OK);
+  /* zero 1001 bytes from b + 3 (not whole words) and 1 MB from b + 2^24 */
+  assert_int_equal(be->zero(st, (char *)b + 3, 1001), AG_OK);
+  assert_int_equal(be->zero(st, (char *)b + ((size_t)1 << 24), (size_t)1 << 20), AG_OK);
+  down(b, big, got);
+  for (size_t i = 0; i < big; i++) {
+    unsigned char want = (unsigned char)(255 - pattern(i));
+    if (i >= 9 && i < 9 + n) want = pattern(i - 9 + 4096);
+    if (i >= 3 && i < 1004) want = 0;
+    if (i >= ((size_t)1 << 24) && i < ((size_t)1 << 24) + ((size_t)1 << 20)) want = 0;
+    if (got[i] != want) fail_msg("byte %zu of b is %d, not %d", i, got[i], want);
+  }
+  /* a small one, read back from an offset */
+  for (size_t i = 0; i < 1000; i++) src[i] = (unsigned char)i;
+  assert_int_equal(be->upload(st, c, 1000, fill, &u), AG_OK);
+  down((char *)c + 500, 500, got);
+  for (size_t i = 0; i < 500; i++) assert_int_equal(got[i], (unsigned char)(i + 500));
+  /* ranges outside one allocation are refused, and change nothing */
+  assert_int_equal(be->upload(st, (char *)c + 900, 200, fill, &u), AG_ERR_INVALID_ARG);
+  assert_int_equal(be->copy(st, c, (const char *)a + big - 10, 100), AG_ERR_INVALID_ARG);
+  assert_int_equal(be->zero(st, (void *)(uintptr_t)16, 4), AG_ERR_INVALID_ARG);
+  down(c, 1000, got);
+  for (size_t i = 0; i < 1000; i++) assert_int_equal(got[i], (unsigned char)i);
+  assert_int_equal(be->sync(st), AG_OK);
+  be->release(st, a);
+  be->release(st, b);
+  be->release(st, c);
+  void *z;
+  assert_int_equal(be->alloc(st, 0, &z), AG_OK); /* an empty allocation is one */
+  be->release(st, z);
+  assert_int_equal(be->run(st, AG__K_FILL, NULL, 0), AG_ERR_UNSUPPORTED);
+  free(src);
+  free(got);
+  char last[512];
+  int on = 0;
+  const int errors = ag__vulkan_validation_errors(st, &on, last, sizeof last);
+  printf("vulkan_mem: validation layer %s, %d errors\n", on ? "on" : "not installed", errors);
+  if (errors) fail_msg("the validation layer reported %d errors; the last: %s", errors, last);
+  const char *req = getenv("AGRL_REQUIRE_VULKAN");
+  if (req && *req && strcmp(req, "0") && !on) fail_msg("the validation layer is required and not installed");
+}
+
+int main(int argc, char **argv) {
+  (void)argc, (void)argv;
+  const char *req = getenv("AGRL_REQUIRE_VULKAN");
+  be = ag__vulkan_backend();
+  if (!be || ag__vulkan_device_count() < 1) {
+    printf("vulkan_mem: no usable Vulkan device (%s): skipped\n", be ? "none found" : "built without Vulkan");
+    return req && *req && strcmp(req, "0") ? 1 : 77;
+  }
+  setenv("AGRL_VK_VALIDATION", "1", 0);
+  char desc[256];
+  if (be->open(0, &st, desc, sizeof desc) != AG_OK) {
+    printf("vulkan_mem: opening device 0 failed\n");
+    return 1;
+  }
+  printf("vulkan_mem: %s\n", desc);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(transfers)};
+  const int r = cmocka_run_group_tests_name("vulkan_mem", tests, NULL, NULL);
+  be->close(st);
+  return r;
+}
