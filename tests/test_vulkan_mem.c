@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "agrl/buffer.h"
+#include "agrl/agrl.h"
 #include "base/backend.h"
 #include "vulkan/vk_internal.h"
 
@@ -114,6 +114,33 @@ static void transfers(void **state) {
   if (req && *req && strcmp(req, "0") && !on) fail_msg("the validation layer is required and not installed");
 }
 
+/* A context on the device: tensors made and read back; a kernel refused. */
+static void context(void **state) {
+  (void)state;
+  assert_true(ag_device_count(AG_DEVICE_VULKAN) >= 1);
+  assert_int_equal(ag_device_count(AG_DEVICE_AUTO), 0);
+  ag_ctx *ctx = NULL;
+  assert_int_equal(ag_ctx_create(&ctx, AG_DEVICE_VULKAN, ag_device_count(AG_DEVICE_VULKAN)),
+                   AG_ERR_NO_DEVICE);
+  assert_null(ctx);
+  assert_true(strstr(ag_last_error(), "Vulkan device") != NULL);
+  assert_int_equal(ag_ctx_create(&ctx, AG_DEVICE_VULKAN, 0), AG_OK);
+  assert_int_equal(ag_ctx_device(ctx), AG_DEVICE_VULKAN);
+  assert_true(strncmp(ag_ctx_device_name(ctx), "vulkan:0", 8) == 0);
+  float v[300], back[300];
+  for (int i = 0; i < 300; i++) v[i] = (float)i * 0.5f - 7.0f;
+  ag_tensor *t, *z, *u = NULL;
+  assert_int_equal(ag_tensor_create(ctx, 30, 10, AG_F32, v, &t), AG_OK);
+  assert_int_equal(ag_tensor_read(t, back, sizeof back), AG_OK);
+  assert_memory_equal(v, back, sizeof v);
+  assert_int_equal(ag_tensor_create(ctx, 30, 10, AG_F32, NULL, &z), AG_OK);
+  assert_int_equal(ag_tensor_read(z, back, sizeof back), AG_OK);
+  for (int i = 0; i < 300; i++) assert_true(back[i] == 0.0f);
+  assert_int_equal(ag_add(t, t, &u), AG_ERR_UNSUPPORTED);
+  assert_null(u);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   (void)argc, (void)argv;
   const char *req = getenv("AGRL_REQUIRE_VULKAN");
@@ -129,7 +156,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("vulkan_mem: %s\n", desc);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(transfers)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(transfers), cmocka_unit_test(context)};
   const int r = cmocka_run_group_tests_name("vulkan_mem", tests, NULL, NULL);
   be->close(st);
   return r;

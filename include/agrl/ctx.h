@@ -27,17 +27,24 @@ typedef enum ag_device_kind {
   AG_DEVICE_CUDA = 1,
   AG_DEVICE_AUTO = 2,  /* CUDA device 0 when one is present, else the CPU */
   AG_DEVICE_VULKAN = 3 /* a Vulkan 1.2 device with buffer device addresses (its backend is being built:
-                          memory and transfers only, no context yet) */
+                          memory and transfers only; kernels report AG_ERR_UNSUPPORTED) */
 } ag_device_kind;
 
 /* Number of CUDA devices usable by agrl: 0 when the library was built
  * without CUDA, when no driver is loaded or no device is present. */
 AG_API int ag_cuda_device_count(void);
 
+/* Number of devices of `kind` usable by agrl (the CPU: 1; CUDA as above;
+ * Vulkan: devices of Vulkan 1.2 with a compute queue and buffer device
+ * addresses; 0 for AG_DEVICE_AUTO, an unknown kind, or a kind this build
+ * lacks). */
+AG_API int ag_device_count(ag_device_kind kind);
+
 /* Creates a context on `kind` (device `index` for CUDA; ignored for the CPU).
  * On success *out owns the context; free it with ag_ctx_free().
  * Errors: AG_ERR_INVALID_ARG (out NULL, bad kind), AG_ERR_NO_DEVICE (a
- * build without CUDA, or no CUDA device `index`, negative ones included),
+ * build without the kind's backend, or no device `index` of it, negative
+ * ones included),
  * AG_ERR_OUT_OF_MEMORY, AG_ERR_DEVICE. *out is untouched on error. */
 AG_API ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index);
 

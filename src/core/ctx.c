@@ -20,15 +20,17 @@ static ag_status resolve_device(const char *fn, ag_device_kind *kind, int *index
     *index = 0;
     return AG_OK;
   }
-  if (*kind != AG_DEVICE_CUDA)
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: device kind %d is not AG_DEVICE_CPU, AG_DEVICE_CUDA or AG_DEVICE_AUTO", fn,
-                    (int)*kind);
-  int n = ag__device_count(AG_DEVICE_CUDA);
-  if (ag__backend_of(AG_DEVICE_CUDA) == NULL)
-    return ag__fail(AG_ERR_NO_DEVICE, "%s: this agrl was built without CUDA", fn);
+  const char *name = ag__device_kind_name(*kind);
+  if (!name || *kind == AG_DEVICE_AUTO)
+    return ag__fail(
+        AG_ERR_INVALID_ARG,
+        "%s: device kind %d is not AG_DEVICE_CPU, AG_DEVICE_CUDA, AG_DEVICE_VULKAN or AG_DEVICE_AUTO", fn,
+        (int)*kind);
+  if (ag__backend_of(*kind) == NULL)
+    return ag__fail(AG_ERR_NO_DEVICE, "%s: this agrl was built without %s", fn, name);
+  const int n = ag__device_count(*kind);
   if (*index < 0 || *index >= n)
-    return ag__fail(AG_ERR_NO_DEVICE, "%s: CUDA device %d requested, %d present", fn, *index, n);
+    return ag__fail(AG_ERR_NO_DEVICE, "%s: %s device %d requested, %d present", fn, name, *index, n);
   return AG_OK;
 }
 

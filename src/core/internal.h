@@ -247,6 +247,8 @@ const ag__backend *ag__backend_of(ag_device_kind kind);
 /* Devices of a kind present (the CPU: 1; a kind not built: 0). */
 int ag__device_count(ag_device_kind kind);
 /* The handoff calls of a device kind (NULL when this build has none). */
+/* The registry's name of a device kind ("CUDA"), NULL for one it lacks. */
+const char *ag__device_kind_name(ag_device_kind kind);
 const ag__handoff_ops *ag__handoff_of(ag_device_kind kind);
 /* Where host copies of stores live (after a switch to the CPU, or while
  * waiting for their next upload): the CPU backend. */

@@ -3,6 +3,7 @@
 
 typedef struct backend_row {
   ag_device_kind kind;
+  const char *name;                /* in messages */
   const ag__backend *(*get)(void); /* NULL when not built */
   int (*count)(void);
   const ag__handoff_ops *(*handoff)(void);
@@ -12,9 +13,9 @@ static int one(void) { return 1; }
 static const ag__handoff_ops *no_handoff(void) { return NULL; }
 
 static const backend_row rows[] = {
-    {AG_DEVICE_CPU, ag__cpu_backend, one, ag__cpu_handoff},
-    {AG_DEVICE_CUDA, ag__cuda_backend, ag__cuda_device_count, ag__cuda_handoff},
-    {AG_DEVICE_VULKAN, ag__vulkan_backend, ag__vulkan_device_count, no_handoff},
+    {AG_DEVICE_CPU, "CPU", ag__cpu_backend, one, ag__cpu_handoff},
+    {AG_DEVICE_CUDA, "CUDA", ag__cuda_backend, ag__cuda_device_count, ag__cuda_handoff},
+    {AG_DEVICE_VULKAN, "Vulkan", ag__vulkan_backend, ag__vulkan_device_count, no_handoff},
 };
 
 static const backend_row *row_of(ag_device_kind kind) {
@@ -27,6 +28,13 @@ const ag__backend *ag__backend_of(ag_device_kind kind) {
   const backend_row *r = row_of(kind);
   return r ? r->get() : NULL;
 }
+
+const char *ag__device_kind_name(ag_device_kind kind) {
+  const backend_row *r = row_of(kind);
+  return r ? r->name : NULL;
+}
+
+int ag_device_count(ag_device_kind kind) { return ag__device_count(kind); }
 
 int ag__device_count(ag_device_kind kind) {
   const backend_row *r = row_of(kind);
