@@ -22,8 +22,20 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
       printf("%s.cuda: SKIPPED: no CUDA device present (%zu tests not run)\n", group, n);
       return 77;
     }
+  } else if (strcmp(dev, "vulkan") == 0) {
+    agt_kind = AG_DEVICE_VULKAN;
+    if (ag_device_count(AG_DEVICE_VULKAN) == 0) {
+      const char *req = getenv("AGRL_REQUIRE_VULKAN");
+      if (req && strcmp(req, "1") == 0) {
+        fprintf(stderr, "%s.vulkan: FAILED: AGRL_REQUIRE_VULKAN=1 but no Vulkan device is usable\n", group);
+        return 1;
+      }
+      printf("%s.vulkan: SKIPPED: no usable Vulkan device (%zu tests not run)\n", group, n);
+      return 77;
+    }
+    setenv("AGRL_VK_VALIDATION", "1", 0); /* the Khronos layer checks every call, where installed */
   } else {
-    fprintf(stderr, "usage: %s cpu|cuda [TEST-NAME-PATTERN]\n", argv[0]);
+    fprintf(stderr, "usage: %s cpu|cuda|vulkan [TEST-NAME-PATTERN]\n", argv[0]);
     return 2;
   }
   if (argc > 2) cmocka_set_test_filter(argv[2]); /* e.g. under a slow sanitizer: one test */

@@ -16,6 +16,12 @@
  * drains it. Every call is ordered on the one compute queue; sync waits for
  * it to drain.
  *
+ * Kernels are compute pipelines of the shaders in src/vulkan/shaders
+ * (compiled to SPIR-V at build time and embedded), their arguments in push
+ * constants (addresses and sizes), each dispatch between barriers; so far
+ * each waits for its end (the queue is not yet kept full), and recordings
+ * are not provided.
+ *
  * Free memory: VK_EXT_memory_budget's heap budget minus usage where the
  * device has the extension; without it, the device-local heap's size less
  * what this state has allocated (an upper bound: other processes' use is
@@ -37,6 +43,9 @@
 #include "vulkan/vk_internal.h"
 
 #define VK_ALIGN 256u
+#define VK_MAX_SHADERS 64
+#define VK_PUSH_BYTES 128 /* the push constants every device takes */
+#define VK_GROUP 256      /* the shaders' local size */
 
 typedef struct vk_alloc {
   uint64_t base; /* the buffer's device address */
@@ -67,7 +76,11 @@ typedef struct vk_state {
   vk_alloc *allocs; /* sorted by base */
   size_t n_allocs, cap_allocs;
   size_t allocated;
-  int validating; /* the layer and its messenger are on */
+  VkPipelineLayout layout; /* every kernel's: push constants only */
+  VkShaderModule mods[VK_MAX_SHADERS];
+  VkPipeline pipes[VK_MAX_SHADERS];
+  int kernel_pipe[AG__K_COUNT]; /* the pipeline of a kernel, -1: not provided */
+  int validating;               /* the layer and its messenger are on */
   int validation_errors;
   char last_validation[512];
 } vk_state;
@@ -156,7 +169,8 @@ static int compute_family(VkPhysicalDevice d) {
   return -1;
 }
 
-/* Whether d can be agrl's: Vulkan 1.2, a compute queue, buffer device addresses. */
+/* Whether d can be agrl's: Vulkan 1.2, a compute queue, buffer device
+ * addresses and 64-bit integers in shaders. */
 static int usable(VkPhysicalDevice d) {
   VkPhysicalDeviceProperties p;
   vkGetPhysicalDeviceProperties(d, &p);
@@ -165,7 +179,7 @@ static int usable(VkPhysicalDevice d) {
   VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f.pNext = &f12;
   vkGetPhysicalDeviceFeatures2(d, &f);
-  return f12.bufferDeviceAddress == VK_TRUE;
+  return f12.bufferDeviceAddress == VK_TRUE && f.features.shaderInt64 == VK_TRUE;
 }
 
 /* The usable devices of inst, at most max, in the loader's order. */
@@ -255,6 +269,11 @@ static void vk_close(void *p) {
     if (s->staging_map) vkUnmapMemory(s->dev, s->staging_mem);
     if (s->staging) vkDestroyBuffer(s->dev, s->staging, NULL);
     if (s->staging_mem) vkFreeMemory(s->dev, s->staging_mem, NULL);
+    for (int i = 0; i < VK_MAX_SHADERS; i++) {
+      if (s->pipes[i]) vkDestroyPipeline(s->dev, s->pipes[i], NULL);
+      if (s->mods[i]) vkDestroyShaderModule(s->dev, s->mods[i], NULL);
+    }
+    if (s->layout) vkDestroyPipelineLayout(s->dev, s->layout, NULL);
     for (int i = 0; i < 2; i++)
       if (s->fence[i]) vkDestroyFence(s->dev, s->fence[i], NULL);
     if (s->pool) vkDestroyCommandPool(s->dev, s->pool, NULL);
@@ -282,6 +301,42 @@ static int has_extension(VkPhysicalDevice d, const char *name) {
   return found;
 }
 
+/* The kernels the shaders provide, by the shader's name. */
+static const struct {
+  const char *name;
+  ag__kernel_id id;
+} shader_kernels[] = {{"fill", AG__K_FILL}, {"copy", AG__K_COPY}};
+
+/* The layout and one compute pipeline a shader. */
+static ag_status make_pipelines(vk_state *s) {
+  for (int k = 0; k < AG__K_COUNT; k++) s->kernel_pipe[k] = -1;
+  VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
+  VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  li.pushConstantRangeCount = 1;
+  li.pPushConstantRanges = &pr;
+  VkResult r = vkCreatePipelineLayout(s->dev, &li, NULL, &s->layout);
+  if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineLayout");
+  for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++) {
+    const ag__vk_shader *sh = &ag__vk_shaders[i];
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mi.codeSize = sh->bytes;
+    mi.pCode = (const uint32_t *)(const void *)sh->spv;
+    r = vkCreateShaderModule(s->dev, &mi, NULL, &s->mods[i]);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
+    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = s->mods[i];
+    ci.stage.pName = "main";
+    ci.layout = s->layout;
+    r = vkCreateComputePipelines(s->dev, VK_NULL_HANDLE, 1, &ci, NULL, &s->pipes[i]);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+    for (size_t k = 0; k < sizeof shader_kernels / sizeof shader_kernels[0]; k++)
+      if (strcmp(shader_kernels[k].name, sh->name) == 0) s->kernel_pipe[shader_kernels[k].id] = i;
+  }
+  return AG_OK;
+}
+
 static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   vk_state *s = ag__calloc(1, sizeof *s);
   if (!s) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
@@ -305,8 +360,11 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   qi.pQueuePriorities = &prio;
   VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.bufferDeviceAddress = VK_TRUE;
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f12;
+  f2.features.shaderInt64 = VK_TRUE;
   VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  di.pNext = &f12;
+  di.pNext = &f2;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
   const char *budget = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
@@ -332,6 +390,10 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   if (r != VK_SUCCESS) {
     vk_close(s);
     return vk_fail(r, "creating the command pool and fences");
+  }
+  if ((st = make_pipelines(s))) {
+    vk_close(s);
+    return st;
   }
   /* the memory types and the staging parts */
   VkPhysicalDeviceMemoryProperties mp;
@@ -595,16 +657,62 @@ static void vk_host_free(void *p, void *ptr) {
   free(ptr);
 }
 
-/* ---- kernels: none yet ---- */
+/* ---- kernels ---- */
+
+/* Runs pipeline `pipe` over `groups` groups with the push constants push. */
+static ag_status dispatch(vk_state *s, int pipe, const void *push, size_t bytes, int64_t items) {
+  if (items <= 0) return AG_OK;
+  int64_t groups = (items + VK_GROUP - 1) / VK_GROUP;
+  if (groups > 65535) groups = 65535; /* the shaders stride over the rest */
+  ag_status st = begin(s, 0);
+  if (st) return st;
+  transfer_barrier(s->cmd[0]);
+  vkCmdBindPipeline(s->cmd[0], VK_PIPELINE_BIND_POINT_COMPUTE, s->pipes[pipe]);
+  vkCmdPushConstants(s->cmd[0], s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)bytes, push);
+  vkCmdDispatch(s->cmd[0], (uint32_t)groups, 1, 1);
+  transfer_barrier(s->cmd[0]);
+  return submit(s, 0, 1);
+}
 
 static ag_status vk_run(void *p, ag__kernel_id id, const void *args, size_t size) {
-  (void)p, (void)args, (void)size;
-  return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
+  (void)size;
+  vk_state *s = p;
+  const int pipe = (int)id >= 0 && id < AG__K_COUNT ? s->kernel_pipe[id] : -1;
+  if (pipe < 0) return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
+  switch (id) {
+    case AG__K_FILL: {
+      const ag__fill_args *a = args;
+      struct {
+        uint64_t out;
+        int64_t rows, cols, ld;
+        float value, pad;
+      } pc = {(uint64_t)(uintptr_t)a->out.p, a->out.rows, a->out.cols, a->out.ld, a->value, 0.0f};
+      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
+    }
+    case AG__K_COPY: {
+      const ag__copy_args *a = args;
+      struct {
+        uint64_t x, out;
+        int64_t rows, cols, x_ld, out_ld;
+        int32_t accumulate, pad;
+      } pc = {(uint64_t)(uintptr_t)a->x.p,
+              (uint64_t)(uintptr_t)a->out.p,
+              a->out.rows,
+              a->out.cols,
+              a->x.ld,
+              a->out.ld,
+              a->accumulate,
+              0};
+      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
+    }
+    default: return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
+  }
 }
 
 static int vk_supports(void *p, ag__kernel_id id, const void *args, size_t size) {
-  (void)p, (void)id, (void)args, (void)size;
-  return 0;
+  (void)args, (void)size;
+  const vk_state *s = p;
+  return (int)id >= 0 && id < AG__K_COUNT && s->kernel_pipe[id] >= 0;
 }
 
 static ag_status vk_record_begin(void *p) {

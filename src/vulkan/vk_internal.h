@@ -4,6 +4,16 @@
 
 #include <stddef.h>
 
+/* A compute shader's SPIR-V, embedded at build time (cmake/embed_spirv.cmake
+ * from src/vulkan/shaders/NAME.comp). */
+typedef struct ag__vk_shader {
+  const char *name;
+  const unsigned char *spv;
+  size_t bytes;
+} ag__vk_shader;
+extern const ag__vk_shader ag__vk_shaders[];
+extern const int ag__vk_n_shaders;
+
 /* The validation layer's errors on the state st so far, whether it is on
  * (AGRL_VK_VALIDATION=1 and the layer installed) into *on, and the last
  * error's message into last. */
