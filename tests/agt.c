@@ -1,5 +1,6 @@
 /* agt.c — the shared test runner (see agt.h). */
 #include "agt.h"
+#include "base/backend.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -41,7 +42,19 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
   if (argc > 2) cmocka_set_test_filter(argv[2]); /* e.g. under a slow sanitizer: one test */
   char name[128];
   snprintf(name, sizeof name, "%s.%s", group, dev);
-  return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+  int r = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+  if (agt_kind == AG_DEVICE_VULKAN) { /* the validation layer must have found nothing */
+    char last[512];
+    int states = 0;
+    const int errors = ag__vulkan_validation_total(&states, last, sizeof last);
+    printf("%s: validation layer over %d device states: %d errors\n", name, states, errors);
+    if (errors) {
+      fprintf(stderr, "%s: FAILED: the validation layer reported %d errors; the last: %s\n", name, errors,
+              last);
+      r = r ? r : 1;
+    }
+  }
+  return r;
 }
 
 ag_ctx *agt_ctx(void) {

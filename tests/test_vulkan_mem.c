@@ -114,7 +114,8 @@ static void transfers(void **state) {
   if (req && *req && strcmp(req, "0") && !on) fail_msg("the validation layer is required and not installed");
 }
 
-/* A context on the device: tensors made and read back; a kernel refused. */
+/* A context on the device: tensors made and read back, an op on the device,
+ * one whose kernel is not provided refused. */
 static void context(void **state) {
   (void)state;
   assert_true(ag_device_count(AG_DEVICE_VULKAN) >= 1);
@@ -136,8 +137,12 @@ static void context(void **state) {
   assert_int_equal(ag_tensor_create(ctx, 30, 10, AG_F32, NULL, &z), AG_OK);
   assert_int_equal(ag_tensor_read(z, back, sizeof back), AG_OK);
   for (int i = 0; i < 300; i++) assert_true(back[i] == 0.0f);
-  assert_int_equal(ag_add(t, t, &u), AG_ERR_UNSUPPORTED);
-  assert_null(u);
+  assert_int_equal(ag_add(t, t, &u), AG_OK); /* MAP2 on the device */
+  assert_int_equal(ag_tensor_read(u, back, sizeof back), AG_OK);
+  for (int i = 0; i < 300; i++) assert_true(back[i] == v[i] + v[i]);
+  ag_tensor *m = NULL;
+  assert_int_equal(ag_matmul(t, 1, t, 0, &m), AG_ERR_UNSUPPORTED); /* GEMM: not provided yet */
+  assert_null(m);
   ag_ctx_free(ctx);
 }
 

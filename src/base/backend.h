@@ -150,6 +150,10 @@ const ag__backend *ag__vulkan_backend(void);
 /* Number of usable Vulkan devices (Vulkan 1.2, a compute queue, buffer
  * device addresses; 0 without Vulkan, loader or driver). */
 int ag__vulkan_device_count(void);
+/* The Khronos validation layer's errors over every Vulkan state of the
+ * process so far, the states it checked into *states, and the last error's
+ * message into last (0 and 0 without Vulkan). */
+int ag__vulkan_validation_total(int *states, char *last, size_t last_len);
 
 /* ---- memory handed to other frameworks (agrl/export.h) ----
  * Calls that need no open backend state, so that they work from any thread

@@ -3,3 +3,8 @@
 
 const ag__backend *ag__vulkan_backend(void) { return NULL; }
 int ag__vulkan_device_count(void) { return 0; }
+int ag__vulkan_validation_total(int *states, char *last, size_t last_len) {
+  *states = 0;
+  if (last && last_len) last[0] = 0;
+  return 0;
+}

@@ -94,6 +94,10 @@ static ag_status vk_fail(VkResult r, const char *what) {
 
 /* ---- the instance ---- */
 
+/* Every state's validation errors so far, and the last one's message. */
+static int total_errors, total_states_validated;
+static char total_last[512];
+
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
                                                  VkDebugUtilsMessageTypeFlagsEXT type,
                                                  const VkDebugUtilsMessengerCallbackDataEXT *data,
@@ -104,6 +108,8 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
     s->validation_errors++;
     snprintf(s->last_validation, sizeof s->last_validation, "%s",
              data && data->pMessage ? data->pMessage : "?");
+    __atomic_fetch_add(&total_errors, 1, __ATOMIC_RELAXED);
+    snprintf(total_last, sizeof total_last, "%s", s->last_validation);
   }
   return VK_FALSE;
 }
@@ -152,7 +158,10 @@ static ag_status make_instance(vk_state *s, VkInstance *out) {
         VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
     di.pfnUserCallback = on_message;
     di.pUserData = s;
-    if (mk && mk(*out, &di, NULL, &s->dbg) == VK_SUCCESS) s->validating = 1;
+    if (mk && mk(*out, &di, NULL, &s->dbg) == VK_SUCCESS) {
+      s->validating = 1;
+      __atomic_fetch_add(&total_states_validated, 1, __ATOMIC_RELAXED);
+    }
   }
   return AG_OK;
 }
@@ -305,7 +314,7 @@ static int has_extension(VkPhysicalDevice d, const char *name) {
 static const struct {
   const char *name;
   ag__kernel_id id;
-} shader_kernels[] = {{"fill", AG__K_FILL}, {"copy", AG__K_COPY}};
+} shader_kernels[] = {{"fill", AG__K_FILL}, {"copy", AG__K_COPY}, {"map", AG__K_MAP}, {"map2", AG__K_MAP2}};
 
 /* The layout and one compute pipeline a shader. */
 static ag_status make_pipelines(vk_state *s) {
@@ -705,6 +714,54 @@ static ag_status vk_run(void *p, ag__kernel_id id, const void *args, size_t size
               0};
       return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
     }
+    case AG__K_MAP: {
+      const ag__map_args *a = args;
+      struct {
+        uint64_t x, out;
+        int64_t x_rows, x_cols, x_ld, rows, cols, ld;
+        float p0, p1;
+        int32_t op, accumulate;
+      } pc = {(uint64_t)(uintptr_t)a->x.p,
+              (uint64_t)(uintptr_t)a->out.p,
+              a->x.rows,
+              a->x.cols,
+              a->x.ld,
+              a->out.rows,
+              a->out.cols,
+              a->out.ld,
+              a->p0,
+              a->p1,
+              (int32_t)a->op,
+              a->accumulate};
+      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
+    }
+    case AG__K_MAP2: {
+      const ag__map2_args *a = args;
+      struct {
+        uint64_t a, b, out;
+        int64_t a_rows, a_cols, a_ld, b_rows, b_cols, b_ld, rows, cols, ld;
+        float alpha, p0, p1;
+        int32_t op, accumulate;
+      } pc = {(uint64_t)(uintptr_t)a->a.p,
+              (uint64_t)(uintptr_t)a->b.p,
+              (uint64_t)(uintptr_t)a->out.p,
+              a->a.rows,
+              a->a.cols,
+              a->a.ld,
+              a->b.rows,
+              a->b.cols,
+              a->b.ld,
+              a->out.rows,
+              a->out.cols,
+              a->out.ld,
+              a->alpha,
+              a->p0,
+              a->p1,
+              (int32_t)a->op,
+              a->accumulate};
+      _Static_assert(sizeof pc <= VK_PUSH_BYTES, "MAP2's push constants fit");
+      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
+    }
     default: return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
   }
 }
@@ -766,3 +823,9 @@ static const ag__backend vk_backend = {
 };
 
 const ag__backend *ag__vulkan_backend(void) { return &vk_backend; }
+
+int ag__vulkan_validation_total(int *states, char *last, size_t last_len) {
+  *states = __atomic_load_n(&total_states_validated, __ATOMIC_RELAXED);
+  if (last && last_len) snprintf(last, last_len, "%s", total_last);
+  return __atomic_load_n(&total_errors, __ATOMIC_RELAXED);
+}
