@@ -8,37 +8,37 @@
 
 ag_device_kind agt_kind = AG_DEVICE_CPU;
 
+/* Whether a run on `kind` goes ahead: -1 yes; else the exit status (77
+ * skipped, 1 failed when the variable `require` is 1 and no device is there). */
+static int device_there(ag_device_kind kind, const char *group, const char *dev, const char *require,
+                        const char *what, size_t n) {
+  if (ag_device_count(kind) > 0) return -1;
+  const char *req = getenv(require);
+  if (req && strcmp(req, "1") == 0) {
+    fprintf(stderr, "%s.%s: FAILED: %s=1 but no %s is present\n", group, dev, require, what);
+    return 1;
+  }
+  printf("%s.%s: SKIPPED: no %s present (%zu tests not run)\n", group, dev, what, n);
+  return 77;
+}
+
 int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *tests, size_t n) {
   const char *dev = argc > 1 ? argv[1] : "cpu";
+  int there = -1;
   if (strcmp(dev, "cpu") == 0) {
     agt_kind = AG_DEVICE_CPU;
   } else if (strcmp(dev, "cuda") == 0) {
     agt_kind = AG_DEVICE_CUDA;
-    if (ag_cuda_device_count() == 0) {
-      const char *req = getenv("AGRL_REQUIRE_GPU");
-      if (req && strcmp(req, "1") == 0) {
-        fprintf(stderr, "%s.cuda: FAILED: AGRL_REQUIRE_GPU=1 but no CUDA device is present\n", group);
-        return 1;
-      }
-      printf("%s.cuda: SKIPPED: no CUDA device present (%zu tests not run)\n", group, n);
-      return 77;
-    }
+    there = device_there(AG_DEVICE_CUDA, group, dev, "AGRL_REQUIRE_GPU", "CUDA device", n);
   } else if (strcmp(dev, "vulkan") == 0) {
     agt_kind = AG_DEVICE_VULKAN;
-    if (ag_device_count(AG_DEVICE_VULKAN) == 0) {
-      const char *req = getenv("AGRL_REQUIRE_VULKAN");
-      if (req && strcmp(req, "1") == 0) {
-        fprintf(stderr, "%s.vulkan: FAILED: AGRL_REQUIRE_VULKAN=1 but no Vulkan device is usable\n", group);
-        return 1;
-      }
-      printf("%s.vulkan: SKIPPED: no usable Vulkan device (%zu tests not run)\n", group, n);
-      return 77;
-    }
+    there = device_there(AG_DEVICE_VULKAN, group, dev, "AGRL_REQUIRE_VULKAN", "usable Vulkan device", n);
     setenv("AGRL_VK_VALIDATION", "1", 0); /* the Khronos layer checks every call, where installed */
   } else {
     fprintf(stderr, "usage: %s cpu|cuda|vulkan [TEST-NAME-PATTERN]\n", argv[0]);
     return 2;
   }
+  if (there >= 0) return there;
   if (argc > 2) cmocka_set_test_filter(argv[2]); /* e.g. under a slow sanitizer: one test */
   char name[128];
   snprintf(name, sizeof name, "%s.%s", group, dev);
