@@ -29,7 +29,8 @@
  *
  * With AGRL_VK_VALIDATION=1 in the environment the Khronos validation
  * layer is enabled (when installed) and its errors are counted
- * (ag__vulkan_validation_errors) and the last one kept.
+ * over every state of the process (ag__vulkan_validation_total), the last
+ * one kept.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -788,13 +789,6 @@ static ag_status vk_replay(void *p, void *rec) {
 }
 
 static void vk_record_free(void *p, void *rec) { (void)p, (void)rec; }
-
-int ag__vulkan_validation_errors(void *p, int *on, char *last, size_t last_len) {
-  const vk_state *s = p;
-  *on = s->validating;
-  if (last && last_len) snprintf(last, last_len, "%s", s->last_validation);
-  return s->validation_errors;
-}
 
 static const ag__backend vk_backend = {
     .name = "vulkan",

@@ -1,4 +1,4 @@
-/* vk_internal.h — what the Vulkan backend shows its tests. */
+/* vk_internal.h — what the Vulkan backend's files share. */
 #ifndef AGRL_VULKAN_VK_INTERNAL_H
 #define AGRL_VULKAN_VK_INTERNAL_H
 
@@ -13,10 +13,5 @@ typedef struct ag__vk_shader {
 } ag__vk_shader;
 extern const ag__vk_shader ag__vk_shaders[];
 extern const int ag__vk_n_shaders;
-
-/* The validation layer's errors on the state st so far, whether it is on
- * (AGRL_VK_VALIDATION=1 and the layer installed) into *on, and the last
- * error's message into last. */
-int ag__vulkan_validation_errors(void *st, int *on, char *last, size_t last_len);
 
 #endif /* AGRL_VULKAN_VK_INTERNAL_H */
