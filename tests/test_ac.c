@@ -18,6 +18,7 @@
 
 #include "agt.h"
 #include "agent/agent_internal.h"
+#include "base/kernels.h"
 #include "base/normal.h"
 #include "base/philox.h"
 #include "graph/graph_internal.h"
@@ -941,6 +942,23 @@ static void fused_composed(void **state) {
       ag_ac_free(b);
     }
     for (int f = 0; f < 2; f++) ag_ac_free(ag[f]);
+  }
+  /* past the fused kernels' sizes the update is composed, even when asked */
+  const struct {
+    int64_t width, batch;
+    int fused;
+  } sizes[] = {{AG__AC_MAX_WIDTH, 8, 1}, {AG__AC_MAX_WIDTH + 1, 8, 0}, {8, AG__AC_MAX_TILED + 1, 0}};
+  for (int i = 0; i < 3; i++) {
+    ag_ac_config c = ag_ac_defaults(AG_AC_TD3);
+    c.n_hidden = 1;
+    c.hidden[0] = sizes[i].width;
+    c.batch_size = c.buffer_size = sizes[i].batch;
+    ag_ac *a;
+    float lo = -1.0f, hi = 1.0f;
+    agt_ok(ag_ac_create(ctx, 3, 1, &lo, &hi, 10, &c, &a));
+    ag__ac_force_fused(a, 1);
+    assert_int_equal(ag_ac_fused(a), sizes[i].fused);
+    ag_ac_free(a);
   }
   ag_ac_config bad = ag_ac_defaults(AG_AC_SAC);
   bad.fused = 2;

@@ -454,8 +454,11 @@ typedef struct ag__qgrad_args {
  * entropy) into *log_alpha_grad and opt_alpha's step on *log_alpha. alpha
  * = exp(*log_alpha) as the call finds it, in both losses. Sums run in a
  * fixed order: a replay gives the same bits. ws: the scratch the
- * backend's query asks for. */
+ * backend's query asks for. B is at most AG__AC_MAX_TILED and a hidden
+ * layer at most AG__AC_MAX_WIDTH wide (the callers compose larger ones). */
 #define AG__AC_MAX_LAYERS 9
+#define AG__AC_MAX_TILED ((int64_t)65535 * 32) /* the largest B */
+#define AG__AC_MAX_WIDTH 16384                 /* the widest hidden layer */
 
 typedef struct ag__ac_net {
   float *w[AG__AC_MAX_LAYERS], *b[AG__AC_MAX_LAYERS];

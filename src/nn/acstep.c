@@ -78,6 +78,13 @@ static ag_status args_of(const ag__acstep *u, const char *fn, ag__acgrad_args *a
   ag_tensor *const *qp = ag_mlp_params(u->q[0]);
   int64_t hidden[AG__AC_MAX_LAYERS - 1];
   for (int i = 0; i < L - 1; i++) hidden[i] = qp[2 * i]->rows;
+  /* the kernels' grids: B / 32 and a layer's width / 32 tiles along a
+   * dimension of at most 65,535 blocks, a gradient kernel's tiles an int */
+  int wide = src->B > (int64_t)AG__AC_MAX_TILED;
+  for (int i = 0; i < L - 1; i++) wide = wide || hidden[i] > (int64_t)AG__AC_MAX_WIDTH;
+  if (wide)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: B = %lld or a hidden layer is past the fused update's sizes", fn,
+                    (long long)src->B);
   int ok = shaped(u->pi, L, S, hidden, nA) && (!u->td3 || shaped(u->pi_t, L, S, hidden, nA));
   for (int k = 0; k < 2; k++)
     ok = ok && shaped(u->q[k], L, S + A, hidden, 1) && shaped(u->qt[k], L, S + A, hidden, 1);
