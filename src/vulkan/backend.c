@@ -315,7 +315,11 @@ static int has_extension(VkPhysicalDevice d, const char *name) {
 static const struct {
   const char *name;
   ag__kernel_id id;
-} shader_kernels[] = {{"fill", AG__K_FILL}, {"copy", AG__K_COPY}, {"map", AG__K_MAP}, {"map2", AG__K_MAP2}};
+} shader_kernels[] = {{"fill", AG__K_FILL},
+                      {"copy", AG__K_COPY},
+                      {"map", AG__K_MAP},
+                      {"map2", AG__K_MAP2},
+                      {"gather", AG__K_GATHER}};
 
 /* The layout and one compute pipeline a shader. */
 static ag_status make_pipelines(vk_state *s) {
@@ -762,6 +766,27 @@ static ag_status vk_run(void *p, ag__kernel_id id, const void *args, size_t size
               a->accumulate};
       _Static_assert(sizeof pc <= VK_PUSH_BYTES, "MAP2's push constants fit");
       return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
+    }
+    case AG__K_GATHER: {
+      const ag__gather_args *a = args;
+      if (a->idx_dtype != AG_I32 && a->idx_dtype != AG_I64)
+        return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gather indices must be i32 or i64");
+      struct {
+        uint64_t src, idx, dst;
+        int64_t rows, capacity, n;
+        float scale;
+        int32_t src_dtype, idx_dtype, pad;
+      } pc = {(uint64_t)(uintptr_t)a->src,
+              (uint64_t)(uintptr_t)a->idx,
+              (uint64_t)(uintptr_t)a->dst,
+              a->rows,
+              a->capacity,
+              a->n,
+              a->scale,
+              (int32_t)a->src_dtype,
+              (int32_t)a->idx_dtype,
+              0};
+      return dispatch(s, pipe, &pc, sizeof pc, a->rows * a->n);
     }
     default: return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
   }

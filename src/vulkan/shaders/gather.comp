@@ -1,0 +1,58 @@
+// gather.comp — AG__K_GATHER: dst[r, j] = (f32) src[r, clamp(idx[j], 0, capacity - 1)] * scale,
+// src [rows, capacity] of src_dtype, idx [n] i32 or i64, dst [rows, n] f32. Every index
+// read from the device is clamped before the read it leads to: an address past a buffer
+// can lose the device. Elements narrower than 4 bytes are taken from the aligned word
+// that holds them (each allocation has room past its end for that word).
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+layout(local_size_x = 256) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
+layout(push_constant) uniform P {
+  uint64_t src_p, idx_p, dst_p;
+  int64_t rows, capacity, n;
+  float scale;
+  int src_dtype, idx_dtype;
+} p;
+
+uint word_at(uint64_t byte) { return U32(byte & ~3ul).v; }
+
+// element e of the source as f32 (kernels.h's dtypes: 0 f32, 1 f16, 2 bf16, 3 u8, 4 i32, 5 i64)
+float load(int64_t e) {
+  switch (p.src_dtype) {
+    case 1: {
+      const uint64_t b = p.src_p + 2ul * uint64_t(e);
+      const uint h = (word_at(b) >> ((uint(b) & 2u) * 8u)) & 0xffffu;
+      return unpackHalf2x16(h).x;
+    }
+    case 2: {
+      const uint64_t b = p.src_p + 2ul * uint64_t(e);
+      const uint h = (word_at(b) >> ((uint(b) & 2u) * 8u)) & 0xffffu;
+      return uintBitsToFloat(h << 16);
+    }
+    case 3: {
+      const uint64_t b = p.src_p + uint64_t(e);
+      return float((word_at(b) >> ((uint(b) & 3u) * 8u)) & 0xffu);
+    }
+    case 4: return float(I32(p.src_p + 4ul * uint64_t(e)).v);
+    case 5: return float(I64(p.src_p + 8ul * uint64_t(e)).v);
+  }
+  return at(p.src_p, e).v;
+}
+
+void main() {
+  const int64_t total = p.rows * p.n;
+  const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;
+  for (int64_t i = int64_t(gl_GlobalInvocationID.x); i < total; i += stride) {
+    const int64_t r = i % p.rows, j = i / p.rows;
+    int64_t c = p.idx_dtype == 5 ? I64(p.idx_p + 8ul * uint64_t(j)).v : int64_t(I32(p.idx_p + 4ul * uint64_t(j)).v);
+    c = c < 0 ? 0 : (c >= p.capacity ? p.capacity - 1 : c);
+    const int64_t e = c * p.rows + r;
+    if (p.src_dtype == 0 && p.scale == 1.0) // copied as stored, bits and all
+      U32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(e)).v;
+    else
+      at(p.dst_p, j * p.rows + r).v = load(e) * p.scale;
+  }
+}
