@@ -18,9 +18,21 @@
  *
  * Kernels are compute pipelines of the shaders in src/vulkan/shaders
  * (compiled to SPIR-V at build time and embedded), their arguments in push
- * constants (addresses and sizes), each dispatch between barriers; so far
- * each waits for its end (the queue is not yet kept full), and recordings
- * are not provided.
+ * constants (addresses and sizes) and, when larger, in an argument block
+ * of host-visible memory (ag__vk_args). Dispatches, zeroings and copies
+ * between device buffers are queued, each after a barrier on all before
+ * it, into one of VK_SLOTS command buffers: a buffer is submitted (with
+ * its fence, not waited for) when it holds VK_SLOT_DISPATCHES commands or
+ * before a transfer with the host, a sync or a release; the next slot is
+ * filled while it runs, and a slot is reused once its fence has signalled.
+ * The queue is therefore kept full, and the host waits only in download,
+ * sync, release and the staging parts' turns.
+ *
+ * Recordings are secondary command buffers: between record_begin and
+ * record_end the dispatches, zeroings and copies go into one (its argument
+ * blocks kept with it), and a replay queues it, with vkCmdExecuteCommands,
+ * into the current slot (usable by several slots at once). A recording
+ * holds addresses: it reads and writes the same memory on every replay.
  *
  * Free memory: VK_EXT_memory_budget's heap budget minus usage where the
  * device has the extension; without it, the device-local heap's size less
@@ -45,8 +57,37 @@
 
 #define VK_ALIGN 256u
 #define VK_MAX_SHADERS 64
-#define VK_PUSH_BYTES 128 /* the push constants every device takes */
-#define VK_GROUP 256      /* the shaders' local size */
+#define VK_PUSH_BYTES AG__VK_PUSH_BYTES
+#define VK_SLOTS 4                     /* command buffers of queued work */
+#define VK_SLOT_DISPATCHES 256         /* commands a slot takes before it is submitted */
+#define VK_ARG_CHUNK ((size_t)1 << 18) /* bytes of a slot's (or recording's) argument blocks */
+
+/* Host-visible memory for argument blocks, with its device address. */
+typedef struct vk_chunk {
+  VkBuffer buf;
+  VkDeviceMemory mem;
+  unsigned char *map;
+  uint64_t addr;
+  size_t size, used;
+} vk_chunk;
+
+/* A command buffer of queued work. */
+typedef struct vk_slot {
+  VkCommandBuffer cmd;
+  VkFence fence;
+  int busy; /* submitted, its fence not yet waited for */
+  int open; /* begun, taking commands */
+  int n;    /* commands in it */
+  vk_chunk args;
+} vk_slot;
+
+/* A recording: a secondary command buffer and the argument blocks it reads. */
+typedef struct vk_rec {
+  VkCommandBuffer cmd;
+  vk_chunk *chunks;
+  int n_chunks;
+  int nodes;
+} vk_rec;
 
 typedef struct vk_alloc {
   uint64_t base; /* the buffer's device address */
@@ -80,8 +121,11 @@ typedef struct vk_state {
   VkPipelineLayout layout; /* every kernel's: push constants only */
   VkShaderModule mods[VK_MAX_SHADERS];
   VkPipeline pipes[VK_MAX_SHADERS];
-  int kernel_pipe[AG__K_COUNT]; /* the pipeline of a kernel, -1: not provided */
-  int validating;               /* the layer and its messenger are on */
+  vk_slot slots[VK_SLOTS];
+  int cur;        /* the slot that takes the next command */
+  vk_rec *rec;    /* the recording in progress, or NULL */
+  int f64;        /* shaderFloat64 enabled */
+  int validating; /* the layer and its messenger are on */
   int validation_errors;
   char last_validation[512];
 } vk_state;
@@ -228,21 +272,29 @@ static int mem_type(const vk_state *s, uint32_t bits, VkMemoryPropertyFlags want
   return -1;
 }
 
-/* A buffer of `bytes` in memory type `type`, for storage and transfers
- * (and device addresses when addr). */
-static ag_status make_buffer(vk_state *s, size_t bytes, int host, VkBuffer *buf, VkDeviceMemory *mem) {
+/* The kinds of buffer: device-local storage; host-visible staging;
+ * host-visible argument blocks read by shaders (device-local where the
+ * device has such memory the host can write). */
+enum { BUF_DEVICE = 0, BUF_STAGING, BUF_ARGS };
+
+/* A buffer of `bytes` of kind `kind`, for storage and transfers (the
+ * storage kinds with device addresses). */
+static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf, VkDeviceMemory *mem) {
+  const int host = kind != BUF_DEVICE, addressed = kind != BUF_STAGING;
   VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = bytes;
   bi.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  if (!host) bi.usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  if (addressed) bi.usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkResult r = vkCreateBuffer(s->dev, &bi, NULL, buf);
   if (r != VK_SUCCESS) return vk_fail(r, "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(s->dev, *buf, &req);
-  const int type = mem_type(s, req.memoryTypeBits,
-                            host ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-                                 : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  const VkMemoryPropertyFlags visible =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  int type = -1;
+  if (kind == BUF_ARGS) type = mem_type(s, req.memoryTypeBits, visible | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (type < 0) type = mem_type(s, req.memoryTypeBits, host ? visible : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (type < 0) {
     vkDestroyBuffer(s->dev, *buf, NULL);
     return ag__fail(AG_ERR_DEVICE, "vulkan: no %s memory type for a buffer",
@@ -251,7 +303,7 @@ static ag_status make_buffer(vk_state *s, size_t bytes, int host, VkBuffer *buf,
   VkMemoryAllocateFlagsInfo fi = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
   fi.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
   VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.pNext = host ? NULL : &fi;
+  ai.pNext = addressed ? &fi : NULL;
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = (uint32_t)type;
   r = vkAllocateMemory(s->dev, &ai, NULL, mem);
@@ -265,6 +317,38 @@ static ag_status make_buffer(vk_state *s, size_t bytes, int host, VkBuffer *buf,
   return AG_OK;
 }
 
+/* ---- argument blocks ---- */
+
+static ag_status make_chunk(vk_state *s, size_t size, vk_chunk *c) {
+  memset(c, 0, sizeof *c);
+  ag_status st = make_buffer(s, size, BUF_ARGS, &c->buf, &c->mem);
+  if (st) {
+    c->buf = VK_NULL_HANDLE, c->mem = VK_NULL_HANDLE;
+    return st;
+  }
+  void *map = NULL;
+  VkResult r = vkMapMemory(s->dev, c->mem, 0, VK_WHOLE_SIZE, 0, &map);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(s->dev, c->buf, NULL);
+    vkFreeMemory(s->dev, c->mem, NULL);
+    c->buf = VK_NULL_HANDLE, c->mem = VK_NULL_HANDLE;
+    return vk_fail(r, "vkMapMemory (arguments)");
+  }
+  VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  ai.buffer = c->buf;
+  c->map = map;
+  c->addr = vkGetBufferDeviceAddress(s->dev, &ai);
+  c->size = size;
+  return AG_OK;
+}
+
+static void free_chunk(vk_state *s, vk_chunk *c) {
+  if (c->map) vkUnmapMemory(s->dev, c->mem);
+  if (c->buf) vkDestroyBuffer(s->dev, c->buf, NULL);
+  if (c->mem) vkFreeMemory(s->dev, c->mem, NULL);
+  memset(c, 0, sizeof *c);
+}
+
 /* ---- opening and closing ---- */
 
 static void vk_close(void *p) {
@@ -272,6 +356,10 @@ static void vk_close(void *p) {
   if (!s) return;
   if (s->dev) {
     vkDeviceWaitIdle(s->dev);
+    for (int i = 0; i < VK_SLOTS; i++) {
+      free_chunk(s, &s->slots[i].args);
+      if (s->slots[i].fence) vkDestroyFence(s->dev, s->slots[i].fence, NULL);
+    }
     for (size_t i = 0; i < s->n_allocs; i++) {
       vkDestroyBuffer(s->dev, s->allocs[i].buf, NULL);
       vkFreeMemory(s->dev, s->allocs[i].mem, NULL);
@@ -311,19 +399,8 @@ static int has_extension(VkPhysicalDevice d, const char *name) {
   return found;
 }
 
-/* The kernels the shaders provide, by the shader's name. */
-static const struct {
-  const char *name;
-  ag__kernel_id id;
-} shader_kernels[] = {{"fill", AG__K_FILL},
-                      {"copy", AG__K_COPY},
-                      {"map", AG__K_MAP},
-                      {"map2", AG__K_MAP2},
-                      {"gather", AG__K_GATHER}};
-
 /* The layout and one compute pipeline a shader. */
 static ag_status make_pipelines(vk_state *s) {
-  for (int k = 0; k < AG__K_COUNT; k++) s->kernel_pipe[k] = -1;
   VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
   VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   li.pushConstantRangeCount = 1;
@@ -345,8 +422,6 @@ static ag_status make_pipelines(vk_state *s) {
     ci.layout = s->layout;
     r = vkCreateComputePipelines(s->dev, VK_NULL_HANDLE, 1, &ci, NULL, &s->pipes[i]);
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
-    for (size_t k = 0; k < sizeof shader_kernels / sizeof shader_kernels[0]; k++)
-      if (strcmp(shader_kernels[k].name, sh->name) == 0) s->kernel_pipe[shader_kernels[k].id] = i;
   }
   return AG_OK;
 }
@@ -377,6 +452,12 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &f12;
   f2.features.shaderInt64 = VK_TRUE;
+  {
+    VkPhysicalDeviceFeatures have;
+    vkGetPhysicalDeviceFeatures(s->phys, &have);
+    s->f64 = have.shaderFloat64 == VK_TRUE;
+    f2.features.shaderFloat64 = have.shaderFloat64;
+  }
   VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &f2;
   di.queueCreateInfoCount = 1;
@@ -401,6 +482,11 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(s->dev, &ci, s->cmd);
   VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   for (int i = 0; i < 2 && r == VK_SUCCESS; i++) r = vkCreateFence(s->dev, &fi, NULL, &s->fence[i]);
+  for (int i = 0; i < VK_SLOTS && r == VK_SUCCESS; i++) {
+    ci.commandBufferCount = 1;
+    r = vkAllocateCommandBuffers(s->dev, &ci, &s->slots[i].cmd);
+    if (r == VK_SUCCESS) r = vkCreateFence(s->dev, &fi, NULL, &s->slots[i].fence);
+  }
   if (r != VK_SUCCESS) {
     vk_close(s);
     return vk_fail(r, "creating the command pool and fences");
@@ -417,7 +503,12 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
       s->heap_device = mp.memoryTypes[i].heapIndex;
       break;
     }
-  if ((st = make_buffer(s, 2 * (size_t)AG_TRANSFER_PART_BYTES, 1, &s->staging, &s->staging_mem))) {
+  for (int i = 0; i < VK_SLOTS && !st; i++) st = make_chunk(s, VK_ARG_CHUNK, &s->slots[i].args);
+  if (st) {
+    vk_close(s);
+    return st;
+  }
+  if ((st = make_buffer(s, 2 * (size_t)AG_TRANSFER_PART_BYTES, BUF_STAGING, &s->staging, &s->staging_mem))) {
     s->staging = VK_NULL_HANDLE, s->staging_mem = VK_NULL_HANDLE;
     vk_close(s);
     return st;
@@ -483,7 +574,7 @@ static ag_status vk_alloc_mem(void *p, size_t bytes, void **out) {
   }
   const size_t size = (bytes ? bytes : 1) + VK_ALIGN; /* room to round the address up */
   vk_alloc x = {0, size, 0, bytes, VK_NULL_HANDLE, VK_NULL_HANDLE};
-  ag_status st = make_buffer(s, size, 0, &x.buf, &x.mem);
+  ag_status st = make_buffer(s, size, BUF_DEVICE, &x.buf, &x.mem);
   if (st) return st;
   VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   ai.buffer = x.buf;
@@ -499,20 +590,6 @@ static ag_status vk_alloc_mem(void *p, size_t bytes, void **out) {
   return AG_OK;
 }
 
-static void vk_release(void *p, void *ptr) {
-  vk_state *s = p;
-  if (!ptr) return;
-  const vk_alloc *x = find(s, (uint64_t)(uintptr_t)ptr);
-  if (!x) return;
-  vkQueueWaitIdle(s->queue); /* after the queued work that uses it */
-  const size_t at = (size_t)(x - s->allocs);
-  vkDestroyBuffer(s->dev, x->buf, NULL);
-  vkFreeMemory(s->dev, x->mem, NULL);
-  s->allocated -= x->bytes;
-  memmove(&s->allocs[at], &s->allocs[at + 1], (s->n_allocs - at - 1) * sizeof *s->allocs);
-  s->n_allocs--;
-}
-
 /* The buffer and offset of [a, a + bytes), which must lie in one allocation. */
 static ag_status locate(const vk_state *s, uint64_t a, size_t bytes, VkBuffer *buf, VkDeviceSize *off) {
   const vk_alloc *x = find(s, a);
@@ -526,39 +603,9 @@ static ag_status locate(const vk_state *s, uint64_t a, size_t bytes, VkBuffer *b
 
 /* ---- submissions ---- */
 
-/* Waits for part i's fence if its copy is in flight. */
-static ag_status settle(vk_state *s, int i) {
-  if (!s->busy[i]) return AG_OK;
-  VkResult r = vkWaitForFences(s->dev, 1, &s->fence[i], VK_TRUE, UINT64_MAX);
-  if (r == VK_SUCCESS) r = vkResetFences(s->dev, 1, &s->fence[i]);
-  s->busy[i] = 0;
-  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "waiting for a transfer");
-}
-
-static ag_status begin(vk_state *s, int i) {
-  ag_status st = settle(s, i);
-  if (st) return st;
-  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  VkResult r = vkResetCommandBuffer(s->cmd[i], 0);
-  if (r == VK_SUCCESS) r = vkBeginCommandBuffer(s->cmd[i], &bi);
-  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "vkBeginCommandBuffer");
-}
-
-/* Ends command buffer i and submits it with its fence (wait: and waits). */
-static ag_status submit(vk_state *s, int i, int wait) {
-  VkResult r = vkEndCommandBuffer(s->cmd[i]);
-  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &s->cmd[i];
-  if (r == VK_SUCCESS) r = vkQueueSubmit(s->queue, 1, &si, s->fence[i]);
-  if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
-  s->busy[i] = 1;
-  return wait ? settle(s, i) : AG_OK;
-}
-
-/* A barrier: transfers before it complete before those after it. */
-static void transfer_barrier(VkCommandBuffer c) {
+/* A barrier: the transfers and dispatches before it complete, and their
+ * writes are seen, before those after it start. */
+static void barrier(VkCommandBuffer c) {
   VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
@@ -569,13 +616,113 @@ static void transfer_barrier(VkCommandBuffer c) {
       1, &mb, 0, NULL, 0, NULL);
 }
 
-static ag_status vk_sync(void *p) {
-  vk_state *s = p;
-  ag_status st = settle(s, 0);
-  if (!st) st = settle(s, 1);
+static ag_status wait_fence(vk_state *s, VkFence f, int *busy) {
+  if (!*busy) return AG_OK;
+  VkResult r = vkWaitForFences(s->dev, 1, &f, VK_TRUE, UINT64_MAX);
+  if (r == VK_SUCCESS) r = vkResetFences(s->dev, 1, &f);
+  *busy = 0;
+  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "waiting for the queue");
+}
+
+/* Waits for staging part i's fence if its copy is in flight. */
+static ag_status settle(vk_state *s, int i) { return wait_fence(s, s->fence[i], &s->busy[i]); }
+
+static ag_status begin_cmd(VkCommandBuffer c) {
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VkResult r = vkResetCommandBuffer(c, 0);
+  if (r == VK_SUCCESS) r = vkBeginCommandBuffer(c, &bi);
+  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "vkBeginCommandBuffer");
+}
+
+static ag_status begin(vk_state *s, int i) {
+  ag_status st = settle(s, i);
+  return st ? st : begin_cmd(s->cmd[i]);
+}
+
+static ag_status submit_cmd(vk_state *s, VkCommandBuffer c, VkFence f, int *busy) {
+  VkResult r = vkEndCommandBuffer(c);
+  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &c;
+  if (r == VK_SUCCESS) r = vkQueueSubmit(s->queue, 1, &si, f);
+  if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
+  *busy = 1;
+  return AG_OK;
+}
+
+/* Ends staging command buffer i and submits it with its fence (wait: and waits). */
+static ag_status submit(vk_state *s, int i, int wait) {
+  ag_status st = submit_cmd(s, s->cmd[i], s->fence[i], &s->busy[i]);
+  return st || !wait ? st : settle(s, i);
+}
+
+/* The current slot, begun (after its last submission has run). */
+static ag_status slot_open(vk_state *s, vk_slot **out) {
+  vk_slot *k = &s->slots[s->cur];
+  if (!k->open) {
+    ag_status st = wait_fence(s, k->fence, &k->busy);
+    if (!st) st = begin_cmd(k->cmd);
+    if (st) return st;
+    k->open = 1, k->n = 0, k->args.used = 0;
+  }
+  *out = k;
+  return AG_OK;
+}
+
+/* Submits the current slot's commands (not waiting) and moves to the next slot. */
+static ag_status flush(vk_state *s) {
+  vk_slot *k = &s->slots[s->cur];
+  if (!k->open) return AG_OK;
+  k->open = 0;
+  s->cur = (s->cur + 1) % VK_SLOTS;
+  return submit_cmd(s, k->cmd, k->fence, &k->busy);
+}
+
+/* The command buffer that takes the next command: the recording's, or the
+ * current slot's (counting the command). */
+static ag_status target(vk_state *s, VkCommandBuffer *out) {
+  if (s->rec) {
+    s->rec->nodes++;
+    *out = s->rec->cmd;
+    return AG_OK;
+  }
+  vk_slot *k;
+  ag_status st = slot_open(s, &k);
   if (st) return st;
-  VkResult r = vkQueueWaitIdle(s->queue);
-  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "vkQueueWaitIdle");
+  k->n++;
+  *out = k->cmd;
+  return AG_OK;
+}
+
+/* After a command: a full slot is submitted. */
+static ag_status after(vk_state *s) {
+  return !s->rec && s->slots[s->cur].open && s->slots[s->cur].n >= VK_SLOT_DISPATCHES ? flush(s) : AG_OK;
+}
+
+/* Submits what is queued and waits for all of it. */
+static ag_status drain_all(vk_state *s) {
+  ag_status st = flush(s);
+  for (int i = 0; i < VK_SLOTS && !st; i++) st = wait_fence(s, s->slots[i].fence, &s->slots[i].busy);
+  if (!st) st = settle(s, 0);
+  if (!st) st = settle(s, 1);
+  return st;
+}
+
+static ag_status vk_sync(void *p) { return drain_all(p); }
+
+static void vk_release(void *p, void *ptr) {
+  vk_state *s = p;
+  if (!ptr) return;
+  const vk_alloc *x = find(s, (uint64_t)(uintptr_t)ptr);
+  if (!x) return;
+  if (drain_all(s)) vkDeviceWaitIdle(s->dev); /* after the queued work that uses it */
+  const size_t at = (size_t)(x - s->allocs);
+  vkDestroyBuffer(s->dev, x->buf, NULL);
+  vkFreeMemory(s->dev, x->mem, NULL);
+  s->allocated -= x->bytes;
+  memmove(&s->allocs[at], &s->allocs[at + 1], (s->n_allocs - at - 1) * sizeof *s->allocs);
+  s->n_allocs--;
 }
 
 static ag_status vk_zero(void *p, void *dst, size_t bytes) {
@@ -584,19 +731,35 @@ static ag_status vk_zero(void *p, void *dst, size_t bytes) {
   VkBuffer b;
   VkDeviceSize off;
   ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &b, &off);
-  if (st || (st = begin(s, 0))) return st;
-  transfer_barrier(s->cmd[0]);
-  if (off % 4 == 0 && bytes % 4 == 0) {
-    vkCmdFillBuffer(s->cmd[0], b, off, bytes, 0);
-  } else { /* fill takes whole words: the staging part's zeros for the rest */
-    const size_t part = AG_TRANSFER_PART_BYTES;
-    memset(s->staging_map, 0, bytes < part ? bytes : part);
-    for (size_t done = 0; done < bytes; done += part) {
-      VkBufferCopy c = {0, off + done, bytes - done < part ? bytes - done : part};
-      vkCmdCopyBuffer(s->cmd[0], s->staging, b, 1, &c);
-    }
+  if (st) return st;
+  if (off % 4 || bytes % 4) { /* fill takes whole words: a shader clears the bytes */
+    const uint64_t a = (uint64_t)(uintptr_t)dst;
+    struct {
+      uint64_t first_word, start, end;
+    } pc = {a & ~(uint64_t)3, a & 3, (a & 3) + bytes};
+    const int64_t words = (int64_t)((pc.end + 3) / 4);
+    return ag__vk_dispatch(s, ag__vk_pipe(s, "zero"), &pc, sizeof pc, ag__vk_groups(words, 256), 1, 1);
   }
-  return submit(s, 0, 1);
+  VkCommandBuffer c;
+  if ((st = target(s, &c))) return st;
+  barrier(c);
+  vkCmdFillBuffer(c, b, off, bytes, 0);
+  return after(s);
+}
+
+static ag_status vk_copy(void *p, void *dst, const void *src, size_t bytes) {
+  vk_state *s = p;
+  if (!bytes) return AG_OK;
+  VkBuffer bd, bs;
+  VkDeviceSize od, os;
+  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &bd, &od);
+  if (!st) st = locate(s, (uint64_t)(uintptr_t)src, bytes, &bs, &os);
+  VkCommandBuffer c;
+  if (st || (st = target(s, &c))) return st;
+  barrier(c);
+  VkBufferCopy r = {os, od, bytes};
+  vkCmdCopyBuffer(c, bs, bd, 1, &r);
+  return after(s);
 }
 
 static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
@@ -604,6 +767,7 @@ static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, v
   VkBuffer b;
   VkDeviceSize off;
   ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &b, &off);
+  if (!st) st = flush(s); /* the queued work first, in order */
   const size_t part = AG_TRANSFER_PART_BYTES;
   int i = 0;
   for (size_t done = 0; !st && done < bytes; done += part, i ^= 1) {
@@ -611,7 +775,7 @@ static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, v
     if ((st = settle(s, i))) break; /* part i is free again */
     fill(s->staging_map + (size_t)i * part, done, len, user);
     if ((st = begin(s, i))) break;
-    transfer_barrier(s->cmd[i]);
+    barrier(s->cmd[i]);
     VkBufferCopy c = {(VkDeviceSize)i * part, off + done, len};
     vkCmdCopyBuffer(s->cmd[i], s->staging, b, 1, &c);
     st = submit(s, i, 0);
@@ -625,32 +789,19 @@ static ag_status vk_download(void *p, const void *src, size_t bytes, ag__drain_f
   VkBuffer b;
   VkDeviceSize off;
   ag_status st = locate(s, (uint64_t)(uintptr_t)src, bytes, &b, &off);
+  if (!st) st = flush(s);
   const size_t part = AG_TRANSFER_PART_BYTES;
   for (size_t done = 0; !st && done < bytes; done += part) {
     const size_t len = bytes - done < part ? bytes - done : part;
     if ((st = settle(s, 1)) || (st = begin(s, 0))) break;
-    transfer_barrier(s->cmd[0]);
+    barrier(s->cmd[0]);
     VkBufferCopy c = {off + done, 0, len};
     vkCmdCopyBuffer(s->cmd[0], b, s->staging, 1, &c);
-    transfer_barrier(s->cmd[0]);
+    barrier(s->cmd[0]);
     if ((st = submit(s, 0, 1))) break;
     drain(s->staging_map, done, len, user);
   }
   return st;
-}
-
-static ag_status vk_copy(void *p, void *dst, const void *src, size_t bytes) {
-  vk_state *s = p;
-  if (!bytes) return AG_OK;
-  VkBuffer bd, bs;
-  VkDeviceSize od, os;
-  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &bd, &od);
-  if (!st) st = locate(s, (uint64_t)(uintptr_t)src, bytes, &bs, &os);
-  if (st || (st = begin(s, 0))) return st;
-  transfer_barrier(s->cmd[0]);
-  VkBufferCopy c = {os, od, bytes};
-  vkCmdCopyBuffer(s->cmd[0], bs, bd, 1, &c);
-  return submit(s, 0, 1);
 }
 
 static void *vk_native_stream(void *p) {
@@ -673,147 +824,166 @@ static void vk_host_free(void *p, void *ptr) {
 
 /* ---- kernels ---- */
 
-/* Runs pipeline `pipe` over `groups` groups with the push constants push. */
-static ag_status dispatch(vk_state *s, int pipe, const void *push, size_t bytes, int64_t items) {
-  if (items <= 0) return AG_OK;
-  int64_t groups = (items + VK_GROUP - 1) / VK_GROUP;
-  if (groups > 65535) groups = 65535; /* the shaders stride over the rest */
-  ag_status st = begin(s, 0);
-  if (st) return st;
-  transfer_barrier(s->cmd[0]);
-  vkCmdBindPipeline(s->cmd[0], VK_PIPELINE_BIND_POINT_COMPUTE, s->pipes[pipe]);
-  vkCmdPushConstants(s->cmd[0], s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)bytes, push);
-  vkCmdDispatch(s->cmd[0], (uint32_t)groups, 1, 1);
-  transfer_barrier(s->cmd[0]);
-  return submit(s, 0, 1);
+int ag__vk_pipe(const vk_state *s, const char *name) {
+  for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++)
+    if (s->pipes[i] && strcmp(ag__vk_shaders[i].name, name) == 0) return i;
+  return -1;
 }
 
-static ag_status vk_run(void *p, ag__kernel_id id, const void *args, size_t size) {
-  (void)size;
-  vk_state *s = p;
-  const int pipe = (int)id >= 0 && id < AG__K_COUNT ? s->kernel_pipe[id] : -1;
-  if (pipe < 0) return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
-  switch (id) {
-    case AG__K_FILL: {
-      const ag__fill_args *a = args;
-      struct {
-        uint64_t out;
-        int64_t rows, cols, ld;
-        float value, pad;
-      } pc = {(uint64_t)(uintptr_t)a->out.p, a->out.rows, a->out.cols, a->out.ld, a->value, 0.0f};
-      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
+int ag__vk_has_f64(const vk_state *s) { return s->f64; }
+
+uint32_t ag__vk_groups(int64_t items, int local) {
+  int64_t g = (items + local - 1) / local;
+  return (uint32_t)(g < 1 ? 1 : g > 65535 ? 65535 : g);
+}
+
+ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes, uint32_t gx, uint32_t gy,
+                          uint32_t gz) {
+  if (pipe < 0 || pipe >= VK_MAX_SHADERS || !s->pipes[pipe])
+    return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: a kernel's shader was not built");
+  if (bytes > VK_PUSH_BYTES)
+    return ag__fail(AG_ERR_INVALID_ARG, "vulkan: %zu bytes of push constants", bytes);
+  VkCommandBuffer c;
+  ag_status st = target(s, &c);
+  if (st) return st;
+  barrier(c);
+  vkCmdBindPipeline(c, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipes[pipe]);
+  if (bytes) vkCmdPushConstants(c, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)bytes, push);
+  vkCmdDispatch(c, gx, gy, gz);
+  return after(s);
+}
+
+ag_status ag__vk_args(vk_state *s, const void *data, size_t bytes, uint64_t *addr) {
+  const size_t need = (bytes + 15) & ~(size_t)15;
+  if (need > VK_ARG_CHUNK)
+    return ag__fail(AG_ERR_INVALID_ARG, "vulkan: an argument block of %zu bytes (at most %zu)", bytes,
+                    (size_t)VK_ARG_CHUNK);
+  vk_chunk *c;
+  if (s->rec) {
+    vk_rec *r = s->rec;
+    if (!r->n_chunks || r->chunks[r->n_chunks - 1].used + need > r->chunks[r->n_chunks - 1].size) {
+      vk_chunk *m = ag__realloc(r->chunks, (size_t)(r->n_chunks + 1) * sizeof *m);
+      if (!m) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+      r->chunks = m;
+      ag_status st = make_chunk(s, VK_ARG_CHUNK, &r->chunks[r->n_chunks]);
+      if (st) return st;
+      r->n_chunks++;
     }
-    case AG__K_COPY: {
-      const ag__copy_args *a = args;
-      struct {
-        uint64_t x, out;
-        int64_t rows, cols, x_ld, out_ld;
-        int32_t accumulate, pad;
-      } pc = {(uint64_t)(uintptr_t)a->x.p,
-              (uint64_t)(uintptr_t)a->out.p,
-              a->out.rows,
-              a->out.cols,
-              a->x.ld,
-              a->out.ld,
-              a->accumulate,
-              0};
-      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
-    }
-    case AG__K_MAP: {
-      const ag__map_args *a = args;
-      struct {
-        uint64_t x, out;
-        int64_t x_rows, x_cols, x_ld, rows, cols, ld;
-        float p0, p1;
-        int32_t op, accumulate;
-      } pc = {(uint64_t)(uintptr_t)a->x.p,
-              (uint64_t)(uintptr_t)a->out.p,
-              a->x.rows,
-              a->x.cols,
-              a->x.ld,
-              a->out.rows,
-              a->out.cols,
-              a->out.ld,
-              a->p0,
-              a->p1,
-              (int32_t)a->op,
-              a->accumulate};
-      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
-    }
-    case AG__K_MAP2: {
-      const ag__map2_args *a = args;
-      struct {
-        uint64_t a, b, out;
-        int64_t a_rows, a_cols, a_ld, b_rows, b_cols, b_ld, rows, cols, ld;
-        float alpha, p0, p1;
-        int32_t op, accumulate;
-      } pc = {(uint64_t)(uintptr_t)a->a.p,
-              (uint64_t)(uintptr_t)a->b.p,
-              (uint64_t)(uintptr_t)a->out.p,
-              a->a.rows,
-              a->a.cols,
-              a->a.ld,
-              a->b.rows,
-              a->b.cols,
-              a->b.ld,
-              a->out.rows,
-              a->out.cols,
-              a->out.ld,
-              a->alpha,
-              a->p0,
-              a->p1,
-              (int32_t)a->op,
-              a->accumulate};
-      _Static_assert(sizeof pc <= VK_PUSH_BYTES, "MAP2's push constants fit");
-      return dispatch(s, pipe, &pc, sizeof pc, a->out.rows * a->out.cols);
-    }
-    case AG__K_GATHER: {
-      const ag__gather_args *a = args;
-      if (a->idx_dtype != AG_I32 && a->idx_dtype != AG_I64)
-        return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gather indices must be i32 or i64");
-      struct {
-        uint64_t src, idx, dst;
-        int64_t rows, capacity, n;
-        float scale;
-        int32_t src_dtype, idx_dtype, pad;
-      } pc = {(uint64_t)(uintptr_t)a->src,
-              (uint64_t)(uintptr_t)a->idx,
-              (uint64_t)(uintptr_t)a->dst,
-              a->rows,
-              a->capacity,
-              a->n,
-              a->scale,
-              (int32_t)a->src_dtype,
-              (int32_t)a->idx_dtype,
-              0};
-      return dispatch(s, pipe, &pc, sizeof pc, a->rows * a->n);
-    }
-    default: return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided yet", (int)id);
+    c = &r->chunks[r->n_chunks - 1];
+  } else {
+    vk_slot *k;
+    ag_status st = slot_open(s, &k);
+    if (!st && k->args.used + need > k->args.size && !(st = flush(s))) st = slot_open(s, &k);
+    if (st) return st;
+    c = &k->args;
   }
+  memcpy(c->map + c->used, data, bytes);
+  *addr = c->addr + c->used;
+  c->used += need;
+  return AG_OK;
+}
+
+/* The kernel of id (NULL: not provided), from the kernel files' tables. */
+static const ag__vk_kernel *kernel_of(ag__kernel_id id) {
+  const ag__vk_kernel *tabs[] = {ag__vk_k_elementwise, ag__vk_k_linalg, ag__vk_k_optim, ag__vk_k_random};
+  const int ns[] = {ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random};
+  for (int t = 0; t < 4; t++)
+    for (int i = 0; i < ns[t]; i++)
+      if (tabs[t][i].id == id) return &tabs[t][i];
+  return NULL;
 }
 
 static int vk_supports(void *p, ag__kernel_id id, const void *args, size_t size) {
-  (void)args, (void)size;
-  const vk_state *s = p;
-  return (int)id >= 0 && id < AG__K_COUNT && s->kernel_pipe[id] >= 0;
+  (void)size;
+  const ag__vk_kernel *k = kernel_of(id);
+  return k && (!k->supports || k->supports(p, args));
+}
+
+static ag_status vk_run(void *p, ag__kernel_id id, const void *args, size_t size) {
+  if (!vk_supports(p, id, args, size))
+    return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided for these arguments", (int)id);
+  return kernel_of(id)->run(p, args);
+}
+
+static size_t vk_scratch(void *p, ag__kernel_id id, const void *args, size_t size) {
+  (void)p, (void)size;
+  const ag__vk_kernel *k = kernel_of(id);
+  return k && k->scratch ? k->scratch(args) : 0;
+}
+
+/* ---- recording: a secondary command buffer ---- */
+
+static void free_rec(vk_state *s, vk_rec *r) {
+  if (!r) return;
+  if (r->cmd) vkFreeCommandBuffers(s->dev, s->pool, 1, &r->cmd);
+  for (int i = 0; i < r->n_chunks; i++) free_chunk(s, &r->chunks[i]);
+  free(r->chunks);
+  free(r);
 }
 
 static ag_status vk_record_begin(void *p) {
-  (void)p;
-  return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: recordings are not provided yet");
+  vk_state *s = p;
+  if (s->rec) return ag__fail(AG_ERR_STATE, "vulkan: a recording is already in progress");
+  vk_rec *r = ag__calloc(1, sizeof *r);
+  if (!r) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = s->pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
+  ai.commandBufferCount = 1;
+  VkResult res = vkAllocateCommandBuffers(s->dev, &ai, &r->cmd);
+  if (res != VK_SUCCESS) {
+    r->cmd = VK_NULL_HANDLE;
+    free_rec(s, r);
+    return vk_fail(res, "vkAllocateCommandBuffers (a recording)");
+  }
+  VkCommandBufferInheritanceInfo ii = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+  bi.pInheritanceInfo = &ii;
+  res = vkBeginCommandBuffer(r->cmd, &bi);
+  if (res != VK_SUCCESS) {
+    free_rec(s, r);
+    return vk_fail(res, "vkBeginCommandBuffer (a recording)");
+  }
+  s->rec = r;
+  return AG_OK;
 }
 
 static ag_status vk_record_end(void *p, int ok, void **rec, int *n_nodes) {
-  (void)p, (void)ok, (void)rec, (void)n_nodes;
-  return ag__fail(AG_ERR_STATE, "vulkan: no recording in progress");
+  vk_state *s = p;
+  vk_rec *r = s->rec;
+  if (!r) return ag__fail(AG_ERR_STATE, "vulkan: no recording in progress");
+  s->rec = NULL;
+  VkResult res = vkEndCommandBuffer(r->cmd);
+  if (!ok || res != VK_SUCCESS) {
+    free_rec(s, r);
+    return ok ? vk_fail(res, "vkEndCommandBuffer (a recording)") : AG_OK;
+  }
+  *rec = r;
+  if (n_nodes) *n_nodes = r->nodes;
+  return AG_OK;
 }
 
 static ag_status vk_replay(void *p, void *rec) {
-  (void)p, (void)rec;
-  return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: recordings are not provided yet");
+  vk_state *s = p;
+  vk_rec *r = rec;
+  if (!r) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: no recording to replay");
+  if (s->rec) return ag__fail(AG_ERR_STATE, "vulkan: a replay while recording");
+  vk_slot *k;
+  ag_status st = slot_open(s, &k);
+  if (st) return st;
+  barrier(k->cmd);
+  vkCmdExecuteCommands(k->cmd, 1, &r->cmd);
+  k->n += r->nodes > 0 ? r->nodes : 1;
+  return after(s);
 }
 
-static void vk_record_free(void *p, void *rec) { (void)p, (void)rec; }
+static void vk_record_free(void *p, void *rec) {
+  vk_state *s = p;
+  if (!rec) return;
+  if (drain_all(s)) vkDeviceWaitIdle(s->dev); /* no queued slot still runs it */
+  free_rec(s, rec);
+}
 
 static const ag__backend vk_backend = {
     .name = "vulkan",
@@ -839,6 +1009,7 @@ static const ag__backend vk_backend = {
     .record_end = vk_record_end,
     .replay = vk_replay,
     .record_free = vk_record_free,
+    .scratch = vk_scratch,
 };
 
 const ag__backend *ag__vulkan_backend(void) { return &vk_backend; }

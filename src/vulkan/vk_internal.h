@@ -1,8 +1,17 @@
-/* vk_internal.h — what the Vulkan backend's files share. */
+/* vk_internal.h — what the Vulkan backend's files share.
+ *
+ * backend.c owns the device, memory, transfers and the queue; the kernel
+ * files (k_*.c) each provide a table of kernels that encode their
+ * arguments as push constants (and, when they do not fit, an argument
+ * block) and queue dispatches through ag__vk_dispatch. */
 #ifndef AGRL_VULKAN_VK_INTERNAL_H
 #define AGRL_VULKAN_VK_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "agrl/status.h"
+#include "base/kernels.h"
 
 /* A compute shader's SPIR-V, embedded at build time (cmake/embed_spirv.cmake
  * from src/vulkan/shaders/NAME.comp). */
@@ -13,5 +22,51 @@ typedef struct ag__vk_shader {
 } ag__vk_shader;
 extern const ag__vk_shader ag__vk_shaders[];
 extern const int ag__vk_n_shaders;
+
+typedef struct vk_state vk_state;
+
+/* The push constants every pipeline takes (the least every device has). */
+#define AG__VK_PUSH_BYTES 128
+
+/* The pipeline of shader `name` (its file name without .comp); -1 when no
+ * such shader was built. */
+int ag__vk_pipe(const vk_state *s, const char *name);
+
+/* Queues (or, while recording, records) a dispatch of pipeline pipe over
+ * gx * gy * gz work groups with `bytes` (at most AG__VK_PUSH_BYTES) of push
+ * constants. Every dispatch comes after a barrier: it sees all the
+ * transfers and dispatches queued before it, in full. */
+ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes, uint32_t gx, uint32_t gy,
+                          uint32_t gz);
+
+/* Work groups of `local` invocations to cover `items` (at least 1, at most
+ * 65535: the shaders stride over the rest). */
+uint32_t ag__vk_groups(int64_t items, int local);
+
+/* Device-readable memory holding a copy of `bytes` of data (an argument
+ * block too large for push constants), at 16-byte aligned *addr, kept
+ * until the dispatches queued after it have run (while recording: for the
+ * recording's life). */
+ag_status ag__vk_args(vk_state *s, const void *data, size_t bytes, uint64_t *addr);
+
+/* Whether the device runs shaders with 64-bit floats (shaderFloat64). */
+int ag__vk_has_f64(const vk_state *s);
+
+/* A kernel of base/kernels.h. supports NULL: it takes every argument the
+ * header allows; scratch NULL: it needs none (bytes of device scratch, as
+ * the backend vtable's scratch query). */
+typedef struct ag__vk_kernel {
+  ag__kernel_id id;
+  ag_status (*run)(vk_state *s, const void *args);
+  int (*supports)(const vk_state *s, const void *args);
+  size_t (*scratch)(const void *args);
+} ag__vk_kernel;
+
+/* The kernel files' tables. */
+extern const ag__vk_kernel ag__vk_k_elementwise[], ag__vk_k_linalg[], ag__vk_k_optim[], ag__vk_k_random[];
+extern const int ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random;
+
+/* The address of a device pointer, as the shaders take it. */
+static inline uint64_t ag__vk_addr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
 #endif /* AGRL_VULKAN_VK_INTERNAL_H */

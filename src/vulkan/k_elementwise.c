@@ -1,0 +1,120 @@
+/* k_elementwise.c — the Vulkan kernels of one pass over a matrix: FILL,
+ * COPY, MAP, MAP2 and GATHER (shaders fill, copy, map, map2, gather). */
+#include "base/base.h"
+#include "vulkan/vk_internal.h"
+
+#define LOCAL 256 /* the shaders' local size */
+
+static ag_status run_fill(vk_state *s, const void *args) {
+  const ag__fill_args *a = args;
+  struct {
+    uint64_t out;
+    int64_t rows, cols, ld;
+    float value, pad;
+  } pc = {ag__vk_addr(a->out.p), a->out.rows, a->out.cols, a->out.ld, a->value, 0.0f};
+  if (a->out.rows * a->out.cols <= 0) return AG_OK;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "fill"), &pc, sizeof pc,
+                         ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
+}
+
+static ag_status run_copy(vk_state *s, const void *args) {
+  const ag__copy_args *a = args;
+  struct {
+    uint64_t x, out;
+    int64_t rows, cols, x_ld, out_ld;
+    int32_t accumulate, pad;
+  } pc = {ag__vk_addr(a->x.p),
+          ag__vk_addr(a->out.p),
+          a->out.rows,
+          a->out.cols,
+          a->x.ld,
+          a->out.ld,
+          a->accumulate,
+          0};
+  if (a->out.rows * a->out.cols <= 0) return AG_OK;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "copy"), &pc, sizeof pc,
+                         ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
+}
+
+static ag_status run_map(vk_state *s, const void *args) {
+  const ag__map_args *a = args;
+  struct {
+    uint64_t x, out;
+    int64_t x_rows, x_cols, x_ld, rows, cols, ld;
+    float p0, p1;
+    int32_t op, accumulate;
+  } pc = {ag__vk_addr(a->x.p), ag__vk_addr(a->out.p), a->x.rows, a->x.cols, a->x.ld,
+          a->out.rows,         a->out.cols,           a->out.ld, a->p0,     a->p1,
+          (int32_t)a->op,      a->accumulate};
+  if (a->out.rows * a->out.cols <= 0) return AG_OK;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "map"), &pc, sizeof pc,
+                         ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
+}
+
+static ag_status run_map2(vk_state *s, const void *args) {
+  const ag__map2_args *a = args;
+  struct {
+    uint64_t a, b, out;
+    int64_t a_rows, a_cols, a_ld, b_rows, b_cols, b_ld, rows, cols, ld;
+    float alpha, p0, p1;
+    int32_t op, accumulate;
+  } pc = {ag__vk_addr(a->a.p),
+          ag__vk_addr(a->b.p),
+          ag__vk_addr(a->out.p),
+          a->a.rows,
+          a->a.cols,
+          a->a.ld,
+          a->b.rows,
+          a->b.cols,
+          a->b.ld,
+          a->out.rows,
+          a->out.cols,
+          a->out.ld,
+          a->alpha,
+          a->p0,
+          a->p1,
+          (int32_t)a->op,
+          a->accumulate};
+  _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "MAP2's push constants fit");
+  if (a->out.rows * a->out.cols <= 0) return AG_OK;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "map2"), &pc, sizeof pc,
+                         ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
+}
+
+static int gather_ok(const vk_state *s, const void *args) {
+  (void)s;
+  const ag__gather_args *a = args;
+  return a->idx_dtype == AG_I32 || a->idx_dtype == AG_I64;
+}
+
+static ag_status run_gather(vk_state *s, const void *args) {
+  const ag__gather_args *a = args;
+  if (!gather_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gather indices must be i32 or i64");
+  struct {
+    uint64_t src, idx, dst;
+    int64_t rows, capacity, n;
+    float scale;
+    int32_t src_dtype, idx_dtype, pad;
+  } pc = {ag__vk_addr(a->src),
+          ag__vk_addr(a->idx),
+          ag__vk_addr(a->dst),
+          a->rows,
+          a->capacity,
+          a->n,
+          a->scale,
+          (int32_t)a->src_dtype,
+          (int32_t)a->idx_dtype,
+          0};
+  if (a->rows * a->n <= 0) return AG_OK;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "gather"), &pc, sizeof pc, ag__vk_groups(a->rows * a->n, LOCAL), 1,
+                         1);
+}
+
+const ag__vk_kernel ag__vk_k_elementwise[] = {
+    {AG__K_FILL, run_fill, NULL, NULL},
+    {AG__K_COPY, run_copy, NULL, NULL},
+    {AG__K_MAP, run_map, NULL, NULL},
+    {AG__K_MAP2, run_map2, NULL, NULL},
+    {AG__K_GATHER, run_gather, gather_ok, NULL},
+};
+const int ag__vk_n_elementwise = (int)(sizeof ag__vk_k_elementwise / sizeof ag__vk_k_elementwise[0]);
