@@ -54,7 +54,7 @@ static void buffer_create_reports_shape_dtype_and_location(void **state) {
   assert_int_equal(info.rows, 11);
   assert_int_equal(info.capacity, 1000);
   assert_int_equal(info.dtype, AG_F32);
-  assert_int_equal(info.where, agt_kind == AG_DEVICE_CUDA ? AG_WHERE_DEVICE : AG_WHERE_HOST);
+  assert_int_equal(info.where, agt_kind == AG_DEVICE_CPU ? AG_WHERE_HOST : AG_WHERE_DEVICE);
   assert_true(info.generation > 0);
   assert_true(info.scale == 1.0f);
   assert_int_equal(ag_buffer_rows(b), 11);
@@ -440,6 +440,14 @@ static void get_rows_beyond_2_31_columns(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
   const int64_t cap = ((int64_t)1 << 31) + 64; /* 2 GB of u8 */
+  size_t free_b = 0, total_b = 0;
+  agt_ok(ag_ctx_mem_info(ctx, &free_b, &total_b));
+  if ((double)free_b * 0.85 < (double)cap) { /* a device this small (a software driver's heap) */
+    printf("get_rows_beyond_2_31_columns: skipped on %s, %.0f MB free\n", ag_ctx_device_name(ctx),
+           (double)free_b / 1048576.0);
+    ag_ctx_free(ctx);
+    return;
+  }
   ag_buffer *b = NULL;
   agt_ok(ag_buffer_create(ctx, 1, cap, AG_U8, &b));
   const uint8_t vals[] = {7, 9, 11};

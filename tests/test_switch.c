@@ -1,7 +1,7 @@
 /* test_switch.c — device switch with rescue (S18), generations (S19) and
  * the same calls giving the same results on the CPU and the GPU (S22).
  *
- * `test_switch cuda` needs a GPU: it switches CUDA -> CPU -> CUDA and
+ * `test_switch cuda` (or `vulkan`) needs a GPU: it switches GPU -> CPU -> GPU and
  * compares the two backends. `test_switch cpu` checks what a CPU-only
  * machine can: a switch to a missing device is refused and changes nothing.
  */
@@ -114,14 +114,14 @@ static void switch_aborts_on_failed_download_and_retry_succeeds(void **state) {
   agt_err(ag_ctx_set_device(w.ctx, AG_DEVICE_CPU, 0), AG_ERR_DEVICE, "device switch aborted");
   ag_ctx_get_stats(w.ctx, &s1);
   assert_int_equal(s1.live_bytes, s0.live_bytes); /* the partial host copies are gone */
-  assert_int_equal(ag_ctx_device(w.ctx), AG_DEVICE_CUDA);
+  assert_int_equal(ag_ctx_device(w.ctx), agt_kind);
   assert_int_equal(where_of(w.big), AG_WHERE_DEVICE);
   assert_int_equal(gen_of(w.big), g_big);
   world_check(&w);
   /* an allocation failure of a host copy aborts the same way */
   agt_ok(ag_ctx_inject_fault(w.ctx, AG_FAULT_ALLOC, 1));
   agt_err(ag_ctx_set_device(w.ctx, AG_DEVICE_CPU, 0), AG_ERR_OUT_OF_MEMORY, "device switch aborted");
-  assert_int_equal(ag_ctx_device(w.ctx), AG_DEVICE_CUDA);
+  assert_int_equal(ag_ctx_device(w.ctx), agt_kind);
   world_check(&w);
   agt_ok(ag_ctx_set_device(w.ctx, AG_DEVICE_CPU, 0));
   assert_int_equal(ag_ctx_device(w.ctx), AG_DEVICE_CPU);
@@ -139,7 +139,7 @@ static void switch_back_uploads_at_next_use_with_new_generation(void **state) {
   agt_ok(ag_ctx_set_device(w.ctx, AG_DEVICE_CPU, 0));
   uint64_t g1 = gen_of(w.big);
   assert_true(g1 > g0);
-  agt_ok(ag_ctx_set_device(w.ctx, AG_DEVICE_CUDA, 0));
+  agt_ok(ag_ctx_set_device(w.ctx, agt_kind, 0));
   assert_int_equal(where_of(w.big), AG_WHERE_HOST); /* not yet used */
   ag_xfer_reset(w.ctx);
   int64_t idx[2] = {1, 8998};
@@ -165,7 +165,7 @@ static void cpu_and_cuda_give_identical_results(void **state) {
   (void)state;
   ag_ctx *c[2] = {NULL, NULL};
   agt_ok(ag_ctx_create(&c[0], AG_DEVICE_CPU, 0));
-  agt_ok(ag_ctx_create(&c[1], AG_DEVICE_CUDA, 0));
+  agt_ok(ag_ctx_create(&c[1], agt_kind, 0));
   const ag_dtype dts[] = {AG_F32, AG_F16, AG_BF16, AG_U8, AG_I32};
   const int64_t rows_of[] = {11, 42, 1024, 3};
   for (size_t d = 0; d < 5; d++)
@@ -221,6 +221,9 @@ static void switch_to_missing_device_changes_nothing(void **state) {
   int n = ag_cuda_device_count();
   agt_err(ag_ctx_set_device(ctx, AG_DEVICE_CUDA, n), AG_ERR_NO_DEVICE, "CUDA");
   assert_int_equal(ag_ctx_device(ctx), AG_DEVICE_CPU);
+  agt_err(ag_ctx_set_device(ctx, AG_DEVICE_VULKAN, ag_device_count(AG_DEVICE_VULKAN)), AG_ERR_NO_DEVICE,
+          "Vulkan");
+  assert_int_equal(ag_ctx_device(ctx), AG_DEVICE_CPU);
   agt_ok(ag_ctx_set_device(ctx, AG_DEVICE_CPU, 0)); /* same device: a no-op */
   agt_ok(ag_buffer_read(b, 0, 3, AG_F32, out, sizeof out));
   assert_memory_equal(out, d, sizeof d);
@@ -237,7 +240,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest cpu_tests[] = {
       cmocka_unit_test(switch_to_missing_device_changes_nothing),
   };
-  if (argc > 1 && strcmp(argv[1], "cuda") == 0)
+  if (argc > 1 && (strcmp(argv[1], "cuda") == 0 || strcmp(argv[1], "vulkan") == 0))
     return agt_run(argc, argv, "switch", cuda_tests, sizeof cuda_tests / sizeof cuda_tests[0]);
   return agt_run(argc, argv, "switch", cpu_tests, sizeof cpu_tests / sizeof cpu_tests[0]);
 }
