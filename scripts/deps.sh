@@ -3,13 +3,16 @@
 # missing: a C compiler, CMake, cmocka, OpenBLAS (with cblas.h), valgrind,
 # Python with matplotlib for the learning curves, clang-format for the
 # format check, and clang with its
-# libFuzzer and sanitizer runtimes for the fuzzing stage (scripts/fuzz.sh).
+# libFuzzer and sanitizer runtimes for the fuzzing stage (scripts/fuzz.sh),
+# and Vulkan: its loader and headers, glslc for the shaders, Mesa's
+# software driver (lavapipe, so that the vulkan tests run on any machine)
+# and the Khronos validation layer the tests turn on.
 # The CUDA toolkit is used when present (nvcc on PATH or /usr/local/cuda).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in build-essential cmake pkg-config libcmocka-dev libopenblas-dev zlib1g-dev valgrind python3 python3-dev python3-venv python3-matplotlib \
-         clang-14 clang-format-14 libclang-rt-14-dev; do
+         clang-14 clang-format-14 libclang-rt-14-dev libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

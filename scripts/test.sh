@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, checks the formatting, then
-#   1. a release build, all tests through CTest (CUDA tests skip without a GPU);
+#   1. a release build, all tests through CTest (CUDA tests skip without a GPU;
+#      the vulkan ones run on Mesa's software driver with the validation layer);
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA, its CPU tests under valgrind memcheck (leaks and
 #      invalid accesses are errors);
@@ -15,6 +16,8 @@ scripts/deps.sh
 echo "== format and layers"
 scripts/format.sh --check | tail -3
 python3 scripts/check_layers.py --table
+# deps.sh installed Mesa's software Vulkan driver: the vulkan tests must run, not skip
+export AGRL_REQUIRE_VULKAN="${AGRL_REQUIRE_VULKAN:-1}"
 label_args=(-LE 'slow|valgrind')
 [ "${AGRL_SLOW:-0}" = 1 ] && label_args=(-LE valgrind)
 jobs=$(nproc)
