@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Unpacks Debian's cmocka, OpenBLAS and zlib -dev packages into .deps/ (ignored by
-# git) for the GPU machine, which has neither cmocka nor cblas.h, and
+# Unpacks Debian's cmocka, OpenBLAS, zlib and Vulkan (loader, headers, glslc,
+# validation layer) packages into .deps/ (ignored by git) for the GPU
+# machine, which has neither cmocka nor cblas.h nor Vulkan's SDK, and
 # downloads the wheels that machine lacks (CPython 3.12) into .whl/: the
 # peers (cpprb, Flashbax, Gymnasium, TorchRL with tensordict, Stable-
 # Baselines3, and what they need beyond PyTorch and JAX), and what builds and
@@ -15,8 +16,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/debs
 (cd .deps/debs && apt-get download libcmocka0 libcmocka-dev libopenblas-dev zlib1g-dev \
-   libopenblas0-pthread libopenblas-pthread-dev)
+   libopenblas0-pthread libopenblas-pthread-dev \
+   libvulkan1 libvulkan-dev glslc libshaderc1 vulkan-validationlayers)
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps; done
+# the Vulkan loader, C headers, glslc and the validation layer build and
+# test the Vulkan backend there (the NVIDIA driver brings its own ICD);
+# packed with xz to keep the carried folders small: gpu_check.sh unpacks them
+rm -f .deps/usr/include/vulkan/*.hpp
+(cd .deps && tar -cJf vulkan.tar.xz usr/bin/glslc usr/lib/x86_64-linux-gnu/libshaderc.so.1* \
+   usr/lib/x86_64-linux-gnu/libvulkan.so* usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so \
+   usr/include/vulkan usr/include/vk_video usr/share/vulkan/explicit_layer.d &&
+   rm -rf usr/bin/glslc usr/lib/x86_64-linux-gnu/libshaderc.so.1* usr/lib/x86_64-linux-gnu/libvulkan.so* \
+     usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so usr/include/vulkan usr/include/vk_video)
 rm -rf .deps/debs .deps/usr/share
 find .deps -name '*.a' -delete
 find .deps -name 'libz.so' -delete # a link to the runtime's file, which .deps lacks: CMake takes the system's libz.so.1

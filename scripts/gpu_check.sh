@@ -27,6 +27,24 @@ BUILD=$ROOT/build-gpu
 export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
+# Vulkan: the loader, headers, glslc and validation layer from .deps (packed),
+# over NVIDIA's ICD, wherever the driver put its manifest
+VKDEPS=/tmp/agrl_vkdeps
+VK_CMAKE=()
+if [ -f "$DEPS/vulkan.tar.xz" ]; then
+  mkdir -p "$VKDEPS" && tar -xJf "$DEPS/vulkan.tar.xz" -C "$VKDEPS"
+  export PATH=$VKDEPS/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$VKDEPS/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
+  export VK_ADD_LAYER_PATH=$VKDEPS/usr/share/vulkan/explicit_layer.d
+  VK_CMAKE=(-DVulkan_INCLUDE_DIR="$VKDEPS/usr/include" -DVulkan_LIBRARY="$VKDEPS/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
+            -DGLSLC="$VKDEPS/usr/bin/glslc")
+fi
+if [ -z "${VK_DRIVER_FILES:-}" ]; then
+  for icd in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
+             /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
+    [ -f "$icd" ] && { export VK_DRIVER_FILES=$icd; break; }
+  done
+fi
 export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
 # NCCL: the CUDA toolkit's, else the one PyTorch's wheel brings
 NCCL_ROOT=
@@ -50,14 +68,14 @@ if has env; then
 fi
 if has build; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DAGRL_DEPS_PREFIX="$DEPS" ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"} > "$OUT/build.log" 2>&1 &&
+        -DAGRL_DEPS_PREFIX="$DEPS" ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"} "${VK_CMAKE[@]}" > "$OUT/build.log" 2>&1 &&
   cmake --build "$BUILD" -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
-  grep -E 'agrl: (CUDA|NCCL)' "$OUT/build.log"
+  grep -E 'agrl: (CUDA|NCCL|Vulkan)' "$OUT/build.log"
   stamp "build ok"
 fi
 if has test; then
   # dist_mp takes most of every GPU's memory: it runs alone, in the dist step
-  AGRL_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -j4 -V -LE 'slow|valgrind' -E dist_mp > "$OUT/ctest.log" 2>&1 || status=1
+  AGRL_REQUIRE_GPU=1 AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} ctest --test-dir "$BUILD" -j4 -V -LE 'slow|valgrind' -E dist_mp > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/ctest.log" | tail -25
   python3 scripts/count_tests.py "$OUT/ctest.log" | tee "$OUT/test_counts.txt"
   grep -E '(^|: )faults(\.cuda|\.cpu)?:' "$OUT/ctest.log" | tee "$OUT/fault_sweep.txt"

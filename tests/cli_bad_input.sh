@@ -31,7 +31,7 @@ declare -A CONTEXT=(
 WORDS=("" abc nan inf -inf 99999999999999999999)
 INTS=("" abc 12x 1.5 1e3 " 1" 0x10 nan inf -inf 99999999999999999999 -99999999999999999999 9223372036854775808)
 FLOATS=("" abc 1x " 0.5" nan NaN -nan inf -inf infinity Infinity 1e999 -1e999 99999999999999999999)
-DEVICES=("${WORDS[@]}" gpu cpu0 cuda: cuda:abc cuda:-1 cuda:1024 cuda:1.5 cuda:nan cuda:inf cuda:99999999999999999999)
+DEVICES=("${WORDS[@]}" gpu cpu0 cuda: cuda:abc cuda:-1 cuda:1024 cuda:1.5 cuda:nan cuda:inf cuda:99999999999999999999 vulkan: vulkan:x vulkan:-1 vulkan:1024 vulkanx cudavulkan)
 HIDDEN=("" abc nan inf -inf 99999999999999999999 0 -5 65537 "256," ",256" "256,,256" "," "256, 256" " 256" "256,abc"
         "256,nan" "1,2,3,4,5,6,7,8,9")
 TEXTS=("") # a path or a text: only an empty one is bad

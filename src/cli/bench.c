@@ -564,7 +564,7 @@ static void ac_row(bench *b, const char *work, ag_ac_algo algo, int iters, int p
 
 static void bench_usage(FILE *f) {
   fprintf(f,
-          "usage: agrl bench [--device auto|cpu|cuda[:N]] [--filter TEXT] [--iters N] [--json FILE]\n"
+          "usage: agrl bench [--device auto|cpu|cuda[:N]|vulkan[:N]] [--filter TEXT] [--iters N] [--json FILE]\n"
           "\n"
           "Times the work of the performance table on one device: gathers, sampling,\n"
           "writes, table inserts and the DQN update (the DQN's own fused update, and\n"
@@ -573,7 +573,7 @@ static void bench_usage(FILE *f) {
           "bench/compare.py runs this and the peers (PyTorch, JAX, numpy, cpprb)\n"
           "in one invocation and prints the ratios.\n"
           "\n"
-          "  --device D     auto (default), cpu, cuda, cuda:N\n"
+          "  --device D     auto (default), cpu, cuda[:N], vulkan[:N]\n"
           "  --filter TEXT  only rows whose name contains TEXT\n"
           "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
           "                 (for a profiler: few calls, same work)\n"
@@ -595,7 +595,7 @@ int agrl_cmd_bench(int argc, char **argv) {
       bench_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--device"))
-      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N");
     else if (!strcmp(a, "--filter")) {
       NEEDS(!*v, "a text");
       b.filter = v;

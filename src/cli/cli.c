@@ -22,15 +22,22 @@ int cli_parse_device(const char *s, ag_device_kind *kind, int *index) {
     *kind = AG_DEVICE_AUTO;
   else if (strcmp(s, "cpu") == 0)
     *kind = AG_DEVICE_CPU;
-  else if (strcmp(s, "cuda") == 0)
-    *kind = AG_DEVICE_CUDA;
-  else if (strncmp(s, "cuda:", 5) == 0) {
-    int64_t v;
-    if (cli_parse_i64(s + 5, 0, 1023, &v)) return -1;
-    *kind = AG_DEVICE_CUDA;
-    *index = (int)v;
-  } else
+  else {
+    static const struct {
+      const char *name;
+      ag_device_kind kind;
+    } gpus[] = {{"cuda", AG_DEVICE_CUDA}, {"vulkan", AG_DEVICE_VULKAN}};
+    for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++) {
+      const size_t n = strlen(gpus[g].name);
+      if (strncmp(s, gpus[g].name, n) != 0 || (s[n] != '\0' && s[n] != ':')) continue;
+      int64_t v = 0;
+      if (s[n] == ':' && cli_parse_i64(s + n + 1, 0, 1023, &v)) return -1;
+      *kind = gpus[g].kind;
+      *index = (int)v;
+      return 0;
+    }
     return -1;
+  }
   return 0;
 }
 

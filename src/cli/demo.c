@@ -9,7 +9,7 @@
 
 static void demo_usage(FILE *f) {
   fprintf(f,
-          "usage: agrl demo [--device auto|cpu|cuda[:N]] [--capacity N] [--batch B]\n"
+          "usage: agrl demo [--device auto|cpu|cuda[:N]|vulkan[:N]] [--capacity N] [--batch B]\n"
           "\n"
           "Fills a CartPole-shaped replay buffer (11 f32 rows a transition) as a ring,\n"
           "gathers a random batch on the device, checks it against a host copy and\n"
@@ -32,7 +32,7 @@ int agrl_cmd_demo(int argc, char **argv) {
       demo_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--device"))
-      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N");
     else if (!strcmp(a, "--capacity"))
       NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cap), "a positive whole number up to 2^40");
     else if (!strcmp(a, "--batch"))

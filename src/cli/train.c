@@ -43,7 +43,7 @@ extern char **environ;
 static void train_usage(FILE *f) {
   ag_dqn_config c = ag_dqn_defaults();
   fprintf(f,
-          "usage: agrl train [--algo dqn|sac|td3] [--env NAME] [--device auto|cpu|cuda[:N]] [--steps N]\n"
+          "usage: agrl train [--algo dqn|sac|td3] [--env NAME] [--device auto|cpu|cuda[:N]|vulkan[:N]] [--steps N]\n"
           "                  [--seed S] [--out DIR] [options]\n"
           "\n"
           "Trains an agent; the replay table and the update live on the device.\n"
@@ -51,7 +51,7 @@ static void train_usage(FILE *f) {
           "  --algo A              dqn (default; discrete actions), sac or td3 (continuous actions)\n"
           "  --env NAME            cartpole (default; pendulum for sac and td3), acrobot, mountaincar,\n"
           "                        pendulum, mountaincar_continuous\n"
-          "  --device D            auto (default: the GPU when present), cpu, cuda, cuda:N\n"
+          "  --device D            auto (default: the GPU when present), cpu, cuda[:N], vulkan[:N]\n"
           "  --steps N             environment steps (default 100000, at most %lld)\n"
           "  --seed S              seed of everything random (default 0)\n"
           "  --out DIR             where logs, the curve and the network go (default runs/ALGO-ENV-sSEED)\n"
@@ -114,7 +114,7 @@ static void eval_usage(FILE *f) {
           "  --env NAME     the environment it was trained on (default cartpole)\n"
           "  --episodes N   episodes (default 10, at most 1000000)\n"
           "  --seed S       seed of the first episode (default 12345)\n"
-          "  --device D     auto (default), cpu, cuda, cuda:N\n");
+          "  --device D     auto (default), cpu, cuda[:N], vulkan[:N]\n");
 }
 
 /* A finite number in [lo, hi], stored as a float. */
@@ -651,7 +651,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
       NEEDS(!*v, "a name (cartpole, acrobot, mountaincar)");
       env_name = v;
     } else if (!strcmp(a, "--device"))
-      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N");
     else if (!strcmp(a, "--steps"))
       NEEDS(cli_parse_i64(v, 1, MAX_STEPS, &steps), "a positive whole number up to 100000000000");
     else if (!strcmp(a, "--seed"))
@@ -1225,7 +1225,7 @@ int agrl_cmd_eval(int argc, char **argv) {
     else if (!strcmp(a, "--seed"))
       NEEDS(cli_parse_i64(v, 0, INT64_MAX, &seed), "a whole number >= 0 (64-bit)");
     else if (!strcmp(a, "--device"))
-      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda or cuda:N");
+      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N");
     else
       return cli_bad_usage(cmd, eval_usage, "unknown option '%s'", a);
 #undef NEEDS
