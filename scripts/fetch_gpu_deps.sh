@@ -29,6 +29,8 @@ rm -f .deps/usr/include/vulkan/*.hpp
    rm -rf usr/bin/glslc usr/lib/x86_64-linux-gnu/libshaderc.so.1* usr/lib/x86_64-linux-gnu/libvulkan.so* \
      usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so usr/include/vulkan usr/include/vk_video)
 rm -rf .deps/debs .deps/usr/share
+# GLVND's libraries, which NVIDIA's Vulkan driver needs (gpu_check.sh unpacks them into /)
+mkdir -p .deps/gl && (cd .deps/gl && apt-get download libglvnd0 libgl1 libglx0 libegl1 libopengl0 libgles2)
 find .deps -name '*.a' -delete
 find .deps -name 'libz.so' -delete # a link to the runtime's file, which .deps lacks: CMake takes the system's libz.so.1
 find .deps -name 'liblapack*' -delete

@@ -39,6 +39,12 @@ if [ -f "$DEPS/vulkan.tar.xz" ]; then
   VK_CMAKE=(-DVulkan_INCLUDE_DIR="$VKDEPS/usr/include" -DVulkan_LIBRARY="$VKDEPS/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
             -DGLSLC="$VKDEPS/usr/bin/glslc")
 fi
+# NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs GLVND's
+# dispatch libraries: Debian's, unpacked into / when the machine lacks them
+if ls "$DEPS"/gl/*.deb >/dev/null 2>&1 && ! ldconfig -p | grep -q libGLdispatch; then
+  for f in "$DEPS"/gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
 if [ -z "${VK_DRIVER_FILES:-}" ]; then
   for icd in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
              /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
