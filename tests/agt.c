@@ -154,3 +154,7 @@ void agt_clear_dir(const char *d, int depth) {
   }
   closedir(dd);
 }
+
+const char *agt_kind_name(void) {
+  return agt_kind == AG_DEVICE_CUDA ? "cuda" : agt_kind == AG_DEVICE_VULKAN ? "vulkan" : "cpu";
+}

@@ -27,6 +27,8 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
 
 /* A context on the device under test (fails the test if it cannot). */
 ag_ctx *agt_ctx(void);
+/* The device kind under test as the runner names it: "cpu", "cuda" or "vulkan". */
+const char *agt_kind_name(void);
 
 #define agt_ok(expr)                                                                                     \
   do {                                                                                                   \

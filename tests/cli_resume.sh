@@ -11,12 +11,18 @@
 #      the evaluation's seed;
 #   5. cases 1 and 2 for --algo sac and --algo td3 on Pendulum (the same
 #      policy.agrl too), and a damaged agent file refused naming ag_ac_load.
-# usage: cli_resume.sh AGRL [cpu|cuda]
+# usage: cli_resume.sh AGRL [cpu|cuda|vulkan]
 set -uo pipefail
 agrl=$1
 dev=${2:-cpu}
-if [ "$dev" = cuda ] && ! "$agrl" demo --device cuda >/dev/null 2>&1; then
-  echo "cli_resume.cuda: skipped (no CUDA device)"
+if [ "$dev" != cpu ] && ! "$agrl" demo --device "$dev" >/dev/null 2>&1; then
+  req=AGRL_REQUIRE_GPU
+  [ "$dev" = vulkan ] && req=AGRL_REQUIRE_VULKAN
+  if [ "${!req:-0}" = 1 ]; then
+    echo "cli_resume.$dev: FAILED: $req=1 but no $dev device is usable"
+    exit 1
+  fi
+  echo "cli_resume.$dev: skipped (no $dev device)"
   exit 77
 fi
 tmp=$(mktemp -d)

@@ -330,6 +330,25 @@ static void deferred_calls_run_once_the_queue_is_past(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* Vulkan memory is not handed to other frameworks (no DLPack consumer
+ * takes it): blocks are refused with a clear error, and the context works on. */
+static void blocks_are_refused_where_memory_cannot_be_handed_out(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  float host[5 * 40], got[5 * 2];
+  ag_buffer *buf = filled_buffer(ctx, 5, 40, host);
+  ag_block *blk = NULL;
+  agt_err(ag_block_create(ctx, 4096, &blk), AG_ERR_UNSUPPORTED, "cannot hand out memory");
+  assert_null(blk);
+  const int64_t idx[2] = {39, 1};
+  ag_tensor *t;
+  agt_ok(ag_get_rows(buf, idx, 2, &t));
+  agt_ok(ag_tensor_read(t, got, sizeof got));
+  for (int j = 0; j < 2; j++)
+    for (int r = 0; r < 5; r++) assert_true(got[j * 5 + r] == host[idx[j] * 5 + r]);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_gather_into_a_block_outlives_the_context),
@@ -340,5 +359,14 @@ int main(int argc, char **argv) {
       cmocka_unit_test(a_large_host_add_matches_the_cpu_table),
       cmocka_unit_test(deferred_calls_run_once_the_queue_is_past),
   };
+  const struct CMUnitTest no_blocks[] = {
+      cmocka_unit_test(blocks_are_refused_where_memory_cannot_be_handed_out),
+      cmocka_unit_test(device_writes_store_what_host_writes_store),
+      cmocka_unit_test(a_device_add_matches_the_host_add_across_the_wrap),
+      cmocka_unit_test(a_large_host_add_matches_the_cpu_table),
+      cmocka_unit_test(deferred_calls_run_once_the_queue_is_past),
+  };
+  if (argc > 1 && strcmp(argv[1], "vulkan") == 0)
+    return agt_run(argc, argv, "export", no_blocks, sizeof no_blocks / sizeof no_blocks[0]);
   return agt_run(argc, argv, "export", tests, sizeof tests / sizeof tests[0]);
 }

@@ -445,7 +445,7 @@ static void sequence(world *w, ag_device_kind kind) {
   dqn_part(w, &w->dqn2, 0);
 
   /* on a GPU: to the CPU and back; every object follows */
-  if (kind == AG_DEVICE_CUDA) {
+  if (kind != AG_DEVICE_CPU) {
     ag_ctx_reset(ctx);
     STEP(w, ag_ctx_set_device(ctx, AG_DEVICE_CPU, 0));
     STEP(w, ag_buffer_read(w->buf, 0, 8, AG_F32, back, sizeof back));
@@ -454,7 +454,7 @@ static void sequence(world *w, ag_device_kind kind) {
     float loss = 0;
     STEP(w, ag_dqn_train(w->dqn, 1, &loss));
     bput(&w->out, &loss, sizeof loss);
-    STEP(w, ag_ctx_set_device(ctx, AG_DEVICE_CUDA, 0));
+    STEP(w, ag_ctx_set_device(ctx, kind, 0));
     STEP(w, ag_replay_add(w->rep, data, 3)); /* uploads the table first */
     STEP(w, ag_get_rows(w->buf, idx, 5, &r));
     out_tensor(w, r);
@@ -533,8 +533,7 @@ static void sweep_every_site_and_occurrence(void **state) {
         "faults.%s: %-17s occurrences 0..%lld (every %lld): %d failed calls checked, %d absorbed, %d call "
         "sites, "
         "0 violations\n",
-        agt_kind == AG_DEVICE_CUDA ? "cuda" : "cpu", names[kind], (long long)(n - 1), (long long)stride,
-        checked, absorbed, sites);
+        agt_kind_name(), names[kind], (long long)(n - 1), (long long)stride, checked, absorbed, sites);
     total_checked += checked;
     total_sites += sites;
     assert_true(checked > 0);

@@ -761,10 +761,7 @@ static void every_kernel_matches_the_reference(void **state) {
     free(got);
   }
   printf("kernels.%s: %d cases run, %d skipped (not supported), %d values compared with the reference\n",
-         agt_kind == AG_DEVICE_CUDA     ? "cuda"
-         : agt_kind == AG_DEVICE_VULKAN ? "vulkan"
-                                        : "cpu",
-         ran, skipped, compared);
+         agt_kind_name(), ran, skipped, compared);
   /* every kernel kind has at least one case */
   int seen[AG__K_COUNT] = {0};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) seen[cases[k].id] = 1;
