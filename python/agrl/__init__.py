@@ -2,7 +2,8 @@
 
 The objects mirror the C library's layers:
 
-- :class:`Context` — a device ("auto", "cpu", "cuda", "cuda:N"), its queue and
+- :class:`Context` — a device ("auto", "cpu", "cuda", "cuda:N", "vulkan",
+  "vulkan:N"; Vulkan memory is not exported through DLPack), its queue and
   transfer counters.
 - :class:`Buffer` — a rows x capacity table on the device, read by index.
 - :class:`ReplayBuffer` — named fields over one table, uniform or prioritized
@@ -30,6 +31,7 @@ from ._agrl import (  # noqa: F401
     cuda_device_count,
     derive_seed,
     library_version,
+    vulkan_device_count,
 )
 from ._agrl import (  # noqa: F401  one exception per status
     DeviceError,
@@ -62,6 +64,7 @@ __all__ = [
     "make",
     "derive_seed",
     "cuda_device_count",
+    "vulkan_device_count",
     "library_version",
     "__version__",
 ]

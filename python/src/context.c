@@ -65,7 +65,7 @@ static void ctx_free(agpy_ctx *c) {
   c->ctx = NULL;
 }
 
-/* "auto", "cpu", "cuda", "cuda:N" */
+/* "auto", "cpu", "cuda", "cuda:N", "vulkan", "vulkan:N" */
 static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
   *index = 0;
   if (!dev || dev == Py_None) {
@@ -73,7 +73,8 @@ static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
     return 0;
   }
   if (!PyUnicode_Check(dev)) {
-    PyErr_Format(PyExc_TypeError, "device must be a string ('auto', 'cpu', 'cuda' or 'cuda:N'), not %.80s",
+    PyErr_Format(PyExc_TypeError,
+                 "device must be a string ('auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'), not %.80s",
                  Py_TYPE(dev)->tp_name);
     return -1;
   }
@@ -87,17 +88,25 @@ static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
     *kind = AG_DEVICE_CPU;
     return 0;
   }
-  if (!strncmp(s, "cuda", 4)) {
-    *kind = AG_DEVICE_CUDA;
-    if (!s[4]) return 0;
+  static const struct {
+    const char *name;
+    ag_device_kind kind;
+  } gpus[] = {{"cuda", AG_DEVICE_CUDA}, {"vulkan", AG_DEVICE_VULKAN}};
+  for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++) {
+    const size_t n = strlen(gpus[g].name);
+    if (strncmp(s, gpus[g].name, n) != 0) continue;
+    *kind = gpus[g].kind;
+    if (!s[n]) return 0;
     char *end = NULL;
-    long v = s[4] == ':' && s[5] ? strtol(s + 5, &end, 10) : -1;
+    long v = s[n] == ':' && s[n + 1] >= '0' && s[n + 1] <= '9' ? strtol(s + n + 1, &end, 10) : -1;
     if (end && !*end && v >= 0 && v < 1 << 20) {
       *index = (int)v;
       return 0;
     }
+    break;
   }
-  agpy_raisef(AG_ERR_INVALID_ARG, "device '%s' is not 'auto', 'cpu', 'cuda' or 'cuda:N'", s);
+  agpy_raisef(AG_ERR_INVALID_ARG, "device '%s' is not 'auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'",
+              s);
   return -1;
 }
 
@@ -271,8 +280,9 @@ static PyObject *ctx_get_device(agpy_ctx *c, void *x) {
   (void)x;
   ag_ctx *ctx = agpy_ctx_get(c);
   if (!ctx) return NULL;
-  if (ag_ctx_device(ctx) == AG_DEVICE_CPU) return PyUnicode_FromString("cpu");
-  return PyUnicode_FromFormat("cuda:%d", ag_ctx_device_index(ctx));
+  const ag_device_kind k = ag_ctx_device(ctx);
+  if (k == AG_DEVICE_CPU) return PyUnicode_FromString("cpu");
+  return PyUnicode_FromFormat("%s:%d", k == AG_DEVICE_VULKAN ? "vulkan" : "cuda", ag_ctx_device_index(ctx));
 }
 
 static PyObject *ctx_get_name(agpy_ctx *c, void *x) {

@@ -116,6 +116,11 @@ static PyObject *py_cuda_device_count(PyObject *m, PyObject *a) {
   return PyLong_FromLong(ag_cuda_device_count());
 }
 
+static PyObject *py_vulkan_device_count(PyObject *m, PyObject *a) {
+  (void)m, (void)a;
+  return PyLong_FromLong(ag_device_count(AG_DEVICE_VULKAN));
+}
+
 static PyObject *py_derive_seed(PyObject *m, PyObject *args) {
   (void)m;
   unsigned long long seed, index;
@@ -163,6 +168,8 @@ static PyObject *py_dqn_defaults(PyObject *m, PyObject *a) {
 static PyMethodDef module_methods[] = {
     {"library_version", py_version, METH_NOARGS, "The C library's version string, e.g. '0.1.0 (cpu+cuda)'."},
     {"cuda_device_count", py_cuda_device_count, METH_NOARGS, "Number of CUDA devices agrl can use."},
+    {"vulkan_device_count", py_vulkan_device_count, METH_NOARGS,
+     "Number of Vulkan devices agrl can use (Vulkan 1.2, compute, buffer device addresses)."},
     {"derive_seed", py_derive_seed, METH_VARARGS,
      "derive_seed(seed, index): the seed of item index of a sequence."},
     {"builtin_envs", py_builtin_envs, METH_NOARGS, "Short names of the built-in environments."},
