@@ -14,6 +14,62 @@ static int index_dtype_ok(ag_dtype dt, int f32_too) {
   return dt == AG_I32 || dt == AG_I64 || (f32_too && dt == AG_F32);
 }
 
+/* ---- GEMM ---- */
+
+/* The output tiles of linalg_gemm_NAME.comp (linalg_gemm.glsl). */
+typedef struct gemm_tile {
+  const char *shader;
+  int64_t rows, cols;
+} gemm_tile;
+
+/* The tile of a product of m x n outputs: thin outputs (one side of at
+ * most 4) take 4 x 64 or 64 x 4 tiles; otherwise the largest square tile
+ * that still gives the device about a work group per multiprocessor (64
+ * for large layers, 16 for a 256 x 256 one). Each output's sum over k runs
+ * in the same order in every tile. */
+static gemm_tile gemm_tile_of(int64_t m, int64_t n) {
+  if (m <= 4 && n > 4) return (gemm_tile){"linalg_gemm_m4", 4, 64};
+  if (n <= 4 && m > 4) return (gemm_tile){"linalg_gemm_n4", 64, 4};
+  if (((m + 63) / 64) * ((n + 63) / 64) >= 128) return (gemm_tile){"linalg_gemm_64", 64, 64};
+  if (((m + 31) / 32) * ((n + 31) / 32) >= 128) return (gemm_tile){"linalg_gemm_32", 32, 32};
+  return (gemm_tile){"linalg_gemm_16", 16, 16};
+}
+
+static int gemm_ok(const vk_state *s, const void *args) {
+  (void)s;
+  const ag__gemm_args *a = args;
+  return a->k >= 0; /* a negative k has no meaning */
+}
+
+static ag_status run_gemm(vk_state *s, const void *args) {
+  const ag__gemm_args *a = args;
+  if (!gemm_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gemm with k = %lld", (long long)a->k);
+  if (a->m <= 0 || a->n <= 0) return AG_OK;
+  struct {
+    uint64_t a, b, c;
+    int64_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    int32_t trans_a, trans_b;
+  } pc = {ag__vk_addr(a->a),
+          ag__vk_addr(a->b),
+          ag__vk_addr(a->c),
+          a->m,
+          a->n,
+          a->k,
+          a->lda,
+          a->ldb,
+          a->ldc,
+          a->alpha,
+          a->beta,
+          a->trans_a != 0,
+          a->trans_b != 0};
+  _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "GEMM's push constants fit");
+  const gemm_tile t = gemm_tile_of(a->m, a->n);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, t.shader), &pc, sizeof pc,
+                         clamp_groups((a->m + t.rows - 1) / t.rows),
+                         clamp_groups((a->n + t.cols - 1) / t.cols), 1);
+}
+
 /* ---- PICK, PICK_BWD ---- */
 
 /* Refused: an axis other than 0 or 1, an index dtype other than i32, i64
@@ -87,6 +143,7 @@ static ag_status run_pick_bwd(vk_state *s, const void *args) {
 }
 
 const ag__vk_kernel ag__vk_k_linalg[] = {
+    {AG__K_GEMM, run_gemm, gemm_ok, NULL},
     {AG__K_PICK, run_pick, pick_ok, NULL},
     {AG__K_PICK_BWD, run_pick_bwd, pick_bwd_ok, NULL},
 };
