@@ -70,6 +70,82 @@ static ag_status run_gemm(vk_state *s, const void *args) {
                          clamp_groups((a->n + t.cols - 1) / t.cols), 1);
 }
 
+/* ---- REDUCE ---- */
+
+/* The lines reduced (inner) and their number (outer) of axis 0 or 1. */
+static void reduce_extents(const ag__reduce_args *a, int64_t *outer, int64_t *inner) {
+  *outer = a->axis == 0 ? a->x.cols : a->x.rows;
+  *inner = a->axis == 0 ? a->x.rows : a->x.cols;
+}
+
+/* Refused: an op or axis outside the contract, MAX over axis 2 (not in
+ * the contract), an argmax of another dtype than i32 / i64, and MAX over
+ * empty lines (there is no first element to take). */
+static int reduce_ok(const vk_state *s, const void *args) {
+  (void)s;
+  const ag__reduce_args *a = args;
+  if (a->op == AG__RED_SUM) return a->axis >= 0 && a->axis <= 2;
+  if (a->op != AG__RED_MAX || (a->axis != 0 && a->axis != 1)) return 0;
+  if (a->arg && !index_dtype_ok(a->arg_dtype, 0)) return 0;
+  int64_t outer, inner;
+  reduce_extents(a, &outer, &inner);
+  return outer <= 0 || inner >= 1;
+}
+
+static ag_status run_reduce(vk_state *s, const void *args) {
+  const ag__reduce_args *a = args;
+  if (!reduce_ok(s, a))
+    return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: reduce op %d over axis %d with these arguments", (int)a->op,
+                    a->axis);
+  struct {
+    uint64_t x, out, arg;
+    int64_t rows, cols, ld, out_ld;
+    int64_t outer, inner;
+    int64_t step_r, step_c;
+    float scale;
+    int32_t op, axis, lanes, arg_dtype, accumulate;
+  } pc = {ag__vk_addr(a->x.p),
+          ag__vk_addr(a->out.p),
+          ag__vk_addr(a->arg),
+          a->x.rows,
+          a->x.cols,
+          a->x.ld,
+          a->out.ld,
+          0,
+          0,
+          0,
+          0,
+          a->scale,
+          (int32_t)a->op,
+          a->axis,
+          1,
+          (int32_t)a->arg_dtype,
+          a->accumulate};
+  _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "REDUCE's push constants fit");
+  const int pipe = ag__vk_pipe(s, "linalg_reduce");
+  if (a->axis == 2) { /* one work group walking the elements 256 at a time */
+    if (pc.rows <= 0 || pc.cols <= 0) pc.rows = 1, pc.cols = 0; /* no elements: a sum of 0 */
+    pc.step_r = LOCAL % pc.rows, pc.step_c = LOCAL / pc.rows;
+    return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
+  }
+  reduce_extents(a, &pc.outer, &pc.inner);
+  if (pc.outer <= 0) return AG_OK;
+  /* Splits of a line: one (an exact sequential sum) for short lines, else
+   * enough that each takes at most 16 elements, up to 256; over axis 1 the
+   * lanes (consecutive outputs, neighbouring in memory) are kept at 32 or
+   * the number of outputs, for coalesced reads. */
+  int64_t splits = 1;
+  if (pc.inner > 32)
+    while (splits < LOCAL && splits * 16 < pc.inner) splits *= 2;
+  if (a->axis == 1) {
+    int64_t lanes_min = 1;
+    while (lanes_min < 32 && lanes_min < pc.outer) lanes_min *= 2;
+    if (splits > LOCAL / lanes_min) splits = LOCAL / lanes_min;
+  }
+  pc.lanes = (int32_t)(LOCAL / splits);
+  return ag__vk_dispatch(s, pipe, &pc, sizeof pc, clamp_groups((pc.outer + pc.lanes - 1) / pc.lanes), 1, 1);
+}
+
 /* ---- PICK, PICK_BWD ---- */
 
 /* Refused: an axis other than 0 or 1, an index dtype other than i32, i64
@@ -144,6 +220,7 @@ static ag_status run_pick_bwd(vk_state *s, const void *args) {
 
 const ag__vk_kernel ag__vk_k_linalg[] = {
     {AG__K_GEMM, run_gemm, gemm_ok, NULL},
+    {AG__K_REDUCE, run_reduce, reduce_ok, NULL},
     {AG__K_PICK, run_pick, pick_ok, NULL},
     {AG__K_PICK_BWD, run_pick_bwd, pick_bwd_ok, NULL},
 };
