@@ -218,10 +218,100 @@ static ag_status run_pick_bwd(vk_state *s, const void *args) {
                          clamp_groups((a->dx.rows + 63) / 64), clamp_groups((a->dx.cols + 3) / 4), 1);
 }
 
+/* ---- TD_TARGET ---- */
+
+/* Refused: an index dtype other than i32, i64 or f32, and a q of no rows
+ * (no value to take). */
+static int td_ok(const vk_state *s, const void *args) {
+  (void)s;
+  const ag__td_args *a = args;
+  if (a->idx && !index_dtype_ok(a->idx_dtype, 1)) return 0;
+  return a->out.cols <= 0 || a->q.rows >= 1;
+}
+
+static ag_status run_td(vk_state *s, const void *args) {
+  const ag__td_args *a = args;
+  if (!td_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: td_target with these arguments");
+  struct {
+    uint64_t q, idx, reward, done, out;
+    int64_t q_rows, q_ld, idx_stride;
+    int64_t r_cols, r_ld, d_cols, d_ld, out_ld, n;
+    float gamma;
+    int32_t idx_dtype;
+  } pc = {ag__vk_addr(a->q.p),
+          ag__vk_addr(a->idx),
+          ag__vk_addr(a->reward.p),
+          ag__vk_addr(a->done.p),
+          ag__vk_addr(a->out.p),
+          a->q.rows,
+          a->q.ld,
+          a->idx_stride,
+          a->reward.cols,
+          a->reward.ld,
+          a->done.cols,
+          a->done.ld,
+          a->out.ld,
+          a->out.cols,
+          a->gamma,
+          (int32_t)a->idx_dtype};
+  _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "TD_TARGET's push constants fit");
+  if (pc.n <= 0) return AG_OK;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "linalg_td"), &pc, sizeof pc, ag__vk_groups(pc.n, LOCAL), 1, 1);
+}
+
+/* ---- LOSS ---- */
+
+/* Past this many elements dpred is written by a pass of its own over many
+ * work groups, the sum's single work group then only summing. */
+#define LOSS_ONE_PASS ((int64_t)LOCAL * 64)
+
+static ag_status run_loss(vk_state *s, const void *args) {
+  const ag__loss_args *a = args;
+  struct {
+    uint64_t pred, target, out, dpred;
+    int64_t rows, cols, ld, t_rows, t_cols, t_ld, d_ld;
+    int64_t step_r, step_c;
+    float delta, inv;
+    int32_t kind, pass, grad;
+  } pc = {ag__vk_addr(a->pred.p),
+          ag__vk_addr(a->target.p),
+          ag__vk_addr(a->out),
+          ag__vk_addr(a->dpred.p),
+          a->pred.rows,
+          a->pred.cols,
+          a->pred.ld,
+          a->target.rows,
+          a->target.cols,
+          a->target.ld,
+          a->dpred.ld,
+          0,
+          0,
+          a->delta,
+          0.0f,
+          a->kind,
+          0,
+          a->dpred.p != NULL};
+  _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "LOSS's push constants fit");
+  const int64_t n = a->pred.rows * a->pred.cols;
+  pc.inv = 1.0f / (float)n; /* as the reference: no elements give 0 * inf */
+  if (n <= 0) pc.rows = 1, pc.cols = 0, pc.grad = 0;
+  const int pipe = ag__vk_pipe(s, "linalg_loss");
+  ag_status st;
+  if (pc.grad && n > LOSS_ONE_PASS) {
+    const uint32_t groups = ag__vk_groups(n, LOCAL);
+    pc.pass = 1;
+    pc.step_r = ((int64_t)groups * LOCAL) % pc.rows, pc.step_c = ((int64_t)groups * LOCAL) / pc.rows;
+    if ((st = ag__vk_dispatch(s, pipe, &pc, sizeof pc, groups, 1, 1))) return st;
+    pc.grad = 0;
+  }
+  pc.pass = 0;
+  pc.step_r = LOCAL % pc.rows, pc.step_c = LOCAL / pc.rows;
+  return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
+}
+
 const ag__vk_kernel ag__vk_k_linalg[] = {
-    {AG__K_GEMM, run_gemm, gemm_ok, NULL},
-    {AG__K_REDUCE, run_reduce, reduce_ok, NULL},
-    {AG__K_PICK, run_pick, pick_ok, NULL},
-    {AG__K_PICK_BWD, run_pick_bwd, pick_bwd_ok, NULL},
+    {AG__K_GEMM, run_gemm, gemm_ok, NULL},  {AG__K_REDUCE, run_reduce, reduce_ok, NULL},
+    {AG__K_PICK, run_pick, pick_ok, NULL},  {AG__K_PICK_BWD, run_pick_bwd, pick_bwd_ok, NULL},
+    {AG__K_TD_TARGET, run_td, td_ok, NULL}, {AG__K_LOSS, run_loss, NULL, NULL},
 };
 const int ag__vk_n_linalg = (int)(sizeof ag__vk_k_linalg / sizeof ag__vk_k_linalg[0]);
