@@ -2,7 +2,7 @@
  * SET_I64 (shaders optim_prep, optim_adam, optim_sumsq, optim_axpby,
  * optim_convert, optim_set_i64).
  *
- * The multi-tensor kernels take one argument block (mt_block, through
+ * The multi-tensor kernels take one argument block (mt_args, through
  * ag__vk_args) naming every tensor, and one dispatch covers them all: the
  * tensors' elements are cut into chunks of MT_CHUNK, first[k] the first
  * chunk of tensor k, and a work group finds its tensor from its chunk
@@ -15,34 +15,29 @@
 #define LOCAL 256            /* the elementwise shaders' local size */
 #define MT_CHUNK (LOCAL * 4) /* elements a work group takes (optim_adam, optim_axpby) */
 
-/* optim_mt.glsl's block: every field 8 bytes, no padding. */
-typedef struct mt_block {
-  int64_t first[AG__MT_MAX + 1]; /* first chunk of each tensor; first[count] = all chunks */
-  int64_t n[AG__MT_MAX];
-  uint64_t p[AG__MT_MAX], g[AG__MT_MAX], m[AG__MT_MAX], v[AG__MT_MAX];
-} mt_block;
-
 static int count_ok(int count) { return count >= 0 && count <= AG__MT_MAX; }
 
-/* The argument block of `count` entries into device memory; *chunks: the
- * chunks of MT_CHUNK elements over all of them. */
+/* The argument block of `count` entries into device memory (optim_mt.glsl:
+ * 1 + 6 count words, first[0 .. count], then each entry's n, p, g, m and v,
+ * so a call copies only what it names); *chunks: the chunks of MT_CHUNK
+ * elements over all of them. */
 static ag_status mt_args(vk_state *s, int count, const ag__mt_entry *t, uint64_t *addr, int64_t *chunks) {
-  mt_block b;
-  memset(&b, 0, sizeof b);
+  uint64_t w[1 + 6 * AG__MT_MAX];
+  uint64_t *first = w, *n = w + count + 1, *p = n + count, *g = p + count, *m = g + count, *v = m + count;
   int64_t c = 0;
   for (int k = 0; k < count; k++) {
-    const int64_t n = t[k].n > 0 ? t[k].n : 0;
-    b.first[k] = c;
-    b.n[k] = n;
-    b.p[k] = ag__vk_addr(t[k].p);
-    b.g[k] = ag__vk_addr(t[k].g);
-    b.m[k] = ag__vk_addr(t[k].m);
-    b.v[k] = ag__vk_addr(t[k].v);
-    c += (n + MT_CHUNK - 1) / MT_CHUNK;
+    const int64_t len = t[k].n > 0 ? t[k].n : 0;
+    first[k] = (uint64_t)c;
+    n[k] = (uint64_t)len;
+    p[k] = ag__vk_addr(t[k].p);
+    g[k] = ag__vk_addr(t[k].g);
+    m[k] = ag__vk_addr(t[k].m);
+    v[k] = ag__vk_addr(t[k].v);
+    c += (len + MT_CHUNK - 1) / MT_CHUNK;
   }
-  b.first[count] = c;
+  first[count] = (uint64_t)c;
   *chunks = c;
-  return ag__vk_args(s, &b, sizeof b, addr);
+  return ag__vk_args(s, w, (size_t)(1 + 6 * count) * sizeof w[0], addr);
 }
 
 static int adam_ok(const vk_state *s, const void *args) {
@@ -117,30 +112,39 @@ static int dtype_ok(ag_dtype dt) {
   return dt == AG_F32 || dt == AG_F16 || dt == AG_BF16 || dt == AG_U8 || dt == AG_I32 || dt == AG_I64;
 }
 
+/* Refused: a dtype outside ag_dtype, or an operand not aligned to its
+ * element size (the shader reads and writes 4- and 8-byte elements whole
+ * and narrower ones within their aligned words). */
 static int convert_ok(const vk_state *s, const void *args) {
   (void)s;
   const ag__convert_args *a = args;
-  return dtype_ok(a->src_dtype) && dtype_ok(a->dst_dtype);
+  return dtype_ok(a->src_dtype) && dtype_ok(a->dst_dtype) &&
+         ag__vk_addr(a->src) % ag_dtype_size(a->src_dtype) == 0 &&
+         ag__vk_addr(a->dst) % ag_dtype_size(a->dst_dtype) == 0;
 }
 
 static ag_status run_convert(vk_state *s, const void *args) {
   const ag__convert_args *a = args;
-  if (!convert_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: convert takes the dtypes of ag_dtype");
+  if (!convert_ok(s, a))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "vulkan: convert takes the dtypes of ag_dtype, operands aligned to their elements");
   if (a->rows <= 0 || a->cols <= 0) return AG_OK;
+  int64_t rows = a->rows, cols = a->cols;
+  if (a->src_ld == rows && a->dst_ld == rows) rows *= cols, cols = 1; /* contiguous: one column */
   const int64_t es = (int64_t)ag_dtype_size(a->dst_dtype);
   /* narrow destinations: a thread per aligned word of a column, one word
    * more than the column's bytes fill when a column may start mid-word */
-  int64_t words = 0, items = a->rows * a->cols;
+  int64_t words = 0, items = rows * cols;
   if (es < 4) {
-    const int aligned = (ag__vk_addr(a->dst) & 3) == 0 && (a->dst_ld * es) % 4 == 0;
-    words = (a->rows * es + 3) / 4 + (aligned ? 0 : 1);
-    items = words * a->cols;
+    const int aligned = (ag__vk_addr(a->dst) & 3) == 0 && (cols == 1 || (a->dst_ld * es) % 4 == 0);
+    words = (rows * es + 3) / 4 + (aligned ? 0 : 1);
+    items = words * cols;
   }
   struct {
     uint64_t src, dst;
     int64_t src_ld, dst_ld, rows, cols, words, items;
     int32_t src_dtype, dst_dtype;
-  } pc = {ag__vk_addr(a->src),   ag__vk_addr(a->dst),  a->src_ld, a->dst_ld, a->rows, a->cols, words, items,
+  } pc = {ag__vk_addr(a->src),   ag__vk_addr(a->dst),  a->src_ld, a->dst_ld, rows, cols, words, items,
           (int32_t)a->src_dtype, (int32_t)a->dst_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "CONVERT's push constants fit");
   return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_convert"), &pc, sizeof pc, ag__vk_groups(items, LOCAL), 1,

@@ -15,13 +15,13 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-  MT t = MT(p.args);
-  const int64_t chunks = t.first[p.count];
+  MT t = mt_of(p.args, p.count);
+  const int64_t chunks = mt_first(t, p.count);
   for (int64_t b = int64_t(gl_WorkGroupID.x); b < chunks; b += int64_t(gl_NumWorkGroups.x)) {
-    const int k = mt_tensor(t, p.count, b);
-    const int64_t lo = (b - t.first[k]) * MT_CHUNK, n = t.n[k];
+    const int k = mt_tensor(t, b);
+    const int64_t lo = (b - mt_first(t, k)) * MT_CHUNK, n = mt_n(t, k);
     const int64_t hi = lo + MT_CHUNK < n ? lo + MT_CHUNK : n;
-    const uint64_t yp = t.p[k], xp = t.g[k];
+    const uint64_t yp = mt_p(t, k), xp = mt_g(t, k);
     for (int64_t i = lo + int64_t(gl_LocalInvocationID.x); i < hi; i += LOCAL) {
       F32 y = at(yp, i);
       y.v = p.a * at(xp, i).v + p.b * y.v;

@@ -144,14 +144,14 @@ void main() {
   const int es = dst_dtype == 1 || dst_dtype == 2 ? 2 : (dst_dtype == 3 ? 1 : (dst_dtype == 5 ? 8 : 4));
   for (int64_t i = int64_t(gl_GlobalInvocationID.x); i < p.items; i += stride) {
     if (es >= 4) {
-      const int64_t r = i % p.rows, c = i / p.rows;
+      const int64_t r = p.cols == 1 ? i : i % p.rows, c = p.cols == 1 ? 0 : i / p.rows;
       const uint64_t val = convert(c * p.src_ld + r);
       const uint64_t d = p.dst_p + uint64_t(es) * uint64_t(c * p.dst_ld + r);
       if (es == 8) I64(d).v = int64_t(val);
       else U32(d).v = uint(val);
       continue;
     }
-    const int64_t w = i % p.words, c = i / p.words;
+    const int64_t w = p.cols == 1 ? i : i % p.words, c = p.cols == 1 ? 0 : i / p.words;
     const uint64_t col = p.dst_p + uint64_t(es) * uint64_t(c * p.dst_ld); // the column's first byte
     const uint64_t end = col + uint64_t(es) * uint64_t(p.rows);
     const uint64_t word = (col & ~3ul) + 4ul * uint64_t(w);
@@ -160,7 +160,7 @@ void main() {
     for (uint j = 0u; j < 4u; j += uint(es)) {
       const uint64_t b = word + j;
       if (b < col || b >= end) continue;
-      const int64_t r = int64_t(b - col) / es;
+      const int64_t r = int64_t(b - col) >> (es == 2 ? 1 : 0);
       const uint emask = es == 1 ? 0xffu : 0xffffu;
       bits |= (uint(convert(c * p.src_ld + r)) & emask) << (8u * j);
       mask |= emask << (8u * j);

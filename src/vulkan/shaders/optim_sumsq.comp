@@ -16,15 +16,18 @@ layout(push_constant) uniform P {
 shared float red[LOCAL];
 
 void main() {
-  MT t = MT(p.args);
+  MT t = mt_of(p.args, p.count);
   const uint me = gl_LocalInvocationID.x;
   float s = 0.0;
   for (int k = 0; k < p.count; k++) {
-    const int64_t n = t.n[k];
-    const uint64_t gp = t.g[k];
-    for (int64_t i = int64_t(me); i < n; i += LOCAL) {
-      const float g = at(gp, i).v;
-      s += g * g;
+    const int64_t n = mt_n(t, k);
+    const uint64_t gp = mt_g(t, k);
+    // four loads in flight, added in the order of a plain stride loop
+    // (an element past the end adds 0: s is not changed)
+    for (int64_t i = int64_t(me); i < n; i += 4 * LOCAL) {
+      float g[4];
+      for (int r = 0; r < 4; r++) g[r] = i + r * LOCAL < n ? at(gp, i + r * LOCAL).v : 0.0;
+      for (int r = 0; r < 4; r++) s += g[r] * g[r];
     }
   }
   red[me] = s;
