@@ -6,8 +6,8 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "optim_mt.glsl"
 #define LOCAL 256
+#include "optim_mt.glsl"
 #define PER 4
 #define MT_CHUNK (LOCAL * PER)
 layout(local_size_x = LOCAL) in;
@@ -18,13 +18,13 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-  MT t = mt_of(p.args, p.count);
-  const int64_t chunks = mt_first(t, p.count);
+  mt_load(p.args, p.count);
+  const int64_t chunks = mt_first(p.count);
   const float bc1 = at(p.state, 2).v, bc2 = at(p.state, 3).v, coef = at(p.state, 4).v;
   for (int64_t b = int64_t(gl_WorkGroupID.x); b < chunks; b += int64_t(gl_NumWorkGroups.x)) {
-    const int k = mt_tensor(t, b);
-    const int64_t n = mt_n(t, k), lo = (b - mt_first(t, k)) * MT_CHUNK + int64_t(gl_LocalInvocationID.x);
-    const uint64_t pp = mt_p(t, k), gp = mt_g(t, k), mp = mt_m(t, k), vp = mt_v(t, k);
+    const int k = mt_tensor(b);
+    const int64_t n = mt_n(k), lo = (b - mt_first(k)) * MT_CHUNK + int64_t(gl_LocalInvocationID.x);
+    const uint64_t pp = mt_p(k), gp = mt_g(k), mp = mt_m(k), vp = mt_v(k);
     // every load of the thread's elements before any store: one trip to memory
     float g[PER], w[PER], m[PER], v[PER];
     for (int r = 0; r < PER; r++) {

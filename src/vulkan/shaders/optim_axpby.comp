@@ -4,8 +4,8 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "optim_mt.glsl"
 #define LOCAL 256
+#include "optim_mt.glsl"
 #define MT_CHUNK (LOCAL * 4)
 layout(local_size_x = LOCAL) in;
 layout(push_constant) uniform P {
@@ -15,13 +15,13 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-  MT t = mt_of(p.args, p.count);
-  const int64_t chunks = mt_first(t, p.count);
+  mt_load(p.args, p.count);
+  const int64_t chunks = mt_first(p.count);
   for (int64_t b = int64_t(gl_WorkGroupID.x); b < chunks; b += int64_t(gl_NumWorkGroups.x)) {
-    const int k = mt_tensor(t, b);
-    const int64_t lo = (b - mt_first(t, k)) * MT_CHUNK, n = mt_n(t, k);
+    const int k = mt_tensor(b);
+    const int64_t lo = (b - mt_first(k)) * MT_CHUNK, n = mt_n(k);
     const int64_t hi = lo + MT_CHUNK < n ? lo + MT_CHUNK : n;
-    const uint64_t yp = mt_p(t, k), xp = mt_g(t, k);
+    const uint64_t yp = mt_p(k), xp = mt_g(k);
     for (int64_t i = lo + int64_t(gl_LocalInvocationID.x); i < hi; i += LOCAL) {
       F32 y = at(yp, i);
       y.v = p.a * at(xp, i).v + p.b * y.v;

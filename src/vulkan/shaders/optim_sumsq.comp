@@ -6,8 +6,8 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "optim_mt.glsl"
 #define LOCAL 1024
+#include "optim_mt.glsl"
 layout(local_size_x = LOCAL) in;
 layout(push_constant) uniform P {
   uint64_t args, state;
@@ -16,12 +16,12 @@ layout(push_constant) uniform P {
 shared float red[LOCAL];
 
 void main() {
-  MT t = mt_of(p.args, p.count);
+  mt_load(p.args, p.count);
   const uint me = gl_LocalInvocationID.x;
   float s = 0.0;
   for (int k = 0; k < p.count; k++) {
-    const int64_t n = mt_n(t, k);
-    const uint64_t gp = mt_g(t, k);
+    const int64_t n = mt_n(k);
+    const uint64_t gp = mt_g(k);
     // four loads in flight, added in the order of a plain stride loop
     // (an element past the end adds 0: s is not changed)
     for (int64_t i = int64_t(me); i < n; i += 4 * LOCAL) {
