@@ -53,7 +53,8 @@ static void without_the_fused_kernel_the_dqn_composes_its_update(void **state) {
     agt_ok(ag_dqn_create(rc, 4, 3, 1000, &fused, &f));
     assert_int_equal(ag_dqn_fused(m), 0); /* asked for, not available: composed */
     assert_int_equal(ag_dqn_fused(r), 0);
-    assert_int_equal(ag_dqn_fused(f), 1); /* the same request where the backend has it */
+    /* the same request where the backend has it (vulkan has no fused kernel) */
+    assert_int_equal(ag_dqn_fused(f), agt_kind != AG_DEVICE_VULKAN);
     fill(m);
     fill(r);
     for (int k = 0; k < 3; k++) {
@@ -107,6 +108,15 @@ static void a_backend_change_drops_the_fused_update(void **state) {
   ag_dqn *m, *r;
   agt_ok(ag_dqn_create(mc, 4, 3, 1000, &fused, &m));
   agt_ok(ag_dqn_create(rc, 4, 3, 1000, &composed, &r));
+  if (agt_kind == AG_DEVICE_VULKAN) { /* no fused kernel to drop there */
+    assert_int_equal(ag_dqn_fused(m), 0);
+    printf("backend_caps: a_backend_change_drops_the_fused_update: nothing to drop on vulkan\n");
+    ag_dqn_free(m);
+    ag_dqn_free(r);
+    ag_ctx_free(mc);
+    ag_ctx_free(rc);
+    return;
+  }
   assert_int_equal(ag_dqn_fused(m), 1);
   fill(m);
   fill(r);

@@ -9,6 +9,7 @@
  * report no error. Without a usable Vulkan device the test exits 77
  * (skipped), or fails with AGRL_REQUIRE_VULKAN=1.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,7 +102,12 @@ static void transfers(void **state) {
   void *z;
   assert_int_equal(be->alloc(st, 0, &z), AG_OK); /* an empty allocation is one */
   be->release(st, z);
-  assert_int_equal(be->run(st, AG__K_GEMM, NULL, 0), AG_ERR_UNSUPPORTED); /* not provided yet */
+  assert_int_equal(be->run(st, AG__K_GEMM, NULL, 0), AG_ERR_INVALID_ARG); /* no arguments */
+  ag__qgrad_args qa; /* the fused DQN kernel is not provided: the DQN composes its update */
+  memset(&qa, 0, sizeof qa);
+  assert_int_equal(be->supports(st, AG__K_QGRAD, &qa, sizeof qa), 0);
+  assert_int_equal(be->run(st, AG__K_QGRAD, &qa, sizeof qa), AG_ERR_UNSUPPORTED);
+  assert_int_equal(be->run(st, AG__K_COUNT, &qa, sizeof qa), AG_ERR_UNSUPPORTED);
   free(src);
   free(got);
   char last[512];
@@ -140,9 +146,16 @@ static void context(void **state) {
   assert_int_equal(ag_add(t, t, &u), AG_OK); /* MAP2 on the device */
   assert_int_equal(ag_tensor_read(u, back, sizeof back), AG_OK);
   for (int i = 0; i < 300; i++) assert_true(back[i] == v[i] + v[i]);
-  ag_tensor *m = NULL;
-  assert_int_equal(ag_matmul(t, 1, t, 0, &m), AG_ERR_UNSUPPORTED); /* GEMM: not provided yet */
-  assert_null(m);
+  ag_tensor *m = NULL; /* GEMM: t^T t, [10, 10], against the host's sums */
+  assert_int_equal(ag_matmul(t, 1, t, 0, &m), AG_OK);
+  float mm[100];
+  assert_int_equal(ag_tensor_read(m, mm, sizeof mm), AG_OK);
+  for (int i = 0; i < 10; i++)
+    for (int j = 0; j < 10; j++) {
+      double want = 0;
+      for (int r = 0; r < 30; r++) want += (double)v[i * 30 + r] * v[j * 30 + r];
+      assert_true(fabs(mm[j * 10 + i] - want) <= 1e-5 * fabs(want) + 1e-3);
+    }
   ag_ctx_free(ctx);
 }
 

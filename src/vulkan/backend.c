@@ -896,10 +896,11 @@ static const ag__vk_kernel *kernel_of(ag__kernel_id id) {
 static int vk_supports(void *p, ag__kernel_id id, const void *args, size_t size) {
   (void)size;
   const ag__vk_kernel *k = kernel_of(id);
-  return k && (!k->supports || k->supports(p, args));
+  return k && args && (!k->supports || k->supports(p, args));
 }
 
 static ag_status vk_run(void *p, ag__kernel_id id, const void *args, size_t size) {
+  if (!args) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: kernel %d run without arguments", (int)id);
   if (!vk_supports(p, id, args, size))
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: kernel %d is not provided for these arguments", (int)id);
   return kernel_of(id)->run(p, args);
