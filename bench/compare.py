@@ -6,7 +6,12 @@ run can judge: met when the ratio measured here is at least the ratio of
 PERF.md's peer figure to agrl's target (absolute times move from machine to
 machine; the ratio to a peer run beside agrl does not).
 
-usage: python3 bench/compare.py BUILD_DIR [cpu|cuda] [--json FILE] [--only SUBSTRING]
+usage: python3 bench/compare.py BUILD_DIR [cpu|cuda|vulkan] [--json FILE] [--only SUBSTRING]
+
+With vulkan, agrl's Vulkan rows (vulkan_WORK) are printed beside the CUDA
+backend's rows of the same work and PyTorch's eager rows on the GPU, all
+measured in this one invocation, and judged against the Vulkan targets
+(VULKAN_TARGETS).
 """
 import json
 import os
@@ -87,6 +92,106 @@ def judge(ours, peers):
     return out
 
 
+# The Vulkan backend's targets: (vulkan row, what it is judged against, the
+# bound). "cuda": at most `bound` times the CUDA row of the same work;
+# "eager": faster than every PyTorch eager row of the work (bound 1);
+# "ceiling": at least `bound` of the device-to-device copy's bandwidth.
+VULKAN_TARGETS = [
+    ("vulkan_gather_1024f32_b65536", "ceiling", 0.80),
+    ("vulkan_sample_gather_mujoco_b256", "cuda", 2.0),
+    ("vulkan_sample_gather_mujoco_b256_eager", "cuda", 2.0),
+    ("vulkan_dqn_update_4_128_128_2_b128_ops", "cuda", 2.0),
+    ("vulkan_dqn_update_17_256_256_6_b256_ops", "cuda", 2.0),
+]
+EAGER_IMPLS = ("torch", "torch_eager")
+
+
+def judge_vulkan(ours, cuda, peers):
+    """The Vulkan targets, and ahead of PyTorch eager on every row it has."""
+    mine = {r["work"]: r for r in ours}
+    theirs = {r["work"]: r for r in cuda}
+    out = []
+    for work, kind, bound in VULKAN_TARGETS:
+        if work not in mine:
+            continue
+        base = work[len("vulkan_"):]
+        if kind == "cuda":
+            c = theirs.get(base)
+            if c is None:
+                out.append(dict(work=work, peer="cuda " + base, need=bound, verdict="peer absent"))
+                continue
+            got = mine[work]["us"] / c["us"]
+            out.append(dict(work=work, peer="cuda " + base, peer_us=c["us"], agrl_us=mine[work]["us"], ratio=got,
+                            need=bound, verdict="met" if got <= bound else "missed", smaller=True))
+        elif kind == "ceiling":
+            for w, nbytes, _, ceiling, cbytes in CEILING_TARGETS:
+                if w != base:
+                    continue
+                c = next((p for p in peers if p.get("work") == ceiling and p.get("impl") == "ceiling"), None)
+                if c is None:
+                    out.append(dict(work=work, peer=ceiling, need=bound, verdict="peer absent"))
+                    continue
+                got = (nbytes / mine[work]["us"]) / (cbytes / c["us"])
+                out.append(dict(work=work, peer=ceiling, peer_us=c["us"], agrl_us=mine[work]["us"], ratio=got,
+                                need=bound, verdict="met" if got >= bound else "missed"))
+    for work, r in mine.items():
+        base = work[len("vulkan_"):]
+        for p in peers:
+            if p.get("work") == base and p.get("impl") in EAGER_IMPLS and "us" in p:
+                got = p["us"] / r["us"]
+                out.append(dict(work=work, peer=p["impl"], peer_us=p["us"], agrl_us=r["us"], ratio=got, need=1.0,
+                                verdict="met" if got > 1.0 else "missed"))
+    return out
+
+
+def vulkan_main(build, json_out, env):
+    """agrl bench on vulkan and on cuda, and PyTorch's GPU rows, in one invocation."""
+    rows = {}
+    problems = []
+    for dev in ("vulkan", "cuda"):
+        jf = os.path.join(build, f"agrl_bench_{dev}.jsonl")
+        if os.path.exists(jf):
+            os.remove(jf)
+        _, err = run_lines([os.path.join(build, "agrl"), "bench", "--device", dev, "--json", jf], env)
+        if err:
+            problems.append(f"agrl ({dev}) " + err)
+        rows[dev] = [json.loads(l) for l in open(jf) if l.strip()] if os.path.exists(jf) else []
+    peers = []
+    for script in ("torch_core.py", "torch_replay.py", "torch_dqn.py"):
+        got, err = run_lines([sys.executable, os.path.join(HERE, "peers", script), "cuda"], env)
+        peers += got
+        if err:
+            problems.append("peer " + err)
+    cuda = {r["work"]: r for r in rows["cuda"]}
+    print("\ndevice: vulkan (beside the CUDA backend and PyTorch eager on the same GPU)")
+    print(f"{'work':44} {'vulkan us':>10} {'cuda us':>10} {'vk/cuda':>8}  {'torch eager us':>14} {'torch/vk':>8}")
+    for r in rows["vulkan"]:
+        base = r["work"][len("vulkan_"):]
+        c = cuda.get(base)
+        eager = [p for p in peers if p.get("work") == base and p.get("impl") in EAGER_IMPLS and "us" in p]
+        cs = f"{c['us']:10.2f} {r['us'] / c['us']:7.2f}x" if c else f"{'-':>10} {'-':>8}"
+        es = f"{eager[0]['us']:14.2f} {eager[0]['us'] / r['us']:7.2f}x" if eager else f"{'-':>14} {'-':>8}"
+        print(f"{r['work']:44} {r['us']:10.2f} {cs}  {es}  {r.get('note', '')}")
+    verdicts = judge_vulkan(rows["vulkan"], rows["cuda"], peers)
+    print("\nVulkan targets: vk/cuda at most the bound; the wide gather's share of the copy ceiling;"
+          " torch eager / vulkan above 1")
+    for v in verdicts:
+        if "ratio" in v:
+            print(f"{v['work']:44} {v['peer']:40} {v['ratio']:7.2f} {'<=' if v.get('smaller') else '>='} "
+                  f"{v['need']:5.2f}  {v['verdict']}")
+        else:
+            print(f"{v['work']:44} {v['peer']:40} {'-':>7}    {v['need']:5.2f}  {v['verdict']}")
+    print(f"targets met: {sum(v['verdict'] == 'met' for v in verdicts)} of {len(verdicts)} judged")
+    for p in problems:
+        print("problem:", p)
+    if json_out:
+        tmp = f"{json_out}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump({"device": "vulkan", "agrl": rows["vulkan"], "agrl_cuda": rows["cuda"], "peers": peers,
+                       "problems": problems, "targets": verdicts}, f, indent=1)
+        os.replace(tmp, json_out)
+
+
 def run_lines(cmd, env=None, timeout=1200):
     """The JSON lines a command prints, and an error text when it failed
     (also bench/python/bench_ac.py's, which gives each child its timeout)."""
@@ -116,6 +221,9 @@ def main():
     env = dict(os.environ)
     if dev == "cpu":  # one thread, as PERF.md's CPU rows
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if dev == "vulkan":
+        vulkan_main(build, json_out, env)
+        return
     ours, peers, problems, verdicts = [], [], [], []
 
     def save():

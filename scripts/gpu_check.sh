@@ -4,9 +4,10 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep (default:
-#   all but cpubench, memcheck, accept and sweep; memcheck: a few tests of sanitize's memcheck;
-#   accept: learning rows of scripts/accept.sh; sweep: dev/sweep.sh;
+#   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep vkbench (default:
+#   all but cpubench, memcheck, accept, sweep and vkbench; memcheck: a few tests of sanitize's memcheck;
+#   accept: learning rows of scripts/accept.sh (on AGRL_ACCEPT_DEVICE, default cuda); sweep: dev/sweep.sh;
+#   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
@@ -161,7 +162,7 @@ if has accept; then
   # on AGRL_ACCEPT_SEEDS, AGRL_ACCEPT_JOBS runs at a time; the runs' networks
   # are left out of what comes back
   for row in ${AGRL_ACCEPT_ROWS:-sac-pendulum td3-pendulum}; do
-    timeout "${AGRL_ACCEPT_TIMEOUT:-280}" scripts/accept.sh "$BUILD/agrl" cuda "$row" --seeds "${AGRL_ACCEPT_SEEDS:-100-119}" \
+    timeout "${AGRL_ACCEPT_TIMEOUT:-280}" scripts/accept.sh "$BUILD/agrl" "${AGRL_ACCEPT_DEVICE:-cuda}" "$row" --seeds "${AGRL_ACCEPT_SEEDS:-100-119}" \
       --jobs "${AGRL_ACCEPT_JOBS:-10}" --out "$OUT/accept" -- ${AGRL_ACCEPT_FLAGS:-} > "$OUT/accept_$row.txt" 2>&1
     tail -3 "$OUT/accept_$row.txt"
     find "$OUT/accept" -name '*.agrl' -delete
@@ -181,6 +182,11 @@ fi
 if has bench; then
   timeout 190 python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
   stamp "bench done"; pack
+fi
+if has vkbench; then
+  # the Vulkan rows beside the CUDA backend's and PyTorch eager's, one invocation
+  timeout 300 python3 bench/compare.py "$BUILD" vulkan --json "$OUT/bench_vulkan.json" 2>>"$OUT/bench_stderr.log" | tee "$OUT/bench_vulkan.txt"
+  stamp "vulkan bench done"; pack
 fi
 if has cpubench; then
   # the CPU rows on this machine's processor, beside numpy, cpprb and PyTorch (one thread).

@@ -563,21 +563,22 @@ static void ac_row(bench *b, const char *work, ag_ac_algo algo, int iters, int p
 /* ---- the command ---- */
 
 static void bench_usage(FILE *f) {
-  fprintf(f,
-          "usage: agrl bench [--device auto|cpu|cuda[:N]|vulkan[:N]] [--filter TEXT] [--iters N] [--json FILE]\n"
-          "\n"
-          "Times the work of the performance table on one device: gathers, sampling,\n"
-          "writes, table inserts and the DQN update (the DQN's own fused update, and\n"
-          "the same work composed of ops, recorded and eager). Each row is\n"
-          "the median of 9 repetitions after 2 warm-ups, with min and max.\n"
-          "bench/compare.py runs this and the peers (PyTorch, JAX, numpy, cpprb)\n"
-          "in one invocation and prints the ratios.\n"
-          "\n"
-          "  --device D     auto (default), cpu, cuda[:N], vulkan[:N]\n"
-          "  --filter TEXT  only rows whose name contains TEXT\n"
-          "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
-          "                 (for a profiler: few calls, same work)\n"
-          "  --json FILE    also append one JSON object a row to FILE\n");
+  fprintf(
+      f,
+      "usage: agrl bench [--device auto|cpu|cuda[:N]|vulkan[:N]] [--filter TEXT] [--iters N] [--json FILE]\n"
+      "\n"
+      "Times the work of the performance table on one device: gathers, sampling,\n"
+      "writes, table inserts and the DQN update (the DQN's own fused update, and\n"
+      "the same work composed of ops, recorded and eager). Each row is\n"
+      "the median of 9 repetitions after 2 warm-ups, with min and max.\n"
+      "bench/compare.py runs this and the peers (PyTorch, JAX, numpy, cpprb)\n"
+      "in one invocation and prints the ratios.\n"
+      "\n"
+      "  --device D     auto (default), cpu, cuda[:N], vulkan[:N]\n"
+      "  --filter TEXT  only rows whose name contains TEXT\n"
+      "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
+      "                 (for a profiler: few calls, same work)\n"
+      "  --json FILE    also append one JSON object a row to FILE\n");
 }
 
 int agrl_cmd_bench(int argc, char **argv) {
@@ -621,7 +622,11 @@ int agrl_cmd_bench(int argc, char **argv) {
   }
   int cpu = ag_ctx_device(b.ctx) == AG_DEVICE_CPU;
   printf("agrl bench on %s (median of %d, us per call)\n", ag_ctx_device_name(b.ctx), REPS);
-  const char *prefix = cpu ? "cpu_" : "";
+  /* rows are named by the work; a prefix names a device other than CUDA */
+  const char *prefix = cpu ? "cpu_" : ag_ctx_device(b.ctx) == AG_DEVICE_VULKAN ? "vulkan_" : "";
+  char nb[8][96];
+  int ni = 0;
+#define NM(work) (snprintf(nb[ni & 7], sizeof nb[0], "%s%s", prefix, work), nb[ni++ & 7])
   gather_rows(&b, prefix);
   write_rows(&b, prefix);
   per_rows(&b, prefix);
@@ -636,23 +641,24 @@ int agrl_cmd_bench(int argc, char **argv) {
     ac_row(&b, "cpu_td3_update_3_256_256_1_b256", AG_AC_TD3, 20, 10, 1);
     ac_row(&b, "cpu_td3_update_3_256_256_1_b256_ops", AG_AC_TD3, 20, 10, 0);
   } else {
-    agent_row(&b, "dqn_update_4_128_128_2_b128", 4, 128, 2, 128, 2000, 1, 1, 1);
-    agent_row(&b, "dqn_update_17_256_256_6_b256", 17, 256, 6, 256, 2000, 1, 1, 1);
+    agent_row(&b, NM("dqn_update_4_128_128_2_b128"), 4, 128, 2, 128, 2000, 1, 1, 1);
+    agent_row(&b, NM("dqn_update_17_256_256_6_b256"), 17, 256, 6, 256, 2000, 1, 1, 1);
     /* the defaults' 5-step target: the draw, the walks and the fused call,
      * and the same update as composed ops */
-    agent_row(&b, "dqn_update_4_128_128_2_b128_n5", 4, 128, 2, 128, 2000, 1, 5, 1);
-    agent_row(&b, "dqn_update_4_128_128_2_b128_n5_ops", 4, 128, 2, 128, 2000, 1, 5, 0);
+    agent_row(&b, NM("dqn_update_4_128_128_2_b128_n5"), 4, 128, 2, 128, 2000, 1, 5, 1);
+    agent_row(&b, NM("dqn_update_4_128_128_2_b128_n5_ops"), 4, 128, 2, 128, 2000, 1, 5, 0);
     /* as a training loop calls it (gradient steps a call): the peer is JAX's
      * 1000 updates in one jitted call */
-    agent_row(&b, "dqn_update_4_128_128_2_b128_x64", 4, 128, 2, 128, 12800, 64, 1, 1);
-    agent_row(&b, "dqn_update_17_256_256_6_b256_x64", 17, 256, 6, 256, 12800, 64, 1, 1);
-    dqn_row(&b, "dqn_update_4_128_128_2_b128_ops", 4, 128, 2, 128, 2000);
-    dqn_row(&b, "dqn_update_17_256_256_6_b256_ops", 17, 256, 6, 256, 2000);
-    ac_row(&b, "sac_update_3_256_256_1_b256", AG_AC_SAC, 2000, 100, 1);
-    ac_row(&b, "sac_update_3_256_256_1_b256_ops", AG_AC_SAC, 1000, 100, 0);
-    ac_row(&b, "td3_update_3_256_256_1_b256", AG_AC_TD3, 2000, 100, 1);
-    ac_row(&b, "td3_update_3_256_256_1_b256_ops", AG_AC_TD3, 1000, 100, 0);
+    agent_row(&b, NM("dqn_update_4_128_128_2_b128_x64"), 4, 128, 2, 128, 12800, 64, 1, 1);
+    agent_row(&b, NM("dqn_update_17_256_256_6_b256_x64"), 17, 256, 6, 256, 12800, 64, 1, 1);
+    dqn_row(&b, NM("dqn_update_4_128_128_2_b128_ops"), 4, 128, 2, 128, 2000);
+    dqn_row(&b, NM("dqn_update_17_256_256_6_b256_ops"), 17, 256, 6, 256, 2000);
+    ac_row(&b, NM("sac_update_3_256_256_1_b256"), AG_AC_SAC, 2000, 100, 1);
+    ac_row(&b, NM("sac_update_3_256_256_1_b256_ops"), AG_AC_SAC, 1000, 100, 0);
+    ac_row(&b, NM("td3_update_3_256_256_1_b256"), AG_AC_TD3, 2000, 100, 1);
+    ac_row(&b, NM("td3_update_3_256_256_1_b256_ops"), AG_AC_TD3, 1000, 100, 0);
   }
+#undef NM
   if (b.json && fclose(b.json)) {
     fprintf(stderr, "agrl bench: writing %s failed: %s\n", json, strerror(errno));
     b.failed = 1;

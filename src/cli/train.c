@@ -43,7 +43,8 @@ extern char **environ;
 static void train_usage(FILE *f) {
   ag_dqn_config c = ag_dqn_defaults();
   fprintf(f,
-          "usage: agrl train [--algo dqn|sac|td3] [--env NAME] [--device auto|cpu|cuda[:N]|vulkan[:N]] [--steps N]\n"
+          "usage: agrl train [--algo dqn|sac|td3] [--env NAME] [--device auto|cpu|cuda[:N]|vulkan[:N]] "
+          "[--steps N]\n"
           "                  [--seed S] [--out DIR] [options]\n"
           "\n"
           "Trains an agent; the replay table and the update live on the device.\n"
