@@ -89,8 +89,59 @@ static ag_status run_randn(vk_state *s, const void *args) {
   return st || one ? st : advance(s, a->counter, a->n);
 }
 
+/* ---- NSTEP ---- */
+
+static int row_fits(int64_t row) { return row >= INT32_MIN && row <= INT32_MAX; }
+
+/* The row indices travel as 32-bit integers (the push constants are full): a larger one is refused. */
+static int nstep_ok(const vk_state *s, const void *args) {
+  (void)s;
+  const ag__nstep_args *a = args;
+  return a->dtype >= AG_F32 && a->dtype <= AG_I64 && (a->idx_dtype == AG_I32 || a->idx_dtype == AG_I64) &&
+         row_fits(a->rew_row) && row_fits(a->term_row) && row_fits(a->trunc_row);
+}
+
+static ag_status run_nstep(vk_state *s, const void *args) {
+  const ag__nstep_args *a = args;
+  if (!nstep_ok(s, a)) return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: nstep's dtypes or rows");
+  if (a->B <= 0) return AG_OK;
+  /* every read stays in the table: the rows inside a column, steps that wrap once at most */
+  if (a->capacity < 1 || a->stride < 1 || a->stride > a->capacity || a->rew_row < 0 ||
+      a->rew_row >= a->rows || a->term_row < 0 || a->term_row >= a->rows || a->trunc_row >= a->rows)
+    return ag__fail(AG_ERR_INVALID_ARG, "vulkan: nstep's capacity, stride or rows");
+  struct {
+    uint64_t table, size_dev, pos_dev, idx, ret, discount, last;
+    int64_t rows, capacity, idx_stride, B, stride;
+    int32_t rew_row, term_row, trunc_row;
+    float scale, gamma;
+    int32_t n, dtype, idx_dtype;
+  } pc = {ag__vk_addr(a->table),
+          ag__vk_addr(a->size_dev),
+          ag__vk_addr(a->pos_dev),
+          ag__vk_addr(a->idx),
+          ag__vk_addr(a->ret),
+          ag__vk_addr(a->discount),
+          ag__vk_addr(a->last),
+          a->rows,
+          a->capacity,
+          a->idx_stride,
+          a->B,
+          a->stride,
+          (int32_t)a->rew_row,
+          (int32_t)a->term_row,
+          (int32_t)a->trunc_row,
+          a->scale,
+          a->gamma,
+          a->n,
+          (int32_t)a->dtype,
+          (int32_t)a->idx_dtype};
+  _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "NSTEP's push constants fit");
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "random_nstep"), &pc, sizeof pc, ag__vk_groups(a->B, LOCAL), 1, 1);
+}
+
 const ag__vk_kernel ag__vk_k_random[] = {
     {AG__K_RANDINT, run_randint, randint_ok, NULL},
     {AG__K_RANDN, run_randn, randn_ok, NULL},
+    {AG__K_NSTEP, run_nstep, nstep_ok, NULL},
 };
 const int ag__vk_n_random = (int)(sizeof ag__vk_k_random / sizeof ag__vk_k_random[0]);
