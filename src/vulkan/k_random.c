@@ -12,6 +12,7 @@
  * one dispatch of one work group, a barrier between steps, when the work is small, else a dispatch a
  * step, over as many groups as the step needs. */
 #include "base/base.h"
+#include "base/per_tree.h"
 #include "vulkan/vk_internal.h"
 
 #define LOCAL 256 /* the shaders' local size */
@@ -139,9 +140,126 @@ static ag_status run_nstep(vk_state *s, const void *args) {
   return ag__vk_dispatch(s, ag__vk_pipe(s, "random_nstep"), &pc, sizeof pc, ag__vk_groups(a->B, LOCAL), 1, 1);
 }
 
+/* ---- the prioritized-replay tree (doubles) ---- */
+
+static int depth_ok(int depth) { return depth >= 1 && depth <= AG__PER_MAX_DEPTH; }
+
+/* Leaves of a tree of `depth` levels: 16^depth. */
+static int64_t per_leaves(int depth) { return (int64_t)1 << (4 * depth); }
+
+/* PER_SET marks the last entry naming a leaf with 2^31 + j in a 32-bit word: at most 2^31 entries. */
+static int per_set_ok(const vk_state *s, const void *args) {
+  const ag__per_set_args *a = args;
+  return ag__vk_has_f64(s) && depth_ok(a->depth) && (a->idx_dtype == AG_I32 || a->idx_dtype == AG_I64) &&
+         a->n <= INT32_MAX;
+}
+
+static ag_status run_per_set(vk_state *s, const void *args) {
+  const ag__per_set_args *a = args;
+  if (!per_set_ok(s, a))
+    return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_set needs shaderFloat64, i32 / i64 indices, n < 2^31");
+  const int64_t n = a->n > 0 ? a->n : 0;
+  struct {
+    uint64_t tree, state, idx, prio;
+    int64_t n, prio_stride, limit;
+    float alpha;
+    int32_t depth, idx_dtype, s_begin, s_end;
+  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio), n,
+          a->prio_stride,
+          /* indices at or past the table's columns are skipped, and past the tree's leaves too */
+          a->cols < per_leaves(a->depth) ? a->cols : per_leaves(a->depth), a->alpha, a->depth,
+          (int32_t)a->idx_dtype, 0, 0};
+  const int steps = a->depth + 3; /* reset, mark, write, depth - 1 levels, the root */
+  const int pipe = ag__vk_pipe(s, "random_per_set");
+  if (n <= RANDOM_ONE_GROUP) {
+    pc.s_end = steps;
+    return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
+  }
+  for (int step = 0; step < steps; step++) {
+    pc.s_begin = step, pc.s_end = step + 1;
+    ag_status st =
+        ag__vk_dispatch(s, pipe, &pc, sizeof pc, step == steps - 1 ? 1 : ag__vk_groups(n, LOCAL), 1, 1);
+    if (st) return st;
+  }
+  return AG_OK;
+}
+
+static int per_ok(const vk_state *s, int depth) { return ag__vk_has_f64(s) && depth_ok(depth); }
+
+static int per_fill_ok(const vk_state *s, const void *args) {
+  return per_ok(s, ((const ag__per_fill_args *)args)->depth);
+}
+
+/* PER_FILL with k = 0 changes no leaf and so no node: nothing is queued. */
+static ag_status run_per_fill(vk_state *s, const void *args) {
+  const ag__per_fill_args *a = args;
+  if (!per_fill_ok(s, a)) return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_fill needs shaderFloat64");
+  if (a->k == 0) return AG_OK;
+  if (a->pos < 0 || a->k < 0 || a->pos > per_leaves(a->depth) - a->k)
+    return ag__fail(AG_ERR_INVALID_ARG, "vulkan: per_fill of leaves %lld + %lld", (long long)a->pos,
+                    (long long)a->k);
+  struct {
+    uint64_t tree, state;
+    int64_t pos, k;
+    float alpha;
+    int32_t depth, s_begin, s_end;
+  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), a->pos, a->k, a->alpha, a->depth, 0, 0};
+  const int pipe = ag__vk_pipe(s, "random_per_fill");
+  /* step 0 the k leaves, step d the nodes of level depth-1-d above them, step depth the root; the
+   * steps from the first of at most RANDOM_ONE_GROUP nodes on go in one dispatch of one group */
+  const int steps = a->depth + 1;
+  for (int step = 0; step < steps; step++) {
+    const int sh = 4 * step;
+    const int64_t count = step == a->depth ? 1 : ((a->pos + a->k - 1) >> sh) - (a->pos >> sh) + 1;
+    const int one = count <= RANDOM_ONE_GROUP;
+    pc.s_begin = step, pc.s_end = one ? steps : step + 1;
+    ag_status st = ag__vk_dispatch(s, pipe, &pc, sizeof pc, one ? 1 : ag__vk_groups(count, LOCAL), 1, 1);
+    if (st || one) return st;
+  }
+  return AG_OK;
+}
+
+static int per_sample_ok(const vk_state *s, const void *args) {
+  return per_ok(s, ((const ag__per_sample_args *)args)->depth);
+}
+
+static ag_status run_per_sample(vk_state *s, const void *args) {
+  const ag__per_sample_args *a = args;
+  if (!per_sample_ok(s, a)) return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_sample needs shaderFloat64");
+  if (a->B <= 0) return AG_OK;
+  struct {
+    uint64_t tree, counter, size_dev, idx, w, beta_dev, seed;
+    int64_t B;
+    float beta;
+    int32_t depth, phase, has_beta_dev;
+  } pc = {ag__vk_addr(a->tree),
+          ag__vk_addr(a->counter),
+          ag__vk_addr(a->size_dev),
+          ag__vk_addr(a->idx),
+          ag__vk_addr(a->w),
+          ag__vk_addr(a->beta_dev),
+          a->seed,
+          a->B,
+          a->beta,
+          a->depth,
+          0,
+          a->beta_dev != NULL};
+  const int pipe = ag__vk_pipe(s, "random_per_sample");
+  if (a->B <= PER_SAMPLE_ONE_GROUP) return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
+  /* the samples over many groups, then one group for the largest weight, the division, the counter */
+  pc.phase = 1;
+  ag_status st = ag__vk_dispatch(s, pipe, &pc, sizeof pc, ag__vk_groups(a->B, LOCAL), 1, 1);
+  if (st) return st;
+  pc.phase = 2;
+  return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
+}
+
 const ag__vk_kernel ag__vk_k_random[] = {
     {AG__K_RANDINT, run_randint, randint_ok, NULL},
     {AG__K_RANDN, run_randn, randn_ok, NULL},
     {AG__K_NSTEP, run_nstep, nstep_ok, NULL},
+    {AG__K_PER_SET, run_per_set, per_set_ok, NULL},
+    {AG__K_PER_FILL, run_per_fill, per_fill_ok, NULL},
+    {AG__K_PER_SAMPLE, run_per_sample, per_sample_ok, NULL},
 };
 const int ag__vk_n_random = (int)(sizeof ag__vk_k_random / sizeof ag__vk_k_random[0]);
