@@ -1,0 +1,12 @@
+// random_advance.comp — *counter += n by one invocation: the dispatch after
+// a kernel's many groups have all read the counter (RANDINT, RANDN).
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+layout(local_size_x = 1) in;
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer U64 { uint64_t v; };
+layout(push_constant) uniform P {
+  uint64_t counter;
+  int64_t n;
+} p;
+void main() { U64(p.counter).v += uint64_t(p.n); }
