@@ -158,3 +158,5 @@ void agt_clear_dir(const char *d, int depth) {
 const char *agt_kind_name(void) {
   return agt_kind == AG_DEVICE_CUDA ? "cuda" : agt_kind == AG_DEVICE_VULKAN ? "vulkan" : "cpu";
 }
+
+int agt_fused_dqn(void) { return agt_kind != AG_DEVICE_VULKAN; }

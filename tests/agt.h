@@ -29,6 +29,8 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
 ag_ctx *agt_ctx(void);
 /* The device kind under test as the runner names it: "cpu", "cuda" or "vulkan". */
 const char *agt_kind_name(void);
+/* Whether the kind under test has the fused DQN update (vulkan composes it). */
+int agt_fused_dqn(void);
 
 #define agt_ok(expr)                                                                                     \
   do {                                                                                                   \

@@ -213,7 +213,7 @@ static void fused_and_composed(ag_ctx *ctx, ag_dqn_config cfg, int64_t od, int64
     cfg.fused = 1 - k;
     agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d[k]));
   }
-  assert_int_equal(ag_dqn_fused(d[0]), 1);
+  assert_int_equal(ag_dqn_fused(d[0]), agt_fused_dqn());
   assert_int_equal(ag_dqn_fused(d[1]), 0);
 }
 
@@ -310,7 +310,7 @@ static void dqn_fused_update_applies_adam_itself(void **state) {
       cfg.n_hidden = 3, set_shape(&cfg, 40, 24, 50, 200), cfg.hidden[2] = 12, od = 34, na = 3, n = 120;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
-    assert_int_equal(ag_dqn_fused(d), 1);
+    assert_int_equal(ag_dqn_fused(d), agt_fused_dqn());
     agt_rng g = {71 + (uint64_t)shape};
     float *obs = malloc(sizeof(float) * (size_t)(n * od)), *rew = malloc(sizeof(float) * (size_t)n);
     int32_t *act = malloc(sizeof(int32_t) * (size_t)n);
@@ -378,7 +378,7 @@ static void dqn_train_many_equals_one_at_a_time(void **state) {
     cfg.fused = variant != 2;
     ag_dqn *d[2];
     for (int k = 0; k < 2; k++) agt_ok(ag_dqn_create(ctx, 3, 2, 1000, &cfg, &d[k]));
-    assert_int_equal(ag_dqn_fused(d[0]), variant != 2);
+    assert_int_equal(ag_dqn_fused(d[0]), variant != 2 && agt_fused_dqn());
     agt_rng g = {41 + (uint64_t)variant};
     enum { N = 50 };
     float obs[N * 3], next[N * 3], rew[N];
@@ -604,7 +604,7 @@ static void nstep_target_case(int variant) {
   cfg.gamma = 0.8f;
   ag_dqn *d;
   agt_ok(ag_dqn_create(ctx, od, na, 1000, &cfg, &d));
-  assert_int_equal(ag_dqn_fused(d), 1);
+  assert_int_equal(ag_dqn_fused(d), agt_fused_dqn());
   ring r = {.cap = cap, .od = od, .T = cap + 30}; /* wrapped: the head at column 30 */
   ring_fill(&r, &d, 1, na, envs, 7 + (uint64_t)variant);
   agt_ok(ag_dqn_train(d, 3, NULL)); /* Q moves away from the target */
@@ -632,6 +632,13 @@ static void nstep_target_case(int variant) {
   int64_t lg[B];
   agt_ok(ag_tensor_read(lst, lg, sizeof lg));
   assert_memory_equal(lg, last, sizeof lg);
+  if (!agt_fused_dqn()) { /* the walks are checked; there is no fused call to check here */
+    ag_tensor_free(idx);
+    ring_free(&r);
+    ag_dqn_free(d);
+    ag_ctx_free(ctx);
+    return;
+  }
   ag_rng *rng;
   agt_ok(ag_rng_create(ctx, 1, &rng));
   ag__qlearn u;

@@ -212,7 +212,7 @@ static void nstep_without_per_is_fused(void **state) {
     c.max_grad_norm = 0.0f;
     ag_dqn *d;
     agt_ok(ag_dqn_create(ctx, OBS, ACTS, 1000, &c, &d));
-    assert_int_equal(ag_dqn_fused(d), k != 1);
+    assert_int_equal(ag_dqn_fused(d), k != 1 && agt_fused_dqn());
     agt_rng g = {17};
     float obs[N * OBS], next[N * OBS], rew[N];
     int32_t act[N];

@@ -57,6 +57,7 @@
 
 #define VK_ALIGN 256u
 #define VK_MAX_SHADERS 64
+#define VK_PIPE_KEYS 128
 #define VK_PUSH_BYTES AG__VK_PUSH_BYTES
 #define VK_SLOTS 4                     /* command buffers of queued work */
 #define VK_SLOT_DISPATCHES 256         /* commands a slot takes before it is submitted */
@@ -121,6 +122,9 @@ typedef struct vk_state {
   VkPipelineLayout layout; /* every kernel's: push constants only */
   VkShaderModule mods[VK_MAX_SHADERS];
   VkPipeline pipes[VK_MAX_SHADERS];
+  unsigned char pipe_failed[VK_MAX_SHADERS]; /* could not be made on this device */
+  const char *pipe_key[VK_PIPE_KEYS];        /* ag__vk_pipe's names, by address */
+  int pipe_of[VK_PIPE_KEYS];
   vk_slot slots[VK_SLOTS];
   int cur;        /* the slot that takes the next command */
   vk_rec *rec;    /* the recording in progress, or NULL */
@@ -399,31 +403,61 @@ static int has_extension(VkPhysicalDevice d, const char *name) {
   return found;
 }
 
-/* The layout and one compute pipeline a shader. */
-static ag_status make_pipelines(vk_state *s) {
+/* Whether SPIR-V module `spv` declares the Float64 capability (its
+ * OpCapability instructions come first, after the 5-word header). */
+static int needs_f64(const unsigned char *spv, size_t bytes) {
+  const size_t n = bytes / 4;
+  for (size_t i = 5; i + 1 < n;) {
+    uint32_t w, cap;
+    memcpy(&w, spv + 4 * i, 4);
+    const uint32_t op = w & 0xffffu, len = w >> 16;
+    if (op != 17 /* OpCapability */ || len < 2) break;
+    memcpy(&cap, spv + 4 * (i + 1), 4);
+    if (cap == 10 /* Float64 */) return 1;
+    i += len;
+  }
+  return 0;
+}
+
+/* The pipeline layout every kernel shares: push constants only. The
+ * pipelines themselves are made at a shader's first use (ag__vk_pipe), so
+ * that a context compiles only the shaders it runs. */
+static ag_status make_layout(vk_state *s) {
   VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
   VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   li.pushConstantRangeCount = 1;
   li.pPushConstantRanges = &pr;
   VkResult r = vkCreatePipelineLayout(s->dev, &li, NULL, &s->layout);
-  if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineLayout");
-  for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++) {
-    const ag__vk_shader *sh = &ag__vk_shaders[i];
-    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    mi.codeSize = sh->bytes;
-    mi.pCode = (const uint32_t *)(const void *)sh->spv;
-    r = vkCreateShaderModule(s->dev, &mi, NULL, &s->mods[i]);
-    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
-    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    ci.stage.module = s->mods[i];
-    ci.stage.pName = "main";
-    ci.layout = s->layout;
-    r = vkCreateComputePipelines(s->dev, VK_NULL_HANDLE, 1, &ci, NULL, &s->pipes[i]);
-    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "vkCreatePipelineLayout");
+}
+
+/* Shader i's pipeline, made now if it is not yet (none for a shader of
+ * doubles on a device without shaderFloat64: its kernels say unsupported). */
+static int make_pipeline(vk_state *s, int i) {
+  if (s->pipes[i]) return 1;
+  if (s->pipe_failed[i]) return 0;
+  const ag__vk_shader *sh = &ag__vk_shaders[i];
+  s->pipe_failed[i] = 1;
+  if (!s->f64 && needs_f64(sh->spv, sh->bytes)) return 0;
+  VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = sh->bytes;
+  mi.pCode = (const uint32_t *)(const void *)sh->spv;
+  if (vkCreateShaderModule(s->dev, &mi, NULL, &s->mods[i]) != VK_SUCCESS) {
+    s->mods[i] = VK_NULL_HANDLE;
+    return 0;
   }
-  return AG_OK;
+  VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = s->mods[i];
+  ci.stage.pName = "main";
+  ci.layout = s->layout;
+  if (vkCreateComputePipelines(s->dev, VK_NULL_HANDLE, 1, &ci, NULL, &s->pipes[i]) != VK_SUCCESS) {
+    s->pipes[i] = VK_NULL_HANDLE;
+    return 0;
+  }
+  s->pipe_failed[i] = 0;
+  return 1;
 }
 
 static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
@@ -455,8 +489,10 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   {
     VkPhysicalDeviceFeatures have;
     vkGetPhysicalDeviceFeatures(s->phys, &have);
-    s->f64 = have.shaderFloat64 == VK_TRUE;
-    f2.features.shaderFloat64 = have.shaderFloat64;
+    /* AGRL_VK_NO_F64=1: as a device without 64-bit floats (the refusals' tests) */
+    const char *no = getenv("AGRL_VK_NO_F64");
+    s->f64 = have.shaderFloat64 == VK_TRUE && !(no && *no && strcmp(no, "0") != 0);
+    f2.features.shaderFloat64 = s->f64 ? VK_TRUE : VK_FALSE;
   }
   VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &f2;
@@ -491,7 +527,7 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
     vk_close(s);
     return vk_fail(r, "creating the command pool and fences");
   }
-  if ((st = make_pipelines(s))) {
+  if ((st = make_layout(s))) {
     vk_close(s);
     return st;
   }
@@ -824,9 +860,22 @@ static void vk_host_free(void *p, void *ptr) {
 
 /* ---- kernels ---- */
 
-int ag__vk_pipe(const vk_state *s, const char *name) {
-  for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++)
-    if (s->pipes[i] && strcmp(ag__vk_shaders[i].name, name) == 0) return i;
+int ag__vk_pipe(vk_state *s, const char *name) {
+  /* the kernels name their shaders by string literals: a table keyed by the
+   * literal's address finds a shader again without comparing names */
+  const size_t h = ((uintptr_t)name >> 3) % VK_PIPE_KEYS;
+  for (size_t k = h, n = 0; n < VK_PIPE_KEYS; k = (k + 1) % VK_PIPE_KEYS, n++) {
+    if (s->pipe_key[k] == name) return make_pipeline(s, s->pipe_of[k]) ? s->pipe_of[k] : -1;
+    if (s->pipe_key[k]) continue;
+    for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++)
+      if (strcmp(ag__vk_shaders[i].name, name) == 0) {
+        s->pipe_key[k] = name, s->pipe_of[k] = i;
+        return make_pipeline(s, i) ? i : -1;
+      }
+    return -1;
+  }
+  for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++) /* the table is full */
+    if (strcmp(ag__vk_shaders[i].name, name) == 0) return make_pipeline(s, i) ? i : -1;
   return -1;
 }
 
@@ -840,7 +889,7 @@ uint32_t ag__vk_groups(int64_t items, int local) {
 ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes, uint32_t gx, uint32_t gy,
                           uint32_t gz) {
   if (pipe < 0 || pipe >= VK_MAX_SHADERS || !s->pipes[pipe])
-    return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: a kernel's shader was not built");
+    return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: a kernel's shader could not be made on this device");
   if (bytes > VK_PUSH_BYTES)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: %zu bytes of push constants", bytes);
   VkCommandBuffer c;

@@ -28,9 +28,10 @@ typedef struct vk_state vk_state;
 /* The push constants every pipeline takes (the least every device has). */
 #define AG__VK_PUSH_BYTES 128
 
-/* The pipeline of shader `name` (its file name without .comp); -1 when no
- * such shader was built. */
-int ag__vk_pipe(const vk_state *s, const char *name);
+/* The pipeline of shader `name` (its file name without .comp; a string
+ * literal), made at its first use; -1 when no such shader was built or it
+ * cannot be made on this device. */
+int ag__vk_pipe(vk_state *s, const char *name);
 
 /* Queues (or, while recording, records) a dispatch of pipeline pipe over
  * gx * gy * gz work groups with `bytes` (at most AG__VK_PUSH_BYTES) of push
