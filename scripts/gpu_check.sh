@@ -110,7 +110,7 @@ if has python; then
   python3 -c 'import agrl; print("agrl", agrl.__version__, agrl.library_version(), "cuda devices:", agrl.cuda_device_count())'
   # AGRL_PYTEST=0: the package's benchmarks only, without its tests
   if [ "${AGRL_PYTEST:-1}" != 0 ]; then
-  AGRL_REQUIRE_GPU=1 timeout 420 python3 -m pytest tests/python -q -rs -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1 || status=1
+  AGRL_REQUIRE_GPU=1 AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} timeout 420 python3 -m pytest tests/python -q -rs -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1 || status=1
   tail -4 "$OUT/pytest_gpu.log"
   stamp "pytest done"; pack
   AGRL_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 --target-processes all \

@@ -25,8 +25,11 @@ import agrl
 from refs import cli_or_skip, find_cli
 
 REQUIRE = os.environ.get("AGRL_REQUIRE_GPU") == "1"
+REQUIRE_VULKAN = os.environ.get("AGRL_REQUIRE_VULKAN") == "1"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    agrl.cuda_device_count() == 0 and not REQUIRE, reason="no CUDA device"))]
+    agrl.cuda_device_count() == 0 and not REQUIRE, reason="no CUDA device")),
+    pytest.param("vulkan", marks=pytest.mark.skipif(
+        agrl.vulkan_device_count() == 0 and not REQUIRE_VULKAN, reason="no Vulkan device"))]
 ALGOS = [agrl.SAC, agrl.TD3]
 SMALL = dict(hidden=[32, 32], batch_size=32, buffer_size=2000, seed=5)
 LOW, HIGH = np.array([-2.0, 0.0, 5.0], np.float32), np.array([2.0, 1.0, 7.0], np.float32)

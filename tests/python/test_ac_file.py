@@ -19,8 +19,11 @@ import agrl
 from agent_files import check_loads_on_the_cpu
 
 REQUIRE = os.environ.get("AGRL_REQUIRE_GPU") == "1"
+REQUIRE_VULKAN = os.environ.get("AGRL_REQUIRE_VULKAN") == "1"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    agrl.cuda_device_count() == 0 and not REQUIRE, reason="no CUDA device"))]
+    agrl.cuda_device_count() == 0 and not REQUIRE, reason="no CUDA device")),
+    pytest.param("vulkan", marks=pytest.mark.skipif(
+        agrl.vulkan_device_count() == 0 and not REQUIRE_VULKAN, reason="no Vulkan device"))]
 ALGOS = [agrl.SAC, agrl.TD3]
 CFG = dict(hidden=[32, 16], batch_size=32, buffer_size=500, learning_starts=200, seed=7, noise_rho=0.5)
 LOW, HIGH = np.array([-2.0], np.float32), np.array([2.0], np.float32)

@@ -16,8 +16,11 @@ import agrl
 from agent_files import check_loads_on_the_cpu
 
 REQUIRE = os.environ.get("AGRL_REQUIRE_GPU") == "1"
+REQUIRE_VULKAN = os.environ.get("AGRL_REQUIRE_VULKAN") == "1"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    agrl.cuda_device_count() == 0 and not REQUIRE, reason="no CUDA device"))]
+    agrl.cuda_device_count() == 0 and not REQUIRE, reason="no CUDA device")),
+    pytest.param("vulkan", marks=pytest.mark.skipif(
+        agrl.vulkan_device_count() == 0 and not REQUIRE_VULKAN, reason="no Vulkan device"))]
 CFG = dict(hidden=[32, 16], batch_size=32, buffer_size=700, learning_starts=200, train_freq=48,
            gradient_steps=12, target_update_interval=30, seed=7)
 
