@@ -649,6 +649,9 @@ static const kcase cases[] = {
     KP("acgrad td3 2 layers idx n-step odd", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 2, 37, 3, 45, 1, 0, 1),
     KP("acgrad td3 critic only drawn", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 3, 20, 1, 33, 0, 1, 0),
     KP("acgrad sac critic only idx n-step", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 2, 64, 1, 256, 0, 0, 1),
+    K("gather f32 rows of 4, copied whole 64x500 n300", AG__K_GATHER, b_gather, 64, 500, 300, AG_F32, AG_I64,
+      0),
+    K("gather f32 rows of 4, 4x70000 n70000", AG__K_GATHER, b_gather, 4, 70000, 70000, AG_F32, AG_I32, 0),
 };
 
 /* ---- running a case ---- */

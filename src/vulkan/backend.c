@@ -1022,7 +1022,9 @@ static ag_status vk_replay(void *p, void *rec) {
   vk_slot *k;
   ag_status st = slot_open(s, &k);
   if (st) return st;
-  barrier(k->cmd);
+  /* no barrier here: the recording's commands each begin with one, and a
+   * barrier in a secondary command buffer orders it after all the commands
+   * submitted before it */
   vkCmdExecuteCommands(k->cmd, 1, &r->cmd);
   k->n += r->nodes > 0 ? r->nodes : 1;
   return after(s);

@@ -94,7 +94,7 @@ static ag_status run_gather(vk_state *s, const void *args) {
     uint64_t src, idx, dst;
     int64_t rows, capacity, n;
     float scale;
-    int32_t src_dtype, idx_dtype, pad;
+    int32_t src_dtype, idx_dtype, wide;
   } pc = {ag__vk_addr(a->src),
           ag__vk_addr(a->idx),
           ag__vk_addr(a->dst),
@@ -106,8 +106,13 @@ static ag_status run_gather(vk_state *s, const void *args) {
           (int32_t)a->idx_dtype,
           0};
   if (a->rows * a->n <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "gather"), &pc, sizeof pc, ag__vk_groups(a->rows * a->n, LOCAL), 1,
-                         1);
+  /* y: the columns (striding past 65535), x: a column's rows (four words at a
+   * time when copied whole and both ends are 16-byte aligned) */
+  const int wide =
+      a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows % 4 == 0 && pc.src % 16 == 0 && pc.dst % 16 == 0;
+  pc.wide = wide;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "gather"), &pc, sizeof pc,
+                         ag__vk_groups(wide ? a->rows / 4 : a->rows, LOCAL), ag__vk_groups(a->n, 1), 1);
 }
 
 const ag__vk_kernel ag__vk_k_elementwise[] = {

@@ -1,20 +1,24 @@
 // gather.comp — AG__K_GATHER: dst[r, j] = (f32) src[r, clamp(idx[j], 0, capacity - 1)] * scale,
-// src [rows, capacity] of src_dtype, idx [n] i32 or i64, dst [rows, n] f32. Every index
-// read from the device is clamped before the read it leads to: an address past a buffer
-// can lose the device. Elements narrower than 4 bytes are taken from the aligned word
-// that holds them (each allocation has room past its end for that word).
+// src [rows, capacity] of src_dtype, idx [n] i32 or i64, dst [rows, n] f32. Work group y
+// takes columns j (striding over the rest), its invocations the rows of a column: the index
+// is read once a column, and the rows run along memory. Every index read from the device is
+// clamped before the read it leads to: an address past a buffer can lose the device. With
+// f32 columns, a scale of 1, rows a multiple of 4 and both ends 16-byte aligned the words
+// move four at a time, as stored. Elements narrower than 4 bytes are taken from the aligned word that holds them
+// (each allocation has room past its end for that word).
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer U32x4 { uvec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
 layout(push_constant) uniform P {
   uint64_t src_p, idx_p, dst_p;
   int64_t rows, capacity, n;
   float scale;
-  int src_dtype, idx_dtype;
+  int src_dtype, idx_dtype, wide; // wide: rows % 4 == 0, src and dst 16-byte aligned, copied whole
 } p;
 
 uint word_at(uint64_t byte) { return U32(byte & ~3ul).v; }
@@ -43,16 +47,20 @@ float load(int64_t e) {
 }
 
 void main() {
-  const int64_t total = p.rows * p.n;
-  const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;
-  for (int64_t i = int64_t(gl_GlobalInvocationID.x); i < total; i += stride) {
-    const int64_t r = i % p.rows, j = i / p.rows;
+  const bool packed = p.src_dtype == 0 && p.scale == 1.0;
+  const bool wide = p.wide != 0;
+  const int64_t lanes = wide ? p.rows / 4 : p.rows; // what one invocation moves: 4 words or 1 element
+  const int64_t rstride = int64_t(gl_NumWorkGroups.x) * 256;
+  for (int64_t j = int64_t(gl_WorkGroupID.y); j < p.n; j += int64_t(gl_NumWorkGroups.y)) {
     int64_t c = p.idx_dtype == 5 ? I64(p.idx_p + 8ul * uint64_t(j)).v : int64_t(I32(p.idx_p + 4ul * uint64_t(j)).v);
     c = c < 0 ? 0 : (c >= p.capacity ? p.capacity - 1 : c);
-    const int64_t e = c * p.rows + r;
-    if (p.src_dtype == 0 && p.scale == 1.0) // copied as stored, bits and all
-      U32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(e)).v;
-    else
-      at(p.dst_p, j * p.rows + r).v = load(e) * p.scale;
+    for (int64_t r = int64_t(gl_GlobalInvocationID.x); r < lanes; r += rstride) {
+      if (wide) // copied as stored, bits and all
+        U32x4(p.dst_p + 16ul * uint64_t(j * lanes + r)).v = U32x4(p.src_p + 16ul * uint64_t(c * lanes + r)).v;
+      else if (packed)
+        U32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(c * p.rows + r)).v;
+      else
+        at(p.dst_p, j * p.rows + r).v = load(c * p.rows + r) * p.scale;
+    }
   }
 }
