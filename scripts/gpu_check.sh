@@ -32,6 +32,7 @@ export PYTHONUNBUFFERED=1
 # over NVIDIA's ICD, wherever the driver put its manifest
 VKDEPS=/tmp/agrl_vkdeps
 VK_CMAKE=()
+VK_PIP=()
 if [ -f "$DEPS/vulkan.tar.xz" ]; then
   mkdir -p "$VKDEPS" && tar -xJf "$DEPS/vulkan.tar.xz" -C "$VKDEPS"
   export PATH=$VKDEPS/usr/bin:$PATH
@@ -39,6 +40,9 @@ if [ -f "$DEPS/vulkan.tar.xz" ]; then
   export VK_ADD_LAYER_PATH=$VKDEPS/usr/share/vulkan/explicit_layer.d
   VK_CMAKE=(-DVulkan_INCLUDE_DIR="$VKDEPS/usr/include" -DVulkan_LIBRARY="$VKDEPS/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
             -DGLSLC="$VKDEPS/usr/bin/glslc")
+  VK_PIP=(-C cmake.define.Vulkan_INCLUDE_DIR="$VKDEPS/usr/include"
+          -C cmake.define.Vulkan_LIBRARY="$VKDEPS/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
+          -C cmake.define.GLSLC="$VKDEPS/usr/bin/glslc")
 fi
 # NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs GLVND's
 # dispatch libraries: Debian's, unpacked into / when the machine lacks them
@@ -103,11 +107,11 @@ if has python; then
   echo "$(python3 -V 2>&1), headers in $PYINC: $([ -f "$PYINC/Python.h" ] && echo present || echo MISSING)" | tee "$OUT/python_env.txt"
   python3 -m pip install --no-build-isolation --no-deps --no-index --no-cache-dir --upgrade --target /tmp/agrlpy \
     -C cmake.define.AGRL_DEPS_PREFIX="$DEPS" -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 \
-    ${NCCL_ROOT:+-C cmake.define.NCCL_ROOT="$NCCL_ROOT"} -C build-dir="$ROOT/build-gpu-py" . > "$OUT/pip_install.log" 2>&1 \
+    ${NCCL_ROOT:+-C cmake.define.NCCL_ROOT="$NCCL_ROOT"} "${VK_PIP[@]}" -C build-dir="$ROOT/build-gpu-py" . > "$OUT/pip_install.log" 2>&1 \
     || { echo "PIP INSTALL FAILED"; tail -30 "$OUT/pip_install.log"; status=1; }
   tail -2 "$OUT/pip_install.log"
   export PYTHONPATH=/tmp/agrlpy${PYTHONPATH:+:$PYTHONPATH} AGRL_CLI=/tmp/agrlpy/bin/agrl
-  python3 -c 'import agrl; print("agrl", agrl.__version__, agrl.library_version(), "cuda devices:", agrl.cuda_device_count())'
+  python3 -c 'import agrl; print("agrl", agrl.__version__, agrl.library_version(), "cuda devices:", agrl.cuda_device_count(), "vulkan devices:", agrl.vulkan_device_count())'
   # AGRL_PYTEST=0: the package's benchmarks only, without its tests
   if [ "${AGRL_PYTEST:-1}" != 0 ]; then
   AGRL_REQUIRE_GPU=1 AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} timeout 420 python3 -m pytest tests/python -q -rs -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1 || status=1

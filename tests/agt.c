@@ -32,8 +32,8 @@ int agt_run(int argc, char **argv, const char *group, const struct CMUnitTest *t
     there = device_there(AG_DEVICE_CUDA, group, dev, "AGRL_REQUIRE_GPU", "CUDA device", n);
   } else if (strcmp(dev, "vulkan") == 0) {
     agt_kind = AG_DEVICE_VULKAN;
-    there = device_there(AG_DEVICE_VULKAN, group, dev, "AGRL_REQUIRE_VULKAN", "usable Vulkan device", n);
     setenv("AGRL_VK_VALIDATION", "1", 0); /* the Khronos layer checks every call, where installed */
+    there = device_there(AG_DEVICE_VULKAN, group, dev, "AGRL_REQUIRE_VULKAN", "usable Vulkan device", n);
   } else {
     fprintf(stderr, "usage: %s cpu|cuda|vulkan [TEST-NAME-PATTERN]\n", argv[0]);
     return 2;

@@ -478,6 +478,10 @@ static void subnormals_flush_on_the_cpu_only(void **state) {
     assert_true(sum == 0.0f);  /* subnormal inputs read as zero */
   } else if (agt_kind == AG_DEVICE_CPU) {
     print_message("this processor or emulator keeps subnormals: the CPU's flush is not checked\n");
+  } else if (agt_kind == AG_DEVICE_VULKAN && p[0] == 0.0f) {
+    /* a Vulkan driver's default float controls may flush (NVIDIA's do): then both flush */
+    assert_true(sum == 0.0f);
+    print_message("this Vulkan device flushes subnormals (its default float controls)\n");
   } else {
     assert_true(p[0] == host_prod);
     assert_true(fabsf(sum - host_sum) <= 1e-45f); /* any order of the sum: subnormals add exactly */

@@ -162,12 +162,12 @@ static void context(void **state) {
 int main(int argc, char **argv) {
   (void)argc, (void)argv;
   const char *req = getenv("AGRL_REQUIRE_VULKAN");
+  setenv("AGRL_VK_VALIDATION", "1", 0); /* before the first instance: the process keeps one */
   be = ag__vulkan_backend();
   if (!be || ag__vulkan_device_count() < 1) {
     printf("vulkan_mem: no usable Vulkan device (%s): skipped\n", be ? "none found" : "built without Vulkan");
     return req && *req && strcmp(req, "0") ? 1 : 77;
   }
-  setenv("AGRL_VK_VALIDATION", "1", 0);
   char desc[256];
   if (be->open(0, &st, desc, sizeof desc) != AG_OK) {
     printf("vulkan_mem: opening device 0 failed\n");

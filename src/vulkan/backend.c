@@ -44,6 +44,7 @@
  * over every state of the process (ag__vulkan_validation_total), the last
  * one kept.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,6 @@ typedef struct vk_alloc {
 
 typedef struct vk_state {
   VkInstance inst;
-  VkDebugUtilsMessengerEXT dbg;
   VkPhysicalDevice phys;
   VkDevice dev;
   VkQueue queue;
@@ -126,12 +126,9 @@ typedef struct vk_state {
   const char *pipe_key[VK_PIPE_KEYS];        /* ag__vk_pipe's names, by address */
   int pipe_of[VK_PIPE_KEYS];
   vk_slot slots[VK_SLOTS];
-  int cur;        /* the slot that takes the next command */
-  vk_rec *rec;    /* the recording in progress, or NULL */
-  int f64;        /* shaderFloat64 enabled */
-  int validating; /* the layer and its messenger are on */
-  int validation_errors;
-  char last_validation[512];
+  int cur;     /* the slot that takes the next command */
+  vk_rec *rec; /* the recording in progress, or NULL */
+  int f64;     /* shaderFloat64 enabled */
 } vk_state;
 
 static ag_status vk_fail(VkResult r, const char *what) {
@@ -151,14 +148,10 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
                                                  VkDebugUtilsMessageTypeFlagsEXT type,
                                                  const VkDebugUtilsMessengerCallbackDataEXT *data,
                                                  void *user) {
-  (void)type;
-  vk_state *s = user;
+  (void)type, (void)user;
   if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-    s->validation_errors++;
-    snprintf(s->last_validation, sizeof s->last_validation, "%s",
-             data && data->pMessage ? data->pMessage : "?");
     __atomic_fetch_add(&total_errors, 1, __ATOMIC_RELAXED);
-    snprintf(total_last, sizeof total_last, "%s", s->last_validation);
+    snprintf(total_last, sizeof total_last, "%s", data && data->pMessage ? data->pMessage : "?");
   }
   return VK_FALSE;
 }
@@ -180,11 +173,23 @@ static int layer_present(const char *name) {
   return found;
 }
 
-/* An instance of Vulkan 1.2 (with the validation layer and a messenger
- * reporting to s when asked and s is given). */
-static ag_status make_instance(vk_state *s, VkInstance *out) {
+/* The process's one instance of Vulkan 1.2, made at the first call and kept
+ * (every state and count uses it: drivers do not all take instances made
+ * and destroyed by the thousand), with the validation layer and a messenger
+ * counting its errors when AGRL_VK_VALIDATION asks for them as it is made. */
+static pthread_mutex_t inst_mu = PTHREAD_MUTEX_INITIALIZER;
+static VkInstance g_inst;
+static int g_validating;
+
+static ag_status shared_instance(VkInstance *out) {
+  pthread_mutex_lock(&inst_mu);
+  if (g_inst) {
+    *out = g_inst;
+    pthread_mutex_unlock(&inst_mu);
+    return AG_OK;
+  }
   const char *layer = "VK_LAYER_KHRONOS_validation", *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-  const int validate = s && validation_wanted() && layer_present(layer);
+  const int validate = validation_wanted() && layer_present(layer);
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "agrl";
   app.apiVersion = VK_API_VERSION_1_2;
@@ -194,11 +199,15 @@ static ag_status make_instance(vk_state *s, VkInstance *out) {
     ci.enabledLayerCount = 1, ci.ppEnabledLayerNames = &layer;
     ci.enabledExtensionCount = 1, ci.ppEnabledExtensionNames = &ext;
   }
-  VkResult r = vkCreateInstance(&ci, NULL, out);
-  if (r != VK_SUCCESS) return vk_fail(r, "vkCreateInstance");
+  VkInstance inst;
+  VkResult r = vkCreateInstance(&ci, NULL, &inst);
+  if (r != VK_SUCCESS) {
+    pthread_mutex_unlock(&inst_mu);
+    return vk_fail(r, "vkCreateInstance");
+  }
   if (validate) {
     PFN_vkCreateDebugUtilsMessengerEXT mk =
-        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");
+        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(inst, "vkCreateDebugUtilsMessengerEXT");
     VkDebugUtilsMessengerCreateInfoEXT di = {.sType =
                                                  VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     di.messageSeverity =
@@ -206,12 +215,12 @@ static ag_status make_instance(vk_state *s, VkInstance *out) {
     di.messageType =
         VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
     di.pfnUserCallback = on_message;
-    di.pUserData = s;
-    if (mk && mk(*out, &di, NULL, &s->dbg) == VK_SUCCESS) {
-      s->validating = 1;
-      __atomic_fetch_add(&total_states_validated, 1, __ATOMIC_RELAXED);
-    }
+    VkDebugUtilsMessengerEXT dbg;
+    g_validating = mk && mk(inst, &di, NULL, &dbg) == VK_SUCCESS; /* kept with the instance */
   }
+  g_inst = inst;
+  *out = inst;
+  pthread_mutex_unlock(&inst_mu);
   return AG_OK;
 }
 
@@ -255,15 +264,13 @@ static uint32_t usable_devices(VkInstance inst, VkPhysicalDevice *out, uint32_t 
 
 int ag__vulkan_device_count(void) {
   VkInstance inst;
-  ag_status s = make_instance(NULL, &inst);
+  ag_status s = shared_instance(&inst);
   if (s) {
     ag__fail(AG_OK, "%s", ""); /* no loader or driver: no device, and no error left behind */
     return 0;
   }
   VkPhysicalDevice d[16];
-  const uint32_t n = usable_devices(inst, d, 16);
-  vkDestroyInstance(inst, NULL);
-  return (int)n;
+  return (int)usable_devices(inst, d, 16);
 }
 
 /* ---- memory types ---- */
@@ -381,12 +388,6 @@ static void vk_close(void *p) {
     if (s->pool) vkDestroyCommandPool(s->dev, s->pool, NULL);
     vkDestroyDevice(s->dev, NULL);
   }
-  if (s->dbg) {
-    PFN_vkDestroyDebugUtilsMessengerEXT rm = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
-        s->inst, "vkDestroyDebugUtilsMessengerEXT");
-    if (rm) rm(s->inst, s->dbg, NULL);
-  }
-  if (s->inst) vkDestroyInstance(s->inst, NULL);
   free(s->allocs);
   free(s);
 }
@@ -463,7 +464,8 @@ static int make_pipeline(vk_state *s, int i) {
 static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   vk_state *s = ag__calloc(1, sizeof *s);
   if (!s) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
-  ag_status st = make_instance(s, &s->inst);
+  ag_status st = shared_instance(&s->inst);
+  if (!st && g_validating) __atomic_fetch_add(&total_states_validated, 1, __ATOMIC_RELAXED);
   VkPhysicalDevice d[16];
   const uint32_t n = st ? 0 : usable_devices(s->inst, d, 16);
   if (!st && (index < 0 || (uint32_t)index >= n))

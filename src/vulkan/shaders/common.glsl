@@ -12,9 +12,13 @@ float bcast(uint64_t p, int64_t rows, int64_t cols, int64_t ld, int64_t r, int64
   return at(p, (cols == 1 ? 0 : c) * ld + (rows == 1 ? 0 : r)).v;
 }
 
+// NaN from the bits: a driver may turn comparisons that select into min / max
+// instructions, or drop isnan() under its fast-math defaults
+bool is_nan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+
 // ag__max_takes_a / ag__min_takes_a (base/scalar_ops.h)
-bool max_takes_a(float a, float b) { return a >= b || isnan(a); }
-bool min_takes_a(float a, float b) { return a <= b || isnan(a); }
+bool max_takes_a(float a, float b) { return is_nan(a) || (!is_nan(b) && a >= b); }
+bool min_takes_a(float a, float b) { return is_nan(a) || (!is_nan(b) && a <= b); }
 
 // ag__map_f, in the order of ag__map_op
 float map_f(int op, float x, float p0, float p1) {
@@ -32,7 +36,7 @@ float map_f(int op, float x, float p0, float p1) {
       const float ax = abs(x);
       return ax <= p0 ? 0.5 * x * x : p0 * (ax - 0.5 * p0);
     }
-    case 10: return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case 10: return is_nan(x) ? x : (x < p0 ? p0 : (x > p1 ? p1 : x));
   }
   return 0.0;
 }
