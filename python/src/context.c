@@ -73,9 +73,10 @@ static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
     return 0;
   }
   if (!PyUnicode_Check(dev)) {
-    PyErr_Format(PyExc_TypeError,
-                 "device must be a string ('auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'), not %.80s",
-                 Py_TYPE(dev)->tp_name);
+    PyErr_Format(
+        PyExc_TypeError,
+        "device must be a string ('auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'), not %.80s",
+        Py_TYPE(dev)->tp_name);
     return -1;
   }
   const char *s = PyUnicode_AsUTF8(dev);
@@ -105,8 +106,8 @@ static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
     }
     break;
   }
-  agpy_raisef(AG_ERR_INVALID_ARG, "device '%s' is not 'auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'",
-              s);
+  agpy_raisef(AG_ERR_INVALID_ARG,
+              "device '%s' is not 'auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'", s);
   return -1;
 }
 
