@@ -88,6 +88,9 @@ if has test; then
   # dist_mp takes most of every GPU's memory: it runs alone, in the dist step
   AGRL_REQUIRE_GPU=1 AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} ctest --test-dir "$BUILD" -j4 -V -LE 'slow|valgrind' -E dist_mp > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/ctest.log" | tail -25
+  # the vulkan run of the resume test (slow on a software driver, not here)
+  AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} ctest --test-dir "$BUILD" -V -R '^cli_resume\.vulkan$' > "$OUT/ctest_vulkan_slow.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|FAIL" "$OUT/ctest_vulkan_slow.log" | tail -3
   python3 scripts/count_tests.py "$OUT/ctest.log" | tee "$OUT/test_counts.txt"
   grep -E '(^|: )faults(\.cuda|\.cpu)?:' "$OUT/ctest.log" | tee "$OUT/fault_sweep.txt"
   stamp "tests done"; pack
