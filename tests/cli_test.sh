@@ -36,7 +36,7 @@ expect_usage_error() { # expect_usage_error "what it names" args...
 expect_usage_error "unknown option '--bogus'" train --bogus
 expect_usage_error "--steps needs a positive whole number" train --steps -5
 expect_usage_error "--steps needs a positive whole number" train --steps 12x
-expect_usage_error "--device needs auto, cpu, cuda or cuda:N" train --device gpu
+expect_usage_error "--device needs auto, cpu, cuda, cuda:N, vulkan or vulkan:N" train --device gpu
 expect_usage_error "--algo needs dqn" train --algo ppo
 expect_usage_error "unknown environment" train --env nope
 expect_usage_error "DQN needs discrete actions" train --env pendulum
