@@ -7,7 +7,7 @@
 #   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep vkbench (default:
 #   all but cpubench, memcheck, accept, sweep and vkbench; memcheck: a few tests of sanitize's memcheck;
 #   accept: learning rows of scripts/accept.sh (on AGRL_ACCEPT_DEVICE, default cuda); sweep: dev/sweep.sh;
-#   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager;
+#   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager; vktest: the vulkan tests alone;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
@@ -189,6 +189,13 @@ fi
 if has bench; then
   timeout 190 python3 bench/compare.py "$BUILD" cuda --json "$OUT/bench_cuda.json" 2>"$OUT/bench_stderr.log" | tee "$OUT/bench_cuda.txt"
   stamp "bench done"; pack
+fi
+if has vktest; then
+  # the vulkan runs alone (the test step runs them among the rest), the slow resume test with them
+  AGRL_REQUIRE_VULKAN=1 timeout "${AGRL_VKTEST_TIMEOUT:-400}" ctest --test-dir "$BUILD" -j4 -V -L vulkan -LE valgrind -E '^soak\.' \
+    > "$OUT/ctest_vulkan.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\*\*\*Failed|validation layer" "$OUT/ctest_vulkan.log" | sort | uniq -c | tail -25
+  stamp "vulkan tests done"; pack
 fi
 if has vkbench; then
   # the Vulkan rows beside the CUDA backend's and PyTorch eager's, one invocation

@@ -9,30 +9,38 @@
  * a binary search over its allocations (sorted by address), for the copies
  * that take a buffer and an offset.
  *
- * Transfers go through a host-visible staging buffer of two parts of
- * AG_TRANSFER_PART_BYTES: an upload fills one part while the copy of the
- * other runs, each part's copy submitted with its own fence, waited for
- * before the part is filled again; a download copies a part, waits, and
- * drains it. Every call is ordered on the one compute queue; sync waits for
- * it to drain.
+ * Everything is queued, in order, on the one compute queue: dispatches,
+ * zeroings, copies between device buffers and the host transfers' copies
+ * go into one of VK_SLOTS command buffers, each after a barrier from the
+ * stage of the command before it (compute or transfer) to its own. A slot
+ * is submitted (with its fence, not waited for) when it holds
+ * VK_SLOT_DISPATCHES commands, or by a download, a sync or a large
+ * upload's piece; the next slot fills while it runs, and a slot is reused
+ * once its fence has signalled. Submissions are numbered (tickets): the
+ * queue runs them in order, so one fence tells that every earlier one ran.
+ * A fence is polled briefly before the host sleeps on it.
+ *
+ * Transfers. A small upload (VK_INLINE_UPLOAD) is copied into the slot's
+ * host-visible argument memory and queued from there; a larger one goes in
+ * VK_PIECE pieces through a staging ring of 2 * AG_TRANSFER_PART_BYTES
+ * (cached host memory where the device has it), each piece submitted as
+ * soon as it is filled and reused once its ticket has run. No upload waits
+ * for its copy. A download waits for the queue, then copies parts of
+ * AG_TRANSFER_PART_BYTES into the ring's two halves, the next part copying
+ * while the host drains the last.
  *
  * Kernels are compute pipelines of the shaders in src/vulkan/shaders
  * (compiled to SPIR-V at build time and embedded), their arguments in push
  * constants (addresses and sizes) and, when larger, in an argument block
- * of host-visible memory (ag__vk_args). Dispatches, zeroings and copies
- * between device buffers are queued, each after a barrier on all before
- * it, into one of VK_SLOTS command buffers: a buffer is submitted (with
- * its fence, not waited for) when it holds VK_SLOT_DISPATCHES commands or
- * before a transfer with the host, a sync or a release; the next slot is
- * filled while it runs, and a slot is reused once its fence has signalled.
- * The queue is therefore kept full, and the host waits only in download,
- * sync, release and the staging parts' turns.
+ * of host-visible memory (ag__vk_args).
  *
- * Recordings are secondary command buffers: between record_begin and
- * record_end the dispatches, zeroings and copies go into one (its argument
- * blocks kept with it), and a replay queues it, with vkCmdExecuteCommands,
- * into the current slot (usable by several slots at once). A recording
+ * Recordings are command lists: between record_begin and record_end the
+ * dispatches, zeroings and copies are kept (their argument blocks with
+ * them), and a replay queues them again, as if issued then. A recording
  * holds addresses: it reads and writes the same memory on every replay.
+ *
+ * Releases are deferred: memory released (or a recording's argument
+ * blocks) is freed once the tickets queued before the release have run.
  *
  * Free memory: VK_EXT_memory_budget's heap budget minus usage where the
  * device has the extension; without it, the device-local heap's size less
@@ -60,9 +68,13 @@
 #define VK_MAX_SHADERS 64
 #define VK_PIPE_KEYS 128
 #define VK_PUSH_BYTES AG__VK_PUSH_BYTES
-#define VK_SLOTS 4                     /* command buffers of queued work */
-#define VK_SLOT_DISPATCHES 256         /* commands a slot takes before it is submitted */
-#define VK_ARG_CHUNK ((size_t)1 << 18) /* bytes of a slot's (or recording's) argument blocks */
+#define VK_SLOTS 4                          /* command buffers of queued work */
+#define VK_SLOT_DISPATCHES 256              /* commands a slot takes before it is submitted */
+#define VK_ARG_CHUNK ((size_t)1 << 18)      /* bytes of a slot's (or recording's) argument blocks */
+#define VK_INLINE_UPLOAD ((size_t)64 << 10) /* uploads up to this travel in a slot's argument memory */
+#define VK_PIECE ((size_t)2 << 20)          /* a large upload's pieces: filled while the last one copies */
+#define VK_PIECES ((int)(2 * AG_TRANSFER_PART_BYTES / VK_PIECE))
+#define VK_SPIN_S 50e-6 /* a fence is polled this long before the host sleeps on it (not on CPU devices) */
 
 /* Host-visible memory for argument blocks, with its device address. */
 typedef struct vk_chunk {
@@ -77,18 +89,31 @@ typedef struct vk_chunk {
 typedef struct vk_slot {
   VkCommandBuffer cmd;
   VkFence fence;
-  int busy; /* submitted, its fence not yet waited for */
-  int open; /* begun, taking commands */
-  int n;    /* commands in it */
+  int busy;        /* submitted, its fence not yet waited for */
+  int open;        /* begun, taking commands */
+  int n;           /* commands in it */
+  uint64_t ticket; /* the number of its last submission */
   vk_chunk args;
 } vk_slot;
 
-/* A recording: a secondary command buffer and the argument blocks it reads. */
+/* A command, as queued or recorded. */
+enum { OP_DISPATCH = 0, OP_FILL, OP_COPY };
+typedef struct vk_cmd {
+  int op, pipe;
+  uint32_t groups[3];
+  uint32_t push_bytes;
+  VkBuffer dst, src;
+  VkDeviceSize dst_off, src_off, bytes;
+  unsigned char push[AG__VK_PUSH_BYTES];
+} vk_cmd;
+
+/* A recording: its commands, encoded again at every replay, and the
+ * argument blocks they read. */
 typedef struct vk_rec {
-  VkCommandBuffer cmd;
+  vk_cmd *cmds;
+  int n, cap;
   vk_chunk *chunks;
   int n_chunks;
-  int nodes;
 } vk_rec;
 
 typedef struct vk_alloc {
@@ -100,6 +125,18 @@ typedef struct vk_alloc {
   VkDeviceMemory mem;
 } vk_alloc;
 
+/* Memory released while queued work may still use it: freed once the
+ * submission `ticket` has completed. */
+typedef struct vk_dead {
+  VkBuffer buf;
+  VkDeviceMemory mem;
+  size_t bytes; /* counted in allocated until freed (0: an argument chunk) */
+  uint64_t ticket;
+} vk_dead;
+
+/* The stage of the last command queued, for the barrier before the next. */
+enum { ST_NONE = 0, ST_COMPUTE, ST_TRANSFER, ST_HOST };
+
 typedef struct vk_state {
   VkInstance inst;
   VkPhysicalDevice phys;
@@ -107,18 +144,19 @@ typedef struct vk_state {
   VkQueue queue;
   uint32_t qfam;
   VkCommandPool pool;
-  VkCommandBuffer cmd[2];
-  VkFence fence[2];
-  int busy[2]; /* part i's copy submitted, its fence not yet waited for */
   uint32_t mem_device, mem_host;
   uint32_t heap_device;
   int has_budget;
   VkBuffer staging;
   VkDeviceMemory staging_mem;
   unsigned char *staging_map;
+  uint64_t piece_ticket[VK_PIECES]; /* the submission that copies staging piece i */
+  int next_piece;
   vk_alloc *allocs; /* sorted by base */
   size_t n_allocs, cap_allocs;
   size_t allocated;
+  vk_dead *dead;
+  size_t n_dead, cap_dead;
   VkPipelineLayout layout; /* every kernel's: push constants only */
   VkShaderModule mods[VK_MAX_SHADERS];
   VkPipeline pipes[VK_MAX_SHADERS];
@@ -126,9 +164,12 @@ typedef struct vk_state {
   const char *pipe_key[VK_PIPE_KEYS];        /* ag__vk_pipe's names, by address */
   int pipe_of[VK_PIPE_KEYS];
   vk_slot slots[VK_SLOTS];
-  int cur;     /* the slot that takes the next command */
-  vk_rec *rec; /* the recording in progress, or NULL */
-  int f64;     /* shaderFloat64 enabled */
+  int cur;                       /* the slot that takes the next command */
+  uint64_t submitted, completed; /* submissions made, and known to have run */
+  int last;                      /* the stage of the last command queued (ST_*) */
+  double spin_s;                 /* how long a fence is polled before sleeping */
+  vk_rec *rec;                   /* the recording in progress, or NULL */
+  int f64;                       /* shaderFloat64 enabled */
 } vk_state;
 
 static ag_status vk_fail(VkResult r, const char *what) {
@@ -283,9 +324,10 @@ static int mem_type(const vk_state *s, uint32_t bits, VkMemoryPropertyFlags want
   return -1;
 }
 
-/* The kinds of buffer: device-local storage; host-visible staging;
- * host-visible argument blocks read by shaders (device-local where the
- * device has such memory the host can write). */
+/* The kinds of buffer: device-local storage; host-visible staging (cached
+ * where the device has such memory); host-visible argument blocks read by
+ * shaders (device-local where the device has such memory the host can
+ * write). */
 enum { BUF_DEVICE = 0, BUF_STAGING, BUF_ARGS };
 
 /* A buffer of `bytes` of kind `kind`, for storage and transfers (the
@@ -305,6 +347,9 @@ static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf,
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int type = -1;
   if (kind == BUF_ARGS) type = mem_type(s, req.memoryTypeBits, visible | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  /* staging is read back by the host too: cached memory, where there is some */
+  if (kind == BUF_STAGING)
+    type = mem_type(s, req.memoryTypeBits, visible | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   if (type < 0) type = mem_type(s, req.memoryTypeBits, host ? visible : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (type < 0) {
     vkDestroyBuffer(s->dev, *buf, NULL);
@@ -375,6 +420,10 @@ static void vk_close(void *p) {
       vkDestroyBuffer(s->dev, s->allocs[i].buf, NULL);
       vkFreeMemory(s->dev, s->allocs[i].mem, NULL);
     }
+    for (size_t i = 0; i < s->n_dead; i++) {
+      vkDestroyBuffer(s->dev, s->dead[i].buf, NULL);
+      vkFreeMemory(s->dev, s->dead[i].mem, NULL);
+    }
     if (s->staging_map) vkUnmapMemory(s->dev, s->staging_mem);
     if (s->staging) vkDestroyBuffer(s->dev, s->staging, NULL);
     if (s->staging_mem) vkFreeMemory(s->dev, s->staging_mem, NULL);
@@ -383,12 +432,11 @@ static void vk_close(void *p) {
       if (s->mods[i]) vkDestroyShaderModule(s->dev, s->mods[i], NULL);
     }
     if (s->layout) vkDestroyPipelineLayout(s->dev, s->layout, NULL);
-    for (int i = 0; i < 2; i++)
-      if (s->fence[i]) vkDestroyFence(s->dev, s->fence[i], NULL);
     if (s->pool) vkDestroyCommandPool(s->dev, s->pool, NULL);
     vkDestroyDevice(s->dev, NULL);
   }
   free(s->allocs);
+  free(s->dead);
   free(s);
 }
 
@@ -516,10 +564,7 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   VkCommandBufferAllocateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ci.commandPool = s->pool;
   ci.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ci.commandBufferCount = 2;
-  if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(s->dev, &ci, s->cmd);
   VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  for (int i = 0; i < 2 && r == VK_SUCCESS; i++) r = vkCreateFence(s->dev, &fi, NULL, &s->fence[i]);
   for (int i = 0; i < VK_SLOTS && r == VK_SUCCESS; i++) {
     ci.commandBufferCount = 1;
     r = vkAllocateCommandBuffers(s->dev, &ci, &s->slots[i].cmd);
@@ -561,6 +606,8 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
   VkPhysicalDeviceProperties p;
   vkGetPhysicalDeviceProperties(s->phys, &p);
   snprintf(desc, desc_len, "vulkan:%d (%s)", index, p.deviceName);
+  /* a software device runs on the host's cores: polling would take them */
+  s->spin_s = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0.0 : VK_SPIN_S;
   *out = s;
   return AG_OK;
 }
@@ -641,71 +688,86 @@ static ag_status locate(const vk_state *s, uint64_t a, size_t bytes, VkBuffer *b
 
 /* ---- submissions ---- */
 
-/* A barrier: the transfers and dispatches before it complete, and their
- * writes are seen, before those after it start. */
-static void barrier(VkCommandBuffer c) {
+/* A barrier between a command of stage `from` and the next, of stage `to`:
+ * the first completes, and its writes are seen, before the next starts.
+ * Every command has one before it, so each barrier also orders all the
+ * commands before (execution dependencies chain through the stage that the
+ * two barriers share). None at the very start: nothing is queued before. */
+static void barrier(VkCommandBuffer c, int from, int to) {
+  static const VkPipelineStageFlags stage[] = {0, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                               VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT};
+  static const VkAccessFlags wrote[] = {0, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, 0};
+  static const VkAccessFlags uses[] = {0, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+                                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                                       VK_ACCESS_HOST_READ_BIT};
+  if (from == ST_NONE) return;
   VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
-                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(
-      c, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-      VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0,
-      1, &mb, 0, NULL, 0, NULL);
+  mb.srcAccessMask = wrote[from];
+  mb.dstAccessMask = uses[to];
+  vkCmdPipelineBarrier(c, stage[from], stage[to], 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-static ag_status wait_fence(vk_state *s, VkFence f, int *busy) {
-  if (!*busy) return AG_OK;
-  VkResult r = vkWaitForFences(s->dev, 1, &f, VK_TRUE, UINT64_MAX);
-  if (r == VK_SUCCESS) r = vkResetFences(s->dev, 1, &f);
-  *busy = 0;
-  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "waiting for the queue");
+/* Frees the released memory whose last user has run. */
+static void bury(vk_state *s) {
+  size_t kept = 0;
+  for (size_t i = 0; i < s->n_dead; i++) {
+    vk_dead *d = &s->dead[i];
+    if (d->ticket > s->completed) {
+      s->dead[kept++] = *d;
+      continue;
+    }
+    vkDestroyBuffer(s->dev, d->buf, NULL);
+    vkFreeMemory(s->dev, d->mem, NULL);
+    s->allocated -= d->bytes;
+  }
+  s->n_dead = kept;
 }
 
-/* Waits for staging part i's fence if its copy is in flight. */
-static ag_status settle(vk_state *s, int i) { return wait_fence(s, s->fence[i], &s->busy[i]); }
-
-static ag_status begin_cmd(VkCommandBuffer c) {
-  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  VkResult r = vkResetCommandBuffer(c, 0);
-  if (r == VK_SUCCESS) r = vkBeginCommandBuffer(c, &bi);
-  return r == VK_SUCCESS ? AG_OK : vk_fail(r, "vkBeginCommandBuffer");
-}
-
-static ag_status begin(vk_state *s, int i) {
-  ag_status st = settle(s, i);
-  return st ? st : begin_cmd(s->cmd[i]);
-}
-
-static ag_status submit_cmd(vk_state *s, VkCommandBuffer c, VkFence f, int *busy) {
-  VkResult r = vkEndCommandBuffer(c);
-  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &c;
-  if (r == VK_SUCCESS) r = vkQueueSubmit(s->queue, 1, &si, f);
-  if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
-  *busy = 1;
+/* Waits for slot k's submission, if it is in flight. A fence is polled for
+ * spin_s first: sleeping on it costs tens of microseconds to wake. */
+static ag_status settle(vk_state *s, vk_slot *k) {
+  if (!k->busy) return AG_OK;
+  VkResult r = vkGetFenceStatus(s->dev, k->fence);
+  if (r == VK_NOT_READY && s->spin_s > 0) {
+    const double until = ag__mono_s() + s->spin_s;
+    while (r == VK_NOT_READY && ag__mono_s() < until) r = vkGetFenceStatus(s->dev, k->fence);
+  }
+  if (r == VK_NOT_READY) r = vkWaitForFences(s->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
+  if (r == VK_SUCCESS) r = vkResetFences(s->dev, 1, &k->fence);
+  if (r != VK_SUCCESS) return vk_fail(r, "waiting for the queue");
+  k->busy = 0;
+  if (k->ticket > s->completed) s->completed = k->ticket; /* the queue runs in order */
+  bury(s);
   return AG_OK;
 }
 
-/* Ends staging command buffer i and submits it with its fence (wait: and waits). */
-static ag_status submit(vk_state *s, int i, int wait) {
-  ag_status st = submit_cmd(s, s->cmd[i], s->fence[i], &s->busy[i]);
-  return st || !wait ? st : settle(s, i);
+/* Waits until submission t has run. */
+static ag_status await(vk_state *s, uint64_t t) {
+  if (t <= s->completed) return AG_OK;
+  vk_slot *k = &s->slots[(t - 1) % VK_SLOTS]; /* tickets go round the slots in turn */
+  return k->busy && k->ticket == t ? settle(s, k) : AG_OK;
 }
 
 /* The current slot, begun (after its last submission has run). */
 static ag_status slot_open(vk_state *s, vk_slot **out) {
   vk_slot *k = &s->slots[s->cur];
   if (!k->open) {
-    ag_status st = wait_fence(s, k->fence, &k->busy);
-    if (!st) st = begin_cmd(k->cmd);
+    ag_status st = settle(s, k);
     if (st) return st;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    VkResult r = vkResetCommandBuffer(k->cmd, 0);
+    if (r == VK_SUCCESS) r = vkBeginCommandBuffer(k->cmd, &bi);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkBeginCommandBuffer");
     k->open = 1, k->n = 0, k->args.used = 0;
   }
   *out = k;
   return AG_OK;
+}
+
+/* The ticket the current slot's commands run under: its submission's. */
+static uint64_t open_ticket(const vk_state *s) {
+  return s->slots[s->cur].open ? s->submitted + 1 : s->submitted;
 }
 
 /* Submits the current slot's commands (not waiting) and moves to the next slot. */
@@ -714,63 +776,107 @@ static ag_status flush(vk_state *s) {
   if (!k->open) return AG_OK;
   k->open = 0;
   s->cur = (s->cur + 1) % VK_SLOTS;
-  return submit_cmd(s, k->cmd, k->fence, &k->busy);
-}
-
-/* The command buffer that takes the next command: the recording's, or the
- * current slot's (counting the command). */
-static ag_status target(vk_state *s, VkCommandBuffer *out) {
-  if (s->rec) {
-    s->rec->nodes++;
-    *out = s->rec->cmd;
-    return AG_OK;
-  }
-  vk_slot *k;
-  ag_status st = slot_open(s, &k);
-  if (st) return st;
-  k->n++;
-  *out = k->cmd;
+  VkResult r = vkEndCommandBuffer(k->cmd);
+  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &k->cmd;
+  if (r == VK_SUCCESS) r = vkQueueSubmit(s->queue, 1, &si, k->fence);
+  if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
+  k->busy = 1;
+  k->ticket = ++s->submitted;
   return AG_OK;
 }
 
-/* After a command: a full slot is submitted. */
-static ag_status after(vk_state *s) {
-  return !s->rec && s->slots[s->cur].open && s->slots[s->cur].n >= VK_SLOT_DISPATCHES ? flush(s) : AG_OK;
+/* Encodes command x into c, after the barrier it needs. */
+static void encode(vk_state *s, VkCommandBuffer c, const vk_cmd *x) {
+  const int stage = x->op == OP_DISPATCH ? ST_COMPUTE : ST_TRANSFER;
+  barrier(c, s->last, stage);
+  s->last = stage;
+  switch (x->op) {
+    case OP_DISPATCH:
+      vkCmdBindPipeline(c, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipes[x->pipe]);
+      if (x->push_bytes)
+        vkCmdPushConstants(c, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x->push_bytes, x->push);
+      vkCmdDispatch(c, x->groups[0], x->groups[1], x->groups[2]);
+      break;
+    case OP_FILL: vkCmdFillBuffer(c, x->dst, x->dst_off, x->bytes, 0); break;
+    default: {
+      VkBufferCopy r = {x->src_off, x->dst_off, x->bytes};
+      vkCmdCopyBuffer(c, x->src, x->dst, 1, &r);
+    }
+  }
+}
+
+/* Queues command x into the current slot (a full slot is submitted). */
+static ag_status queue_cmd(vk_state *s, const vk_cmd *x) {
+  vk_slot *k;
+  ag_status st = slot_open(s, &k);
+  if (st) return st;
+  encode(s, k->cmd, x);
+  return ++k->n >= VK_SLOT_DISPATCHES ? flush(s) : AG_OK;
+}
+
+/* Records command x into the recording in progress, or queues it. */
+static ag_status emit(vk_state *s, const vk_cmd *x) {
+  vk_rec *r = s->rec;
+  if (!r) return queue_cmd(s, x);
+  if (r->n == r->cap) {
+    const int cap = r->cap ? 2 * r->cap : 16;
+    vk_cmd *m = ag__realloc(r->cmds, (size_t)cap * sizeof *m);
+    if (!m) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+    r->cmds = m, r->cap = cap;
+  }
+  r->cmds[r->n++] = *x;
+  return AG_OK;
 }
 
 /* Submits what is queued and waits for all of it. */
 static ag_status drain_all(vk_state *s) {
   ag_status st = flush(s);
-  for (int i = 0; i < VK_SLOTS && !st; i++) st = wait_fence(s, s->slots[i].fence, &s->slots[i].busy);
-  if (!st) st = settle(s, 0);
-  if (!st) st = settle(s, 1);
+  for (int i = 0; i < VK_SLOTS && !st; i++) st = settle(s, &s->slots[i]);
   return st;
 }
 
 static ag_status vk_sync(void *p) { return drain_all(p); }
+
+/* Keeps buf and mem until the work queued so far has run. */
+static void entomb(vk_state *s, VkBuffer buf, VkDeviceMemory mem, size_t bytes) {
+  const uint64_t t = open_ticket(s);
+  if (t > s->completed && s->n_dead == s->cap_dead) {
+    const size_t cap = s->cap_dead ? 2 * s->cap_dead : 16;
+    vk_dead *m = ag__realloc(s->dead, cap * sizeof *m);
+    if (m) s->dead = m, s->cap_dead = cap;
+  }
+  if (t > s->completed && s->n_dead < s->cap_dead) {
+    s->dead[s->n_dead++] = (vk_dead){buf, mem, bytes, t};
+    return;
+  }
+  /* nothing in flight uses it, or no room to keep it: free it after the queue */
+  if (t > s->completed && drain_all(s)) vkDeviceWaitIdle(s->dev);
+  vkDestroyBuffer(s->dev, buf, NULL);
+  vkFreeMemory(s->dev, mem, NULL);
+  s->allocated -= bytes;
+}
 
 static void vk_release(void *p, void *ptr) {
   vk_state *s = p;
   if (!ptr) return;
   const vk_alloc *x = find(s, (uint64_t)(uintptr_t)ptr);
   if (!x) return;
-  if (drain_all(s)) vkDeviceWaitIdle(s->dev); /* after the queued work that uses it */
+  const vk_alloc gone = *x;
   const size_t at = (size_t)(x - s->allocs);
-  vkDestroyBuffer(s->dev, x->buf, NULL);
-  vkFreeMemory(s->dev, x->mem, NULL);
-  s->allocated -= x->bytes;
   memmove(&s->allocs[at], &s->allocs[at + 1], (s->n_allocs - at - 1) * sizeof *s->allocs);
   s->n_allocs--;
+  entomb(s, gone.buf, gone.mem, gone.bytes);
 }
 
 static ag_status vk_zero(void *p, void *dst, size_t bytes) {
   vk_state *s = p;
   if (!bytes) return AG_OK;
-  VkBuffer b;
-  VkDeviceSize off;
-  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &b, &off);
+  vk_cmd x = {.op = OP_FILL, .bytes = bytes};
+  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &x.dst, &x.dst_off);
   if (st) return st;
-  if (off % 4 || bytes % 4) { /* fill takes whole words: a shader clears the bytes */
+  if (x.dst_off % 4 || bytes % 4) { /* fill takes whole words: a shader clears the bytes */
     const uint64_t a = (uint64_t)(uintptr_t)dst;
     struct {
       uint64_t first_word, start, end;
@@ -778,68 +884,106 @@ static ag_status vk_zero(void *p, void *dst, size_t bytes) {
     const int64_t words = (int64_t)((pc.end + 3) / 4);
     return ag__vk_dispatch(s, ag__vk_pipe(s, "zero"), &pc, sizeof pc, ag__vk_groups(words, 256), 1, 1);
   }
-  VkCommandBuffer c;
-  if ((st = target(s, &c))) return st;
-  barrier(c);
-  vkCmdFillBuffer(c, b, off, bytes, 0);
-  return after(s);
+  return emit(s, &x);
 }
 
 static ag_status vk_copy(void *p, void *dst, const void *src, size_t bytes) {
   vk_state *s = p;
   if (!bytes) return AG_OK;
-  VkBuffer bd, bs;
-  VkDeviceSize od, os;
-  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &bd, &od);
-  if (!st) st = locate(s, (uint64_t)(uintptr_t)src, bytes, &bs, &os);
-  VkCommandBuffer c;
-  if (st || (st = target(s, &c))) return st;
-  barrier(c);
-  VkBufferCopy r = {os, od, bytes};
-  vkCmdCopyBuffer(c, bs, bd, 1, &r);
-  return after(s);
+  vk_cmd x = {.op = OP_COPY, .bytes = bytes};
+  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &x.dst, &x.dst_off);
+  if (!st) st = locate(s, (uint64_t)(uintptr_t)src, bytes, &x.src, &x.src_off);
+  return st ? st : emit(s, &x);
 }
 
+/* `need` bytes (a multiple of 16) of the current slot's argument memory:
+ * the next slot's when the current one's is full. */
+static ag_status slot_bytes(vk_state *s, size_t need, vk_chunk **out) {
+  vk_slot *k;
+  ag_status st = slot_open(s, &k);
+  if (!st && k->args.used + need > k->args.size && !(st = flush(s))) st = slot_open(s, &k);
+  if (st) return st;
+  *out = &k->args;
+  return AG_OK;
+}
+
+/* Fills len bytes at dst; the plain copy of a large piece goes over the
+ * helper threads with non-temporal stores (the DMA engine reads it next). */
+static void fill_piece(ag__fill_fn fill, void *user, unsigned char *dst, size_t off, size_t len) {
+  if (fill == ag__fill_copy && len >= VK_INLINE_UPLOAD)
+    ag__fill_parallel(ag__fill_copy_stream, user, dst, off, len);
+  else if (len >= VK_INLINE_UPLOAD)
+    ag__fill_parallel(fill, user, dst, off, len);
+  else
+    fill(dst, off, len, user);
+}
+
+/* Uploads are queued in order with the rest, never waited for: a small one
+ * travels in the slot's argument memory; a large one in pieces of the
+ * staging ring, each submitted as soon as it is filled (so the next fills
+ * while it copies), a piece reused once the submission that copied it has
+ * run. An upload is not recorded: it runs now, in recording too. */
 static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   vk_state *s = p;
-  VkBuffer b;
-  VkDeviceSize off;
-  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &b, &off);
-  if (!st) st = flush(s); /* the queued work first, in order */
-  const size_t part = AG_TRANSFER_PART_BYTES;
-  int i = 0;
-  for (size_t done = 0; !st && done < bytes; done += part, i ^= 1) {
-    const size_t len = bytes - done < part ? bytes - done : part;
-    if ((st = settle(s, i))) break; /* part i is free again */
-    fill(s->staging_map + (size_t)i * part, done, len, user);
-    if ((st = begin(s, i))) break;
-    barrier(s->cmd[i]);
-    VkBufferCopy c = {(VkDeviceSize)i * part, off + done, len};
-    vkCmdCopyBuffer(s->cmd[i], s->staging, b, 1, &c);
-    st = submit(s, i, 0);
+  vk_cmd x = {.op = OP_COPY};
+  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &x.dst, &x.dst_off);
+  if (st || !bytes) return st;
+  if (bytes <= VK_INLINE_UPLOAD) {
+    vk_chunk *c;
+    if ((st = slot_bytes(s, (bytes + 15) & ~(size_t)15, &c))) return st;
+    fill(c->map + c->used, 0, bytes, user);
+    x.src = c->buf, x.src_off = c->used, x.bytes = bytes;
+    c->used += (bytes + 15) & ~(size_t)15;
+    return queue_cmd(s, &x);
+  }
+  const VkDeviceSize at = x.dst_off;
+  for (size_t done = 0; done < bytes; done += VK_PIECE) {
+    const size_t len = bytes - done < VK_PIECE ? bytes - done : VK_PIECE;
+    const int i = s->next_piece;
+    if ((st = await(s, s->piece_ticket[i]))) return st; /* piece i is free again */
+    s->next_piece = (i + 1) % VK_PIECES;
+    fill_piece(fill, user, s->staging_map + (size_t)i * VK_PIECE, done, len);
+    x.src = s->staging, x.src_off = (VkDeviceSize)i * VK_PIECE;
+    x.dst_off = at + done, x.bytes = len;
+    if ((st = queue_cmd(s, &x))) return st;
+    s->piece_ticket[i] = open_ticket(s);
+    if ((st = flush(s))) return st;
   }
   /* the caller's memory is free now (copied into staging); the copies run on */
-  return st;
+  return AG_OK;
 }
 
+/* Downloads wait for the queue, then copy in parts of AG_TRANSFER_PART_BYTES
+ * into the two halves of the staging ring, the next part copying while the
+ * host drains the last. */
 static ag_status vk_download(void *p, const void *src, size_t bytes, ag__drain_fn drain, void *user) {
   vk_state *s = p;
-  VkBuffer b;
-  VkDeviceSize off;
-  ag_status st = locate(s, (uint64_t)(uintptr_t)src, bytes, &b, &off);
-  if (!st) st = flush(s);
+  vk_cmd x = {.op = OP_COPY, .dst = s->staging};
+  ag_status st = locate(s, (uint64_t)(uintptr_t)src, bytes, &x.src, &x.src_off);
+  if (!st) st = drain_all(s); /* also frees every staging piece */
+  if (st || !bytes) return st;
   const size_t part = AG_TRANSFER_PART_BYTES;
-  for (size_t done = 0; !st && done < bytes; done += part) {
-    const size_t len = bytes - done < part ? bytes - done : part;
-    if ((st = settle(s, 1)) || (st = begin(s, 0))) break;
-    barrier(s->cmd[0]);
-    VkBufferCopy c = {off + done, 0, len};
-    vkCmdCopyBuffer(s->cmd[0], b, s->staging, 1, &c);
-    barrier(s->cmd[0]);
-    if ((st = submit(s, 0, 1))) break;
-    drain(s->staging_map, done, len, user);
+  const size_t parts = (bytes + part - 1) / part;
+  const VkDeviceSize at = x.src_off;
+  uint64_t ticket[2] = {0, 0};
+  for (size_t i = 0; i <= parts; i++) {
+    if (i < parts) { /* queue part i's copy */
+      vk_slot *k;
+      x.src_off = at + i * part, x.dst_off = (i % 2) * part;
+      x.bytes = bytes - i * part < part ? bytes - i * part : part;
+      if ((st = queue_cmd(s, &x)) || (st = slot_open(s, &k))) return st;
+      barrier(k->cmd, s->last, ST_HOST); /* its bytes seen by the host (the next command still
+                                            waits for the copy: last stays the transfer's) */
+      ticket[i % 2] = open_ticket(s);
+      if ((st = flush(s))) return st;
+    }
+    if (i > 0) { /* drain part i - 1 */
+      const size_t j = i - 1, len = bytes - j * part < part ? bytes - j * part : part;
+      if ((st = await(s, ticket[j % 2]))) return st;
+      drain(s->staging_map + (j % 2) * part, j * part, len, user);
+    }
   }
-  return st;
+  return AG_OK;
 }
 
 static void *vk_native_stream(void *p) {
@@ -894,14 +1038,9 @@ ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes,
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: a kernel's shader could not be made on this device");
   if (bytes > VK_PUSH_BYTES)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: %zu bytes of push constants", bytes);
-  VkCommandBuffer c;
-  ag_status st = target(s, &c);
-  if (st) return st;
-  barrier(c);
-  vkCmdBindPipeline(c, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipes[pipe]);
-  if (bytes) vkCmdPushConstants(c, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)bytes, push);
-  vkCmdDispatch(c, gx, gy, gz);
-  return after(s);
+  vk_cmd x = {.op = OP_DISPATCH, .pipe = pipe, .groups = {gx, gy, gz}, .push_bytes = (uint32_t)bytes};
+  if (bytes) memcpy(x.push, push, bytes);
+  return emit(s, &x);
 }
 
 ag_status ag__vk_args(vk_state *s, const void *data, size_t bytes, uint64_t *addr) {
@@ -922,11 +1061,8 @@ ag_status ag__vk_args(vk_state *s, const void *data, size_t bytes, uint64_t *add
     }
     c = &r->chunks[r->n_chunks - 1];
   } else {
-    vk_slot *k;
-    ag_status st = slot_open(s, &k);
-    if (!st && k->args.used + need > k->args.size && !(st = flush(s))) st = slot_open(s, &k);
+    ag_status st = slot_bytes(s, need, &c);
     if (st) return st;
-    c = &k->args;
   }
   memcpy(c->map + c->used, data, bytes);
   *addr = c->addr + c->used;
@@ -963,13 +1099,19 @@ static size_t vk_scratch(void *p, ag__kernel_id id, const void *args, size_t siz
   return k && k->scratch ? k->scratch(args) : 0;
 }
 
-/* ---- recording: a secondary command buffer ---- */
+/* ---- recording: a command list, encoded again at every replay ---- */
 
+/* Frees a recording (its argument chunks kept until the replays queued so
+ * far have run). */
 static void free_rec(vk_state *s, vk_rec *r) {
   if (!r) return;
-  if (r->cmd) vkFreeCommandBuffers(s->dev, s->pool, 1, &r->cmd);
-  for (int i = 0; i < r->n_chunks; i++) free_chunk(s, &r->chunks[i]);
+  for (int i = 0; i < r->n_chunks; i++) {
+    vk_chunk *c = &r->chunks[i];
+    if (c->map) vkUnmapMemory(s->dev, c->mem);
+    entomb(s, c->buf, c->mem, 0);
+  }
   free(r->chunks);
+  free(r->cmds);
   free(r);
 }
 
@@ -978,25 +1120,6 @@ static ag_status vk_record_begin(void *p) {
   if (s->rec) return ag__fail(AG_ERR_STATE, "vulkan: a recording is already in progress");
   vk_rec *r = ag__calloc(1, sizeof *r);
   if (!r) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
-  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = s->pool;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
-  ai.commandBufferCount = 1;
-  VkResult res = vkAllocateCommandBuffers(s->dev, &ai, &r->cmd);
-  if (res != VK_SUCCESS) {
-    r->cmd = VK_NULL_HANDLE;
-    free_rec(s, r);
-    return vk_fail(res, "vkAllocateCommandBuffers (a recording)");
-  }
-  VkCommandBufferInheritanceInfo ii = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
-  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
-  bi.pInheritanceInfo = &ii;
-  res = vkBeginCommandBuffer(r->cmd, &bi);
-  if (res != VK_SUCCESS) {
-    free_rec(s, r);
-    return vk_fail(res, "vkBeginCommandBuffer (a recording)");
-  }
   s->rec = r;
   return AG_OK;
 }
@@ -1006,37 +1129,29 @@ static ag_status vk_record_end(void *p, int ok, void **rec, int *n_nodes) {
   vk_rec *r = s->rec;
   if (!r) return ag__fail(AG_ERR_STATE, "vulkan: no recording in progress");
   s->rec = NULL;
-  VkResult res = vkEndCommandBuffer(r->cmd);
-  if (!ok || res != VK_SUCCESS) {
+  if (!ok) {
     free_rec(s, r);
-    return ok ? vk_fail(res, "vkEndCommandBuffer (a recording)") : AG_OK;
+    return AG_OK;
   }
   *rec = r;
-  if (n_nodes) *n_nodes = r->nodes;
+  if (n_nodes) *n_nodes = r->n;
   return AG_OK;
 }
 
+/* A replay queues the recorded commands as if they were issued now: each
+ * after the barrier its predecessor in the queue calls for. */
 static ag_status vk_replay(void *p, void *rec) {
   vk_state *s = p;
   vk_rec *r = rec;
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: no recording to replay");
   if (s->rec) return ag__fail(AG_ERR_STATE, "vulkan: a replay while recording");
-  vk_slot *k;
-  ag_status st = slot_open(s, &k);
-  if (st) return st;
-  /* no barrier here: the recording's commands each begin with one, and a
-   * barrier in a secondary command buffer orders it after all the commands
-   * submitted before it */
-  vkCmdExecuteCommands(k->cmd, 1, &r->cmd);
-  k->n += r->nodes > 0 ? r->nodes : 1;
-  return after(s);
+  ag_status st = AG_OK;
+  for (int i = 0; i < r->n && !st; i++) st = queue_cmd(s, &r->cmds[i]);
+  return st;
 }
 
 static void vk_record_free(void *p, void *rec) {
-  vk_state *s = p;
-  if (!rec) return;
-  if (drain_all(s)) vkDeviceWaitIdle(s->dev); /* no queued slot still runs it */
-  free_rec(s, rec);
+  if (rec) free_rec(p, rec);
 }
 
 static const ag__backend vk_backend = {

@@ -87,6 +87,13 @@ static int gather_ok(const vk_state *s, const void *args) {
   return a->idx_dtype == AG_I32 || a->idx_dtype == AG_I64;
 }
 
+#define GATHER_GROUPS 4096
+
+static uint32_t gather_groups(int64_t items) {
+  const uint32_t g = ag__vk_groups(items, LOCAL);
+  return g < GATHER_GROUPS ? g : GATHER_GROUPS;
+}
+
 static ag_status run_gather(vk_state *s, const void *args) {
   const ag__gather_args *a = args;
   if (!gather_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gather indices must be i32 or i64");
@@ -106,13 +113,14 @@ static ag_status run_gather(vk_state *s, const void *args) {
           (int32_t)a->idx_dtype,
           0};
   if (a->rows * a->n <= 0) return AG_OK;
-  /* y: the columns (striding past 65535), x: a column's rows (four words at a
-   * time when copied whole and both ends are 16-byte aligned) */
+  /* the flattened grid's items (four words each when copied whole and both
+   * ends are 16-byte aligned), in at most GATHER_GROUPS groups: enough to
+   * fill a large device, each invocation striding over the rest */
   const int wide =
       a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows % 4 == 0 && pc.src % 16 == 0 && pc.dst % 16 == 0;
   pc.wide = wide;
   return ag__vk_dispatch(s, ag__vk_pipe(s, "gather"), &pc, sizeof pc,
-                         ag__vk_groups(wide ? a->rows / 4 : a->rows, LOCAL), ag__vk_groups(a->n, 1), 1);
+                         gather_groups((wide ? a->rows / 4 : a->rows) * a->n), 1, 1);
 }
 
 const ag__vk_kernel ag__vk_k_elementwise[] = {

@@ -1,11 +1,11 @@
 // gather.comp — AG__K_GATHER: dst[r, j] = (f32) src[r, clamp(idx[j], 0, capacity - 1)] * scale,
-// src [rows, capacity] of src_dtype, idx [n] i32 or i64, dst [rows, n] f32. Work group y
-// takes columns j (striding over the rest), its invocations the rows of a column: the index
-// is read once a column, and the rows run along memory. Every index read from the device is
-// clamped before the read it leads to: an address past a buffer can lose the device. With
-// f32 columns, a scale of 1, rows a multiple of 4 and both ends 16-byte aligned the words
-// move four at a time, as stored. Elements narrower than 4 bytes are taken from the aligned word that holds them
-// (each allocation has room past its end for that word).
+// src [rows, capacity] of src_dtype, idx [n] i32 or i64, dst [rows, n] f32. The invocations
+// stride over the flattened [n, rows] grid (a column's rows run along memory), in a grid
+// sized to keep the device full rather than one work group a column. Every index read from
+// the device is clamped before the read it leads to: an address past a buffer can lose the
+// device. With f32 columns, a scale of 1, rows a multiple of 4 and both ends 16-byte aligned
+// the words move four at a time, as stored. Elements narrower than 4 bytes are taken from the
+// aligned word that holds them (each allocation has room past its end for that word).
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -46,21 +46,34 @@ float load(int64_t e) {
   return at(p.src_p, e).v;
 }
 
+// item e of the flattened [n, lanes] grid: column j = e / lanes, lane r = e % lanes
+void move(const int64_t j, const int64_t r, const bool wide, const bool packed) {
+  int64_t c = p.idx_dtype == 5 ? I64(p.idx_p + 8ul * uint64_t(j)).v : int64_t(I32(p.idx_p + 4ul * uint64_t(j)).v);
+  c = c < 0 ? 0 : (c >= p.capacity ? p.capacity - 1 : c);
+  if (wide) { // copied as stored, bits and all
+    const int64_t lanes = p.rows / 4;
+    U32x4(p.dst_p + 16ul * uint64_t(j * lanes + r)).v = U32x4(p.src_p + 16ul * uint64_t(c * lanes + r)).v;
+  } else if (packed)
+    U32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(c * p.rows + r)).v;
+  else
+    at(p.dst_p, j * p.rows + r).v = load(c * p.rows + r) * p.scale;
+}
+
 void main() {
   const bool packed = p.src_dtype == 0 && p.scale == 1.0;
   const bool wide = p.wide != 0;
   const int64_t lanes = wide ? p.rows / 4 : p.rows; // what one invocation moves: 4 words or 1 element
-  const int64_t rstride = int64_t(gl_NumWorkGroups.x) * 256;
-  for (int64_t j = int64_t(gl_WorkGroupID.y); j < p.n; j += int64_t(gl_NumWorkGroups.y)) {
-    int64_t c = p.idx_dtype == 5 ? I64(p.idx_p + 8ul * uint64_t(j)).v : int64_t(I32(p.idx_p + 4ul * uint64_t(j)).v);
-    c = c < 0 ? 0 : (c >= p.capacity ? p.capacity - 1 : c);
-    for (int64_t r = int64_t(gl_GlobalInvocationID.x); r < lanes; r += rstride) {
-      if (wide) // copied as stored, bits and all
-        U32x4(p.dst_p + 16ul * uint64_t(j * lanes + r)).v = U32x4(p.src_p + 16ul * uint64_t(c * lanes + r)).v;
-      else if (packed)
-        U32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(c * p.rows + r)).v;
-      else
-        at(p.dst_p, j * p.rows + r).v = load(c * p.rows + r) * p.scale;
+  const int64_t total = lanes * p.n;
+  const uint stride = gl_NumWorkGroups.x * 256u;
+  if (total < 4294967296l && lanes < 4294967296l) { // 32-bit division where the grid allows it
+    const uint t = uint(total), l = uint(lanes);
+    for (uint e = gl_GlobalInvocationID.x; e < t; e += stride) {
+      const uint j = e / l;
+      move(int64_t(j), int64_t(e - j * l), wide, packed);
+      if (t - e <= stride) break; // e + stride would wrap past 2^32
     }
+  } else {
+    for (int64_t e = int64_t(gl_GlobalInvocationID.x); e < total; e += int64_t(stride))
+      move(e / lanes, e % lanes, wide, packed);
   }
 }
