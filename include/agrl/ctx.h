@@ -25,9 +25,13 @@ typedef struct ag_ctx ag_ctx;
 typedef enum ag_device_kind {
   AG_DEVICE_CPU = 0,
   AG_DEVICE_CUDA = 1,
-  AG_DEVICE_AUTO = 2,  /* CUDA device 0 when one is present, else the CPU */
-  AG_DEVICE_VULKAN = 3 /* a Vulkan 1.2 device with buffer device addresses (its backend is being built:
-                          memory and transfers only; kernels report AG_ERR_UNSUPPORTED) */
+  AG_DEVICE_AUTO = 2, /* CUDA device 0 when one is present, else the CPU */
+  /* A Vulkan 1.2 device with buffer device addresses. It runs every kernel
+   * except the fused DQN and actor-critic updates (the agents compose those
+   * from other kernels). RANDN (ag_randn) and the prioritized-replay kernels
+   * (agrl/replay.h's ag_per_*) need shaderFloat64: on a device without it
+   * they report AG_ERR_UNSUPPORTED. */
+  AG_DEVICE_VULKAN = 3
 } ag_device_kind;
 
 /* Number of CUDA devices usable by agrl: 0 when the library was built
