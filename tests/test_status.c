@@ -1,4 +1,5 @@
-/* test_status.c — the status table, per-thread messages, dtype conversions. */
+/* test_status.c — the status table, per-thread messages, dtype conversions,
+ * device names. */
 #include <math.h>
 #include <pthread.h>
 
@@ -108,12 +109,123 @@ static void dtype_sizes_and_names(void **state) {
   assert_non_null(strstr(ag_version(), AGRL_VERSION));
 }
 
+static void device_names_parse_by_one_grammar(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    ag_device_kind kind;
+    int index;
+  } good[] = {
+      {"auto", AG_DEVICE_AUTO, 0},
+      {"cpu", AG_DEVICE_CPU, 0},
+      {"cuda", AG_DEVICE_CUDA, 0},
+      {"cuda:0", AG_DEVICE_CUDA, 0},
+      {"cuda:7", AG_DEVICE_CUDA, 7},
+      {"cuda:1023", AG_DEVICE_CUDA, 1023},
+      {"cuda:007", AG_DEVICE_CUDA, 7},
+      {"vulkan", AG_DEVICE_VULKAN, 0},
+      {"vulkan:0", AG_DEVICE_VULKAN, 0},
+      {"vulkan:12", AG_DEVICE_VULKAN, 12},
+      {"vulkan:1023", AG_DEVICE_VULKAN, 1023},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    ag_device_kind kind = (ag_device_kind)77;
+    int index = -5;
+    agt_ok(ag_device_parse(good[i].name, &kind, &index));
+    if (kind != good[i].kind || index != good[i].index)
+      fail_msg("'%s' parsed as kind %d index %d, not %d %d", good[i].name, (int)kind, index,
+               (int)good[i].kind, good[i].index);
+  }
+  assert_int_equal(AG_DEVICE_INDEX_MAX, 1023);
+  static const char *const bad[] = {
+      "",
+      "cuda:",
+      "cuda:-1",
+      "cuda:+1",
+      "cuda: 1",
+      "cuda:1 ",
+      "cuda:1x",
+      "cuda:1024",
+      "cuda:0x1",
+      "cuda:1.0",
+      "cuda::1",
+      "cudax",
+      "cudavulkan",
+      "CUDA",
+      "Cuda:0",
+      " cuda",
+      "cuda ",
+      "vulkan:",
+      "vulkan:-0",
+      "vulkanx",
+      "vulkan:1024",
+      "vulkan:99999999999999999999",
+      "cpu:0",
+      "cpu:",
+      "cpux",
+      "CPU",
+      "auto:0",
+      "autox",
+      "gpu",
+      "cuda:1:2",
+      "cuda,0",
+      "0",
+      ":0",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ag_device_kind kind = (ag_device_kind)77;
+    int index = -5;
+    ag_clear_error();
+    ag_status s = ag_device_parse(bad[i], &kind, &index);
+    if (s != AG_ERR_INVALID_ARG)
+      fail_msg("'%s' gave %s (kind %d, index %d), not AG_ERR_INVALID_ARG", bad[i], ag_status_name(s),
+               (int)kind, index);
+    assert_int_equal(kind, 77); /* the outputs are left as they were */
+    assert_int_equal(index, -5);
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+    if (!strstr(ag_last_error(), quoted) || !strstr(ag_last_error(), "ag_device_parse"))
+      fail_msg("the message for '%s' does not name it: %s", bad[i], ag_last_error());
+    if (!strstr(ag_last_error(), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N") ||
+        !strstr(ag_last_error(), "0 to 1023"))
+      fail_msg("the message for '%s' does not give the grammar: %s", bad[i], ag_last_error());
+  }
+  ag_device_kind kind = (ag_device_kind)77;
+  int index = -5;
+  agt_err(ag_device_parse("cuda:1024", &kind, &index), AG_ERR_INVALID_ARG, "too large");
+  agt_err(ag_device_parse("vulkan:99999999999999999999", &kind, &index), AG_ERR_INVALID_ARG, "too large");
+  agt_err(ag_device_parse("cuda:", &kind, &index), AG_ERR_INVALID_ARG, "no index");
+  agt_err(ag_device_parse("cuda:+1", &kind, &index), AG_ERR_INVALID_ARG, "decimal digits alone");
+  agt_err(ag_device_parse(NULL, &kind, &index), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_device_parse("cpu", NULL, &index), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_device_parse("cpu", &kind, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_device_parse("cuda:1", NULL, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
+  assert_int_equal(kind, 77);
+  assert_int_equal(index, -5);
+  /* a long name is cut in the message */
+  char longname[300];
+  memset(longname, 'c', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  agt_err(ag_device_parse(longname, &kind, &index), AG_ERR_INVALID_ARG, "...' is not a device name");
+  assert_true(strlen(ag_last_error()) < 250);
+  /* a context's device name ("cpu (...)") begins with a name that parses to its device */
+  ag_ctx *ctx = agt_ctx();
+  char first[64];
+  snprintf(first, sizeof first, "%s", ag_ctx_device_name(ctx));
+  first[strcspn(first, " ")] = '\0';
+  agt_ok(ag_device_parse(first, &kind, &index));
+  assert_int_equal(kind, ag_ctx_device(ctx));
+  assert_int_equal(index, ag_ctx_device_index(ctx));
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(status_names_and_descriptions_come_from_one_table),
       cmocka_unit_test(last_error_is_per_thread),
       cmocka_unit_test(f16_and_bf16_conversions_round_to_nearest_even),
       cmocka_unit_test(dtype_sizes_and_names),
+      cmocka_unit_test(device_names_parse_by_one_grammar),
   };
   return agt_run(argc, argv, "status", tests, sizeof tests / sizeof tests[0]);
 }

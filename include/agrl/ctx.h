@@ -34,6 +34,9 @@ typedef enum ag_device_kind {
   AG_DEVICE_VULKAN = 3
 } ag_device_kind;
 
+/* The largest device index a device name may give ("cuda:1023"). */
+#define AG_DEVICE_INDEX_MAX 1023
+
 /* Number of CUDA devices usable by agrl: 0 when the library was built
  * without CUDA, when no driver is loaded or no device is present. */
 AG_API int ag_cuda_device_count(void);
@@ -43,6 +46,22 @@ AG_API int ag_cuda_device_count(void);
  * addresses; 0 for AG_DEVICE_AUTO, an unknown kind, or a kind this build
  * lacks). */
 AG_API int ag_device_count(ag_device_kind kind);
+
+/* Parses a device name, as the command line and the Python package take it:
+ *   "auto"            AG_DEVICE_AUTO, index 0
+ *   "cpu"             AG_DEVICE_CPU, index 0
+ *   "cuda", "vulkan"  that kind, index 0
+ *   "cuda:N", "vulkan:N"
+ *                     that kind, index N, where N is one or more decimal
+ *                     digits (no sign, blank or other character) of a value
+ *                     from 0 to AG_DEVICE_INDEX_MAX (1023)
+ * and nothing else: names are lower case and match whole. Every device
+ * kind agrl knows has its name, whether or not this build has its backend;
+ * whether the device exists is for ag_ctx_create to say.
+ * Errors: AG_ERR_INVALID_ARG: an argument NULL, a name not of this grammar
+ * or an index beyond AG_DEVICE_INDEX_MAX; *kind and *index are then
+ * untouched. */
+AG_API ag_status ag_device_parse(const char *name, ag_device_kind *kind, int *index);
 
 /* Creates a context on `kind` (device `index` for CUDA; ignored for the CPU).
  * On success *out owns the context; free it with ag_ctx_free().
