@@ -16,29 +16,7 @@ const char *cli_value(int argc, char **argv, int i) {
 }
 
 int cli_parse_device(const char *s, ag_device_kind *kind, int *index) {
-  if (!s) return -1;
-  *index = 0;
-  if (strcmp(s, "auto") == 0)
-    *kind = AG_DEVICE_AUTO;
-  else if (strcmp(s, "cpu") == 0)
-    *kind = AG_DEVICE_CPU;
-  else {
-    static const struct {
-      const char *name;
-      ag_device_kind kind;
-    } gpus[] = {{"cuda", AG_DEVICE_CUDA}, {"vulkan", AG_DEVICE_VULKAN}};
-    for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++) {
-      const size_t n = strlen(gpus[g].name);
-      if (strncmp(s, gpus[g].name, n) != 0 || (s[n] != '\0' && s[n] != ':')) continue;
-      int64_t v = 0;
-      if (s[n] == ':' && cli_parse_i64(s + n + 1, 0, 1023, &v)) return -1;
-      *kind = gpus[g].kind;
-      *index = (int)v;
-      return 0;
-    }
-    return -1;
-  }
-  return 0;
+  return ag_device_parse(s, kind, index) == AG_OK ? 0 : -1;
 }
 
 /* Whether s begins like a number: strtoll and strtod would skip blanks and

@@ -11,7 +11,9 @@
  * it is itself a flag (begins with "--"), so that `--out --quiet` reports
  * the missing directory instead of making one named --quiet. */
 const char *cli_value(int argc, char **argv, int i);
-/* Parses "auto", "cpu", "cuda" or "cuda:N". Returns 0 on success. */
+/* Parses a device name ("auto", "cpu", "cuda", "cuda:N", "vulkan",
+ * "vulkan:N"; N up to AG_DEVICE_INDEX_MAX) as ag_device_parse does.
+ * Returns 0 on success. */
 int cli_parse_device(const char *s, ag_device_kind *kind, int *index);
 /* Parses a whole number in [lo, hi]: decimal digits after an optional sign,
  * nothing before or after them. Returns 0 on success. */
