@@ -65,11 +65,12 @@ static void ctx_free(agpy_ctx *c) {
   c->ctx = NULL;
 }
 
-/* "auto", "cpu", "cuda", "cuda:N", "vulkan", "vulkan:N" */
+/* None (auto) or a device name for ag_device_parse: "auto", "cpu", "cuda",
+ * "cuda:N", "vulkan", "vulkan:N" (N up to AG_DEVICE_INDEX_MAX). */
 static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
-  *index = 0;
   if (!dev || dev == Py_None) {
     *kind = AG_DEVICE_AUTO;
+    *index = 0;
     return 0;
   }
   if (!PyUnicode_Check(dev)) {
@@ -79,33 +80,11 @@ static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
         Py_TYPE(dev)->tp_name);
     return -1;
   }
-  const char *s = PyUnicode_AsUTF8(dev);
+  Py_ssize_t len = 0;
+  const char *s = PyUnicode_AsUTF8AndSize(dev, &len);
   if (!s) return -1;
-  if (!strcmp(s, "auto")) {
-    *kind = AG_DEVICE_AUTO;
-    return 0;
-  }
-  if (!strcmp(s, "cpu")) {
-    *kind = AG_DEVICE_CPU;
-    return 0;
-  }
-  static const struct {
-    const char *name;
-    ag_device_kind kind;
-  } gpus[] = {{"cuda", AG_DEVICE_CUDA}, {"vulkan", AG_DEVICE_VULKAN}};
-  for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++) {
-    const size_t n = strlen(gpus[g].name);
-    if (strncmp(s, gpus[g].name, n) != 0) continue;
-    *kind = gpus[g].kind;
-    if (!s[n]) return 0;
-    char *end = NULL;
-    long v = s[n] == ':' && s[n + 1] >= '0' && s[n + 1] <= '9' ? strtol(s + n + 1, &end, 10) : -1;
-    if (end && !*end && v >= 0 && v < 1 << 20) {
-      *index = (int)v;
-      return 0;
-    }
-    break;
-  }
+  /* a NUL inside the string would end the name early: refused with the rest */
+  if ((size_t)len == strlen(s) && ag_device_parse(s, kind, index) == AG_OK) return 0;
   agpy_raisef(AG_ERR_INVALID_ARG,
               "device '%s' is not 'auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'", s);
   return -1;
