@@ -34,7 +34,7 @@ echo "== AddressSanitizer + UBSan"
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON >/dev/null
 # the vulkan runs of the suites that drive the backend directly (the agents'
 # long runs on a software Vulkan driver under ASan would take most of CI's time)
-asan_vulkan='^(kernels|vulkan_mem|buffer|switch|capture|graph|per|randn|bad_input|export)\.vulkan$'
+asan_vulkan='^(kernels|vulkan_mem|vulkan_nof64|buffer|switch|capture|graph|per|randn|bad_input|export)\.vulkan$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE 'slow|valgrind|vulkan'
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
