@@ -7,7 +7,8 @@
 #   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep vkbench (default:
 #   all but cpubench, memcheck, accept, sweep and vkbench; memcheck: a few tests of sanitize's memcheck;
 #   accept: learning rows of scripts/accept.sh (on AGRL_ACCEPT_DEVICE, default cuda); sweep: dev/sweep.sh;
-#   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager; vktest: the vulkan tests alone;
+#   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager; vktest: the vulkan tests alone
+#   (AGRL_VKTEST_REGEX: those matching); vkprobe: dev/vk_latency.c;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
@@ -193,9 +194,21 @@ fi
 if has vktest; then
   # the vulkan runs alone (the test step runs them among the rest), the slow resume test with them
   AGRL_REQUIRE_VULKAN=1 timeout "${AGRL_VKTEST_TIMEOUT:-400}" ctest --test-dir "$BUILD" -j4 -V -L vulkan -LE valgrind -E '^soak\.' \
+    -R "${AGRL_VKTEST_REGEX:-.}" \
     > "$OUT/ctest_vulkan.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\*\*\*Failed|validation layer" "$OUT/ctest_vulkan.log" | sort | uniq -c | tail -25
   stamp "vulkan tests done"; pack
+fi
+if has vkprobe && [ -f dev/vk_latency.c ]; then
+  # a submit's and a fence's round trip on the driver (the fixed cost of a waited-for write)
+  cc -O2 dev/vk_latency.c -o "$OUT/vk_latency" ${VK_CMAKE:+-I"$VKDEPS/usr/include" -L"$VKDEPS/usr/lib/x86_64-linux-gnu"} -l:libvulkan.so.1 \
+    && timeout 60 "$OUT/vk_latency" | tee "$OUT/vk_latency.txt"
+  rm -f "$OUT/vk_latency"
+  if [ -f dev/vk_write_probe.c ]; then
+    cc -O2 dev/vk_write_probe.c -Iinclude -I"$BUILD/include" "$BUILD/libagrl.so" -Wl,-rpath,"$BUILD" -o "$OUT/wp" \
+      && for d in vulkan cuda; do timeout 30 "$OUT/wp" $d; done | tee "$OUT/vk_write_probe.txt"
+    rm -f "$OUT/wp"
+  fi
 fi
 if has vkbench; then
   # the Vulkan rows beside the CUDA backend's and PyTorch eager's, one invocation

@@ -100,8 +100,9 @@ typedef struct ag_dqn ag_dqn;
  * Errors: AG_ERR_INVALID_ARG: ctx, cfg or out NULL, obs_dim < 1,
  * n_actions < 2, total_steps < 1, a cfg field outside its range (see
  * ag_dqn_config; the message names it); AG_ERR_STATE while a step is
- * recorded; AG_ERR_OUT_OF_MEMORY (the host, or the networks or the table
- * do not fit the device); AG_ERR_DEVICE. */
+ * recorded; AG_ERR_UNSUPPORTED: per = 1 on a device without the
+ * prioritized sampler's kernels (ag_per_create); AG_ERR_OUT_OF_MEMORY (the
+ * host, or the networks or the table do not fit the device); AG_ERR_DEVICE. */
 AG_API ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                                const ag_dqn_config *cfg, ag_dqn **out);
 /* Frees the DQN and all it owns. NULL is accepted. */

@@ -199,8 +199,10 @@ typedef struct ag_per ag_per;
  * by ag_per_free). alpha in [0, 1]. Transitions already stored get priority 1.
  * Errors: AG_ERR_INVALID_ARG: r or out NULL, alpha outside [0, 1];
  * AG_ERR_STATE: the table has a prioritized sampler already, or a step is
- * being recorded; AG_ERR_UNSUPPORTED: capacity beyond 2^31;
- * AG_ERR_OUT_OF_MEMORY. */
+ * being recorded; AG_ERR_UNSUPPORTED: capacity beyond 2^31, or a device
+ * that lacks the tree's kernels (a Vulkan device without shaderFloat64;
+ * a table moved onto such a device later fails its adds and samples with
+ * AG_ERR_UNSUPPORTED); AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
 /* Detaches the sampler from its table and frees it. NULL is accepted. */
 AG_API void ag_per_free(ag_per *per);

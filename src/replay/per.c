@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "agrl/graph.h"
+#include "core/internal.h"
 #include "graph/graph_internal.h"
 #include "base/per_tree.h"
 #include "replay/replay_internal.h"
@@ -40,10 +41,26 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   int64_t cap = ag_replay_capacity(r);
   if (cap > INT32_MAX)
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
+  ag_ctx *ctx = ag_buffer_ctx(ag_replay_buffer(r));
+  int depth = 1;
+  for (int64_t leaves = AG__PER_FAN; leaves < cap; leaves *= AG__PER_FAN) depth++;
+  /* a device without the tree's kernels (a Vulkan device without 64-bit
+   * floats) is refused here, before a table comes to depend on them */
+  const ag__per_set_args sa = {.depth = depth, .idx_dtype = AG_I64};
+  const ag__per_fill_args fa = {.depth = depth};
+  const ag__per_sample_args pa = {.depth = depth};
+  if (!ag__kernel_supported(ctx, AG__K_PER_SET, &sa, sizeof sa) ||
+      !ag__kernel_supported(ctx, AG__K_PER_FILL, &fa, sizeof fa) ||
+      !ag__kernel_supported(ctx, AG__K_PER_SAMPLE, &pa, sizeof pa))
+    return ag__fail(
+        AG_ERR_UNSUPPORTED,
+        "%s: %s does not run the prioritized sampler's kernels (a tree of doubles: a Vulkan device "
+        "needs shaderFloat64)",
+        fn, ag_ctx_device_name(ctx));
   ag_per *p = ag__calloc(1, sizeof *p);
   if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   p->r = r;
-  p->ctx = ag_buffer_ctx(ag_replay_buffer(r));
+  p->ctx = ctx;
   p->alpha = alpha;
   p->depth = 1;
   p->leaves = AG__PER_FAN;
