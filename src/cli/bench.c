@@ -49,11 +49,18 @@ static ag_status measure(bench *b, body_fn body, void *arg, int iters, int reset
     double t0 = now_us();
     for (int i = 0; i < iters; i++) {
       ag_status s = body(arg, i);
-      if (s) return s;
+      if (s) { /* the row fails; its temporaries go, so that the next rows have the memory */
+        (void)ag_ctx_sync(b->ctx);
+        ag_ctx_reset(b->ctx);
+        return s;
+      }
       if (reset_every && i % reset_every == reset_every - 1) ag_ctx_reset(b->ctx);
     }
     ag_status s = ag_ctx_sync(b->ctx);
-    if (s) return s;
+    if (s) {
+      ag_ctx_reset(b->ctx);
+      return s;
+    }
     if (r >= 0) v[r] = (now_us() - t0) / iters;
     ag_ctx_reset(b->ctx);
   }
