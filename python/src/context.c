@@ -312,7 +312,7 @@ static PyMethodDef ctx_methods[] = {
 };
 
 static PyGetSetDef ctx_getset[] = {
-    {"device", (getter)ctx_get_device, NULL, "'cpu' or 'cuda:N'", NULL},
+    {"device", (getter)ctx_get_device, NULL, "'cpu', 'cuda:N' or 'vulkan:N'", NULL},
     {"device_name", (getter)ctx_get_name, NULL, "a description of the device", NULL},
     {"stream", (getter)ctx_get_stream, NULL, "the context's CUDA stream as an int (None on the CPU)", NULL},
     {"closed", (getter)ctx_get_closed, NULL, "True once freed", NULL},
@@ -325,7 +325,8 @@ PyTypeObject agpy_ctx_type = {
     .tp_dealloc = (destructor)ctx_dealloc,
     .tp_repr = (reprfunc)ctx_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Context(device='auto' | 'cpu' | 'cuda' | 'cuda:N'): a device and its queue.",
+    .tp_doc =
+        "Context(device='auto' | 'cpu' | 'cuda' | 'cuda:N' | 'vulkan' | 'vulkan:N'): a device and its queue.",
     .tp_methods = ctx_methods,
     .tp_getset = ctx_getset,
     .tp_init = (initproc)ctx_init,

@@ -331,7 +331,7 @@ static PyObject *tensor_get_dtype(agpy_tensor *t, void *x) {
 static PyObject *tensor_get_device(agpy_tensor *t, void *x) {
   (void)x;
   if (t->kind == AG_DEVICE_CPU) return PyUnicode_FromString("cpu");
-  return PyUnicode_FromFormat("cuda:%d", t->index);
+  return PyUnicode_FromFormat("%s:%d", t->kind == AG_DEVICE_VULKAN ? "vulkan" : "cuda", t->index);
 }
 
 static PyObject *tensor_get_ptr(agpy_tensor *t, void *x) {
@@ -368,7 +368,7 @@ static PyGetSetDef tensor_getset[] = {
     {"shape", (getter)tensor_get_shape, NULL, "the shape (batch first)", NULL},
     {"strides", (getter)tensor_get_strides, NULL, "strides in elements", NULL},
     {"dtype", (getter)tensor_get_dtype, NULL, "'f32', 'i32' ...", NULL},
-    {"device", (getter)tensor_get_device, NULL, "'cpu' or 'cuda:N'", NULL},
+    {"device", (getter)tensor_get_device, NULL, "'cpu', 'cuda:N' or 'vulkan:N'", NULL},
     {"data_ptr", (getter)tensor_get_ptr, NULL, "the address of the first element", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
