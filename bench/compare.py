@@ -157,7 +157,8 @@ def vulkan_main(build, json_out, env):
             problems.append(f"agrl ({dev}) " + err)
         rows[dev] = [json.loads(l) for l in open(jf) if l.strip()] if os.path.exists(jf) else []
     peers = []
-    for script in ("torch_core.py", "torch_dqn.py"):
+    # torch_replay.py brings the copy ceiling the wide gather is judged against
+    for script in ("torch_core.py", "torch_dqn.py", "torch_replay.py"):
         got, err = run_lines([sys.executable, os.path.join(HERE, "peers", script), "cuda"], env)
         peers += got
         if err:
