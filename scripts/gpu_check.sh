@@ -206,7 +206,7 @@ if has vkprobe && [ -f dev/vk_latency.c ]; then
   rm -f "$OUT/vk_latency"
   if [ -f dev/vk_write_probe.c ]; then
     cc -O2 dev/vk_write_probe.c -Iinclude -I"$BUILD/include" "$BUILD/libagrl.so" -Wl,-rpath,"$BUILD" -o "$OUT/wp" \
-      && for d in vulkan cuda; do timeout 30 "$OUT/wp" $d; done | tee "$OUT/vk_write_probe.txt"
+      && for a in "vulkan 100000 1000" "vulkan 1000000 1000" "vulkan 1000000 1000000" "vulkan 100000 100000" "cuda 1000000 1000000"; do timeout 30 "$OUT/wp" $a; done | tee "$OUT/vk_write_probe.txt"
     rm -f "$OUT/wp"
   fi
 fi
