@@ -278,5 +278,12 @@ if grep -q '"steps": 301,' "$d/summary.json" && grep -q "^agrl train: 301 steps"
   bad "--steps 300 --n-envs 7: $(head -c 300 "$d/summary.json")"
 fi
 
+# --filter A,B runs the rows whose names contain A or B, in the bench's own
+# order; an empty piece matches nothing
+rows=$("$AGRL" bench --device cpu --filter cpu_add_1,cpu_per_update --iters 2 2>&1 | awk '$1 ~ /^cpu_/ && / us /{print $1}' | tr '\n' ' ')
+if [ "$rows" = "cpu_per_update_b256 cpu_add_1_mujoco " ]; then ok; else bad "bench --filter cpu_add_1,cpu_per_update ran: $rows"; fi
+rows=$("$AGRL" bench --device cpu --filter , --iters 2 2>&1 | awk '$1 ~ /^cpu_/ && / us /{print $1}' | tr '\n' ' ')
+if [ -z "$rows" ]; then ok; else bad "bench --filter , ran: $rows"; fi
+
 echo "$pass passed, $fails failed"
 [ $fails -eq 0 ]

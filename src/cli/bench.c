@@ -81,7 +81,20 @@ static void report(bench *b, const char *work, stat3 s, const char *note) {
             work, s.median, s.min, s.max, note);
 }
 
-static int wanted(const bench *b, const char *work) { return !b->filter || strstr(work, b->filter); }
+/* --filter's pieces, separated by commas: a row is wanted when its name
+ * contains any of them (an empty piece matches nothing) */
+static int wanted(const bench *b, const char *work) {
+  if (!b->filter) return 1;
+  for (const char *p = b->filter; *p;) {
+    const char *end = strchr(p, ',');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    for (const char *w = work; len && *w; w++)
+      if (!strncmp(w, p, len)) return 1;
+    if (!end) break;
+    p = end + 1;
+  }
+  return 0;
+}
 
 static void fail(bench *b, const char *work, ag_status s) {
   fprintf(stderr, "agrl bench: %s failed: %s: %s\n", work, ag_status_name(s), ag_last_error());
@@ -582,7 +595,8 @@ static void bench_usage(FILE *f) {
       "in one invocation and prints the ratios.\n"
       "\n"
       "  --device D     auto (default), cpu, cuda[:N], vulkan[:N]\n"
-      "  --filter TEXT  only rows whose name contains TEXT\n"
+      "  --filter TEXT  only rows whose name contains TEXT; A,B,...: contains any of them\n"
+      "                 (rows run in their own order, not the filter's)\n"
       "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
       "                 (for a profiler: few calls, same work)\n"
       "  --json FILE    also append one JSON object a row to FILE\n");
