@@ -43,7 +43,8 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
   ag_ctx *ctx = ag_buffer_ctx(ag_replay_buffer(r));
   int depth = 1;
-  for (int64_t leaves = AG__PER_FAN; leaves < cap; leaves *= AG__PER_FAN) depth++;
+  int64_t leaves = AG__PER_FAN;
+  while (leaves < cap) leaves *= AG__PER_FAN, depth++;
   /* a device without the tree's kernels (a Vulkan device without 64-bit
    * floats) is refused here, before a table comes to depend on them */
   const ag__per_set_args sa = {.depth = depth, .idx_dtype = AG_I64};
@@ -62,9 +63,8 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   p->r = r;
   p->ctx = ctx;
   p->alpha = alpha;
-  p->depth = 1;
-  p->leaves = AG__PER_FAN;
-  while (p->leaves < cap) p->leaves *= AG__PER_FAN, p->depth++;
+  p->depth = depth;
+  p->leaves = leaves;
   const float one = 1.0f;
   ag_status s = ag_tensor_create(p->ctx, ag__per_offset(p->depth) + 1, 1, AG_I64, NULL, &p->tree); /* zeros */
   if (!s) s = ag_tensor_create(p->ctx, 1, 1, AG_F32, &one, &p->state);
