@@ -120,6 +120,64 @@ static void transfers(void **state) {
   if (req && *req && strcmp(req, "0") && !on) fail_msg("the validation layer is required and not installed");
 }
 
+/* Small uploads go straight into device memory the host can write when
+ * nothing is queued, and are queued behind the work before them otherwise:
+ * either way each command sees the bytes of the uploads issued before it
+ * and none of those issued after. Rounds alternate an idle queue (after a
+ * sync or a download) with a busy one (a copy or a zeroing just queued). */
+static void small_uploads_keep_their_order(void **state) {
+  (void)state;
+  const size_t n = 48 << 10; /* under the inline limit */
+  void *a, *b, *c;
+  assert_int_equal(be->alloc(st, n, &a), AG_OK);
+  assert_int_equal(be->alloc(st, n, &b), AG_OK);
+  assert_int_equal(be->alloc(st, n, &c), AG_OK);
+  unsigned char *src = malloc(n), *got = malloc(n), *want_a = malloc(n);
+  assert_true(src && got && want_a);
+  io u = {src};
+  for (int r = 0; r < 24; r++) {
+    for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(pattern(i) + r);
+    if (r % 2)
+      assert_int_equal(be->sync(st), AG_OK); /* idle: written at once */
+    else
+      assert_int_equal(be->copy(st, c, b, n), AG_OK); /* busy: queued */
+    assert_int_equal(be->upload(st, a, n, fill, &u), AG_OK);
+    memset(src, 0xEE, n);
+    assert_int_equal(be->copy(st, b, a, n), AG_OK); /* b: round r's bytes */
+    for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(pattern(i) * 3 + r);
+    assert_int_equal(be->upload(st, a, n, fill, &u), AG_OK); /* behind the copy */
+    assert_int_equal(be->zero(st, (char *)a + 100, 1000), AG_OK);
+    for (size_t i = 0; i < 77; i++) src[i] = (unsigned char)(200 + i);
+    assert_int_equal(be->upload(st, (char *)a + 500, 77, fill, &u), AG_OK); /* behind the zeroing */
+    assert_int_equal(be->copy(st, c, a, n), AG_OK);
+    for (size_t i = 0; i < n; i++) {
+      want_a[i] = (unsigned char)(pattern(i) * 3 + r);
+      if (i >= 100 && i < 1100) want_a[i] = 0;
+      if (i >= 500 && i < 577) want_a[i] = (unsigned char)(200 + i - 500);
+    }
+    down(b, n, got);
+    for (size_t i = 0; i < n; i++)
+      if (got[i] != (unsigned char)(pattern(i) + r))
+        fail_msg("round %d: byte %zu of the copy is %d", r, i, got[i]);
+    down(c, n, got);
+    if (memcmp(got, want_a, n)) fail_msg("round %d: the second copy is not the later uploads' bytes", r);
+    /* idle now (a download waits): an upload is seen by the copy after it */
+    for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(pattern(i) ^ r);
+    assert_int_equal(be->upload(st, c, n, fill, &u), AG_OK);
+    assert_int_equal(be->copy(st, b, c, n), AG_OK);
+    down(b, n, got);
+    for (size_t i = 0; i < n; i++)
+      if (got[i] != (unsigned char)(pattern(i) ^ r))
+        fail_msg("round %d: byte %zu after the idle upload is %d", r, i, got[i]);
+  }
+  be->release(st, a);
+  be->release(st, b);
+  be->release(st, c);
+  free(src);
+  free(got);
+  free(want_a);
+}
+
 /* A context on the device: tensors made and read back, an op on the device,
  * one whose kernel is not provided refused. */
 static void context(void **state) {
@@ -174,7 +232,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("vulkan_mem: %s\n", desc);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(transfers), cmocka_unit_test(context)};
+  /* the validation layer's errors are counted at the end of transfers */
+  const struct CMUnitTest tests[] = {cmocka_unit_test(small_uploads_keep_their_order),
+                                     cmocka_unit_test(transfers), cmocka_unit_test(context)};
   const int r = cmocka_run_group_tests_name("vulkan_mem", tests, NULL, NULL);
   be->close(st);
   return r;

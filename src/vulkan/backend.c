@@ -20,8 +20,14 @@
  * queue runs them in order, so one fence tells that every earlier one ran.
  * A fence is polled briefly before the host sleeps on it.
  *
- * Transfers. A small upload (VK_INLINE_UPLOAD) is copied into the slot's
- * host-visible argument memory and queued from there; a larger one goes in
+ * Transfers. Where the whole device-local heap is host-visible (a resizable
+ * BAR, as NVIDIA's driver has on a data-centre GPU, or a CPU device), device
+ * memory is allocated from that type and mapped, and a small upload
+ * (VK_INLINE_UPLOAD) made while nothing is queued or running is written by
+ * the host straight into it: nothing is queued and nothing waits; the next
+ * submission sees it (the memory is host-coherent). Otherwise a small
+ * upload is copied into the slot's host-visible argument memory and queued
+ * from there, behind the commands before it; a larger one goes in
  * VK_PIECE pieces through a staging ring of 2 * AG_TRANSFER_PART_BYTES
  * (cached host memory where the device has it), each piece submitted as
  * soon as it is filled and reused once its ticket has run. No upload waits
@@ -123,6 +129,7 @@ typedef struct vk_alloc {
   size_t len;    /* what it asked for */
   VkBuffer buf;
   VkDeviceMemory mem;
+  unsigned char *map; /* the buffer seen by the host, where its memory is mapped */
 } vk_alloc;
 
 /* Memory released while queued work may still use it: freed once the
@@ -146,6 +153,7 @@ typedef struct vk_state {
   VkCommandPool pool;
   uint32_t mem_device, mem_host;
   uint32_t heap_device;
+  int device_type_visible; /* a host-visible memory type of the device-local heap, or -1 */
   int has_budget;
   VkBuffer staging;
   VkDeviceMemory staging_mem;
@@ -332,7 +340,8 @@ enum { BUF_DEVICE = 0, BUF_STAGING, BUF_ARGS };
 
 /* A buffer of `bytes` of kind `kind`, for storage and transfers (the
  * storage kinds with device addresses). */
-static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf, VkDeviceMemory *mem) {
+static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf, VkDeviceMemory *mem,
+                             int *mappable) {
   const int host = kind != BUF_DEVICE, addressed = kind != BUF_STAGING;
   VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = bytes;
@@ -346,6 +355,15 @@ static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf,
   const VkMemoryPropertyFlags visible =
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int type = -1;
+  if (mappable) *mappable = 0;
+  /* device memory the host can write too, where the whole device-local heap
+   * is host-visible (a resizable BAR, a CPU device): small uploads then go
+   * straight into it (vk_upload) */
+  if (kind == BUF_DEVICE && s->device_type_visible >= 0 &&
+      (req.memoryTypeBits >> s->device_type_visible & 1u)) {
+    type = s->device_type_visible;
+    if (mappable) *mappable = 1;
+  }
   if (kind == BUF_ARGS) type = mem_type(s, req.memoryTypeBits, visible | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   /* staging is read back by the host too: cached memory, where there is some */
   if (kind == BUF_STAGING)
@@ -377,7 +395,7 @@ static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf,
 
 static ag_status make_chunk(vk_state *s, size_t size, vk_chunk *c) {
   memset(c, 0, sizeof *c);
-  ag_status st = make_buffer(s, size, BUF_ARGS, &c->buf, &c->mem);
+  ag_status st = make_buffer(s, size, BUF_ARGS, &c->buf, &c->mem, NULL);
   if (st) {
     c->buf = VK_NULL_HANDLE, c->mem = VK_NULL_HANDLE;
     return st;
@@ -586,12 +604,22 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
       s->heap_device = mp.memoryTypes[i].heapIndex;
       break;
     }
+  s->device_type_visible = -1;
+  {
+    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (uint32_t i = 0; i < mp.memoryTypeCount && s->device_type_visible < 0; i++)
+      if ((mp.memoryTypes[i].propertyFlags & want) == want && mp.memoryTypes[i].heapIndex == s->heap_device)
+        s->device_type_visible = (int)i;
+  }
   for (int i = 0; i < VK_SLOTS && !st; i++) st = make_chunk(s, VK_ARG_CHUNK, &s->slots[i].args);
   if (st) {
     vk_close(s);
     return st;
   }
-  if ((st = make_buffer(s, 2 * (size_t)AG_TRANSFER_PART_BYTES, BUF_STAGING, &s->staging, &s->staging_mem))) {
+  if ((st = make_buffer(s, 2 * (size_t)AG_TRANSFER_PART_BYTES, BUF_STAGING, &s->staging, &s->staging_mem,
+                        NULL))) {
     s->staging = VK_NULL_HANDLE, s->staging_mem = VK_NULL_HANDLE;
     vk_close(s);
     return st;
@@ -658,9 +686,12 @@ static ag_status vk_alloc_mem(void *p, size_t bytes, void **out) {
     s->allocs = a, s->cap_allocs = cap;
   }
   const size_t size = (bytes ? bytes : 1) + VK_ALIGN; /* room to round the address up */
-  vk_alloc x = {0, size, 0, bytes, VK_NULL_HANDLE, VK_NULL_HANDLE};
-  ag_status st = make_buffer(s, size, BUF_DEVICE, &x.buf, &x.mem);
+  vk_alloc x = {0, size, 0, bytes, VK_NULL_HANDLE, VK_NULL_HANDLE, NULL};
+  int mappable = 0;
+  ag_status st = make_buffer(s, size, BUF_DEVICE, &x.buf, &x.mem, &mappable);
   if (st) return st;
+  void *map = NULL; /* not mapped: its uploads are queued */
+  if (mappable && vkMapMemory(s->dev, x.mem, 0, VK_WHOLE_SIZE, 0, &map) == VK_SUCCESS) x.map = map;
   VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   ai.buffer = x.buf;
   x.base = vkGetBufferDeviceAddress(s->dev, &ai);
@@ -746,6 +777,17 @@ static ag_status await(vk_state *s, uint64_t t) {
   if (t <= s->completed) return AG_OK;
   vk_slot *k = &s->slots[(t - 1) % VK_SLOTS]; /* tickets go round the slots in turn */
   return k->busy && k->ticket == t ? settle(s, k) : AG_OK;
+}
+
+/* Whether nothing is queued and every submission has run (the last one's
+ * fence is looked at, not waited for). */
+static int queue_idle(vk_state *s) {
+  const vk_slot *o = &s->slots[s->cur];
+  if (o->open && o->n) return 0;
+  if (s->completed == s->submitted) return 1;
+  vk_slot *k = &s->slots[(s->submitted - 1) % VK_SLOTS];
+  if (!k->busy || k->ticket != s->submitted || vkGetFenceStatus(s->dev, k->fence) != VK_SUCCESS) return 0;
+  return settle(s, k) == AG_OK && s->completed == s->submitted;
 }
 
 /* The current slot, begun (after its last submission has run). */
@@ -929,6 +971,11 @@ static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, v
   ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &x.dst, &x.dst_off);
   if (st || !bytes) return st;
   if (bytes <= VK_INLINE_UPLOAD) {
+    const vk_alloc *a = find(s, (uint64_t)(uintptr_t)dst);
+    if (a->map && queue_idle(s)) { /* nothing queued or running can touch it: written now */
+      fill(a->map + x.dst_off, 0, bytes, user);
+      return AG_OK;
+    }
     vk_chunk *c;
     if ((st = slot_bytes(s, (bytes + 15) & ~(size_t)15, &c))) return st;
     fill(c->map + c->used, 0, bytes, user);
