@@ -87,7 +87,7 @@ static int gather_ok(const vk_state *s, const void *args) {
   return a->idx_dtype == AG_I32 || a->idx_dtype == AG_I64;
 }
 
-#define GATHER_GROUPS 4096
+#define GATHER_GROUPS 8192
 
 static uint32_t gather_groups(int64_t items) {
   const uint32_t g = ag__vk_groups(items, LOCAL);

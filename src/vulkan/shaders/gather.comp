@@ -4,16 +4,22 @@
 // sized to keep the device full rather than one work group a column. Every index read from
 // the device is clamped before the read it leads to: an address past a buffer can lose the
 // device. With f32 columns, a scale of 1, rows a multiple of 4 and both ends 16-byte aligned
-// the words move four at a time, as stored. Elements narrower than 4 bytes are taken from the
-// aligned word that holds them (each allocation has room past its end for that word).
+// the words move four at a time, as stored, and each invocation issues the reads of four
+// items before their writes (offsets in 32 bits where the source's words allow). Elements
+// narrower than 4 bytes are taken from the aligned word that holds them (each allocation has
+// room past its end for that word).
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v; };
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer U32x4 { uvec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
+// the source and the indices are only read, the destination only written (kernels.h: they
+// do not overlap)
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly restrict buffer U32 { uint v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) writeonly restrict buffer W32 { uint v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly restrict buffer U32x4 { uvec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly restrict buffer W32x4 { uvec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly restrict buffer I32 { int v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly restrict buffer I64 { int64_t v; };
 layout(push_constant) uniform P {
   uint64_t src_p, idx_p, dst_p;
   int64_t rows, capacity, n;
@@ -46,15 +52,20 @@ float load(int64_t e) {
   return at(p.src_p, e).v;
 }
 
-// item e of the flattened [n, lanes] grid: column j = e / lanes, lane r = e % lanes
+// the source column of output column j, clamped into the buffer
+int64_t column(const int64_t j) {
+  const int64_t c = p.idx_dtype == 5 ? I64(p.idx_p + 8ul * uint64_t(j)).v : int64_t(I32(p.idx_p + 4ul * uint64_t(j)).v);
+  return c < 0 ? 0 : (c >= p.capacity ? p.capacity - 1 : c);
+}
+
+// item (j, r) of the flattened [n, lanes] grid: column j, lane r
 void move(const int64_t j, const int64_t r, const bool wide, const bool packed) {
-  int64_t c = p.idx_dtype == 5 ? I64(p.idx_p + 8ul * uint64_t(j)).v : int64_t(I32(p.idx_p + 4ul * uint64_t(j)).v);
-  c = c < 0 ? 0 : (c >= p.capacity ? p.capacity - 1 : c);
+  const int64_t c = column(j);
   if (wide) { // copied as stored, bits and all
     const int64_t lanes = p.rows / 4;
-    U32x4(p.dst_p + 16ul * uint64_t(j * lanes + r)).v = U32x4(p.src_p + 16ul * uint64_t(c * lanes + r)).v;
+    W32x4(p.dst_p + 16ul * uint64_t(j * lanes + r)).v = U32x4(p.src_p + 16ul * uint64_t(c * lanes + r)).v;
   } else if (packed)
-    U32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(c * p.rows + r)).v;
+    W32(p.dst_p + 4ul * uint64_t(j * p.rows + r)).v = U32(p.src_p + 4ul * uint64_t(c * p.rows + r)).v;
   else
     at(p.dst_p, j * p.rows + r).v = load(c * p.rows + r) * p.scale;
 }
@@ -67,7 +78,27 @@ void main() {
   const uint stride = gl_NumWorkGroups.x * 256u;
   if (total < 4294967296l && lanes < 4294967296l) { // 32-bit division where the grid allows it
     const uint t = uint(total), l = uint(lanes);
-    for (uint e = gl_GlobalInvocationID.x; e < t; e += stride) {
+    uint e0 = gl_GlobalInvocationID.x;
+    if (wide) { // four items at a time while four remain: items e0 + q * stride
+      const bool small = p.capacity * lanes < 4294967296l; // every source offset (in 16 bytes) fits 32 bits
+      while (e0 < t && t - e0 > 3u * stride) {
+        uvec4 v[4];
+        for (int q = 0; q < 4; q++) {
+          const uint e = e0 + uint(q) * stride, j = e / l, r = e - j * l;
+          const int64_t c = column(int64_t(j));
+          const uint64_t w = small ? uint64_t(uint(c) * l + r) : uint64_t(c * lanes + int64_t(r));
+          v[q] = U32x4(p.src_p + 16ul * w).v;
+        }
+        for (int q = 0; q < 4; q++) W32x4(p.dst_p + 16ul * uint64_t(e0 + uint(q) * stride)).v = v[q];
+        const uint last = e0 + 3u * stride;
+        if (t - last <= stride) { // last + stride would reach t or wrap past 2^32
+          e0 = t;
+          break;
+        }
+        e0 = last + stride;
+      }
+    }
+    for (uint e = e0; e < t; e += stride) {
       const uint j = e / l;
       move(int64_t(j), int64_t(e - j * l), wide, packed);
       if (t - e <= stride) break; // e + stride would wrap past 2^32
