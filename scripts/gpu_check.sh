@@ -9,7 +9,9 @@
 #   accept: learning rows of scripts/accept.sh (on AGRL_ACCEPT_DEVICE, default cuda); sweep: dev/sweep.sh;
 #   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager; vktest: the vulkan tests alone
 #   (AGRL_VKTEST_REGEX: those matching); vkprobe: dev/vk_latency.c;
-#   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present)
+#   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present;
+#   python: AGRL_PYTEST=0 runs no tests, AGRL_PYTEST_K=EXPR those -k EXPR selects,
+#   AGRL_PY_MEMCHECK=0 leaves out the tests under compute-sanitizer)
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
 # (scripts/fetch_gpu_deps.sh) where cmocka and cblas.h are missing, and
@@ -118,14 +120,19 @@ if has python; then
   python3 -c 'import agrl; print("agrl", agrl.__version__, agrl.library_version(), "cuda devices:", agrl.cuda_device_count(), "vulkan devices:", agrl.vulkan_device_count())'
   # AGRL_PYTEST=0: the package's benchmarks only, without its tests
   if [ "${AGRL_PYTEST:-1}" != 0 ]; then
-  AGRL_REQUIRE_GPU=1 AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} timeout 420 python3 -m pytest tests/python -q -rs -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1 || status=1
+  # AGRL_PYTEST_K: only the tests pytest's -k expression selects
+  AGRL_REQUIRE_GPU=1 AGRL_REQUIRE_VULKAN=${AGRL_REQUIRE_VULKAN:-1} timeout "${AGRL_PYTEST_TIMEOUT:-420}" python3 -m pytest tests/python -q -rs \
+    -p no:cacheprovider ${AGRL_PYTEST_K:+-k "$AGRL_PYTEST_K"} > "$OUT/pytest_gpu.log" 2>&1 || status=1
   tail -4 "$OUT/pytest_gpu.log"
   stamp "pytest done"; pack
-  AGRL_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 --target-processes all \
-    python3 -m pytest tests/python/test_gpu_dlpack.py -q -p no:cacheprovider -k "outlive or interpreter_exit or consumer_stream" \
-    > "$OUT/memcheck_python.log" 2>&1
-  echo "memcheck python (lifetime, exit, streams): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_python.log" | tail -1)"
-  stamp "python memcheck done"; pack
+  # AGRL_PY_MEMCHECK=0 leaves the lifetime tests under compute-sanitizer out
+  if [ "${AGRL_PY_MEMCHECK:-1}" != 0 ]; then
+    AGRL_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 --target-processes all \
+      python3 -m pytest tests/python/test_gpu_dlpack.py -q -p no:cacheprovider -k "outlive or interpreter_exit or consumer_stream" \
+      > "$OUT/memcheck_python.log" 2>&1
+    echo "memcheck python (lifetime, exit, streams): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_python.log" | tail -1)"
+    stamp "python memcheck done"; pack
+  fi
   fi
   if [ -f bench/python/bench_replay.py ] && pybench replay; then
     timeout 300 python3 bench/python/bench_replay.py --device cuda --cli "$BUILD/agrl" --json "$OUT/bench_python.json" \
