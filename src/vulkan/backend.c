@@ -706,15 +706,23 @@ static ag_status vk_alloc_mem(void *p, size_t bytes, void **out) {
   return AG_OK;
 }
 
-/* The buffer and offset of [a, a + bytes), which must lie in one allocation. */
-static ag_status locate(const vk_state *s, uint64_t a, size_t bytes, VkBuffer *buf, VkDeviceSize *off) {
+/* The allocation, buffer and offset of [a, a + bytes), which must lie in
+ * one allocation. */
+static ag_status locate_in(const vk_state *s, uint64_t a, size_t bytes, const vk_alloc **in, VkBuffer *buf,
+                           VkDeviceSize *off) {
   const vk_alloc *x = find(s, a);
   if (!x || a < x->addr || bytes > x->len || a - x->addr > x->len - bytes)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: %zu bytes at 0x%llx are not inside one allocation", bytes,
                     (unsigned long long)a);
+  *in = x;
   *buf = x->buf;
   *off = a - x->base;
   return AG_OK;
+}
+
+static ag_status locate(const vk_state *s, uint64_t a, size_t bytes, VkBuffer *buf, VkDeviceSize *off) {
+  const vk_alloc *x;
+  return locate_in(s, a, bytes, &x, buf, off);
 }
 
 /* ---- submissions ---- */
@@ -968,10 +976,10 @@ static void fill_piece(ag__fill_fn fill, void *user, unsigned char *dst, size_t 
 static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, void *user) {
   vk_state *s = p;
   vk_cmd x = {.op = OP_COPY};
-  ag_status st = locate(s, (uint64_t)(uintptr_t)dst, bytes, &x.dst, &x.dst_off);
+  const vk_alloc *a;
+  ag_status st = locate_in(s, (uint64_t)(uintptr_t)dst, bytes, &a, &x.dst, &x.dst_off);
   if (st || !bytes) return st;
   if (bytes <= VK_INLINE_UPLOAD) {
-    const vk_alloc *a = find(s, (uint64_t)(uintptr_t)dst);
     if (a->map && queue_idle(s)) { /* nothing queued or running can touch it: written now */
       fill(a->map + x.dst_off, 0, bytes, user);
       return AG_OK;

@@ -89,8 +89,11 @@ static int gather_ok(const vk_state *s, const void *args) {
 
 #define GATHER_GROUPS 8192
 
-static uint32_t gather_groups(int64_t items) {
-  const uint32_t g = ag__vk_groups(items, LOCAL);
+/* A wide gather's invocations take four items each (the shader reads four
+ * before it writes them: all but a tail of each gather goes that way); a
+ * narrow one's take one each; at most GATHER_GROUPS groups. */
+static uint32_t gather_groups(int64_t items, int wide) {
+  const uint32_t g = ag__vk_groups(wide ? (items + 3) / 4 : items, LOCAL);
   return g < GATHER_GROUPS ? g : GATHER_GROUPS;
 }
 
@@ -120,7 +123,7 @@ static ag_status run_gather(vk_state *s, const void *args) {
       a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows % 4 == 0 && pc.src % 16 == 0 && pc.dst % 16 == 0;
   pc.wide = wide;
   return ag__vk_dispatch(s, ag__vk_pipe(s, "gather"), &pc, sizeof pc,
-                         gather_groups((wide ? a->rows / 4 : a->rows) * a->n), 1, 1);
+                         gather_groups((wide ? a->rows / 4 : a->rows) * a->n, wide), 1, 1);
 }
 
 const ag__vk_kernel ag__vk_k_elementwise[] = {
