@@ -534,6 +534,107 @@ static void prep_nstep(const kcase *c, layout *L, void *args) {
   *(int64_t *)a->pos_dev = c->p[3];
 }
 
+/* ---- the replay fields' kernels: regions of any dtype ---- */
+
+/* A destination (GATHER_FIELDS) or a source (SCATTER_FIELDS): first row
+ * (or AG__GF_INDICES / AG__GF_WEIGHTS), width, dtype, ld - width. */
+typedef struct fw_region {
+  int64_t row0, width;
+  ag_dtype dtype;
+  int64_t gap;
+} fw_region;
+
+/* Sets of regions: 0, a batch of five fields (17, 6, 1, 17, 1 rows) as
+ * f32 tensors, the indices and the weights; 1, every dtype, views with
+ * gaps, a field twice; 2, three rows of integers (i32 storage beyond 2^24)
+ * into integer and other dtypes. Weights are left out of a case without
+ * them. */
+static const fw_region fw_sets[3][10] = {
+    {{0, 17, AG_F32, 0},
+     {17, 6, AG_F32, 0},
+     {23, 1, AG_F32, 0},
+     {24, 17, AG_F32, 0},
+     {41, 1, AG_F32, 0},
+     {AG__GF_INDICES, 1, AG_I64, 0},
+     {AG__GF_WEIGHTS, 1, AG_F32, 0},
+     {0, 0, AG_F32, 0}},
+    {{0, 5, AG_F16, 2},
+     {5, 3, AG_BF16, 0},
+     {8, 1, AG_U8, 1},
+     {9, 2, AG_I32, 0},
+     {11, 1, AG_I64, 3},
+     {0, 12, AG_F32, 0},
+     {AG__GF_INDICES, 1, AG_I32, 2},
+     {AG__GF_WEIGHTS, 1, AG_F16, 1},
+     {3, 4, AG_F32, 5},
+     {0, 0, AG_F32, 0}},
+    {{0, 3, AG_I64, 0},
+     {0, 3, AG_I32, 1},
+     {1, 1, AG_F32, 0},
+     {0, 2, AG_U8, 0},
+     {2, 1, AG_F16, 2},
+     {AG__GF_INDICES, 1, AG_I64, 0},
+     {AG__GF_WEIGHTS, 1, AG_I32, 1},
+     {0, 0, AG_F32, 0}},
+};
+
+/* Values of a region of dtype dt: integers as INIT_INDEX in [lo, hi), floats uniform. */
+static void *fw_reg(layout *L, size_t count, ag_dtype dt, double lo, double hi, int out) {
+  const int whole = dt == AG_U8 || dt == AG_I32 || dt == AG_I64;
+  return reg(L, count, dt, whole ? INIT_INDEX : INIT_UNIFORM, dt == AG_U8 && lo < 0 ? 0 : lo,
+             dt == AG_U8 && hi > 256 ? 256 : hi, out, 0);
+}
+
+/* GATHER_FIELDS. p: rows, capacity, n, storage, idx dtype, flags (1 scale
+ * 0.5, 2 weights, 4 idx a row with gaps: stride 3), region set, 1: i32
+ * storage over the whole i32 range. Destinations start with other values
+ * (gaps included), compared bit for bit. */
+static size_t b_gather_fields(const kcase *c, layout *L, void *out) {
+  ag__gather_fields_args *a = out;
+  const int64_t rows = c->p[0], cap = c->p[1], n = c->p[2], flags = c->p[5];
+  a->src_dtype = (ag_dtype)c->p[3], a->rows = rows, a->capacity = cap, a->n = n;
+  a->scale = flags & 1 ? 0.5f : 1.0f;
+  a->idx_dtype = (ag_dtype)c->p[4], a->idx_stride = flags & 4 ? 3 : 1;
+  const double lo = c->p[7] ? -2147483648.0 : a->src_dtype == AG_I32 ? -1000 : -300;
+  const double hi = c->p[7] ? 2147483647.0 : 300;
+  a->src = fw_reg(L, (size_t)(rows * cap), a->src_dtype, lo, hi, 0);
+  a->idx = reg(L, (size_t)((n - 1) * a->idx_stride + 1), a->idx_dtype, INIT_INDEX, -3, (double)cap + 3, 0, 0);
+  if (flags & 2) a->weights = reg(L, (size_t)n, AG_F32, INIT_UNIFORM, 0, 1.5, 0, 0);
+  for (const fw_region *f = fw_sets[c->p[6]]; f->width; f++) {
+    if (f->row0 == AG__GF_WEIGHTS && !(flags & 2)) continue; /* (not a->weights: NULL while planning) */
+    ag__gf_dst *o = &a->dst[a->n_dst++];
+    o->row0 = f->row0, o->width = f->width, o->dtype = f->dtype, o->ld = f->width + f->gap;
+    o->p = fw_reg(L, (size_t)(o->ld * (n - 1) + o->width), o->dtype, 0, 100, 1);
+  }
+  return sizeof *a;
+}
+
+/* SCATTER_FIELDS. p: rows, capacity, pos, k, storage, region set (the
+ * fields, the first source of each row only), size and position set. The whole table is compared: the columns
+ * not written keep their values. */
+static size_t b_scatter_fields(const kcase *c, layout *L, void *out) {
+  ag__scatter_fields_args *a = out;
+  const int64_t rows = c->p[0], cap = c->p[1], k = c->p[3];
+  a->dst_dtype = (ag_dtype)c->p[4], a->rows = rows, a->capacity = cap, a->pos = c->p[2], a->k = k;
+  a->dst = fw_reg(L, (size_t)(rows * cap), a->dst_dtype, -50, 50, 1);
+  uint64_t taken = 0; /* rows of the sources so far: each row has one source */
+  for (const fw_region *f = fw_sets[c->p[5]]; f->width; f++) {
+    const uint64_t mine = f->row0 < 0 ? 0 : (f->width >= 64 ? ~0ull : (1ull << f->width) - 1) << f->row0;
+    if (f->row0 < 0 || (mine & taken)) continue;
+    taken |= mine;
+    ag__sf_src *in = &a->src[a->n_src++];
+    in->row0 = f->row0, in->width = f->width, in->dtype = f->dtype, in->ld = f->width + f->gap;
+    const double big = in->dtype == AG_I64 ? 5e9 : 300; /* past u8, i32 and f16: saturated */
+    in->p = fw_reg(L, k ? (size_t)(in->ld * (k - 1) + in->width) : 0, in->dtype, -big, big, 0);
+  }
+  if (c->p[6]) {
+    a->size_dev = reg(L, 1, AG_I64, INIT_INDEX, 0, 1000, 1, 0);
+    a->pos_dev = reg(L, 1, AG_I64, INIT_INDEX, 0, 1000, 1, 0);
+    a->size_value = 123456789012345, a->pos_value = (a->pos + k) % cap;
+  }
+  return sizeof *a;
+}
+
 /* the cases: name, kernel, sizes, builder */
 #define K(name, id, build, ...) \
   { name, id, {__VA_ARGS__}, build, NULL }
@@ -652,6 +753,36 @@ static const kcase cases[] = {
     K("gather f32 rows of 4, copied whole 64x500 n300", AG__K_GATHER, b_gather, 64, 500, 300, AG_F32, AG_I64,
       0),
     K("gather f32 rows of 4, 4x70000 n70000", AG__K_GATHER, b_gather, 4, 70000, 70000, AG_F32, AG_I32, 0),
+    K("gather_fields f32 42 rows B256 f32 fields, indices, weights", AG__K_GATHER_FIELDS, b_gather_fields, 42,
+      1000, 256, AG_F32, AG_I32, 2, 0, 0),
+    K("gather_fields f32 42 rows B1 no weights", AG__K_GATHER_FIELDS, b_gather_fields, 42, 7, 1, AG_F32,
+      AG_I64, 0, 0, 0),
+    K("gather_fields f32 n70000 past a block", AG__K_GATHER_FIELDS, b_gather_fields, 42, 5000, 70000, AG_F32,
+      AG_I64, 2, 0, 0),
+    K("gather_fields f32 every dtype, gaps, idx with gaps", AG__K_GATHER_FIELDS, b_gather_fields, 12, 300,
+      129, AG_F32, AG_I32, 6, 1, 0),
+    K("gather_fields f16 every dtype scaled", AG__K_GATHER_FIELDS, b_gather_fields, 12, 77, 33, AG_F16,
+      AG_I64, 3, 1, 0),
+    K("gather_fields bf16 every dtype", AG__K_GATHER_FIELDS, b_gather_fields, 12, 40, 65, AG_BF16, AG_I64, 2,
+      1, 0),
+    K("gather_fields u8 every dtype n1 no weights", AG__K_GATHER_FIELDS, b_gather_fields, 12, 5, 1, AG_U8,
+      AG_I32, 0, 1, 0),
+    K("gather_fields i32 beyond 2^24 into integers exactly", AG__K_GATHER_FIELDS, b_gather_fields, 3, 50, 67,
+      AG_I32, AG_I64, 2, 2, 1),
+    K("gather_fields i32 beyond 2^24 scaled, idx with gaps", AG__K_GATHER_FIELDS, b_gather_fields, 3, 9, 31,
+      AG_I32, AG_I32, 7, 2, 1),
+    K("scatter_fields f32 42 rows across the end", AG__K_SCATTER_FIELDS, b_scatter_fields, 42, 300, 250, 100,
+      AG_F32, 0, 1),
+    K("scatter_fields f16 every dtype, gaps, k = capacity", AG__K_SCATTER_FIELDS, b_scatter_fields, 12, 50,
+      45, 50, AG_F16, 1, 1),
+    K("scatter_fields u8 every dtype saturating", AG__K_SCATTER_FIELDS, b_scatter_fields, 12, 40, 0, 7, AG_U8,
+      1, 0),
+    K("scatter_fields i32 every dtype k1 at the last column", AG__K_SCATTER_FIELDS, b_scatter_fields, 12, 9,
+      8, 1, AG_I32, 1, 1),
+    K("scatter_fields k0: the size and the position only", AG__K_SCATTER_FIELDS, b_scatter_fields, 42, 10, 3,
+      0, AG_F32, 0, 1),
+    K("scatter_fields bf16 2500 across the end", AG__K_SCATTER_FIELDS, b_scatter_fields, 42, 3000, 1000, 2500,
+      AG_BF16, 0, 1),
 };
 
 /* ---- running a case ---- */
@@ -751,7 +882,7 @@ static void every_kernel_matches_the_reference(void **state) {
         for (size_t e = 0; e < r->count; e++) {
           double want = value_at(ref, r, e), have = value_at(got, r, e);
           double tol = r->tol * (fabs(want) > 1 ? fabs(want) : 1);
-          if (!(fabs(want - have) <= tol) && !(isnan(want) && isnan(have)))
+          if (!(want == have) && !(fabs(want - have) <= tol) && !(isnan(want) && isnan(have))) /* inf too */
             fail_msg("%s on %s: region %d element %zu is %.9g, the reference %.9g (tolerance %.3g)", c->name,
                      ag_ctx_device_name(ctx), i, e, have, want, tol);
           compared++;

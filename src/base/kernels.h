@@ -50,6 +50,8 @@ typedef enum ag__kernel_id {
   AG__K_NSTEP,
   AG__K_RANDN,
   AG__K_ACGRAD,
+  AG__K_GATHER_FIELDS,
+  AG__K_SCATTER_FIELDS,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -546,6 +548,89 @@ typedef struct ag__randn_args {
   int64_t n;
   float *out;
 } ag__randn_args;
+
+/* ---- replay fields moved to and from other memory in one launch ----
+ * Both kernels read or write a replay table [rows, capacity] (column c's
+ * rows contiguous: element (r, c) at table[c * rows + r]) and, on the other
+ * side, up to 40 regions of any dtype each, so that a batch leaves the
+ * table for another framework's tensors (every field in its own dtype),
+ * or arrives from them, in one launch. Conversions follow base/convert.h
+ * (the device rules of AG__K_CONVERT): floating values round to nearest
+ * even, and bound for an integer dtype also saturate (NaN: 0). A backend
+ * may lack them (Vulkan does): the callers (replay.c) compose the same
+ * work from AG__K_GATHER, AG__K_CONVERT and the like. */
+#define AG__GF_MAX 40
+#define AG__GF_INDICES (-1) /* a destination's row0: the clamped indices */
+#define AG__GF_WEIGHTS (-2) /* a destination's row0: the weights */
+
+/* One destination of AG__K_GATHER_FIELDS: element e (< width) of
+ * transition j at p[j * ld + e] (ld >= width), of dtype. */
+typedef struct ag__gf_dst {
+  int64_t row0, width;
+  void *p;
+  ag_dtype dtype;
+  int64_t ld;
+} ag__gf_dst;
+
+/* AG__K_GATHER_FIELDS: for the n transitions j, c_j = clamp(idx[j *
+ * idx_stride], 0, capacity-1) (idx_dtype AG_I32 / AG_I64), and each
+ * destination d of dst[0 .. n_dst-1] (n_dst in 0 .. AG__GF_MAX):
+ *   row0 >= 0: p[j * ld + e] = (dtype) v for e < width (row0 + width <=
+ *     rows), v = (f32) src[c_j * rows + row0 + e] * scale, the product
+ *     skipped when scale is 1 (the value as stored); except that an
+ *     integer src_dtype (u8, i32) with a scale of 1 bound for an integer
+ *     dtype goes across as an integer, exactly (never through f32);
+ *   row0 = AG__GF_INDICES (width 1, dtype AG_I32 / AG_I64): p[j * ld] = c_j;
+ *   row0 = AG__GF_WEIGHTS (width 1, weights not NULL): p[j * ld] = (dtype)
+ *     weights[j].
+ * The destinations must not overlap the table, the indices, the weights
+ * or each other (two may hold the same field in different dtypes). */
+typedef struct ag__gather_fields_args {
+  const void *src;
+  ag_dtype src_dtype;
+  int64_t rows, capacity;
+  float scale;
+  const void *idx;
+  ag_dtype idx_dtype;
+  int64_t idx_stride;
+  int64_t n;
+  const float *weights; /* n values, stride 1; may be NULL */
+  int n_dst;
+  ag__gf_dst dst[AG__GF_MAX];
+} ag__gather_fields_args;
+
+#define AG__SF_MAX 40
+
+/* One source of AG__K_SCATTER_FIELDS: element e (< width) of transition j
+ * at p[j * ld + e] (ld >= width), of dtype; it goes to rows row0 ..
+ * row0 + width - 1 of the table (row0 + width <= rows). */
+typedef struct ag__sf_src {
+  const void *p;
+  ag_dtype dtype;
+  int64_t ld;
+  int64_t row0, width;
+} ag__sf_src;
+
+/* AG__K_SCATTER_FIELDS: for the k transitions j (k in 0 .. capacity) and
+ * each source s of src[0 .. n_src-1] (n_src in 0 .. AG__SF_MAX):
+ *   dst[col_j * rows + row0 + e] = (dst_dtype) p[j * ld + e], e < width,
+ *   col_j = (pos + j) mod capacity (pos in 0 .. capacity-1: the ring's
+ *   wrap is the kernel's own);
+ * then *size_dev = size_value when size_dev is not NULL, and *pos_dev =
+ * pos_value when pos_dev is not NULL (each stored once). The sources must
+ * not overlap the table, nor two of them go to the same row. */
+typedef struct ag__scatter_fields_args {
+  void *dst;
+  ag_dtype dst_dtype;
+  int64_t rows, capacity;
+  int64_t pos, k;
+  int n_src;
+  ag__sf_src src[AG__SF_MAX];
+  int64_t *size_dev;
+  int64_t size_value;
+  int64_t *pos_dev;
+  int64_t pos_value;
+} ag__scatter_fields_args;
 
 #ifdef __cplusplus
 }

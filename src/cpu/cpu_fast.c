@@ -1,9 +1,11 @@
 /* cpu_fast.c — the fast paths of the CPU backend, and the switch that
  * forces the reference (cpu_kernels.c) instead.
  *
- * Seven kernels have one; the backend runs it unless the reference is
+ * Nine kernels have one; the backend runs it unless the reference is
  * forced. Each is the reference's result computed faster, and each is
- * checked against the reference by tests/test_cpu_paths.c:
+ * checked against the reference by tests/test_cpu_paths.c (GATHER_FIELDS
+ * and SCATTER_FIELDS by the cases of tests/test_kernels.c, which run the
+ * backend's path):
  *
  *   GATHER      prefetches, memcpy or AVX-512 column copies (cpu_fast_x86.c),
  *               large f32 batches split over the helper threads. The same
@@ -33,6 +35,10 @@
  *               4e-7 of the reference's, relative to the weight; batches
  *               where the polynomial could overflow take the reference's
  *               formula, bit for bit.
+ *   GATHER_FIELDS, SCATTER_FIELDS  f32 fields of f32 columns (at a scale
+ *               of 1) copied with memcpy, a column at a time, the gather's
+ *               columns asked for ahead; the other fields by the
+ *               reference. The same bits.
  *
  * Within them, ag__cpu_vector_paths = 0 makes the vector paths take their
  * portable C ones (the same bits), and ag__cpu_gather_threads caps the
@@ -540,6 +546,71 @@ static ag_status fast_per_sample(const void *args) {
   return AG_OK;
 }
 
+/* ---- GATHER_FIELDS, SCATTER_FIELDS ---- */
+
+/* f32 fields of f32 columns at a scale of 1 (a batch handed to another
+ * framework as it is stored) are copied, transition by transition (each
+ * column read once for all of them, the columns ahead asked for as the
+ * gather asks); every other destination goes through the reference in one
+ * call. The same bits: the reference stores such a value as it is. */
+static ag_status fast_gather_fields(const void *args) {
+  const ag__gather_fields_args *a = args;
+  const int plain = a->src_dtype == AG_F32 && a->scale == 1.0f;
+  ag__gather_fields_args rest = *a;
+  int copies[AG__GF_MAX], n_copies = 0;
+  rest.n_dst = 0;
+  for (int d = 0; d < a->n_dst; d++) {
+    if (plain && a->dst[d].row0 >= 0 && a->dst[d].dtype == AG_F32)
+      copies[n_copies++] = d;
+    else
+      rest.dst[rest.n_dst++] = a->dst[d];
+  }
+  if (n_copies) {
+    enum { AHEAD = 32 };
+    const size_t col_bytes = (size_t)a->rows * sizeof(float);
+#define COL(j)                                                                                   \
+  ((const float *)a->src +                                                                       \
+   (size_t)ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, (j)*a->idx_stride), a->capacity) * \
+       (size_t)a->rows)
+    for (int64_t j = 0; j < a->n && j < AHEAD; j++) ag__cpu_prefetch_span((const char *)COL(j), col_bytes);
+    for (int64_t j = 0; j < a->n; j++) {
+      if (j + AHEAD < a->n) ag__cpu_prefetch_span((const char *)COL(j + AHEAD), col_bytes);
+      const float *col = COL(j);
+      for (int i = 0; i < n_copies; i++) {
+        const ag__gf_dst *o = &a->dst[copies[i]];
+        memcpy((float *)o->p + j * o->ld, col + o->row0, (size_t)o->width * sizeof(float));
+      }
+    }
+#undef COL
+  }
+  return rest.n_dst ? ag__cpu_ref_kernels[AG__K_GATHER_FIELDS](&rest) : AG_OK;
+}
+
+/* f32 sources into f32 columns are copied, transition by transition; the
+ * other sources, the size and the position go through the reference in
+ * one call. The same bits. */
+static ag_status fast_scatter_fields(const void *args) {
+  const ag__scatter_fields_args *a = args;
+  ag__scatter_fields_args rest = *a;
+  int copies[AG__SF_MAX], n_copies = 0;
+  rest.n_src = 0;
+  for (int i = 0; i < a->n_src; i++) {
+    if (a->dst_dtype == AG_F32 && a->src[i].dtype == AG_F32)
+      copies[n_copies++] = i;
+    else
+      rest.src[rest.n_src++] = a->src[i];
+  }
+  for (int64_t j = 0; j < a->k && n_copies; j++) {
+    const int64_t col = (a->pos + j) % a->capacity;
+    float *to = (float *)a->dst + (size_t)col * (size_t)a->rows;
+    for (int i = 0; i < n_copies; i++) {
+      const ag__sf_src *in = &a->src[copies[i]];
+      memcpy(to + in->row0, (const float *)in->p + j * in->ld, (size_t)in->width * sizeof(float));
+    }
+  }
+  return ag__cpu_ref_kernels[AG__K_SCATTER_FIELDS](&rest);
+}
+
 /* ---- the tables ---- */
 
 const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT] = {
@@ -550,6 +621,8 @@ const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT] = {
     [AG__K_RANDINT] = fast_randint,
     [AG__K_PER_SET] = fast_per_set,
     [AG__K_PER_SAMPLE] = fast_per_sample,
+    [AG__K_GATHER_FIELDS] = fast_gather_fields,
+    [AG__K_SCATTER_FIELDS] = fast_scatter_fields,
 };
 
 #define DISPATCH(name, id)                                                                 \
@@ -563,4 +636,6 @@ DISPATCH(copy, AG__K_COPY)
 DISPATCH(randint, AG__K_RANDINT)
 DISPATCH(per_set, AG__K_PER_SET)
 DISPATCH(per_sample, AG__K_PER_SAMPLE)
+DISPATCH(gather_fields, AG__K_GATHER_FIELDS)
+DISPATCH(scatter_fields, AG__K_SCATTER_FIELDS)
 #undef DISPATCH

@@ -34,6 +34,8 @@ ag_status ag__cpu_run_copy(const void *args);
 ag_status ag__cpu_run_randint(const void *args);
 ag_status ag__cpu_run_per_set(const void *args);
 ag_status ag__cpu_run_per_sample(const void *args);
+ag_status ag__cpu_run_gather_fields(const void *args);
+ag_status ag__cpu_run_scatter_fields(const void *args);
 
 /* 1: every kernel runs its reference; 0: the fast paths where there are
  * some. Until set, AGRL_CPU_REFERENCE decides (set and not "0": forced),

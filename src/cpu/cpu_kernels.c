@@ -359,6 +359,57 @@ static ag_status k_nstep(const void *args) {
   return AG_OK;
 }
 
+/* AG__K_GATHER_FIELDS, one value: element i of the table (of dtype st)
+ * into element k of p (of dtype dt). Integer storage with a scale of 1
+ * bound for an integer dtype goes across as an integer; otherwise as f32,
+ * times the scale unless it is 1. */
+static void gf_value(void *p, ag_dtype dt, int64_t k, const void *src, ag_dtype st, int64_t i, float scale) {
+  if (scale == 1.0f && ag__dtype_is_int(st) && ag__dtype_is_int(dt)) {
+    ag__store_int(p, dt, k, ag__value_int(src, st, i));
+    return;
+  }
+  const float v = ag__value_f32(src, st, i);
+  ag__store_f32(p, dt, k, scale == 1.0f ? v : v * scale);
+}
+
+/* AG__K_GATHER_FIELDS: destination by destination, transition by
+ * transition. */
+static ag_status k_gather_fields(const void *args) {
+  const ag__gather_fields_args *a = args;
+  for (int d = 0; d < a->n_dst; d++) {
+    const ag__gf_dst *o = &a->dst[d];
+    for (int64_t j = 0; j < a->n; j++) {
+      const int64_t c = ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, j * a->idx_stride), a->capacity);
+      if (o->row0 == AG__GF_INDICES) {
+        ag__store_int(o->p, o->dtype, j * o->ld, c);
+      } else if (o->row0 == AG__GF_WEIGHTS) {
+        ag__store_f32(o->p, o->dtype, j * o->ld, a->weights[j]);
+      } else {
+        for (int64_t e = 0; e < o->width; e++)
+          gf_value(o->p, o->dtype, j * o->ld + e, a->src, a->src_dtype, c * a->rows + o->row0 + e, a->scale);
+      }
+    }
+  }
+  return AG_OK;
+}
+
+/* AG__K_SCATTER_FIELDS: source by source, transition by transition, then
+ * the size and the position. */
+static ag_status k_scatter_fields(const void *args) {
+  const ag__scatter_fields_args *a = args;
+  for (int s = 0; s < a->n_src; s++) {
+    const ag__sf_src *in = &a->src[s];
+    for (int64_t j = 0; j < a->k; j++) {
+      const int64_t col = (a->pos + j) % a->capacity;
+      for (int64_t e = 0; e < in->width; e++)
+        ag__convert_one(a->dst, a->dst_dtype, col * a->rows + in->row0 + e, in->p, in->dtype, j * in->ld + e);
+    }
+  }
+  if (a->size_dev) *a->size_dev = a->size_value;
+  if (a->pos_dev) *a->pos_dev = a->pos_value;
+  return AG_OK;
+}
+
 const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_GATHER] = k_gather,
     [AG__K_GEMM] = k_gemm,
@@ -385,6 +436,8 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_NSTEP] = k_nstep,
     [AG__K_RANDN] = k_randn,
     [AG__K_ACGRAD] = ag__cpu_acgrad,
+    [AG__K_GATHER_FIELDS] = k_gather_fields,
+    [AG__K_SCATTER_FIELDS] = k_scatter_fields,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -415,4 +468,6 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_NSTEP] = k_nstep,
     [AG__K_RANDN] = k_randn,
     [AG__K_ACGRAD] = ag__cpu_acgrad,
+    [AG__K_GATHER_FIELDS] = ag__cpu_run_gather_fields,
+    [AG__K_SCATTER_FIELDS] = ag__cpu_run_scatter_fields,
 };

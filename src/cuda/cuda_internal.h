@@ -194,6 +194,9 @@ ag_status ag__cuda_acgrad(ag__cuda_state *st, const void *args);
 size_t ag__cuda_acgrad_scratch(const void *args);
 ag_status ag__cuda_convert(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_set_i64(ag__cuda_state *st, const void *args);
+/* AG__K_GATHER_FIELDS and AG__K_SCATTER_FIELDS (gather_fields.cu) */
+ag_status ag__cuda_gather_fields(ag__cuda_state *st, const void *args);
+ag_status ag__cuda_scatter_fields(ag__cuda_state *st, const void *args);
 
 /* cuBLAS status to an agrl status with a message. */
 ag_status ag__cublas_fail(cublasStatus_t s, const char *what);

@@ -1135,6 +1135,9 @@ static const ag__vk_kernel *kernel_of(ag__kernel_id id) {
   return NULL;
 }
 
+/* A kernel without a shader here (AG__K_QGRAD, AG__K_ACGRAD, AG__K_GATHER_FIELDS,
+ * AG__K_SCATTER_FIELDS: no table has it) is refused: its callers compose
+ * the same work from the kernels that are here. */
 static int vk_supports(void *p, ag__kernel_id id, const void *args, size_t size) {
   (void)size;
   const ag__vk_kernel *k = kernel_of(id);
