@@ -53,8 +53,11 @@ AG_API void ag_replay_free(ag_replay *r);
 
 /* Appends k transitions. data[i] holds field i for the k transitions,
  * transition by transition (k * width values of the field's dtype). Values
- * must fit the storage dtype; integer fields are stored exactly in integer
- * storage. Oldest transitions are overwritten when full.
+ * must fit the storage dtype; integer fields are stored exactly: an
+ * integer the storage cannot hold exactly is refused (integer storage
+ * holds its range; f32 storage holds every integer up to 2^24 in
+ * magnitude, f16 up to 2^11, bf16 up to 2^8, and larger ones that convert
+ * there and back unchanged). Oldest transitions are overwritten when full.
  * All or nothing: the columns (two parts when the ring wraps), the size
  * and the position on the device and, with prioritized sampling, the new
  * priorities are written only after everything that can fail has
@@ -65,8 +68,10 @@ AG_API void ag_replay_free(ag_replay *r);
  * k = 0 adds nothing.
  * Errors: AG_ERR_INVALID_ARG: r NULL, k < 0, data or a field's data NULL
  * for k > 0; AG_ERR_OUT_OF_RANGE: k > capacity, a value that does not fit
- * u8 or i32 storage; AG_ERR_STATE: the table is broken as above, or a step
- * is being recorded; AG_ERR_FREED: its buffer was freed;
+ * u8 or i32 storage, a value of an integer field (u8, i32, i64) that f32,
+ * f16 or bf16 storage does not hold exactly (the message names the field,
+ * the value and the storage); AG_ERR_STATE: the table is broken as above,
+ * or a step is being recorded; AG_ERR_FREED: its buffer was freed;
  * AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
 AG_API ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k);
 
@@ -75,12 +80,13 @@ AG_API ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k)
  * another framework's tensor wrapped by ag_tensor_wrap (agrl/export.h).
  * The columns are converted to the storage dtype on the device, by the
  * device rules of agrl/export.h (values are not checked), and the size on
- * the device is set by a kernel: nothing crosses the bus. All or nothing
- * up to the kernels: a device error while they run leaves the table broken
- * as above. Errors: those of ag_replay_add, AG_ERR_FREED for a tensor
- * released by ag_ctx_reset; AG_ERR_INVALID_ARG: a tensor NULL or of another
- * context; AG_ERR_SHAPE: a tensor not [width, k]; AG_ERR_STATE while a step
- * is being recorded. */
+ * the device is set by a kernel: nothing crosses the bus. On CUDA and the
+ * CPU that is one kernel launch for the columns (both parts of a wrap),
+ * the size and the position (one for each 40 fields); on Vulkan a
+ * conversion for each field and part. All or nothing up to the kernels: a
+ * device error while they run leaves the table broken as above. Errors: those of ag_replay_add, AG_ERR_FREED
+ * for a tensor released by ag_ctx_reset; AG_ERR_INVALID_ARG: a tensor NULL or of another context;
+ * AG_ERR_SHAPE: a tensor not [width, k]; AG_ERR_STATE while a step is being recorded. */
 AG_API ag_status ag_replay_add_dev(ag_replay *r, ag_tensor *const *data, int64_t k);
 AG_API int64_t ag_replay_size(const ag_replay *r); /* valid transitions */
 AG_API int64_t ag_replay_capacity(const ag_replay *r);
@@ -128,6 +134,71 @@ AG_API ag_status ag_replay_sample(ag_replay *r, ag_rng *rng, int64_t B, ag_tenso
  * n < 1; AG_ERR_OUT_OF_RANGE: an index outside 0..size-1; AG_ERR_STATE: the
  * table is broken; those of ag_get_rows (AG_ERR_STATE while recording). */
 AG_API ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tensor **batch);
+
+/* ---- a batch straight into other memory ----
+ * ag_replay_gather_into writes the transitions at the indices idx into
+ * memory the caller gives (e.g. another framework's tensors, through
+ * their device addresses), each destination a field of the table in a
+ * dtype of its own, or the indices, or the importance weights: a batch
+ * drawn by ag_replay_sample or ag_per_sample, handed over with no
+ * temporary and no copy after it. */
+
+/* A destination of ag_replay_gather_into: element e (0 .. width-1) of
+ * transition j (0 .. B-1) goes to data[j * ld + e] as dtype, width being
+ * the field's width (1 for the indices and the weights). Fields are
+ * numbered as ag_replay_field_at numbers them (the order of creation). */
+typedef struct ag_replay_dst {
+  int field;      /* 0..n_fields-1, or AG_REPLAY_DST_INDICES, AG_REPLAY_DST_WEIGHTS */
+  void *data;     /* memory of the table's device (e.g. another framework's tensor) */
+  ag_dtype dtype; /* any ag_dtype; indices: AG_I32 or AG_I64 */
+  int64_t ld;     /* elements from one transition to the next, >= the field's width (1 for indices/weights) */
+} ag_replay_dst;
+#define AG_REPLAY_DST_INDICES (-1)
+#define AG_REPLAY_DST_WEIGHTS (-2)
+
+/* Writes the B transitions at idx into the n_dst destinations dst.
+ * idx: an i32 or i64 tensor [1, B] or [B, 1] on the table's context (as
+ * ag_replay_nstep takes it, e.g. what ag_replay_sample or ag_per_sample
+ * drew); each index is clamped to 0 .. capacity-1 on the device, as
+ * ag_get_rows_dev clamps (the table's unwritten columns are read as they
+ * are). weights: NULL, or an f32 tensor of B values, [1, B] (packed) or
+ * [B, 1], on the table's context (ag_per_sample's), read only for a
+ * weights destination.
+ * Values: a field's values as ag_replay_gather gives them (the stored
+ * value times the buffer's scale, in f32; at a scale of 1 the stored value
+ * itself) converted to the destination's dtype by the device rules of
+ * agrl/export.h (round to nearest even; integer dtypes saturate, NaN
+ * becomes 0); except that integer storage (u8, i32) at a scale of 1 goes
+ * into an integer dtype exactly (an i32 value beyond 2^24 included). On a
+ * backend without the one-launch kernel (Vulkan) the batch is gathered as
+ * f32 first: there, integer storage is exact up to 2^24 in magnitude.
+ * The indices destination receives the clamped columns; the weights
+ * destination the weights, converted. A field may be asked for several
+ * times (in several dtypes). The destinations must not overlap each other,
+ * the table, idx or weights; the caller keeps their memory valid until the
+ * queued work has finished (see ag_ctx_defer).
+ * Queued, with no transfer and no host wait, and recordable: inside
+ * ag_capture_create's step it makes nothing but temporaries of the
+ * recording (where it composes), and each replay gathers the table as it
+ * is then. One kernel launch on CUDA and the CPU (one for each 40
+ * destinations); on Vulkan a gather and a conversion a destination (and a
+ * kernel that clamps the indices when they are asked for, or come with
+ * gaps).
+ * Errors, all checked before anything runs (nothing is written on error):
+ * AG_ERR_INVALID_ARG: r, idx or dst NULL, n_dst < 1, a destination's
+ * field neither a field nor AG_REPLAY_DST_INDICES / _WEIGHTS, its data
+ * NULL or not aligned to its dtype's size, an unknown dtype, indices asked
+ * for as another dtype than i32 / i64, weights asked for with weights
+ * NULL, idx or weights of another context, a destination's span (ld (B-1)
+ * + width elements) that overflows; AG_ERR_SHAPE: idx not i32 / i64 or
+ * neither a row nor a column, weights not f32, not B values as a row or a
+ * column, or a row with gaps, a destination's ld below its width;
+ * AG_ERR_STATE: the table is broken (see ag_replay_add); AG_ERR_FREED: the
+ * table's buffer, idx or weights freed; AG_ERR_OUT_OF_MEMORY (temporaries
+ * where it composes); AG_ERR_UNSUPPORTED (a backend that can neither run
+ * the kernel nor compose it: none of agrl's); AG_ERR_DEVICE. */
+AG_API ag_status ag_replay_gather_into(ag_replay *r, const ag_tensor *idx, const ag_tensor *weights,
+                                       const ag_replay_dst *dst, int n_dst);
 
 /* A field of a gathered batch: a [width, B] view (a temporary, as batch).
  * Errors: AG_ERR_INVALID_ARG: an argument NULL, no such field;

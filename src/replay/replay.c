@@ -13,6 +13,7 @@
 
 #include "agrl/graph.h"
 #include "agrl/replay.h"
+#include "base/convert.h"
 #include "core/internal.h"
 #include "replay/replay_internal.h"
 
@@ -115,6 +116,17 @@ static double load_any(const void *p, ag_dtype dt, size_t i) {
   }
 }
 
+/* Whether integer element i (of integer dtype dt) comes back from floating
+ * storage st as it went in: converted there by the host path's own rules
+ * and back. */
+static int held_exactly(const void *p, ag_dtype dt, size_t i, ag_dtype st) {
+  const int64_t v = ag__value_int(p, dt, (int64_t)i);
+  unsigned char cell[8];
+  ag__convert_one(cell, st, 0, p, dt, (int64_t)i);
+  const float back = ag__value_f32(cell, st, 0);
+  return back >= -9223372036854775808.0f && back < 9223372036854775808.0f && (int64_t)back == v;
+}
+
 /* Refuses a table that a device error left half written. */
 ag_status ag__replay_check_sound(const ag_replay *r, const char *fn) {
   if (!r->broken) return AG_OK;
@@ -162,6 +174,14 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
                           "%s: field '%s' value %g (transition %lld) does not fit %s storage", fn, f->name, v,
                           (long long)(e / f->width), ag_dtype_name(r->storage));
       }
+    else if (ag__dtype_is_int(f->dtype)) /* floating storage: an integer must come back as it went */
+      for (int64_t e = 0; e < k * f->width; e++)
+        if (!held_exactly(data[i], f->dtype, (size_t)e, r->storage))
+          return ag__fail(AG_ERR_OUT_OF_RANGE,
+                          "%s: field '%s' value %lld (transition %lld) is not held exactly by %s storage "
+                          "(integers are stored exactly; choose wider or integer storage)",
+                          fn, f->name, (long long)ag__value_int(data[i], f->dtype, e),
+                          (long long)(e / f->width), ag_dtype_name(r->storage));
   }
   /* a large batch on a device: across as it is, interleaved there */
   size_t es = ag_dtype_size(r->storage), need = (size_t)(r->rows * k) * es;
@@ -243,10 +263,43 @@ typedef struct dev_src {
   int64_t ld;
 } dev_src;
 
+/* The arguments of launch `chunk` of the one-launch add: the fields
+ * chunk * AG__SF_MAX .. of k transitions at the ring's position, both parts
+ * of a wrap (the kernel wraps), and in the last launch the size and the
+ * position. */
+static void scatter_args(const ag_replay *r, const dev_src *src, int64_t k, int chunk, int64_t *size_ptr,
+                         int64_t size, int64_t *pos_ptr, int64_t pos, ag__scatter_fields_args *a) {
+  memset(a, 0, sizeof *a);
+  a->dst = r->buf->store.ptr;
+  a->dst_dtype = r->storage;
+  a->rows = r->rows;
+  a->capacity = r->capacity;
+  a->pos = r->pos;
+  a->k = k;
+  const int i0 = chunk * AG__SF_MAX;
+  for (int i = i0; i < r->n_fields && i < i0 + AG__SF_MAX; i++) {
+    ag__sf_src *in = &a->src[a->n_src++];
+    in->p = src[i].ptr;
+    in->dtype = src[i].dtype;
+    in->ld = src[i].ld;
+    in->row0 = r->fields[i].row0;
+    in->width = r->fields[i].width;
+  }
+  if (i0 + AG__SF_MAX >= r->n_fields) { /* the last launch */
+    a->size_dev = size_ptr;
+    a->size_value = size;
+    a->pos_dev = pos_ptr;
+    a->pos_value = pos;
+  }
+}
+
 /* Appends k transitions from device memory (checked by the caller): the
  * columns scattered and converted by kernels, the count and the position
  * set on the device, the samplers told. All that can fail without a trace
- * comes first. */
+ * comes first. Where the backend has AG__K_SCATTER_FIELDS this is one
+ * launch (one for each AG__SF_MAX fields); otherwise a conversion for each
+ * field and part of the wrap, and a kernel for the size and one for the
+ * position. */
 static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, const char *fn) {
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
@@ -259,32 +312,48 @@ static ag_status add_from_device(ag_replay *r, const dev_src *src, int64_t k, co
   if (!s) s = ag__tensor_ptr(r->pos_dev, &pos_ptr);
   for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
   if (s) return s;
+  const int chunks = (r->n_fields + AG__SF_MAX - 1) / AG__SF_MAX;
+  int one_launch = 1;
+  ag__scatter_fields_args sf;
+  for (int c = 0; c < chunks && one_launch; c++) {
+    scatter_args(r, src, k, c, size_ptr, size, pos_ptr, pos, &sf);
+    one_launch = ag__kernel_supported(r->ctx, AG__K_SCATTER_FIELDS, &sf, sizeof sf);
+  }
   /* past this point only the device itself can fail */
   const size_t es = ag_dtype_size(r->storage);
   int launched = 0;
-  for (int part = 0; part < (k > first ? 2 : 1) && !s; part++) {
-    const int64_t c0 = part ? first : 0, n = part ? k - first : first;
-    for (int i = 0; i < r->n_fields && !s; i++) {
-      const ag__field *f = &r->fields[i];
-      ag__convert_args a = {(const char *)src[i].ptr + (size_t)(c0 * src[i].ld) * ag_dtype_size(src[i].dtype),
-                            src[i].dtype,
-                            src[i].ld,
-                            (char *)at[part].dst + (size_t)f->row0 * es,
-                            r->storage,
-                            r->rows,
-                            f->width,
-                            n};
-      s = ag__run(r->ctx, AG__K_CONVERT, &a, sizeof a);
+  if (one_launch) {
+    for (int c = 0; c < chunks && !s; c++) {
+      scatter_args(r, src, k, c, size_ptr, size, pos_ptr, pos, &sf);
+      s = ag__run(r->ctx, AG__K_SCATTER_FIELDS, &sf, sizeof sf);
       launched = 1;
     }
-  }
-  if (!s && size != r->size) {
-    ag__set_i64_args a = {(int64_t *)size_ptr, size};
-    s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
-  }
-  if (!s && pos != r->pos_on_dev) {
-    ag__set_i64_args a = {(int64_t *)pos_ptr, pos};
-    s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
+  } else {
+    for (int part = 0; part < (k > first ? 2 : 1) && !s; part++) {
+      const int64_t c0 = part ? first : 0, n = part ? k - first : first;
+      for (int i = 0; i < r->n_fields && !s; i++) {
+        const ag__field *f = &r->fields[i];
+        ag__convert_args a = {
+            (const char *)src[i].ptr + (size_t)(c0 * src[i].ld) * ag_dtype_size(src[i].dtype),
+            src[i].dtype,
+            src[i].ld,
+            (char *)at[part].dst + (size_t)f->row0 * es,
+            r->storage,
+            r->rows,
+            f->width,
+            n};
+        s = ag__run(r->ctx, AG__K_CONVERT, &a, sizeof a);
+        launched = 1;
+      }
+    }
+    if (!s && size != r->size) {
+      ag__set_i64_args a = {(int64_t *)size_ptr, size};
+      s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
+    }
+    if (!s && pos != r->pos_on_dev) {
+      ag__set_i64_args a = {(int64_t *)pos_ptr, pos};
+      s = ag__run(r->ctx, AG__K_SET_I64, &a, sizeof a);
+    }
   }
   for (int i = 0; i < r->n_samplers && !s; i++) {
     s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
@@ -485,6 +554,200 @@ ag_status ag_replay_gather(ag_replay *r, const int64_t *idx, int64_t n, ag_tenso
       return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is outside the %lld valid transitions", fn,
                       (long long)j, (long long)idx[j], (long long)r->size);
   return ag_get_rows(r->buf, idx, n, batch);
+}
+
+/* ---- a batch into other memory ---- */
+
+/* A destination of ag_replay_gather_into as the kernel takes it (its
+ * checks done): the first row and width of the field, or a special row. */
+static ag__gf_dst gf_dst_of(const ag_replay *r, const ag_replay_dst *d) {
+  ag__gf_dst o;
+  o.row0 = d->field >= 0 ? r->fields[d->field].row0
+                         : (d->field == AG_REPLAY_DST_INDICES ? AG__GF_INDICES : AG__GF_WEIGHTS);
+  o.width = d->field >= 0 ? r->fields[d->field].width : 1;
+  o.p = d->data;
+  o.dtype = d->dtype;
+  o.ld = d->ld;
+  return o;
+}
+
+/* The checks of destination i of a batch of B (errors name fn). */
+static ag_status check_dst(const ag_replay *r, const ag_replay_dst *d, int i, int64_t B, int weights,
+                           const char *fn) {
+  const int special = d->field == AG_REPLAY_DST_INDICES || d->field == AG_REPLAY_DST_WEIGHTS;
+  if (!special && (d->field < 0 || d->field >= r->n_fields))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: dst[%d].field = %d is neither a field of the table (0..%d) nor "
+                    "AG_REPLAY_DST_INDICES (-1) or AG_REPLAY_DST_WEIGHTS (-2)",
+                    fn, i, d->field, r->n_fields - 1);
+  const char *what = d->field == AG_REPLAY_DST_INDICES   ? "the indices"
+                     : d->field == AG_REPLAY_DST_WEIGHTS ? "the weights"
+                                                         : r->fields[d->field].name;
+  if (!d->data) return ag__fail(AG_ERR_INVALID_ARG, "%s: dst[%d] (%s) has no data", fn, i, what);
+  if ((int)d->dtype < 0 || d->dtype >= AG_DTYPE_COUNT_)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst[%d] (%s) has unknown dtype %d", fn, i, what, (int)d->dtype);
+  if (d->field == AG_REPLAY_DST_INDICES && d->dtype != AG_I32 && d->dtype != AG_I64)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst[%d] (the indices) has dtype %s; indices are i32 or i64", fn,
+                    i, ag_dtype_name(d->dtype));
+  if (d->field == AG_REPLAY_DST_WEIGHTS && !weights)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst[%d] asks for the weights, but weights is NULL", fn, i);
+  const size_t es = ag_dtype_size(d->dtype);
+  if ((uintptr_t)d->data % es)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst[%d] (%s): %p is not aligned to the %zu bytes of %s", fn, i,
+                    what, d->data, es, ag_dtype_name(d->dtype));
+  const int64_t width = special ? 1 : r->fields[d->field].width;
+  if (d->ld < width)
+    return ag__fail(AG_ERR_SHAPE, "%s: dst[%d] (%s) has ld = %lld, less than the width %lld", fn, i, what,
+                    (long long)d->ld, (long long)width);
+  size_t bytes; /* the span the destination covers: ld (B - 1) + width elements */
+  if ((uint64_t)d->ld > (uint64_t)INT64_MAX / (uint64_t)B ||
+      !ag__mul3((uint64_t)(d->ld * (B - 1) + width), es, 1, &bytes))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dst[%d] (%s): ld = %lld over %lld transitions overflows", fn, i,
+                    what, (long long)d->ld, (long long)B);
+  return AG_OK;
+}
+
+/* The arguments of launch `chunk` (destinations chunk * AG__GF_MAX ..). */
+static void gather_fields_args(const ag_replay *r, const void *ip, const ag_tensor *idx, int64_t stride,
+                               const void *wp, const ag_replay_dst *dst, int n_dst, int chunk,
+                               ag__gather_fields_args *a) {
+  memset(a, 0, sizeof *a);
+  a->src = r->buf->store.ptr;
+  a->src_dtype = r->buf->dtype;
+  a->rows = r->rows;
+  a->capacity = r->capacity;
+  a->scale = r->buf->scale;
+  a->idx = ip;
+  a->idx_dtype = idx->dtype;
+  a->idx_stride = stride;
+  a->n = idx->rows * idx->cols;
+  a->weights = wp;
+  for (int i = chunk * AG__GF_MAX; i < n_dst && a->n_dst < AG__GF_MAX; i++)
+    a->dst[a->n_dst++] = gf_dst_of(r, &dst[i]);
+}
+
+/* ag_replay_gather_into where the backend lacks AG__K_GATHER_FIELDS: the
+ * indices clamped and packed by AG__K_NSTEP of one step (its `last` is the
+ * clamped column, exact at any capacity) when the indices are asked for or
+ * the gather needs them packed, the batch gathered as f32 by AG__K_GATHER,
+ * then one AG__K_CONVERT a destination. Every temporary is made and every
+ * kernel asked for before the first runs. */
+static ag_status gather_into_composed(ag_replay *r, const void *ip, const ag_tensor *idx, int64_t stride,
+                                      const void *wp, const ag_replay_dst *dst, int n_dst, const char *fn) {
+  const int64_t B = idx->rows * idx->cols;
+  int want_idx = 0, want_rows = 0;
+  for (int i = 0; i < n_dst; i++)
+    want_idx |= dst[i].field == AG_REPLAY_DST_INDICES, want_rows |= dst[i].field >= 0;
+  const int clamp = want_idx || (want_rows && stride != 1 && B > 1);
+  ag_status s = AG_OK;
+  ag_tensor *ret = NULL, *disc = NULL, *last = NULL, *batch = NULL;
+  ag__nstep_args na;
+  memset(&na, 0, sizeof na);
+  if (clamp) {
+    void *sz = NULL, *ps = NULL;
+    if ((s = ag__tensor_ptr(r->size_dev, &sz)) || (s = ag__tensor_ptr(r->pos_dev, &ps)) ||
+        (s = ag__tensor_temp(r->ctx, 1, B, AG_F32, &ret)) ||
+        (s = ag__tensor_temp(r->ctx, 1, B, AG_F32, &disc)) ||
+        (s = ag__tensor_temp(r->ctx, 1, B, AG_I64, &last)))
+      return s;
+    na.table = r->buf->store.ptr, na.dtype = r->buf->dtype, na.rows = r->rows, na.capacity = r->capacity;
+    na.scale = r->buf->scale, na.rew_row = 0, na.term_row = 0, na.trunc_row = -1;
+    na.size_dev = sz, na.pos_dev = ps, na.idx = ip, na.idx_dtype = idx->dtype, na.idx_stride = stride;
+    na.B = B, na.n = 1, na.gamma = 1.0f, na.stride = 1;
+    na.ret = (float *)ret->data, na.discount = (float *)disc->data, na.last = (int64_t *)last->data;
+    if (!ag__kernel_supported(r->ctx, AG__K_NSTEP, &na, sizeof na))
+      return ag__fail(AG_ERR_UNSUPPORTED,
+                      "%s: the device takes neither the one-launch gather nor an n-step walk", fn);
+  }
+  ag__gather_args ga;
+  memset(&ga, 0, sizeof ga);
+  if (want_rows) {
+    if ((s = ag__tensor_temp(r->ctx, r->rows, B, AG_F32, &batch))) return s;
+    ga.src = r->buf->store.ptr, ga.src_dtype = r->buf->dtype, ga.rows = r->rows, ga.capacity = r->capacity;
+    ga.idx = last ? (const void *)last->data : ip, ga.idx_dtype = last ? AG_I64 : idx->dtype, ga.n = B;
+    ga.scale = r->buf->scale, ga.dst = (float *)batch->data;
+    if (!ag__kernel_supported(r->ctx, AG__K_GATHER, &ga, sizeof ga))
+      return ag__fail(AG_ERR_UNSUPPORTED, "%s: the device does not gather this table", fn);
+  }
+  /* pass 0 asks for every conversion, pass 1 runs them */
+  for (int pass = 0; pass < 2 && !s; pass++) {
+    if (pass == 1 && clamp) s = ag__run(r->ctx, AG__K_NSTEP, &na, sizeof na);
+    if (pass == 1 && want_rows && !s) s = ag__run(r->ctx, AG__K_GATHER, &ga, sizeof ga);
+    for (int i = 0; i < n_dst && !s; i++) {
+      const ag__gf_dst o = gf_dst_of(r, &dst[i]);
+      ag__convert_args ca = {NULL, AG_F32, 1, o.p, o.dtype, o.ld, o.width, B};
+      if (o.row0 == AG__GF_INDICES)
+        ca.src = last->data, ca.src_dtype = AG_I64;
+      else if (o.row0 == AG__GF_WEIGHTS)
+        ca.src = wp;
+      else
+        ca.src = (const float *)batch->data + o.row0, ca.src_ld = r->rows;
+      if (pass == 1)
+        s = ag__run(r->ctx, AG__K_CONVERT, &ca, sizeof ca);
+      else if (!ag__kernel_supported(r->ctx, AG__K_CONVERT, &ca, sizeof ca))
+        return ag__fail(AG_ERR_UNSUPPORTED, "%s: the device does not convert to dst[%d]'s %s", fn, i,
+                        ag_dtype_name(o.dtype));
+    }
+  }
+  return s;
+}
+
+ag_status ag_replay_gather_into(ag_replay *r, const ag_tensor *idx, const ag_tensor *weights,
+                                const ag_replay_dst *dst, int n_dst) {
+  static const char fn[] = "ag_replay_gather_into";
+  if (!r || !idx || !dst) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay, idx and dst must not be NULL", fn);
+  ag_status s = ag__replay_check_sound(r, fn);
+  if (s) return s;
+  if (r->buf->freed) return ag__fail(AG_ERR_FREED, "%s: the table's buffer has been freed", fn);
+  if (n_dst < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_dst = %d; give at least one destination", fn, n_dst);
+  if ((s = ag__check_tensor(idx, fn, "idx"))) return s;
+  if (idx->ctx != r->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: idx belongs to another context than the table", fn);
+  if (idx->dtype != AG_I32 && idx->dtype != AG_I64)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx has dtype %s; indices must be i32 or i64", fn,
+                    ag_dtype_name(idx->dtype));
+  if (idx->rows != 1 && idx->cols != 1)
+    return ag__fail(AG_ERR_SHAPE, "%s: idx is [%lld, %lld]; give a row [1, B] or a column [B, 1]", fn,
+                    (long long)idx->rows, (long long)idx->cols);
+  const int64_t B = idx->rows * idx->cols, stride = idx->rows == 1 ? idx->ld : 1;
+  if (weights) {
+    if ((s = ag__check_tensor(weights, fn, "weights"))) return s;
+    if (weights->ctx != r->ctx)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: weights belongs to another context than the table", fn);
+    if (weights->dtype != AG_F32)
+      return ag__fail(AG_ERR_SHAPE, "%s: weights has dtype %s; weights are f32", fn,
+                      ag_dtype_name(weights->dtype));
+    if ((weights->rows != 1 && weights->cols != 1) || weights->rows * weights->cols != B)
+      return ag__fail(AG_ERR_SHAPE,
+                      "%s: weights is [%lld, %lld]; give the %lld values of idx as a row or a column", fn,
+                      (long long)weights->rows, (long long)weights->cols, (long long)B);
+    if (weights->rows == 1 && B > 1 && weights->ld != 1)
+      return ag__fail(AG_ERR_SHAPE,
+                      "%s: weights is a row with gaps (ld %lld) between its values; give them packed", fn,
+                      (long long)weights->ld);
+  }
+  for (int i = 0; i < n_dst; i++)
+    if ((s = check_dst(r, &dst[i], i, B, weights != NULL, fn))) return s;
+  /* the table, the indices and the weights made resident (a device switch
+   * leaves them on the host until used); nothing is written before the kernels */
+  void *ip = NULL, *wp = NULL;
+  if ((s = ag__store_ensure(r->ctx, &r->buf->store)) || (s = ag__tensor_ptr((ag_tensor *)idx, &ip)) ||
+      (weights && (s = ag__tensor_ptr((ag_tensor *)weights, &wp))))
+    return s;
+  const int chunks = (n_dst + AG__GF_MAX - 1) / AG__GF_MAX;
+  int one_launch = 1;
+  ag__gather_fields_args a;
+  for (int c = 0; c < chunks && one_launch; c++) {
+    gather_fields_args(r, ip, idx, stride, wp, dst, n_dst, c, &a);
+    one_launch = ag__kernel_supported(r->ctx, AG__K_GATHER_FIELDS, &a, sizeof a);
+  }
+  if (!one_launch) return gather_into_composed(r, ip, idx, stride, wp, dst, n_dst, fn);
+  for (int c = 0; c < chunks && !s; c++) {
+    gather_fields_args(r, ip, idx, stride, wp, dst, n_dst, c, &a);
+    s = ag__run(r->ctx, AG__K_GATHER_FIELDS, &a, sizeof a);
+  }
+  return s;
 }
 
 ag_status ag_replay_view(const ag_replay *r, ag_tensor *batch, const char *name, ag_tensor **out) {
