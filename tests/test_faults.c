@@ -380,7 +380,7 @@ static void sequence(world *w, ag_device_kind kind) {
   STEP(w, ag_replay_create(ctx, f, 3, 6, AG_F32, 2, &w->rep));
   STEP(w, ag_per_create(w->rep, 0.6f, &w->per));
   float o[2 * 4] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f}, rr[4] = {1, -1, 0.5f, 2};
-  int64_t a[4] = {0, 1, 2, 16777217};
+  int64_t a[4] = {0, 1, 2, 16777216}; /* 2^24: the largest f32 storage holds exactly */
   const void *data[3] = {o, a, rr};
   STEP(w, ag_replay_add(w->rep, data, 1));
   STEP(w, ag_replay_add(w->rep, data, 3));
