@@ -270,11 +270,19 @@ typedef struct ag_per ag_per;
  * by ag_per_free). alpha in [0, 1]. Transitions already stored get priority 1.
  * Errors: AG_ERR_INVALID_ARG: r or out NULL, alpha outside [0, 1];
  * AG_ERR_STATE: the table has a prioritized sampler already, or a step is
- * being recorded; AG_ERR_UNSUPPORTED: capacity beyond 2^31, or a device
+ * being recorded; AG_ERR_UNSUPPORTED: capacity beyond AG_PER_MAX_CAPACITY, or a device
  * that lacks the tree's kernels (a Vulkan device without shaderFloat64;
  * a table moved onto such a device later fails its adds and samples with
  * AG_ERR_UNSUPPORTED); AG_ERR_OUT_OF_MEMORY. */
 AG_API ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
+/* The largest table prioritized sampling takes (2^31 - 1 columns). */
+#define AG_PER_MAX_CAPACITY ((int64_t)2147483647)
+/* AG_OK when ag_per_create would take a table of `capacity` columns and
+ * this alpha as far as they go, before any table is made (so that a caller
+ * refuses a size before allocating it): AG_ERR_INVALID_ARG for alpha
+ * outside [0, 1] (or NaN), AG_ERR_UNSUPPORTED for a capacity beyond
+ * AG_PER_MAX_CAPACITY. */
+AG_API ag_status ag_per_validate(int64_t capacity, float alpha);
 /* Detaches the sampler from its table and frees it. NULL is accepted. */
 AG_API void ag_per_free(ag_per *per);
 

@@ -31,16 +31,27 @@ void ag_per_free(ag_per *p) {
   free(p);
 }
 
+static ag_status check_args(int64_t capacity, float alpha, const char *fn) {
+  if (!(alpha >= 0.0f && alpha <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: alpha = %g must be in [0, 1]", fn, (double)alpha);
+  if (capacity > AG_PER_MAX_CAPACITY)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: a capacity of %lld columns is beyond prioritized replay's %lld",
+                    fn, (long long)capacity, (long long)AG_PER_MAX_CAPACITY);
+  return AG_OK;
+}
+
+ag_status ag_per_validate(int64_t capacity, float alpha) {
+  return check_args(capacity, alpha, "ag_per_validate");
+}
+
 ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
   static const char fn[] = "ag_per_create";
   if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and out must not be NULL", fn);
-  if (!(alpha >= 0.0f && alpha <= 1.0f))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: alpha = %g must be in [0, 1]", fn, (double)alpha);
+  ag_status s0 = check_args(ag_replay_capacity(r), alpha, fn);
+  if (s0) return s0;
   if (ag__replay_sampler(r, &ag__per_ops))
     return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
   int64_t cap = ag_replay_capacity(r);
-  if (cap > INT32_MAX)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: tables beyond 2^31 columns are not supported", fn);
   ag_ctx *ctx = ag_buffer_ctx(ag_replay_buffer(r));
   int depth = 1;
   int64_t leaves = AG__PER_FAN;
