@@ -1,49 +1,145 @@
-/* agrl_py.h — what the files of agrl's Python extension share: the object
- * layouts, errors, DLPack-aware inputs and results. */
+/* agrl_py.h — what the files of agrl's Python extension share: the module
+ * state, the object layouts, the per-context lock, argument parsing,
+ * errors, inputs (DLPack, the buffer protocol, torch tensors) and results.
+ *
+ * The module is initialised in phases (PEP 489) and keeps everything in its
+ * state: the exception classes, the heap types, numpy's and torch's
+ * functions it calls. Every object made on a context holds the context and
+ * takes its lock in one prologue (AGPY_WRAP_*) before any C call: agrl's
+ * contexts are used by one thread at a time, and long calls run with the
+ * GIL released. */
 #ifndef AGRL_PY_H
 #define AGRL_PY_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pythread.h>
 #include <stdint.h>
 
 #include "agrl/agrl.h"
 #include "dlpack.h"
 
+#define AGPY_N_STATUS 13 /* 0 and the 12 error statuses of agrl/status.h */
+
+/* ---- module state (module.c) ---- */
+
+typedef struct agpy_state {
+  PyObject *error_base;
+  PyObject *errors[AGPY_N_STATUS];
+  PyTypeObject *ctx_type, *tensor_type, *buffer_type, *replay_type, *dqn_type, *ac_type, *env_type;
+  PyObject *numpy_empty; /* numpy.empty, imported at first use */
+  /* torch, seen when one of its tensors is first handed in (agrl never
+   * imports it): torch.Tensor, torch._C._cuda_getCurrentRawStream (or
+   * NULL, then torch.cuda.current_stream), torch.utils.dlpack.from_dlpack,
+   * the dtype objects by agrl dtype */
+  int torch_state; /* 0 unseen, 1 found, -1 not importable */
+  PyObject *torch_tensor, *torch_raw_stream, *torch_current_stream, *torch_from_dlpack;
+  PyObject *torch_dtypes[AG_DTYPE_COUNT_ + 1]; /* + bool */
+  /* interned names */
+  PyObject *s_indices, *s_weights, *s_data_ptr, *s_dtype, *s_shape, *s_is_contiguous, *s_get_device,
+      *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_stride;
+} agpy_state;
+
+/* The state of the module that defined `type` (or a base of it). */
+agpy_state *agpy_state_of_type(PyTypeObject *type);
+
 /* ---- errors (module.c) ---- */
 
-/* Raises the exception of status s with the C library's message (or `fallback`). */
-PyObject *agpy_raise(ag_status s);
+/* Raises the exception of status s with the C library's message. */
+PyObject *agpy_raise(agpy_state *st, ag_status s);
 /* Raises agrl's exception of status s with a message of its own. */
-PyObject *agpy_raisef(ag_status s, const char *fmt, ...);
+PyObject *agpy_raisef(agpy_state *st, ag_status s, const char *fmt, ...);
 
-/* An O& converter to an unsigned long long (0 .. 2^64-1, checked). */
-int agpy_u64_conv(PyObject *obj, void *out);
+/* ---- arguments (args.c) ----
+ * One parser for every method: positional-or-keyword arguments in order,
+ * the first n_required required. A kind converts the value and names the
+ * argument in every message (a wrong type is a TypeError, a number out of
+ * the C type's range agrl.InvalidArgError):
+ *   'O' any object (borrowed; None included)   'L' int64   'K' uint64
+ *   'i' int                                    'd' double  'p' bool (truth)
+ *   'U' str (borrowed)                         'F' path (os.fspath: a new bytes object)
+ * A kind in upper case after '?' ('?L', ...) also takes None, leaving the
+ * output as it was. */
+typedef struct agpy_arg {
+  const char *name;
+  const char *kind;
+  void *out;
+} agpy_arg;
 
-/* ---- contexts (context.c) ---- */
+int agpy_parse(agpy_state *st, const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+               int n_required, const agpy_arg *spec, int n_spec);
+/* The same for tp_init's (args, kwargs). */
+int agpy_parse_tuple(agpy_state *st, const char *fn, PyObject *args, PyObject *kw, int n_required,
+                     const agpy_arg *spec, int n_spec);
+/* Converts one value as `kind` would (for dicts of options): 0 or -1. */
+int agpy_convert(agpy_state *st, const char *fn, const char *name, PyObject *v, const char *kind, void *out);
 
+/* ---- contexts (context.c) ----
+ * The lock is re-entrant for the thread that holds it (an input's
+ * __dlpack__ may call back into agrl) and is waited for with the GIL
+ * released. */
 typedef struct agpy_ctx {
-  PyObject_HEAD ag_ctx *ctx; /* NULL once freed */
-  PyObject **deps;           /* borrowed: objects made on the context (buffers, tables, DQNs) */
+  PyObject_HEAD agpy_state *st;
+  ag_ctx *ctx; /* NULL once freed */
+  PyThread_type_lock lock;
+  unsigned long owner; /* thread holding the lock (0: none) */
+  int depth;
+  PyObject **deps; /* borrowed: objects made on the context */
   int n_deps, cap_deps;
 } agpy_ctx;
 
-extern PyTypeObject agpy_ctx_type;
+/* The fields every object made on a context starts with. */
+#define AGPY_ON_CTX             \
+  PyObject_HEAD agpy_state *st; \
+  agpy_ctx *ctx /* strong; its ag_ctx may be gone */
+
+typedef struct agpy_obj {
+  AGPY_ON_CTX;
+} agpy_obj;
+
+int agpy_lock(agpy_ctx *c); /* c may be NULL; 0 or -1 with an exception */
+void agpy_unlock(agpy_ctx *c);
 /* The live context of a Context object, or NULL with FreedError set. */
 ag_ctx *agpy_ctx_get(agpy_ctx *c);
-/* Objects made on a context: freed (their C side) before it is. */
-typedef void (*agpy_release_fn)(PyObject *self);
+/* A Context argument (exactly agrl.Context or a subclass), or NULL with a
+ * TypeError naming `fn`. */
+agpy_ctx *agpy_ctx_check(agpy_state *st, PyObject *obj, const char *fn);
 int agpy_ctx_add_dep(agpy_ctx *c, PyObject *dep);
 void agpy_ctx_drop_dep(agpy_ctx *c, PyObject *dep);
-/* An object of Context, or a device string / None (a new context is then made). */
-agpy_ctx *agpy_ctx_arg(PyObject *obj);
+/* Sets self->st from its type and, for tp_new of every agrl type. */
+PyObject *agpy_obj_new(PyTypeObject *type, PyObject *args, PyObject *kw);
+/* tp_dealloc's end: frees the object and drops the heap type. */
+void agpy_obj_free(PyObject *self);
+
+/* Method prologues: the object's context lock around the implementation. */
+#define AGPY_LOCKED(T, call)          \
+  agpy_ctx *c_ = ((T *)self)->ctx;    \
+  if (agpy_lock(c_) < 0) return NULL; \
+  PyObject *r_ = call;                \
+  agpy_unlock(c_);                    \
+  return r_;
+#define AGPY_WRAP_O(T, fn) \
+  static PyObject *fn##_w(PyObject *self, PyObject *a) { AGPY_LOCKED(T, fn((T *)self, a)) }
+#define AGPY_WRAP_FAST(T, fn)                                                              \
+  static PyObject *fn##_w(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *k) { \
+    AGPY_LOCKED(T, fn((T *)self, a, n, k))                                                 \
+  }
+#define AGPY_WRAP_GET(T, fn) \
+  static PyObject *fn##_w(PyObject *self, void *x) { AGPY_LOCKED(T, fn((T *)self, x)) }
+#define AGPY_FAST (METH_FASTCALL | METH_KEYWORDS)
+#define AGPY_M(name, fn, flags, doc) \
+  { name, (PyCFunction)(void (*)(void))fn##_w, flags, doc }
+
+/* Context-manager methods of an object with free(): __enter__ returns it,
+ * __exit__ frees it. */
+PyObject *agpy_enter(PyObject *self, PyObject *a);
 
 /* ---- results: tensors that hold a block (tensor.c) ----
  * An agrl.Tensor is a cols x rows table of elements (rows contiguous, ld
  * between columns), seen from Python with shape (cols, *inner) or (cols,),
  * inner multiplying to rows. It owns one reference to its block. */
 typedef struct agpy_tensor {
-  PyObject_HEAD agpy_ctx *ctx; /* strong; its ag_ctx may be gone */
+  AGPY_ON_CTX;
   ag_block *block;
   void *data;
   ag_dtype dtype;
@@ -54,7 +150,6 @@ typedef struct agpy_tensor {
   int64_t shape[6];
 } agpy_tensor;
 
-extern PyTypeObject agpy_tensor_type;
 /* A Tensor over memory of `blk` (which gains a reference). inner/n_inner:
  * the shape of one column (NULL, 0: a 1-D tensor of cols values, each
  * column's first element). */
@@ -62,12 +157,18 @@ PyObject *agpy_tensor_new(agpy_ctx *c, ag_block *blk, void *data, ag_dtype dt, i
                           int64_t ld, const int64_t *inner, int n_inner);
 /* A Tensor of a C result carved out of blk. */
 PyObject *agpy_tensor_of(agpy_ctx *c, ag_block *blk, ag_tensor *t, const int64_t *inner, int n_inner);
+/* A DLPack capsule ("dltensor", legacy) over a tensor's memory, with a
+ * reference to its block, for a consumer that has been ordered after the
+ * context's queue already (no stream argument). */
+PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, const int64_t *shape,
+                          const int64_t *strides, int dev_type, int dev_id);
 
 /* ---- inputs (input.c) ----
  * Any object with __dlpack__ (torch, JAX, CuPy, numpy), the buffer protocol,
- * or Python numbers and (nested) lists. */
+ * or Python numbers and (nested) lists; torch tensors are read through
+ * their own accessors (no DLPack export). */
 typedef struct agpy_in {
-  int on_device; /* CUDA memory of the context's device */
+  int on_device; /* memory of the context's device */
   void *data;
   DLDataType dt;
   int ndim;
@@ -79,69 +180,84 @@ typedef struct agpy_in {
   void *managed;
   int versioned;
   void *tmp;
+  PyObject *held; /* a torch tensor read in place (strong) */
+  void *stream;   /* its framework's current stream (device inputs of torch) */
 } agpy_in;
 
 /* Reads obj; `what` names it in messages. ctx: the context device data
  * must be on (NULL: host data only). Returns 0, or -1 with an exception. */
-int agpy_in_get(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what);
+int agpy_in_get(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what);
 /* Lets go of the input: at once (host data, or nothing queued reads it),
  * or after the work queued on ctx so far (device data). */
 void agpy_in_release(agpy_in *in, ag_ctx *ctx_or_null);
+/* Orders ctx's queue after the producers of device inputs (their
+ * framework's current streams), before the work that reads them. */
+int agpy_in_order(agpy_state *st, ag_ctx *ctx, agpy_in *in, int n);
 /* The agrl dtype of an input's elements, or -1 when it has none. */
 int agpy_in_agdtype(const agpy_in *in);
 /* Converts the input's numel values to `dst` (an agrl dtype) into out,
  * checking that whole-number dtypes receive whole numbers in range. */
-int agpy_in_convert(const agpy_in *in, ag_dtype dst, void *out, const char *what);
+int agpy_in_convert(agpy_state *st, const agpy_in *in, ag_dtype dst, void *out, const char *what);
 /* Element i of a host input as a double (ints of more than 53 bits rounded). */
 double agpy_in_value(const agpy_in *in, int64_t i);
 /* A host pointer to the input as `dst`: the input itself when it already is,
  * otherwise a converted copy in *scratch (malloc'd; free it). */
-const void *agpy_in_as(const agpy_in *in, ag_dtype dst, void **scratch, const char *what);
+const void *agpy_in_as(agpy_state *st, const agpy_in *in, ag_dtype dst, void **scratch, const char *what);
 /* A device tensor over a device input: [rows, cols] with rows = numel / cols. */
-int agpy_in_wrap(ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_tensor **out,
+int agpy_in_wrap(agpy_state *st, ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_tensor **out,
                  const char *what);
+
+/* torch (input.c): 1 when obj is a torch.Tensor (torch imported by the
+ * caller), 0 otherwise. */
+int agpy_is_torch(agpy_state *st, PyObject *obj);
+/* The current CUDA stream of torch on device `index` (a cudaStream_t as a
+ * pointer; NULL for the legacy default), or (void *)-1 with an exception. */
+void *agpy_torch_stream(agpy_state *st, int index);
+/* A torch tensor's data, dtype, shape, strides (elements; may be NULL) and
+ * device index (-1: the CPU). */
+int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt, int *ndim, int64_t *shape,
+                      int64_t *strides, int *device, const char *what);
 
 /* Host observations (n, obs_dim) or (obs_dim,) as f32 (dqn.c): *n of them,
  * *single for the 1-D form; a converted copy in *scratch (free it). */
-const float *agpy_obs_of(int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single, const char *what);
+const float *agpy_obs_of(agpy_state *st, int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single,
+                         const char *what);
 
 /* ---- configuration dicts (config.c) ----
  * agpy_cfg_keys: cfg is a dict whose keys are all in `known` (NULL-ended);
  * the readers leave *out as it is when the key is absent. `who` names the
  * caller in messages, cstruct the C struct. Each returns 0 or -1 with an
- * exception. agpy_cfg_int clamps to a C int (a value past it is out of its
- * field's range either way). */
-int agpy_cfg_keys(PyObject *cfg, const char *const *known, const char *who, const char *cstruct);
-int agpy_cfg_f(PyObject *cfg, const char *key, float *out);
-int agpy_cfg_i64(PyObject *cfg, const char *key, int64_t *out, const char *who);
-int agpy_cfg_int(PyObject *cfg, const char *key, int *out, const char *who);
-int agpy_cfg_bool(PyObject *cfg, const char *key, int *out);
-int agpy_cfg_u64(PyObject *cfg, const char *key, uint64_t *out);
+ * exception naming the key. */
+int agpy_cfg_keys(agpy_state *st, PyObject *cfg, const char *const *known, const char *who,
+                  const char *cstruct);
+int agpy_cfg_get(agpy_state *st, PyObject *cfg, const char *key, const char *kind, void *out,
+                 const char *who);
 /* "hidden": a sequence of at most `max` layer sizes. */
-int agpy_cfg_hidden(PyObject *cfg, int64_t *hidden, int *n_hidden, int max, const char *who);
+int agpy_cfg_hidden(agpy_state *st, PyObject *cfg, int64_t *hidden, int *n_hidden, int max, const char *who);
 PyObject *agpy_hidden_tuple(const int64_t *hidden, int n);
 
-/* ---- dtypes ---- */
-int agpy_dtype_parse(PyObject *obj, ag_dtype *out, const char *what);
+/* ---- dtypes (module.c) ---- */
+int agpy_dtype_parse(agpy_state *st, PyObject *obj, ag_dtype *out, const char *what);
 const char *agpy_numpy_name(ag_dtype dt);
 /* A new numpy array of shape/dtype, and its writable buffer. */
-PyObject *agpy_numpy_empty(int ndim, const int64_t *shape, ag_dtype dt, Py_buffer *view);
+PyObject *agpy_numpy_empty(agpy_state *st, int ndim, const int64_t *shape, ag_dtype dt, Py_buffer *view);
 
-/* ---- the types of the other files ---- */
-extern PyTypeObject agpy_buffer_type;
-extern PyTypeObject agpy_replay_type;
-extern PyTypeObject agpy_dqn_type;
-/* A DQN configuration as the dict agrl.DQN.defaults() returns (module.c). */
-PyObject *agpy_config_dict(const ag_dqn_config *c);
-extern PyTypeObject agpy_env_type;
-/* The C environment of an agrl._Env, or NULL (no exception set) for another object. */
-ag_env *agpy_env_of(PyObject *obj);
-/* SAC and TD3 (ac.c); an actor-critic configuration as agrl.ac_defaults() returns it. */
-extern PyTypeObject agpy_ac_type;
+/* ---- the types (each file's spec) ---- */
+extern PyType_Spec agpy_ctx_spec, agpy_tensor_spec, agpy_buffer_spec, agpy_replay_spec, agpy_dqn_spec,
+    agpy_ac_spec, agpy_env_spec;
+void agpy_buffer_release(PyObject *self);
+void agpy_replay_release(PyObject *self);
+void agpy_dqn_release(PyObject *self);
 void agpy_ac_release(PyObject *self);
+/* A DQN configuration as the dict agrl.DQN.defaults() returns (dqn.c). */
+PyObject *agpy_config_dict(const ag_dqn_config *c);
+/* The C environment of an agrl._Env, or NULL (no exception set) for another object. */
+ag_env *agpy_env_of(agpy_state *st, PyObject *obj);
+/* An actor-critic configuration as agrl.ac_defaults() returns it (ac.c). */
 PyObject *agpy_ac_config_dict(const ag_ac_config *c);
 /* agrl._agrl.ac_defaults(algo): the defaults of "sac" or "td3" as a dict. */
 PyObject *agpy_ac_defaults(PyObject *module, PyObject *algo);
+PyObject *agpy_dqn_defaults(PyObject *module, PyObject *unused);
 
 /* Rounds up to the block alignment (256 bytes). */
 static inline size_t agpy_align(size_t n) { return (n + 255) & ~(size_t)255; }

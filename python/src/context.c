@@ -1,17 +1,74 @@
-/* context.c — agrl.Context: a device, its queue, transfer counters. */
+/* context.c — agrl.Context: a device, its queue, transfer counters, and the
+ * lock every object made on it takes.
+ *
+ * The lock. agrl's contexts are used by one thread at a time, and the
+ * extension releases the GIL around long calls (training, files, waits), so
+ * every method of every object on a context takes the context's lock first
+ * (the AGPY_WRAP_* prologues). It is re-entrant for its holder (reading an
+ * input may run Python code that calls agrl again) and a thread that must
+ * wait for it waits with the GIL released, so a thread inside a long call
+ * (holding the lock, not the GIL) and one waiting for it (holding the GIL)
+ * cannot block each other. */
 #include "agrl_py.h"
 
-/* The release function of each kind of dependent object. */
-void agpy_buffer_release(PyObject *self);
-void agpy_replay_release(PyObject *self);
-void agpy_dqn_release(PyObject *self);
+int agpy_lock(agpy_ctx *c) {
+  if (!c || !c->lock) return 0;
+  unsigned long me = PyThread_get_thread_ident();
+  if (c->depth > 0 && c->owner == me) {
+    c->depth++;
+    return 0;
+  }
+  if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(c->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+  c->owner = me;
+  c->depth = 1;
+  return 0;
+}
+
+void agpy_unlock(agpy_ctx *c) {
+  if (!c || !c->lock) return;
+  if (--c->depth == 0) {
+    c->owner = 0;
+    PyThread_release_lock(c->lock);
+  }
+}
 
 ag_ctx *agpy_ctx_get(agpy_ctx *c) {
   if (!c || !c->ctx) {
-    agpy_raisef(AG_ERR_FREED, "the context has been freed");
+    if (c) agpy_raisef(c->st, AG_ERR_FREED, "the context has been freed");
     return NULL;
   }
   return c->ctx;
+}
+
+agpy_ctx *agpy_ctx_check(agpy_state *st, PyObject *obj, const char *fn) {
+  if (!PyObject_TypeCheck(obj, st->ctx_type)) {
+    PyErr_Format(PyExc_TypeError, "%s: ctx must be an agrl.Context, not %.80s", fn, Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  return (agpy_ctx *)obj;
+}
+
+PyObject *agpy_obj_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  (void)args, (void)kw;
+  agpy_state *st = agpy_state_of_type(type);
+  if (!st) return NULL;
+  PyObject *o = type->tp_alloc(type, 0);
+  if (o) ((agpy_obj *)o)->st = st;
+  return o;
+}
+
+void agpy_obj_free(PyObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  tp->tp_free(self);
+  Py_DECREF(tp);
+}
+
+PyObject *agpy_enter(PyObject *self, PyObject *a) {
+  (void)a;
+  return Py_NewRef(self);
 }
 
 int agpy_ctx_add_dep(agpy_ctx *c, PyObject *dep) {
@@ -37,37 +94,45 @@ void agpy_ctx_drop_dep(agpy_ctx *c, PyObject *dep) {
     }
 }
 
-static void release_dep(PyObject *o) {
-  if (PyObject_TypeCheck(o, &agpy_dqn_type))
+/* 0: agents (they hold tables), 1: tables, 2: buffers, 3: others */
+static int dep_kind(agpy_state *st, PyObject *o) {
+  if (PyObject_TypeCheck(o, st->dqn_type) || PyObject_TypeCheck(o, st->ac_type)) return 0;
+  if (PyObject_TypeCheck(o, st->replay_type)) return 1;
+  if (PyObject_TypeCheck(o, st->buffer_type)) return 2;
+  return 3;
+}
+
+static void release_dep(agpy_state *st, PyObject *o) {
+  if (PyObject_TypeCheck(o, st->dqn_type))
     agpy_dqn_release(o);
-  else if (PyObject_TypeCheck(o, &agpy_ac_type))
+  else if (PyObject_TypeCheck(o, st->ac_type))
     agpy_ac_release(o);
-  else if (PyObject_TypeCheck(o, &agpy_replay_type))
+  else if (PyObject_TypeCheck(o, st->replay_type))
     agpy_replay_release(o);
-  else if (PyObject_TypeCheck(o, &agpy_buffer_type))
+  else if (PyObject_TypeCheck(o, st->buffer_type))
     agpy_buffer_release(o);
 }
 
-static void ctx_free(agpy_ctx *c) {
+/* Frees the C context and what was made on it; the caller holds the lock. */
+static void ctx_free_locked(agpy_ctx *c) {
   if (!c->ctx) return;
-  /* agents first (they hold tables), then tables, then buffers */
   for (int pass = 0; pass < 3; pass++)
     for (int i = c->n_deps - 1; i >= 0; i--) {
       PyObject *o = c->deps[i];
-      const int agent = PyObject_TypeCheck(o, &agpy_dqn_type) || PyObject_TypeCheck(o, &agpy_ac_type);
-      int kind = agent ? 0 : PyObject_TypeCheck(o, &agpy_replay_type) ? 1 : 2;
-      if (kind == pass) {
-        release_dep(o);
+      if (dep_kind(c->st, o) == pass) {
+        release_dep(c->st, o);
         c->deps[i] = c->deps[--c->n_deps];
       }
     }
-  ag_ctx_free(c->ctx);
+  ag_ctx *ctx = c->ctx;
   c->ctx = NULL;
+  Py_BEGIN_ALLOW_THREADS ag_ctx_free(ctx); /* waits for the queue */
+  Py_END_ALLOW_THREADS
 }
 
 /* None (auto) or a device name for ag_device_parse: "auto", "cpu", "cuda",
  * "cuda:N", "vulkan", "vulkan:N" (N up to AG_DEVICE_INDEX_MAX). */
-static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
+static int parse_device(agpy_state *st, PyObject *dev, ag_device_kind *kind, int *index) {
   if (!dev || dev == Py_None) {
     *kind = AG_DEVICE_AUTO;
     *index = 0;
@@ -85,63 +150,71 @@ static int parse_device(PyObject *dev, ag_device_kind *kind, int *index) {
   if (!s) return -1;
   /* a NUL inside the string would end the name early: refused with the rest */
   if ((size_t)len == strlen(s) && ag_device_parse(s, kind, index) == AG_OK) return 0;
-  agpy_raisef(AG_ERR_INVALID_ARG,
+  agpy_raisef(st, AG_ERR_INVALID_ARG,
               "device '%s' is not 'auto', 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'", s);
   return -1;
 }
 
 static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-  (void)args, (void)kw;
-  agpy_ctx *c = (agpy_ctx *)type->tp_alloc(type, 0);
+  agpy_ctx *c = (agpy_ctx *)agpy_obj_new(type, args, kw);
+  if (c && !(c->lock = PyThread_allocate_lock())) {
+    Py_DECREF(c);
+    return PyErr_NoMemory();
+  }
   return (PyObject *)c;
 }
 
 static int ctx_init(agpy_ctx *c, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"device", NULL};
-  PyObject *dev = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Context", kwlist, &dev)) return -1;
+  PyObject *dev = Py_None;
+  const agpy_arg spec[] = {{"device", "O", &dev}};
+  if (agpy_parse_tuple(c->st, "Context", args, kw, 0, spec, 1)) return -1;
   ag_device_kind kind;
   int index;
-  if (parse_device(dev, &kind, &index)) return -1;
+  if (parse_device(c->st, dev, &kind, &index)) return -1;
   if (c->ctx) {
     PyErr_SetString(PyExc_RuntimeError, "Context.__init__ called twice");
     return -1;
   }
-  ag_status s = ag_ctx_create(&c->ctx, kind, index);
-  if (s) {
-    agpy_raise(s);
+  ag_status s;
+  ag_ctx *ctx = NULL;
+  Py_BEGIN_ALLOW_THREADS s = ag_ctx_create(&ctx, kind, index);
+  Py_END_ALLOW_THREADS if (s) {
+    agpy_raise(c->st, s);
     return -1;
   }
+  c->ctx = ctx;
   return 0;
 }
 
 static void ctx_dealloc(agpy_ctx *c) {
-  ctx_free(c);
+  agpy_lock(c);
+  ctx_free_locked(c);
+  agpy_unlock(c);
   PyMem_Free(c->deps);
-  Py_TYPE(c)->tp_free((PyObject *)c);
+  if (c->lock) PyThread_free_lock(c->lock);
+  agpy_obj_free((PyObject *)c);
 }
 
-agpy_ctx *agpy_ctx_arg(PyObject *obj) {
-  if (obj && PyObject_TypeCheck(obj, &agpy_ctx_type)) {
-    Py_INCREF(obj);
-    return (agpy_ctx *)obj;
+/* The methods run with the context's own lock held. */
+#define CTX_WRAP(fn)                                     \
+  static PyObject *fn##_w(PyObject *self, PyObject *a) { \
+    agpy_ctx *c_ = (agpy_ctx *)self;                     \
+    if (agpy_lock(c_) < 0) return NULL;                  \
+    PyObject *r_ = fn(c_, a);                            \
+    agpy_unlock(c_);                                     \
+    return r_;                                           \
   }
-  if (obj && obj != Py_None && !PyUnicode_Check(obj)) {
-    PyErr_Format(PyExc_TypeError, "ctx must be an agrl.Context or a device string, not %.80s",
-                 Py_TYPE(obj)->tp_name);
-    return NULL;
-  }
-  return (agpy_ctx *)PyObject_CallFunctionObjArgs((PyObject *)&agpy_ctx_type, obj ? obj : Py_None, NULL);
-}
 
 static PyObject *ctx_sync(agpy_ctx *c, PyObject *a) {
   (void)a;
   ag_ctx *ctx = agpy_ctx_get(c);
   if (!ctx) return NULL;
-  ag_status s = ag_ctx_sync(ctx);
-  if (s) return agpy_raise(s);
+  ag_status s;
+  Py_BEGIN_ALLOW_THREADS s = ag_ctx_sync(ctx);
+  Py_END_ALLOW_THREADS if (s) return agpy_raise(c->st, s);
   Py_RETURN_NONE;
 }
+CTX_WRAP(ctx_sync)
 
 static PyObject *ctx_reset(agpy_ctx *c, PyObject *a) {
   (void)a;
@@ -150,36 +223,41 @@ static PyObject *ctx_reset(agpy_ctx *c, PyObject *a) {
   ag_ctx_reset(ctx);
   Py_RETURN_NONE;
 }
+CTX_WRAP(ctx_reset)
 
 static PyObject *ctx_set_device(agpy_ctx *c, PyObject *dev) {
   ag_ctx *ctx = agpy_ctx_get(c);
   if (!ctx) return NULL;
   ag_device_kind kind;
   int index;
-  if (parse_device(dev, &kind, &index)) return NULL;
-  ag_status s = ag_ctx_set_device(ctx, kind, index);
-  if (s) return agpy_raise(s);
+  if (parse_device(c->st, dev, &kind, &index)) return NULL;
+  ag_status s;
+  Py_BEGIN_ALLOW_THREADS s = ag_ctx_set_device(ctx, kind, index);
+  Py_END_ALLOW_THREADS if (s) return agpy_raise(c->st, s);
   Py_RETURN_NONE;
 }
+CTX_WRAP(ctx_set_device)
 
 static PyObject *ctx_free_m(agpy_ctx *c, PyObject *a) {
   (void)a;
-  ctx_free(c);
+  ctx_free_locked(c);
   Py_RETURN_NONE;
 }
+CTX_WRAP(ctx_free_m)
+
+static PyObject *ctx_exit(agpy_ctx *c, PyObject *a) {
+  (void)a;
+  ctx_free_locked(c);
+  Py_RETURN_FALSE;
+}
+CTX_WRAP(ctx_exit)
 
 static PyObject *ctx_enter(agpy_ctx *c, PyObject *a) {
   (void)a;
   if (!agpy_ctx_get(c)) return NULL;
-  Py_INCREF(c);
-  return (PyObject *)c;
+  return Py_NewRef(c);
 }
-
-static PyObject *ctx_exit(agpy_ctx *c, PyObject *a) {
-  (void)a;
-  ctx_free(c);
-  Py_RETURN_FALSE;
-}
+CTX_WRAP(ctx_enter)
 
 static PyObject *ctx_transfers(agpy_ctx *c, PyObject *a) {
   (void)a;
@@ -198,6 +276,7 @@ static PyObject *ctx_transfers(agpy_ctx *c, PyObject *a) {
   }
   return d;
 }
+CTX_WRAP(ctx_transfers)
 
 static PyObject *ctx_transfer_totals(agpy_ctx *c, PyObject *a) {
   (void)a;
@@ -207,6 +286,7 @@ static PyObject *ctx_transfer_totals(agpy_ctx *c, PyObject *a) {
   ag_xfer_total(ctx, &up, &down);
   return Py_BuildValue("(KK)", (unsigned long long)up, (unsigned long long)down);
 }
+CTX_WRAP(ctx_transfer_totals)
 
 static PyObject *ctx_reset_transfers(agpy_ctx *c, PyObject *a) {
   (void)a;
@@ -215,6 +295,7 @@ static PyObject *ctx_reset_transfers(agpy_ctx *c, PyObject *a) {
   ag_xfer_reset(ctx);
   Py_RETURN_NONE;
 }
+CTX_WRAP(ctx_reset_transfers)
 
 static PyObject *ctx_stats(agpy_ctx *c, PyObject *a) {
   (void)a;
@@ -228,6 +309,7 @@ static PyObject *ctx_stats(agpy_ctx *c, PyObject *a) {
                        (unsigned long long)s.syncs, "kernels", (unsigned long long)s.kernels, "replays",
                        (unsigned long long)s.replays, "records", (unsigned long long)s.records);
 }
+CTX_WRAP(ctx_stats)
 
 static PyObject *ctx_mem_info(agpy_ctx *c, PyObject *a) {
   (void)a;
@@ -235,25 +317,34 @@ static PyObject *ctx_mem_info(agpy_ctx *c, PyObject *a) {
   if (!ctx) return NULL;
   size_t f = 0, t = 0;
   ag_status s = ag_ctx_mem_info(ctx, &f, &t);
-  if (s) return agpy_raise(s);
+  if (s) return agpy_raise(c->st, s);
   return Py_BuildValue("(nn)", (Py_ssize_t)f, (Py_ssize_t)t);
 }
+CTX_WRAP(ctx_mem_info)
 
-static PyObject *ctx_inject_fault(agpy_ctx *c, PyObject *args) {
-  const char *kind;
-  long long after;
-  if (!PyArg_ParseTuple(args, "sL:inject_fault", &kind, &after)) return NULL;
+static PyObject *ctx_inject_fault(agpy_ctx *c, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *kind;
+  int64_t after;
+  const agpy_arg spec[] = {{"kind", "U", &kind}, {"after", "L", &after}};
+  if (agpy_parse(c->st, "inject_fault", args, nargs, kwnames, 2, spec, 2)) return NULL;
   ag_ctx *ctx = agpy_ctx_get(c);
   if (!ctx) return NULL;
   static const char *const names[] = {"alloc", "upload", "download", "host_alloc"};
   for (int i = 0; i < 4; i++)
-    if (!strcmp(kind, names[i])) {
+    if (!PyUnicode_CompareWithASCIIString(kind, names[i])) {
       ag_status s = ag_ctx_inject_fault(ctx, (ag_fault)i, after);
-      if (s) return agpy_raise(s);
+      if (s) return agpy_raise(c->st, s);
       Py_RETURN_NONE;
     }
-  return agpy_raisef(AG_ERR_INVALID_ARG,
-                     "inject_fault: kind '%s' is not alloc, upload, download or host_alloc", kind);
+  return agpy_raisef(c->st, AG_ERR_INVALID_ARG,
+                     "inject_fault: kind '%U' is not alloc, upload, download or host_alloc", kind);
+}
+static PyObject *ctx_inject_fault_w(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *k) {
+  agpy_ctx *c = (agpy_ctx *)self;
+  if (agpy_lock(c) < 0) return NULL;
+  PyObject *r = ctx_inject_fault(c, a, n, k);
+  agpy_unlock(c);
+  return r;
 }
 
 static PyObject *ctx_get_device(agpy_ctx *c, void *x) {
@@ -285,50 +376,73 @@ static PyObject *ctx_get_closed(agpy_ctx *c, void *x) {
   return PyBool_FromLong(c->ctx == NULL);
 }
 
+#define CTX_GETW(fn)                                 \
+  static PyObject *fn##_w(PyObject *self, void *x) { \
+    agpy_ctx *c_ = (agpy_ctx *)self;                 \
+    if (agpy_lock(c_) < 0) return NULL;              \
+    PyObject *r_ = fn(c_, x);                        \
+    agpy_unlock(c_);                                 \
+    return r_;                                       \
+  }
+CTX_GETW(ctx_get_device)
+CTX_GETW(ctx_get_name)
+CTX_GETW(ctx_get_stream)
+
 static PyObject *ctx_repr(agpy_ctx *c) {
   if (!c->ctx) return PyUnicode_FromString("<agrl.Context (freed)>");
   return PyUnicode_FromFormat("<agrl.Context %s>", ag_ctx_device_name(c->ctx));
 }
 
 static PyMethodDef ctx_methods[] = {
-    {"sync", (PyCFunction)ctx_sync, METH_NOARGS, "Waits for all work queued on the context."},
-    {"reset", (PyCFunction)ctx_reset, METH_NOARGS,
-     "Releases the workspace's temporaries (not agrl.Tensors)."},
-    {"set_device", (PyCFunction)ctx_set_device, METH_O,
-     "set_device(device): moves the context and everything on it to another device."},
-    {"free", (PyCFunction)ctx_free_m, METH_NOARGS,
-     "Frees the context and the buffers, tables and DQNs made on it; agrl.Tensors stay valid."},
-    {"transfers", (PyCFunction)ctx_transfers, METH_NOARGS, "Bytes and calls across the bus, per operation."},
-    {"transfer_totals", (PyCFunction)ctx_transfer_totals, METH_NOARGS,
-     "(up_bytes, down_bytes) over all operations."},
-    {"reset_transfers", (PyCFunction)ctx_reset_transfers, METH_NOARGS, "Sets the transfer counters to zero."},
-    {"stats", (PyCFunction)ctx_stats, METH_NOARGS, "Allocation, kernel and recording counters."},
-    {"mem_info", (PyCFunction)ctx_mem_info, METH_NOARGS, "(free_bytes, total_bytes) of the device."},
-    {"inject_fault", (PyCFunction)ctx_inject_fault, METH_VARARGS,
-     "inject_fault(kind, after): the next operation of kind after `after` more fails (for tests)."},
-    {"__enter__", (PyCFunction)ctx_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)ctx_exit, METH_VARARGS, NULL},
+    {"sync", ctx_sync_w, METH_NOARGS, "sync($self, /)\n--\n\nWaits for all work queued on the context."},
+    {"reset", ctx_reset_w, METH_NOARGS,
+     "reset($self, /)\n--\n\nReleases the workspace's temporaries (not agrl.Tensors)."},
+    {"set_device", ctx_set_device_w, METH_O,
+     "set_device($self, device, /)\n--\n\nMoves the context and everything on it to another device."},
+    {"free", ctx_free_m_w, METH_NOARGS,
+     "free($self, /)\n--\n\nFrees the context and the buffers, tables and agents made on it; agrl.Tensors "
+     "stay "
+     "valid."},
+    {"transfers", ctx_transfers_w, METH_NOARGS,
+     "transfers($self, /)\n--\n\nBytes and calls across the bus, per operation."},
+    {"transfer_totals", ctx_transfer_totals_w, METH_NOARGS,
+     "transfer_totals($self, /)\n--\n\n(up_bytes, down_bytes) over all operations."},
+    {"reset_transfers", ctx_reset_transfers_w, METH_NOARGS,
+     "reset_transfers($self, /)\n--\n\nSets the transfer counters to zero."},
+    {"stats", ctx_stats_w, METH_NOARGS, "stats($self, /)\n--\n\nAllocation, kernel and recording counters."},
+    {"mem_info", ctx_mem_info_w, METH_NOARGS,
+     "mem_info($self, /)\n--\n\n(free_bytes, total_bytes) of the device."},
+    {"inject_fault", (PyCFunction)(void (*)(void))ctx_inject_fault_w, AGPY_FAST,
+     "inject_fault($self, /, kind, after)\n--\n\n"
+     "The next operation of `kind` ('alloc', 'upload', 'download', 'host_alloc') after `after` more fails "
+     "(for tests)."},
+    {"__enter__", ctx_enter_w, METH_NOARGS, "__enter__($self, /)\n--\n\n"},
+    {"__exit__", ctx_exit_w, METH_VARARGS, "__exit__($self, *exc_info)\n--\n\nFrees the context."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef ctx_getset[] = {
-    {"device", (getter)ctx_get_device, NULL, "'cpu', 'cuda:N' or 'vulkan:N'", NULL},
-    {"device_name", (getter)ctx_get_name, NULL, "a description of the device", NULL},
-    {"stream", (getter)ctx_get_stream, NULL, "the context's CUDA stream as an int (None on the CPU)", NULL},
+    {"device", ctx_get_device_w, NULL, "'cpu', 'cuda:N' or 'vulkan:N'", NULL},
+    {"device_name", ctx_get_name_w, NULL, "a description of the device", NULL},
+    {"stream", ctx_get_stream_w, NULL, "the context's CUDA stream as an int (None on the CPU)", NULL},
     {"closed", (getter)ctx_get_closed, NULL, "True once freed", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject agpy_ctx_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "agrl.Context",
-    .tp_basicsize = sizeof(agpy_ctx),
-    .tp_dealloc = (destructor)ctx_dealloc,
-    .tp_repr = (reprfunc)ctx_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc =
-        "Context(device='auto' | 'cpu' | 'cuda' | 'cuda:N' | 'vulkan' | 'vulkan:N'): a device and its queue.",
-    .tp_methods = ctx_methods,
-    .tp_getset = ctx_getset,
-    .tp_init = (initproc)ctx_init,
-    .tp_new = ctx_new,
+static PyType_Slot ctx_slots[] = {
+    {Py_tp_new, ctx_new},
+    {Py_tp_init, ctx_init},
+    {Py_tp_dealloc, ctx_dealloc},
+    {Py_tp_repr, ctx_repr},
+    {Py_tp_methods, ctx_methods},
+    {Py_tp_getset, ctx_getset},
+    {Py_tp_doc,
+     "Context(device=None)\n--\n\n"
+     "A device and its queue: device 'auto' (None), 'cpu', 'cuda', 'cuda:N', 'vulkan' or 'vulkan:N'.\n"
+     "Every object made on a context is used by one thread at a time: its methods take the "
+     "context's lock."},
+    {0, NULL},
 };
+
+PyType_Spec agpy_ctx_spec = {"agrl.Context", sizeof(agpy_ctx), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                             ctx_slots};

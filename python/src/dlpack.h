@@ -9,7 +9,7 @@
 #define AGPY_DLPACK_MAJOR 1
 #define AGPY_DLPACK_MINOR 0
 
-enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
+enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLVulkan = 7, kDLCUDAManaged = 13 };
 enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1ull << 0)

@@ -51,6 +51,12 @@ static void run_deferred(void *arg) {
 }
 
 void agpy_in_release(agpy_in *in, ag_ctx *ctx) {
+  if (in->held) {
+    /* the framework's stream waits for agrl's reads: memory it frees and
+     * reuses on that stream is written only after them */
+    if (in->on_device && ctx) ag_stream_wait_ctx(ctx, in->stream);
+    Py_CLEAR(in->held);
+  }
   if (in->has_view) PyBuffer_Release(&in->view);
   in->has_view = 0;
   free(in->tmp);
@@ -70,9 +76,9 @@ void agpy_in_release(agpy_in *in, ag_ctx *ctx) {
 }
 
 /* Checks the layout (C-contiguous, no negative strides) of a DLTensor. */
-static int check_layout(const DLTensor *dl, const char *what) {
+static int check_layout(agpy_state *st, const DLTensor *dl, const char *what) {
   if (dl->ndim < 0 || dl->ndim > 8) {
-    agpy_raisef(AG_ERR_SHAPE, "%s: %d dimensions (at most 8)", what, (int)dl->ndim);
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: %d dimensions (at most 8)", what, (int)dl->ndim);
     return -1;
   }
   if (dl->dtype.lanes != 1) {
@@ -82,7 +88,7 @@ static int check_layout(const DLTensor *dl, const char *what) {
   }
   for (int i = 0; i < dl->ndim; i++)
     if (dl->shape[i] < 0) {
-      agpy_raisef(AG_ERR_SHAPE, "%s: dimension %d has negative size", what, i);
+      agpy_raisef(st, AG_ERR_SHAPE, "%s: dimension %d has negative size", what, i);
       return -1;
     }
   if (!dl->strides) return 0;
@@ -92,12 +98,12 @@ static int check_layout(const DLTensor *dl, const char *what) {
   for (int i = dl->ndim - 1; i >= 0; i--) {
     if (dl->shape[i] > 1) {
       if (dl->strides[i] < 0) {
-        agpy_raisef(AG_ERR_SHAPE, "%s: negative strides are not supported (dimension %d has stride %lld)",
+        agpy_raisef(st, AG_ERR_SHAPE, "%s: negative strides are not supported (dimension %d has stride %lld)",
                     what, i, (long long)dl->strides[i]);
         return -1;
       }
       if (dl->strides[i] != expect) {
-        agpy_raisef(AG_ERR_SHAPE,
+        agpy_raisef(st, AG_ERR_SHAPE,
                     "%s: the array is not C-contiguous (dimension %d has stride %lld, expected %lld); pass a "
                     "contiguous copy",
                     what, i, (long long)dl->strides[i], (long long)expect);
@@ -109,7 +115,7 @@ static int check_layout(const DLTensor *dl, const char *what) {
   return 0;
 }
 
-static int from_dlpack(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
+static int from_dlpack(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
   PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
   if (!dev) return -1;
   int dev_type = 0, dev_id = 0;
@@ -123,10 +129,10 @@ static int from_dlpack(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what
   if (dev_type == kDLCUDA) {
     if (!ctx || ag_ctx_device(ctx) != AG_DEVICE_CUDA || ag_ctx_device_index(ctx) != dev_id) {
       if (!ctx)
-        agpy_raisef(AG_ERR_INVALID_ARG, "%s: device memory (cuda:%d) is not taken here; pass host data", what,
-                    dev_id);
+        agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: device memory (cuda:%d) is not taken here; pass host data",
+                    what, dev_id);
       else
-        agpy_raisef(AG_ERR_INVALID_ARG, "%s: the array is on cuda:%d, the context on %s", what, dev_id,
+        agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the array is on cuda:%d, the context on %s", what, dev_id,
                     ag_ctx_device_name(ctx));
       return -1;
     }
@@ -134,7 +140,8 @@ static int from_dlpack(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what
     if (!stream) return -1;
     in->on_device = 1;
   } else if (dev_type != kDLCPU && dev_type != kDLCUDAHost) {
-    agpy_raisef(AG_ERR_INVALID_ARG, "%s: arrays on DLPack device type %d are not supported", what, dev_type);
+    agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: arrays on DLPack device type %d are not supported", what,
+                dev_type);
     return -1;
   }
   PyObject *kw =
@@ -178,7 +185,7 @@ static int from_dlpack(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what
     return -1;
   }
   Py_DECREF(cap);
-  if (check_layout(dl, what)) return -1;
+  if (check_layout(st, dl, what)) return -1;
   in->data = (char *)dl->data + dl->byte_offset;
   in->dt = dl->dtype;
   in->ndim = dl->ndim;
@@ -190,6 +197,194 @@ static int from_dlpack(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what
     PyErr_Format(PyExc_TypeError,
                  "%s: device arrays of %s are not supported (f32, f16, bf16, u8, bool, i32, i64)", what, d);
     return -1;
+  }
+  return 0;
+}
+
+/* ---- torch tensors, read through their own accessors ----
+ * torch.Tensor.__dlpack__ is Python code that costs several microseconds a
+ * call; a tensor's data_ptr, dtype, shape and device are C accessors. torch
+ * is never imported here: it is found in sys.modules once a caller hands
+ * in one of its tensors. */
+
+static const char *const torch_dtype_names[AG_DTYPE_COUNT_ + 1] = {"float32", "float16", "bfloat16", "uint8",
+                                                                   "int32",   "int64",   "bool"};
+
+static PyObject *attr_path(PyObject *root, const char *path) {
+  PyObject *o = Py_NewRef(root);
+  char part[64];
+  while (o && *path) {
+    const char *dot = strchr(path, '.');
+    size_t n = dot ? (size_t)(dot - path) : strlen(path);
+    if (n >= sizeof part) n = sizeof part - 1;
+    memcpy(part, path, n);
+    part[n] = 0;
+    PyObject *next = PyObject_GetAttrString(o, part);
+    Py_DECREF(o);
+    o = next;
+    path += n + (dot ? 1 : 0);
+  }
+  return o;
+}
+
+static int torch_find(agpy_state *st) {
+  if (st->torch_state) return st->torch_state;
+  PyObject *mods = PyImport_GetModuleDict();
+  PyObject *torch = mods ? PyDict_GetItemString(mods, "torch") : NULL; /* borrowed */
+  if (!torch) return 0;                                                /* not imported (yet) */
+  st->torch_tensor = PyObject_GetAttrString(torch, "Tensor");
+  for (int i = 0; st->torch_tensor && i <= AG_DTYPE_COUNT_; i++)
+    st->torch_dtypes[i] = PyObject_GetAttrString(torch, torch_dtype_names[i]);
+  if (!st->torch_tensor || PyErr_Occurred()) {
+    PyErr_Clear();
+    st->torch_state = -1;
+    return -1;
+  }
+  /* the fast query of the current stream, else the public one */
+  st->torch_raw_stream = attr_path(torch, "_C._cuda_getCurrentRawStream");
+  if (!st->torch_raw_stream) PyErr_Clear();
+  st->torch_current_stream = attr_path(torch, "cuda.current_stream");
+  if (!st->torch_current_stream) PyErr_Clear();
+  PyObject *dl = PyImport_ImportModule("torch.utils.dlpack");
+  if (dl) {
+    st->torch_from_dlpack = PyObject_GetAttrString(dl, "from_dlpack");
+    Py_DECREF(dl);
+  }
+  if (!st->torch_from_dlpack) PyErr_Clear();
+  st->torch_state = 1;
+  return 1;
+}
+
+int agpy_is_torch(agpy_state *st, PyObject *obj) {
+  if (st->torch_state <= 0 && torch_find(st) <= 0) return 0;
+  return PyObject_TypeCheck(obj, (PyTypeObject *)st->torch_tensor);
+}
+
+void *agpy_torch_stream(agpy_state *st, int index) {
+  PyObject *r = NULL;
+  if (st->torch_raw_stream) {
+    PyObject *i = PyLong_FromLong(index);
+    if (i) r = PyObject_CallOneArg(st->torch_raw_stream, i);
+    Py_XDECREF(i);
+  } else if (st->torch_current_stream) {
+    PyObject *i = PyLong_FromLong(index);
+    PyObject *s = i ? PyObject_CallOneArg(st->torch_current_stream, i) : NULL;
+    Py_XDECREF(i);
+    if (s) r = PyObject_GetAttr(s, st->s_cuda_stream);
+    Py_XDECREF(s);
+  } else {
+    PyErr_SetString(PyExc_RuntimeError, "torch.cuda.current_stream is not available");
+  }
+  if (!r) return (void *)-1;
+  void *p = PyLong_AsVoidPtr(r);
+  Py_DECREF(r);
+  return p == NULL && PyErr_Occurred() ? (void *)-1 : p;
+}
+
+/* The DLPack dtype of a torch dtype object, or code 255 for another. */
+static DLDataType torch_dl_dtype(agpy_state *st, PyObject *dt) {
+  static const DLDataType dl[AG_DTYPE_COUNT_ + 1] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1},
+                                                     {kDLUInt, 8, 1},   {kDLInt, 32, 1},   {kDLInt, 64, 1},
+                                                     {kDLBool, 8, 1}};
+  for (int i = 0; i <= AG_DTYPE_COUNT_; i++)
+    if (dt == st->torch_dtypes[i]) return dl[i];
+  DLDataType none = {255, 0, 0};
+  return none;
+}
+
+/* The layout of a torch tensor: data, dtype, shape, strides (elements) and
+ * device index (-1: the CPU). */
+int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt, int *ndim, int64_t *shape,
+                      int64_t *strides, int *device, const char *what) {
+  PyObject *v = PyObject_CallMethodNoArgs(obj, st->s_get_device);
+  if (!v) return -1;
+  *device = (int)PyLong_AsLong(v);
+  Py_DECREF(v);
+  if (*device == -1 && PyErr_Occurred()) return -1;
+  v = PyObject_GetAttr(obj, st->s_dtype);
+  if (!v) return -1;
+  *dt = torch_dl_dtype(st, v);
+  if (dt->code == 255) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s: torch tensors of %R are not taken (float32, float16, bfloat16, uint8, int32, "
+                 "int64, bool)",
+                 what, v);
+    Py_DECREF(v);
+    return -1;
+  }
+  Py_DECREF(v);
+  v = PyObject_GetAttr(obj, st->s_shape);
+  if (!v) return -1;
+  if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) > 8) {
+    Py_DECREF(v);
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: more than 8 dimensions", what);
+    return -1;
+  }
+  *ndim = (int)PyTuple_GET_SIZE(v);
+  for (int i = 0; i < *ndim; i++) shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(v, i));
+  Py_DECREF(v);
+  if (PyErr_Occurred()) return -1;
+  if (strides) {
+    v = PyObject_CallMethodNoArgs(obj, st->s_stride);
+    if (!v) return -1;
+    for (int i = 0; i < *ndim && PyTuple_Check(v) && i < PyTuple_GET_SIZE(v); i++)
+      strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(v, i));
+    Py_DECREF(v);
+    if (PyErr_Occurred()) return -1;
+  }
+  v = PyObject_CallMethodNoArgs(obj, st->s_data_ptr);
+  if (!v) return -1;
+  *data = PyLong_AsVoidPtr(v);
+  Py_DECREF(v);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+static int from_torch(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
+  int device;
+  if (agpy_torch_layout(st, obj, &in->data, &in->dt, &in->ndim, in->shape, NULL, &device, what)) return -1;
+  PyObject *c = PyObject_CallMethodNoArgs(obj, st->s_is_contiguous);
+  if (!c) return -1;
+  int contiguous = PyObject_IsTrue(c);
+  Py_DECREF(c);
+  if (contiguous < 0) return -1;
+  if (!contiguous) {
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: the tensor is not contiguous; pass .contiguous()", what);
+    return -1;
+  }
+  if (device >= 0) {
+    if (!ctx || ag_ctx_device(ctx) != AG_DEVICE_CUDA || ag_ctx_device_index(ctx) != device) {
+      if (!ctx)
+        agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: device memory (cuda:%d) is not taken here; pass host data",
+                    what, device);
+      else
+        agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the tensor is on cuda:%d, the context on %s", what, device,
+                    ag_ctx_device_name(ctx));
+      return -1;
+    }
+    in->on_device = 1;
+    in->stream = agpy_torch_stream(st, device);
+    if (in->stream == (void *)-1) {
+      in->stream = NULL;
+      return -1;
+    }
+  }
+  in->numel = 1;
+  for (int i = 0; i < in->ndim; i++) in->numel *= in->shape[i];
+  in->held = Py_NewRef(obj);
+  return 0;
+}
+
+int agpy_in_order(agpy_state *st, ag_ctx *ctx, agpy_in *in, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!in[i].held || !in[i].on_device) continue;
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= in[j].held && in[j].on_device && in[j].stream == in[i].stream;
+    if (seen) continue;
+    ag_status s = ag_ctx_wait_stream(ctx, in[i].stream);
+    if (s) {
+      agpy_raise(st, s);
+      return -1;
+    }
   }
   return 0;
 }
@@ -223,22 +418,22 @@ static int format_dtype(const char *f, Py_ssize_t itemsize, DLDataType *out) {
   return itemsize >= 1 && itemsize <= 8 ? 0 : -1;
 }
 
-static int from_buffer(PyObject *obj, agpy_in *in, const char *what) {
+static int from_buffer(agpy_state *st, PyObject *obj, agpy_in *in, const char *what) {
   if (PyObject_GetBuffer(obj, &in->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return -1;
   in->has_view = 1;
   if (!PyBuffer_IsContiguous(&in->view, 'C')) {
     for (int i = 0; i < in->view.ndim; i++)
       if (in->view.shape[i] > 1 && in->view.strides[i] < 0) { /* a[::-1]: say so, as DLPack's path does */
-        agpy_raisef(AG_ERR_SHAPE,
+        agpy_raisef(st, AG_ERR_SHAPE,
                     "%s: negative strides are not supported (dimension %d has stride %zd bytes)", what, i,
                     in->view.strides[i]);
         return -1;
       }
-    agpy_raisef(AG_ERR_SHAPE, "%s: the array is not C-contiguous; pass a contiguous copy", what);
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: the array is not C-contiguous; pass a contiguous copy", what);
     return -1;
   }
   if (in->view.ndim > 8) {
-    agpy_raisef(AG_ERR_SHAPE, "%s: %d dimensions (at most 8)", what, in->view.ndim);
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: %d dimensions (at most 8)", what, in->view.ndim);
     return -1;
   }
   if (format_dtype(in->view.format, in->view.itemsize, &in->dt)) {
@@ -254,25 +449,25 @@ static int from_buffer(PyObject *obj, agpy_in *in, const char *what) {
 }
 
 /* Python numbers and nested lists/tuples (rectangular, up to 4 levels). */
-static int seq_shape(PyObject *o, agpy_in *in, int depth, const char *what) {
+static int seq_shape(agpy_state *st, PyObject *o, agpy_in *in, int depth, const char *what) {
   if (PyList_Check(o) || PyTuple_Check(o)) {
     if (depth >= 4) {
-      agpy_raisef(AG_ERR_SHAPE, "%s: lists nested deeper than 4", what);
+      agpy_raisef(st, AG_ERR_SHAPE, "%s: lists nested deeper than 4", what);
       return -1;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
     if (depth == in->ndim) {
       in->shape[in->ndim++] = n;
     } else if (in->shape[depth] != n) {
-      agpy_raisef(AG_ERR_SHAPE, "%s: the nested lists are not rectangular", what);
+      agpy_raisef(st, AG_ERR_SHAPE, "%s: the nested lists are not rectangular", what);
       return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-      if (seq_shape(PySequence_Fast_GET_ITEM(o, i), in, depth + 1, what)) return -1;
+      if (seq_shape(st, PySequence_Fast_GET_ITEM(o, i), in, depth + 1, what)) return -1;
     return 0;
   }
   if (depth != in->ndim && !(depth == 0 && in->ndim == 0)) {
-    agpy_raisef(AG_ERR_SHAPE, "%s: the nested lists are not rectangular", what);
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: the nested lists are not rectangular", what);
     return -1;
   }
   if (PyFloat_Check(o)) {
@@ -326,9 +521,9 @@ static int seq_fill(PyObject *o, agpy_in *in, int64_t *at) {
   return 0;
 }
 
-static int from_sequence(PyObject *obj, agpy_in *in, const char *what) {
+static int from_sequence(agpy_state *st, PyObject *obj, agpy_in *in, const char *what) {
   in->dt.code = kDLInt, in->dt.bits = 64, in->dt.lanes = 1;
-  if (seq_shape(obj, in, 0, what)) return -1;
+  if (seq_shape(st, obj, in, 0, what)) return -1;
   in->numel = 1;
   for (int i = 0; i < in->ndim; i++) in->numel *= in->shape[i];
   in->tmp = malloc((size_t)(in->numel ? in->numel : 1) * 8);
@@ -356,27 +551,29 @@ static int loadable(DLDataType d) {
   }
 }
 
-int agpy_in_get(ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
+int agpy_in_get(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
   memset(in, 0, sizeof *in);
   int r;
   if (!obj || obj == Py_None) {
     PyErr_Format(PyExc_TypeError, "%s: expected an array, got None", what);
     return -1;
   }
-  if (PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) || PyList_Check(obj) ||
-      PyTuple_Check(obj)) {
-    r = from_sequence(obj, in, what);
+  if (agpy_is_torch(st, obj)) {
+    r = from_torch(st, ctx, obj, in, what);
+  } else if (PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) || PyList_Check(obj) ||
+             PyTuple_Check(obj)) {
+    r = from_sequence(st, obj, in, what);
   } else if (PyObject_CheckBuffer(obj) && !PyUnicode_Check(obj) && !PyBytes_Check(obj)) {
     /* host memory behind the buffer protocol (numpy, array.array ...): the quickest way in */
-    r = from_buffer(obj, in, what);
+    r = from_buffer(st, obj, in, what);
     if (r && PyErr_ExceptionMatches(PyExc_BufferError) && PyObject_HasAttrString(obj, "__dlpack__")) {
       PyErr_Clear();
       agpy_in_release(in, NULL);
       memset(in, 0, sizeof *in);
-      r = from_dlpack(ctx, obj, in, what);
+      r = from_dlpack(st, ctx, obj, in, what);
     }
   } else if (PyObject_HasAttrString(obj, "__dlpack__") && PyObject_HasAttrString(obj, "__dlpack_device__")) {
-    r = from_dlpack(ctx, obj, in, what);
+    r = from_dlpack(st, ctx, obj, in, what);
   } else {
     PyErr_Format(PyExc_TypeError,
                  "%s: expected an array (DLPack, buffer protocol or a list of numbers), got %.80s", what,
@@ -439,7 +636,7 @@ double agpy_in_value(const agpy_in *in, int64_t i) {
   return load(in, i, &d, &iv) ? (double)iv : d;
 }
 
-int agpy_in_convert(const agpy_in *in, ag_dtype dst, void *out, const char *what) {
+int agpy_in_convert(agpy_state *st, const agpy_in *in, ag_dtype dst, void *out, const char *what) {
   const int to_int = dst == AG_U8 || dst == AG_I32 || dst == AG_I64;
   const double lo = dst == AG_U8 ? 0 : dst == AG_I32 ? -2147483648.0 : -9223372036854775808.0;
   const double hi = dst == AG_U8 ? 255 : dst == AG_I32 ? 2147483647.0 : 9223372036854775807.0;
@@ -452,13 +649,14 @@ int agpy_in_convert(const agpy_in *in, ag_dtype dst, void *out, const char *what
         if (!(d == floor(d)) || !(d >= lo && d <= hi) || (dst == AG_I64 && d >= 9223372036854775807.0)) {
           char num[32]; /* PyUnicode_FromFormat has no %g */
           PyOS_snprintf(num, sizeof num, "%g", d);
-          agpy_raisef(AG_ERR_OUT_OF_RANGE, "%s: value %s at position %lld is not a whole number that fits %s",
-                      what, num, (long long)i, ag_dtype_name(dst));
+          agpy_raisef(st, AG_ERR_OUT_OF_RANGE,
+                      "%s: value %s at position %lld is not a whole number that fits %s", what, num,
+                      (long long)i, ag_dtype_name(dst));
           return -1;
         }
         iv = (int64_t)d;
       } else if ((double)iv < lo || (double)iv > hi) {
-        agpy_raisef(AG_ERR_OUT_OF_RANGE, "%s: value %lld at position %lld does not fit %s", what,
+        agpy_raisef(st, AG_ERR_OUT_OF_RANGE, "%s: value %lld at position %lld does not fit %s", what,
                     (long long)iv, (long long)i, ag_dtype_name(dst));
         return -1;
       }
@@ -470,7 +668,7 @@ int agpy_in_convert(const agpy_in *in, ag_dtype dst, void *out, const char *what
   return 0;
 }
 
-const void *agpy_in_as(const agpy_in *in, ag_dtype dst, void **scratch, const char *what) {
+const void *agpy_in_as(agpy_state *st, const agpy_in *in, ag_dtype dst, void **scratch, const char *what) {
   *scratch = NULL;
   if (agpy_in_agdtype(in) == (int)dst && in->dt.code != kDLBool) return in->data;
   if (in->dt.code == kDLBool && dst == AG_U8) return in->data;
@@ -479,7 +677,7 @@ const void *agpy_in_as(const agpy_in *in, ag_dtype dst, void **scratch, const ch
     PyErr_NoMemory();
     return NULL;
   }
-  if (agpy_in_convert(in, dst, p, what)) {
+  if (agpy_in_convert(st, in, dst, p, what)) {
     free(p);
     return NULL;
   }
@@ -487,7 +685,7 @@ const void *agpy_in_as(const agpy_in *in, ag_dtype dst, void **scratch, const ch
   return p;
 }
 
-int agpy_in_wrap(ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_tensor **out,
+int agpy_in_wrap(agpy_state *st, ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_tensor **out,
                  const char *what) {
   int dt = agpy_in_agdtype(in);
   if (dt < 0 || !in->on_device) {
@@ -496,7 +694,7 @@ int agpy_in_wrap(ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_
   }
   ag_status s = ag_tensor_wrap(ctx, in->data, rows, cols, rows, (ag_dtype)dt, out);
   if (s) {
-    agpy_raise(s);
+    agpy_raise(st, s);
     return -1;
   }
   return 0;

@@ -1,9 +1,22 @@
 /* replay.c — the C side of agrl.ReplayBuffer: named fields over one table,
- * uniform or prioritized sampling on the device into a block that the
- * returned tensors share. */
+ * uniform or prioritized sampling on the device.
+ *
+ * A sample comes out in one of two ways:
+ *   - sample(B): each field in a block of its own (B, *shape) in the dtype
+ *     it was added with, indices i64, weights f32, as agrl.Tensors that
+ *     share the block (DLPack hands them to any framework);
+ *   - sample(B, out=arrays): written into the caller's arrays (torch, CuPy,
+ *     numpy on the CPU ...), which are read once and remembered with a
+ *     recording of the draw and the gather made for them, so that a call
+ *     is one replay between two stream hand-offs: the consumer holds the
+ *     batch when the call returns, with no import on its side.
+ * On a Vulkan context the batch is gathered on the device and copied to
+ * host memory (Vulkan memory is agrl's own: no framework maps it). */
 #include "agrl_py.h"
 
 #define AGPY_MAX_FIELDS 32
+#define AGPY_MAX_DST (AGPY_MAX_FIELDS + 2) /* the fields, indices, weights */
+#define AGPY_OUT_SLOTS 4                   /* out= dicts remembered */
 
 typedef struct agpy_field {
   PyObject *name; /* str */
@@ -13,8 +26,30 @@ typedef struct agpy_field {
   ag_dtype dtype;
 } agpy_field;
 
+enum { FW_OTHER = 0, FW_TORCH = 1, FW_CUPY = 2 };
+
+struct agpy_replay;
+
+/* One remembered out= dict: its arrays as read, and the recorded step. */
+typedef struct agpy_outset {
+  struct agpy_replay *owner;
+  PyObject *dict; /* strong; NULL: a free slot */
+  int64_t B;
+  int n;
+  PyObject *vals[AGPY_MAX_DST]; /* strong */
+  void *managed[AGPY_MAX_DST];  /* DLPack imports, deleted with the slot */
+  int versioned[AGPY_MAX_DST];
+  ag_replay_dst dst[AGPY_MAX_DST];
+  int framework, dev_index;
+  ag_device_kind kind; /* the context's device when the arrays were read */
+  int ctx_index;
+  PyObject *stream_fn; /* CuPy: cupy.cuda.get_current_stream (strong) */
+  ag_capture *cap;
+  uint64_t used;
+} agpy_outset;
+
 typedef struct agpy_replay {
-  PyObject_HEAD agpy_ctx *ctx;
+  AGPY_ON_CTX;
   ag_replay *r; /* NULL once freed */
   ag_per *per;
   ag_rng *rng;
@@ -22,57 +57,125 @@ typedef struct agpy_replay {
   agpy_field fields[AGPY_MAX_FIELDS];
   int64_t rows;
   double beta;
-  PyObject *k_indices, *k_weights;
+  ag_tensor *beta_dev; /* beta read by recorded prioritized draws */
+  float beta_dev_value;
+  agpy_outset outs[AGPY_OUT_SLOTS];
+  uint64_t clock;
+  ag_tensor *stage; /* Vulkan: the batch on the device before its copy */
+  ag_ctx *host;     /* Vulkan: host blocks for the copies */
 } agpy_replay;
+
+/* ---- lifetime ---- */
+
+static void out_clear(agpy_outset *o, ag_ctx *ctx) {
+  if (o->cap) {
+    ag_capture_free(o->cap); /* waits for the queue: no write into the arrays is pending after */
+    o->cap = NULL;
+  } else if (o->dict && ctx) {
+    ag_ctx_sync(ctx);
+  }
+  for (int i = 0; i < o->n; i++) {
+    if (o->managed[i]) {
+      if (o->versioned[i]) {
+        DLManagedTensorVersioned *m = o->managed[i];
+        if (m->deleter) m->deleter(m);
+      } else {
+        DLManagedTensor *m = o->managed[i];
+        if (m->deleter) m->deleter(m);
+      }
+    }
+    o->managed[i] = NULL;
+    Py_CLEAR(o->vals[i]);
+  }
+  Py_CLEAR(o->stream_fn);
+  Py_CLEAR(o->dict);
+  o->n = 0;
+}
 
 void agpy_replay_release(PyObject *self) {
   agpy_replay *r = (agpy_replay *)self;
+  ag_ctx *ctx = r->ctx ? r->ctx->ctx : NULL;
+  for (int i = 0; i < AGPY_OUT_SLOTS; i++) out_clear(&r->outs[i], ctx);
+  ag_tensor_free(r->beta_dev);
+  ag_tensor_free(r->stage);
+  r->beta_dev = r->stage = NULL;
   if (r->rng) ag_rng_free(r->rng);
   if (r->r) ag_replay_free(r->r); /* and its sampler */
+  if (r->host) ag_ctx_free(r->host);
   r->rng = NULL;
   r->r = NULL;
   r->per = NULL;
+  r->host = NULL;
 }
 
 static ag_replay *rp_get(agpy_replay *r) {
   if (!r->r || !r->ctx || !r->ctx->ctx) {
-    agpy_raisef(AG_ERR_FREED, "the replay buffer has been freed (or its context)");
+    agpy_raisef(r->st, AG_ERR_FREED, "the replay buffer has been freed (or its context)");
     return NULL;
   }
   return r->r;
 }
 
-/* _Replay(ctx, capacity, fields, storage, min_size, prioritized, alpha, beta, seed)
+static void rp_dealloc(agpy_replay *r) {
+  if (r->ctx) {
+    agpy_lock(r->ctx);
+    agpy_replay_release((PyObject *)r);
+    agpy_ctx_drop_dep(r->ctx, (PyObject *)r);
+    agpy_unlock(r->ctx);
+    Py_DECREF(r->ctx);
+  }
+  for (int i = 0; i < r->n_fields; i++) Py_XDECREF(r->fields[i].name);
+  agpy_obj_free((PyObject *)r);
+}
+
+/* Sets the object up over a made table (taking it): the fields' layout
+ * (names and shapes given, or each (width,)), the sampler, the stream. */
+static int rp_attach(agpy_replay *r, agpy_ctx *c, ag_replay *rep, uint64_t seed, double beta) {
+  r->r = rep;
+  r->per = ag_replay_per(rep);
+  r->rows = ag_replay_rows(rep);
+  r->beta = beta;
+  ag_status s = ag_rng_create(c->ctx, seed, &r->rng);
+  if (s || agpy_ctx_add_dep(c, (PyObject *)r)) {
+    if (s) agpy_raise(r->st, s);
+    agpy_replay_release((PyObject *)r);
+    return -1;
+  }
+  r->ctx = (agpy_ctx *)Py_NewRef(c);
+  return 0;
+}
+
+/* _Replay(ctx, capacity, fields, storage=None, min_size=1, prioritized=False, alpha=0.6, beta=0.4, seed=0)
  * fields: a sequence of (name, shape tuple, dtype) */
 static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"ctx",         "capacity", "fields", "storage", "min_size",
-                           "prioritized", "alpha",    "beta",   "seed",    NULL};
-  PyObject *ctxo, *fields, *storage = NULL;
-  long long cap, min_size = 1;
-  unsigned long long seed = 0;
+  PyObject *ctxo, *fields, *storage = Py_None;
+  int64_t cap, min_size = 1;
+  uint64_t seed = 0;
   int prioritized = 0;
   double alpha = 0.6, beta = 0.4;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OLO|OLpddO&:_Replay", kwlist, &ctxo, &cap, &fields, &storage,
-                                   &min_size, &prioritized, &alpha, &beta, agpy_u64_conv, &seed))
-    return -1;
-  if (r->ctx) {
+  const agpy_arg spec[] = {
+      {"ctx", "O", &ctxo},        {"capacity", "L", &cap},      {"fields", "O", &fields},
+      {"storage", "O", &storage}, {"min_size", "L", &min_size}, {"prioritized", "p", &prioritized},
+      {"alpha", "d", &alpha},     {"beta", "d", &beta},         {"seed", "K", &seed}};
+  if (agpy_parse_tuple(r->st, "ReplayBuffer", args, kw, 3, spec, 9)) return -1;
+  if (r->ctx || r->n_fields) {
     PyErr_SetString(PyExc_RuntimeError, "ReplayBuffer.__init__ called twice");
     return -1;
   }
-  if (!PyObject_TypeCheck(ctxo, &agpy_ctx_type)) {
-    PyErr_Format(PyExc_TypeError, "ReplayBuffer: ctx must be an agrl.Context, not %.80s",
-                 Py_TYPE(ctxo)->tp_name);
+  agpy_ctx *c = agpy_ctx_check(r->st, ctxo, "ReplayBuffer");
+  if (!c) return -1;
+  ag_dtype st = AG_F32;
+  if (storage != Py_None && agpy_dtype_parse(r->st, storage, &st, "ReplayBuffer: storage")) return -1;
+  if (!(beta >= 0.0 && beta <= 1.0)) { /* kept for later draws: no C call sees it now */
+    char num[32];
+    PyOS_snprintf(num, sizeof num, "%g", beta);
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer: beta = %s is outside [0, 1]", num);
     return -1;
   }
-  agpy_ctx *c = (agpy_ctx *)ctxo;
-  ag_ctx *ctx = agpy_ctx_get(c);
-  if (!ctx) return -1;
-  ag_dtype st = AG_F32;
-  if (storage && storage != Py_None && agpy_dtype_parse(storage, &st, "ReplayBuffer: storage")) return -1;
-  if (!(beta >= 0.0 && beta <= 1.0)) {
-    char num[32]; /* PyUnicode_FromFormat has no %g */
-    PyOS_snprintf(num, sizeof num, "%g", beta);
-    agpy_raisef(AG_ERR_INVALID_ARG, "ReplayBuffer: beta = %s is outside [0, 1]", num);
+  /* the sampler's limits before the table is made (nothing allocated when refused) */
+  ag_status s = prioritized ? ag_per_validate(cap, (float)alpha) : AG_OK;
+  if (s) {
+    agpy_raise(r->st, s);
     return -1;
   }
   PyObject *seq = PySequence_Fast(fields, "ReplayBuffer: fields must be a sequence of (name, shape, dtype)");
@@ -81,7 +184,7 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
   ag_field cf[AGPY_MAX_FIELDS];
   int ok = 1;
   if (n < 1 || n > AGPY_MAX_FIELDS) {
-    agpy_raisef(AG_ERR_INVALID_ARG, "ReplayBuffer: %zd fields (give 1 to %d)", n, AGPY_MAX_FIELDS);
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer: %zd fields (give 1 to %d)", n, AGPY_MAX_FIELDS);
     ok = 0;
   }
   int64_t row0 = 0;
@@ -95,7 +198,7 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
       break;
     }
     if (!PyArg_ParseTuple(item, "UOO:field", &name, &shape, &dto) ||
-        agpy_dtype_parse(dto, &f->dtype, "ReplayBuffer: field dtype")) {
+        agpy_dtype_parse(r->st, dto, &f->dtype, "ReplayBuffer: field dtype")) {
       ok = 0;
       break;
     }
@@ -108,15 +211,16 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
     f->width = 1;
     f->n_inner = 0;
     if (nd > 5) {
-      agpy_raisef(AG_ERR_SHAPE, "ReplayBuffer: field '%U' has %zd dimensions (at most 5)", name, nd);
+      agpy_raisef(r->st, AG_ERR_SHAPE, "ReplayBuffer: field '%U' has %zd dimensions (at most 5)", name, nd);
       ok = 0;
     }
     for (Py_ssize_t d = 0; ok && d < nd; d++) {
-      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sh, d));
-      if (v == -1 && PyErr_Occurred()) {
+      int64_t v;
+      if (agpy_convert(r->st, "ReplayBuffer", "a field's size", PySequence_Fast_GET_ITEM(sh, d), "L", &v)) {
         ok = 0;
-      } else if (v < 1 || v > (1ll << 40) / f->width) {
-        agpy_raisef(AG_ERR_INVALID_ARG, "ReplayBuffer: field '%U' has a dimension of size %lld", name, v);
+      } else if (v < 1 || v > (INT64_C(1) << 40) / f->width) {
+        agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer: field '%U' has a dimension of size %lld", name,
+                    (long long)v);
         ok = 0;
       } else {
         f->inner[f->n_inner++] = v;
@@ -126,6 +230,7 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
     Py_DECREF(sh);
     if (!ok) break;
     f->name = Py_NewRef(name);
+    PyUnicode_InternInPlace(&f->name);
     f->row0 = row0;
     row0 += f->width;
     r->n_fields = (int)i + 1;
@@ -135,38 +240,26 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
     if (!cf[i].name) ok = 0;
   }
   Py_DECREF(seq);
-  if (!ok) return -1;
-  r->rows = row0;
-  ag_status s = ag_replay_create(ctx, cf, r->n_fields, cap, st, min_size, &r->r);
-  if (!s && prioritized) s = ag_per_create(r->r, (float)alpha, &r->per);
-  if (!s) s = ag_rng_create(ctx, seed, &r->rng);
-  if (s) {
-    agpy_raise(s);
-    agpy_replay_release((PyObject *)r);
-    return -1;
+  if (!ok || agpy_lock(c)) return -1;
+  ag_ctx *ctx = agpy_ctx_get(c);
+  ag_replay *rep = NULL;
+  int ret = -1;
+  if (ctx) {
+    s = ag_replay_create(ctx, cf, r->n_fields, cap, st, min_size, &rep);
+    ag_per *per = NULL;
+    if (!s && prioritized) s = ag_per_create(rep, (float)alpha, &per);
+    if (s) {
+      agpy_raise(r->st, s);
+      ag_replay_free(rep);
+    } else {
+      ret = rp_attach(r, c, rep, seed, beta);
+    }
   }
-  if (agpy_ctx_add_dep(c, (PyObject *)r)) {
-    agpy_replay_release((PyObject *)r);
-    return -1;
-  }
-  r->ctx = (agpy_ctx *)Py_NewRef(c);
-  r->beta = beta;
-  r->k_indices = PyUnicode_InternFromString("indices");
-  r->k_weights = PyUnicode_InternFromString("weights");
-  return 0;
+  agpy_unlock(c);
+  return ret;
 }
 
-static void rp_dealloc(agpy_replay *r) {
-  agpy_replay_release((PyObject *)r);
-  for (int i = 0; i < r->n_fields; i++) Py_XDECREF(r->fields[i].name);
-  Py_XDECREF(r->k_indices);
-  Py_XDECREF(r->k_weights);
-  if (r->ctx) {
-    agpy_ctx_drop_dep(r->ctx, (PyObject *)r);
-    Py_DECREF(r->ctx);
-  }
-  Py_TYPE(r)->tp_free((PyObject *)r);
-}
+/* ---- add ---- */
 
 /* The number of transitions in a field's array: (k, *shape) or (*shape). */
 static int64_t transitions(const agpy_field *f, const agpy_in *in) {
@@ -186,262 +279,663 @@ batch:
   return -1;
 }
 
-/* add(**fields): one transition or a batch, host or device arrays */
-static PyObject *rp_add(agpy_replay *r, PyObject *args, PyObject *kw) {
+/* The field called `key`, or -1 (interned names compare by address first). */
+static int field_of(const agpy_replay *r, PyObject *key) {
+  for (int i = 0; i < r->n_fields; i++)
+    if (r->fields[i].name == key) return i;
+  for (int i = 0; i < r->n_fields; i++)
+    if (PyUnicode_Check(key) && PyUnicode_Compare(r->fields[i].name, key) == 0) return i;
+  return -1;
+}
+
+/* add(**fields) or add(fields_dict): one transition or a batch, host or device arrays */
+static PyObject *rp_add(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   ag_replay *rep = rp_get(r);
   if (!rep) return NULL;
-  if (PyTuple_GET_SIZE(args) > 1 || (PyTuple_GET_SIZE(args) == 1 && kw)) {
+  const int n = r->n_fields;
+  PyObject *val[AGPY_MAX_FIELDS] = {NULL};
+  Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs > 1 || (nargs == 1 && nk)) {
     PyErr_SetString(PyExc_TypeError, "ReplayBuffer.add: pass the fields as keywords (or one dict)");
     return NULL;
   }
-  PyObject *d = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : kw;
-  if (!d || !PyDict_Check(d)) {
-    PyErr_SetString(PyExc_TypeError, "ReplayBuffer.add: pass every field as a keyword");
-    return NULL;
+  if (nargs == 1) {
+    PyObject *d = args[0];
+    if (!PyDict_Check(d)) {
+      PyErr_Format(PyExc_TypeError, "ReplayBuffer.add: pass the fields as keywords or a dict, not %.80s",
+                   Py_TYPE(d)->tp_name);
+      return NULL;
+    }
+    PyObject *key, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &key, &v)) {
+      int i = field_of(r, key);
+      if (i < 0)
+        return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer.add: the table has no field %R", key);
+      val[i] = v;
+    }
+  } else {
+    for (Py_ssize_t j = 0; j < nk; j++) {
+      PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+      int i = field_of(r, key);
+      if (i < 0)
+        return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer.add: the table has no field %R", key);
+      val[i] = args[j];
+    }
   }
+  for (int i = 0; i < n; i++)
+    if (!val[i])
+      return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer.add: field '%U' is missing",
+                         r->fields[i].name);
   ag_ctx *ctx = r->ctx->ctx;
-  const int n = r->n_fields;
   agpy_in in[AGPY_MAX_FIELDS];
   memset(in, 0, sizeof in);
   void *scratch[AGPY_MAX_FIELDS] = {0};
   const void *ptr[AGPY_MAX_FIELDS];
-  int device = 0;
+  int device = 0, got = 0;
   int64_t k = -1;
   PyObject *ret = NULL;
-  if (PyDict_GET_SIZE(d) != n) {
-    /* name what is missing or unknown */
-    for (int i = 0; i < n; i++)
-      if (!PyDict_GetItemWithError(d, r->fields[i].name)) {
-        if (!PyErr_Occurred())
-          agpy_raisef(AG_ERR_INVALID_ARG, "ReplayBuffer.add: field '%U' is missing", r->fields[i].name);
-        return NULL;
-      }
-    PyObject *key, *val;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(d, &pos, &key, &val)) {
-      int known = 0;
-      for (int i = 0; i < n; i++) known |= PyObject_RichCompareBool(key, r->fields[i].name, Py_EQ) == 1;
-      if (!known) return agpy_raisef(AG_ERR_INVALID_ARG, "ReplayBuffer.add: the table has no field %R", key);
-    }
-  }
+  char what[96];
   for (int i = 0; i < n; i++) {
     const agpy_field *f = &r->fields[i];
-    PyObject *v = PyDict_GetItemWithError(d, f->name);
-    if (!v) {
-      if (!PyErr_Occurred())
-        agpy_raisef(AG_ERR_INVALID_ARG, "ReplayBuffer.add: field '%U' is missing", f->name);
-      goto done;
-    }
-    char what[96];
-    snprintf(what, sizeof what, "ReplayBuffer.add: field '%s'", PyUnicode_AsUTF8(f->name));
-    if (agpy_in_get(ctx, v, &in[i], what)) goto done;
+    PyOS_snprintf(what, sizeof what, "ReplayBuffer.add: field '%s'", PyUnicode_AsUTF8(f->name));
+    if (agpy_in_get(r->st, ctx, val[i], &in[i], what)) goto done;
+    got = i + 1;
     int64_t ki = transitions(f, &in[i]);
     if (ki < 0) {
-      agpy_raisef(AG_ERR_SHAPE, "%s: shape does not match the field's (k, ...) of width %lld", what,
+      agpy_raisef(r->st, AG_ERR_SHAPE, "%s: shape does not match the field's (k, ...) of width %lld", what,
                   (long long)f->width);
       goto done;
     }
     if (i == 0) k = ki, device = in[i].on_device;
     if (ki != k) {
-      agpy_raisef(AG_ERR_SHAPE, "ReplayBuffer.add: field '%U' has %lld transitions, field '%U' %lld", f->name,
-                  (long long)ki, r->fields[0].name, (long long)k);
+      agpy_raisef(r->st, AG_ERR_SHAPE, "ReplayBuffer.add: field '%U' has %lld transitions, field '%U' %lld",
+                  f->name, (long long)ki, r->fields[0].name, (long long)k);
       goto done;
     }
     if (in[i].on_device != device) {
-      agpy_raisef(AG_ERR_INVALID_ARG,
+      agpy_raisef(r->st, AG_ERR_INVALID_ARG,
                   "ReplayBuffer.add: fields must all be on the host or all on the device");
       goto done;
     }
-    if (!device && !(ptr[i] = agpy_in_as(&in[i], f->dtype, &scratch[i], what))) goto done;
+    if (!device && !(ptr[i] = agpy_in_as(r->st, &in[i], f->dtype, &scratch[i], what))) goto done;
   }
-  ag_status s;
+  ag_status s = AG_OK;
   if (device) {
     ag_tensor *t[AGPY_MAX_FIELDS];
-    s = AG_OK;
+    if (agpy_in_order(r->st, ctx, in, n)) goto done;
     for (int i = 0; i < n && !s && k > 0; i++)
       s = ag_tensor_wrap(ctx, in[i].data, r->fields[i].width, k, r->fields[i].width,
                          (ag_dtype)agpy_in_agdtype(&in[i]), &t[i]);
     if (!s) s = ag_replay_add_dev(rep, t, k);
     ag_ctx_reset(ctx);
+  } else if ((size_t)(k * r->rows) * 4 >= ((size_t)1 << 20)) {
+    Py_BEGIN_ALLOW_THREADS s = ag_replay_add(rep, ptr, k);
+    Py_END_ALLOW_THREADS
   } else {
     s = ag_replay_add(rep, ptr, k);
   }
   if (s)
-    agpy_raise(s);
+    agpy_raise(r->st, s);
   else
     ret = Py_NewRef(Py_None);
 done:
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < got; i++) {
     free(scratch[i]);
     agpy_in_release(&in[i], ctx);
   }
   return ret;
 }
 
-/* sample(batch_size, beta=None): {field: Tensor (B, *shape), "indices": (B,) i32[, "weights": (B,) f32]} */
-static PyObject *rp_sample(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-  ag_replay *rep = rp_get(r);
-  if (!rep) return NULL;
-  if (nargs < 1 || nargs > 3 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
-    /* the keyword form, rarely used: sample(batch_size=..., beta=...) */
-    Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    PyObject *bo = nargs >= 1 ? args[0] : NULL, *beo = nargs >= 2 ? args[1] : NULL,
-             *co = nargs >= 3 ? args[2] : NULL;
-    for (Py_ssize_t i = 0; i < nk; i++) {
-      const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
-      if (k && !strcmp(k, "batch_size") && !bo)
-        bo = args[nargs + i];
-      else if (k && !strcmp(k, "beta") && !beo)
-        beo = args[nargs + i];
-      else if (k && !strcmp(k, "contiguous") && !co)
-        co = args[nargs + i];
-      else {
-        PyErr_Format(PyExc_TypeError, "sample() got an unexpected or repeated argument '%s'", k ? k : "?");
-        return NULL;
-      }
-    }
-    if (!bo || nargs > 3) {
-      PyErr_SetString(PyExc_TypeError, "sample(batch_size, beta=None, contiguous=False)");
-      return NULL;
-    }
-    PyObject *a3[3] = {bo, beo ? beo : Py_None, co ? co : Py_False};
-    return rp_sample(r, a3, 3, NULL);
-  }
-  if (!PyLong_Check(args[0])) {
-    PyErr_Format(PyExc_TypeError, "sample: batch_size must be an int, not %.80s", Py_TYPE(args[0])->tp_name);
-    return NULL;
-  }
-  long long B = PyLong_AsLongLong(args[0]);
-  if (B == -1 && PyErr_Occurred()) return NULL;
-  double beta = r->beta;
-  if (nargs >= 2 && args[1] != Py_None) { /* the keyword form passes 3 */
-    beta = PyFloat_AsDouble(args[1]);
-    if (beta == -1.0 && PyErr_Occurred()) return NULL;
-  }
-  int contiguous = 0;
-  if (nargs == 3 && (contiguous = PyObject_IsTrue(args[2])) < 0) return NULL;
-  if (B < 1) return agpy_raisef(AG_ERR_INVALID_ARG, "sample: batch_size = %lld must be at least 1", B);
-  if (B > (1ll << 31) - 1)
-    return agpy_raisef(AG_ERR_INVALID_ARG, "sample: batch_size = %lld is too large", B);
-  ag_status s = ag_replay_can_sample(rep, B);
-  if (s) return agpy_raise(s);
-  ag_ctx *ctx = r->ctx->ctx;
-  size_t need = 2 * agpy_align((size_t)B * 4) + agpy_align((size_t)(r->rows * B) * 4) + 1024;
-  if (contiguous) /* each field packed after the batch */
-    for (int i = 0; i < r->n_fields; i++) need += agpy_align((size_t)(r->fields[i].width * B) * 4);
-  ag_block *blk;
-  if ((s = ag_block_create(ctx, need, &blk))) return agpy_raise(s);
-  ag_tensor *batch = NULL, *idx = NULL, *w = NULL;
-  void *fp[AGPY_MAX_FIELDS] = {0};
-  s = ag_ctx_use_block(ctx, blk);
-  if (!s) {
-    if (r->per) {
-      s = ag_per_sample(r->per, r->rng, B, (float)beta, &idx, &w);
-      if (!s) s = ag_get_rows_dev(ag_replay_buffer(rep), idx, &batch);
-    } else {
-      s = ag_replay_sample(rep, r->rng, B, &batch, &idx);
-    }
-    ag_tensor *packed[AGPY_MAX_FIELDS] = {0};
-    for (int i = 0; contiguous && !s && i < r->n_fields; i++) {
-      ag_tensor *v;
-      s = ag_replay_view(rep, batch, PyUnicode_AsUTF8(r->fields[i].name), &v);
-      if (!s) s = ag_contiguous(v, &packed[i]);
-    }
-    for (int i = 0; contiguous && !s && i < r->n_fields; i++) s = ag_tensor_data(packed[i], &fp[i], NULL);
-    ag_ctx_use_block(ctx, NULL);
-  }
-  PyObject *out = NULL;
-  void *bp = NULL, *ip = NULL, *wp = NULL;
-  if (!s) s = ag_tensor_data(batch, &bp, NULL);
-  if (!s) s = ag_tensor_data(idx, &ip, NULL);
-  if (!s && w) s = ag_tensor_data(w, &wp, NULL);
-  ag_ctx_reset(ctx);
-  if (s) {
-    ag_block_release(blk, NULL);
-    return agpy_raise(s);
-  }
-  out = PyDict_New();
-  for (int i = 0; out && i < r->n_fields; i++) {
+/* ---- sample ---- */
+
+static ag_dtype idx_dtype(const agpy_replay *r) {
+  return ag_replay_capacity(r->r) > INT32_MAX ? AG_I64 : AG_I32;
+}
+
+/* The draw of B indices (and, prioritized, their weights): temporaries. */
+static ag_status draw(agpy_replay *r, int64_t B, float beta, ag_tensor *beta_dev, ag_tensor **idx,
+                      ag_tensor **w) {
+  *w = NULL;
+  if (r->per)
+    return beta_dev ? ag_per_sample_dev(r->per, r->rng, B, beta_dev, idx, w)
+                    : ag_per_sample(r->per, r->rng, B, beta, idx, w);
+  return ag_randint_dev(r->rng, ag_replay_size_tensor(r->r), B, idx_dtype(r), idx);
+}
+
+/* The default destinations: each field packed (B, width) in its dtype,
+ * then the indices (i64) and the weights (f32), at offsets from 0; the
+ * bytes they take. */
+static size_t default_layout(const agpy_replay *r, int64_t B, ag_replay_dst *dst, size_t *off, int *n) {
+  size_t at = 0;
+  int k = 0;
+  for (int i = 0; i < r->n_fields; i++, k++) {
     const agpy_field *f = &r->fields[i];
-    PyObject *t =
-        contiguous ? agpy_tensor_new(r->ctx, blk, fp[i], AG_F32, f->width, B, f->width, f->inner, f->n_inner)
-                   : agpy_tensor_new(r->ctx, blk, (float *)bp + f->row0, AG_F32, f->width, B, r->rows,
-                                     f->inner, f->n_inner);
-    if (!t || PyDict_SetItem(out, f->name, t) < 0) Py_CLEAR(out);
+    dst[k] = (ag_replay_dst){i, NULL, f->dtype, f->width};
+    off[k] = at;
+    at += agpy_align((size_t)(B * f->width) * ag_dtype_size(f->dtype));
+  }
+  dst[k] = (ag_replay_dst){AG_REPLAY_DST_INDICES, NULL, AG_I64, 1};
+  off[k++] = at;
+  at += agpy_align((size_t)B * 8);
+  if (r->per) {
+    dst[k] = (ag_replay_dst){AG_REPLAY_DST_WEIGHTS, NULL, AG_F32, 1};
+    off[k++] = at;
+    at += agpy_align((size_t)B * 4);
+  }
+  *n = k;
+  return at;
+}
+
+/* The batch as agrl.Tensors over blk's memory at base + off[k]. */
+static PyObject *batch_dict(agpy_replay *r, ag_block *blk, char *base, const ag_replay_dst *dst,
+                            const size_t *off, int n, int64_t B) {
+  PyObject *out = PyDict_New();
+  for (int k = 0; out && k < n; k++) {
+    PyObject *t, *key;
+    if (dst[k].field >= 0) {
+      const agpy_field *f = &r->fields[dst[k].field];
+      t = agpy_tensor_new(r->ctx, blk, base + off[k], f->dtype, f->width, B, f->width, f->inner, f->n_inner);
+      key = f->name;
+    } else {
+      t = agpy_tensor_new(r->ctx, blk, base + off[k], dst[k].dtype, 1, B, 1, NULL, 0);
+      key = dst[k].field == AG_REPLAY_DST_INDICES ? r->st->s_indices : r->st->s_weights;
+    }
+    if (!t || PyDict_SetItem(out, key, t) < 0) Py_CLEAR(out);
     Py_XDECREF(t);
   }
-  if (out) {
-    PyObject *t = agpy_tensor_new(r->ctx, blk, ip, AG_I32, 1, B, 1, NULL, 0);
-    if (!t || PyDict_SetItem(out, r->k_indices, t) < 0) Py_CLEAR(out);
-    Py_XDECREF(t);
-  }
-  if (out && wp) {
-    PyObject *t = agpy_tensor_new(r->ctx, blk, wp, AG_F32, 1, B, 1, NULL, 0);
-    if (!t || PyDict_SetItem(out, r->k_weights, t) < 0) Py_CLEAR(out);
-    Py_XDECREF(t);
-  }
+  return out;
+}
+
+/* sample(B) on a CUDA or CPU context: a block of the context's device. */
+static PyObject *sample_block(agpy_replay *r, int64_t B, double beta) {
+  ag_ctx *ctx = r->ctx->ctx;
+  ag_replay_dst dst[AGPY_MAX_DST];
+  size_t off[AGPY_MAX_DST];
+  int n;
+  size_t need = default_layout(r, B, dst, off, &n);
+  ag_block *blk;
+  ag_status s = ag_block_create(ctx, need, &blk);
+  if (s) return agpy_raise(r->st, s);
+  char *base = ag_block_data(blk);
+  for (int k = 0; k < n; k++) dst[k].data = base + off[k];
+  ag_tensor *idx, *w;
+  s = draw(r, B, (float)beta, NULL, &idx, &w);
+  if (!s) s = ag_replay_gather_into(r->r, idx, w, dst, n);
+  ag_ctx_reset(ctx);
+  PyObject *out = s ? agpy_raise(r->st, s) : batch_dict(r, blk, base, dst, off, n, B);
   ag_block_release(blk, NULL);
   return out;
 }
 
+/* sample(B) on a Vulkan context: gathered into a device staging tensor,
+ * then copied into a host block (one download). */
+static PyObject *sample_host(agpy_replay *r, int64_t B, double beta) {
+  ag_ctx *ctx = r->ctx->ctx;
+  ag_replay_dst dst[AGPY_MAX_DST];
+  size_t off[AGPY_MAX_DST];
+  int n;
+  size_t need = default_layout(r, B, dst, off, &n);
+  ag_status s = AG_OK;
+  if (!r->host) s = ag_ctx_create(&r->host, AG_DEVICE_CPU, 0);
+  if (!s && (!r->stage || (size_t)ag_tensor_rows(r->stage) < need)) {
+    ag_tensor *t = NULL;
+    s = ag_tensor_create(ctx, (int64_t)need, 1, AG_U8, NULL, &t);
+    if (!s) {
+      ag_tensor_free(r->stage);
+      r->stage = t;
+    }
+  }
+  void *dev = NULL;
+  if (!s) s = ag_tensor_data(r->stage, &dev, NULL);
+  if (s) return agpy_raise(r->st, s);
+  for (int k = 0; k < n; k++) dst[k].data = (char *)dev + off[k];
+  ag_block *blk = NULL;
+  s = ag_block_create(r->host, need, &blk);
+  ag_tensor *idx, *w, *view = NULL;
+  if (!s) s = draw(r, B, (float)beta, NULL, &idx, &w);
+  if (!s) s = ag_replay_gather_into(r->r, idx, w, dst, n);
+  if (!s) s = ag_tensor_wrap(ctx, dev, (int64_t)need, 1, (int64_t)need, AG_U8, &view);
+  if (!s) {
+    void *host = ag_block_data(blk);
+    Py_BEGIN_ALLOW_THREADS s = ag_tensor_read(view, host, need);
+    Py_END_ALLOW_THREADS
+  }
+  ag_ctx_reset(ctx);
+  PyObject *out = s ? agpy_raise(r->st, s) : batch_dict(r, blk, ag_block_data(blk), dst, off, n, B);
+  ag_block_release(blk, NULL);
+  return out;
+}
+
+/* ---- sample(out=...) ---- */
+
+static int framework_of(PyObject *v) {
+  PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(v), "__module__");
+  const char *ms = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+  int fw = FW_OTHER;
+  if (ms && !strncmp(ms, "cupy", 4)) fw = FW_CUPY;
+  Py_XDECREF(mod);
+  PyErr_Clear();
+  return fw;
+}
+
+/* Reads array v (DLPack, torch) as a destination of B transitions of
+ * `width` values with the inner shape of field f (NULL: a (B,) vector). */
+static int out_read(agpy_replay *r, agpy_outset *o, int k, PyObject *v, const agpy_field *f, int64_t B,
+                    const char *key) {
+  agpy_state *st = r->st;
+  ag_ctx *ctx = r->ctx->ctx;
+  char what[96];
+  PyOS_snprintf(what, sizeof what, "sample: out['%s']", key);
+  void *data = NULL;
+  DLDataType dt;
+  int ndim = 0, dev_type, dev_id;
+  int64_t shape[8], strides[8];
+  int have_strides = 1, readonly = 0;
+  if (agpy_is_torch(st, v)) {
+    int device;
+    if (agpy_torch_layout(st, v, &data, &dt, &ndim, shape, strides, &device, what)) return -1;
+    dev_type = device >= 0 ? kDLCUDA : kDLCPU;
+    dev_id = device >= 0 ? device : 0;
+    o->framework = FW_TORCH;
+  } else {
+    /* the device first: a host array takes stream=None only, a device
+     * array -1 (no synchronisation: each call orders the streams) */
+    PyObject *devt =
+        PyObject_HasAttr(v, st->s_dlpack) ? PyObject_CallMethodNoArgs(v, st->s_dlpack_device) : NULL;
+    int host = 0;
+    if (!devt && !PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "%s: expected an array of a framework (DLPack), got %.80s", what,
+                   Py_TYPE(v)->tp_name);
+    if (devt) {
+      host = PyTuple_Check(devt) && PyTuple_GET_SIZE(devt) == 2 &&
+             PyLong_AsLong(PyTuple_GET_ITEM(devt, 0)) != kDLCUDA && !PyErr_Occurred();
+      Py_DECREF(devt);
+    }
+    PyObject *kw =
+        devt ? Py_BuildValue("{s:(ii)}", "max_version", AGPY_DLPACK_MAJOR, AGPY_DLPACK_MINOR) : NULL;
+    if (kw && !host) {
+      PyObject *m1 = PyLong_FromLong(-1);
+      if (!m1 || PyDict_SetItemString(kw, "stream", m1) < 0) Py_CLEAR(kw);
+      Py_XDECREF(m1);
+    }
+    PyObject *meth = kw ? PyObject_GetAttr(v, st->s_dlpack) : NULL, *cap = NULL, *empty = PyTuple_New(0);
+    if (meth && empty) {
+      cap = PyObject_Call(meth, empty, kw);
+      if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer before DLPack 1.0 */
+        PyErr_Clear();
+        PyDict_DelItemString(kw, "max_version");
+        cap = PyObject_Call(meth, empty, kw);
+      }
+    }
+    Py_XDECREF(meth);
+    Py_XDECREF(kw);
+    Py_XDECREF(empty);
+    if (!cap) return -1;
+    DLTensor *dl = NULL;
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+      DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+      PyCapsule_SetName(cap, "used_dltensor_versioned");
+      o->managed[k] = m;
+      o->versioned[k] = 1;
+      readonly = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+      dl = &m->dl_tensor;
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+      DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+      PyCapsule_SetName(cap, "used_dltensor");
+      o->managed[k] = m;
+      dl = &m->dl_tensor;
+    }
+    Py_DECREF(cap);
+    if (!dl) {
+      PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", what);
+      return -1;
+    }
+    if (dl->ndim > 8) return agpy_raisef(st, AG_ERR_SHAPE, "%s: more than 8 dimensions", what), -1;
+    data = (char *)dl->data + dl->byte_offset;
+    dt = dl->dtype;
+    ndim = dl->ndim;
+    dev_type = dl->device.device_type;
+    dev_id = dl->device.device_id;
+    for (int i = 0; i < ndim; i++) shape[i] = dl->shape[i];
+    have_strides = dl->strides != NULL;
+    for (int i = 0; have_strides && i < ndim; i++) strides[i] = dl->strides[i];
+    if (o->framework == FW_OTHER) o->framework = framework_of(v);
+  }
+  if (readonly) return agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the array is read-only", what), -1;
+  /* the device: the context's (CUDA), or host memory for a CPU context */
+  const ag_device_kind kind = ag_ctx_device(ctx);
+  if (!((kind == AG_DEVICE_CUDA && dev_type == kDLCUDA && dev_id == ag_ctx_device_index(ctx)) ||
+        (kind == AG_DEVICE_CPU && (dev_type == kDLCPU || dev_type == kDLCUDAHost))))
+    return agpy_raisef(st, AG_ERR_INVALID_ARG,
+                       "%s: the array is on DLPack device (%d, %d), not in the memory of the context (%s)",
+                       what, dev_type, dev_id, ag_ctx_device_name(ctx)),
+           -1;
+  o->dev_index = dev_id;
+  agpy_in tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.dt = dt;
+  const int agdt = agpy_in_agdtype(&tmp);
+  if (agdt < 0 || (dt.code == kDLBool))
+    return agpy_raisef(st, AG_ERR_INVALID_ARG,
+                       "%s: the array's dtype is not one agrl writes (f32, f16, bf16, u8, "
+                       "i32, i64)",
+                       what),
+           -1;
+  /* shape (B, *inner) (or (B,) for a width-1 field), inner dimensions contiguous */
+  const int n_inner = f ? f->n_inner : 0;
+  const int64_t width = f ? f->width : 1;
+  int ok = ndim >= 1 && shape[0] == B;
+  if (ok && ndim == n_inner + 1) {
+    for (int d = 0; d < n_inner; d++) ok &= shape[d + 1] == f->inner[d];
+  } else if (ok) {
+    ok = width == 1 && ndim == 1;
+  }
+  if (!ok)
+    return agpy_raisef(st, AG_ERR_SHAPE, "%s: the array must be (%lld%s) for a batch of %lld", what,
+                       (long long)B, f && f->n_inner ? ", *the field's shape" : ",", (long long)B),
+           -1;
+  int64_t ld = width;
+  if (have_strides) {
+    int64_t expect = 1;
+    for (int d = ndim - 1; d >= 1; d--) {
+      if (shape[d] > 1 && strides[d] != expect)
+        return agpy_raisef(st, AG_ERR_SHAPE, "%s: the values of one transition must be contiguous", what), -1;
+      expect *= shape[d];
+    }
+    ld = B > 1 ? strides[0] : width;
+    if (ld < width)
+      return agpy_raisef(st, AG_ERR_SHAPE, "%s: transitions overlap (stride %lld < %lld values)", what,
+                         (long long)ld, (long long)width),
+             -1;
+  }
+  if ((uintptr_t)data % ag_dtype_size((ag_dtype)agdt))
+    return agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the data is not aligned to its dtype", what), -1;
+  o->dst[k].data = data;
+  o->dst[k].dtype = (ag_dtype)agdt;
+  o->dst[k].ld = ld;
+  o->vals[k] = Py_NewRef(v);
+  return 0;
+}
+
+static ag_status out_step(ag_ctx *ctx, void *user) {
+  (void)ctx;
+  agpy_outset *o = user;
+  agpy_replay *r = o->owner;
+  ag_tensor *idx, *w;
+  ag_status s = draw(r, o->B, 0, r->beta_dev, &idx, &w);
+  return s ? s : ag_replay_gather_into(r->r, idx, w, o->dst, o->n);
+}
+
+/* The remembered destinations for (out, B), read and recorded anew when
+ * they are not those of an earlier call. */
+static agpy_outset *out_find(agpy_replay *r, PyObject *out, int64_t B) {
+  agpy_state *st = r->st;
+  if (!PyDict_Check(out)) {
+    PyErr_Format(PyExc_TypeError, "sample: out must be a dict of arrays (one a field), not %.80s",
+                 Py_TYPE(out)->tp_name);
+    return NULL;
+  }
+  const Py_ssize_t size = PyDict_GET_SIZE(out);
+  for (int i = 0; i < AGPY_OUT_SLOTS; i++) {
+    agpy_outset *o = &r->outs[i];
+    if (o->dict != out || o->B != B || o->n != size || o->kind != ag_ctx_device(r->ctx->ctx) ||
+        o->ctx_index != ag_ctx_device_index(r->ctx->ctx))
+      continue;
+    int same = 1;
+    for (int k = 0; same && k < o->n; k++) {
+      PyObject *key = o->dst[k].field >= 0                       ? r->fields[o->dst[k].field].name
+                      : o->dst[k].field == AG_REPLAY_DST_INDICES ? st->s_indices
+                                                                 : st->s_weights;
+      same = PyDict_GetItemWithError(out, key) == o->vals[k];
+    }
+    if (PyErr_Occurred()) return NULL;
+    if (same) {
+      o->used = ++r->clock;
+      return o;
+    }
+  }
+  /* a new set: in the least recently used slot */
+  agpy_outset *o = &r->outs[0];
+  for (int i = 1; i < AGPY_OUT_SLOTS; i++)
+    if (r->outs[i].used < o->used) o = &r->outs[i];
+  out_clear(o, r->ctx->ctx);
+  o->owner = r;
+  o->B = B;
+  o->framework = FW_OTHER;
+  o->kind = ag_ctx_device(r->ctx->ctx);
+  o->ctx_index = ag_ctx_device_index(r->ctx->ctx);
+  int k = 0;
+  PyObject *key, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(out, &pos, &key, &v)) {
+    int fi = field_of(r, key);
+    if (fi < 0 && PyUnicode_Check(key) && !PyUnicode_Compare(key, st->s_indices))
+      fi = AG_REPLAY_DST_INDICES;
+    else if (fi < 0 && PyUnicode_Check(key) && !PyUnicode_Compare(key, st->s_weights))
+      fi = AG_REPLAY_DST_WEIGHTS;
+    if (fi == AG_REPLAY_DST_WEIGHTS && !r->per) {
+      agpy_raisef(st, AG_ERR_INVALID_ARG,
+                  "sample: out['weights'] is given, but the buffer is not prioritized");
+      goto fail;
+    }
+    if (fi < 0 && fi != AG_REPLAY_DST_INDICES && fi != AG_REPLAY_DST_WEIGHTS) {
+      agpy_raisef(st, AG_ERR_INVALID_ARG,
+                  "sample: out has %R, which is neither a field, 'indices' nor 'weights'", key);
+      goto fail;
+    }
+    o->dst[k].field = fi;
+    const char *ks = PyUnicode_AsUTF8(key);
+    if (!ks || out_read(r, o, k, v, fi >= 0 ? &r->fields[fi] : NULL, B, ks)) {
+      o->n = k + 1; /* what was read so far is let go below */
+      goto fail;
+    }
+    if (fi == AG_REPLAY_DST_INDICES && o->dst[k].dtype != AG_I32 && o->dst[k].dtype != AG_I64) {
+      o->n = k + 1;
+      agpy_raisef(st, AG_ERR_INVALID_ARG, "sample: out['indices'] must be int32 or int64");
+      goto fail;
+    }
+    k++;
+  }
+  o->n = k;
+  for (int i = 0; i < r->n_fields; i++) {
+    int have = 0;
+    for (int j = 0; j < k; j++) have |= o->dst[j].field == i;
+    if (!have) {
+      agpy_raisef(st, AG_ERR_INVALID_ARG, "sample: out has no array for field '%U'", r->fields[i].name);
+      goto fail;
+    }
+  }
+  if (o->framework == FW_CUPY) {
+    PyObject *cp = PyImport_ImportModule("cupy.cuda");
+    o->stream_fn = cp ? PyObject_GetAttrString(cp, "get_current_stream") : NULL;
+    Py_XDECREF(cp);
+    if (!o->stream_fn) goto fail;
+  }
+  ag_status s = AG_OK;
+  if (r->per && !r->beta_dev) {
+    float b = (float)r->beta;
+    s = ag_tensor_create(r->ctx->ctx, 1, 1, AG_F32, &b, &r->beta_dev);
+    r->beta_dev_value = b;
+  }
+  if (!s) s = ag_capture_create(r->ctx->ctx, out_step, o, &o->cap);
+  if (s) {
+    agpy_raise(st, s);
+    goto fail;
+  }
+  o->dict = Py_NewRef(out);
+  o->used = ++r->clock;
+  return o;
+fail:
+  out_clear(o, NULL);
+  return NULL;
+}
+
+/* The consumer's stream of a call: the `stream` argument as DLPack numbers
+ * streams (None: the arrays' framework's current stream, the legacy default
+ * for others; -1: no hand-off). Returns 0 with *sync set, or -1. */
+static int out_stream(agpy_replay *r, agpy_outset *o, PyObject *stream, void **out, int *sync) {
+  *out = NULL;
+  *sync = ag_ctx_device(r->ctx->ctx) == AG_DEVICE_CUDA;
+  if (!*sync) return 0;
+  if (stream != Py_None) {
+    int64_t v;
+    if (agpy_convert(r->st, "sample", "stream", stream, "L", &v)) return -1;
+    if (v == -1) {
+      *sync = 0;
+      return 0;
+    }
+    if (v == 0 || v < -1) {
+      agpy_raisef(r->st, AG_ERR_INVALID_ARG,
+                  "sample: stream %lld is not a stream (1: legacy default, 2: per-thread "
+                  "default, a handle, or -1 for no hand-off)",
+                  (long long)v);
+      return -1;
+    }
+    *out = (void *)(uintptr_t)v;
+    return 0;
+  }
+  if (o->framework == FW_TORCH) {
+    void *p = agpy_torch_stream(r->st, o->dev_index);
+    if (p == (void *)-1) return -1;
+    *out = p;
+  } else if (o->framework == FW_CUPY) {
+    PyObject *s = PyObject_CallNoArgs(o->stream_fn);
+    PyObject *ptr = s ? PyObject_GetAttrString(s, "ptr") : NULL;
+    Py_XDECREF(s);
+    if (!ptr) return -1;
+    *out = PyLong_AsVoidPtr(ptr);
+    Py_DECREF(ptr);
+    if (PyErr_Occurred()) return -1;
+  } else {
+    *out = NULL; /* the legacy default stream */
+  }
+  return 0;
+}
+
+static PyObject *sample_out(agpy_replay *r, int64_t B, double beta, PyObject *out, PyObject *stream) {
+  agpy_outset *o = out_find(r, out, B);
+  if (!o) return NULL;
+  ag_ctx *ctx = r->ctx->ctx;
+  void *consumer;
+  int sync;
+  if (out_stream(r, o, stream, &consumer, &sync)) return NULL;
+  ag_status s = AG_OK;
+  if (r->per && (float)beta != r->beta_dev_value) {
+    if (!(beta >= 0.0 && beta <= 1.0)) {
+      char num[32];
+      PyOS_snprintf(num, sizeof num, "%g", beta);
+      return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: beta = %s is outside [0, 1]", num);
+    }
+    float b = (float)beta;
+    s = ag_tensor_write(r->beta_dev, &b, sizeof b);
+    if (!s) r->beta_dev_value = b;
+  }
+  if (!s && sync) s = ag_ctx_wait_stream(ctx, consumer); /* the consumer is done with the last batch */
+  if (!s) s = ag_capture_replay(o->cap);
+  if (!s && sync) s = ag_stream_wait_ctx(ctx, consumer); /* and waits for this one */
+  if (s) return agpy_raise(r->st, s);
+  return Py_NewRef(out);
+}
+
+/* sample(batch_size, beta=None, contiguous=None, out=None, stream=None) */
+static PyObject *rp_sample(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  int64_t B = 0;
+  double beta;
+  PyObject *betao = Py_None, *contiguous = Py_None, *out = Py_None, *stream = Py_None;
+  if (nargs == 1 && !kwnames) { /* the common call: sample(B) */
+    if (agpy_convert(r->st, "sample", "batch_size", args[0], "L", &B)) return NULL;
+  } else {
+    const agpy_arg spec[] = {{"batch_size", "L", &B},
+                             {"beta", "O", &betao},
+                             {"contiguous", "O", &contiguous},
+                             {"out", "O", &out},
+                             {"stream", "O", &stream}};
+    if (agpy_parse(r->st, "sample", args, nargs, kwnames, 1, spec, 5)) return NULL;
+  }
+  ag_replay *rep = rp_get(r);
+  if (!rep) return NULL;
+  if (betao == Py_None)
+    beta = r->beta;
+  else if (agpy_convert(r->st, "sample", "beta", betao, "d", &beta))
+    return NULL;
+  ag_status s = ag_replay_can_sample(rep, B);
+  if (s) return agpy_raise(r->st, s);
+  /* the batch's memory is sized here from B, before any C call sees it */
+  if (B > INT32_MAX)
+    return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: batch_size = %lld is too large (at most 2^31-1)",
+                       (long long)B);
+  if (out != Py_None) {
+    if (ag_ctx_device(r->ctx->ctx) == AG_DEVICE_VULKAN)
+      return agpy_raisef(
+          r->st, AG_ERR_UNSUPPORTED,
+          "sample: out= arrays must be in the context's memory, and no framework maps Vulkan's; "
+          "call sample(batch_size) for host copies");
+    return sample_out(r, B, beta, out, stream);
+  }
+  if (stream != Py_None)
+    return agpy_raisef(r->st, AG_ERR_INVALID_ARG,
+                       "sample: stream is taken with out= only (a result's consumer "
+                       "passes its stream to __dlpack__)");
+  return ag_ctx_device(r->ctx->ctx) == AG_DEVICE_VULKAN ? sample_host(r, B, beta) : sample_block(r, B, beta);
+}
+
+/* ---- priorities ---- */
+
 /* update_priorities(indices, priorities): host or device arrays of n values */
-static PyObject *rp_update(agpy_replay *r, PyObject *args) {
+static PyObject *rp_update(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   PyObject *io, *po;
-  if (!PyArg_ParseTuple(args, "OO:update_priorities", &io, &po)) return NULL;
+  const agpy_arg spec[] = {{"indices", "O", &io}, {"priorities", "O", &po}};
+  if (agpy_parse(r->st, "update_priorities", args, nargs, kwnames, 2, spec, 2)) return NULL;
   ag_replay *rep = rp_get(r);
   if (!rep) return NULL;
   if (!r->per)
-    return agpy_raisef(AG_ERR_STATE, "update_priorities: the buffer was made without prioritized=True");
+    return agpy_raisef(r->st, AG_ERR_STATE,
+                       "update_priorities: the buffer was made without prioritized=True");
   ag_ctx *ctx = r->ctx->ctx;
-  agpy_in ii, pi;
-  if (agpy_in_get(ctx, io, &ii, "update_priorities: indices")) return NULL;
-  if (agpy_in_get(ctx, po, &pi, "update_priorities: priorities")) {
-    agpy_in_release(&ii, ctx);
+  agpy_in in[2];
+  if (agpy_in_get(r->st, ctx, io, &in[0], "update_priorities: indices")) return NULL;
+  if (agpy_in_get(r->st, ctx, po, &in[1], "update_priorities: priorities")) {
+    agpy_in_release(&in[0], ctx);
     return NULL;
   }
   PyObject *ret = NULL;
   void *s1 = NULL, *s2 = NULL;
   ag_status s = AG_OK;
-  if (ii.numel != pi.numel) {
-    agpy_raisef(AG_ERR_SHAPE, "update_priorities: %lld indices and %lld priorities", (long long)ii.numel,
-                (long long)pi.numel);
-  } else if (ii.on_device != pi.on_device) {
-    agpy_raisef(AG_ERR_INVALID_ARG,
+  if (in[0].numel != in[1].numel) {
+    agpy_raisef(r->st, AG_ERR_SHAPE, "update_priorities: %lld indices and %lld priorities",
+                (long long)in[0].numel, (long long)in[1].numel);
+  } else if (in[0].on_device != in[1].on_device) {
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG,
                 "update_priorities: indices and priorities must both be on the host or the device");
-  } else if (ii.on_device) {
-    int idt = agpy_in_agdtype(&ii), pdt = agpy_in_agdtype(&pi);
+  } else if (in[0].on_device) {
     ag_tensor *ti, *tp;
-    if (idt != AG_I32 && idt != AG_I64)
-      PyErr_SetString(PyExc_TypeError, "update_priorities: device indices must be int32 or int64");
-    else if (pdt != AG_F32)
-      PyErr_SetString(PyExc_TypeError, "update_priorities: device priorities must be float32");
-    else if (ii.numel < 1)
-      agpy_raisef(AG_ERR_INVALID_ARG, "update_priorities: no indices");
-    else {
-      s = ag_tensor_wrap(ctx, ii.data, ii.numel, 1, ii.numel, (ag_dtype)idt, &ti);
-      if (!s) s = ag_tensor_wrap(ctx, pi.data, 1, pi.numel, 1, AG_F32, &tp);
-      if (!s) s = ag_per_update(r->per, ti, tp);
-      ag_ctx_reset(ctx);
-      if (s)
-        agpy_raise(s);
-      else
-        ret = Py_NewRef(Py_None);
-    }
+    const int idt = agpy_in_agdtype(&in[0]), pdt = agpy_in_agdtype(&in[1]);
+    if (in[0].numel < 1) agpy_raisef(r->st, AG_ERR_INVALID_ARG, "update_priorities: no indices");
+    s = in[0].numel < 1 || agpy_in_order(r->st, ctx, in, 2) ? AG_ERR_INVALID_ARG : AG_OK;
+    if (!s) s = ag_tensor_wrap(ctx, in[0].data, in[0].numel, 1, in[0].numel, (ag_dtype)idt, &ti);
+    if (!s) s = ag_tensor_wrap(ctx, in[1].data, 1, in[1].numel, 1, (ag_dtype)pdt, &tp);
+    if (!s) s = ag_per_update(r->per, ti, tp);
+    ag_ctx_reset(ctx);
+    if (!s)
+      ret = Py_NewRef(Py_None);
+    else if (!PyErr_Occurred())
+      agpy_raise(r->st, s);
   } else {
-    const int64_t *hi = agpy_in_as(&ii, AG_I64, &s1, "update_priorities: indices");
-    const float *hp = hi ? agpy_in_as(&pi, AG_F32, &s2, "update_priorities: priorities") : NULL;
+    const int64_t *hi = agpy_in_as(r->st, &in[0], AG_I64, &s1, "update_priorities: indices");
+    const float *hp = hi ? agpy_in_as(r->st, &in[1], AG_F32, &s2, "update_priorities: priorities") : NULL;
     if (hp) {
-      s = ag_per_update_host(r->per, hi, hp, ii.numel);
+      s = ag_per_update_host(r->per, hi, hp, in[0].numel);
       if (s)
-        agpy_raise(s);
+        agpy_raise(r->st, s);
       else
         ret = Py_NewRef(Py_None);
     }
   }
   free(s1);
   free(s2);
-  agpy_in_release(&ii, ctx);
-  agpy_in_release(&pi, ctx);
+  agpy_in_release(&in[0], ctx);
+  agpy_in_release(&in[1], ctx);
   return ret;
 }
 
@@ -449,10 +943,10 @@ static PyObject *rp_total(agpy_replay *r, PyObject *a) {
   (void)a;
   if (!rp_get(r)) return NULL;
   if (!r->per)
-    return agpy_raisef(AG_ERR_STATE, "total_priority: the buffer was made without prioritized=True");
+    return agpy_raisef(r->st, AG_ERR_STATE, "total_priority: the buffer was made without prioritized=True");
   double t;
   ag_status s = ag_per_total(r->per, &t);
-  if (s) return agpy_raise(s);
+  if (s) return agpy_raise(r->st, s);
   return PyFloat_FromDouble(t);
 }
 
@@ -462,9 +956,17 @@ static PyObject *rp_free(agpy_replay *r, PyObject *a) {
   Py_RETURN_NONE;
 }
 
+static PyObject *rp_exit(agpy_replay *r, PyObject *a) {
+  (void)a;
+  agpy_replay_release((PyObject *)r);
+  Py_RETURN_FALSE;
+}
+
 static Py_ssize_t rp_len(agpy_replay *r) {
-  if (!rp_get(r)) return -1;
-  return (Py_ssize_t)ag_replay_size(r->r);
+  if (agpy_lock(r->ctx)) return -1;
+  Py_ssize_t n = rp_get(r) ? (Py_ssize_t)ag_replay_size(r->r) : -1;
+  agpy_unlock(r->ctx);
+  return n;
 }
 
 static PyObject *rp_get_capacity(agpy_replay *r, void *x) {
@@ -492,18 +994,19 @@ static PyObject *rp_get_beta(agpy_replay *r, void *x) {
   return PyFloat_FromDouble(r->beta);
 }
 
-static int rp_set_beta(agpy_replay *r, PyObject *v, void *x) {
+static int rp_set_beta(PyObject *self, PyObject *v, void *x) {
   (void)x;
+  agpy_replay *r = (agpy_replay *)self;
   if (!v) {
     PyErr_SetString(PyExc_AttributeError, "beta cannot be deleted");
     return -1;
   }
-  double b = PyFloat_AsDouble(v);
-  if (b == -1.0 && PyErr_Occurred()) return -1;
-  if (!(b >= 0.0 && b <= 1.0)) {
+  double b;
+  if (agpy_convert(r->st, "ReplayBuffer", "beta", v, "d", &b)) return -1;
+  if (!(b >= 0.0 && b <= 1.0)) { /* kept for later draws: no C call sees it now */
     char num[32];
     PyOS_snprintf(num, sizeof num, "%g", b);
-    agpy_raisef(AG_ERR_INVALID_ARG, "beta = %s is outside [0, 1]", num);
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "beta = %s is outside [0, 1]", num);
     return -1;
   }
   r->beta = b;
@@ -514,75 +1017,74 @@ static PyObject *rp_save(agpy_replay *r, PyObject *arg) {
   ag_replay *rep = rp_get(r);
   if (!rep) return NULL;
   PyObject *path = NULL;
-  if (!PyUnicode_FSConverter(arg, &path)) return NULL;
-  ag_status s = ag_replay_save(rep, PyBytes_AS_STRING(path));
-  Py_DECREF(path);
-  if (s) return agpy_raise(s);
+  if (agpy_convert(r->st, "save", "path", arg, "F", &path)) return NULL;
+  ag_status s;
+  Py_BEGIN_ALLOW_THREADS s = ag_replay_save(rep, PyBytes_AS_STRING(path));
+  Py_END_ALLOW_THREADS Py_DECREF(path);
+  if (s) return agpy_raise(r->st, s);
   Py_RETURN_NONE;
 }
 
-/* _load(ctx, path, seed, beta): a new object of the class over the table of the file */
-static PyObject *rp_load(PyObject *cls, PyObject *args) {
-  PyObject *ctxo, *patho;
-  unsigned long long seed = 0;
+/* _load(ctx, path, seed=0, beta=0.4): a new object of the class over the table of the file */
+static PyObject *rp_load(PyObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  agpy_state *st = agpy_state_of_type((PyTypeObject *)cls);
+  if (!st) return NULL;
+  PyObject *ctxo, *path = NULL;
+  uint64_t seed = 0;
   double beta = 0.4;
-  if (!PyArg_ParseTuple(args, "OO|Kd:load", &ctxo, &patho, &seed, &beta)) return NULL;
-  if (!PyObject_TypeCheck(ctxo, &agpy_ctx_type)) {
-    PyErr_Format(PyExc_TypeError, "load: ctx must be an agrl.Context, not %.80s", Py_TYPE(ctxo)->tp_name);
-    return NULL;
-  }
-  if (!(beta >= 0.0 && beta <= 1.0)) {
+  const agpy_arg spec[] = {
+      {"ctx", "O", &ctxo}, {"path", "F", &path}, {"seed", "K", &seed}, {"beta", "d", &beta}};
+  if (agpy_parse(st, "ReplayBuffer.load", args, nargs, kwnames, 2, spec, 4)) return NULL;
+  agpy_ctx *c = agpy_ctx_check(st, ctxo, "ReplayBuffer.load");
+  if (c && !(beta >= 0.0 && beta <= 1.0)) {
     char b[32];
     PyOS_snprintf(b, sizeof b, "%g", beta);
-    return agpy_raisef(AG_ERR_INVALID_ARG, "load: beta = %s is outside [0, 1]", b);
+    agpy_raisef(st, AG_ERR_INVALID_ARG, "ReplayBuffer.load: beta = %s is outside [0, 1]", b);
+    c = NULL;
   }
-  agpy_ctx *c = (agpy_ctx *)ctxo;
+  if (!c || agpy_lock(c)) {
+    Py_DECREF(path);
+    return NULL;
+  }
+  agpy_replay *r = NULL;
   ag_ctx *ctx = agpy_ctx_get(c);
-  if (!ctx) return NULL;
-  PyObject *path = NULL;
-  if (!PyUnicode_FSConverter(patho, &path)) return NULL;
   ag_replay *rep = NULL;
-  ag_status s = ag_replay_load(ctx, PyBytes_AS_STRING(path), &rep);
+  ag_status s = AG_OK;
+  if (ctx) {
+    Py_BEGIN_ALLOW_THREADS s = ag_replay_load(ctx, PyBytes_AS_STRING(path), &rep);
+    Py_END_ALLOW_THREADS
+  }
   Py_DECREF(path);
-  if (s) return agpy_raise(s);
-  if (ag_replay_n_fields(rep) > AGPY_MAX_FIELDS) {
+  if (!ctx) {
+  } else if (s) {
+    agpy_raise(st, s);
+  } else if (ag_replay_n_fields(rep) > AGPY_MAX_FIELDS) {
     ag_replay_free(rep);
-    return agpy_raisef(AG_ERR_UNSUPPORTED, "load: the table has more than %d fields", AGPY_MAX_FIELDS);
-  }
-  agpy_replay *r = (agpy_replay *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
-  if (!r) {
+    agpy_raisef(st, AG_ERR_UNSUPPORTED, "ReplayBuffer.load: the table has more than %d fields",
+                AGPY_MAX_FIELDS);
+  } else if (!(r = (agpy_replay *)agpy_obj_new((PyTypeObject *)cls, NULL, NULL))) {
     ag_replay_free(rep);
-    return NULL;
-  }
-  r->r = rep;
-  r->per = ag_replay_per(rep);
-  r->rows = ag_replay_rows(rep);
-  for (int i = 0; i < ag_replay_n_fields(rep); i++) {
-    ag_field f;
-    agpy_field *pf = &r->fields[i];
-    ag_replay_field_at(rep, i, &f);
-    ag_replay_field(rep, f.name, &pf->row0, &pf->width);
-    pf->dtype = f.dtype;
-    pf->n_inner = 1;
-    pf->inner[0] = f.width;
-    if (!(pf->name = PyUnicode_FromString(f.name))) {
-      Py_DECREF(r);
-      return NULL;
+  } else {
+    int ok = 1;
+    for (int i = 0; ok && i < ag_replay_n_fields(rep); i++) {
+      ag_field f;
+      agpy_field *pf = &r->fields[i];
+      ag_replay_field_at(rep, i, &f);
+      ag_replay_field(rep, f.name, &pf->row0, &pf->width);
+      pf->dtype = f.dtype;
+      pf->n_inner = 1;
+      pf->inner[0] = f.width;
+      ok = (pf->name = PyUnicode_InternFromString(f.name)) != NULL;
+      r->n_fields = ok ? i + 1 : i;
     }
-    r->n_fields = i + 1;
+    if (!ok) {
+      ag_replay_free(rep);
+      Py_CLEAR(r);
+    } else if (rp_attach(r, c, rep, seed, beta)) {
+      Py_CLEAR(r);
+    }
   }
-  if ((s = ag_rng_create(ctx, seed, &r->rng))) {
-    Py_DECREF(r);
-    return agpy_raise(s);
-  }
-  if (agpy_ctx_add_dep(c, (PyObject *)r)) {
-    Py_DECREF(r);
-    return NULL;
-  }
-  r->ctx = (agpy_ctx *)Py_NewRef(c);
-  r->beta = beta;
-  r->k_indices = PyUnicode_InternFromString("indices");
-  r->k_weights = PyUnicode_InternFromString("weights");
+  agpy_unlock(c);
   return (PyObject *)r;
 }
 
@@ -603,74 +1105,101 @@ static PyObject *rp_fields(agpy_replay *r, PyObject *a) {
 }
 
 /* _set_shape(i, shape): the shape of field i's values (multiplying to its width) */
-static PyObject *rp_set_shape(agpy_replay *r, PyObject *args) {
+static PyObject *rp_set_shape(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   int i;
   PyObject *shape;
-  if (!PyArg_ParseTuple(args, "iO:_set_shape", &i, &shape)) return NULL;
-  if (i < 0 || i >= r->n_fields) return agpy_raisef(AG_ERR_OUT_OF_RANGE, "_set_shape: no field %d", i);
+  const agpy_arg spec[] = {{"i", "i", &i}, {"shape", "O", &shape}};
+  if (agpy_parse(r->st, "_set_shape", args, nargs, kwnames, 2, spec, 2)) return NULL;
+  if (i < 0 || i >= r->n_fields) return agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE, "_set_shape: no field %d", i);
   PyObject *sh = PySequence_Fast(shape, "_set_shape: shape must be a sequence of sizes");
   if (!sh) return NULL;
   Py_ssize_t nd = PySequence_Fast_GET_SIZE(sh);
   int64_t inner[5], w = 1;
   int ok = nd <= 5;
   for (Py_ssize_t d = 0; ok && d < nd; d++) {
-    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sh, d));
-    ok = v >= 1 && !PyErr_Occurred();
+    int64_t v;
+    ok = !agpy_convert(r->st, "_set_shape", "a size", PySequence_Fast_GET_ITEM(sh, d), "L", &v) && v >= 1;
     inner[d] = v;
     w *= ok ? v : 1;
   }
   Py_DECREF(sh);
   if (PyErr_Occurred()) return NULL;
   if (!ok || w != r->fields[i].width)
-    return agpy_raisef(AG_ERR_SHAPE, "the shape of field '%U' must have %lld values", r->fields[i].name,
-                       (long long)r->fields[i].width);
+    return agpy_raisef(r->st, AG_ERR_SHAPE, "the shape of field '%U' must have %lld values",
+                       r->fields[i].name, (long long)r->fields[i].width);
+  for (int o = 0; o < AGPY_OUT_SLOTS; o++) out_clear(&r->outs[o], r->ctx ? r->ctx->ctx : NULL);
   memcpy(r->fields[i].inner, inner, sizeof(int64_t) * (size_t)nd);
   r->fields[i].n_inner = (int)nd;
   Py_RETURN_NONE;
 }
 
+AGPY_WRAP_FAST(agpy_replay, rp_add)
+AGPY_WRAP_FAST(agpy_replay, rp_sample)
+AGPY_WRAP_FAST(agpy_replay, rp_update)
+AGPY_WRAP_O(agpy_replay, rp_total)
+AGPY_WRAP_O(agpy_replay, rp_free)
+AGPY_WRAP_O(agpy_replay, rp_exit)
+AGPY_WRAP_O(agpy_replay, rp_save)
+AGPY_WRAP_O(agpy_replay, rp_fields)
+AGPY_WRAP_FAST(agpy_replay, rp_set_shape)
+AGPY_WRAP_GET(agpy_replay, rp_get_capacity)
+AGPY_WRAP_GET(agpy_replay, rp_get_position)
+
 static PyMethodDef rp_methods[] = {
-    {"add", (PyCFunction)(void (*)(void))rp_add, METH_VARARGS | METH_KEYWORDS,
-     "add(**fields): appends one transition or a batch (first dimension), from host or device arrays."},
-    {"sample", (PyCFunction)(void (*)(void))rp_sample, METH_FASTCALL | METH_KEYWORDS,
-     "sample(batch_size, beta=None, contiguous=False): a dict of device tensors (B, *shape), with 'indices' "
-     "(and\n"
-     "'weights'). The fields are views of one gathered batch (row stride: the table's rows); with "
-     "contiguous=True\n"
-     "each field is packed on its own (for consumers that take only compact arrays, such as JAX)."},
-    {"update_priorities", (PyCFunction)rp_update, METH_VARARGS,
-     "update_priorities(indices, priorities): new priorities (e.g. |TD error| + eps), host or device."},
-    {"total_priority", (PyCFunction)rp_total, METH_NOARGS, "The sum of p^alpha over the table."},
-    {"free", (PyCFunction)rp_free, METH_NOARGS, "Frees the table; later calls raise FreedError."},
-    {"save", (PyCFunction)rp_save, METH_O,
-     "save(path): the table (fields, ring, valid columns, the prioritized sampler's tree) in agrl's replay "
-     "format."},
-    {"_load", (PyCFunction)rp_load, METH_VARARGS | METH_CLASS, NULL},
-    {"_fields", (PyCFunction)rp_fields, METH_NOARGS, NULL},
-    {"_set_shape", (PyCFunction)rp_set_shape, METH_VARARGS, NULL},
+    AGPY_M("add", rp_add, AGPY_FAST,
+           "add($self, fields=None, /, **arrays)\n--\n\n"
+           "Appends one transition (each field of its shape) or a batch (a first dimension of k), from host "
+           "arrays or arrays of the context's device (torch, CuPy, JAX: taken device to device)."),
+    AGPY_M(
+        "sample", rp_sample, AGPY_FAST,
+        "sample($self, /, batch_size, beta=None, contiguous=None, out=None, stream=None)\n--\n\n"
+        "B transitions drawn on the device: a dict of agrl.Tensor, each field (B, *shape) in the dtype it "
+        "was "
+        "added with, 'indices' (B,) int64 and, prioritized, 'weights' (B,) float32.\n"
+        "With out= (a dict of the caller's arrays: every field, optionally 'indices' and 'weights'), the "
+        "batch is written into them and `out` is returned; the arrays are read once and remembered, and the "
+        "caller's stream (torch's or CuPy's current stream, or `stream`) is ordered around the write."),
+    AGPY_M("update_priorities", rp_update, AGPY_FAST,
+           "update_priorities($self, /, indices, priorities)\n--\n\n"
+           "New priorities (e.g. |TD error| + eps) of the transitions at `indices`, host or device arrays."),
+    AGPY_M("total_priority", rp_total, METH_NOARGS,
+           "total_priority($self, /)\n--\n\nThe sum of p^alpha over the table."),
+    AGPY_M("free", rp_free, METH_NOARGS,
+           "free($self, /)\n--\n\nFrees the table; later calls raise FreedError."),
+    {"__enter__", agpy_enter, METH_NOARGS, "__enter__($self, /)\n--\n\n"},
+    AGPY_M("__exit__", rp_exit, METH_VARARGS, "__exit__($self, *exc_info)\n--\n\nFrees the table."),
+    AGPY_M(
+        "save", rp_save, METH_O,
+        "save($self, path, /)\n--\n\n"
+        "The table (fields, ring, valid columns, the prioritized sampler's tree) in agrl's replay format."),
+    {"_load", (PyCFunction)(void (*)(void))rp_load, AGPY_FAST | METH_CLASS,
+     "_load($type, /, ctx, path, seed=0, beta=0.4)\n--\n\n"},
+    AGPY_M("_fields", rp_fields, METH_NOARGS, "_fields($self, /)\n--\n\n"),
+    AGPY_M("_set_shape", rp_set_shape, AGPY_FAST, "_set_shape($self, /, i, shape)\n--\n\n"),
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef rp_getset[] = {
-    {"capacity", (getter)rp_get_capacity, NULL, "transitions the table holds", NULL},
-    {"position", (getter)rp_get_position, NULL, "where the next transition goes", NULL},
+    {"capacity", rp_get_capacity_w, NULL, "transitions the table holds", NULL},
+    {"position", rp_get_position_w, NULL, "where the next transition goes", NULL},
     {"rows", (getter)rp_get_rows, NULL, "values per transition", NULL},
     {"prioritized", (getter)rp_get_prioritized, NULL, "whether sampling is prioritized", NULL},
-    {"beta", (getter)rp_get_beta, (setter)rp_set_beta, "the importance-weight exponent", NULL},
+    {"beta", (getter)rp_get_beta, rp_set_beta, "the importance-weight exponent", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PySequenceMethods rp_seq = {.sq_length = (lenfunc)rp_len};
-
-PyTypeObject agpy_replay_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "agrl._Replay",
-    .tp_basicsize = sizeof(agpy_replay),
-    .tp_dealloc = (destructor)rp_dealloc,
-    .tp_as_sequence = &rp_seq,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "The C side of agrl.ReplayBuffer.",
-    .tp_methods = rp_methods,
-    .tp_getset = rp_getset,
-    .tp_init = (initproc)rp_init,
-    .tp_new = PyType_GenericNew,
+static PyType_Slot rp_slots[] = {
+    {Py_tp_new, agpy_obj_new},
+    {Py_tp_init, rp_init},
+    {Py_tp_dealloc, rp_dealloc},
+    {Py_sq_length, rp_len},
+    {Py_tp_methods, rp_methods},
+    {Py_tp_getset, rp_getset},
+    {Py_tp_doc,
+     "_Replay(ctx, capacity, fields, storage=None, min_size=1, prioritized=False, alpha=0.6, beta=0.4, "
+     "seed=0)\n--\n\nThe C side of agrl.ReplayBuffer."},
+    {0, NULL},
 };
+
+PyType_Spec agpy_replay_spec = {"agrl._Replay", sizeof(agpy_replay), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, rp_slots};

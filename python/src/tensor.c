@@ -25,8 +25,10 @@ static DLDataType dl_dtype(ag_dtype dt) {
 
 PyObject *agpy_tensor_new(agpy_ctx *c, ag_block *blk, void *data, ag_dtype dt, int64_t rows, int64_t cols,
                           int64_t ld, const int64_t *inner, int n_inner) {
-  agpy_tensor *t = PyObject_New(agpy_tensor, &agpy_tensor_type);
+  agpy_tensor *t = PyObject_New(agpy_tensor, c->st->tensor_type);
   if (!t) return NULL;
+  Py_INCREF(c->st->tensor_type); /* instances of heap types hold their type */
+  t->st = c->st;
   Py_INCREF(c);
   t->ctx = c;
   ag_block_retain(blk);
@@ -47,16 +49,18 @@ PyObject *agpy_tensor_of(agpy_ctx *c, ag_block *blk, ag_tensor *t, const int64_t
   void *p;
   int64_t ld;
   ag_status s = ag_tensor_data(t, &p, &ld);
-  if (s) return agpy_raise(s);
+  if (s) return agpy_raise(c->st, s);
   int64_t rows = ag_tensor_rows(t), cols = ag_tensor_cols(t);
   if (!inner && rows > 1) inner = &rows, n_inner = 1; /* (cols, rows); a [1, n] row is (n,) */
   return agpy_tensor_new(c, blk, p, ag_tensor_dtype(t), rows, cols, ld, inner, n_inner);
 }
 
 static void tensor_dealloc(agpy_tensor *t) {
-  ag_block_release(t->block, NULL);
+  ag_block_release(t->block, NULL); /* safe without the context's lock (agrl/export.h) */
   Py_XDECREF(t->ctx);
+  PyTypeObject *tp = Py_TYPE(t);
   PyObject_Free(t);
+  Py_DECREF(tp);
 }
 
 /* strides in elements: the outer dimension steps ld, the inner ones are
@@ -135,13 +139,13 @@ static int parse_stream(agpy_tensor *t, PyObject *stream, void **out, int *sync)
     if (v == -1 && PyErr_Occurred()) return -1;
   }
   if (v == 0) {
-    agpy_raisef(AG_ERR_INVALID_ARG,
+    agpy_raisef(t->st, AG_ERR_INVALID_ARG,
                 "__dlpack__: stream 0 is ambiguous on CUDA; pass 1 (legacy default), 2 (per-thread default), "
                 "a stream handle, or -1 for no synchronisation");
     return -1;
   }
   if (v < -1) {
-    agpy_raisef(AG_ERR_INVALID_ARG, "__dlpack__: stream %lld is not a stream", v);
+    agpy_raisef(t->st, AG_ERR_INVALID_ARG, "__dlpack__: stream %lld is not a stream", v);
     return -1;
   }
   if (v == -1) return 0;
@@ -150,14 +154,84 @@ static int parse_stream(agpy_tensor *t, PyObject *stream, void **out, int *sync)
   return 0;
 }
 
-static PyObject *tensor_dlpack(agpy_tensor *t, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+/* A capsule over data (a view of blk, which gains a reference): versioned
+ * (DLPack 1.x) or legacy; `stream` is kept for the block's release. */
+static PyObject *make_capsule(ag_block *blk, void *data, ag_dtype dtype, int ndim, const int64_t *shape,
+                              const int64_t *strides, int dev_type, int dev_id, int versioned, void *stream) {
+  export_ctx *e = calloc(1, sizeof *e);
+  void *m = e ? calloc(1, versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor)) : NULL;
+  if (!m) {
+    free(e);
+    return PyErr_NoMemory();
+  }
+  ag_block_retain(blk);
+  e->block = blk;
+  e->stream = stream;
+  memcpy(e->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  memcpy(e->strides, strides, sizeof(int64_t) * (size_t)ndim);
+  DLTensor *dl;
+  if (versioned) {
+    DLManagedTensorVersioned *v = m;
+    v->version.major = AGPY_DLPACK_MAJOR;
+    v->version.minor = AGPY_DLPACK_MINOR;
+    v->manager_ctx = e;
+    v->deleter = delete_versioned;
+    v->flags = 0;
+    dl = &v->dl_tensor;
+  } else {
+    DLManagedTensor *l = m;
+    l->manager_ctx = e;
+    l->deleter = delete_legacy;
+    dl = &l->dl_tensor;
+  }
+  dl->data = data;
+  dl->device.device_type = dev_type;
+  dl->device.device_id = dev_id;
+  dl->ndim = ndim;
+  dl->dtype = dl_dtype(dtype);
+  dl->shape = e->shape;
+  dl->strides = e->strides;
+  dl->byte_offset = 0;
+  PyObject *cap = PyCapsule_New(m, versioned ? "dltensor_versioned" : "dltensor", capsule_destructor);
+  if (!cap) {
+    if (versioned)
+      delete_versioned(m);
+    else
+      delete_legacy(m);
+  }
+  return cap;
+}
+
+PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, const int64_t *shape,
+                          const int64_t *strides, int dev_type, int dev_id) {
+  return make_capsule(blk, data, dt, ndim, shape, strides, dev_type, dev_id, 0, NULL);
+}
+
+/* DLPack's device of a tensor: the CPU, CUDA, or Vulkan (which no consumer
+ * maps: an export of Vulkan memory is refused) */
+static int dl_device_type(const agpy_tensor *t) {
+  return t->kind == AG_DEVICE_CPU ? kDLCPU : t->kind == AG_DEVICE_CUDA ? kDLCUDA : kDLVulkan;
+}
+
+static PyObject *tensor_dlpack(agpy_tensor *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version, &dl_device,
-                                   &copy))
+  if (nargs) {
+    PyErr_SetString(PyExc_TypeError, "__dlpack__() takes keyword arguments only");
     return NULL;
-  const int dev_type = t->kind == AG_DEVICE_CPU ? kDLCPU : kDLCUDA,
-            dev_id = t->kind == AG_DEVICE_CPU ? 0 : t->index;
+  }
+  const agpy_arg spec[] = {{"stream", "O", &stream},
+                           {"max_version", "O", &max_version},
+                           {"dl_device", "O", &dl_device},
+                           {"copy", "O", &copy}};
+  if (agpy_parse(t->st, "__dlpack__", args, 0, kwnames, 0, spec, 4)) return NULL;
+  const int dev_type = dl_device_type(t), dev_id = t->kind == AG_DEVICE_CPU ? 0 : t->index;
+  if (t->kind == AG_DEVICE_VULKAN) {
+    PyErr_SetString(
+        PyExc_BufferError,
+        "__dlpack__: the tensor is in Vulkan memory, which no DLPack consumer maps; use .numpy() for "
+        "a host copy");
+    return NULL;
+  }
   if (dl_device != Py_None) {
     int want_type, want_id;
     if (!PyTuple_Check(dl_device)) {
@@ -200,56 +274,18 @@ static PyObject *tensor_dlpack(agpy_tensor *t, PyObject *args, PyObject *kw) {
   if (sync && t->ctx->ctx && ag_ctx_device(t->ctx->ctx) == t->kind &&
       ag_ctx_device_index(t->ctx->ctx) == t->index) {
     ag_status s = ag_stream_wait_ctx(t->ctx->ctx, consumer);
-    if (s) return agpy_raise(s);
+    if (s) return agpy_raise(t->st, s);
   }
-  export_ctx *e = calloc(1, sizeof *e);
-  void *m = e ? calloc(1, versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor)) : NULL;
-  if (!m) {
-    free(e);
-    return PyErr_NoMemory();
-  }
-  ag_block_retain(t->block);
-  e->block = t->block;
-  e->stream = consumer;
-  memcpy(e->shape, t->shape, sizeof e->shape);
-  tensor_strides(t, e->strides);
-  DLTensor *dl;
-  if (versioned) {
-    DLManagedTensorVersioned *v = m;
-    v->version.major = AGPY_DLPACK_MAJOR;
-    v->version.minor = AGPY_DLPACK_MINOR;
-    v->manager_ctx = e;
-    v->deleter = delete_versioned;
-    v->flags = 0;
-    dl = &v->dl_tensor;
-  } else {
-    DLManagedTensor *l = m;
-    l->manager_ctx = e;
-    l->deleter = delete_legacy;
-    dl = &l->dl_tensor;
-  }
-  dl->data = t->data;
-  dl->device.device_type = dev_type;
-  dl->device.device_id = dev_id;
-  dl->ndim = t->ndim;
-  dl->dtype = dl_dtype(t->dtype);
-  dl->shape = e->shape;
-  dl->strides = e->strides;
-  dl->byte_offset = 0;
-  PyObject *cap = PyCapsule_New(m, versioned ? "dltensor_versioned" : "dltensor", capsule_destructor);
-  if (!cap) {
-    if (versioned)
-      delete_versioned(m);
-    else
-      delete_legacy(m);
-  }
-  return cap;
+  int64_t strides[6];
+  tensor_strides(t, strides);
+  return make_capsule(t->block, t->data, t->dtype, t->ndim, t->shape, strides, dev_type, dev_id, versioned,
+                      consumer);
 }
+AGPY_WRAP_FAST(agpy_tensor, tensor_dlpack)
 
 static PyObject *tensor_dlpack_device(agpy_tensor *t, PyObject *a) {
   (void)a;
-  return t->kind == AG_DEVICE_CPU ? Py_BuildValue("(ii)", kDLCPU, 0)
-                                  : Py_BuildValue("(ii)", kDLCUDA, t->index);
+  return Py_BuildValue("(ii)", dl_device_type(t), t->kind == AG_DEVICE_CPU ? 0 : t->index);
 }
 
 /* ---- host copies ---- */
@@ -257,7 +293,7 @@ static PyObject *tensor_dlpack_device(agpy_tensor *t, PyObject *a) {
 static PyObject *tensor_numpy(agpy_tensor *t, PyObject *a) {
   (void)a;
   Py_buffer view;
-  PyObject *arr = agpy_numpy_empty(t->ndim, t->shape, t->dtype, &view);
+  PyObject *arr = agpy_numpy_empty(t->st, t->ndim, t->shape, t->dtype, &view);
   if (!arr) return NULL;
   const size_t es = ag_dtype_size(t->dtype), col = (size_t)t->rows * es;
   ag_status s = AG_OK;
@@ -273,7 +309,10 @@ static PyObject *tensor_numpy(agpy_tensor *t, PyObject *a) {
     }
     ag_tensor *w = NULL;
     if (!s) s = ag_tensor_wrap(ctx, t->data, t->rows, t->cols, t->ld, t->dtype, &w);
-    if (!s) s = ag_tensor_read(w, view.buf, (size_t)view.len);
+    if (!s) {
+      Py_BEGIN_ALLOW_THREADS s = ag_tensor_read(w, view.buf, (size_t)view.len);
+      Py_END_ALLOW_THREADS
+    }
     if (own)
       ag_ctx_free(own);
     else if (ctx)
@@ -282,21 +321,28 @@ static PyObject *tensor_numpy(agpy_tensor *t, PyObject *a) {
   PyBuffer_Release(&view);
   if (s) {
     Py_DECREF(arr);
-    return agpy_raise(s);
+    return agpy_raise(t->st, s);
   }
   return arr;
 }
+AGPY_WRAP_O(agpy_tensor, tensor_numpy)
 
-static PyObject *tensor_array(agpy_tensor *t, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"dtype", "copy", NULL};
+static PyObject *tensor_array(agpy_tensor *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   PyObject *dtype = Py_None, *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", kwlist, &dtype, &copy)) return NULL;
+  const agpy_arg spec[] = {{"dtype", "O", &dtype}, {"copy", "O", &copy}};
+  if (agpy_parse(t->st, "__array__", args, nargs, kwnames, 0, spec, 2)) return NULL;
+  if (copy == Py_False) {
+    PyErr_SetString(PyExc_ValueError,
+                    "__array__: an agrl.Tensor is copied to the host; copy=False is refused");
+    return NULL;
+  }
   PyObject *arr = tensor_numpy(t, NULL);
   if (!arr || dtype == Py_None) return arr;
   PyObject *r = PyObject_CallMethod(arr, "astype", "O", dtype);
   Py_DECREF(arr);
   return r;
 }
+AGPY_WRAP_FAST(agpy_tensor, tensor_array)
 
 static PyObject *tensor_tolist(agpy_tensor *t, PyObject *a) {
   (void)a;
@@ -306,11 +352,19 @@ static PyObject *tensor_tolist(agpy_tensor *t, PyObject *a) {
   Py_DECREF(arr);
   return l;
 }
+AGPY_WRAP_O(agpy_tensor, tensor_tolist)
 
 static PyObject *tensor_get_shape(agpy_tensor *t, void *x) {
   (void)x;
   PyObject *s = PyTuple_New(t->ndim);
-  for (int i = 0; s && i < t->ndim; i++) PyTuple_SET_ITEM(s, i, PyLong_FromLongLong(t->shape[i]));
+  for (int i = 0; s && i < t->ndim; i++) {
+    PyObject *v = PyLong_FromLongLong(t->shape[i]);
+    if (!v) {
+      Py_CLEAR(s);
+      break;
+    }
+    PyTuple_SET_ITEM(s, i, v);
+  }
   return s;
 }
 
@@ -319,7 +373,14 @@ static PyObject *tensor_get_strides(agpy_tensor *t, void *x) {
   int64_t st[6];
   tensor_strides(t, st);
   PyObject *s = PyTuple_New(t->ndim);
-  for (int i = 0; s && i < t->ndim; i++) PyTuple_SET_ITEM(s, i, PyLong_FromLongLong(st[i]));
+  for (int i = 0; s && i < t->ndim; i++) {
+    PyObject *v = PyLong_FromLongLong(st[i]);
+    if (!v) {
+      Py_CLEAR(s);
+      break;
+    }
+    PyTuple_SET_ITEM(s, i, v);
+  }
   return s;
 }
 
@@ -342,25 +403,26 @@ static PyObject *tensor_get_ptr(agpy_tensor *t, void *x) {
 static Py_ssize_t tensor_len(agpy_tensor *t) { return (Py_ssize_t)t->shape[0]; }
 
 static PyObject *tensor_repr(agpy_tensor *t) {
-  PyObject *shape = tensor_get_shape(t, NULL);
-  if (!shape) return NULL;
-  PyObject *r =
-      t->kind == AG_DEVICE_CPU
-          ? PyUnicode_FromFormat("<agrl.Tensor %R %s on cpu>", shape, ag_dtype_name(t->dtype))
-          : PyUnicode_FromFormat("<agrl.Tensor %R %s on cuda:%d>", shape, ag_dtype_name(t->dtype), t->index);
-  Py_DECREF(shape);
+  PyObject *shape = tensor_get_shape(t, NULL), *dev = tensor_get_device(t, NULL);
+  PyObject *r = shape && dev
+                    ? PyUnicode_FromFormat("<agrl.Tensor %R %s on %U>", shape, ag_dtype_name(t->dtype), dev)
+                    : NULL;
+  Py_XDECREF(shape);
+  Py_XDECREF(dev);
   return r;
 }
 
 static PyMethodDef tensor_methods[] = {
-    {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule sharing the "
-     "memory."},
+    AGPY_M("__dlpack__", tensor_dlpack, AGPY_FAST,
+           "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+           "A DLPack capsule sharing the memory; the consumer's `stream` waits for agrl's queue first."),
     {"__dlpack_device__", (PyCFunction)tensor_dlpack_device, METH_NOARGS,
-     "(device_type, device_id) as DLPack numbers them."},
-    {"numpy", (PyCFunction)tensor_numpy, METH_NOARGS, "A host copy as a numpy array."},
-    {"__array__", (PyCFunction)(void (*)(void))tensor_array, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"tolist", (PyCFunction)tensor_tolist, METH_NOARGS, "The values as (nested) Python lists."},
+     "__dlpack_device__($self, /)\n--\n\n(device_type, device_id) as DLPack numbers them."},
+    AGPY_M("numpy", tensor_numpy, METH_NOARGS, "numpy($self, /)\n--\n\nA host copy as a numpy array."),
+    AGPY_M("__array__", tensor_array, AGPY_FAST,
+           "__array__($self, /, dtype=None, copy=None)\n--\n\nA host copy as a numpy array (numpy.asarray)."),
+    AGPY_M("tolist", tensor_tolist, METH_NOARGS,
+           "tolist($self, /)\n--\n\nThe values as (nested) Python lists."),
     {NULL, NULL, 0, NULL},
 };
 
@@ -373,16 +435,22 @@ static PyGetSetDef tensor_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PySequenceMethods tensor_seq = {.sq_length = (lenfunc)tensor_len};
+static PyObject *tensor_new_refused(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  (void)type, (void)args, (void)kw;
+  PyErr_SetString(PyExc_TypeError, "agrl.Tensor objects are made by agrl (sample, get_rows), not directly");
+  return NULL;
+}
 
-PyTypeObject agpy_tensor_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "agrl.Tensor",
-    .tp_basicsize = sizeof(agpy_tensor),
-    .tp_dealloc = (destructor)tensor_dealloc,
-    .tp_repr = (reprfunc)tensor_repr,
-    .tp_as_sequence = &tensor_seq,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A result of agrl on its device; hand it to torch, JAX, CuPy or numpy with their from_dlpack.",
-    .tp_methods = tensor_methods,
-    .tp_getset = tensor_getset,
+static PyType_Slot tensor_slots[] = {
+    {Py_tp_new, tensor_new_refused},
+    {Py_tp_dealloc, tensor_dealloc},
+    {Py_tp_repr, tensor_repr},
+    {Py_sq_length, tensor_len},
+    {Py_tp_methods, tensor_methods},
+    {Py_tp_getset, tensor_getset},
+    {Py_tp_doc,
+     "A result of agrl on its device; hand it to torch, JAX, CuPy or numpy with their from_dlpack."},
+    {0, NULL},
 };
+
+PyType_Spec agpy_tensor_spec = {"agrl.Tensor", sizeof(agpy_tensor), 0, Py_TPFLAGS_DEFAULT, tensor_slots};

@@ -51,9 +51,9 @@ def test_from_dlpack_shares_memory(filled):
     assert c.ctypes.data != t.data_ptr and np.array_equal(c, a)
 
 
-def test_sampled_field_views_share_the_batch(ctx, rng):
+def test_sampled_fields_share_one_block_each_packed_in_its_dtype(ctx, rng):
     fields = {"obs": ((5,), "f32"), "act": ((1,), "i32"), "rew": ((1,), "f32"), "frame": ((2, 3), "u8")}
-    rows = 5 + 1 + 1 + 6
+    np_dtypes = {"f32": np.float32, "i32": np.int32, "u8": np.uint8}
     rb = agrl.ReplayBuffer(ctx, 32, fields, seed=1)
     data = {"obs": rng.standard_normal((32, 5)).astype(np.float32), "act": rng.integers(0, 9, (32, 1)),
             "rew": rng.standard_normal((32, 1)).astype(np.float32),
@@ -61,24 +61,22 @@ def test_sampled_field_views_share_the_batch(ctx, rng):
     rb.add(**data)
     B = 7
     s = rb.sample(B)
-    base = s["obs"].data_ptr
     idx = np.from_dlpack(s["indices"])
-    offset = 0
-    for name, (shape, _) in fields.items():
+    assert idx.dtype == np.int64 and idx.strides == (8,)
+    ptrs = []
+    for name, (shape, dtype) in fields.items():
         t = s[name]
         a = np.from_dlpack(t)
-        width = int(np.prod(shape))
-        # one batch [rows, B]: each field starts `offset` rows into a column
-        assert t.data_ptr == base + 4 * offset
         assert a.ctypes.data == t.data_ptr
-        assert a.shape == (B,) + shape
-        inner = [4 * int(np.prod(shape[i + 1:])) for i in range(len(shape))]
-        assert a.strides == tuple([rows * 4] + inner)
-        assert t.strides == tuple(x // 4 for x in a.strides)
-        assert np.array_equal(a, data[name][idx].astype(np.float32))
-        offset += width
-    ia = np.from_dlpack(s["indices"])
-    assert ia.ctypes.data == s["indices"].data_ptr and ia.strides == (4,)
+        assert a.shape == (B,) + shape and a.dtype == np_dtypes[dtype]
+        assert a.flags.c_contiguous  # each field packed on its own
+        assert t.strides == tuple(x // a.itemsize for x in a.strides)
+        assert np.array_equal(a, data[name][idx].astype(a.dtype))
+        ptrs.append((t.data_ptr, a.nbytes))
+    # one block: the fields in order, 256-byte aligned, none overlapping
+    for (p0, n0), (p1, _) in zip(ptrs, ptrs[1:]):
+        assert p1 >= p0 + n0 and p1 % 256 == 0 and p1 - p0 < n0 + 256
+    assert s["indices"].data_ptr >= ptrs[-1][0] + ptrs[-1][1]
 
 
 def test_capsules_legacy_and_versioned(filled):

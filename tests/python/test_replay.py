@@ -38,20 +38,27 @@ def _batch(rng, k):
 
 
 def _check_sample(rb, ring, B, storage="f32"):
+    """Each field comes back in the dtype it was added with, packed on its
+    own (B, *shape); indices are int64."""
     s = rb.sample(B)
     idx = np.from_dlpack(s["indices"])
-    assert idx.shape == (B,) and idx.dtype == np.int32
+    assert idx.shape == (B,) and idx.dtype == np.int64
     assert ((idx >= 0) & (idx < ring.size)).all()
-    for name, (shape, _) in FIELDS.items():
+    for name, (shape, dtype) in FIELDS.items():
         t = s[name]
-        assert t.shape == (B,) + shape and t.dtype == "f32"
+        assert t.shape == (B,) + shape and t.dtype == dtype
         want = ring.data[name][idx].astype(np.float32)
         if storage == "f16":
             want = want.astype(np.float16).astype(np.float32)
         elif storage == "bf16":
             want = bf16_round(want)
-        assert np.array_equal(np.from_dlpack(t), want), name
+        a = np.from_dlpack(t)
+        assert a.dtype == np.dtype(agrl_to_numpy[dtype]) and a.flags.c_contiguous
+        assert np.array_equal(a, want.astype(a.dtype)), name
     return idx
+
+
+agrl_to_numpy = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "f16": np.float16}
 
 
 def test_add_one_then_batches_then_wrap(ctx, rng):
@@ -83,7 +90,7 @@ def test_add_accepts_a_dict_and_lists(ctx):
     s = rb.sample(64)
     idx = np.from_dlpack(s["indices"])
     want_o = np.array([[1.5, 2.5], [0, 1], [2, 3], [7, 8]], np.float32)
-    want_a = np.array([[3], [4], [5], [6]], np.float32)
+    want_a = np.array([[3], [4], [5], [6]], np.int32)
     assert np.array_equal(np.from_dlpack(s["o"]), want_o[idx])
     assert np.array_equal(np.from_dlpack(s["a"]), want_a[idx])
 
