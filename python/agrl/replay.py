@@ -1,11 +1,19 @@
 """agrl.ReplayBuffer: named fields over one device table."""
 
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
 from . import _agrl
 
 _DTYPES = ("f32", "f16", "bf16", "u8", "i32", "i64")
 
+#: A field's spec: a size (``1``), a shape (``(17,)``), or ``(shape, dtype)``.
+FieldSpec = Union[int, Tuple[int, ...], Tuple[Union[int, Tuple[int, ...]], Any]]
 
-def _field_spec(name, spec):
+
+def _field_spec(name: Any, spec: Any) -> Tuple[str, Tuple[int, ...], Any]:
     if not isinstance(name, str) or not name:
         raise _agrl.InvalidArgError(f"ReplayBuffer: field names must be non-empty strings, not {name!r}")
     if isinstance(spec, int):  # "reward": 1
@@ -33,38 +41,73 @@ class ReplayBuffer(_agrl._Replay):
     ``fields`` maps a name to ``(shape, dtype)`` (or just a shape, f32):
     ``{"obs": ((17,), "f32"), "action": ((6,), "f32"), "reward": ((1,), "f32"),
     "next_obs": ((17,), "f32"), "done": ((1,), "f32")}``. The dtype is that of
-    the data you hand to :meth:`add` (integers are stored exactly);
-    ``storage`` is the table's dtype on the device.
+    the data you hand to :meth:`add`, and the dtype a sampled field comes
+    back in; ``storage`` is the table's dtype on the device (f32, f16, bf16,
+    u8 or i32). Integer fields are stored exactly: an integer the storage
+    cannot hold exactly (above 2^24 in f32 storage, say) is refused by
+    ``add``.
 
     - ``add(**arrays)``: one transition (each field of its shape) or a batch
       (a first dimension of k), from host arrays or device arrays of the
-      context's device (taken device to device).
-    - ``sample(batch_size, beta=None)``: a dict of device :class:`agrl.Tensor`
-      of shape (B, *shape), f32 (the table's values as gathered), with
-      "indices" (B,) int32 and, when prioritized, "weights" (B,) f32.
+      context's device (torch, CuPy, JAX: taken device to device).
+    - ``sample(batch_size, beta=None)``: a dict of :class:`agrl.Tensor` on the
+      device, each field ``(B, *shape)`` in its dtype and packed on its own,
+      ``"indices"`` (B,) int64 and, when prioritized, ``"weights"`` (B,) f32.
+      On a Vulkan context the tensors are host copies.
+    - ``sample(batch_size, out=arrays)``: the batch written into your arrays
+      (a dict of torch or CuPy tensors, numpy arrays on the CPU: every field,
+      optionally "indices" and "weights"), which is returned. The arrays are
+      read once and remembered (up to 4 dicts), with a recording of the draw
+      and the gather, so a call is one launch; the stream of the arrays'
+      framework (torch's or CuPy's current stream, or ``stream=``) is ordered
+      before and after it. The fastest way into another framework.
     - ``update_priorities(indices, priorities)``: host or device arrays.
     - ``len(buf)``: valid transitions.
 
-    ``ctx`` may be a :class:`agrl.Context` or a device string.
+    Every method takes the context's lock: one thread at a time uses the
+    table, whatever the threads do. ``ctx`` may be a :class:`agrl.Context`
+    or a device string. ``with ReplayBuffer(...) as rb:`` frees it at the end.
     """
 
-    def __init__(self, ctx, capacity, fields, storage="f32", min_size=1, prioritized=False, alpha=0.6, beta=0.4,
-                 seed=0):
-        if not isinstance(fields, dict) or not fields:
+    fields: Dict[str, Tuple[Tuple[int, ...], str]]
+    ctx: _agrl.Context
+
+    def __init__(
+        self,
+        ctx: Union[_agrl.Context, str, None],
+        capacity: int,
+        fields: Mapping[str, FieldSpec],
+        storage: Any = "f32",
+        min_size: int = 1,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        seed: int = 0,
+    ) -> None:
+        if not isinstance(fields, Mapping) or not fields:
             raise TypeError("ReplayBuffer: fields must be a non-empty dict of name -> (shape, dtype)")
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
+        specs: List[Tuple[str, Tuple[int, ...], Any]] = []
         self.fields = {}
-        specs = []
         for name, spec in fields.items():
             f = _field_spec(name, spec)
             specs.append(f)
             self.fields[name] = (f[1], f[2])
         self.ctx = ctx
-        super().__init__(ctx, capacity, specs, storage, min_size, bool(prioritized), float(alpha), float(beta), seed)
+        super().__init__(ctx, capacity, specs, storage, min_size, bool(prioritized), alpha, beta, seed)
+        for name, (_, _, dtype) in zip(self.fields, self._fields()):
+            self.fields[name] = (self.fields[name][0], dtype)  # the dtype's agrl name
 
     @classmethod
-    def load(cls, ctx, path, fields=None, seed=0, beta=0.4):
+    def load(
+        cls,
+        ctx: Union[_agrl.Context, str, None],
+        path: Union[str, "os.PathLike[str]"],
+        fields: Optional[Mapping[str, FieldSpec]] = None,
+        seed: int = 0,
+        beta: float = 0.4,
+    ) -> "ReplayBuffer":
         """A table saved by :meth:`save` (a file of agrl's replay format), on
         `ctx`'s device, with its capacity, fields, valid transitions, ring
         position and, if it had one, its prioritized sampler. The file keeps
@@ -73,20 +116,25 @@ class ReplayBuffer(_agrl._Replay):
         (width,). `seed` starts the sampling stream."""
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
-        obj = cls._load(ctx, path, seed, float(beta))
+        obj = cls._load(ctx, path, seed, beta)
         saved = obj._fields()
         obj.ctx = ctx
         obj.fields = {name: ((width,), dtype) for name, width, dtype in saved}
         if fields is not None:
-            if not isinstance(fields, dict) or [_field_spec(n, s)[0] for n, s in fields.items()] != [n for n, _, _ in saved]:
-                raise _agrl.ShapeError(f"load: the file's fields are {[n for n, _, _ in saved]}, not {list(fields)}")
+            names = [n for n, _, _ in saved]
+            if not isinstance(fields, Mapping) or [_field_spec(n, s)[0] for n, s in fields.items()] != names:
+                raise _agrl.ShapeError(f"load: the file's fields are {names}, not {list(fields)}")
             for i, (name, spec) in enumerate(fields.items()):
                 shape = _field_spec(name, spec)[1]
                 obj._set_shape(i, shape)
                 obj.fields[name] = (shape, saved[i][2])
+        obj._after_load()
         return obj
 
-    def __repr__(self):
+    def _after_load(self) -> None:
+        """Called on a table load() made (subclasses finish their setup)."""
+
+    def __repr__(self) -> str:
         try:
             n = len(self)
         except _agrl.Error:

@@ -159,9 +159,10 @@ PyObject *agpy_tensor_new(agpy_ctx *c, ag_block *blk, void *data, ag_dtype dt, i
 PyObject *agpy_tensor_of(agpy_ctx *c, ag_block *blk, ag_tensor *t, const int64_t *inner, int n_inner);
 /* A DLPack capsule ("dltensor", legacy) over a tensor's memory, with a
  * reference to its block, for a consumer that has been ordered after the
- * context's queue already (no stream argument). */
+ * context's queue already; `stream` is where it will use the memory (the
+ * block is reused only after that stream's work queued before the release). */
 PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, const int64_t *shape,
-                          const int64_t *strides, int dev_type, int dev_id);
+                          const int64_t *strides, int dev_type, int dev_id, void *stream);
 
 /* ---- inputs (input.c) ----
  * Any object with __dlpack__ (torch, JAX, CuPy, numpy), the buffer protocol,

@@ -507,6 +507,80 @@ static PyObject *sample_host(agpy_replay *r, int64_t B, double beta) {
   return out;
 }
 
+/* _sample_import(batch_size, beta, importer, stream): sample(B)'s batch,
+ * each entry handed to importer(capsule) (e.g. torch.utils.dlpack.from_dlpack)
+ * after `stream` (a native handle, None: none) is ordered after the draw:
+ * the consumer's own tensors without its __dlpack__ protocol's costs. */
+static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+  int64_t B;
+  PyObject *betao = Py_None, *importer, *stream = Py_None;
+  const agpy_arg spec[] = {
+      {"batch_size", "L", &B}, {"beta", "O", &betao}, {"importer", "O", &importer}, {"stream", "O", &stream}};
+  if (agpy_parse(r->st, "sample", args, nargs, kwnames, 3, spec, 4)) return NULL;
+  ag_replay *rep = rp_get(r);
+  if (!rep) return NULL;
+  double beta = r->beta;
+  if (betao != Py_None && agpy_convert(r->st, "sample", "beta", betao, "d", &beta)) return NULL;
+  void *consumer = NULL;
+  if (stream != Py_None) {
+    consumer = PyLong_AsVoidPtr(stream);
+    if (PyErr_Occurred()) return NULL;
+  }
+  ag_ctx *ctx = r->ctx->ctx;
+  const ag_device_kind kind = ag_ctx_device(ctx);
+  if (kind == AG_DEVICE_VULKAN)
+    return agpy_raisef(r->st, AG_ERR_UNSUPPORTED, "sample: Vulkan memory cannot be handed to a framework");
+  ag_status s = ag_replay_can_sample(rep, B);
+  if (s) return agpy_raise(r->st, s);
+  if (B > INT32_MAX)
+    return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: batch_size = %lld is too large (at most 2^31-1)",
+                       (long long)B);
+  ag_replay_dst dst[AGPY_MAX_DST];
+  size_t off[AGPY_MAX_DST];
+  int n;
+  size_t need = default_layout(r, B, dst, off, &n);
+  ag_block *blk;
+  if ((s = ag_block_create(ctx, need, &blk))) return agpy_raise(r->st, s);
+  char *base = ag_block_data(blk);
+  for (int k = 0; k < n; k++) dst[k].data = base + off[k];
+  ag_tensor *idx, *w;
+  s = draw(r, B, (float)beta, NULL, &idx, &w);
+  if (!s) s = ag_replay_gather_into(rep, idx, w, dst, n);
+  ag_ctx_reset(ctx);
+  if (!s && kind == AG_DEVICE_CUDA && stream != Py_None) s = ag_stream_wait_ctx(ctx, consumer);
+  if (s) {
+    ag_block_release(blk, NULL);
+    return agpy_raise(r->st, s);
+  }
+  const int dev_type = kind == AG_DEVICE_CUDA ? kDLCUDA : kDLCPU,
+            dev_id = kind == AG_DEVICE_CUDA ? ag_ctx_device_index(ctx) : 0;
+  PyObject *out = PyDict_New();
+  for (int k = 0; out && k < n; k++) {
+    int64_t shape[6], strides[6];
+    int ndim = 1;
+    shape[0] = B;
+    PyObject *key;
+    if (dst[k].field >= 0) {
+      const agpy_field *f = &r->fields[dst[k].field];
+      for (int d = 0; d < f->n_inner; d++) shape[ndim++] = f->inner[d];
+      key = f->name;
+    } else {
+      key = dst[k].field == AG_REPLAY_DST_INDICES ? r->st->s_indices : r->st->s_weights;
+    }
+    int64_t st = 1;
+    for (int d = ndim - 1; d >= 0; d--) strides[d] = st, st *= shape[d];
+    PyObject *cap =
+        agpy_capsule_of(blk, base + off[k], dst[k].dtype, ndim, shape, strides, dev_type, dev_id, consumer);
+    PyObject *t = cap ? PyObject_CallOneArg(importer, cap) : NULL;
+    Py_XDECREF(cap);
+    if (!t || PyDict_SetItem(out, key, t) < 0) Py_CLEAR(out);
+    Py_XDECREF(t);
+  }
+  ag_block_release(blk, NULL);
+  return out;
+}
+
 /* ---- sample(out=...) ---- */
 
 static int framework_of(PyObject *v) {
@@ -1136,6 +1210,7 @@ static PyObject *rp_set_shape(agpy_replay *r, PyObject *const *args, Py_ssize_t 
 AGPY_WRAP_FAST(agpy_replay, rp_add)
 AGPY_WRAP_FAST(agpy_replay, rp_sample)
 AGPY_WRAP_FAST(agpy_replay, rp_update)
+AGPY_WRAP_FAST(agpy_replay, rp_sample_import)
 AGPY_WRAP_O(agpy_replay, rp_total)
 AGPY_WRAP_O(agpy_replay, rp_free)
 AGPY_WRAP_O(agpy_replay, rp_exit)
@@ -1159,6 +1234,9 @@ static PyMethodDef rp_methods[] = {
         "With out= (a dict of the caller's arrays: every field, optionally 'indices' and 'weights'), the "
         "batch is written into them and `out` is returned; the arrays are read once and remembered, and the "
         "caller's stream (torch's or CuPy's current stream, or `stream`) is ordered around the write."),
+    AGPY_M("_sample_import", rp_sample_import, AGPY_FAST,
+           "_sample_import($self, /, batch_size, beta, importer, stream=None)\n--\n\n"
+           "sample(batch_size)'s batch, each entry made by importer(capsule) once `stream` waits for it."),
     AGPY_M("update_priorities", rp_update, AGPY_FAST,
            "update_priorities($self, /, indices, priorities)\n--\n\n"
            "New priorities (e.g. |TD error| + eps) of the transitions at `indices`, host or device arrays."),

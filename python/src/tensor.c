@@ -203,8 +203,8 @@ static PyObject *make_capsule(ag_block *blk, void *data, ag_dtype dtype, int ndi
 }
 
 PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, const int64_t *shape,
-                          const int64_t *strides, int dev_type, int dev_id) {
-  return make_capsule(blk, data, dt, ndim, shape, strides, dev_type, dev_id, 0, NULL);
+                          const int64_t *strides, int dev_type, int dev_id, void *stream) {
+  return make_capsule(blk, data, dt, ndim, shape, strides, dev_type, dev_id, 0, stream);
 }
 
 /* DLPack's device of a tensor: the CPU, CUDA, or Vulkan (which no consumer

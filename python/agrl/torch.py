@@ -1,0 +1,121 @@
+"""agrl.torch: agrl's replay tables for PyTorch.
+
+Imported only by those who have torch (``import agrl`` never imports it).
+
+- :class:`ReplayBuffer` is :class:`agrl.ReplayBuffer` whose :meth:`sample`
+  returns torch tensors on the table's device (``torch.device("cuda:N")`` or
+  the CPU), each field in the dtype it was added with, ``"indices"`` int64
+  and, prioritized, ``"weights"`` float32; with ``tensordict=True`` a
+  ``tensordict.TensorDict`` of them.
+- ``sample(B, out=batch)`` writes into torch tensors you keep
+  (:meth:`ReplayBuffer.empty_batch` makes them): no tensor is made at all, and
+  the call is one recorded launch between two stream hand-offs, so it also
+  runs inside a loop that ``torch.cuda.graph`` captures.
+- ``add``, ``update_priorities`` (and :class:`agrl.DQN` / :class:`agrl.SAC`'s
+  ``store``) take torch tensors as they are, CUDA tensors device to device.
+
+Streams: agrl works on its own CUDA stream. Every call orders it after the
+work torch has queued on its current stream, and torch's current stream
+after agrl's writes, so a batch can be used at once on that stream, and a
+tensor handed in may be freed when the call returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Union
+
+import torch
+
+from . import _agrl
+from .replay import ReplayBuffer as _ReplayBuffer
+
+__all__ = ["ReplayBuffer", "TORCH_DTYPES", "device_of"]
+
+#: agrl's dtype names and torch's dtypes
+TORCH_DTYPES: Dict[str, torch.dtype] = {
+    "f32": torch.float32,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "u8": torch.uint8,
+    "i32": torch.int32,
+    "i64": torch.int64,
+}
+
+
+def device_of(ctx: _agrl.Context) -> torch.device:
+    """The torch device of an agrl context's memory ("cuda:N" or "cpu").
+    Vulkan memory is agrl's own: its context has no torch device."""
+    dev = ctx.device
+    if dev.startswith("vulkan"):
+        raise _agrl.UnsupportedError(f"device_of: torch cannot use the memory of {dev}")
+    return torch.device(dev)
+
+
+def _from_dlpack() -> Any:
+    import torch.utils.dlpack
+
+    return torch.utils.dlpack.from_dlpack
+
+
+class ReplayBuffer(_ReplayBuffer):
+    """:class:`agrl.ReplayBuffer` whose batches are torch tensors (see the
+    module's documentation). Same constructor."""
+
+    device: torch.device
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._after_load()
+
+    def _after_load(self) -> None:
+        self.device = device_of(self.ctx)
+        self._import = _from_dlpack()
+        # the raw handle of torch's current stream (a C call; the public
+        # torch.cuda.current_stream() builds a Stream object each time)
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        index = self.device.index or 0
+        if self.device.type != "cuda":
+            self._stream = lambda: None
+        elif raw is not None:
+            self._stream = lambda: raw(index)
+        else:
+            self._stream = lambda: torch.cuda.current_stream(self.device).cuda_stream
+
+    def sample(  # type: ignore[override]
+        self,
+        batch_size: int,
+        beta: Optional[float] = None,
+        *,
+        out: Optional[Dict[str, torch.Tensor]] = None,
+        tensordict: bool = False,
+    ) -> Union[Dict[str, torch.Tensor], Any]:
+        """``batch_size`` transitions drawn on the device, as torch tensors:
+        each field ``(B, *shape)`` in its dtype, ``"indices"`` (B,) int64 and,
+        prioritized, ``"weights"`` (B,) float32 (importance weights of
+        ``beta``, the buffer's by default).
+
+        ``out``: a dict of your tensors (:meth:`empty_batch`), written in
+        place and returned; torch's current stream waits for the write.
+        ``tensordict=True``: a ``tensordict.TensorDict`` with batch size
+        ``[B]`` instead of a dict."""
+        if out is not None:
+            batch = super().sample(batch_size, beta, out=out)
+        else:
+            batch = self._sample_import(batch_size, beta, self._import, self._stream())
+        if tensordict:
+            from tensordict import TensorDict
+
+            return TensorDict(batch, batch_size=[batch_size], device=self.device)
+        return batch
+
+    def empty_batch(self, batch_size: int) -> Dict[str, torch.Tensor]:
+        """Tensors that ``sample(batch_size, out=...)`` fills: every field
+        ``(B, *shape)`` in its dtype, ``"indices"`` int64 and, prioritized,
+        ``"weights"`` float32, on the table's device."""
+        out: Dict[str, torch.Tensor] = {}
+        for name, (shape, dtype) in self.fields.items():
+            out[name] = torch.empty((batch_size, *shape), dtype=TORCH_DTYPES[dtype], device=self.device)
+        out["indices"] = torch.empty((batch_size,), dtype=torch.int64, device=self.device)
+        if self.prioritized:
+            out["weights"] = torch.empty((batch_size,), dtype=torch.float32, device=self.device)
+        return out
