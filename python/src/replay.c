@@ -61,8 +61,9 @@ typedef struct agpy_replay {
   float beta_dev_value;
   agpy_outset outs[AGPY_OUT_SLOTS];
   uint64_t clock;
-  ag_tensor *stage; /* Vulkan: the batch on the device before its copy */
-  ag_ctx *host;     /* Vulkan: host blocks for the copies */
+  ag_tensor *stage;     /* Vulkan: the batch on the device before its copy */
+  ag_tensor *idx_stage; /* gather: host indices on the device */
+  ag_ctx *host;         /* Vulkan: host blocks for the copies */
 } agpy_replay;
 
 /* ---- lifetime ---- */
@@ -98,7 +99,8 @@ void agpy_replay_release(PyObject *self) {
   for (int i = 0; i < AGPY_OUT_SLOTS; i++) out_clear(&r->outs[i], ctx);
   ag_tensor_free(r->beta_dev);
   ag_tensor_free(r->stage);
-  r->beta_dev = r->stage = NULL;
+  ag_tensor_free(r->idx_stage);
+  r->beta_dev = r->stage = r->idx_stage = NULL;
   if (r->rng) ag_rng_free(r->rng);
   if (r->r) ag_replay_free(r->r); /* and its sampler */
   if (r->host) ag_ctx_free(r->host);
@@ -468,14 +470,10 @@ static PyObject *sample_block(agpy_replay *r, int64_t B, double beta) {
   return out;
 }
 
-/* sample(B) on a Vulkan context: gathered into a device staging tensor,
- * then copied into a host block (one download). */
-static PyObject *sample_host(agpy_replay *r, int64_t B, double beta) {
+/* Vulkan: the device staging area a batch of `need` bytes is gathered
+ * into (its address in *base), and the host block it is copied to. */
+static ag_status host_stage(agpy_replay *r, size_t need, char **base, ag_block **blk) {
   ag_ctx *ctx = r->ctx->ctx;
-  ag_replay_dst dst[AGPY_MAX_DST];
-  size_t off[AGPY_MAX_DST];
-  int n;
-  size_t need = default_layout(r, B, dst, off, &n);
   ag_status s = AG_OK;
   if (!r->host) s = ag_ctx_create(&r->host, AG_DEVICE_CPU, 0);
   if (!s && (!r->stage || (size_t)ag_tensor_rows(r->stage) < need)) {
@@ -488,19 +486,43 @@ static PyObject *sample_host(agpy_replay *r, int64_t B, double beta) {
   }
   void *dev = NULL;
   if (!s) s = ag_tensor_data(r->stage, &dev, NULL);
-  if (s) return agpy_raise(r->st, s);
-  for (int k = 0; k < n; k++) dst[k].data = (char *)dev + off[k];
-  ag_block *blk = NULL;
-  s = ag_block_create(r->host, need, &blk);
-  ag_tensor *idx, *w, *view = NULL;
-  if (!s) s = draw(r, B, (float)beta, NULL, &idx, &w);
-  if (!s) s = ag_replay_gather_into(r->r, idx, w, dst, n);
+  if (!s) s = ag_block_create(r->host, need, blk);
+  *base = dev;
+  return s;
+}
+
+/* Vulkan: the staging area copied into the host block (one download); the
+ * destinations then point into the block. */
+static ag_status host_copy(agpy_replay *r, size_t need, ag_block *blk, ag_replay_dst *dst, int n) {
+  ag_ctx *ctx = r->ctx->ctx;
+  void *dev = NULL, *host = ag_block_data(blk);
+  ag_tensor *view = NULL;
+  ag_status s = ag_tensor_data(r->stage, &dev, NULL);
   if (!s) s = ag_tensor_wrap(ctx, dev, (int64_t)need, 1, (int64_t)need, AG_U8, &view);
   if (!s) {
-    void *host = ag_block_data(blk);
     Py_BEGIN_ALLOW_THREADS s = ag_tensor_read(view, host, need);
     Py_END_ALLOW_THREADS
   }
+  for (int k = 0; k < n; k++) dst[k].data = (char *)host + ((char *)dst[k].data - (char *)dev);
+  return s;
+}
+
+/* sample(B) on a Vulkan context: gathered into a device staging tensor,
+ * then copied into a host block. */
+static PyObject *sample_host(agpy_replay *r, int64_t B, double beta) {
+  ag_ctx *ctx = r->ctx->ctx;
+  ag_replay_dst dst[AGPY_MAX_DST];
+  size_t off[AGPY_MAX_DST];
+  int n;
+  size_t need = default_layout(r, B, dst, off, &n);
+  char *base = NULL;
+  ag_block *blk = NULL;
+  ag_status s = host_stage(r, need, &base, &blk);
+  for (int k = 0; !s && k < n; k++) dst[k].data = base + off[k];
+  ag_tensor *idx, *w;
+  if (!s) s = draw(r, B, (float)beta, NULL, &idx, &w);
+  if (!s) s = ag_replay_gather_into(r->r, idx, w, dst, n);
+  if (!s) s = host_copy(r, need, blk, dst, n);
   ag_ctx_reset(ctx);
   PyObject *out = s ? agpy_raise(r->st, s) : batch_dict(r, blk, ag_block_data(blk), dst, off, n, B);
   ag_block_release(blk, NULL);
@@ -788,11 +810,6 @@ static agpy_outset *out_find(agpy_replay *r, PyObject *out, int64_t B) {
       fi = AG_REPLAY_DST_INDICES;
     else if (fi < 0 && PyUnicode_Check(key) && !PyUnicode_Compare(key, st->s_weights))
       fi = AG_REPLAY_DST_WEIGHTS;
-    if (fi == AG_REPLAY_DST_WEIGHTS && !r->per) {
-      agpy_raisef(st, AG_ERR_INVALID_ARG,
-                  "sample: out['weights'] is given, but the buffer is not prioritized");
-      goto fail;
-    }
     if (fi < 0 && fi != AG_REPLAY_DST_INDICES && fi != AG_REPLAY_DST_WEIGHTS) {
       agpy_raisef(st, AG_ERR_INVALID_ARG,
                   "sample: out has %R, which is neither a field, 'indices' nor 'weights'", key);
@@ -825,17 +842,6 @@ static agpy_outset *out_find(agpy_replay *r, PyObject *out, int64_t B) {
     o->stream_fn = cp ? PyObject_GetAttrString(cp, "get_current_stream") : NULL;
     Py_XDECREF(cp);
     if (!o->stream_fn) goto fail;
-  }
-  ag_status s = AG_OK;
-  if (r->per && !r->beta_dev) {
-    float b = (float)r->beta;
-    s = ag_tensor_create(r->ctx->ctx, 1, 1, AG_F32, &b, &r->beta_dev);
-    r->beta_dev_value = b;
-  }
-  if (!s) s = ag_capture_create(r->ctx->ctx, out_step, o, &o->cap);
-  if (s) {
-    agpy_raise(st, s);
-    goto fail;
   }
   o->dict = Py_NewRef(out);
   o->used = ++r->clock;
@@ -895,6 +901,19 @@ static PyObject *sample_out(agpy_replay *r, int64_t B, double beta, PyObject *ou
   int sync;
   if (out_stream(r, o, stream, &consumer, &sync)) return NULL;
   ag_status s = AG_OK;
+  if (!o->cap) { /* the first sample into these arrays: recorded */
+    for (int k = 0; k < o->n; k++)
+      if (o->dst[k].field == AG_REPLAY_DST_WEIGHTS && !r->per)
+        return agpy_raisef(r->st, AG_ERR_INVALID_ARG,
+                           "sample: out['weights'] is given, but the buffer is not prioritized");
+    if (r->per && !r->beta_dev) {
+      float b = (float)r->beta;
+      s = ag_tensor_create(ctx, 1, 1, AG_F32, &b, &r->beta_dev);
+      r->beta_dev_value = b;
+    }
+    if (!s) s = ag_capture_create(ctx, out_step, o, &o->cap);
+    if (s) return agpy_raise(r->st, s);
+  }
   if (r->per && (float)beta != r->beta_dev_value) {
     if (!(beta >= 0.0 && beta <= 1.0)) {
       char num[32];
@@ -952,6 +971,112 @@ static PyObject *rp_sample(agpy_replay *r, PyObject *const *args, Py_ssize_t nar
                        "sample: stream is taken with out= only (a result's consumer "
                        "passes its stream to __dlpack__)");
   return ag_ctx_device(r->ctx->ctx) == AG_DEVICE_VULKAN ? sample_host(r, B, beta) : sample_block(r, B, beta);
+}
+
+/* The persistent [1, B] i64 tensor that host indices go to the device in. */
+static ag_status idx_stage(agpy_replay *r, int64_t B, const int64_t *h, ag_tensor **out) {
+  if (!r->idx_stage || ag_tensor_cols(r->idx_stage) != B) {
+    ag_tensor *t = NULL;
+    ag_status s = ag_tensor_create(r->ctx->ctx, 1, B, AG_I64, NULL, &t);
+    if (s) return s;
+    ag_tensor_free(r->idx_stage);
+    r->idx_stage = t;
+  }
+  *out = r->idx_stage;
+  return ag_tensor_write(r->idx_stage, h, (size_t)B * sizeof *h);
+}
+
+/* gather(indices, out=None): the transitions at `indices` (host indices
+ * checked against the valid ones, device indices clamped), as sample's
+ * batch without weights, or into `out` (then returned). */
+static PyObject *rp_gather(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *io, *out = Py_None;
+  const agpy_arg spec[] = {{"indices", "O", &io}, {"out", "O", &out}};
+  if (agpy_parse(r->st, "gather", args, nargs, kwnames, 1, spec, 2)) return NULL;
+  ag_replay *rep = rp_get(r);
+  if (!rep) return NULL;
+  ag_ctx *ctx = r->ctx->ctx;
+  const ag_device_kind kind = ag_ctx_device(ctx);
+  if (kind == AG_DEVICE_VULKAN && out != Py_None)
+    return agpy_raisef(r->st, AG_ERR_UNSUPPORTED, "gather: out= arrays cannot be in Vulkan memory");
+  agpy_in in;
+  if (agpy_in_get(r->st, ctx, io, &in, "gather: indices")) return NULL;
+  PyObject *ret = NULL;
+  void *scratch = NULL;
+  ag_block *blk = NULL;
+  const int64_t B = in.numel;
+  const int dt = agpy_in_agdtype(&in);
+  ag_tensor *idx = NULL;
+  ag_status s = AG_OK;
+  if (in.ndim > 1) {
+    agpy_raisef(r->st, AG_ERR_SHAPE, "gather: indices must be one-dimensional, got %d dimensions", in.ndim);
+    goto done;
+  }
+  if (B < 1 || B > INT32_MAX) {
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "gather: %lld indices (give 1 to 2^31-1)", (long long)B);
+    goto done;
+  }
+  if (in.on_device) {
+    if (dt != AG_I32 && dt != AG_I64) {
+      PyErr_SetString(PyExc_TypeError, "gather: device indices must be int32 or int64");
+      goto done;
+    }
+    if (agpy_in_order(r->st, ctx, &in, 1)) goto done;
+    s = ag_tensor_wrap(ctx, in.data, 1, B, 1, (ag_dtype)dt, &idx);
+  } else {
+    const int64_t *h = agpy_in_as(r->st, &in, AG_I64, &scratch, "gather: indices");
+    if (!h) goto done;
+    const int64_t size = ag_replay_size(rep);
+    for (int64_t j = 0; j < B; j++)
+      if (h[j] < 0 || h[j] >= size) {
+        agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE,
+                    "gather: indices[%lld] = %lld is outside the %lld valid transitions", (long long)j,
+                    (long long)h[j], (long long)size);
+        goto done;
+      }
+    s = idx_stage(r, B, h, &idx);
+  }
+  if (s) goto fail;
+  if (out != Py_None) {
+    agpy_outset *o = out_find(r, out, B);
+    if (!o) goto done;
+    void *consumer;
+    int sync;
+    for (int k = 0; k < o->n; k++)
+      if (o->dst[k].field == AG_REPLAY_DST_WEIGHTS) {
+        agpy_raisef(r->st, AG_ERR_INVALID_ARG, "gather: out['weights']: a gather has no weights");
+        goto done;
+      }
+    if (out_stream(r, o, Py_None, &consumer, &sync)) goto done;
+    if (sync) s = ag_ctx_wait_stream(ctx, consumer);
+    if (!s) s = ag_replay_gather_into(rep, idx, NULL, o->dst, o->n);
+    if (!s && sync) s = ag_stream_wait_ctx(ctx, consumer);
+    if (!s) ret = Py_NewRef(out);
+  } else {
+    ag_replay_dst dst[AGPY_MAX_DST];
+    size_t off[AGPY_MAX_DST];
+    int n;
+    size_t need = default_layout(r, B, dst, off, &n);
+    if (r->per) n--; /* no weights */
+    char *base = NULL;
+    if (kind == AG_DEVICE_VULKAN) {
+      s = host_stage(r, need, &base, &blk);
+    } else if (!(s = ag_block_create(ctx, need, &blk))) {
+      base = ag_block_data(blk);
+    }
+    for (int k = 0; !s && k < n; k++) dst[k].data = base + off[k];
+    if (!s) s = ag_replay_gather_into(rep, idx, NULL, dst, n);
+    if (!s && kind == AG_DEVICE_VULKAN) s = host_copy(r, need, blk, dst, n);
+    if (!s) ret = batch_dict(r, blk, ag_block_data(blk), dst, off, n, B);
+  }
+fail:
+  if (s && !PyErr_Occurred()) agpy_raise(r->st, s);
+done:
+  ag_ctx_reset(ctx);
+  ag_block_release(blk, NULL);
+  free(scratch);
+  agpy_in_release(&in, ctx);
+  return ret;
 }
 
 /* ---- priorities ---- */
@@ -1211,6 +1336,7 @@ AGPY_WRAP_FAST(agpy_replay, rp_add)
 AGPY_WRAP_FAST(agpy_replay, rp_sample)
 AGPY_WRAP_FAST(agpy_replay, rp_update)
 AGPY_WRAP_FAST(agpy_replay, rp_sample_import)
+AGPY_WRAP_FAST(agpy_replay, rp_gather)
 AGPY_WRAP_O(agpy_replay, rp_total)
 AGPY_WRAP_O(agpy_replay, rp_free)
 AGPY_WRAP_O(agpy_replay, rp_exit)
@@ -1234,6 +1360,10 @@ static PyMethodDef rp_methods[] = {
         "With out= (a dict of the caller's arrays: every field, optionally 'indices' and 'weights'), the "
         "batch is written into them and `out` is returned; the arrays are read once and remembered, and the "
         "caller's stream (torch's or CuPy's current stream, or `stream`) is ordered around the write."),
+    AGPY_M("gather", rp_gather, AGPY_FAST,
+           "gather($self, /, indices, out=None)\n--\n\n"
+           "The transitions at `indices` (host indices: each in 0..len-1; device indices are clamped to the "
+           "table), as sample's batch (no weights), or written into `out`."),
     AGPY_M("_sample_import", rp_sample_import, AGPY_FAST,
            "_sample_import($self, /, batch_size, beta, importer, stream=None)\n--\n\n"
            "sample(batch_size)'s batch, each entry made by importer(capsule) once `stream` waits for it."),
