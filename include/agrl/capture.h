@@ -57,6 +57,20 @@ AG_API ag_status ag_capture_create(ag_ctx *ctx, ag_step_fn fn, void *user, ag_ca
  * error while the step runs, a failed replay runs nothing. */
 AG_API ag_status ag_capture_replay(ag_capture *cap);
 
+/* The same on `stream`, another native queue of the context's device (a
+ * cudaStream_t, where NULL and the values 1 and 2 name CUDA's legacy and
+ * per-thread default streams; ignored on the CPU and Vulkan, which replay
+ * on their own queue), instead of the context's queue: for a caller that
+ * orders the two queues itself, e.g. inside another framework's stream
+ * capture (the step then becomes part of what it captures, and runs each
+ * time that is replayed). Nothing is ordered for the caller: the step sees
+ * what the context's queue wrote only once `stream` waits for it
+ * (ag_stream_wait_ctx), and the context's later work that writes what the
+ * step reads must wait for `stream` (ag_ctx_wait_stream). A step that must
+ * be recorded again is recorded on the context's queue first.
+ * Errors: those of ag_capture_replay. */
+AG_API ag_status ag_capture_replay_on(ag_capture *cap, void *stream);
+
 /* Waits for queued work, then frees the recording. NULL is accepted. */
 AG_API void ag_capture_free(ag_capture *cap);
 

@@ -138,6 +138,11 @@ typedef struct ag__backend {
    * NULL: this backend (or this build of it) has none, and only groups of
    * one process can be made on it. */
   const ag__comm_ops *comm;
+
+  /* Replays a recording on `stream`, another native queue of the device,
+   * instead of the backend's own (the caller orders the two). NULL: the
+   * backend has no other queues (replay is used). */
+  ag_status (*replay_on)(void *st, void *rec, void *stream);
 } ag__backend;
 
 const ag__backend *ag__cpu_backend(void);

@@ -623,6 +623,12 @@ static ag_status cuda_replay(void *p, void *rec) {
   return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph");
 }
 
+static ag_status cuda_replay_on(void *p, void *rec, void *stream) {
+  (void)p;
+  cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)rec, (cudaStream_t)stream);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph on another stream");
+}
+
 static void cuda_record_free(void *p, void *rec) {
   ag__cuda_enter((ag__cuda_state *)p);
   cudaGraphExecDestroy((cudaGraphExec_t)rec);
@@ -654,6 +660,7 @@ static const ag__backend cuda_backend = {
     cuda_replay,
     cuda_record_free,
     AG__CUDA_COMM,
+    cuda_replay_on,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -246,6 +246,18 @@ ag_status ag_capture_replay(ag_capture *c) {
   return AG_OK;
 }
 
+ag_status ag_capture_replay_on(ag_capture *c, void *stream) {
+  static const char fn[] = "ag_capture_replay_on";
+  ag_status s = ag__capture_prepare(c, fn);
+  if (s) return s;
+  ag_ctx *ctx = c->ctx;
+  s = ctx->be->replay_on ? ctx->be->replay_on(ctx->st, c->rec, stream) : ctx->be->replay(ctx->st, c->rec);
+  if (s) return s;
+  c->replays++;
+  ctx->stats.replays++;
+  return AG_OK;
+}
+
 void ag_capture_free(ag_capture *c) {
   if (!c) return;
   ag_ctx *ctx = c->ctx;
