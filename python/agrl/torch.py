@@ -69,11 +69,14 @@ class ReplayBuffer(_ReplayBuffer):
 
     def _after_load(self) -> None:
         self.device = device_of(self.ctx)
+        self._captured = False
         self._import = _from_dlpack()
         # the raw handle of torch's current stream (a C call; the public
         # torch.cuda.current_stream() builds a Stream object each time)
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         index = self.device.index or 0
+        capturing = getattr(torch.cuda, "is_current_stream_capturing", None)
+        self._capturing = (lambda: False) if self.device.type != "cuda" or capturing is None else capturing
         if self.device.type != "cuda":
             self._stream = lambda: None
         elif raw is not None:
@@ -98,7 +101,13 @@ class ReplayBuffer(_ReplayBuffer):
         place and returned; torch's current stream waits for the write.
         ``tensordict=True``: a ``tensordict.TensorDict`` with batch size
         ``[B]`` instead of a dict."""
-        if out is not None:
+        if out is not None and self._capturing():
+            # inside torch.cuda.graph: the recording joins torch's capture
+            # on its stream (no events); adds are ordered with that stream
+            # from now on (add)
+            batch = self._sample_on(batch_size, beta, out, self._stream())
+            self._captured = True
+        elif out is not None:
             batch = super().sample(batch_size, beta, out=out)
         else:
             batch = self._sample_import(batch_size, beta, self._import, self._stream())
@@ -107,6 +116,19 @@ class ReplayBuffer(_ReplayBuffer):
 
             return TensorDict(batch, batch_size=[batch_size], device=self.device)
         return batch
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        """:meth:`agrl.ReplayBuffer.add`. Once a sample has been captured
+        into a torch CUDA graph (whose replays read the table on torch's
+        stream), each add also waits for torch's current stream before it
+        writes and makes that stream wait for the write."""
+        if not self._captured:
+            super().add(*args, **kwargs)
+            return
+        stream = self._stream()
+        self.ctx.wait_stream(stream)
+        super().add(*args, **kwargs)
+        self.ctx.stream_wait(stream)
 
     def empty_batch(self, batch_size: int) -> Dict[str, torch.Tensor]:
         """Tensors that ``sample(batch_size, out=...)`` fills: every field

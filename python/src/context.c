@@ -347,6 +347,23 @@ static PyObject *ctx_inject_fault_w(PyObject *self, PyObject *const *a, Py_ssize
   return r;
 }
 
+/* stream_wait(stream) / wait_stream(stream): ag_stream_wait_ctx and
+ * ag_ctx_wait_stream with a native stream handle (an int, 0 the legacy default) */
+static PyObject *ctx_order(agpy_ctx *c, PyObject *arg, int ctx_waits) {
+  ag_ctx *ctx = agpy_ctx_get(c);
+  if (!ctx) return NULL;
+  uint64_t h;
+  if (agpy_convert(c->st, ctx_waits ? "wait_stream" : "stream_wait", "stream", arg, "K", &h)) return NULL;
+  void *stream = (void *)(uintptr_t)h;
+  ag_status s = ctx_waits ? ag_ctx_wait_stream(ctx, stream) : ag_stream_wait_ctx(ctx, stream);
+  if (s) return agpy_raise(c->st, s);
+  Py_RETURN_NONE;
+}
+static PyObject *ctx_stream_wait(agpy_ctx *c, PyObject *arg) { return ctx_order(c, arg, 0); }
+static PyObject *ctx_wait_stream(agpy_ctx *c, PyObject *arg) { return ctx_order(c, arg, 1); }
+CTX_WRAP(ctx_stream_wait)
+CTX_WRAP(ctx_wait_stream)
+
 static PyObject *ctx_get_device(agpy_ctx *c, void *x) {
   (void)x;
   ag_ctx *ctx = agpy_ctx_get(c);
@@ -410,6 +427,13 @@ static PyMethodDef ctx_methods[] = {
     {"reset_transfers", ctx_reset_transfers_w, METH_NOARGS,
      "reset_transfers($self, /)\n--\n\nSets the transfer counters to zero."},
     {"stats", ctx_stats_w, METH_NOARGS, "stats($self, /)\n--\n\nAllocation, kernel and recording counters."},
+    {"stream_wait", ctx_stream_wait_w, METH_O,
+     "stream_wait($self, stream, /)\n--\n\n"
+     "`stream` (a CUDA stream handle as an int: torch's stream.cuda_stream, CuPy's stream.ptr; 0 the legacy "
+     "default) waits for the work queued on the context so far, on the device (no host wait)."},
+    {"wait_stream", ctx_wait_stream_w, METH_O,
+     "wait_stream($self, stream, /)\n--\n\nThe context's queue waits for the work queued on `stream` so "
+     "far."},
     {"mem_info", ctx_mem_info_w, METH_NOARGS,
      "mem_info($self, /)\n--\n\n(free_bytes, total_bytes) of the device."},
     {"inject_fault", (PyCFunction)(void (*)(void))ctx_inject_fault_w, AGPY_FAST,

@@ -529,21 +529,108 @@ static PyObject *sample_host(agpy_replay *r, int64_t B, double beta) {
   return out;
 }
 
-/* _sample_import(batch_size, beta, importer, stream): sample(B)'s batch,
- * each entry handed to importer(capsule) (e.g. torch.utils.dlpack.from_dlpack)
- * after `stream` (a native handle, None: none) is ordered after the draw:
- * the consumer's own tensors without its __dlpack__ protocol's costs. */
+/* The packed layout of a batch: the destinations (fields, indices of
+ * `index_dt`, weights when prioritized) grouped by dtype, in order of first
+ * appearance, each group a [B, width] array of its own whose members are
+ * consecutive columns. group[k]: destination k's group; col[k]: its first
+ * column there; the groups' dtypes and widths. */
+typedef struct packed_layout {
+  int n, n_groups;
+  ag_replay_dst dst[AGPY_MAX_DST];
+  int group[AGPY_MAX_DST];
+  int64_t col[AGPY_MAX_DST];
+  ag_dtype gdt[AGPY_MAX_DST];
+  int64_t gwidth[AGPY_MAX_DST];
+} packed_layout;
+
+static void packed_of(const agpy_replay *r, ag_dtype index_dt, int narrow, packed_layout *L) {
+  size_t off[AGPY_MAX_DST];
+  default_layout(r, 1, L->dst, off, &L->n);
+  L->n_groups = 0;
+  for (int k = 0; k < L->n; k++) {
+    if (L->dst[k].field == AG_REPLAY_DST_INDICES) L->dst[k].dtype = index_dt;
+    if (narrow && L->dst[k].dtype == AG_I64) L->dst[k].dtype = AG_I32;
+    const ag_dtype dt = L->dst[k].dtype;
+    const int64_t w = L->dst[k].field >= 0 ? r->fields[L->dst[k].field].width : 1;
+    int g = 0;
+    while (g < L->n_groups && L->gdt[g] != dt) g++;
+    if (g == L->n_groups) L->gdt[L->n_groups] = dt, L->gwidth[L->n_groups++] = 0;
+    L->group[k] = g;
+    L->col[k] = L->gwidth[g];
+    L->gwidth[g] += w;
+  }
+}
+
+static int parse_index_dtype(agpy_replay *r, PyObject *o, ag_dtype *out) {
+  *out = AG_I64;
+  if (o == Py_None) return 0;
+  if (agpy_dtype_parse(r->st, o, out, "sample: index_dtype")) return -1;
+  if (*out == AG_I32 && ag_replay_capacity(r->r) > INT32_MAX) {
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: index_dtype int32 cannot index a table of %lld",
+                (long long)ag_replay_capacity(r->r));
+    return -1;
+  }
+  if (*out != AG_I32 && *out != AG_I64) {
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: index_dtype must be int32 or int64");
+    return -1;
+  }
+  return 0;
+}
+
+/* _packed_layout(index_dtype=None): [(key, group dtype, first column,
+ * width, shape)] of _sample_import(packed=True)'s arrays */
+static PyObject *rp_packed_layout(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+  PyObject *ido = Py_None;
+  int narrow = 0;
+  const agpy_arg spec[] = {{"index_dtype", "O", &ido}, {"narrow", "p", &narrow}};
+  if (agpy_parse(r->st, "_packed_layout", args, nargs, kwnames, 0, spec, 2)) return NULL;
+  if (!rp_get(r)) return NULL;
+  ag_dtype idt;
+  if (parse_index_dtype(r, ido, &idt)) return NULL;
+  packed_layout L;
+  packed_of(r, idt, narrow, &L);
+  PyObject *l = PyList_New(L.n);
+  for (int k = 0; l && k < L.n; k++) {
+    const int f = L.dst[k].field;
+    PyObject *key = f >= 0                       ? r->fields[f].name
+                    : f == AG_REPLAY_DST_INDICES ? r->st->s_indices
+                                                 : r->st->s_weights;
+    PyObject *shape = f >= 0 ? agpy_hidden_tuple(r->fields[f].inner, r->fields[f].n_inner) : PyTuple_New(0);
+    const int64_t w = f >= 0 ? r->fields[f].width : 1;
+    PyObject *t = shape ? Py_BuildValue("(OsLLN)", key, ag_dtype_name(L.gdt[L.group[k]]), (long long)L.col[k],
+                                        (long long)w, shape)
+                        : NULL;
+    if (!t) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, k, t);
+  }
+  return l;
+}
+
+/* _sample_import(batch_size, beta, importer, stream=None, packed=False,
+ * index_dtype=None): sample(B)'s batch, each entry (packed: each dtype
+ * group of _packed_layout) handed to importer(capsule) (e.g.
+ * torch.utils.dlpack.from_dlpack) after `stream` (a native handle, None:
+ * none) is ordered after the draw: the consumer's own arrays without its
+ * __dlpack__ protocol's costs. A dict by key (packed: by dtype name). */
 static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames) {
   int64_t B;
-  PyObject *betao = Py_None, *importer, *stream = Py_None;
-  const agpy_arg spec[] = {
-      {"batch_size", "L", &B}, {"beta", "O", &betao}, {"importer", "O", &importer}, {"stream", "O", &stream}};
-  if (agpy_parse(r->st, "sample", args, nargs, kwnames, 3, spec, 4)) return NULL;
+  int packed = 0, narrow = 0;
+  PyObject *betao = Py_None, *importer, *stream = Py_None, *ido = Py_None;
+  const agpy_arg spec[] = {{"batch_size", "L", &B},  {"beta", "O", &betao},    {"importer", "O", &importer},
+                           {"stream", "O", &stream}, {"packed", "p", &packed}, {"index_dtype", "O", &ido},
+                           {"narrow", "p", &narrow}};
+  if (agpy_parse(r->st, "sample", args, nargs, kwnames, 3, spec, 7)) return NULL;
   ag_replay *rep = rp_get(r);
   if (!rep) return NULL;
   double beta = r->beta;
   if (betao != Py_None && agpy_convert(r->st, "sample", "beta", betao, "d", &beta)) return NULL;
+  ag_dtype idt;
+  if (parse_index_dtype(r, ido, &idt)) return NULL;
   void *consumer = NULL;
   if (stream != Py_None) {
     consumer = PyLong_AsVoidPtr(stream);
@@ -558,17 +645,32 @@ static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssiz
   if (B > INT32_MAX)
     return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: batch_size = %lld is too large (at most 2^31-1)",
                        (long long)B);
-  ag_replay_dst dst[AGPY_MAX_DST];
-  size_t off[AGPY_MAX_DST];
-  int n;
-  size_t need = default_layout(r, B, dst, off, &n);
+  /* the arrays: one a destination, or one a dtype group */
+  packed_layout L;
+  packed_of(r, idt, narrow, &L);
+  const int n_arr = packed ? L.n_groups : L.n;
+  size_t aoff[AGPY_MAX_DST], need = 0;
+  for (int a = 0; a < n_arr; a++) {
+    const int64_t w = packed ? L.gwidth[a] : L.dst[a].field >= 0 ? r->fields[L.dst[a].field].width : 1;
+    const ag_dtype dt = packed ? L.gdt[a] : L.dst[a].dtype;
+    aoff[a] = need;
+    need += agpy_align((size_t)(B * w) * ag_dtype_size(dt));
+  }
   ag_block *blk;
   if ((s = ag_block_create(ctx, need, &blk))) return agpy_raise(r->st, s);
   char *base = ag_block_data(blk);
-  for (int k = 0; k < n; k++) dst[k].data = base + off[k];
+  for (int k = 0; k < L.n; k++) {
+    if (packed) {
+      const int g = L.group[k];
+      L.dst[k].data = base + aoff[g] + (size_t)L.col[k] * ag_dtype_size(L.gdt[g]);
+      L.dst[k].ld = L.gwidth[g];
+    } else {
+      L.dst[k].data = base + aoff[k];
+    }
+  }
   ag_tensor *idx, *w;
   s = draw(r, B, (float)beta, NULL, &idx, &w);
-  if (!s) s = ag_replay_gather_into(rep, idx, w, dst, n);
+  if (!s) s = ag_replay_gather_into(rep, idx, w, L.dst, L.n);
   ag_ctx_reset(ctx);
   if (!s && kind == AG_DEVICE_CUDA && stream != Py_None) s = ag_stream_wait_ctx(ctx, consumer);
   if (s) {
@@ -578,26 +680,36 @@ static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssiz
   const int dev_type = kind == AG_DEVICE_CUDA ? kDLCUDA : kDLCPU,
             dev_id = kind == AG_DEVICE_CUDA ? ag_ctx_device_index(ctx) : 0;
   PyObject *out = PyDict_New();
-  for (int k = 0; out && k < n; k++) {
+  for (int a = 0; out && a < n_arr; a++) {
     int64_t shape[6], strides[6];
     int ndim = 1;
     shape[0] = B;
-    PyObject *key;
-    if (dst[k].field >= 0) {
-      const agpy_field *f = &r->fields[dst[k].field];
-      for (int d = 0; d < f->n_inner; d++) shape[ndim++] = f->inner[d];
-      key = f->name;
+    PyObject *key = NULL;
+    ag_dtype dt;
+    if (packed) {
+      shape[ndim++] = L.gwidth[a];
+      dt = L.gdt[a];
+      key = PyUnicode_FromString(ag_dtype_name(dt));
     } else {
-      key = dst[k].field == AG_REPLAY_DST_INDICES ? r->st->s_indices : r->st->s_weights;
+      const int f = L.dst[a].field;
+      if (f >= 0) {
+        for (int d = 0; d < r->fields[f].n_inner; d++) shape[ndim++] = r->fields[f].inner[d];
+        key = Py_NewRef(r->fields[f].name);
+      } else {
+        key = Py_NewRef(f == AG_REPLAY_DST_INDICES ? r->st->s_indices : r->st->s_weights);
+      }
+      dt = L.dst[a].dtype;
     }
     int64_t st = 1;
     for (int d = ndim - 1; d >= 0; d--) strides[d] = st, st *= shape[d];
     PyObject *cap =
-        agpy_capsule_of(blk, base + off[k], dst[k].dtype, ndim, shape, strides, dev_type, dev_id, consumer);
+        key ? agpy_capsule_of(blk, base + aoff[a], dt, ndim, shape, strides, dev_type, dev_id, consumer)
+            : NULL;
     PyObject *t = cap ? PyObject_CallOneArg(importer, cap) : NULL;
     Py_XDECREF(cap);
     if (!t || PyDict_SetItem(out, key, t) < 0) Py_CLEAR(out);
     Py_XDECREF(t);
+    Py_XDECREF(key);
   }
   ag_block_release(blk, NULL);
   return out;
@@ -928,6 +1040,37 @@ static PyObject *sample_out(agpy_replay *r, int64_t B, double beta, PyObject *ou
   if (!s) s = ag_capture_replay(o->cap);
   if (!s && sync) s = ag_stream_wait_ctx(ctx, consumer); /* and waits for this one */
   if (s) return agpy_raise(r->st, s);
+  return Py_NewRef(out);
+}
+
+/* _sample_on(batch_size, beta, out, stream): sample(out=)'s recording run
+ * on `stream` itself, with no hand-off: for a stream another framework is
+ * capturing (the caller orders the streams; the arrays must have been
+ * sampled into once already, outside the capture, and beta must not change). */
+static PyObject *rp_sample_on(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  int64_t B;
+  PyObject *betao, *out, *stream;
+  const agpy_arg spec[] = {
+      {"batch_size", "L", &B}, {"beta", "O", &betao}, {"out", "O", &out}, {"stream", "O", &stream}};
+  if (agpy_parse(r->st, "sample", args, nargs, kwnames, 4, spec, 4)) return NULL;
+  ag_replay *rep = rp_get(r);
+  if (!rep) return NULL;
+  double beta = r->beta;
+  if (betao != Py_None && agpy_convert(r->st, "sample", "beta", betao, "d", &beta)) return NULL;
+  void *consumer = PyLong_AsVoidPtr(stream);
+  if (PyErr_Occurred()) return NULL;
+  ag_status s = ag_replay_can_sample(rep, B);
+  if (s) return agpy_raise(r->st, s);
+  agpy_outset *o = out_find(r, out, B);
+  if (!o) return NULL;
+  if (!o->cap)
+    return agpy_raisef(r->st, AG_ERR_STATE,
+                       "sample: inside a stream capture, sample into arrays that were sampled "
+                       "into once before the capture (its warm-up)");
+  if (r->per && (float)beta != r->beta_dev_value)
+    return agpy_raisef(r->st, AG_ERR_STATE,
+                       "sample: beta cannot change inside a stream capture (set it before)");
+  if ((s = ag_capture_replay_on(o->cap, consumer))) return agpy_raise(r->st, s);
   return Py_NewRef(out);
 }
 
@@ -1336,7 +1479,9 @@ AGPY_WRAP_FAST(agpy_replay, rp_add)
 AGPY_WRAP_FAST(agpy_replay, rp_sample)
 AGPY_WRAP_FAST(agpy_replay, rp_update)
 AGPY_WRAP_FAST(agpy_replay, rp_sample_import)
+AGPY_WRAP_FAST(agpy_replay, rp_packed_layout)
 AGPY_WRAP_FAST(agpy_replay, rp_gather)
+AGPY_WRAP_FAST(agpy_replay, rp_sample_on)
 AGPY_WRAP_O(agpy_replay, rp_total)
 AGPY_WRAP_O(agpy_replay, rp_free)
 AGPY_WRAP_O(agpy_replay, rp_exit)
@@ -1360,13 +1505,21 @@ static PyMethodDef rp_methods[] = {
         "With out= (a dict of the caller's arrays: every field, optionally 'indices' and 'weights'), the "
         "batch is written into them and `out` is returned; the arrays are read once and remembered, and the "
         "caller's stream (torch's or CuPy's current stream, or `stream`) is ordered around the write."),
+    AGPY_M("_sample_on", rp_sample_on, AGPY_FAST,
+           "_sample_on($self, /, batch_size, beta, out, stream)\n--\n\n"
+           "sample(out=)'s recording run on `stream` with no hand-off (inside a stream capture)."),
     AGPY_M("gather", rp_gather, AGPY_FAST,
            "gather($self, /, indices, out=None)\n--\n\n"
            "The transitions at `indices` (host indices: each in 0..len-1; device indices are clamped to the "
            "table), as sample's batch (no weights), or written into `out`."),
     AGPY_M("_sample_import", rp_sample_import, AGPY_FAST,
-           "_sample_import($self, /, batch_size, beta, importer, stream=None)\n--\n\n"
-           "sample(batch_size)'s batch, each entry made by importer(capsule) once `stream` waits for it."),
+           "_sample_import($self, /, batch_size, beta, importer, stream=None, packed=False, "
+           "index_dtype=None)\n--\n\n"
+           "sample(batch_size)'s batch, each entry (packed: each dtype group of _packed_layout) made by "
+           "importer(capsule) once `stream` waits for it."),
+    AGPY_M("_packed_layout", rp_packed_layout, AGPY_FAST,
+           "_packed_layout($self, /, index_dtype=None, narrow=False)\n--\n\n"
+           "[(key, group dtype, first column, width, shape)] of the packed batch's dtype groups."),
     AGPY_M("update_priorities", rp_update, AGPY_FAST,
            "update_priorities($self, /, indices, priorities)\n--\n\n"
            "New priorities (e.g. |TD error| + eps) of the transitions at `indices`, host or device arrays."),
