@@ -77,7 +77,7 @@ def _importer(device: Any, on_gpu: bool) -> Tuple[Callable[[Any], Any], Optional
     stream = device.get_stream_for_external_ready_events() if on_gpu else None
     kind = _KDL_CUDA if on_gpu else _KDL_CPU
     try:  # JAX's own import, without its from_dlpack's per-call queries
-        from jax._src.lib import _jax as _lib
+        from jax._src.lib import _jax as _lib  # type: ignore[attr-defined, unused-ignore]
 
         fn = _lib.dlpack_managed_tensor_to_buffer
         return (lambda cap: fn(cap, device, stream, None, kind)), stream
@@ -100,7 +100,7 @@ class ReplayBuffer(_ReplayBuffer):
         self.device = device_of(self.ctx)
         on_gpu = self.device.platform == "gpu"
         self._import, self._stream = _importer(self.device, on_gpu)
-        x64 = bool(jax.config.jax_enable_x64)
+        x64 = bool(jax.config.read("jax_enable_x64"))  # type: ignore[no-untyped-call, unused-ignore]
         # without 64-bit types JAX narrows int64 itself: narrowed here instead
         self._narrow = not x64
         self._index_dtype = "i64" if x64 or self.capacity > 2**31 - 1 else "i32"

@@ -116,7 +116,7 @@ class ReplayBuffer(_agrl._Replay):
         (width,). `seed` starts the sampling stream."""
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
-        obj = cls._load(ctx, path, seed, beta)
+        obj: ReplayBuffer = cls._load(ctx, path, seed, beta)
         saved = obj._fields()
         obj.ctx = ctx
         obj.fields = {name: ((width,), dtype) for name, width, dtype in saved}

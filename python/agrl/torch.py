@@ -22,7 +22,7 @@ tensor handed in may be freed when the call returns.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import torch
 
@@ -51,10 +51,11 @@ def device_of(ctx: _agrl.Context) -> torch.device:
     return torch.device(dev)
 
 
-def _from_dlpack() -> Any:
+def _from_dlpack() -> Callable[[Any], torch.Tensor]:
     import torch.utils.dlpack
 
-    return torch.utils.dlpack.from_dlpack
+    fn: Callable[[Any], torch.Tensor] = torch.utils.dlpack.from_dlpack
+    return fn
 
 
 class ReplayBuffer(_ReplayBuffer):
@@ -73,16 +74,18 @@ class ReplayBuffer(_ReplayBuffer):
         self._import = _from_dlpack()
         # the raw handle of torch's current stream (a C call; the public
         # torch.cuda.current_stream() builds a Stream object each time)
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        raw: Optional[Callable[[int], int]] = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         index = self.device.index or 0
-        capturing = getattr(torch.cuda, "is_current_stream_capturing", None)
-        self._capturing = (lambda: False) if self.device.type != "cuda" or capturing is None else capturing
+        capturing: Optional[Callable[[], bool]] = getattr(torch.cuda, "is_current_stream_capturing", None)
+        self._capturing: Callable[[], bool] = (
+            (lambda: False) if self.device.type != "cuda" or capturing is None else capturing)
+        self._stream: Callable[[], Optional[int]]
         if self.device.type != "cuda":
             self._stream = lambda: None
         elif raw is not None:
             self._stream = lambda: raw(index)
         else:
-            self._stream = lambda: torch.cuda.current_stream(self.device).cuda_stream
+            self._stream = lambda: int(torch.cuda.current_stream(self.device).cuda_stream)
 
     def sample(  # type: ignore[override]
         self,
@@ -112,7 +115,7 @@ class ReplayBuffer(_ReplayBuffer):
         else:
             batch = self._sample_import(batch_size, beta, self._import, self._stream())
         if tensordict:
-            from tensordict import TensorDict
+            from tensordict import TensorDict  # type: ignore[import-not-found, unused-ignore]
 
             return TensorDict(batch, batch_size=[batch_size], device=self.device)
         return batch
@@ -125,7 +128,7 @@ class ReplayBuffer(_ReplayBuffer):
         if not self._captured:
             super().add(*args, **kwargs)
             return
-        stream = self._stream()
+        stream = self._stream() or 0
         self.ctx.wait_stream(stream)
         super().add(*args, **kwargs)
         self.ctx.stream_wait(stream)

@@ -1514,7 +1514,7 @@ static PyMethodDef rp_methods[] = {
            "table), as sample's batch (no weights), or written into `out`."),
     AGPY_M("_sample_import", rp_sample_import, AGPY_FAST,
            "_sample_import($self, /, batch_size, beta, importer, stream=None, packed=False, "
-           "index_dtype=None)\n--\n\n"
+           "index_dtype=None, narrow=False)\n--\n\n"
            "sample(batch_size)'s batch, each entry (packed: each dtype group of _packed_layout) made by "
            "importer(capsule) once `stream` waits for it."),
     AGPY_M("_packed_layout", rp_packed_layout, AGPY_FAST,
