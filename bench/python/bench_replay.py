@@ -70,7 +70,7 @@ ALPHA, BETA = 0.6, 0.4
 SETS = 16  # prepared priority sets, used in turn
 FIELDS = (("obs", 17), ("action", 6), ("reward", 1), ("next_obs", 17), ("done", 1))
 
-ROWS = ("sample", "sample_dlpack", "add_1", "add_65536", "per")
+ROWS = ("sample", "sample_dlpack", "add_1", "add_65536", "per", "door")
 WORKS = {  # row key -> (work name, label)
     "sample": [("sample_mujoco_b256_1m", "sample B=256 of 1M")],
     "sample_dlpack": [("sample_dlpack_mujoco_b256_1m", "sample + from_dlpack (torch)")],
@@ -79,12 +79,30 @@ WORKS = {  # row key -> (work name, label)
     "per": [("per_sample_update_b256_1m", "PER sample + update_priorities B=256"),
             ("per_sample_b256_1m", "PER sample B=256 of 1M"),
             ("per_update_b256", "PER update_priorities of 256")],
+    "door": [("sample_torch_out_b256_1m", "sample(256, out=) into torch"),
+             ("sample_torch_b256_1m", "agrl.torch sample(256): new tensors"),
+             ("sample_cupy_out_b256_1m", "sample(256, out=) into CuPy"),
+             ("sample_jax_b256_1m", "agrl.jax sample(256): packed arrays"),
+             ("per_torch_b256_1m", "PER sample + update, torch"),
+             ("update_torch_b256", "update_priorities(256), torch"),
+             ("update_numpy_b256", "update_priorities(256), numpy"),
+             ("add_1_torch", "add 1 transition, torch tensors"),
+             ("call_noop", "profile: a method call (len)"),
+             ("sample_out_nohandoff_b256_1m", "profile: sample(out=), no hand-off")],
 }
 LABEL = {w: label for rows in WORKS.values() for w, label in rows}
 ORDER = [w for k in ROWS for w, _ in WORKS[k]]
 IMPLS = ("agrl", "torchrl", "flashbax", "cpprb", "sb3")
-# the peers set beside agrl's sample + from_dlpack: their sample returns torch tensors
-TORCH_OUT = {"sample_dlpack_mujoco_b256_1m": ("sample_mujoco_b256_1m", ("torchrl", "sb3"))}
+# rows whose peers are another work's rows: (the peers' work, the peers)
+TORCH_OUT = {"sample_dlpack_mujoco_b256_1m": ("sample_mujoco_b256_1m", ("torchrl", "sb3")),
+             "sample_torch_out_b256_1m": ("sample_mujoco_b256_1m", ("torchrl", "sb3")),
+             "sample_torch_b256_1m": ("sample_mujoco_b256_1m", ("torchrl", "sb3")),
+             "sample_cupy_out_b256_1m": ("sample_mujoco_b256_1m", ("torchrl", "cpprb")),
+             "sample_jax_b256_1m": ("sample_mujoco_b256_1m", ("flashbax",)),
+             "per_torch_b256_1m": ("per_sample_update_b256_1m", ("torchrl", "cpprb")),
+             "update_torch_b256": ("per_update_b256", ("torchrl", "cpprb")),
+             "update_numpy_b256": ("per_update_b256", ("cpprb",)),
+             "add_1_torch": ("add_1_mujoco_host", ("sb3", "torchrl"))}
 
 
 class Run:
@@ -247,7 +265,107 @@ def bench_agrl(run, np, data, dev, torch):
                      f"update_priorities of 256 ({how}), {SETS} sets in turn")
         per.free()
         del per
+    if run.want("door"):
+        bench_door(run, np, data, dev, torch, ctx)
     ctx.free()
+
+
+def bench_door(run, np, data, dev, torch, ctx):
+    """The batch as the consumer's framework holds it, and the other calls
+    from torch and numpy."""
+    import agrl
+    spec = {name: (w,) for name, w in FIELDS}
+    sync = lambda _last=None: ctx.sync()  # noqa: E731
+    if torch is None:
+        run.gone("agrl", "door rows: torch does not import")
+        return
+    import agrl.torch as at
+    tsync = pl.torch_sync(torch, dev)
+
+    def both(_last=None):
+        ctx.sync()
+        tsync()
+
+    rb = at.ReplayBuffer(ctx, N, spec, seed=5)
+    for c in chunks(data):
+        rb.add(**c)
+    out = rb.empty_batch(B)
+    b = rb.sample(B, out=out)
+    tsync()
+    idx = b["indices"].cpu().numpy()
+    assert b is out and np.array_equal(out["obs"].cpu().numpy(), data["obs"][idx]), "sample(out=) rows differ"
+    fresh = rb.sample(B)
+    assert np.array_equal(fresh["action"].cpu().numpy(), data["action"][fresh["indices"].cpu().numpy()])
+    run.time("agrl", "sample_torch_out_b256_1m", lambda i: rb.sample(B, out=out), both,
+             "agrl.torch: sample(256, out=torch tensors kept by the caller): torch holds the batch on return")
+    run.time("agrl", "sample_torch_b256_1m", lambda i: rb.sample(B), both,
+             "agrl.torch: sample(256): 6 new torch tensors (one block, imported as capsules)")
+    base = agrl.ReplayBuffer.sample
+    run.time("agrl", "call_noop", lambda i: len(rb), both, "len(rb): the cost of a method call with the lock")
+    run.time("agrl", "sample_out_nohandoff_b256_1m", lambda i: base(rb, B, out=out, stream=-1), both,
+             "sample(256, out=, stream=-1): the recorded replay alone, no stream hand-off")
+    try:
+        import cupy
+        cout = {k: cupy.empty((B, w), dtype=cupy.float32) for k, w in FIELDS}
+        cout["indices"] = cupy.empty(B, dtype=cupy.int64)
+        base(rb, B, out=cout)
+        cupy.cuda.runtime.deviceSynchronize()
+        assert np.array_equal(cupy.asnumpy(cout["obs"]), data["obs"][cupy.asnumpy(cout["indices"])])
+        run.versions["cupy"] = cupy.__version__
+        run.time("agrl", "sample_cupy_out_b256_1m", lambda i: base(rb, B, out=cout),
+                 lambda _l=None: (ctx.sync(), cupy.cuda.runtime.deviceSynchronize()),
+                 "sample(256, out=CuPy arrays kept by the caller)")
+    except ImportError as e:
+        run.gone("agrl", f"sample_cupy_out_b256_1m: cupy does not import: {e}")
+    try:
+        import jax
+        import agrl.jax as aj
+        run.versions["jax"] = jax.__version__
+        jb = aj.ReplayBuffer(ctx, N, spec, seed=6)
+        for c in chunks(data):
+            jb.add(**c)
+        p = jb.sample(B)
+        u = jax.jit(jb.unpack)(p)
+        ji = np.asarray(u["indices"])
+        assert np.array_equal(np.asarray(u["obs"]), data["obs"][ji]), "agrl.jax rows differ"
+        run.time("agrl", "sample_jax_b256_1m", lambda i: jb.sample(B), lambda last=None: (
+            ctx.sync(), jax.block_until_ready(last) if last is not None else None),
+            f"agrl.jax: sample(256): {len(p)} JAX arrays (one a dtype), unpacked inside jit")
+        jb.free()
+    except ImportError as e:
+        run.gone("agrl", f"sample_jax_b256_1m: jax does not import: {e}")
+    rb.free()
+    per = at.ReplayBuffer(ctx, N, spec, prioritized=True, alpha=ALPHA, beta=BETA, seed=7)
+    for c in chunks(data):
+        per.add(**c)
+    rng = np.random.default_rng(4)
+    tdev = torch.device(dev)
+    pout = per.empty_batch(B)
+    prios = [torch.as_tensor(rng.random(B) + 1e-3, dtype=torch.float32, device=tdev) for _ in range(SETS)]
+    tidx = [torch.as_tensor(rng.integers(0, N, B), device=tdev) for _ in range(SETS)]
+    nidx = [i.cpu().numpy() for i in tidx]
+    nprio = [p.cpu().numpy() for p in prios]
+
+    def per_step(i):
+        b = per.sample(B, out=pout)
+        per.update_priorities(b["indices"], prios[i % SETS])
+
+    t0 = per.total_priority()
+    per_step(0)
+    assert per.total_priority() != t0
+    run.time("agrl", "per_torch_b256_1m", per_step, both,
+             "agrl.torch: PER sample(256, out=) + update_priorities(its indices, torch priorities)")
+    run.time("agrl", "update_torch_b256", lambda i: per.update_priorities(tidx[i % SETS], prios[i % SETS]), both,
+             f"update_priorities(torch int64, torch float32) of 256, {SETS} sets in turn")
+    run.time("agrl", "update_numpy_b256", lambda i: per.update_priorities(nidx[i % SETS], nprio[i % SETS]), both,
+             f"update_priorities(numpy int64, numpy float32) of 256, {SETS} sets in turn")
+    t1 = {k: torch.as_tensor(v, device=tdev) for k, v in one(data, 9).items()}
+    pos = per.position
+    per.add(**t1)
+    assert per.position == (pos + 1) % N
+    run.time("agrl", "add_1_torch", lambda i: per.add(**t1), both,
+             "add(**5 torch tensors of one transition) on the table's device")
+    per.free()
 
 
 # ---------------------------------------------------------------- TorchRL
@@ -664,9 +782,33 @@ def judge(run, c):
         verdict("sample() >= 20x TorchRL", t / p >= 20.0, f"TorchRL {t:.2f} / agrl {p:.2f} = {t / p:.1f}x (needs 20)")
     p = us("add_1_mujoco_host")
     if p is None:
-        verdict("add() of 1 <= 12 us", None, "no agrl add_1 row")
+        verdict("add() of 1 from numpy <= 8 us", None, "no agrl add_1 row")
     else:
-        verdict("add() of 1 <= 12 us", p <= 12.0, f"{p:.2f} us (allowed 12)")
+        verdict("add() of 1 from numpy <= 8 us", p <= 8.0, f"{p:.2f} us (allowed 8)")
+
+    gpu = run.args.device == "cuda"
+
+    def at_most(work, limit, name):
+        p = us(work)
+        if not gpu:
+            verdict(name, None, "a GPU target (the H200's)")
+            return
+        verdict(name, None if p is None else p <= limit,
+                "no row" if p is None else f"{p:.2f} us (allowed {limit:g})")
+
+    at_most("sample_torch_out_b256_1m", 15.0, "sample(256) into torch <= 15 us")
+    p, t = us("sample_torch_out_b256_1m"), run.us("torchrl", "sample_mujoco_b256_1m")
+    verdict("sample into torch >= 12x TorchRL", None if p is None or t is None or not gpu else t / p >= 12.0,
+            "no agrl or TorchRL row" if p is None or t is None else f"TorchRL {t:.2f} / agrl {p:.2f} = {t / p:.1f}x")
+    at_most("sample_cupy_out_b256_1m", 15.0, "sample(256) into CuPy <= 15 us")
+    at_most("sample_jax_b256_1m", 25.0, "sample(256) into JAX <= 25 us")
+    at_most("update_torch_b256", 10.0, "update_priorities torch <= 10 us")
+    at_most("update_numpy_b256", 12.0, "update_priorities numpy <= 12 us")
+    p, q = us("update_numpy_b256"), run.us("cpprb", "per_update_b256")
+    verdict("update_priorities numpy < cpprb", None if p is None or q is None else p < q,
+            "no agrl or cpprb row" if p is None or q is None else f"agrl {p:.2f} vs cpprb {q:.2f} us")
+    at_most("add_1_torch", 6.0, "add() of 1 from torch <= 6 us")
+    at_most("per_torch_b256_1m", 30.0, "PER sample + update torch <= 30 us")
     p, q = us("add_65536_mujoco_host"), cu("write_65536_mujoco_pageable")
     if p is None:
         verdict("add() of 65,536 <= 1.2x C", None, "no agrl add_65536 row")
@@ -675,6 +817,17 @@ def judge(run, c):
     else:
         verdict("add() of 65,536 <= 1.2x C", p <= 1.2 * q,
                 f"{p:.2f} / {q:.2f} (write_65536_mujoco_pageable) = {p / q:.2f}x (allowed 1.2)")
+    a, b, c_, d = us("call_noop"), us("sample_out_nohandoff_b256_1m"), cu("sample_gather_mujoco_b256"), \
+        us("sample_torch_out_b256_1m")
+    if a is not None and b is not None and d is not None:
+        print("\nper-call profile of sample(256, out=torch) (us)")
+        print(f"  a method call with its lock (len)                 {a:8.2f}")
+        if c_ is not None:
+            print(f"  the recorded draw + gather in C (agrl bench)      {c_:8.2f}")
+            print(f"  the extension's call around it (parse, lookup)    {b - c_:8.2f}")
+        print(f"  sample(out=, stream=-1): no stream hand-off       {b:8.2f}")
+        print(f"  the two stream hand-offs (torch's stream)         {d - b:8.2f}")
+        print(f"  sample(out=): what the torch user pays            {d:8.2f}")
     print("\ntargets")
     for v in verdicts:
         print(f"  {v['verdict']:10} {v['target']:30} {v['detail']}")
@@ -696,7 +849,7 @@ def table(run):
             print(f"{head}  {'-':9} {'-':>10} {'-':>9}")
         for k, (impl, u) in enumerate(peers):
             ratio = f"{u / a:8.2f}x" if a else f"{'-':>9}"
-            note = "(its sample())" if w in TORCH_OUT else ""
+            note = f"(its {LABEL[peers_w]})" if w in TORCH_OUT else ""
             print(f"{head if k == 0 else ' ' * 48}  {impl:9} {u:10.2f} {ratio}  {note}")
     seen = {r["impl"] for r in run.rows}
     for a in run.absent:
