@@ -208,6 +208,26 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
 }
 
+/* Two host arrays as one stream of bytes for an upload. */
+typedef struct two_parts {
+  const void *const *src;
+  const size_t *len;
+} two_parts;
+
+static void fill_two(void *dst, size_t off, size_t len, void *user) {
+  const two_parts *t = user;
+  unsigned char *d = dst;
+  for (int i = 0; i < 2 && len; i++) {
+    if (off >= t->len[i]) {
+      off -= t->len[i];
+      continue;
+    }
+    size_t k = t->len[i] - off < len ? t->len[i] - off : len;
+    memcpy(d, (const unsigned char *)t->src[i] + off, k);
+    d += k, len -= k, off = 0;
+  }
+}
+
 ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, int64_t n) {
   static const char fn[] = "ag_per_update_host";
   if (!p || !idx || !prio || n < 1)
@@ -222,11 +242,19 @@ ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, i
       return ag__fail(AG_ERR_INVALID_ARG, "%s: priorities[%lld] = %g must be finite and >= 0", fn,
                       (long long)j, (double)prio[j]);
   }
-  ag_tensor *ti, *tp;
-  ag_status s = ag__tensor_temp(p->ctx, n, 1, AG_I64, &ti);
-  if (!s) s = ag__tensor_temp(p->ctx, n, 1, AG_F32, &tp);
-  if (!s) s = ag__mem_upload_copy(p->ctx, fn, ti->data, idx, (size_t)n * sizeof *idx);
-  if (!s) s = ag__mem_upload_copy(p->ctx, fn, tp->data, prio, (size_t)n * sizeof *prio);
+  /* the indices and the priorities side by side in one temporary, sent in
+   * one copy: [n] i64, then [n] f32 */
+  ag_tensor *all, *ti, *tp;
+  const size_t bi = (size_t)n * sizeof *idx, bp = (size_t)n * sizeof *prio;
+  ag_status s = ag__tensor_temp(p->ctx, (int64_t)(bi + bp), 1, AG_U8, &all);
+  if (!s) s = ag__tensor_view(p->ctx, n, 1, n, AG_I64, all->data, &ti);
+  if (!s) s = ag__tensor_view(p->ctx, n, 1, n, AG_F32, (char *)all->data + bi, &tp);
+  if (!s) {
+    const void *src[2] = {idx, prio};
+    const size_t len[2] = {bi, bp};
+    two_parts tw = {src, len};
+    s = ag__mem_upload(p->ctx, fn, all->data, bi + bp, fill_two, &tw);
+  }
   return s ? s : ag_per_update(p, ti, tp);
 }
 
