@@ -917,12 +917,13 @@ static agpy_outset *out_find(agpy_replay *r, PyObject *out, int64_t B) {
   PyObject *key, *v;
   Py_ssize_t pos = 0;
   while (PyDict_Next(out, &pos, &key, &v)) {
-    int fi = field_of(r, key);
-    if (fi < 0 && PyUnicode_Check(key) && !PyUnicode_Compare(key, st->s_indices))
+    int fi = field_of(r, key); /* -1: none, which is also AG_REPLAY_DST_INDICES */
+    const int is_str = PyUnicode_Check(key);
+    if (fi < 0 && is_str && !PyUnicode_Compare(key, st->s_indices))
       fi = AG_REPLAY_DST_INDICES;
-    else if (fi < 0 && PyUnicode_Check(key) && !PyUnicode_Compare(key, st->s_weights))
+    else if (fi < 0 && is_str && !PyUnicode_Compare(key, st->s_weights))
       fi = AG_REPLAY_DST_WEIGHTS;
-    if (fi < 0 && fi != AG_REPLAY_DST_INDICES && fi != AG_REPLAY_DST_WEIGHTS) {
+    else if (fi < 0) {
       agpy_raisef(st, AG_ERR_INVALID_ARG,
                   "sample: out has %R, which is neither a field, 'indices' nor 'weights'", key);
       goto fail;
