@@ -283,6 +283,8 @@ AG_API ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out);
  * outside [0, 1] (or NaN), AG_ERR_UNSUPPORTED for a capacity beyond
  * AG_PER_MAX_CAPACITY. */
 AG_API ag_status ag_per_validate(int64_t capacity, float alpha);
+/* The alpha the sampler was made with (0 for per NULL). */
+AG_API float ag_per_alpha(const ag_per *per);
 /* Detaches the sampler from its table and frees it. NULL is accepted. */
 AG_API void ag_per_free(ag_per *per);
 

@@ -267,5 +267,6 @@ ag_status ag_per_total(ag_per *p, double *total) {
   return ag__mem_download_copy(p->ctx, "ag_per_total", total, tree + ag__per_offset(p->depth), sizeof *total);
 }
 float ag__per_alpha(const ag_per *p) { return p->alpha; }
+float ag_per_alpha(const ag_per *p) { return p ? p->alpha : 0.0f; }
 int ag__per_depth(const ag_per *p) { return p->depth; }
 ag_per *ag_replay_per(const ag_replay *r) { return r ? ag__replay_sampler(r, &ag__per_ops) : NULL; }
