@@ -120,6 +120,17 @@ class ReplayBuffer(_ReplayBuffer):
             return TensorDict(batch, batch_size=[batch_size], device=self.device)
         return batch
 
+    def gather(  # type: ignore[override]
+        self, indices: Any, out: Optional[Dict[str, torch.Tensor]] = None
+    ) -> Dict[str, torch.Tensor]:
+        """The transitions at ``indices`` (host or device, as
+        :meth:`agrl.ReplayBuffer.gather`) as torch tensors: new ones, or
+        written into ``out`` (then returned)."""
+        if out is not None:
+            batch: Dict[str, torch.Tensor] = super().gather(indices, out=out)
+            return batch
+        return self._gather_import(indices, self._import, self._stream())
+
     def add(self, *args: Any, **kwargs: Any) -> None:
         """:meth:`agrl.ReplayBuffer.add`. Once a sample has been captured
         into a torch CUDA graph (whose replays read the table on torch's

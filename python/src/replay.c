@@ -610,44 +610,24 @@ static PyObject *rp_packed_layout(agpy_replay *r, PyObject *const *args, Py_ssiz
   return l;
 }
 
-/* _sample_import(batch_size, beta, importer, stream=None, packed=False,
- * index_dtype=None): sample(B)'s batch, each entry (packed: each dtype
- * group of _packed_layout) handed to importer(capsule) (e.g.
- * torch.utils.dlpack.from_dlpack) after `stream` (a native handle, None:
- * none) is ordered after the draw: the consumer's own arrays without its
- * __dlpack__ protocol's costs. A dict by key (packed: by dtype name). */
-static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
-                                  PyObject *kwnames) {
-  int64_t B;
-  int packed = 0, narrow = 0;
-  PyObject *betao = Py_None, *importer, *stream = Py_None, *ido = Py_None;
-  const agpy_arg spec[] = {{"batch_size", "L", &B},  {"beta", "O", &betao},    {"importer", "O", &importer},
-                           {"stream", "O", &stream}, {"packed", "p", &packed}, {"index_dtype", "O", &ido},
-                           {"narrow", "p", &narrow}};
-  if (agpy_parse(r->st, "sample", args, nargs, kwnames, 3, spec, 7)) return NULL;
-  ag_replay *rep = rp_get(r);
-  if (!rep) return NULL;
-  double beta = r->beta;
-  if (betao != Py_None && agpy_convert(r->st, "sample", "beta", betao, "d", &beta)) return NULL;
-  ag_dtype idt;
-  if (parse_index_dtype(r, ido, &idt)) return NULL;
-  void *consumer = NULL;
-  if (stream != Py_None) {
-    consumer = PyLong_AsVoidPtr(stream);
-    if (PyErr_Occurred()) return NULL;
-  }
+/* The batch of B transitions at given indices (idx, no weights) or drawn
+ * (idx NULL), each entry (packed: each dtype group of _packed_layout)
+ * handed to importer(capsule) after `consumer` (has_stream) is ordered after
+ * the gather: a dict by key (packed: by dtype name). */
+static PyObject *import_batch(agpy_replay *r, int64_t B, double beta, ag_tensor *idx, PyObject *importer,
+                              void *consumer, int has_stream, int packed, ag_dtype idt, int narrow) {
+  ag_replay *rep = r->r;
   ag_ctx *ctx = r->ctx->ctx;
   const ag_device_kind kind = ag_ctx_device(ctx);
-  if (kind == AG_DEVICE_VULKAN)
-    return agpy_raisef(r->st, AG_ERR_UNSUPPORTED, "sample: Vulkan memory cannot be handed to a framework");
-  ag_status s = ag_replay_can_sample(rep, B);
-  if (s) return agpy_raise(r->st, s);
-  if (B > INT32_MAX)
-    return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: batch_size = %lld is too large (at most 2^31-1)",
-                       (long long)B);
-  /* the arrays: one a destination, or one a dtype group */
   packed_layout L;
   packed_of(r, idt, narrow, &L);
+  if (idx &&
+      r->per) { /* a gather has no weights: the last destination, alone in its group or the last of it */
+    L.n--;
+    const int g = L.group[L.n];
+    L.gwidth[g]--;
+    if (L.gwidth[g] == 0) L.n_groups--;
+  }
   const int n_arr = packed ? L.n_groups : L.n;
   size_t aoff[AGPY_MAX_DST], need = 0;
   for (int a = 0; a < n_arr; a++) {
@@ -657,7 +637,8 @@ static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssiz
     need += agpy_align((size_t)(B * w) * ag_dtype_size(dt));
   }
   ag_block *blk;
-  if ((s = ag_block_create(ctx, need, &blk))) return agpy_raise(r->st, s);
+  ag_status s = ag_block_create(ctx, need, &blk);
+  if (s) return agpy_raise(r->st, s);
   char *base = ag_block_data(blk);
   for (int k = 0; k < L.n; k++) {
     if (packed) {
@@ -668,11 +649,11 @@ static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssiz
       L.dst[k].data = base + aoff[k];
     }
   }
-  ag_tensor *idx, *w;
-  s = draw(r, B, (float)beta, NULL, &idx, &w);
+  ag_tensor *w = NULL;
+  if (!idx) s = draw(r, B, (float)beta, NULL, &idx, &w);
   if (!s) s = ag_replay_gather_into(rep, idx, w, L.dst, L.n);
   ag_ctx_reset(ctx);
-  if (!s && kind == AG_DEVICE_CUDA && stream != Py_None) s = ag_stream_wait_ctx(ctx, consumer);
+  if (!s && kind == AG_DEVICE_CUDA && has_stream) s = ag_stream_wait_ctx(ctx, consumer);
   if (s) {
     ag_block_release(blk, NULL);
     return agpy_raise(r->st, s);
@@ -713,6 +694,50 @@ static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssiz
   }
   ag_block_release(blk, NULL);
   return out;
+}
+
+/* The common arguments of the _import calls. */
+static int import_args(agpy_replay *r, PyObject *stream, PyObject *ido, void **consumer, ag_dtype *idt) {
+  if (parse_index_dtype(r, ido, idt)) return -1;
+  *consumer = NULL;
+  if (stream != Py_None) {
+    *consumer = PyLong_AsVoidPtr(stream);
+    if (PyErr_Occurred()) return -1;
+  }
+  if (ag_ctx_device(r->ctx->ctx) == AG_DEVICE_VULKAN) {
+    agpy_raisef(r->st, AG_ERR_UNSUPPORTED, "sample: Vulkan memory cannot be handed to a framework");
+    return -1;
+  }
+  return 0;
+}
+
+/* _sample_import(batch_size, beta, importer, stream=None, packed=False,
+ * index_dtype=None, narrow=False): sample(B)'s batch made by importer
+ * (e.g. torch.utils.dlpack.from_dlpack) from capsules, after `stream` (a
+ * native handle, None: none) is ordered after the draw: the consumer's own
+ * arrays without its __dlpack__ protocol's costs. */
+static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+  int64_t B;
+  int packed = 0, narrow = 0;
+  PyObject *betao = Py_None, *importer, *stream = Py_None, *ido = Py_None;
+  const agpy_arg spec[] = {{"batch_size", "L", &B},  {"beta", "O", &betao},    {"importer", "O", &importer},
+                           {"stream", "O", &stream}, {"packed", "p", &packed}, {"index_dtype", "O", &ido},
+                           {"narrow", "p", &narrow}};
+  if (agpy_parse(r->st, "sample", args, nargs, kwnames, 3, spec, 7)) return NULL;
+  ag_replay *rep = rp_get(r);
+  if (!rep) return NULL;
+  double beta = r->beta;
+  if (betao != Py_None && agpy_convert(r->st, "sample", "beta", betao, "d", &beta)) return NULL;
+  void *consumer;
+  ag_dtype idt;
+  if (import_args(r, stream, ido, &consumer, &idt)) return NULL;
+  ag_status s = ag_replay_can_sample(rep, B);
+  if (s) return agpy_raise(r->st, s);
+  if (B > INT32_MAX)
+    return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: batch_size = %lld is too large (at most 2^31-1)",
+                       (long long)B);
+  return import_batch(r, B, beta, NULL, importer, consumer, stream != Py_None, packed, idt, narrow);
 }
 
 /* ---- sample(out=...) ---- */
@@ -1130,6 +1155,74 @@ static ag_status idx_stage(agpy_replay *r, int64_t B, const int64_t *h, ag_tenso
   return ag_tensor_write(r->idx_stage, h, (size_t)B * sizeof *h);
 }
 
+/* Indices handed to gather: host ones checked against the valid
+ * transitions and sent (into idx_stage), device ones wrapped in place with
+ * their producer's stream ordered first. *in and *scratch are the caller's
+ * to release (also on failure, when *in was read). Returns 0 or -1. */
+static int indices_of(agpy_replay *r, PyObject *io, agpy_in *in, void **scratch, ag_tensor **idx,
+                      const char *fn) {
+  ag_ctx *ctx = r->ctx->ctx;
+  char what[48];
+  PyOS_snprintf(what, sizeof what, "%s: indices", fn);
+  *scratch = NULL;
+  if (agpy_in_get(r->st, ctx, io, in, what)) return -1;
+  const int64_t B = in->numel;
+  const int dt = agpy_in_agdtype(in);
+  ag_status s = AG_OK;
+  if (in->ndim > 1) {
+    agpy_raisef(r->st, AG_ERR_SHAPE, "%s: indices must be one-dimensional, got %d dimensions", fn, in->ndim);
+  } else if (B < 1 || B > INT32_MAX) {
+    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "%s: %lld indices (give 1 to 2^31-1)", fn, (long long)B);
+  } else if (in->on_device) {
+    if (dt != AG_I32 && dt != AG_I64)
+      PyErr_Format(PyExc_TypeError, "%s: device indices must be int32 or int64", fn);
+    else if (!agpy_in_order(r->st, ctx, in, 1) &&
+             (s = ag_tensor_wrap(ctx, in->data, 1, B, 1, (ag_dtype)dt, idx)))
+      agpy_raise(r->st, s);
+  } else {
+    const int64_t *h = agpy_in_as(r->st, in, AG_I64, scratch, what);
+    const int64_t size = ag_replay_size(r->r);
+    for (int64_t j = 0; h && j < B; j++)
+      if (h[j] < 0 || h[j] >= size) {
+        agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE,
+                    "%s: indices[%lld] = %lld is outside the %lld valid transitions", fn, (long long)j,
+                    (long long)h[j], (long long)size);
+        h = NULL;
+      }
+    if (h && (s = idx_stage(r, B, h, idx))) agpy_raise(r->st, s);
+  }
+  if (!PyErr_Occurred()) return 0;
+  free(*scratch);
+  *scratch = NULL;
+  agpy_in_release(in, ctx);
+  return -1;
+}
+
+/* _gather_import(indices, importer, stream=None, packed=False,
+ * index_dtype=None, narrow=False): gather's batch made by importer, as
+ * _sample_import makes sample's. */
+static PyObject *rp_gather_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+  int packed = 0, narrow = 0;
+  PyObject *io, *importer, *stream = Py_None, *ido = Py_None;
+  const agpy_arg spec[] = {{"indices", "O", &io},    {"importer", "O", &importer}, {"stream", "O", &stream},
+                           {"packed", "p", &packed}, {"index_dtype", "O", &ido},   {"narrow", "p", &narrow}};
+  if (agpy_parse(r->st, "gather", args, nargs, kwnames, 2, spec, 6)) return NULL;
+  if (!rp_get(r)) return NULL;
+  void *consumer;
+  ag_dtype idt;
+  if (import_args(r, stream, ido, &consumer, &idt)) return NULL;
+  agpy_in in;
+  void *scratch;
+  ag_tensor *idx = NULL;
+  if (indices_of(r, io, &in, &scratch, &idx, "gather")) return NULL;
+  PyObject *out =
+      import_batch(r, in.numel, r->beta, idx, importer, consumer, stream != Py_None, packed, idt, narrow);
+  free(scratch);
+  agpy_in_release(&in, r->ctx->ctx);
+  return out;
+}
+
 /* gather(indices, out=None): the transitions at `indices` (host indices
  * checked against the valid ones, device indices clamped), as sample's
  * batch without weights, or into `out` (then returned). */
@@ -1144,43 +1237,13 @@ static PyObject *rp_gather(agpy_replay *r, PyObject *const *args, Py_ssize_t nar
   if (kind == AG_DEVICE_VULKAN && out != Py_None)
     return agpy_raisef(r->st, AG_ERR_UNSUPPORTED, "gather: out= arrays cannot be in Vulkan memory");
   agpy_in in;
-  if (agpy_in_get(r->st, ctx, io, &in, "gather: indices")) return NULL;
-  PyObject *ret = NULL;
   void *scratch = NULL;
+  ag_tensor *idx = NULL;
+  if (indices_of(r, io, &in, &scratch, &idx, "gather")) return NULL;
+  PyObject *ret = NULL;
   ag_block *blk = NULL;
   const int64_t B = in.numel;
-  const int dt = agpy_in_agdtype(&in);
-  ag_tensor *idx = NULL;
   ag_status s = AG_OK;
-  if (in.ndim > 1) {
-    agpy_raisef(r->st, AG_ERR_SHAPE, "gather: indices must be one-dimensional, got %d dimensions", in.ndim);
-    goto done;
-  }
-  if (B < 1 || B > INT32_MAX) {
-    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "gather: %lld indices (give 1 to 2^31-1)", (long long)B);
-    goto done;
-  }
-  if (in.on_device) {
-    if (dt != AG_I32 && dt != AG_I64) {
-      PyErr_SetString(PyExc_TypeError, "gather: device indices must be int32 or int64");
-      goto done;
-    }
-    if (agpy_in_order(r->st, ctx, &in, 1)) goto done;
-    s = ag_tensor_wrap(ctx, in.data, 1, B, 1, (ag_dtype)dt, &idx);
-  } else {
-    const int64_t *h = agpy_in_as(r->st, &in, AG_I64, &scratch, "gather: indices");
-    if (!h) goto done;
-    const int64_t size = ag_replay_size(rep);
-    for (int64_t j = 0; j < B; j++)
-      if (h[j] < 0 || h[j] >= size) {
-        agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE,
-                    "gather: indices[%lld] = %lld is outside the %lld valid transitions", (long long)j,
-                    (long long)h[j], (long long)size);
-        goto done;
-      }
-    s = idx_stage(r, B, h, &idx);
-  }
-  if (s) goto fail;
   if (out != Py_None) {
     agpy_outset *o = out_find(r, out, B);
     if (!o) goto done;
@@ -1213,7 +1276,6 @@ static PyObject *rp_gather(agpy_replay *r, PyObject *const *args, Py_ssize_t nar
     if (!s && kind == AG_DEVICE_VULKAN) s = host_copy(r, need, blk, dst, n);
     if (!s) ret = batch_dict(r, blk, ag_block_data(blk), dst, off, n, B);
   }
-fail:
   if (s && !PyErr_Occurred()) agpy_raise(r->st, s);
 done:
   ag_ctx_reset(ctx);
@@ -1330,6 +1392,13 @@ static PyObject *rp_get_rows(agpy_replay *r, void *x) {
 static PyObject *rp_get_prioritized(agpy_replay *r, void *x) {
   (void)x;
   return PyBool_FromLong(r->per != NULL);
+}
+
+static PyObject *rp_get_alpha(agpy_replay *r, void *x) {
+  (void)x;
+  if (!rp_get(r)) return NULL;
+  if (!r->per) Py_RETURN_NONE;
+  return PyFloat_FromDouble(ag_per_alpha(r->per));
 }
 
 static PyObject *rp_get_beta(agpy_replay *r, void *x) {
@@ -1482,6 +1551,7 @@ AGPY_WRAP_FAST(agpy_replay, rp_update)
 AGPY_WRAP_FAST(agpy_replay, rp_sample_import)
 AGPY_WRAP_FAST(agpy_replay, rp_packed_layout)
 AGPY_WRAP_FAST(agpy_replay, rp_gather)
+AGPY_WRAP_FAST(agpy_replay, rp_gather_import)
 AGPY_WRAP_FAST(agpy_replay, rp_sample_on)
 AGPY_WRAP_O(agpy_replay, rp_total)
 AGPY_WRAP_O(agpy_replay, rp_free)
@@ -1491,6 +1561,7 @@ AGPY_WRAP_O(agpy_replay, rp_fields)
 AGPY_WRAP_FAST(agpy_replay, rp_set_shape)
 AGPY_WRAP_GET(agpy_replay, rp_get_capacity)
 AGPY_WRAP_GET(agpy_replay, rp_get_position)
+AGPY_WRAP_GET(agpy_replay, rp_get_alpha)
 
 static PyMethodDef rp_methods[] = {
     AGPY_M("add", rp_add, AGPY_FAST,
@@ -1506,6 +1577,10 @@ static PyMethodDef rp_methods[] = {
         "With out= (a dict of the caller's arrays: every field, optionally 'indices' and 'weights'), the "
         "batch is written into them and `out` is returned; the arrays are read once and remembered, and the "
         "caller's stream (torch's or CuPy's current stream, or `stream`) is ordered around the write."),
+    AGPY_M(
+        "_gather_import", rp_gather_import, AGPY_FAST,
+        "_gather_import($self, /, indices, importer, stream=None, packed=False, index_dtype=None, "
+        "narrow=False)\n--\n\ngather's batch made by importer(capsule), as _sample_import makes sample's."),
     AGPY_M("_sample_on", rp_sample_on, AGPY_FAST,
            "_sample_on($self, /, batch_size, beta, out, stream)\n--\n\n"
            "sample(out=)'s recording run on `stream` with no hand-off (inside a stream capture)."),
@@ -1546,6 +1621,7 @@ static PyGetSetDef rp_getset[] = {
     {"position", rp_get_position_w, NULL, "where the next transition goes", NULL},
     {"rows", (getter)rp_get_rows, NULL, "values per transition", NULL},
     {"prioritized", (getter)rp_get_prioritized, NULL, "whether sampling is prioritized", NULL},
+    {"alpha", rp_get_alpha_w, NULL, "the priority exponent (None for a uniform table)", NULL},
     {"beta", (getter)rp_get_beta, rp_set_beta, "the importance-weight exponent", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
