@@ -4,7 +4,10 @@
 "mountaincar", "pendulum", "mountaincar_continuous") returns an :class:`Env` whose ``reset(seed=None)``
 returns ``(obs, info)`` and ``step(action)`` returns ``(obs, reward,
 terminated, truncated, info)``, with ``observation_space`` and
-``action_space`` like Gymnasium's spaces.
+``action_space`` like Gymnasium's spaces: :data:`Box` and :data:`Discrete`
+(:class:`FallbackBox`, :class:`FallbackDiscrete`) have gymnasium.spaces'
+interface: ``low``, ``high``, ``n``, ``shape``, ``dtype``, ``contains``,
+``sample`` and ``seed``, drawing what Gymnasium's spaces draw from a seed.
 
 Seeds: ``reset(seed=s)`` starts a sequence whose k-th episode (k = 0, 1, ...)
 starts from agrl's start state of seed ``derive_seed(s, k)``; ``reset()``
@@ -24,56 +27,196 @@ import numpy as np
 from . import _agrl
 
 
-class Discrete:
-    """The actions 0 .. n-1 (like gymnasium.spaces.Discrete)."""
+# ---- spaces with gymnasium.spaces' interface ----
 
-    def __init__(self, n, seed=None):
-        self.n = int(n)
-        self.shape = ()
-        self.dtype = np.dtype(np.int64)
-        self._rng = np.random.default_rng(seed)
-
-    def sample(self):
-        return int(self._rng.integers(self.n))
-
-    def seed(self, seed=None):
-        self._rng = np.random.default_rng(seed)
-
-    def contains(self, x):
-        try:
-            v = int(x)
-        except (TypeError, ValueError):
-            return False
-        return v == x and 0 <= v < self.n
-
-    def __repr__(self):
-        return f"Discrete({self.n})"
+def _rng_from_seed(seed=None):
+    """A numpy Generator and its seed's entropy, made as Gymnasium's
+    seeding.np_random makes them (PCG64 of a SeedSequence), so that the
+    same seed samples the same values with or without gymnasium."""
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise ValueError(f"seed must be None or a non-negative Python int, not {seed!r}")
+    seq = np.random.SeedSequence(seed)
+    return np.random.Generator(np.random.PCG64(seq)), seq.entropy
 
 
-class Box:
-    """A box of float32 values (like gymnasium.spaces.Box)."""
+class _FallbackSpace:
+    """What FallbackBox and FallbackDiscrete share with gymnasium.spaces.Space:
+    shape, dtype, a lazily seeded np_random, seed(), ``x in space``."""
 
-    def __init__(self, low, high, shape, dtype=np.float32, seed=None):
-        self.shape = tuple(shape)
+    def __init__(self, shape, dtype, seed=None):
+        self._shape = shape
         self.dtype = np.dtype(dtype)
-        self.low = np.broadcast_to(np.asarray(low, dtype=self.dtype), self.shape).copy()
-        self.high = np.broadcast_to(np.asarray(high, dtype=self.dtype), self.shape).copy()
-        self._rng = np.random.default_rng(seed)
+        self._np_random = None
+        if isinstance(seed, np.random.Generator):
+            self._np_random = seed
+        elif seed is not None:
+            self.seed(seed)
 
-    def sample(self):
-        lo = np.where(np.isfinite(self.low), self.low, -1.0)
-        hi = np.where(np.isfinite(self.high), self.high, 1.0)
-        return self._rng.uniform(lo, hi).astype(self.dtype)
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def np_random(self):
+        if self._np_random is None:
+            self.seed()
+        return self._np_random
 
     def seed(self, seed=None):
-        self._rng = np.random.default_rng(seed)
+        """Seeds the space's sampler; returns the seed's entropy."""
+        self._np_random, entropy = _rng_from_seed(seed)
+        return entropy
+
+    def __contains__(self, x):
+        return self.contains(x)
+
+
+class FallbackDiscrete(_FallbackSpace):
+    """The integers start .. start+n-1 (gymnasium.spaces.Discrete's
+    interface): ``n`` and ``start`` are
+    numpy int64, sample() returns a numpy int64, contains() takes Python
+    ints and numpy integer scalars or 0-d arrays."""
+
+    def __init__(self, n, seed=None, start=0):
+        if isinstance(n, bool) or not np.issubdtype(type(n), np.integer):
+            raise TypeError(f"Discrete: n must be an integer, not {type(n).__name__}")
+        if n <= 0:
+            raise ValueError(f"Discrete: n = {n} must be positive")
+        if isinstance(start, bool) or not np.issubdtype(type(start), np.integer):
+            raise TypeError(f"Discrete: start must be an integer, not {type(start).__name__}")
+        self.n = np.int64(n)
+        self.start = np.int64(start)
+        super().__init__((), np.int64, seed)
+
+    def sample(self, mask=None, probability=None):
+        """A uniform element; with `mask` (int8, shape (n,), 1 for allowed) a
+        uniform allowed one (start if none is), with `probability` (float64,
+        shape (n,), summing to 1) one drawn with those probabilities."""
+        if mask is not None and probability is not None:
+            raise ValueError("Discrete.sample: give mask or probability, not both")
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.shape != (int(self.n),) or not np.all((mask == 0) | (mask == 1)):
+                raise ValueError(f"Discrete.sample: the mask must be {int(self.n)} values of 0 or 1")
+            allowed = np.flatnonzero(mask == 1)
+            if allowed.size == 0:
+                return self.start
+            return self.start + np.int64(self.np_random.choice(allowed))
+        if probability is not None:
+            probability = np.asarray(probability, np.float64)
+            if (probability.shape != (int(self.n),) or not np.all((probability >= 0) & (probability <= 1))
+                    or not np.isclose(probability.sum(), 1)):
+                raise ValueError(f"Discrete.sample: the probabilities must be {int(self.n)} values in [0, 1] "
+                                 "summing to 1")
+            return self.start + self.np_random.choice(np.arange(self.n, dtype=np.int64), p=probability)
+        return self.start + self.np_random.integers(self.n, dtype=np.int64)
 
     def contains(self, x):
-        x = np.asarray(x)
-        return x.shape == self.shape and bool(np.all(x >= self.low) and np.all(x <= self.high))
+        if isinstance(x, int):
+            value = x
+        elif isinstance(x, (np.generic, np.ndarray)) and np.issubdtype(x.dtype, np.integer) and x.shape == ():
+            if not np.can_cast(x.dtype, self.dtype):
+                return False
+            value = int(x)
+        else:
+            return False
+        return bool(int(self.start) <= value < int(self.start) + int(self.n))
+
+    def __eq__(self, other):
+        return isinstance(other, FallbackDiscrete) and self.n == other.n and self.start == other.start
+
+    def __hash__(self):
+        return hash((FallbackDiscrete, int(self.n), int(self.start)))
 
     def __repr__(self):
-        return f"Box({self.low.min()}, {self.high.max()}, {self.shape}, {self.dtype})"
+        return f"Discrete({self.n})" if self.start == 0 else f"Discrete({self.n}, start={self.start})"
+
+
+class FallbackBox(_FallbackSpace):
+    """A box of floating-point values, each coordinate in [low[i], high[i]]
+    (infinite bounds allowed; gymnasium.spaces.Box's interface for floating
+    dtypes). ``low`` and ``high`` are
+    arrays of the box's dtype and shape; sample() draws each coordinate
+    uniformly from a bounded interval, from an exponential distribution
+    shifted to the finite bound of a half-bounded one, and from a standard
+    normal distribution for an unbounded one."""
+
+    def __init__(self, low, high, shape=None, dtype=np.float32, seed=None):
+        if dtype is None:
+            raise ValueError("Box: dtype must be given")
+        dt = np.dtype(dtype)
+        if dt.kind != "f":
+            raise ValueError(f"Box: dtype {dt} is not a floating-point type")
+        if shape is not None:
+            shape = tuple(int(d) for d in shape)
+        elif np.ndim(low) > 0 or np.ndim(high) > 0:
+            if np.ndim(low) > 0 and np.ndim(high) > 0 and np.shape(low) != np.shape(high):
+                raise ValueError(f"Box: low.shape {np.shape(low)} and high.shape {np.shape(high)} differ")
+            shape = np.shape(low) if np.ndim(low) > 0 else np.shape(high)
+        else:
+            shape = (1,)
+        lo, hi = np.asarray(low, np.float64), np.asarray(high, np.float64)
+        for what, v in (("low", lo), ("high", hi)):
+            if v.ndim > 0 and v.shape != shape:
+                raise ValueError(f"Box: {what}.shape {v.shape} does not match the shape {shape}")
+            if np.any(np.isnan(v)):
+                raise ValueError(f"Box: {what} holds NaN")
+        self.low = np.broadcast_to(lo, shape).astype(dt)
+        self.high = np.broadcast_to(hi, shape).astype(dt)
+        if np.any(self.low > self.high):
+            raise ValueError(f"Box: low {self.low} is above high {self.high} somewhere")
+        self.bounded_below = np.broadcast_to(lo > -np.inf, shape).copy()
+        self.bounded_above = np.broadcast_to(hi < np.inf, shape).copy()
+        super().__init__(shape, dt, seed)
+
+    def is_bounded(self, manner="both"):
+        below, above = bool(np.all(self.bounded_below)), bool(np.all(self.bounded_above))
+        if manner == "both":
+            return below and above
+        if manner == "below":
+            return below
+        if manner == "above":
+            return above
+        raise ValueError(f"Box.is_bounded: manner must be 'both', 'below' or 'above', not {manner!r}")
+
+    def sample(self, mask=None, probability=None):
+        if mask is not None or probability is not None:
+            raise ValueError("Box.sample takes no mask or probability")
+        rng = self.np_random
+        out = np.empty(self.shape)
+        free = ~self.bounded_below & ~self.bounded_above
+        above_only = ~self.bounded_below & self.bounded_above
+        below_only = self.bounded_below & ~self.bounded_above
+        both = self.bounded_below & self.bounded_above
+        out[free] = rng.normal(size=int(free.sum()))
+        out[below_only] = self.low[below_only] + rng.exponential(size=int(below_only.sum()))
+        out[above_only] = self.high[above_only] - rng.exponential(size=int(above_only.sum()))
+        out[both] = rng.uniform(self.low[both], self.high[both], size=int(both.sum()))
+        return out.astype(self.dtype)
+
+    def contains(self, x):
+        if not isinstance(x, np.ndarray):
+            try:
+                x = np.asarray(x, dtype=self.dtype)
+            except (TypeError, ValueError, OverflowError):
+                return False
+        return bool(np.can_cast(x.dtype, self.dtype) and x.shape == self.shape
+                    and np.all(x >= self.low) and np.all(x <= self.high))
+
+    def __eq__(self, other):
+        return (isinstance(other, FallbackBox) and self.shape == other.shape and self.dtype == other.dtype
+                and np.allclose(self.low, other.low) and np.allclose(self.high, other.high))
+
+    __hash__ = None
+
+    def __repr__(self):
+        def short(a):
+            return str(a.min()) if a.size and a.min() == a.max() else str(a)
+        return f"Box({short(self.low)}, {short(self.high)}, {self.shape}, {self.dtype})"
+
+
+Box = FallbackBox
+Discrete = FallbackDiscrete
 
 
 class EnvSpec:
@@ -97,13 +240,14 @@ class Env:
         self._env = _agrl._Env(name)
         d = self._env.spec()
         self.spec = EnvSpec(d)
-        self.observation_space = Box(-np.inf, np.inf, (d["obs_dim"],))
+        self.observation_space = Box(-np.inf, np.inf, (d["obs_dim"],), np.float32)
         if d["n_actions"] > 0:
             self.action_space = Discrete(d["n_actions"])
         else:
-            low = d["act_low"] if d["act_low"] is not None else [-np.inf] * d["act_dim"]
-            high = d["act_high"] if d["act_high"] is not None else [np.inf] * d["act_dim"]
-            self.action_space = Box(low, high, (d["act_dim"],))
+            n = d["act_dim"]
+            low = np.array(d["act_low"] if d["act_low"] is not None else [-np.inf] * n, np.float32)
+            high = np.array(d["act_high"] if d["act_high"] is not None else [np.inf] * n, np.float32)
+            self.action_space = Box(low, high, dtype=np.float32)
         self._base = None
         self._episode = 0
 
