@@ -8,6 +8,9 @@ terminated, truncated, info)``, with ``observation_space`` and
 (:class:`FallbackBox`, :class:`FallbackDiscrete`) have gymnasium.spaces'
 interface: ``low``, ``high``, ``n``, ``shape``, ``dtype``, ``contains``,
 ``sample`` and ``seed``, drawing what Gymnasium's spaces draw from a seed.
+Each observation space has the bounds of Gymnasium's environment of the
+same id (CartPole-v1's: +-4.8, inf, +-0.41887903, inf), which every
+observation, a terminal one included, lies within.
 
 Seeds: ``reset(seed=s)`` starts a sequence whose k-th episode (k = 0, 1, ...)
 starts from agrl's start state of seed ``derive_seed(s, k)``; ``reset()``
@@ -18,6 +21,7 @@ episodes of ``agrl train --seed S``. An environment never seeded starts a
 sequence from a seed drawn from the operating system.
 """
 
+import math
 import operator
 import os
 import struct
@@ -219,6 +223,34 @@ Box = FallbackBox
 Discrete = FallbackDiscrete
 
 
+# ---- the tasks' observation bounds, Gymnasium's (classic_control) ----
+
+def _symmetric(high):
+    high = np.array(high, np.float32)
+    return -high, high
+
+
+_OBSERVATION_BOUNDS = {
+    # 2 x_threshold (2.4), 2 theta_threshold_radians (12 degrees): a
+    # terminal observation is still inside
+    "CartPole-v1": _symmetric([2 * 2.4, np.inf, 2 * (12 * 2 * math.pi / 360), np.inf]),
+    # cos, sin of both angles; the velocities' limits 4 pi and 9 pi
+    "Acrobot-v1": _symmetric([1.0, 1.0, 1.0, 1.0, 4 * math.pi, 9 * math.pi]),
+    # position in [-1.2, 0.6], velocity in [-0.07, 0.07]
+    "MountainCar-v0": (np.array([-1.2, -0.07], np.float32), np.array([0.6, 0.07], np.float32)),
+    "MountainCarContinuous-v0": (np.array([-1.2, -0.07], np.float32), np.array([0.6, 0.07], np.float32)),
+    # cos, sin of the angle; the speed's limit 8
+    "Pendulum-v1": _symmetric([1.0, 1.0, 8.0]),
+}
+
+
+def _observation_space(d):
+    bounds = _OBSERVATION_BOUNDS.get(d["id"])
+    if bounds is None or bounds[0].shape != (d["obs_dim"],):
+        return Box(-np.inf, np.inf, (d["obs_dim"],), np.float32)
+    return Box(bounds[0].copy(), bounds[1].copy(), dtype=np.float32)
+
+
 class EnvSpec:
     def __init__(self, d):
         self.id = d["id"]
@@ -240,7 +272,7 @@ class Env:
         self._env = _agrl._Env(name)
         d = self._env.spec()
         self.spec = EnvSpec(d)
-        self.observation_space = Box(-np.inf, np.inf, (d["obs_dim"],), np.float32)
+        self.observation_space = _observation_space(d)
         if d["n_actions"] > 0:
             self.action_space = Discrete(d["n_actions"])
         else:
