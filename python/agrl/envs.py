@@ -1,24 +1,54 @@
-"""The built-in environments with Gymnasium's signatures.
+"""The built-in environments as Gymnasium environments.
 
 ``make("CartPole-v1")`` (or a short name: "cartpole", "acrobot",
-"mountaincar", "pendulum", "mountaincar_continuous") returns an :class:`Env` whose ``reset(seed=None)``
-returns ``(obs, info)`` and ``step(action)`` returns ``(obs, reward,
-terminated, truncated, info)``, with ``observation_space`` and
-``action_space`` like Gymnasium's spaces: :data:`Box` and :data:`Discrete`
-(:class:`FallbackBox`, :class:`FallbackDiscrete`) have gymnasium.spaces'
-interface: ``low``, ``high``, ``n``, ``shape``, ``dtype``, ``contains``,
-``sample`` and ``seed``, drawing what Gymnasium's spaces draw from a seed.
-Each observation space has the bounds of Gymnasium's environment of the
-same id (CartPole-v1's: +-4.8, inf, +-0.41887903, inf), which every
-observation, a terminal one included, lies within.
+"mountaincar", "pendulum", "mountaincar_continuous") returns an :class:`Env`
+for one of CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1 and
+MountainCarContinuous-v0, simulated by the C library. ``reset(seed=None,
+options=None)`` returns ``(obs, info)`` and ``step(action)`` returns ``(obs,
+reward, terminated, truncated, info)``.
+
+Gymnasium. When gymnasium can be imported, :class:`Env` is a
+``gymnasium.Env`` and :data:`Box` and :data:`Discrete` are
+``gymnasium.spaces.Box`` and ``gymnasium.spaces.Discrete``: the spaces are
+Gymnasium's own for the task (bounds, shape and float32 dtype), ``spec`` is a
+``gymnasium.envs.registration.EnvSpec`` (id, max_episode_steps,
+reward_threshold; ``gymnasium.make(env.spec)`` makes the same environment
+again), and ``gymnasium.utils.env_checker.check_env``, Gymnasium's wrappers
+and vector environments accept it. Without gymnasium, the module works alone
+with small classes of the same interface (:class:`FallbackBox`,
+:class:`FallbackDiscrete`, :class:`FallbackEnvSpec` and a plain base class):
+the same bounds, ``contains``, ``sample``, ``seed``, ``np_random``.
+
+Observations are float32 arrays of the observation space's shape, inside its
+bounds. A discrete action is a Python int or a numpy integer (a scalar or a
+0-d array; a whole float or a one-element array is taken too); a continuous
+action is an array-like of the action space's shape, clipped to its bounds as
+Gymnasium's Pendulum-v1 and MountainCarContinuous-v0 clip it. An action the
+environment cannot take raises the C library's error for ``step: action``:
+agrl.OutOfRangeError for an index outside 0..n-1, agrl.InvalidArgError for a
+discrete action that is not a whole number or a continuous one that is not
+finite, agrl.ShapeError for the wrong number of values, TypeError for what is
+not a number. Every episode ends by truncation at ``spec.max_episode_steps``
+at the latest (the C library's time limit, Gymnasium's TimeLimit), so a
+TimeLimit wrapper may shorten episodes but not lengthen them. The
+environments do not render: ``metadata["render_modes"]`` is empty,
+``render_mode`` is None and ``render()`` returns None.
 
 Seeds: ``reset(seed=s)`` starts a sequence whose k-th episode (k = 0, 1, ...)
-starts from agrl's start state of seed ``derive_seed(s, k)``; ``reset()``
-without a seed goes on to the next episode of the sequence. Copy i of agrl's
+starts from agrl's start state of seed ``derive_seed(s, k)`` (drawn from
+Gymnasium's start distribution with agrl's own generator, so not the
+values Gymnasium draws for the same seed); ``reset()`` without a seed goes
+on to the next episode of the sequence. ``options`` may be None or empty:
+start states come from the seed alone, and other options raise
+agrl.InvalidArgError. Copy i of agrl's
 vector environment created with seed S plays the sequence of
 ``derive_seed(S, i)``, so ``reset(seed=derive_seed(S, 0))`` replays the
 episodes of ``agrl train --seed S``. An environment never seeded starts a
-sequence from a seed drawn from the operating system.
+sequence from a seed drawn from the operating system. ``reset(seed=s)`` also
+seeds ``np_random`` as Gymnasium's ``Env.reset`` does (the C simulation does
+not draw from it). :func:`evaluation_start` gives the start of evaluation
+episode k; ``get_state()`` / ``set_state()`` save and restore the episode in
+progress and the place in the seed sequence, bit for bit.
 """
 
 import math
@@ -30,8 +60,17 @@ import numpy as np
 
 from . import _agrl
 
+try:
+    import gymnasium as _gym
+    from gymnasium.envs.registration import EnvSpec as _GymEnvSpec
+except ImportError:
+    _gym = None
 
-# ---- spaces with gymnasium.spaces' interface ----
+__all__ = ["Box", "Discrete", "Env", "EnvSpec", "FallbackBox", "FallbackDiscrete", "FallbackEnvSpec",
+           "evaluation_start", "make"]
+
+
+# ---- the spaces without gymnasium ----
 
 def _rng_from_seed(seed=None):
     """A numpy Generator and its seed's entropy, made as Gymnasium's
@@ -76,8 +115,8 @@ class _FallbackSpace:
 
 
 class FallbackDiscrete(_FallbackSpace):
-    """The integers start .. start+n-1 (gymnasium.spaces.Discrete's
-    interface): ``n`` and ``start`` are
+    """The integers start .. start+n-1 (gymnasium.spaces.Discrete's interface,
+    used when gymnasium is not installed): ``n`` and ``start`` are
     numpy int64, sample() returns a numpy int64, contains() takes Python
     ints and numpy integer scalars or 0-d arrays."""
 
@@ -139,7 +178,7 @@ class FallbackDiscrete(_FallbackSpace):
 class FallbackBox(_FallbackSpace):
     """A box of floating-point values, each coordinate in [low[i], high[i]]
     (infinite bounds allowed; gymnasium.spaces.Box's interface for floating
-    dtypes). ``low`` and ``high`` are
+    dtypes, used when gymnasium is not installed). ``low`` and ``high`` are
     arrays of the box's dtype and shape; sample() draws each coordinate
     uniformly from a bounded interval, from an exponential distribution
     shifted to the finite bound of a half-bounded one, and from a standard
@@ -150,7 +189,7 @@ class FallbackBox(_FallbackSpace):
             raise ValueError("Box: dtype must be given")
         dt = np.dtype(dtype)
         if dt.kind != "f":
-            raise ValueError(f"Box: dtype {dt} is not a floating-point type")
+            raise ValueError(f"Box: dtype {dt} is not a floating-point type (gymnasium is needed for others)")
         if shape is not None:
             shape = tuple(int(d) for d in shape)
         elif np.ndim(low) > 0 or np.ndim(high) > 0:
@@ -219,8 +258,83 @@ class FallbackBox(_FallbackSpace):
         return f"Box({short(self.low)}, {short(self.high)}, {self.shape}, {self.dtype})"
 
 
-Box = FallbackBox
-Discrete = FallbackDiscrete
+class FallbackEnvSpec:
+    """An environment's spec with gymnasium's EnvSpec's fields (used when
+    gymnasium is not installed); make() makes the environment again."""
+
+    def __init__(self, id, entry_point=None, reward_threshold=None, nondeterministic=False,
+                 max_episode_steps=None, order_enforce=True, disable_env_checker=False, kwargs=None):
+        self.id = id
+        self.entry_point = entry_point
+        self.reward_threshold = reward_threshold
+        self.nondeterministic = nondeterministic
+        self.max_episode_steps = max_episode_steps
+        self.order_enforce = order_enforce
+        self.disable_env_checker = disable_env_checker
+        self.kwargs = dict(kwargs or {})
+
+    def make(self, **kwargs):
+        return Env(**{**self.kwargs, **kwargs})
+
+    def __repr__(self):
+        return (f"EnvSpec(id={self.id!r}, max_episode_steps={self.max_episode_steps}, "
+                f"reward_threshold={self.reward_threshold})")
+
+
+class _FallbackEnvBase:
+    """What Env takes from gymnasium.Env when gymnasium is not installed."""
+
+    metadata = {"render_modes": []}
+    render_mode = None
+    spec = None
+    _np_random = None
+    _np_random_seed = None
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._np_random, self._np_random_seed = _rng_from_seed(seed)
+
+    @property
+    def np_random(self):
+        if self._np_random is None:
+            self._np_random, self._np_random_seed = _rng_from_seed()
+        return self._np_random
+
+    @np_random.setter
+    def np_random(self, value):
+        self._np_random, self._np_random_seed = value, -1
+
+    @property
+    def np_random_seed(self):
+        if self._np_random_seed is None:
+            self._np_random, self._np_random_seed = _rng_from_seed()
+        return self._np_random_seed
+
+    @property
+    def unwrapped(self):
+        return self
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.close()
+        return False
+
+
+if _gym is not None:
+    Box = _gym.spaces.Box
+    Discrete = _gym.spaces.Discrete
+    EnvSpec = _GymEnvSpec
+    _EnvBase = _gym.Env
+else:
+    Box = FallbackBox
+    Discrete = FallbackDiscrete
+    EnvSpec = FallbackEnvSpec
+    _EnvBase = _FallbackEnvBase
 
 
 # ---- the tasks' observation bounds, Gymnasium's (classic_control) ----
@@ -251,41 +365,40 @@ def _observation_space(d):
     return Box(bounds[0].copy(), bounds[1].copy(), dtype=np.float32)
 
 
-class EnvSpec:
-    def __init__(self, d):
-        self.id = d["id"]
-        self.max_episode_steps = d["max_episode_steps"] or None
-        t = d["reward_threshold"]
-        self.reward_threshold = None if t != t else t
-
-    def __repr__(self):
-        return f"EnvSpec(id={self.id!r}, max_episode_steps={self.max_episode_steps})"
+def _action_space(d):
+    if d["n_actions"] > 0:
+        return Discrete(d["n_actions"])
+    n = d["act_dim"]
+    low = np.array(d["act_low"] if d["act_low"] is not None else [-np.inf] * n, np.float32)
+    high = np.array(d["act_high"] if d["act_high"] is not None else [np.inf] * n, np.float32)
+    return Box(low, high, dtype=np.float32)
 
 
-class Env:
-    """A built-in environment (see the module's documentation for seeds)."""
+def _env_spec(d):
+    t = d["reward_threshold"]
+    return EnvSpec(id=d["id"], entry_point="agrl.envs:Env", reward_threshold=None if t != t else float(t),
+                   nondeterministic=False, max_episode_steps=d["max_episode_steps"] or None,
+                   kwargs={"name": d["id"]})
+
+
+class Env(_EnvBase):
+    """A built-in environment: a gymnasium.Env when gymnasium is installed
+    (see the module's documentation for spaces, actions and seeds)."""
 
     metadata = {"render_modes": []}
     render_mode = None
 
-    def __init__(self, name):
+    def __init__(self, name, render_mode=None):
+        if render_mode is not None:
+            raise _agrl.UnsupportedError(f"Env: render_mode {render_mode!r}: agrl's environments do not render "
+                                         "(metadata['render_modes'] is empty)")
         self._env = _agrl._Env(name)
         d = self._env.spec()
-        self.spec = EnvSpec(d)
+        self.spec = _env_spec(d)
         self.observation_space = _observation_space(d)
-        if d["n_actions"] > 0:
-            self.action_space = Discrete(d["n_actions"])
-        else:
-            n = d["act_dim"]
-            low = np.array(d["act_low"] if d["act_low"] is not None else [-np.inf] * n, np.float32)
-            high = np.array(d["act_high"] if d["act_high"] is not None else [np.inf] * n, np.float32)
-            self.action_space = Box(low, high, dtype=np.float32)
+        self.action_space = _action_space(d)
         self._base = None
         self._episode = 0
-
-    @property
-    def unwrapped(self):
-        return self
 
     def reset(self, *, seed=None, options=None):
         if seed is not None:
@@ -295,6 +408,11 @@ class Env:
                 s = -1
             if s < 0 or s >= 1 << 64:
                 raise _agrl.InvalidArgError(f"reset: seed must be an int in 0 .. 2^64-1, not {seed!r}")
+        if options:
+            raise _agrl.InvalidArgError(f"reset: options {options!r}: agrl's start states come from the seed "
+                                        "alone, no option is taken")
+        if seed is not None:
+            super().reset(seed=s)
             self._base, self._episode = s, 0
         elif self._base is None:
             self._base, self._episode = int.from_bytes(os.urandom(8), "little"), 0
@@ -306,6 +424,10 @@ class Env:
     def step(self, action):
         obs, reward, terminated, truncated = self._env.step(action)
         return obs, reward, terminated, truncated, {}
+
+    def render(self):
+        """None: agrl's environments do not render (render_mode is None)."""
+        return None
 
     def get_state(self):
         """The environment's exact state as bytes: the episode in progress
@@ -352,4 +474,3 @@ def make(name):
     if not isinstance(name, str):
         raise TypeError(f"make: name must be a string, not {type(name).__name__}")
     return Env(name)
-
