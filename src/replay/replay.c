@@ -158,6 +158,75 @@ static ag_status check_add(const ag_replay *r, const void *data, int64_t k, cons
 #define AG__DEV_STAGE_MIN_BYTES ((size_t)1 << 20)
 static ag_status add_staged(ag_replay *r, const void *const *data, int64_t k, const char *fn);
 
+/* The k interleaved transitions of r->stage (need bytes) added on a device
+ * with the one-launch scatter: one copy of them into the device staging
+ * area, then one launch writes them into the ring (both parts of a wrap),
+ * the size and the position; a copy and a launch, where the parts, the
+ * count and a kernel for the position took more. *done is 0 (and nothing
+ * done) where the backend lacks the kernel. All or nothing as
+ * ag_replay_add. */
+static ag_status add_rows_staged(ag_replay *r, int64_t k, size_t need, const char *fn, int *done) {
+  *done = 0;
+  if (!r->dev_stage || (size_t)ag_tensor_rows(r->dev_stage) < need) {
+    ag__scatter_fields_args probe;
+    memset(&probe, 0, sizeof probe);
+    probe.n_src = 1;
+    if (!ag__kernel_supported(r->ctx, AG__K_SCATTER_FIELDS, &probe, sizeof probe)) return AG_OK;
+    ag_tensor *t = NULL;
+    ag_status s = ag_tensor_create(r->ctx, (int64_t)need, 1, AG_U8, NULL, &t);
+    if (s) return s;
+    ag_tensor_free(r->dev_stage);
+    r->dev_stage = t;
+  }
+  void *base = NULL, *size_ptr = NULL, *pos_ptr = NULL;
+  const int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
+  const int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
+  const int64_t pos = (r->pos + k) % r->capacity;
+  ag__upload_part at; /* only to make the table resident and check the range */
+  ag_status s = ag__buffer_part(r->buf, r->stage, first, r->pos, fn, &at);
+  if (!s) s = ag__tensor_ptr(r->dev_stage, &base);
+  if (!s) s = ag__tensor_ptr(r->size_dev, &size_ptr);
+  if (!s) s = ag__tensor_ptr(r->pos_dev, &pos_ptr);
+  if (s) return s;
+  ag__scatter_fields_args a;
+  memset(&a, 0, sizeof a);
+  a.dst = r->buf->store.ptr;
+  a.dst_dtype = r->storage;
+  a.rows = r->rows;
+  a.capacity = r->capacity;
+  a.pos = r->pos;
+  a.k = k;
+  a.n_src = 1; /* every row of each transition, as staged */
+  a.src[0].p = base;
+  a.src[0].dtype = r->storage;
+  a.src[0].ld = r->rows;
+  a.src[0].row0 = 0;
+  a.src[0].width = r->rows;
+  a.size_dev = size_ptr;
+  a.size_value = size;
+  a.pos_dev = pos_ptr;
+  a.pos_value = pos;
+  if (!ag__kernel_supported(r->ctx, AG__K_SCATTER_FIELDS, &a, sizeof a)) return AG_OK;
+  for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
+  /* the staging area only: the table is untouched if this fails */
+  if (!s) s = ag__mem_upload_copy(r->ctx, fn, base, r->stage, need);
+  if (s) return s;
+  *done = 1;
+  s = ag__run(r->ctx, AG__K_SCATTER_FIELDS, &a, sizeof a);
+  for (int i = 0; i < r->n_samplers && !s; i++) {
+    s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
+    if (!s && k > first) s = r->samplers[i].ops->added(r->samplers[i].self, 0, k - first);
+  }
+  if (s) {
+    r->broken = 1; /* the launch may have written some columns */
+    return s;
+  }
+  r->pos = pos;
+  r->pos_on_dev = pos;
+  r->size = size;
+  return AG_OK;
+}
+
 ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
   static const char fn[] = "ag_replay_add";
   int nothing;
@@ -218,6 +287,11 @@ ag_status ag_replay_add(ag_replay *r, const void *const *data, int64_t k) {
         ag__convert(r->stage + (size_t)(j * r->rows + f->row0) * es, r->storage,
                     (const unsigned char *)data[i] + (size_t)(j * f->width) * fe, f->dtype, (size_t)f->width);
     }
+  }
+  if (r->ctx->kind != AG_DEVICE_CPU && !r->ctx->recording) {
+    int done = 0;
+    s = add_rows_staged(r, k, need, fn, &done);
+    if (s || done) return s;
   }
   int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
