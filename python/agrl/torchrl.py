@@ -65,14 +65,14 @@ it when asked for the indices that draw returned (any other indices are
 gathered).
 
 Semantics, as TorchRL's (``tests/python/test_torchrl.py`` compares them):
-``extend`` writes ``"index"`` into the TensorDict it is given and returns
-the indices; the rows are written in ring order (TorchRL's round-robin
+``extend`` returns the indices written; the rows are written in ring order (TorchRL's round-robin
 writer; writing at other indices, ``rb[i] = td``, raises); a sample is a
 TensorDict of batch size [B] on the table's device with every stored key in
 its dtype and shape, ``"index"`` int64 and, prioritized,
 ``"priority_weight"`` float32. A priority p is kept as (p + eps)^alpha, new
-rows get the largest priority given so far (1 before any), and a row is
-drawn with probability (p + eps)^alpha / sum. Differences:
+rows get the largest priority given so far (counting the 1 that the first
+rows written get), and a row is drawn with probability
+(p + eps)^alpha / sum. Differences:
 
 - importance weights are (N P(i))^-beta normalized by the largest weight of
   the batch (agrl's); TorchRL normalizes by the table's smallest priority.
@@ -402,10 +402,25 @@ class AgrlStorage(_Storage):  # type: ignore[misc]
                 "written in ring order only (was the writer's cursor moved?)")
         layout = self._layout
         assert layout is not None
-        cols = {f.name: self._column(data, f, rows) for f in layout}
-        if len({t.device for t in cols.values()}) > 1:  # agrl takes all from the host or all from the device
-            cols = {k: t.to(self.device) for k, t in cols.items()}
-        table.add(cols)
+        try:
+            cols = {f.name: self._column(data, f, rows) for f in layout}
+            if len({t.device for t in cols.values()}) > 1:  # agrl takes all from the host or all from the device
+                cols = {k: t.to(self.device) for k, t in cols.items()}
+            table.add(cols)
+        except Exception:
+            self._rewind_writers(1 if rows is None else rows)
+            raise
+
+    def _rewind_writers(self, rows: int) -> None:
+        """A refused write: TorchRL's writer moved its cursor before asking,
+        put it back where the table's ring is, so that the buffer stays as
+        it was."""
+        at = self._table.position if self._table is not None else 0
+        for ent in self._attached_entities:
+            w = getattr(ent, "_writer", None)
+            if isinstance(w, _RoundRobinWriter):
+                w._cursor = at
+                w._write_count = max(0, w._write_count - rows)
 
     # ---- reads ----
 
@@ -640,8 +655,9 @@ class AgrlPrioritizedSampler(_PrioritizedSampler):  # type: ignore[misc]
     TorchRL's ``PrioritizedSampler`` over an :class:`AgrlStorage`: the sum
     tree is the agrl table's (made prioritized with this alpha), the draw,
     the gather and the weights one call on the device. Priorities p are kept
-    as (p + eps)^alpha; rows written get the largest priority given so far
-    (1 before any), as TorchRL's. alpha and beta in [0, 1]."""
+    as (p + eps)^alpha; rows written get the largest priority given so far,
+    counting the 1 the first rows written get, as TorchRL's. alpha and beta
+    in [0, 1]."""
 
     # TorchRL's property: (the largest priority given, as a tensor, None) or None
     _max_priority: Any
@@ -780,11 +796,14 @@ class AgrlPrioritizedSampler(_PrioritizedSampler):  # type: ignore[misc]
         table.update_priorities(index.contiguous(), (priority + self._eps).contiguous())
 
     def mark_update(self, index: Any, *, storage: Any = None) -> None:
-        # rows just written: agrl gave them max(1, largest p)^alpha; TorchRL
-        # gives (largest p + eps)^alpha, the largest since the first update
+        # Rows just written. TorchRL sets them to its default priority, the
+        # largest given since the first write (which it sets to 1, so 1 is
+        # always among them), as (p + eps)^alpha; agrl has already given
+        # them max(1, largest p + eps)^alpha, the same value (but for
+        # (1 + eps)^alpha against 1 before any update): only the bookkeeping
+        # of the largest priority is left, with no call on the table.
         if self._max_priority[0] is None:
-            return  # 1^alpha against (1 + eps)^alpha: the same
-        self.update_priority(index, self._max_priority[0], storage=storage)
+            self._max_priority = (torch.ones((), device=self.device), None)
 
     def state_dict(self) -> Dict[str, Any]:
         mp = self._max_priority[0]
