@@ -105,17 +105,27 @@ def ours(dev, cap, prioritized=False, **kw):
     return atr.TensorDictReplayBuffer(storage=st, **kw)
 
 
+def tree_device(dev):
+    """Where TorchRL's sum tree can be for storage on `dev`: the host when
+    its extension has no tree for the device (the PyPI wheels may lack the
+    CUDA one; it fails only when first used, so try one here)."""
+    if dev == "cpu":
+        return "cpu"
+    from torchrl.data.replay_buffers.samplers import PrioritizedSampler
+    try:
+        PrioritizedSampler(4, ALPHA, BETA, device=dev)
+        return dev
+    except RuntimeError:
+        return "cpu"
+
+
 def theirs(dev, cap, prioritized=False, **kw):
-    """TorchRL's buffer on `dev`; prioritized, on the host when its tree has
-    no kernels for the device (the PyPI wheels' CUDA tree may be missing)."""
+    """TorchRL's buffer with its storage on `dev`."""
     if not prioritized:
         return TensorDictReplayBuffer(storage=LazyTensorStorage(cap, device=dev), **kw)
-    try:
-        return TensorDictPrioritizedReplayBuffer(alpha=ALPHA, beta=BETA, eps=EPS,
-                                                 storage=LazyTensorStorage(cap, device=dev), **kw)
-    except RuntimeError:
-        return TensorDictPrioritizedReplayBuffer(alpha=ALPHA, beta=BETA, eps=EPS,
-                                                 storage=LazyTensorStorage(cap, device="cpu"), **kw)
+    return TensorDictPrioritizedReplayBuffer(alpha=ALPHA, beta=BETA, eps=EPS,
+                                             storage=LazyTensorStorage(cap, device=dev),
+                                             sampler_device=tree_device(dev), **kw)
 
 
 def tree_probs(trb):
