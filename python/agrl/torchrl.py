@@ -11,7 +11,7 @@ table::
     rb = TensorDictReplayBuffer(storage=AgrlStorage(1_000_000, device="cuda"), batch_size=256)
     rb.extend(collector_batch)        # TensorDict, batch_size [N], nested keys
     batch = rb.sample()               # TorchRL's layout, "index" included
-    loss_module(batch).loss.backward()
+    loss_module(batch)["loss"].backward()
 
 - :class:`AgrlStorage` — a TorchRL ``Storage`` whose rows are an agrl table
   on a device (``"cpu"``, ``"cuda"``, ``"cuda:N"`` or an
@@ -46,8 +46,8 @@ TorchRL's, the gather agrl's: two steps).
 Why a Storage and a Sampler rather than a buffer class of agrl's own
 --------------------------------------------------------------------
 A class that only looked like TorchRL's buffer would have to follow each of
-its behaviours by hand (the ``"index"`` written into the extended
-TensorDict, ``update_tensordict_priority``'s reductions, ``write_count``,
+its behaviours by hand (the ``"index"`` and ``"priority_weight"`` of a
+batch, ``update_tensordict_priority``'s reductions, ``write_count``,
 ``state_dict``/``dumps``'s layout, transforms, iteration, ``return_info``,
 ``empty``...), and no TorchRL code that checks for its classes would take
 it. With TorchRL's extension points, TorchRL's own code runs each of these,
@@ -60,15 +60,16 @@ of 15 runs: the bare agrl call 56 us, the direct path 74 us (the nested
 TensorDict is made without its constructor's checks), TorchRL's path 117
 us, TorchRL's LazyTensorStorage about 400 us (``bench/python/
 bench_torchrl.py``'s rows ``agrl``, ``agrl_generic`` and ``torchrl``); a
-TorchRL loss module's step takes milliseconds. The batch itself
-never leaves the device and is made by one agrl call either way: the
+TorchRL loss module's step takes milliseconds. The batch itself never
+leaves the device and is made by one agrl call either way: the
 sampler's draw leaves the whole batch with the storage, and ``get`` returns
 it when asked for the indices that draw returned (any other indices are
 gathered).
 
 Semantics, as TorchRL's (``tests/python/test_torchrl.py`` compares them):
-``extend`` returns the indices written; the rows are written in ring order (TorchRL's round-robin
-writer; writing at other indices, ``rb[i] = td``, raises); a sample is a
+``extend`` returns the indices written; the rows are written in ring order
+(TorchRL's round-robin writer; writing at other indices, ``rb[i] = td``,
+raises, and a refused write leaves the buffer as it was); a sample is a
 TensorDict of batch size [B] on the table's device with every stored key in
 its dtype and shape, ``"index"`` int64 and, prioritized,
 ``"priority_weight"`` float32. A priority p is kept as (p + eps)^alpha, new
