@@ -348,7 +348,7 @@ static int from_torch(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, c
   Py_DECREF(c);
   if (contiguous < 0) return -1;
   if (!contiguous) {
-    agpy_raisef(st, AG_ERR_SHAPE, "%s: the tensor is not contiguous; pass .contiguous()", what);
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: the tensor is not C-contiguous; pass .contiguous()", what);
     return -1;
   }
   if (device >= 0) {

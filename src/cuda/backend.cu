@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <atomic>
@@ -590,6 +591,13 @@ static ag_status cuda_record_begin(void *p) {
   return AG_OK;
 }
 
+/* A recording: the instantiated graph, replayed on the stream, and the
+ * graph itself, which another framework's capture takes as a child node. */
+struct cuda_rec {
+  cudaGraphExec_t exec;
+  cudaGraph_t graph;
+};
+
 static ag_status cuda_record_end(void *p, int ok, void **rec, int *n_nodes) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   cudaGraph_t graph = NULL;
@@ -601,37 +609,72 @@ static ag_status cuda_record_end(void *p, int ok, void **rec, int *n_nodes) {
     return AG_OK;
   }
   if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: ending the stream capture");
+  cuda_rec *r = (cuda_rec *)calloc(1, sizeof *r);
+  if (!r) {
+    cudaGraphDestroy(graph);
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "cuda: out of host memory for a recording");
+  }
   size_t n = 0;
-  cudaGraphExec_t exec = NULL;
   e = cudaGraphGetNodes(graph, NULL, &n);
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: instantiating the recorded graph");
-  if (e == cudaSuccess) e = cudaGraphUpload(exec, st->stream);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&r->exec, graph, 0);
   if (e != cudaSuccess) {
-    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    free(r);
+    return ag__cuda_fail(e, "cuda: instantiating the recorded graph");
+  }
+  e = cudaGraphUpload(r->exec, st->stream);
+  if (e != cudaSuccess) {
+    cudaGraphExecDestroy(r->exec);
+    cudaGraphDestroy(graph);
+    free(r);
     return ag__cuda_fail(e, "cuda: uploading the recorded graph");
   }
-  *rec = exec;
+  r->graph = graph;
+  *rec = r;
   *n_nodes = (int)n;
   return AG_OK;
 }
 
 static ag_status cuda_replay(void *p, void *rec) {
   ag__cuda_state *st = (ag__cuda_state *)p;
-  cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)rec, st->stream);
+  cudaError_t e = cudaGraphLaunch(((cuda_rec *)rec)->exec, st->stream);
   return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph");
 }
 
+/* On a stream another framework is capturing, a graph launch is refused:
+ * the recording joins that capture as a child-graph node after the
+ * stream's current dependencies, and becomes the stream's one dependency. */
 static ag_status cuda_replay_on(void *p, void *rec, void *stream) {
-  (void)p;
-  cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)rec, (cudaStream_t)stream);
-  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph on another stream");
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  cuda_rec *r = (cuda_rec *)rec;
+  cudaStream_t s = (cudaStream_t)stream;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = NULL;
+  const cudaGraphNode_t *deps = NULL;
+  const cudaGraphEdgeData *edges = NULL;
+  size_t n_deps = 0;
+  cudaError_t e = cudaStreamGetCaptureInfo(s, &status, NULL, &graph, &deps, &edges, &n_deps);
+  if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: asking whether a stream is capturing");
+  if (status != cudaStreamCaptureStatusActive) {
+    e = cudaGraphLaunch(r->exec, s);
+    return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph on another stream");
+  }
+  /* after every current dependency in full (a stronger order than any
+   * programmatic edge among them asks for) */
+  (void)edges;
+  cudaGraphNode_t node = NULL;
+  e = cudaGraphAddChildGraphNode(&node, graph, deps, n_deps, r->graph);
+  if (e == cudaSuccess) e = cudaStreamUpdateCaptureDependencies(s, &node, NULL, 1, cudaStreamSetCaptureDependencies);
+  return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: adding the recorded graph to a stream capture");
 }
 
 static void cuda_record_free(void *p, void *rec) {
   ag__cuda_enter((ag__cuda_state *)p);
-  cudaGraphExecDestroy((cudaGraphExec_t)rec);
+  cuda_rec *r = (cuda_rec *)rec;
+  cudaGraphExecDestroy(r->exec);
+  cudaGraphDestroy(r->graph);
+  free(r);
 }
 
 static const ag__backend cuda_backend = {

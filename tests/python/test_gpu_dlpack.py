@@ -54,7 +54,7 @@ def test_torch_shares_memory_and_values():
     rb, data = _filled(ctx)
     s = rb.sample(256)
     idx = torch.from_dlpack(s["indices"])
-    assert idx.device.type == "cuda" and idx.dtype == torch.int32
+    assert idx.device.type == "cuda" and idx.dtype == torch.int64  # indices are int64
     assert idx.data_ptr() == s["indices"].data_ptr
     host_idx = idx.cpu().numpy()
     for k in FIELDS:
@@ -123,7 +123,7 @@ def test_device_inputs_cross_no_bytes():
     src = torch.where(col < 100, col + 1000, col)
     expect = ref_obs[src[idx]]
     assert torch.equal(torch.from_dlpack(s["obs"]), expect)
-    assert torch.equal(torch.from_dlpack(s["action"]), act.float().repeat(2)[src[idx]])
+    assert torch.equal(torch.from_dlpack(s["action"]), act.repeat(2)[src[idx]])  # int32, as added
     # device priorities from torch
     pr = torch.rand(200, device="cuda", generator=g) + 0.1
     rb.update_priorities(s["indices"], pr)
