@@ -35,15 +35,17 @@ typedef enum ag_ac_algo { AG_AC_SAC = 0, AG_AC_TD3 = 1 } ag_ac_algo;
 #define AG_AC_MAX_HIDDEN 8
 
 /* Defaults (ag_ac_defaults) in the comments, SAC's then TD3's where they
- * differ. ag_ac_create refuses (AG_ERR_INVALID_ARG, the message names the
- * field) an algo other than the two, n_hidden outside 1..AG_AC_MAX_HIDDEN, a
- * hidden size < 1, a learning rate outside (0, 10], gamma outside [0, 1],
+ * differ. ag_ac_create refuses (AG_ERR_INVALID_ARG, the message naming the
+ * field and its value, before anything is allocated) an algo other than the
+ * two, n_hidden outside 1..AG_AC_MAX_HIDDEN, a hidden size outside
+ * 1..2^31-1, a learning rate outside (0, 10], gamma outside [0, 1],
  * tau outside (0, 1], batch_size < 1, buffer_size < batch_size,
  * learning_starts < 0, train_freq < 1, gradient_steps < 0, policy_delay
  * outside 1..1000, alpha not in (0, 1e6), target_entropy not finite (NaN
  * is the default's "-act_dim"), autotune not 0 or 1, a noise scale outside
- * [0, 10], noise_rho outside [0, 1), n_step outside 1..64, n_envs outside 1..2^20,
- * fused not 0 or 1. */
+ * [0, 10], noise_rho outside [0, 1), n_step outside 1..64, n_envs outside
+ * 1..2^20, fused not 0 or 1 (NaN is outside every range but
+ * target_entropy's). There is no prioritized replay here. */
 typedef struct ag_ac_config {
   ag_ac_algo algo;
   int n_hidden;                     /* 2 */
@@ -98,10 +100,12 @@ typedef struct ag_ac ag_ac;
  * and a replay table of buffer_size transitions (obs [obs_dim], action
  * [act_dim] in [-1, 1], reward [1], next_obs [obs_dim], terminated [1] i32,
  * truncated [1] i32; f32 storage). Free it before ctx.
- * Errors: AG_ERR_INVALID_ARG: ctx, low, high, cfg or out NULL, obs_dim < 1,
- * act_dim < 1 or > 64, total_steps < 1, a bound not finite or low >= high,
- * a cfg field outside its range; AG_ERR_STATE while a step is recorded;
- * AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+ * Errors: AG_ERR_INVALID_ARG: ctx, low, high, cfg or out NULL, obs_dim
+ * outside 1..2^31-1, act_dim outside 1..64, total_steps < 1, a bound not
+ * finite or low >= high, a cfg field outside its range (see ag_ac_config);
+ * AG_ERR_STATE while a step is recorded; AG_ERR_OUT_OF_MEMORY;
+ * AG_ERR_DEVICE. On error *out is not written and nothing stays
+ * allocated. */
 AG_API ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const float *low,
                               const float *high, int64_t total_steps, const ag_ac_config *cfg, ag_ac **out);
 AG_API void ag_ac_free(ag_ac *a); /* NULL is accepted */

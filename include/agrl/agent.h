@@ -24,15 +24,17 @@ extern "C" {
 
 #define AG_DQN_MAX_HIDDEN 8
 
-/* The defaults are in the comments. ag_dqn_create refuses (AG_ERR_INVALID_ARG)
+/* The defaults are in the comments. ag_dqn_create refuses (AG_ERR_INVALID_ARG,
+ * the message naming the field and its value, before anything is allocated)
  * n_hidden outside 0..AG_DQN_MAX_HIDDEN, a hidden size < 1, lr outside
  * (0, 1e6), gamma outside [0, 1], batch_size < 1, buffer_size < batch_size,
  * learning_starts < 0, train_freq < 1, gradient_steps < 0,
  * target_update_interval < 1, tau outside (0, 1], exploration_fraction,
- * eps_start or eps_end outside [0, 1], max_grad_norm < 0, per_alpha or
- * per_beta outside [0, 1], per_eps outside (0, 1], per not 0 or 1, n_step
- * outside 1..64, n_envs outside 1..2^20 (and per or n_step > 1 with a group
- * of GPUs: AG_ERR_UNSUPPORTED). */
+ * eps_start or eps_end outside [0, 1], max_grad_norm < 0 or not finite,
+ * per_alpha or per_beta outside [0, 1], per_eps outside (0, 1], per not 0
+ * or 1, n_step outside 1..64, n_envs outside 1..2^20 (NaN is outside every
+ * range); with AG_ERR_UNSUPPORTED per or n_step > 1 with a group of GPUs.
+ * double_dqn, huber and fused are flags (nonzero: on). */
 typedef struct ag_dqn_config {
   int n_hidden;                      /* 2 */
   int64_t hidden[AG_DQN_MAX_HIDDEN]; /* 256, 256 (ReLU) */
@@ -102,7 +104,8 @@ typedef struct ag_dqn ag_dqn;
  * ag_dqn_config; the message names it); AG_ERR_STATE while a step is
  * recorded; AG_ERR_UNSUPPORTED: per = 1 on a device without the
  * prioritized sampler's kernels (ag_per_create); AG_ERR_OUT_OF_MEMORY (the
- * host, or the networks or the table do not fit the device); AG_ERR_DEVICE. */
+ * host, or the networks or the table do not fit the device); AG_ERR_DEVICE.
+ * On error *out is not written and nothing stays allocated. */
 AG_API ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                                const ag_dqn_config *cfg, ag_dqn **out);
 /* Frees the DQN and all it owns. NULL is accepted. */

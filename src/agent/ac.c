@@ -96,7 +96,8 @@ ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn) {
   if (c->autotune != 0 && c->autotune != 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: autotune = %d must be 0 or 1", fn, c->autotune);
   if (isinf(c->target_entropy))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: target_entropy must be finite (or NaN: -act_dim)", fn);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: target_entropy = %g must be finite (or NaN: -act_dim)", fn,
+                    (double)c->target_entropy);
   const float nz[3] = {c->expl_noise, c->target_noise, c->noise_clip};
   for (int i = 0; i < 3; i++)
     if (!(nz[i] >= 0.0f && nz[i] <= 10.0f))
@@ -105,9 +106,10 @@ ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn) {
                       (double)c->expl_noise, (double)c->target_noise, (double)c->noise_clip);
   if (!(c->noise_rho >= 0.0f && c->noise_rho < 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: noise_rho = %g must be in [0, 1)", fn, (double)c->noise_rho);
-  if (c->n_step < 1 || c->n_step > 64 || c->n_envs < 1 || c->n_envs > (1 << 20))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..64 and n_envs = %lld in 1..2^20", fn,
-                    c->n_step, (long long)c->n_envs);
+  if (c->n_step < 1 || c->n_step > AG__MAX_N_STEP)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..%d", fn, c->n_step, AG__MAX_N_STEP);
+  if (c->n_envs < 1 || c->n_envs > AG__MAX_N_ENVS)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_envs = %lld must be in 1..2^20", fn, (long long)c->n_envs);
   if (c->fused != 0 && c->fused != 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: fused = %d must be 0 or 1", fn, c->fused);
   return AG_OK;

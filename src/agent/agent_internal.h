@@ -44,6 +44,10 @@ struct ag_dqn {
   size_t run_state_n;
 };
 
+/* The ranges of n_step and n_envs (agent.h, ac.h). */
+#define AG__MAX_N_STEP 64
+#define AG__MAX_N_ENVS ((int64_t)1 << 20)
+
 /* The checks of ag_dqn_create on a configuration; `fn` names the call. */
 ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn);
 /* ag_dqn_create's body, also for ag_dqn_load (g NULL: one GPU). */

@@ -48,6 +48,8 @@ ag_dqn_config ag_dqn_defaults(void) {
   return c;
 }
 
+/* Every range agent.h promises, each refusal naming the field and its
+ * value. */
 ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
   if (c->n_hidden < 0 || c->n_hidden > AG_DQN_MAX_HIDDEN)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_hidden = %d must be in 0..%d", fn, c->n_hidden,
@@ -56,32 +58,52 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
     if (c->hidden[i] < 1)
       return ag__fail(AG_ERR_INVALID_ARG, "%s: hidden[%d] = %lld must be positive", fn, i,
                       (long long)c->hidden[i]);
+  if (!(c->lr > 0.0f && c->lr < 1e6f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: lr = %g must be in (0, 1e6)", fn, (double)c->lr);
   if (!(c->gamma >= 0.0f && c->gamma <= 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: gamma = %g must be in [0, 1]", fn, (double)c->gamma);
   if (c->batch_size < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: batch_size = %lld must be positive", fn,
                     (long long)c->batch_size);
   if (c->buffer_size < c->batch_size)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: buffer_size = %lld is smaller than batch_size", fn,
-                    (long long)c->buffer_size);
-  if (c->learning_starts < 0 || c->train_freq < 1 || c->gradient_steps < 0 || c->target_update_interval < 1)
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: learning_starts >= 0, train_freq >= 1, gradient_steps >= 0 and "
-                    "target_update_interval >= 1 are required",
-                    fn);
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: buffer_size = %lld is smaller than batch_size = %lld", fn,
+                    (long long)c->buffer_size, (long long)c->batch_size);
+  const struct {
+    const char *name;
+    int64_t v, min;
+  } ints[4] = {{"learning_starts", c->learning_starts, 0},
+               {"train_freq", c->train_freq, 1},
+               {"gradient_steps", c->gradient_steps, 0},
+               {"target_update_interval", c->target_update_interval, 1}};
+  for (int i = 0; i < 4; i++)
+    if (ints[i].v < ints[i].min)
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: %s = %lld must be >= %lld", fn, ints[i].name,
+                      (long long)ints[i].v, (long long)ints[i].min);
   if (!(c->tau > 0.0f && c->tau <= 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: tau = %g must be in (0, 1]", fn, (double)c->tau);
-  if (!(c->exploration_fraction >= 0.0f && c->exploration_fraction <= 1.0f) ||
-      !(c->eps_start >= 0.0f && c->eps_start <= 1.0f) || !(c->eps_end >= 0.0f && c->eps_end <= 1.0f))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: exploration_fraction, eps_start and eps_end must be in [0, 1]",
-                    fn);
+  const struct {
+    const char *name;
+    float v;
+  } unit[5] = {{"exploration_fraction", c->exploration_fraction},
+               {"eps_start", c->eps_start},
+               {"eps_end", c->eps_end},
+               {"per_alpha", c->per_alpha},
+               {"per_beta", c->per_beta}};
+  for (int i = 0; i < 5; i++)
+    if (!(unit[i].v >= 0.0f && unit[i].v <= 1.0f))
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: %s = %g must be in [0, 1]", fn, unit[i].name,
+                      (double)unit[i].v);
+  if (!(c->max_grad_norm >= 0.0f && isfinite(c->max_grad_norm)))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: max_grad_norm = %g must be finite and >= 0 (0: no clipping)", fn,
+                    (double)c->max_grad_norm);
   if (c->per != 0 && c->per != 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per = %d must be 0 or 1", fn, c->per);
-  if (!(c->per_alpha >= 0.0f && c->per_alpha <= 1.0f) || !(c->per_beta >= 0.0f && c->per_beta <= 1.0f) ||
-      !(c->per_eps > 0.0f && c->per_eps <= 1.0f))
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: per_alpha = %g and per_beta = %g must be in [0, 1], per_eps = %g in (0, 1]", fn,
-                    (double)c->per_alpha, (double)c->per_beta, (double)c->per_eps);
+  if (!(c->per_eps > 0.0f && c->per_eps <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: per_eps = %g must be in (0, 1]", fn, (double)c->per_eps);
+  if (c->n_step < 1 || c->n_step > AG__MAX_N_STEP)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..%d", fn, c->n_step, AG__MAX_N_STEP);
+  if (c->n_envs < 1 || c->n_envs > AG__MAX_N_ENVS)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_envs = %lld must be in 1..2^20", fn, (long long)c->n_envs);
   return AG_OK;
 }
 

@@ -163,7 +163,7 @@ BAD = [
     (dict(policy_delay=2**40), agrl.InvalidArgError, r"policy_delay"),
     (dict(alpha=0), agrl.InvalidArgError, r"alpha = 0"),
     (dict(alpha=1e7), agrl.InvalidArgError, r"alpha = 1e\+07"),
-    (dict(target_entropy=float("inf")), agrl.InvalidArgError, r"target_entropy must be finite"),
+    (dict(target_entropy=float("inf")), agrl.InvalidArgError, r"target_entropy = inf must be finite"),
     (dict(target_entropy="x"), TypeError, r"target_entropy must be a number"),
     (dict(expl_noise=-0.1), agrl.InvalidArgError, r"expl_noise = -0.1"),
     (dict(target_noise=11), agrl.InvalidArgError, r"target_noise = 11"),
