@@ -26,6 +26,8 @@ typedef struct entry {
   { (f), (v), 1, AG_OK }
 #define BAD(f, v) \
   { (f), (v), 0, AG_ERR_INVALID_ARG }
+#define UNSUPPORTED(f, v) \
+  { (f), (v), 0, AG_ERR_UNSUPPORTED }
 
 /* "field = value" as the refusals print it. */
 static void expected_text(char *buf, size_t n, const char *field, ftype t, double v) {
@@ -184,7 +186,10 @@ static void dqn_config_ranges_at_their_boundaries(void **state) {
       BAD("n_step", 65), BAD("n_step", 100), BAD("n_step", INT_MAX),
       /* n_envs in 1..2^20 */
       OK("n_envs", 1), BAD("n_envs", 0), BAD("n_envs", -1), OK("n_envs", 1 << 20),
-      BAD("n_envs", (1 << 20) + 1), BAD("n_envs", 0x1p62)};
+      BAD("n_envs", (1 << 20) + 1), BAD("n_envs", 0x1p62),
+      /* prioritized replay's limit on the table (ag_per_create's), checked
+       * before the table is made: 2^31 and 2^32 columns */
+      UNSUPPORTED("buffer_size", 0x1p31), UNSUPPORTED("buffer_size", 0x1p32)};
   ag_ctx *ctx = agt_ctx();
   const uint64_t live = agt_live_bytes(ctx);
   int made = 0, refused = 0;
@@ -193,6 +198,7 @@ static void dqn_config_ranges_at_their_boundaries(void **state) {
     if (!strcmp(es[i].field, "n_hidden") && es[i].ok)
       for (int k = 0; k < AG_DQN_MAX_HIDDEN; k++) c.hidden[k] = 8;
     if (!strncmp(es[i].field, "hidden[1]", 9)) c.n_hidden = 2, c.hidden[1] = 8;
+    if (es[i].status == AG_ERR_UNSUPPORTED) c.per = 1;
     ftype t = F_INT;
     void *p = dqn_field(&c, es[i].field, &t);
     set_value(p, t, es[i].v);
@@ -249,6 +255,21 @@ static void dqn_sizes_and_pointers(void **state) {
   agt_err(ag_dqn_create(ctx, 3, 2, 10, &c, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
   assert_ptr_equal(d, (ag_dqn *)&c);
   ag_ctx_free(ctx);
+}
+
+/* The limit of prioritized replay at its boundary, on the check alone (a
+ * table of 2^31 - 1 columns is not made here): 2^31 - 1 passes, 2^31 is
+ * refused; without per the check leaves the table's size to the table. */
+static void dqn_per_capacity_limit(void **state) {
+  (void)state;
+  ag_dqn_config c = dqn_base();
+  c.per = 1;
+  c.buffer_size = INT32_MAX;
+  agt_ok(ag__dqn_check_config(&c, "check"));
+  c.buffer_size = (int64_t)INT32_MAX + 1;
+  agt_err(ag__dqn_check_config(&c, "check"), AG_ERR_UNSUPPORTED, "buffer_size = 2147483648");
+  c.per = 0;
+  agt_ok(ag__dqn_check_config(&c, "check"));
 }
 
 /* ---- SAC and TD3 ---- */
@@ -449,6 +470,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dqn_config_ranges_at_their_boundaries),
       cmocka_unit_test(dqn_sizes_and_pointers),
+      cmocka_unit_test(dqn_per_capacity_limit),
       cmocka_unit_test(ac_config_ranges_at_their_boundaries),
       cmocka_unit_test(ac_sizes_bounds_and_pointers),
       cmocka_unit_test(ac_hidden_limit),

@@ -33,8 +33,10 @@ extern "C" {
  * eps_start or eps_end outside [0, 1], max_grad_norm < 0 or not finite,
  * per_alpha or per_beta outside [0, 1], per_eps outside (0, 1], per not 0
  * or 1, n_step outside 1..64, n_envs outside 1..2^20 (NaN is outside every
- * range); with AG_ERR_UNSUPPORTED per or n_step > 1 with a group of GPUs.
- * double_dqn, huber and fused are flags (nonzero: on). */
+ * range); with AG_ERR_UNSUPPORTED, also before anything is allocated, per
+ * = 1 with buffer_size > 2^31 - 1 (the prioritized sampler's limit,
+ * ag_per_create), and per or n_step > 1 with a group of GPUs. double_dqn,
+ * huber and fused are flags (nonzero: on). */
 typedef struct ag_dqn_config {
   int n_hidden;                      /* 2 */
   int64_t hidden[AG_DQN_MAX_HIDDEN]; /* 256, 256 (ReLU) */
@@ -102,9 +104,11 @@ typedef struct ag_dqn ag_dqn;
  * Errors: AG_ERR_INVALID_ARG: ctx, cfg or out NULL, obs_dim < 1,
  * n_actions < 2, total_steps < 1, a cfg field outside its range (see
  * ag_dqn_config; the message names it); AG_ERR_STATE while a step is
- * recorded; AG_ERR_UNSUPPORTED: per = 1 on a device without the
- * prioritized sampler's kernels (ag_per_create); AG_ERR_OUT_OF_MEMORY (the
- * host, or the networks or the table do not fit the device); AG_ERR_DEVICE.
+ * recorded; AG_ERR_UNSUPPORTED: per = 1 with buffer_size > 2^31 - 1 (see
+ * ag_dqn_config), or on a device without the prioritized sampler's kernels
+ * (ag_per_create: found once the table is made, which is then freed);
+ * AG_ERR_OUT_OF_MEMORY (the host, or the networks or the table do not fit
+ * the device); AG_ERR_DEVICE.
  * On error *out is not written and nothing stays allocated. */
 AG_API ag_status ag_dqn_create(ag_ctx *ctx, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                                const ag_dqn_config *cfg, ag_dqn **out);

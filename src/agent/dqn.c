@@ -49,7 +49,8 @@ ag_dqn_config ag_dqn_defaults(void) {
 }
 
 /* Every range agent.h promises, each refusal naming the field and its
- * value. */
+ * value; the limits of prioritized replay's sampler (ag_per_create) too, so
+ * that ag_dqn_create refuses before it allocates the table. */
 ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
   if (c->n_hidden < 0 || c->n_hidden > AG_DQN_MAX_HIDDEN)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_hidden = %d must be in 0..%d", fn, c->n_hidden,
@@ -104,6 +105,11 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..%d", fn, c->n_step, AG__MAX_N_STEP);
   if (c->n_envs < 1 || c->n_envs > AG__MAX_N_ENVS)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_envs = %lld must be in 1..2^20", fn, (long long)c->n_envs);
+  if (c->per && c->buffer_size > AG__PER_MAX_CAPACITY)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: buffer_size = %lld with per = 1: prioritized replay takes tables of at most %lld "
+                    "transitions",
+                    fn, (long long)c->buffer_size, (long long)AG__PER_MAX_CAPACITY);
   return AG_OK;
 }
 
