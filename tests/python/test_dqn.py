@@ -34,6 +34,46 @@ def test_defaults_are_the_c_library_defaults():
     assert agrl.DQN("cpu", 4, 2, n_step=1, fused=False).fused is False
 
 
+BAD = [
+    # every range of agent.h's ag_dqn_config, refused by ag_dqn_create itself (the message names field and value)
+    (dict(n_step=0), r"n_step = 0"),
+    (dict(n_step=-3), r"n_step = -3"),
+    (dict(n_step=65), r"n_step = 65"),
+    (dict(n_step=100), r"n_step = 100"),
+    (dict(n_envs=0), r"n_envs = 0"),
+    (dict(n_envs=-1), r"n_envs = -1"),
+    (dict(n_envs=2**20 + 1), r"n_envs = 1048577"),
+    (dict(lr=0), r"lr = 0"),
+    (dict(lr=1e6), r"lr = 1e\+06"),
+    (dict(lr=float("nan")), r"lr = nan"),
+    (dict(max_grad_norm=-1), r"max_grad_norm = -1"),
+    (dict(max_grad_norm=float("inf")), r"max_grad_norm = inf"),
+    (dict(gamma=-0.5), r"gamma = -0.5"),
+    (dict(learning_starts=-1), r"learning_starts = -1"),
+    (dict(gradient_steps=-1), r"gradient_steps = -1"),
+    (dict(target_update_interval=0), r"target_update_interval = 0"),
+    (dict(exploration_fraction=1.5), r"exploration_fraction = 1.5"),
+    (dict(eps_start=-0.5), r"eps_start = -0.5"),
+    (dict(per_alpha=2), r"per_alpha = 2"),
+    (dict(per_beta=-1), r"per_beta = -1"),
+    (dict(per_eps=0), r"per_eps = 0"),
+]
+
+
+@pytest.mark.parametrize("cfg,match", BAD, ids=[f"{next(iter(c))}-{i}" for i, (c, _) in enumerate(BAD)])
+def test_bad_config_is_refused_naming_the_field(cfg, match):
+    with pytest.raises(agrl.InvalidArgError, match=r"^ag_dqn_create: " + match):
+        agrl.DQN("cpu", 4, 2, **{**SMALL, **cfg})
+
+
+def test_config_boundaries_are_accepted():
+    for cfg in (dict(n_step=1), dict(n_step=64), dict(n_envs=1), dict(n_envs=2**20), dict(max_grad_norm=0.0),
+                dict(gamma=0.0), dict(gamma=1.0), dict(per_eps=1.0)):
+        q = agrl.DQN("cpu", 4, 2, **{**SMALL, **cfg})
+        k, v = next(iter(cfg.items()))
+        assert q.config[k] == v
+
+
 def test_act(rng):
     q = agrl.DQN("cpu", 6, 5, **SMALL)
     a = q.act(rng.standard_normal(6).astype(np.float32))
