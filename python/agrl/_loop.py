@@ -66,6 +66,40 @@ def learn_args(agent, total_steps, eval_every, eval_env):
     return total, eval_every
 
 
+def vector_copies(env):
+    """num_envs of a vector environment (Gymnasium's VectorEnv and its
+    wrappers, or any environment with an int num_envs of its own), None for
+    a single environment. Read without the attribute forwarding of
+    Gymnasium's wrappers, which would warn for a single environment."""
+    try:
+        n = object.__getattribute__(env, "num_envs")
+    except AttributeError:
+        return None
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        return None
+    return int(n)
+
+
+def check_copies(agent, env, what):
+    """learn() plays one environment, one transition per step: refuses a
+    vector environment, and an agent whose n-step returns would walk every
+    n_envs-th stored transition (n_step > 1 with n_envs other than 1: the
+    walk would stride n_envs transitions of that one environment). Called
+    before the environment is touched."""
+    cfg = agent.config
+    copies = vector_copies(env)
+    if copies is not None:
+        raise _agrl.InvalidArgError(
+            f"learn: the environment is a vector of {copies} {'copy' if copies == 1 else 'copies'} (num_envs) "
+            f"and the {what} has n_envs = {cfg['n_envs']}; learn plays one environment: give it a single one, "
+            f"or step the copies with act and store (n_envs = num_envs)")
+    if cfg["n_step"] > 1 and cfg["n_envs"] != 1:
+        raise _agrl.InvalidArgError(
+            f"learn: n-step returns walk every n_envs-th stored transition: the {what} has n_envs = "
+            f"{cfg['n_envs']}, the environment 1 copy (learn plays one environment; make the {what} with "
+            f"n_envs=1)")
+
+
 def evaluate_during(agent, eval_env, episodes, seed, step, evals, callback):
     """An evaluation in a training loop: agent.evaluate(), kept in evals and
     reported to the callback; whether the callback stops the run."""

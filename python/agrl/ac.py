@@ -7,7 +7,8 @@ import os
 import numpy as np
 
 from . import _agrl
-from ._loop import Run, env_reset, env_step, evaluate_during, finish_load, learn_args, play, save_with_run
+from ._loop import (Run, check_copies, env_reset, env_step, evaluate_during, finish_load, learn_args, play,
+                    save_with_run)
 from .envs import Env
 
 # ag_ac_learn reports a training phase (its losses read back) at the first
@@ -120,7 +121,9 @@ class _ActorCritic(_agrl._AC):
         stored, a training phase of gradient_steps updates. The first reset is
         seeded with derive_seed(config seed, 0), so that agrl's own
         environments replay the episodes of `agrl train --algo sac|td3 --seed
-        S` and the run is the same, step for step.
+        S` and the run is the same, step for step. learn plays one
+        environment, and refuses a vector one and n-step returns with n_envs
+        other than 1 as DQN.learn does.
 
         callback(event) receives a dict for every ended episode ("episode":
         return, length, truncated, mean of the last 20 returns) and, as
@@ -145,9 +148,7 @@ class _ActorCritic(_agrl._AC):
         lengths (and evaluations) of this call."""
         cfg = self.config
         total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
-        if cfg["n_step"] > 1 and cfg["n_envs"] != 1:
-            raise _agrl.InvalidArgError(f"learn: n-step returns walk every n_envs-th transition; learn plays one "
-                                        f"copy, the agent has n_envs = {cfg['n_envs']}")
+        check_copies(self, env, "agent")
         self._check_env(env, "learn")
         if eval_every:
             self._check_env(eval_env, "learn: eval_env")

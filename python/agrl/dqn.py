@@ -4,7 +4,8 @@ recorded update, with a training loop for any Gymnasium-style environment."""
 import os
 
 from . import _agrl
-from ._loop import Run, env_reset, env_step, evaluate_during, finish_load, learn_args, play, save_with_run
+from ._loop import (Run, check_copies, env_reset, env_step, evaluate_during, finish_load, learn_args, play,
+                    save_with_run)
 
 
 class DQN(_agrl._DQN):
@@ -93,6 +94,13 @@ class DQN(_agrl._DQN):
         derive_seed(config seed, 0), so that agrl's own environments replay
         the episodes of `agrl train --seed S`.
 
+        learn plays one environment: a vector environment (num_envs, e.g.
+        gymnasium.vector.VectorEnv) is refused with InvalidArgError, and so
+        are n-step returns (n_step > 1) with n_envs other than 1, whose walk
+        would stride n_envs transitions of the one environment (make the DQN
+        with n_envs=1; n_envs = num_envs is for a loop of your own that acts
+        and stores every copy at once). Nothing is stepped before a refusal.
+
         callback(event) receives a dict for every ended episode ("episode":
         return, length, truncated, mean of the last 20 returns) and every
         training phase ("phase": loss); a true return stops the run after
@@ -117,6 +125,7 @@ class DQN(_agrl._DQN):
         and lengths (and evaluations) of this call."""
         cfg = self.config
         total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
+        check_copies(self, env, "DQN")
         run = Run(self, env, checkpoint, checkpoint_every, "DQN", "DQN.load")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
         if resume:

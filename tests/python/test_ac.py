@@ -545,10 +545,57 @@ def test_learn_stops_and_checks_the_environment():
         agrl.SAC("cpu", 3, 1, -1, 1, buffer_size=500).learn(agrl.make("pendulum"), 10)
     with pytest.raises(agrl.ShapeError, match=r"observations are \(3,\), the agent's \(4,\)"):
         agrl.SAC("cpu", 4, 1, -2, 2, buffer_size=500).learn(agrl.make("pendulum"), 10)
-    with pytest.raises(agrl.InvalidArgError, match=r"n_envs = 2"):
+    with pytest.raises(agrl.InvalidArgError, match=r"n_envs = 2, the environment 1 copy"):
         agrl.TD3("cpu", 3, 1, -2, 2, buffer_size=500, n_step=3, n_envs=2).learn(agrl.make("pendulum"), 10)
     with pytest.raises(agrl.InvalidArgError, match=r"total_steps = 0"):
         a.learn(agrl.make("pendulum"), 0)
+
+
+class Counted:
+    """An environment that counts the calls made to it; with num_envs, one
+    that says it is a vector of that many copies."""
+
+    def __init__(self, env, num_envs=None):
+        self.env, self.calls = env, 0
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+        if num_envs is not None:
+            self.num_envs = num_envs
+
+    def reset(self, **kw):
+        self.calls += 1
+        return self.env.reset(**kw)
+
+    def step(self, action):
+        self.calls += 1
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("cls", ALGOS)
+@pytest.mark.parametrize("n_step,n_envs,num_envs,match", [
+    # n-step returns over one environment's transitions, walked n_envs columns apart
+    (3, 8, None, r"n_envs = 8, the environment 1 copy"),
+    (2, 2, None, r"n_envs = 2, the environment 1 copy"),
+    # a vector environment, of as many copies as n_envs or not
+    (3, 4, 4, r"a vector of 4 copies \(num_envs\) and the agent has n_envs = 4"),
+    (1, 1, 2, r"a vector of 2 copies \(num_envs\) and the agent has n_envs = 1"),
+])
+def test_learn_refuses_copies_it_does_not_play(cls, n_step, n_envs, num_envs, match):
+    a = cls("cpu", 3, 1, -2, 2, hidden=[8], batch_size=8, learning_starts=0, buffer_size=500, n_step=n_step,
+            n_envs=n_envs)
+    env = Counted(agrl.make("pendulum"), num_envs)
+    with pytest.raises(agrl.InvalidArgError, match=r"^learn: .*" + match):
+        a.learn(env, 50)
+    assert env.calls == 0 and a.stored == 0 and a.updates == 0  # refused before anything moved
+
+
+def test_learn_refuses_a_gymnasium_vector_env():
+    gym = pytest.importorskip("gymnasium")
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(3)])
+    a = agrl.SAC("cpu", 3, 1, -2, 2, hidden=[8], buffer_size=500, n_envs=3)
+    with pytest.raises(agrl.InvalidArgError, match=r"a vector of 3 copies \(num_envs\) and the agent has n_envs = 3"):
+        a.learn(vec, 50)
+    assert a.stored == 0
+    vec.close()
 
 
 @pytest.mark.parametrize("device", DEVICES)

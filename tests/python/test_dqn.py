@@ -209,6 +209,64 @@ def test_learn_callback_stops_the_run():
     assert res["episodes"] == 3 and len(res["returns"]) == 3 and res["steps"] == sum(res["lengths"])
 
 
+class Counted:
+    """An environment that counts the calls made to it; with num_envs, one
+    that says it is a vector of that many copies."""
+
+    def __init__(self, env, num_envs=None):
+        self.env, self.calls = env, 0
+        if num_envs is not None:
+            self.num_envs = num_envs
+
+    def reset(self, **kw):
+        self.calls += 1
+        return self.env.reset(**kw)
+
+    def step(self, action):
+        self.calls += 1
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("n_step,n_envs,num_envs,match", [
+    # 5-step returns over one environment's transitions stored one a step, walked 8 columns apart
+    (5, 8, None, r"n_envs = 8, the environment 1 copy"),
+    (2, 2, None, r"n_envs = 2, the environment 1 copy"),
+    # a vector environment, of as many copies as n_envs or not, and one of a single copy
+    (5, 4, 4, r"a vector of 4 copies \(num_envs\) and the DQN has n_envs = 4"),
+    (5, 1, 4, r"a vector of 4 copies \(num_envs\) and the DQN has n_envs = 1"),
+    (1, 3, 3, r"a vector of 3 copies \(num_envs\) and the DQN has n_envs = 3"),
+    (5, 1, 1, r"a vector of 1 copy \(num_envs\)"),
+])
+def test_learn_refuses_copies_it_does_not_play(n_step, n_envs, num_envs, match):
+    q = agrl.DQN("cpu", 4, 2, hidden=[8], n_step=n_step, n_envs=n_envs, learning_starts=0, batch_size=4)
+    env = Counted(PyCartPole(), num_envs)
+    with pytest.raises(agrl.InvalidArgError, match=r"^learn: .*" + match):
+        q.learn(env, 100)
+    assert env.calls == 0 and q.stored == 0 and q.updates == 0  # refused before anything moved
+
+
+def test_learn_refuses_a_gymnasium_vector_env():
+    gym = pytest.importorskip("gymnasium")
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
+    q = agrl.DQN("cpu", 4, 2, hidden=[8], n_envs=2)
+    with pytest.raises(agrl.InvalidArgError, match=r"a vector of 2 copies \(num_envs\) and the DQN has n_envs = 2"):
+        q.learn(vec, 100)
+    assert q.stored == 0
+    vec.close()
+
+
+def test_learn_with_one_step_targets_ignores_n_envs():
+    """n_envs only spaces the n-step walk: with one-step targets learn takes
+    it, and the run is the one of n_envs = 1, return for return."""
+    runs = []
+    for n_envs in (1, 8):
+        q = agrl.DQN("cpu", 4, 2, total_steps=1200, hidden=[16], learning_starts=200, train_freq=32,
+                     gradient_steps=8, batch_size=32, seed=6, n_step=1, n_envs=n_envs)
+        res = q.learn(PyCartPole())
+        runs.append((res["returns"], q.updates))
+    assert runs[0] == runs[1] and len(runs[0][0]) > 10 and runs[0][1] > 0
+
+
 def test_learn_on_a_builtin_env_equals_learn_on_the_python_one():
     runs = []
     for env in (agrl.make("CartPole-v1"), PyCartPole()):
