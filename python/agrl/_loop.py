@@ -100,6 +100,29 @@ def check_copies(agent, env, what):
             f"n_envs=1)")
 
 
+def env_spaces(env, who):
+    """(observation space, action space, copies, the action space's name) of
+    env: a vector environment's single_observation_space and
+    single_action_space with its num_envs, else env's own spaces and None.
+    `who` names the caller in messages."""
+    copies = vector_copies(env)
+    if copies is None:
+        return env.observation_space, env.action_space, None, "env.action_space"
+    obs, act = getattr(env, "single_observation_space", None), getattr(env, "single_action_space", None)
+    if obs is None or act is None:
+        raise _agrl.InvalidArgError(f"{who}: a vector environment of {copies} copies (num_envs) without "
+                                    f"single_observation_space and single_action_space")
+    return obs, act, copies, "env.single_action_space"
+
+
+def obs_dim_of(space, who):
+    """The size of a 1-D observation space."""
+    shape = tuple(getattr(space, "shape", None) or ())
+    if len(shape) != 1:
+        raise _agrl.ShapeError(f"{who}: observations of shape {shape}, not (obs_dim,)")
+    return int(shape[0])
+
+
 def evaluate_during(agent, eval_env, episodes, seed, step, evals, callback):
     """An evaluation in a training loop: agent.evaluate(), kept in evals and
     reported to the callback; whether the callback stops the run."""

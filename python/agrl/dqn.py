@@ -3,9 +3,11 @@ recorded update, with a training loop for any Gymnasium-style environment."""
 
 import os
 
+import numpy as np
+
 from . import _agrl
-from ._loop import (Run, check_copies, env_reset, env_step, evaluate_during, finish_load, learn_args, play,
-                    save_with_run)
+from ._loop import (Run, check_copies, env_reset, env_spaces, env_step, evaluate_during, finish_load, learn_args,
+                    obs_dim_of, play, save_with_run)
 
 
 class DQN(_agrl._DQN):
@@ -20,6 +22,8 @@ class DQN(_agrl._DQN):
     ``per_beta``, ``per_eps``, and n-step returns' ``n_step`` and
     ``n_envs``); the defaults are ``agrl.DQN.defaults()``.
     ``total_steps`` plans the exploration schedule.
+    ``DQN.for_env(ctx, env, total_steps, **config)`` takes obs_dim and
+    n_actions from an environment's spaces.
 
     - ``act(obs, explore=True, step=0)``: an action (an int for one
       observation, an int32 array for (n, obs_dim)).
@@ -51,6 +55,37 @@ class DQN(_agrl._DQN):
         self.total_steps = total_steps
         super().__init__(ctx, obs_dim, n_actions, total_steps, dict(config))
         self.config = self._config()  # as the C library holds it (float32 values, hidden a tuple)
+
+    @classmethod
+    def for_env(cls, ctx, env, total_steps=100000, **config):
+        """A DQN for `env` (Gymnasium's or agrl's spaces): obs_dim from
+        env.observation_space (a 1-D Box), n_actions from env.action_space,
+        which must be Discrete (actions 0 .. n-1). Of a vector environment
+        (num_envs copies, e.g. gymnasium.vector.VectorEnv) it takes
+        single_observation_space and single_action_space, and n_envs =
+        num_envs: the copies that each store() of one step of all of them
+        holds side by side (for a loop of your own; learn plays one
+        environment). Raises InvalidArgError naming the action space when it
+        is not Discrete (or its actions do not start at 0), or when config's
+        n_envs is not the vector's num_envs; ShapeError for observations
+        that are not (obs_dim,)."""
+        obs_space, space, copies, name = env_spaces(env, "DQN.for_env")
+        n = getattr(space, "n", None)
+        if (isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+                or tuple(getattr(space, "shape", None) or ()) != ()):
+            raise _agrl.InvalidArgError(f"DQN.for_env: {name} {space!r} is not Discrete (DQN takes n discrete "
+                                        f"actions; SAC.for_env and TD3.for_env take a Box)")
+        start = getattr(space, "start", 0)
+        if start != 0:
+            raise _agrl.InvalidArgError(f"DQN.for_env: {name} {space!r} starts at {start}; DQN's actions are "
+                                        f"0 .. n-1")
+        obs_dim = obs_dim_of(obs_space, "DQN.for_env")
+        if copies is not None:
+            if config.get("n_envs", copies) != copies:
+                raise _agrl.InvalidArgError(f"DQN.for_env: n_envs = {config['n_envs']}, but the vector "
+                                            f"environment has {copies} copies (num_envs)")
+            config["n_envs"] = copies
+        return cls(ctx, obs_dim, int(n), total_steps, **config)
 
     @classmethod
     def load(cls, ctx, path):

@@ -276,6 +276,77 @@ def test_learn_on_a_builtin_env_equals_learn_on_the_python_one():
     assert runs[0] == runs[1] and len(runs[0]) > 10
 
 
+def test_for_env_takes_the_sizes_of_agrl_spaces():
+    q = agrl.DQN.for_env("cpu", agrl.make("CartPole-v1"), 1500, hidden=[16], learning_starts=200, train_freq=32,
+                         gradient_steps=8, batch_size=32, seed=2)
+    assert (q.obs_dim, q.n_actions, q.total_steps) == (4, 2, 1500)
+    assert q.config["hidden"] == (16,) and q.config["seed"] == 2 and q.config["n_envs"] == 1
+    by_hand = agrl.DQN("cpu", 4, 2, 1500, hidden=[16], learning_starts=200, train_freq=32, gradient_steps=8,
+                       batch_size=32, seed=2)
+    assert q.config == by_hand.config
+    # the same DQN: the same run
+    assert q.learn(agrl.make("CartPole-v1"))["returns"] == by_hand.learn(agrl.make("CartPole-v1"))["returns"]
+    a = agrl.DQN.for_env(agrl.Context("cpu"), agrl.make("acrobot"), hidden=[8])
+    assert (a.obs_dim, a.n_actions, a.total_steps) == (6, 3, 100000)
+
+
+def test_for_env_refuses_what_is_not_a_discrete_space():
+    with pytest.raises(agrl.InvalidArgError, match=r"^DQN.for_env: env.action_space Box\(-2.0, 2.0, \(1,\), "
+                                                   r"float32\) is not Discrete"):
+        agrl.DQN.for_env("cpu", agrl.make("pendulum"))
+
+    class Spaces:
+        def __init__(self, observation_space, action_space):
+            self.observation_space, self.action_space = observation_space, action_space
+
+    with pytest.raises(agrl.ShapeError, match=r"^DQN.for_env: observations of shape \(2, 3\), not \(obs_dim,\)"):
+        agrl.DQN.for_env("cpu", Spaces(agrl.Box(-1, 1, (2, 3)), agrl.Discrete(2)))
+    with pytest.raises(agrl.ShapeError, match=r"observations of shape \(\)"):
+        agrl.DQN.for_env("cpu", Spaces(agrl.Discrete(5), agrl.Discrete(2)))
+    with pytest.raises(agrl.InvalidArgError, match=r"env.action_space None is not Discrete"):
+        agrl.DQN.for_env("cpu", Spaces(agrl.Box(-1, 1, (3,)), None))
+    # the library's own refusal of one action
+    with pytest.raises(agrl.InvalidArgError, match=r"n_actions = 1"):
+        agrl.DQN.for_env("cpu", Spaces(agrl.Box(-1, 1, (3,)), agrl.Discrete(1)))
+
+
+def test_for_env_on_gymnasium_spaces():
+    gym = pytest.importorskip("gymnasium")
+    q = agrl.DQN.for_env("cpu", gym.make("Acrobot-v1"), 2000, hidden=[8])
+    assert (q.obs_dim, q.n_actions, q.total_steps, q.config["n_envs"]) == (6, 3, 2000, 1)
+    # a vector environment: the sizes of one copy, n_envs its copies
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(3)])
+    q = agrl.DQN.for_env("cpu", vec, hidden=[8], n_step=3)
+    assert (q.obs_dim, q.n_actions, q.config["n_envs"], q.config["n_step"]) == (4, 2, 3, 3)
+    assert agrl.DQN.for_env("cpu", vec, hidden=[8], n_envs=3).config["n_envs"] == 3
+    with pytest.raises(agrl.InvalidArgError, match=r"n_envs = 2, but the vector environment has 3 copies"):
+        agrl.DQN.for_env("cpu", vec, n_envs=2)
+    # one step of every copy, stored side by side as n_envs says
+    obs, _ = vec.reset(seed=1)
+    act = q.act(obs, explore=True, step=0)
+    nxt, rew, term, trunc, _ = vec.step(act)
+    q.store(obs, act, rew, nxt, term.astype(np.int32), trunc.astype(np.int32))
+    assert q.stored == 3
+    vec.close()
+    with pytest.raises(agrl.InvalidArgError, match=r"^DQN.for_env: env.action_space Box\(.*\) is not Discrete"):
+        agrl.DQN.for_env("cpu", gym.make("Pendulum-v1"))
+    pend = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(2)])
+    with pytest.raises(agrl.InvalidArgError, match=r"env.single_action_space Box\(.*\) is not Discrete"):
+        agrl.DQN.for_env("cpu", pend)
+    pend.close()
+
+    class Shifted:  # actions -1, 0, 1: not the DQN's 0 .. n-1
+        observation_space = gym.spaces.Box(-1, 1, (3,))
+        action_space = gym.spaces.Discrete(3, start=-1)
+
+    with pytest.raises(agrl.InvalidArgError, match=r"env.action_space Discrete\(3, start=-1\) starts at -1"):
+        agrl.DQN.for_env("cpu", Shifted())
+    with pytest.raises(agrl.ShapeError, match=r"observations of shape \(2, 2\)"):
+        Shifted.observation_space = gym.spaces.Box(-1, 1, (2, 2))
+        Shifted.action_space = gym.spaces.Discrete(3)
+        agrl.DQN.for_env("cpu", Shifted())
+
+
 def test_learn_evaluations_match_the_cli(tmp_path):
     """learn(eval_env=, eval_every=) evaluates at the steps and on the
     episodes of `agrl train --eval-every`: the same means as its eval.csv."""
