@@ -7,8 +7,8 @@ import os
 import numpy as np
 
 from . import _agrl
-from ._loop import (Run, check_copies, env_reset, env_step, evaluate_during, finish_load, learn_args, play,
-                    save_with_run)
+from ._loop import (Run, check_copies, env_reset, env_spaces, env_step, evaluate_during, finish_load, learn_args,
+                    obs_dim_of, play, save_with_run)
 from .envs import Env
 
 # ag_ac_learn reports a training phase (its losses read back) at the first
@@ -43,14 +43,26 @@ class _ActorCritic(_agrl._AC):
 
     @classmethod
     def for_env(cls, ctx, env, total_steps=100000, **config):
-        """An agent for `env`'s observations and Box action space (its bounds)."""
-        space = env.action_space
-        if not (hasattr(space, "low") and hasattr(space, "high") and len(getattr(space, "shape", ())) == 1):
-            raise _agrl.InvalidArgError(f"{cls.__name__}.for_env: the action space {space!r} is not a 1-D Box")
-        obs_shape = env.observation_space.shape
-        if len(obs_shape) != 1:
-            raise _agrl.ShapeError(f"{cls.__name__}.for_env: observations of shape {obs_shape}, not (obs_dim,)")
-        return cls(ctx, int(obs_shape[0]), int(space.shape[0]), np.asarray(space.low, np.float32),
+        """An agent for `env`'s observations (a 1-D space) and Box action
+        space (its bounds), Gymnasium's or agrl's; of a vector environment
+        (num_envs copies, e.g. gymnasium.vector.VectorEnv) for its
+        single_observation_space and single_action_space, with n_envs =
+        num_envs (the copies each store() of one step of all of them holds
+        side by side; learn plays one environment). Raises InvalidArgError
+        naming the action space when it is not a 1-D Box, or when config's
+        n_envs is not the vector's num_envs; ShapeError for observations
+        that are not (obs_dim,)."""
+        who = f"{cls.__name__}.for_env"
+        obs_space, space, copies, name = env_spaces(env, who)
+        if not (hasattr(space, "low") and hasattr(space, "high") and len(getattr(space, "shape", None) or ()) == 1):
+            raise _agrl.InvalidArgError(f"{who}: {name} {space!r} is not a 1-D Box")
+        obs_dim = obs_dim_of(obs_space, who)
+        if copies is not None:
+            if config.get("n_envs", copies) != copies:
+                raise _agrl.InvalidArgError(f"{who}: n_envs = {config['n_envs']}, but the vector environment has "
+                                            f"{copies} copies (num_envs)")
+            config["n_envs"] = copies
+        return cls(ctx, obs_dim, int(space.shape[0]), np.asarray(space.low, np.float32),
                    np.asarray(space.high, np.float32), total_steps, **config)
 
     @classmethod

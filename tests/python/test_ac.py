@@ -588,6 +588,34 @@ def test_learn_refuses_copies_it_does_not_play(cls, n_step, n_envs, num_envs, ma
     assert env.calls == 0 and a.stored == 0 and a.updates == 0  # refused before anything moved
 
 
+@pytest.mark.parametrize("cls", ALGOS)
+def test_for_env_takes_the_sizes_and_bounds_of_the_spaces(cls):
+    a = cls.for_env("cpu", agrl.make("pendulum"), 700, hidden=[8], buffer_size=500, seed=4)
+    assert (a.obs_dim, a.act_dim, a.total_steps) == (3, 1, 700) and a.low.tolist() == [-2] and a.high.tolist() == [2]
+    assert a.config == cls("cpu", 3, 1, -2, 2, 700, hidden=[8], buffer_size=500, seed=4).config
+    with pytest.raises(agrl.InvalidArgError, match=rf"^{cls.__name__}.for_env: env.action_space Discrete\(2\) is "
+                                                   r"not a 1-D Box"):
+        cls.for_env("cpu", agrl.make("cartpole"))
+    gym = pytest.importorskip("gymnasium")
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make("MountainCarContinuous-v0") for _ in range(2)])
+    a = cls.for_env("cpu", vec, hidden=[8], buffer_size=500)
+    assert (a.obs_dim, a.act_dim, a.config["n_envs"]) == (2, 1, 2)
+    assert a.low.tolist() == [-1] and a.high.tolist() == [1]
+    with pytest.raises(agrl.InvalidArgError, match=r"n_envs = 1, but the vector environment has 2 copies"):
+        cls.for_env("cpu", vec, buffer_size=500, n_envs=1)
+    # one step of every copy, stored side by side
+    obs, _ = vec.reset(seed=3)
+    act = a.act(obs, explore=True)
+    nxt, rew, term, trunc, _ = vec.step(act)
+    a.store(obs, act, rew, nxt, term.astype(np.int32), trunc.astype(np.int32))
+    assert a.stored == 2
+    vec.close()
+    cart = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
+    with pytest.raises(agrl.InvalidArgError, match=r"env.single_action_space Discrete\(2\) is not a 1-D Box"):
+        cls.for_env("cpu", cart)
+    cart.close()
+
+
 def test_learn_refuses_a_gymnasium_vector_env():
     gym = pytest.importorskip("gymnasium")
     vec = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(3)])
