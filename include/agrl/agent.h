@@ -84,13 +84,18 @@ typedef struct ag_dqn_config {
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
  * network, target copy every 10 environment steps, 16% of the run
  * exploring, gradients clipped at 10), with the changes that made it solve
- * CartPole-v1 (mean return of 20 episodes >= 475) within 50,000 steps on
- * the tuning seeds 6-19 on the CPU (14 of 14): Double DQN, Adam at 7e-4,
- * batches of 128, final epsilon 0.01, 5-step returns, and 32 gradient
- * steps every 64 environment steps (the zoo's 128 every 256: as many
- * updates, in smaller phases). With one-step targets the same settings
- * solved 1 of 5 of seeds 0-4 within 50,000 steps, 3-step returns 10 of 12
- * of seeds 0-11. */
+ * CartPole-v1 (mean return of 20 episodes >= 475) within 50,000 steps:
+ * Double DQN, Adam at 7e-4, batches of 128, final epsilon 0.01, 5-step
+ * returns, and 64 gradient steps every 64 environment steps (twice the
+ * updates of the zoo's 128 every 256). They were tuned with 8 environment
+ * copies (n_envs = 8, what agrl train steps; n_envs here is 1, one copy)
+ * on seeds 0-19 on the H200 (19 of 20 solved); seeds 100-119 then solved
+ * 20 of 20 on the H200 and 19 of 20 on the CPU
+ * (bench/results/2026-12-01-gpu-accept-dqn-cartpole-defaults,
+ * bench/results/2026-12-01-cpu-accept-dqn-cartpole). The earlier defaults
+ * (one copy, 32 gradient steps every 64) solved 18 (H200) and 17 (CPU) of
+ * those seeds; with them on the CPU, one-step targets solved 1 of 5 of
+ * seeds 0-4 and 3-step returns 10 of 12 of seeds 0-11. */
 AG_API ag_dqn_config ag_dqn_defaults(void);
 
 typedef struct ag_dqn ag_dqn;
