@@ -44,13 +44,11 @@ struct ag_dqn {
   size_t run_state_n;
 };
 
-/* The ranges of n_step and n_envs (agent.h, ac.h), and the largest table
- * prioritized replay takes: ag_per_create refuses a capacity above
- * INT32_MAX (its indices are i32), checked by ag_dqn_create before the
- * table is made. */
+/* The ranges of n_step and n_envs (agent.h, ac.h). The largest table
+ * prioritized replay takes is replay.h's AG_PER_MAX_CAPACITY, which
+ * ag_dqn_create checks before the table is made. */
 #define AG__MAX_N_STEP 64
 #define AG__MAX_N_ENVS ((int64_t)1 << 20)
-#define AG__PER_MAX_CAPACITY ((int64_t)INT32_MAX)
 
 /* The checks of ag_dqn_create on a configuration; `fn` names the call. */
 ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn);

@@ -105,11 +105,11 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..%d", fn, c->n_step, AG__MAX_N_STEP);
   if (c->n_envs < 1 || c->n_envs > AG__MAX_N_ENVS)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_envs = %lld must be in 1..2^20", fn, (long long)c->n_envs);
-  if (c->per && c->buffer_size > AG__PER_MAX_CAPACITY)
+  if (c->per && c->buffer_size > AG_PER_MAX_CAPACITY)
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "%s: buffer_size = %lld with per = 1: prioritized replay takes tables of at most %lld "
                     "transitions",
-                    fn, (long long)c->buffer_size, (long long)AG__PER_MAX_CAPACITY);
+                    fn, (long long)c->buffer_size, (long long)AG_PER_MAX_CAPACITY);
   return AG_OK;
 }
 
