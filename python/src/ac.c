@@ -88,7 +88,7 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_ac_algo algo, ag_ac_co
       agpy_cfg_get(st, cfg, "gradient_steps", "L", &c->gradient_steps, who) ||
       agpy_cfg_get(st, cfg, "policy_delay", "i", &c->policy_delay, who) ||
       agpy_cfg_get(st, cfg, "alpha", "f", &c->alpha, who) ||
-      agpy_cfg_get(st, cfg, "autotune", "p", &c->autotune, who) ||
+      agpy_cfg_get(st, cfg, "autotune", "b", &c->autotune, who) ||
       agpy_cfg_get(st, cfg, "expl_noise", "f", &c->expl_noise, who) ||
       agpy_cfg_get(st, cfg, "target_noise", "f", &c->target_noise, who) ||
       agpy_cfg_get(st, cfg, "noise_clip", "f", &c->noise_clip, who) ||
@@ -96,7 +96,7 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_ac_algo algo, ag_ac_co
       agpy_cfg_get(st, cfg, "n_step", "i", &c->n_step, who) ||
       agpy_cfg_get(st, cfg, "n_envs", "L", &c->n_envs, who) ||
       agpy_cfg_get(st, cfg, "seed", "K", &c->seed, who) ||
-      agpy_cfg_get(st, cfg, "fused", "p", &c->fused, who))
+      agpy_cfg_get(st, cfg, "fused", "b", &c->fused, who))
     return -1;
   return 0;
 }

@@ -3,6 +3,8 @@
  * (a value of the wrong type, or one outside the C type, raises naming the
  * key). A value out of its field's range is left for the C library's check,
  * whose message names the field. */
+#include <math.h>
+
 #include "agrl_py.h"
 
 int agpy_cfg_keys(agpy_state *st, PyObject *cfg, const char *const *known, const char *who,
@@ -27,17 +29,36 @@ int agpy_cfg_keys(agpy_state *st, PyObject *cfg, const char *const *known, const
   return 0;
 }
 
-/* kind: as agpy_convert's, and 'f' a float (a double rounded) */
+/* kind: as agpy_convert's, 'f' a float (a double rounded to one), 'b' a bool
+ * field (True / False, or an int that the C library checks) */
 int agpy_cfg_get(agpy_state *st, PyObject *cfg, const char *key, const char *kind, void *out,
                  const char *who) {
   if (!cfg || cfg == Py_None) return 0;
   PyObject *v = PyDict_GetItemString(cfg, key);
   if (!v) return 0;
-  if (kind[0] == 'f') {
+  if (kind[0] == 'f') { /* a float field: a value float cannot hold is refused, not rounded to 0 or inf */
     double d;
     if (agpy_convert(st, who, key, v, "d", &d)) return -1;
-    *(float *)out = (float)d;
+    const float f = (float)d;
+    if (isfinite(d) && (isinf(f) || (f == 0.0f && d != 0.0))) {
+      char num[32];
+      PyOS_snprintf(num, sizeof num, "%g", d);
+      agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: %s = %s is beyond a float's range", who, key, num);
+      return -1;
+    }
+    *(float *)out = f;
     return 0;
+  }
+  if (kind[0] == 'b') { /* a 0 / 1 field: a bool, or an int the C library checks */
+    if (PyBool_Check(v)) {
+      *(int *)out = v == Py_True;
+      return 0;
+    }
+    if (!PyLong_Check(v) && !PyIndex_Check(v)) {
+      PyErr_Format(PyExc_TypeError, "%s: %s must be a bool, not %.80s", who, key, Py_TYPE(v)->tp_name);
+      return -1;
+    }
+    return agpy_convert(st, who, key, v, "i", out);
   }
   return agpy_convert(st, who, key, v, kind, out);
 }

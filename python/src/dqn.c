@@ -71,10 +71,10 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
       agpy_cfg_get(st, cfg, "eps_start", "f", &c->eps_start, who) ||
       agpy_cfg_get(st, cfg, "eps_end", "f", &c->eps_end, who) ||
       agpy_cfg_get(st, cfg, "max_grad_norm", "f", &c->max_grad_norm, who) ||
-      agpy_cfg_get(st, cfg, "double_dqn", "p", &c->double_dqn, who) ||
-      agpy_cfg_get(st, cfg, "huber", "p", &c->huber, who) ||
-      agpy_cfg_get(st, cfg, "fused", "p", &c->fused, who) ||
-      agpy_cfg_get(st, cfg, "per", "p", &c->per, who) ||
+      agpy_cfg_get(st, cfg, "double_dqn", "b", &c->double_dqn, who) ||
+      agpy_cfg_get(st, cfg, "huber", "b", &c->huber, who) ||
+      agpy_cfg_get(st, cfg, "fused", "b", &c->fused, who) ||
+      agpy_cfg_get(st, cfg, "per", "b", &c->per, who) ||
       agpy_cfg_get(st, cfg, "per_alpha", "f", &c->per_alpha, who) ||
       agpy_cfg_get(st, cfg, "per_beta", "f", &c->per_beta, who) ||
       agpy_cfg_get(st, cfg, "per_eps", "f", &c->per_eps, who) ||
