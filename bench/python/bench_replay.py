@@ -82,7 +82,7 @@ WORKS = {  # row key -> (work name, label)
     "door": [("sample_torch_out_b256_1m", "sample(256, out=) into torch"),
              ("sample_torch_b256_1m", "agrl.torch sample(256): new tensors"),
              ("sample_cupy_out_b256_1m", "sample(256, out=) into CuPy"),
-             ("sample_jax_b256_1m", "agrl.jax sample(256): packed arrays"),
+             ("sample_jax_b256_1m", "agrl.jax sample(256): one array"),
              ("per_torch_b256_1m", "PER sample + update, torch"),
              ("update_torch_b256", "update_priorities(256), torch"),
              ("update_numpy_b256", "update_priorities(256), numpy"),
@@ -330,11 +330,12 @@ def bench_door(run, np, data, dev, torch, ctx):
         assert np.array_equal(np.asarray(u["obs"]), data["obs"][ji]), "agrl.jax rows differ"
         run.time("agrl", "sample_jax_b256_1m", lambda i: jb.sample(B), lambda last=None: (
             ctx.sync(), jax.block_until_ready(last) if last is not None else None),
-            f"agrl.jax: sample(256): {len(p)} JAX arrays (one a dtype), unpacked inside jit")
+            f"agrl.jax: sample(256): {len(p)} JAX array (whole rows of bytes), unpacked inside jit")
         jb.free()
     except ImportError as e:
         run.gone("agrl", f"sample_jax_b256_1m: jax does not import: {e}")
     rb.free()
+    del rb
     per = at.ReplayBuffer(ctx, N, spec, prioritized=True, alpha=ALPHA, beta=BETA, seed=7)
     for c in chunks(data):
         per.add(**c)
@@ -359,13 +360,14 @@ def bench_door(run, np, data, dev, torch, ctx):
              f"update_priorities(torch int64, torch float32) of 256, {SETS} sets in turn")
     run.time("agrl", "update_numpy_b256", lambda i: per.update_priorities(nidx[i % SETS], nprio[i % SETS]), both,
              f"update_priorities(numpy int64, numpy float32) of 256, {SETS} sets in turn")
-    t1 = {k: torch.as_tensor(v, device=tdev) for k, v in one(data, 9).items()}
-    pos = per.position
-    per.add(**t1)
-    assert per.position == (pos + 1) % N
-    run.time("agrl", "add_1_torch", lambda i: per.add(**t1), both,
-             "add(**5 torch tensors of one transition) on the table's device")
     per.free()
+    ub = agrl.ReplayBuffer(ctx, N, spec, seed=8)  # uniform, as add_1_mujoco_host's table
+    t1 = {k: torch.as_tensor(v, device=tdev) for k, v in one(data, 9).items()}
+    ub.add(**t1)
+    assert ub.position == 1 and np.array_equal(ub.gather([0])["obs"].numpy()[0], one(data, 9)["obs"])
+    run.time("agrl", "add_1_torch", lambda i: ub.add(**t1), both,
+             "add(**5 torch tensors of one transition) on the table's device")
+    ub.free()
 
 
 # ---------------------------------------------------------------- TorchRL

@@ -169,19 +169,19 @@ class _Replay:
         beta: Optional[float],
         importer: Callable[[Any], Any],
         stream: Optional[int] = None,
-        packed: bool = False,
+        packed: int = 0,
         index_dtype: Optional[_Dtype] = None,
         narrow: bool = False,
     ) -> Dict[str, Any]: ...
     def _packed_layout(
-        self, index_dtype: Optional[_Dtype] = None, narrow: bool = False
+        self, index_dtype: Optional[_Dtype] = None, narrow: bool = False, bytes: bool = False
     ) -> List[Tuple[str, str, int, int, Tuple[int, ...]]]: ...
     def _gather_import(
         self,
         indices: _Array,
         importer: Callable[[Any], Any],
         stream: Optional[int] = None,
-        packed: bool = False,
+        packed: int = 0,
         index_dtype: Optional[_Dtype] = None,
         narrow: bool = False,
     ) -> Dict[str, Any]: ...

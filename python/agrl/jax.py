@@ -4,13 +4,14 @@ Imported only by those who have JAX (``import agrl`` never imports it).
 
 JAX arrays are immutable, so a batch cannot be written into arrays the
 caller keeps (``sample(out=...)``); each batch is new memory handed to JAX.
-Each array JAX imports costs it several microseconds, so
-:meth:`ReplayBuffer.sample` hands over one array per dtype: the fields of one
-dtype side by side as columns of a ``(B, width)`` array (``"f32"`` holds obs,
-action, reward ... and, prioritized, the weights; ``"i32"`` the indices), and
-:meth:`ReplayBuffer.unpack` takes them apart into the fields. ``unpack`` is
-a pure function of JAX arrays: call it inside your jitted update, where the
-slices cost nothing::
+Each array JAX imports costs it many microseconds, so
+:meth:`ReplayBuffer.sample` hands over one array a batch: ``{"bytes": (B,
+row_bytes) uint8}``, each transition's fields (and its index and, prioritized,
+its weight) side by side in one row, each at a byte offset aligned to its
+dtype (:meth:`layout`), and :meth:`ReplayBuffer.unpack` takes a row apart
+into the fields (slices and bit casts, little-endian as every device agrl
+runs on). ``unpack`` is a pure function of JAX arrays: call it inside your
+jitted update, where it costs nothing::
 
     rb = agrl.jax.ReplayBuffer(ctx, 1_000_000, fields)
     @jax.jit
@@ -41,6 +42,7 @@ from .replay import ReplayBuffer as _ReplayBuffer
 __all__ = ["ReplayBuffer", "device_of"]
 
 _KDL_CPU, _KDL_CUDA = 1, 2
+_JNP = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "u8": "uint8", "i32": "int32", "i64": "int64"}
 
 
 def device_of(ctx: _agrl.Context) -> Any:
@@ -105,13 +107,13 @@ class ReplayBuffer(_ReplayBuffer):
         self._narrow = not x64
         self._index_dtype = "i64" if x64 or self.capacity > 2**31 - 1 else "i32"
         self._layout: List[Tuple[str, str, int, int, Tuple[int, ...]]] = self._packed_layout(
-            self._index_dtype, self._narrow)
+            self._index_dtype, self._narrow, True)
 
     def sample(self, batch_size: int, beta: Optional[float] = None) -> Dict[str, jax.Array]:  # type: ignore[override]
-        """``batch_size`` transitions drawn on the device, packed by dtype:
-        ``{"f32": (B, width), "i32": (B, width), ...}`` (see
-        :meth:`layout`); :meth:`unpack` takes them apart."""
-        return self._sample_import(batch_size, beta, self._import, self._stream, True, self._index_dtype, self._narrow)
+        """``batch_size`` transitions drawn on the device as one array,
+        ``{"bytes": (B, row_bytes) uint8}`` (see :meth:`layout`);
+        :meth:`unpack` takes it apart."""
+        return self._sample_import(batch_size, beta, self._import, self._stream, 2, self._index_dtype, self._narrow)
 
     def sample_fields(self, batch_size: int, beta: Optional[float] = None) -> Dict[str, jax.Array]:
         """The same draw as one array a field (and "indices", "weights"):
@@ -120,16 +122,23 @@ class ReplayBuffer(_ReplayBuffer):
                                    self._narrow)
 
     def layout(self) -> List[Tuple[str, str, int, int, Tuple[int, ...]]]:
-        """[(key, dtype group, first column, width, shape)] of the packed
-        batch: key's values are columns first .. first + width - 1 of the
-        group's array, reshaped to (B, *shape)."""
+        """[(key, dtype, first byte, width, shape)] of the packed batch: key's
+        ``width`` values of ``dtype`` start at byte ``first`` of each row, and
+        come back as (B, *shape)."""
         return list(self._layout)
 
     def unpack(self, packed: Dict[str, jax.Array]) -> Dict[str, jax.Array]:
-        """The fields (and "indices", "weights") of a packed batch; slices
-        and reshapes only, for use inside jax.jit."""
+        """The fields (and "indices", "weights") of a packed batch: slices,
+        bit casts and reshapes, for use inside jax.jit."""
+        rows = packed["bytes"]
+        b = rows.shape[0]
         out: Dict[str, jax.Array] = {}
-        for key, group, first, width, shape in self._layout:
-            a = packed[group][:, first : first + width]
-            out[key] = jnp.reshape(a, (a.shape[0],) + tuple(shape))
+        for key, dtype, first, width, shape in self._layout:
+            dt = jnp.dtype(_JNP[dtype])
+            a = rows[:, first : first + width * dt.itemsize]
+            if dt.itemsize > 1:
+                a = jax.lax.bitcast_convert_type(jnp.reshape(a, (b, width, dt.itemsize)), dt)
+            elif dt != jnp.uint8:
+                a = jax.lax.bitcast_convert_type(a, dt)
+            out[key] = jnp.reshape(a, (b,) + tuple(shape))
         return out

@@ -181,8 +181,9 @@ typedef struct agpy_in {
   void *managed;
   int versioned;
   void *tmp;
-  PyObject *held; /* a torch tensor read in place (strong) */
-  void *stream;   /* its framework's current stream (device inputs of torch) */
+  PyObject *held;  /* a torch tensor read in place (strong) */
+  void *stream;    /* its framework's current stream (device inputs of torch) */
+  int stream_done; /* another input of the same stream does the release's wait */
 } agpy_in;
 
 /* Reads obj; `what` names it in messages. ctx: the context device data
@@ -191,6 +192,8 @@ int agpy_in_get(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const c
 /* Lets go of the input: at once (host data, or nothing queued reads it),
  * or after the work queued on ctx so far (device data). */
 void agpy_in_release(agpy_in *in, ag_ctx *ctx_or_null);
+/* agpy_in_release of n inputs, with one wait a framework stream. */
+void agpy_in_release_all(agpy_in *in, int n, ag_ctx *ctx_or_null);
 /* Orders ctx's queue after the producers of device inputs (their
  * framework's current streams), before the work that reads them. */
 int agpy_in_order(agpy_state *st, ag_ctx *ctx, agpy_in *in, int n);

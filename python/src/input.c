@@ -50,11 +50,21 @@ static void run_deferred(void *arg) {
   free(d);
 }
 
+void agpy_in_release_all(agpy_in *in, int n, ag_ctx *ctx) {
+  /* one wait per framework stream, however many of its tensors were read */
+  for (int i = 0; i < n; i++) {
+    if (!in[i].held || !in[i].on_device) continue;
+    for (int j = i + 1; j < n; j++)
+      if (in[j].held && in[j].on_device && in[j].stream == in[i].stream) in[j].stream_done = 1;
+  }
+  for (int i = 0; i < n; i++) agpy_in_release(&in[i], ctx);
+}
+
 void agpy_in_release(agpy_in *in, ag_ctx *ctx) {
   if (in->held) {
     /* the framework's stream waits for agrl's reads: memory it frees and
      * reuses on that stream is written only after them */
-    if (in->on_device && ctx) ag_stream_wait_ctx(ctx, in->stream);
+    if (in->on_device && ctx && !in->stream_done) ag_stream_wait_ctx(ctx, in->stream);
     Py_CLEAR(in->held);
   }
   if (in->has_view) PyBuffer_Release(&in->view);

@@ -20,6 +20,7 @@
 
 typedef struct agpy_field {
   PyObject *name; /* str */
+  char what[80];  /* "ReplayBuffer.add: field '<name>'", for messages */
   int64_t width, row0;
   int n_inner;
   int64_t inner[5];
@@ -233,6 +234,7 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
     if (!ok) break;
     f->name = Py_NewRef(name);
     PyUnicode_InternInPlace(&f->name);
+    PyOS_snprintf(f->what, sizeof f->what, "ReplayBuffer.add: field '%s'", PyUnicode_AsUTF8(name));
     f->row0 = row0;
     row0 += f->width;
     r->n_fields = (int)i + 1;
@@ -337,10 +339,9 @@ static PyObject *rp_add(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
   int device = 0, got = 0;
   int64_t k = -1;
   PyObject *ret = NULL;
-  char what[96];
   for (int i = 0; i < n; i++) {
     const agpy_field *f = &r->fields[i];
-    PyOS_snprintf(what, sizeof what, "ReplayBuffer.add: field '%s'", PyUnicode_AsUTF8(f->name));
+    const char *what = f->what;
     if (agpy_in_get(r->st, ctx, val[i], &in[i], what)) goto done;
     got = i + 1;
     int64_t ki = transitions(f, &in[i]);
@@ -382,10 +383,8 @@ static PyObject *rp_add(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
   else
     ret = Py_NewRef(Py_None);
 done:
-  for (int i = 0; i < got; i++) {
-    free(scratch[i]);
-    agpy_in_release(&in[i], ctx);
-  }
+  agpy_in_release_all(in, got, ctx);
+  for (int i = 0; i < got; i++) free(scratch[i]);
   return ret;
 }
 
@@ -541,6 +540,9 @@ typedef struct packed_layout {
   int64_t col[AGPY_MAX_DST];
   ag_dtype gdt[AGPY_MAX_DST];
   int64_t gwidth[AGPY_MAX_DST];
+  /* the bytes layout: every destination in one row of row_bytes (a
+   * multiple of 8), destination k from byte boff[k], aligned to its dtype */
+  int64_t boff[AGPY_MAX_DST], row_bytes;
 } packed_layout;
 
 static void packed_of(const agpy_replay *r, ag_dtype index_dt, int narrow, packed_layout *L) {
@@ -559,6 +561,15 @@ static void packed_of(const agpy_replay *r, ag_dtype index_dt, int narrow, packe
     L->col[k] = L->gwidth[g];
     L->gwidth[g] += w;
   }
+  int64_t at = 0;
+  for (int k = 0; k < L->n; k++) {
+    const int64_t es = (int64_t)ag_dtype_size(L->dst[k].dtype);
+    const int64_t w = L->dst[k].field >= 0 ? r->fields[L->dst[k].field].width : 1;
+    at = (at + es - 1) / es * es;
+    L->boff[k] = at;
+    at += w * es;
+  }
+  L->row_bytes = (at + 7) / 8 * 8;
 }
 
 static int parse_index_dtype(agpy_replay *r, PyObject *o, ag_dtype *out) {
@@ -582,9 +593,9 @@ static int parse_index_dtype(agpy_replay *r, PyObject *o, ag_dtype *out) {
 static PyObject *rp_packed_layout(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames) {
   PyObject *ido = Py_None;
-  int narrow = 0;
-  const agpy_arg spec[] = {{"index_dtype", "O", &ido}, {"narrow", "p", &narrow}};
-  if (agpy_parse(r->st, "_packed_layout", args, nargs, kwnames, 0, spec, 2)) return NULL;
+  int narrow = 0, bytes = 0;
+  const agpy_arg spec[] = {{"index_dtype", "O", &ido}, {"narrow", "p", &narrow}, {"bytes", "p", &bytes}};
+  if (agpy_parse(r->st, "_packed_layout", args, nargs, kwnames, 0, spec, 3)) return NULL;
   if (!rp_get(r)) return NULL;
   ag_dtype idt;
   if (parse_index_dtype(r, ido, &idt)) return NULL;
@@ -598,9 +609,13 @@ static PyObject *rp_packed_layout(agpy_replay *r, PyObject *const *args, Py_ssiz
                                                  : r->st->s_weights;
     PyObject *shape = f >= 0 ? agpy_hidden_tuple(r->fields[f].inner, r->fields[f].n_inner) : PyTuple_New(0);
     const int64_t w = f >= 0 ? r->fields[f].width : 1;
-    PyObject *t = shape ? Py_BuildValue("(OsLLN)", key, ag_dtype_name(L.gdt[L.group[k]]), (long long)L.col[k],
-                                        (long long)w, shape)
-                        : NULL;
+    /* bytes: (key, its dtype, first byte, width, shape); else (key, its
+     * group's dtype, first column, width, shape) */
+    PyObject *t = !shape  ? NULL
+                  : bytes ? Py_BuildValue("(OsLLN)", key, ag_dtype_name(L.dst[k].dtype), (long long)L.boff[k],
+                                          (long long)w, shape)
+                          : Py_BuildValue("(OsLLN)", key, ag_dtype_name(L.gdt[L.group[k]]),
+                                          (long long)L.col[k], (long long)w, shape);
     if (!t) {
       Py_CLEAR(l);
       break;
@@ -628,11 +643,15 @@ static PyObject *import_batch(agpy_replay *r, int64_t B, double beta, ag_tensor 
     L.gwidth[g]--;
     if (L.gwidth[g] == 0) L.n_groups--;
   }
-  const int n_arr = packed ? L.n_groups : L.n;
+  const int bytes = packed == 2; /* one u8 array of whole rows */
+  const int n_arr = bytes ? 1 : packed ? L.n_groups : L.n;
   size_t aoff[AGPY_MAX_DST], need = 0;
   for (int a = 0; a < n_arr; a++) {
-    const int64_t w = packed ? L.gwidth[a] : L.dst[a].field >= 0 ? r->fields[L.dst[a].field].width : 1;
-    const ag_dtype dt = packed ? L.gdt[a] : L.dst[a].dtype;
+    const int64_t w = bytes                 ? L.row_bytes
+                      : packed              ? L.gwidth[a]
+                      : L.dst[a].field >= 0 ? r->fields[L.dst[a].field].width
+                                            : 1;
+    const ag_dtype dt = bytes ? AG_U8 : packed ? L.gdt[a] : L.dst[a].dtype;
     aoff[a] = need;
     need += agpy_align((size_t)(B * w) * ag_dtype_size(dt));
   }
@@ -641,7 +660,10 @@ static PyObject *import_batch(agpy_replay *r, int64_t B, double beta, ag_tensor 
   if (s) return agpy_raise(r->st, s);
   char *base = ag_block_data(blk);
   for (int k = 0; k < L.n; k++) {
-    if (packed) {
+    if (bytes) {
+      L.dst[k].data = base + L.boff[k];
+      L.dst[k].ld = L.row_bytes / (int64_t)ag_dtype_size(L.dst[k].dtype);
+    } else if (packed) {
       const int g = L.group[k];
       L.dst[k].data = base + aoff[g] + (size_t)L.col[k] * ag_dtype_size(L.gdt[g]);
       L.dst[k].ld = L.gwidth[g];
@@ -667,7 +689,11 @@ static PyObject *import_batch(agpy_replay *r, int64_t B, double beta, ag_tensor 
     shape[0] = B;
     PyObject *key = NULL;
     ag_dtype dt;
-    if (packed) {
+    if (bytes) {
+      shape[ndim++] = L.row_bytes;
+      dt = AG_U8;
+      key = PyUnicode_FromString("bytes");
+    } else if (packed) {
       shape[ndim++] = L.gwidth[a];
       dt = L.gdt[a];
       key = PyUnicode_FromString(ag_dtype_name(dt));
@@ -711,18 +737,20 @@ static int import_args(agpy_replay *r, PyObject *stream, PyObject *ido, void **c
   return 0;
 }
 
-/* _sample_import(batch_size, beta, importer, stream=None, packed=False,
+/* _sample_import(batch_size, beta, importer, stream=None, packed=0,
  * index_dtype=None, narrow=False): sample(B)'s batch made by importer
  * (e.g. torch.utils.dlpack.from_dlpack) from capsules, after `stream` (a
  * native handle, None: none) is ordered after the draw: the consumer's own
- * arrays without its __dlpack__ protocol's costs. */
+ * arrays without its __dlpack__ protocol's costs. packed: 0 an array an
+ * entry, 1 an array a dtype group, 2 one u8 array of whole rows
+ * (_packed_layout gives where each entry is). */
 static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames) {
   int64_t B;
   int packed = 0, narrow = 0;
   PyObject *betao = Py_None, *importer, *stream = Py_None, *ido = Py_None;
   const agpy_arg spec[] = {{"batch_size", "L", &B},  {"beta", "O", &betao},    {"importer", "O", &importer},
-                           {"stream", "O", &stream}, {"packed", "p", &packed}, {"index_dtype", "O", &ido},
+                           {"stream", "O", &stream}, {"packed", "i", &packed}, {"index_dtype", "O", &ido},
                            {"narrow", "p", &narrow}};
   if (agpy_parse(r->st, "sample", args, nargs, kwnames, 3, spec, 7)) return NULL;
   ag_replay *rep = rp_get(r);
@@ -1198,7 +1226,7 @@ static int indices_of(agpy_replay *r, PyObject *io, agpy_in *in, void **scratch,
   return -1;
 }
 
-/* _gather_import(indices, importer, stream=None, packed=False,
+/* _gather_import(indices, importer, stream=None, packed=0,
  * index_dtype=None, narrow=False): gather's batch made by importer, as
  * _sample_import makes sample's. */
 static PyObject *rp_gather_import(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
@@ -1206,7 +1234,7 @@ static PyObject *rp_gather_import(agpy_replay *r, PyObject *const *args, Py_ssiz
   int packed = 0, narrow = 0;
   PyObject *io, *importer, *stream = Py_None, *ido = Py_None;
   const agpy_arg spec[] = {{"indices", "O", &io},    {"importer", "O", &importer}, {"stream", "O", &stream},
-                           {"packed", "p", &packed}, {"index_dtype", "O", &ido},   {"narrow", "p", &narrow}};
+                           {"packed", "i", &packed}, {"index_dtype", "O", &ido},   {"narrow", "p", &narrow}};
   if (agpy_parse(r->st, "gather", args, nargs, kwnames, 2, spec, 6)) return NULL;
   if (!rp_get(r)) return NULL;
   void *consumer;
@@ -1331,6 +1359,7 @@ static PyObject *rp_update(agpy_replay *r, PyObject *const *args, Py_ssize_t nar
     const float *hp = hi ? agpy_in_as(r->st, &in[1], AG_F32, &s2, "update_priorities: priorities") : NULL;
     if (hp) {
       s = ag_per_update_host(r->per, hi, hp, in[0].numel);
+      ag_ctx_reset(ctx); /* its temporaries */
       if (s)
         agpy_raise(r->st, s);
       else
@@ -1339,8 +1368,7 @@ static PyObject *rp_update(agpy_replay *r, PyObject *const *args, Py_ssize_t nar
   }
   free(s1);
   free(s2);
-  agpy_in_release(&in[0], ctx);
-  agpy_in_release(&in[1], ctx);
+  agpy_in_release_all(in, 2, ctx);
   return ret;
 }
 
@@ -1487,6 +1515,7 @@ static PyObject *rp_load(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
       pf->n_inner = 1;
       pf->inner[0] = f.width;
       ok = (pf->name = PyUnicode_InternFromString(f.name)) != NULL;
+      PyOS_snprintf(pf->what, sizeof pf->what, "ReplayBuffer.add: field '%s'", f.name);
       r->n_fields = ok ? i + 1 : i;
     }
     if (!ok) {
@@ -1579,7 +1608,7 @@ static PyMethodDef rp_methods[] = {
         "caller's stream (torch's or CuPy's current stream, or `stream`) is ordered around the write."),
     AGPY_M(
         "_gather_import", rp_gather_import, AGPY_FAST,
-        "_gather_import($self, /, indices, importer, stream=None, packed=False, index_dtype=None, "
+        "_gather_import($self, /, indices, importer, stream=None, packed=0, index_dtype=None, "
         "narrow=False)\n--\n\ngather's batch made by importer(capsule), as _sample_import makes sample's."),
     AGPY_M("_sample_on", rp_sample_on, AGPY_FAST,
            "_sample_on($self, /, batch_size, beta, out, stream)\n--\n\n"
@@ -1589,12 +1618,12 @@ static PyMethodDef rp_methods[] = {
            "The transitions at `indices` (host indices: each in 0..len-1; device indices are clamped to the "
            "table), as sample's batch (no weights), or written into `out`."),
     AGPY_M("_sample_import", rp_sample_import, AGPY_FAST,
-           "_sample_import($self, /, batch_size, beta, importer, stream=None, packed=False, "
+           "_sample_import($self, /, batch_size, beta, importer, stream=None, packed=0, "
            "index_dtype=None, narrow=False)\n--\n\n"
            "sample(batch_size)'s batch, each entry (packed: each dtype group of _packed_layout) made by "
            "importer(capsule) once `stream` waits for it."),
     AGPY_M("_packed_layout", rp_packed_layout, AGPY_FAST,
-           "_packed_layout($self, /, index_dtype=None, narrow=False)\n--\n\n"
+           "_packed_layout($self, /, index_dtype=None, narrow=False, bytes=False)\n--\n\n"
            "[(key, group dtype, first column, width, shape)] of the packed batch's dtype groups."),
     AGPY_M("update_priorities", rp_update, AGPY_FAST,
            "update_priorities($self, /, indices, priorities)\n--\n\n"

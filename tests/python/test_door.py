@@ -194,6 +194,42 @@ def test_agrl_torch_batches_are_torch_tensors(device):
     ctx.free()
 
 
+@pytest.mark.skipif(agrl.cuda_device_count() == 0 and not REQUIRE_GPU, reason="no CUDA device")
+def test_sample_out_inside_a_torch_cuda_graph_draws_anew_at_each_replay():
+    torch = pytest.importorskip("torch")
+    import agrl.torch as at
+    ctx = agrl.Context("cuda")
+    rb = at.ReplayBuffer(ctx, 40, FIELDS, seed=9)
+    d = data(40)
+    rb.add(**d)
+    out = rb.empty_batch(16)
+    rb.sample(16, out=out)  # the warm-up outside the capture records agrl's step
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = out["obs"] * 2.0
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        rb.sample(16, out=out)
+        y = out["obs"] * 2.0 + out["reward"].reshape(16, 1, 1)
+    draws = []
+    for k in range(4):
+        if k == 2:  # an add between replays is ordered with torch's stream
+            d2 = data(40, seed=1)
+            rb.add(**d2)
+            d = {key: np.concatenate([d[key], d2[key]])[40:] for key in d}  # the ring now holds d2
+        g.replay()
+        torch.cuda.synchronize()
+        idx = out["indices"].cpu().numpy()
+        draws.append(tuple(idx))
+        check_rows({k2: v.cpu().numpy() for k2, v in out.items()}, d, idx)
+        want = d["obs"][idx] * 2.0 + d["reward"][idx].reshape(16, 1, 1)
+        assert np.allclose(y.cpu().numpy(), want)
+    assert len(set(draws)) == 4  # each replay drew anew
+    ctx.free()
+
+
 def test_agrl_torch_gives_a_tensordict_on_request():
     torch = pytest.importorskip("torch")
     tensordict = pytest.importorskip("tensordict")
@@ -216,7 +252,10 @@ def test_agrl_jax_packed_batches_unpack_to_the_fields():
     d = data(40)
     rb.add(**d)
     p = rb.sample(24)
-    assert sorted(p) == sorted({g for _, g, _, _, _ in rb.layout()})
+    assert list(p) == ["bytes"] and p["bytes"].dtype == np.uint8 and p["bytes"].shape[0] == 24
+    lay = rb.layout()
+    assert p["bytes"].shape[1] % 8 == 0 and all(first % np.dtype(NP.get(dt, np.int32)).itemsize == 0
+                                                 for _, dt, first, _, _ in lay)
     u = jax.jit(rb.unpack)(p)
     idx = np.asarray(u["indices"])
     for name, (shape, dt) in FIELDS.items():
