@@ -29,7 +29,14 @@ actions in the action space's (float64 cast to float32, as SB3 does),
 rewards and dones float32 ``(B, 1)``. Each call returns new tensors (a
 caller may keep a batch); ``reuse_batches=True`` writes every batch of one
 size into the same tensors instead (faster; an earlier batch is then
-overwritten by the next ``sample``).
+overwritten by the next ``sample``). With ``env`` (SB3 passes its
+VecNormalize), a plain VecNormalize's arithmetic runs on the device in
+float64, giving SB3's values bit for bit; a VecNormalize whose
+normalization is overridden is called on host copies, as SB3 calls it.
+
+Not provided: a prioritized variant. SB3's algorithms neither read
+importance weights nor call ``update_priorities``, so priorities would
+stay equal and the draw uniform.
 
 Differences from SB3's buffer, all of storage:
 
@@ -188,6 +195,12 @@ class ReplayBuffer(_SB3ReplayBuffer):
         numpy's global generator (which SB3's ``set_random_seed`` seeds).
     :param reuse_batches: return every batch of one size in the same
         tensors (overwritten by the next sample) instead of new ones.
+
+    Beside SB3's attributes: ``table`` (the f32 :class:`agrl.torch.ReplayBuffer`
+    that is sampled: actions, rewards, flags and, when it holds them, the
+    observations), ``obs_table`` (the observations' table, or None),
+    ``last_indices`` (the columns of ``table`` the last ``sample`` drew) and
+    :meth:`positions` (SB3's step row and environment of columns).
     """
 
     table: _Table
