@@ -195,6 +195,11 @@ class ReplayBuffer(_SB3ReplayBuffer):
         numpy's global generator (which SB3's ``set_random_seed`` seeds).
     :param reuse_batches: return every batch of one size in the same
         tensors (overwritten by the next sample) instead of new ones.
+    :param stage_steps: steps that ``add`` keeps in host arrays before it
+        sends them to the device in one call (sooner when something reads
+        the tables: ``sample``, ``flush()``, ...); 0 sends each step at once.
+        By default 64 on CUDA (one upload for many small adds) and 0 on the
+        CPU.
 
     Beside SB3's attributes: ``table`` (the f32 :class:`agrl.torch.ReplayBuffer`
     that is sampled: actions, rewards, flags and, when it holds them, the
@@ -203,8 +208,8 @@ class ReplayBuffer(_SB3ReplayBuffer):
     :meth:`positions` (SB3's step row and environment of columns).
     """
 
-    table: _Table
-    obs_table: Optional[_Table]
+    _table: _Table
+    _obs_table: Optional[_Table]
     last_indices: Optional[torch.Tensor]
 
     def __init__(
@@ -219,6 +224,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
         *,
         seed: Optional[int] = None,
         reuse_batches: bool = False,
+        stage_steps: Optional[int] = None,
     ) -> None:
         if isinstance(observation_space, spaces.Dict):
             raise NotImplementedError("agrl.sb3.ReplayBuffer: Dict observation spaces are not supported")
@@ -233,6 +239,9 @@ class ReplayBuffer(_SB3ReplayBuffer):
         self.handle_timeout_termination = handle_timeout_termination
         self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
         self.reuse_batches = bool(reuse_batches)
+        if stage_steps is not None and stage_steps < 0:
+            raise ValueError(f"stage_steps = {stage_steps} (give 0 or more)")
+        self.stage_steps = stage_steps
         obs_dtype = np.dtype(observation_space.dtype)
         act_dtype = np.dtype(self._maybe_cast_dtype(action_space.dtype))
         self._obs_np = obs_dtype  # SB3's dtypes
@@ -252,8 +261,11 @@ class ReplayBuffer(_SB3ReplayBuffer):
         self._act_field = _field_dtype(self._act_np)
         self._obs_torch = _torch_dtype(self._obs_np)
         self._act_torch = _torch_dtype(self._act_np)
-        self._obs_cast = self._obs_torch if _torch_dtype(np.dtype(_AGRL_TO_NP[self._obs_field])) != self._obs_torch else None
-        self._act_cast = self._act_torch if _torch_dtype(np.dtype(_AGRL_TO_NP[self._act_field])) != self._act_torch else None
+        # SB3's dtype when the stored one differs (float64, int8, bool, ...)
+        stored_obs = _torch_dtype(np.dtype(_AGRL_TO_NP[self._obs_field]))
+        stored_act = _torch_dtype(np.dtype(_AGRL_TO_NP[self._act_field]))
+        self._obs_cast = self._obs_torch if stored_obs != self._obs_torch else None
+        self._act_cast = self._act_torch if stored_act != self._act_torch else None
         self._obs_batch = (n, *shape)
         self._act_batch = (n, self.action_dim)
         self._zeros_n = np.zeros(n, dtype=np.float32)
@@ -275,11 +287,32 @@ class ReplayBuffer(_SB3ReplayBuffer):
         for name in _META_FIELDS:
             meta_fields[name] = ((1,), "f32")
         if self._single:
-            self.table = _Table(self._ctx, bs * n, {**obs_fields, **meta_fields}, storage="f32", seed=self.seed)
-            self.obs_table = None
+            self._table = _Table(self._ctx, bs * n, {**obs_fields, **meta_fields}, storage="f32", seed=self.seed)
+            self._obs_table = None
         else:
-            self.table = _Table(self._ctx, self._meta_rows * n, meta_fields, storage="f32", seed=self.seed)
-            self.obs_table = _Table(self._ctx, bs * n, obs_fields, storage=obs_storage, seed=self.seed)
+            self._table = _Table(self._ctx, self._meta_rows * n, meta_fields, storage="f32", seed=self.seed)
+            self._obs_table = _Table(self._ctx, bs * n, obs_fields, storage=obs_storage, seed=self.seed)
+        # steps added but not sent yet: host arrays of each table's fields
+        k = self.stage_steps if self.stage_steps is not None else (64 if dev.type == "cuda" else 0)
+        self._stage_cap = min(k, self._meta_rows, bs)
+        self._staged = 0
+        self._stage_obs: Dict[str, np.ndarray[Any, Any]] = {}
+        self._stage_meta: Dict[str, np.ndarray[Any, Any]] = {}
+        if self._stage_cap:
+            rows = self._stage_cap * n
+            for name, (fshape, fdtype) in obs_fields.items():
+                self._stage_obs[name] = np.zeros((rows, *fshape), dtype=_AGRL_TO_NP[fdtype])
+            for name, (fshape, fdtype) in meta_fields.items():
+                self._stage_meta[name] = np.zeros((rows, *fshape), dtype=_AGRL_TO_NP[fdtype])
+        # each step's views of them, in add()'s order
+        self._slots: List[Tuple[Any, ...]] = []
+        for k in range(self._stage_cap):
+            i, j = k * n, k * n + n
+            so, sm = self._stage_obs, self._stage_meta
+            self._slots.append((
+                so["obs"][i:j], so["next_obs"][i:j] if "next_obs" in so else None, sm["action"][i:j],
+                *(sm[name][i:j, 0] for name in _META_FIELDS),
+            ))
         # optimize_memory_usage: the next observation of the last step, on the
         # host, sent to the device by the first sample after it changed
         self._pending_host = np.zeros(self._obs_batch, dtype=_AGRL_TO_NP[self._obs_field])
@@ -311,7 +344,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
     @device.setter
     def device(self, value: Union[torch.device, str]) -> None:
         dev = torch.device(value)
-        if "table" not in self.__dict__:  # during construction
+        if "_table" not in self.__dict__:  # during construction
             self._device = dev
             return
         if _ctx_device(dev) == _ctx_device(self._device):
@@ -347,33 +380,27 @@ class ReplayBuffer(_SB3ReplayBuffer):
             if any(truncated):
                 to = np.array(truncated, dtype=np.float32)
                 eff = np.asarray(done, dtype=np.float32) * (1.0 - to)
-        if self._single:
-            self.table.add(
-                obs=obs,
-                next_obs=np.asarray(next_obs).reshape(self._obs_batch),
-                action=action,
-                reward=reward,
-                done=eff,
-                done_raw=done,
-                timeout=to,
-            )
+        next_obs = np.asarray(next_obs).reshape(self._obs_batch)
+        if self._stage_cap:
+            vo, vn, va, vr, vd, vdr, vt = self._slots[self._staged]
+            vo[...] = obs
+            if vn is not None:
+                vn[...] = next_obs
+            va[...] = action
+            vr[...] = reward
+            vd[...] = eff
+            vdr[...] = done
+            vt[...] = to
+            self._staged += 1
+        elif self._single:
+            self._table.add(obs=obs, next_obs=next_obs, action=action, reward=reward, done=eff, done_raw=done,
+                            timeout=to)
         else:
-            assert self.obs_table is not None
-            # the observations first: a failure there leaves both tables as
-            # they were
-            if self.optimize_memory_usage:
-                self.obs_table.add(obs=obs)
-            else:
-                self.obs_table.add(obs=obs, next_obs=np.asarray(next_obs).reshape(self._obs_batch))
-            try:
-                if self.buffer_size > 1 or not self.optimize_memory_usage:
-                    self.table.add(action=action, reward=reward, done=eff, done_raw=done, timeout=to)
-            except BaseException:
-                self._draw = self._draw_broken
-                raise
-            if self.optimize_memory_usage:
-                np.copyto(self._pending_host, np.asarray(next_obs).reshape(self._obs_batch), casting="unsafe")
-                self._pending_dirty = True
+            self._store({"obs": obs, "next_obs": next_obs},
+                        {"action": action, "reward": reward, "done": eff, "done_raw": done, "timeout": to})
+        if self.optimize_memory_usage:
+            np.copyto(self._pending_host, next_obs, casting="unsafe")
+            self._pending_dirty = True
         self._steps += 1
         if self._forced:
             base = self.pos * self.n_envs
@@ -383,9 +410,57 @@ class ReplayBuffer(_SB3ReplayBuffer):
         if self.pos == self.buffer_size:
             self.full = True
             self.pos = 0
+        if self._staged == self._stage_cap and self._staged:
+            self.flush()
+
+    def _store(self, obs: Dict[str, Any], meta: Dict[str, Any]) -> None:
+        """Sends steps to the tables: the observations' fields and the rest."""
+        if self._single:
+            self._table.add(**obs, **meta)
+            return
+        assert self._obs_table is not None
+        # the observations first: a failure there leaves both tables as they were
+        if self.optimize_memory_usage:
+            self._obs_table.add(obs=obs["obs"])
+        else:
+            self._obs_table.add(obs=obs["obs"], next_obs=obs["next_obs"])
+        try:
+            if self.buffer_size > 1 or not self.optimize_memory_usage:
+                self._table.add(**meta)
+        except BaseException:
+            self._draw = self._draw_broken
+            raise
+
+    def flush(self) -> None:
+        """Sends the steps ``add`` has kept on the host to the device (see
+        ``stage_steps``); every method that reads the tables calls it."""
+        k = self._staged * self.n_envs
+        if not k:
+            return
+        self._staged = 0
+        try:
+            self._store({name: a[:k] for name, a in self._stage_obs.items()},
+                        {name: a[:k] for name, a in self._stage_meta.items()})
+        except BaseException:
+            self._draw = self._draw_broken  # pos and full counted steps the tables lack
+            raise
+
+    @property
+    def table(self) -> _Table:
+        """The f32 table that is sampled (steps kept on the host sent first)."""
+        self.flush()
+        return self._table
+
+    @property
+    def obs_table(self) -> Optional[_Table]:
+        """The observations' table, or None when ``table`` holds them (steps
+        kept on the host sent first)."""
+        self.flush()
+        return self._obs_table
 
     def reset(self) -> None:
         """Empties the buffer (SB3's ``reset``): new, empty tables."""
+        self._staged = 0
         self._free()
         self.pos = 0
         self.full = False
@@ -400,6 +475,8 @@ class ReplayBuffer(_SB3ReplayBuffer):
         valid ones, as SB3's ``ReplayBufferSamples`` (observations,
         actions, next_observations, dones, rewards) on the device, normalized
         through `env` (a VecNormalize) as SB3 does."""
+        if self._staged:
+            self.flush()
         obs, nobs, b, flat = self._draw(batch_size)
         self.last_indices = b["indices"]
         done = b["done"]
@@ -418,32 +495,32 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
     def _batch(self, batch_size: int) -> Dict[str, torch.Tensor]:
         if not self.reuse_batches:
-            return self.table.sample(batch_size)
+            return self._table.sample(batch_size)
         outs = self._outs.get(batch_size)
         if outs is None:
-            mo = self.table.empty_batch(batch_size)
+            mo = self._table.empty_batch(batch_size)
             oo = None
-            if self.obs_table is not None:
+            if self._obs_table is not None:
                 rows = 2 * batch_size if self.optimize_memory_usage else batch_size
-                oo = self.obs_table.empty_batch(rows)
+                oo = self._obs_table.empty_batch(rows)
                 del oo["indices"]
             outs = self._outs[batch_size] = (mo, oo)
-        return self.table.sample(batch_size, out=outs[0])
+        return self._table.sample(batch_size, out=outs[0])
 
     def _gather_obs(self, idx: torch.Tensor, batch_size: int) -> Dict[str, torch.Tensor]:
-        assert self.obs_table is not None
+        assert self._obs_table is not None
         if self.reuse_batches:
             oo = self._outs[batch_size][1]
             assert oo is not None
-            self.obs_table.gather(idx, out=oo)
+            self._obs_table.gather(idx, out=oo)
             return oo
-        g = self.obs_table.gather(idx)
+        g = self._obs_table.gather(idx)
         return {k: _to_torch(g[k]) for k in ("obs", "next_obs") if k in g}
 
     def _draw_broken(self, batch_size: int) -> Tuple[Any, ...]:
         raise _agrl.StateError(
-            "agrl.sb3.ReplayBuffer: an add stored the observations but not the rest of the step, "
-            "so the tables no longer line up; reset() the buffer"
+            "agrl.sb3.ReplayBuffer: an add failed after the buffer had counted its steps (or stored "
+            "their observations only), so the tables no longer line up; reset() the buffer"
         )
 
     def _draw_single(self, batch_size: int) -> Tuple[Any, ...]:
@@ -502,6 +579,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
         """SB3's (batch_inds, env_indices) of columns of :attr:`table` (such
         as :attr:`last_indices`, the last sample's), as the buffer is now:
         the step row and the environment of each transition."""
+        self.flush()
         idx = torch.as_tensor(indices, device=self.device).long()
         flat = self._locate(idx)[0] if self.optimize_memory_usage else idx
         n = self.n_envs
@@ -542,6 +620,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
         """The transitions at SB3 step rows `batch_inds`, each of an
         environment drawn by numpy's global generator (SB3's
         ``_get_samples``)."""
+        self.flush()
         batch_inds = np.asarray(batch_inds, dtype=np.int64).reshape(-1)
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
         flat = batch_inds * self.n_envs + env_indices
@@ -549,15 +628,15 @@ class ReplayBuffer(_SB3ReplayBuffer):
             cols = self._columns_of(flat)
         else:
             cols = flat
-        size = len(self.table)
+        size = len(self._table)
         if cols.size == 0 or (cols < 0).any() or (cols >= size).any():
             raise IndexError("_get_samples: a row that holds no stored transition")
         idx = torch.from_numpy(cols).to(self.device)
-        b = {k: _to_torch(v) for k, v in self.table.gather(idx).items()}
+        b = {k: _to_torch(v) for k, v in self._table.gather(idx).items()}
         if self._single:
             obs, nobs = b["obs"], b["next_obs"]
         elif not self.optimize_memory_usage:
-            g = self.obs_table.gather(idx)  # type: ignore[union-attr]
+            g = self._obs_table.gather(idx)  # type: ignore[union-attr]
             obs, nobs = _to_torch(g["obs"]), _to_torch(g["next_obs"])
         else:
             nflat = ((batch_inds + 1) % self.buffer_size) * self.n_envs + env_indices
@@ -588,10 +667,10 @@ class ReplayBuffer(_SB3ReplayBuffer):
         """optimize_memory_usage: SB3's observations at flat positions: the
         table's, and the pending next observation at the row after the last
         step."""
-        assert self.obs_table is not None
+        assert self._obs_table is not None
         n = self.n_envs
         pend = (flat // n == self._steps % self.buffer_size) & (self._steps > 0)
-        g = self.obs_table.gather(np.where(pend, 0, flat))
+        g = self._obs_table.gather(np.where(pend, 0, flat))
         o = _to_torch(g["obs"]).cpu().numpy().copy()
         if pend.any():
             o[pend] = self._pending_host[(flat % n)[pend]]
@@ -628,22 +707,24 @@ class ReplayBuffer(_SB3ReplayBuffer):
                 t.add(**{name: np.ascontiguousarray(a[start:stop]) for name, a in arrays.items()})
 
     def _dump(self) -> Dict[str, Any]:
+        self.flush()
         return {
-            "table": self._dump_table(self.table),
-            "obs_table": None if self.obs_table is None else self._dump_table(self.obs_table),
+            "table": self._dump_table(self._table),
+            "obs_table": None if self._obs_table is None else self._dump_table(self._obs_table),
             "pending": self._pending_host.copy(),
         }
 
     def _restore(self, dump: Dict[str, Any]) -> None:
-        self._restore_table(self.table, dump["table"])
-        if self.obs_table is not None and dump["obs_table"] is not None:
-            self._restore_table(self.obs_table, dump["obs_table"])
+        self._restore_table(self._table, dump["table"])
+        if self._obs_table is not None and dump["obs_table"] is not None:
+            self._restore_table(self._obs_table, dump["obs_table"])
         self._pending_host[...] = dump["pending"]
         self._pending_dirty = True
 
     def _read_back(self) -> Dict[str, np.ndarray[Any, Any]]:
         """SB3's arrays (n_steps, n_envs, ...) from the device, zeros where no
         valid transition is stored."""
+        self.flush()
         bs, n = self.buffer_size, self.n_envs
         total = bs * n
         out: Dict[str, np.ndarray[Any, Any]] = {
@@ -655,7 +736,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
         }
         if not self.optimize_memory_usage:
             out["next_observations"] = np.zeros((total, *self.obs_shape), dtype=self._obs_np)
-        meta = self._dump_table(self.table)
+        meta = self._dump_table(self._table)
         cols = np.arange(meta["size"], dtype=np.int64)
         if self.optimize_memory_usage:
             if self.buffer_size < 2:
@@ -674,8 +755,8 @@ class ReplayBuffer(_SB3ReplayBuffer):
             out["observations"][flat] = a["obs"]
             out["next_observations"][flat] = a["next_obs"]
         else:
-            assert self.obs_table is not None
-            o = self._dump_table(self.obs_table)["arrays"]
+            assert self._obs_table is not None
+            o = self._dump_table(self._obs_table)["arrays"]
             ocols = np.arange(len(o["obs"]))
             out["observations"][ocols] = o["obs"]
             if self.optimize_memory_usage:
@@ -695,8 +776,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
     def __getstate__(self) -> Dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k in _KEPT}
-        for k in ("table", "obs_table", "last_indices"):
-            state.pop(k, None)
+        state.pop("last_indices", None)
         state["_device"] = str(self._device)
         state["_agrl_dump"] = self._dump()
         state["_agrl_state_version"] = _STATE_VERSION
@@ -761,4 +841,4 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
 
 # private attributes that are configuration (pickled); the rest is rebuilt
-_KEPT = frozenset({"_obs_np", "_act_np", "_steps", "_forced"})
+_KEPT = frozenset({"_obs_np", "_act_np", "_steps", "_forced"})  # noqa: E305

@@ -133,7 +133,8 @@ def _check_contents(a, s):
         o = {k: _np(v) for k, v in a.obs_table.gather(idx).items()} if n else {}
         if n:
             np.testing.assert_array_equal(o["obs"], _stored(s, s.observations[rows, envs]).astype(o["obs"].dtype))
-            np.testing.assert_array_equal(o["next_obs"], _stored(s, s.next_observations[rows, envs]).astype(o["obs"].dtype))
+            ref_next = _stored(s, s.next_observations[rows, envs])
+            np.testing.assert_array_equal(o["next_obs"], ref_next.astype(o["obs"].dtype))
     else:  # one observation per step; row pos holds the last step's next observation
         m = len(a.obs_table)
         if m:
@@ -173,21 +174,23 @@ def _check_sample(a, s, B, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("stage", [None, 0, 5])
 @pytest.mark.parametrize("opt,handle", MODES)
 @pytest.mark.parametrize("n_envs", [1, 3])
 @pytest.mark.parametrize("act", list(ACT))
 @pytest.mark.parametrize("obs", list(OBS))
-def test_contents_and_samples_match_sb3(obs, act, n_envs, opt, handle, device):
+def test_contents_and_samples_match_sb3(obs, act, n_envs, opt, handle, stage, device):
+    """stage: steps add() keeps on the host (None: the device's default)."""
     rng = np.random.default_rng(hash((obs, act, n_envs, opt, handle)) % 2**32)
-    a, s = _pair(OBS[obs], ACT[act], 24, n_envs, opt, handle, device, seed=7)
+    a, s = _pair(OBS[obs], ACT[act], 24, n_envs, opt, handle, device, seed=7, stage_steps=stage)
     with pytest.raises(agrl.Error):
         a.sample(4)
     bs = s.buffer_size
     # partly filled, exactly full, then wrapped around the ring twice over
     for steps in (3, bs - 3, 1, 2 * bs + 1):
         _feed(a, s, steps, rng)
-        _check_contents(a, s)
         _check_sample(a, s, 64, device)
+        _check_contents(a, s)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -205,6 +208,22 @@ def test_sampling_covers_the_valid_transitions_uniformly(opt, handle, device):
             counts[p] += 1
     mean = 5 * B / len(valid)
     assert min(counts.values()) > 0.7 * mean and max(counts.values()) < 1.3 * mean
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opt,handle", MODES)
+def test_staged_steps_are_sampled(opt, handle, device):
+    """Steps add() keeps on the host reach the device before a draw."""
+    rng = np.random.default_rng(43)
+    a, s = _pair(OBS["img"], ACT["box"], 100, 2, opt, handle, device, stage_steps=20)
+    _feed(a, s, 7, rng)
+    assert a._staged == 7
+    rows, envs = _check_sample(a, s, 512, device)
+    assert set(zip(rows.tolist(), envs.tolist())) == _valid(s)
+    _feed(a, s, 23, rng)  # the stage filled after 20 and add() sent it
+    assert a._staged == 3 and len(a._table) == 2 * 27
+    _check_sample(a, s, 512, device)
+    _check_contents(a, s)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -274,8 +293,8 @@ def test_vec_normalize_as_sb3(obs, norm_obs, norm_reward, cls, device):
     ref_next = s._normalize_obs(s.next_observations[rows, envs], env)
     ref_rew = s._normalize_reward(s.rewards[rows, envs].reshape(-1, 1), env)
     y = s.sample(128, env=env)
-    for got, ref, other in ((x.observations, ref_obs, y.observations), (x.next_observations, ref_next, y.next_observations),
-                            (x.rewards, ref_rew, y.rewards)):
+    for got, ref, other in ((x.observations, ref_obs, y.observations),
+                            (x.next_observations, ref_next, y.next_observations), (x.rewards, ref_rew, y.rewards)):
         assert (got.dtype, got.shape, got.device) == (other.dtype, other.shape, other.device)
         np.testing.assert_array_equal(_np(got), ref)  # bit for bit
 
