@@ -91,7 +91,8 @@ def train(torch, algo, buffer, seed, steps, dev, n_eval):
     eval_env.close()
     rb = model.replay_buffer
     return {
-        "algo": algo, "env": spec["env"], "buffer": buffer, "buffer_class": f"{type(rb).__module__}.{type(rb).__name__}",
+        "algo": algo, "env": spec["env"], "buffer": buffer,
+        "buffer_class": f"{type(rb).__module__}.{type(rb).__name__}",
         "seed": seed, "steps": steps, "seconds": round(seconds, 3), "steps_per_s": round(steps / seconds, 1),
         "updates": int(model._n_updates), "final_mean_return": round(float(mean), 2),
         "final_std_return": round(float(std), 2), "eval_episodes": n_eval,
