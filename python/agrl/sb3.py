@@ -22,6 +22,8 @@ on (``"cuda:N"`` or the CPU), in agrl tables:
 Each environment's transition of a step is a column: step ``pos`` of
 environment ``e`` is column ``pos * n_envs + e``, so a uniform draw over the
 valid columns is SB3's draw (a uniform step, then a uniform environment).
+On CUDA, ``add`` copies a step into host arrays and sends 64 steps at a time
+(``stage_steps``), or fewer when something reads the tables first.
 
 ``sample`` returns SB3's ``ReplayBufferSamples`` of tensors on the device in
 the dtypes SB3 returns: observations in the observation space's dtype,
@@ -46,7 +48,12 @@ Differences from SB3's buffer, all of storage:
   read back from the device (slow; for inspection); ``dones[i] = v`` (which
   SB3's ``_setup_learn`` does with ``optimize_memory_usage``) is honoured;
 - the random stream is agrl's, seeded from numpy's global generator at
-  construction (or ``seed=``), so batches differ from SB3's for one seed.
+  construction (or ``seed=``), so batches differ from SB3's for one seed;
+- discrete actions are kept exactly in the f32 table up to 2^24, integer
+  observations in i32 storage: a value past that is refused by ``add`` (or
+  by the ``flush`` that sends it), where SB3's arrays would hold it;
+- ``_get_samples`` refuses rows that hold no transition (SB3 reads whatever
+  its arrays hold there).
 """
 
 from __future__ import annotations
@@ -328,7 +335,8 @@ class ReplayBuffer(_SB3ReplayBuffer):
             self._draw = self._draw_two
 
     def _free(self) -> None:
-        for t in (getattr(self, "table", None), getattr(self, "obs_table", None)):
+        self._staged = 0
+        for t in (self.__dict__.get("_table"), self.__dict__.get("_obs_table")):
             if t is not None:
                 t.free()
         self._outs = {}
@@ -460,7 +468,6 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
     def reset(self) -> None:
         """Empties the buffer (SB3's ``reset``): new, empty tables."""
-        self._staged = 0
         self._free()
         self.pos = 0
         self.full = False
