@@ -4,14 +4,19 @@
 # acceptance on the GPU beside a PyTorch DQN, the benchmarks beside their
 # peers, and the CUDA tests under compute-sanitizer.
 # usage: scripts/gpu_check.sh OUTDIR [step ...]
-#   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep vkbench (default:
+#   steps: env build test python train bench sanitize dist cpubench memcheck accept sweep vkbench door (default:
 #   all but cpubench, memcheck, accept, sweep and vkbench; memcheck: a few tests of sanitize's memcheck;
 #   accept: learning rows of scripts/accept.sh (on AGRL_ACCEPT_DEVICE, default cuda); sweep: dev/sweep.sh;
 #   vkbench: the Vulkan rows beside the CUDA ones and PyTorch eager; vktest: the vulkan tests alone
 #   (AGRL_VKTEST_REGEX: those matching); vkprobe: dev/vk_latency.c;
 #   dist: the several-GPU tests, DQN acceptance and scaling, on every GPU present;
 #   python: AGRL_PYTEST=0 runs no tests, AGRL_PYTEST_K=EXPR those -k EXPR selects,
-#   AGRL_PY_MEMCHECK=0 leaves out the tests under compute-sanitizer)
+#   AGRL_PY_MEMCHECK=0 leaves out the tests under compute-sanitizer;
+#   door: after python, the Python door's rows beside their peers (bench_replay.py --only door,...),
+#   and the thread and door tests on CUDA under compute-sanitizer;
+#   peers: SB3's DQN and SAC trained with SB3's buffer and agrl's (bench_sb3.py, one process a
+#   seed and algorithm, side by side: AGRL_SB3_SEEDS, AGRL_SB3_STEPS_DQN, AGRL_SB3_STEPS_SAC), and
+#   TorchRL's SAC step with its storage and agrl's (bench_torchrl.py))
 # Everything lands in OUTDIR/results.tgz, packed again after each step so a
 # run cut short still brings back what it did. Expects .deps/
 # (scripts/fetch_gpu_deps.sh) where cmocka and cblas.h are missing, and
@@ -160,6 +165,33 @@ if has python; then
     timeout 120 python3 examples/python/dqn_torch.py --device cuda --steps 20000 > "$OUT/example_dqn_torch.txt" 2>&1
     echo "examples/python/dqn_torch.py: rc=$? $(tail -1 "$OUT/example_dqn_torch.txt")"
   fi
+fi
+if has door; then
+  # the batch as torch, CuPy and JAX hold it, beside the peers, with the C rows of the same work
+  timeout 420 python3 bench/python/bench_replay.py --device cuda --cli "$BUILD/agrl" \
+    --only "${AGRL_DOOR_ROWS:-sample,add_1,per,door}" --json "$OUT/bench_door.json" \
+    2>"$OUT/bench_door.err" | tee "$OUT/bench_door.txt"
+  stamp "door bench done"; pack
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 --target-processes all \
+    python3 -m pytest tests/python/test_threads.py tests/python/test_door.py -q -p no:cacheprovider -k "cuda or thread" \
+    > "$OUT/memcheck_threads.log" 2>&1
+  echo "memcheck python (threads, door on cuda): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_threads.log" | tail -1) $(tail -1 "$OUT/memcheck_threads.log")"
+  stamp "door done"; pack
+fi
+if has peers; then
+  for algo in dqn sac; do
+    steps=$([ $algo = dqn ] && echo "${AGRL_SB3_STEPS_DQN:-50000}" || echo "${AGRL_SB3_STEPS_SAC:-20000}")
+    for seed in ${AGRL_SB3_SEEDS:-0 1 2}; do
+      timeout "${AGRL_SB3_TIMEOUT:-400}" python3 bench/python/bench_sb3.py --device cuda --algos $algo --seeds $seed \
+        --steps "$steps" --threads 1 --no-micro --json "$OUT/sb3_${algo}_$seed.json" > "$OUT/sb3_${algo}_$seed.txt" 2>&1 &
+    done
+  done
+  timeout 300 python3 bench/python/bench_torchrl.py --device cuda --json "$OUT/bench_torchrl.json" \
+    > "$OUT/bench_torchrl.txt" 2>&1
+  tail -12 "$OUT/bench_torchrl.txt"
+  wait
+  for f in "$OUT"/sb3_*.txt; do echo "== $f"; tail -4 "$f"; done
+  stamp "peers done"; pack
 fi
 if has train; then
   # acceptance on the GPU (the update replayed as a CUDA graph), then the same
