@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package as a user gets it: `pip install .` into a fresh virtual
-# environment (numpy, pytest and gymnasium from PyPI), then the pytest suite
+# environment (numpy, pytest, gymnasium, mypy, and torch, JAX, TorchRL and
+# Stable-Baselines3 for the framework modules, from PyPI), then the pytest suite
 # (tests/python; the GPU tests skip without a device) and the Gymnasium
 # example for a few thousand steps, all from outside the source tree.
 # usage: scripts/python_test.sh [VENV_DIR]   (default build/venv)
@@ -16,7 +17,14 @@ if ! python3 -m venv "$VENV" 2>/dev/null; then
 fi
 PY=$VENV/bin/python
 "$PY" -m pip install -q --upgrade pip
-"$PY" -m pip install -q numpy pytest gymnasium
+"$PY" -m pip install -q numpy pytest gymnasium mypy
+# the frameworks agrl hands batches to and the libraries it drops into, at the
+# versions of the GPU machine (torch 2.11, TorchRL 0.13.3 with tensordict
+# 0.13.0, Stable-Baselines3 2.9.2) and JAX's newest for this Python, all on the
+# CPU here: agrl.torch, agrl.jax, agrl.sb3 and agrl.torchrl are tested against
+# them
+"$PY" -m pip install -q "torch==2.11.0" "stable-baselines3==2.9.2" "tensordict==0.13.0" "torchrl==0.13.3" \
+  "jax[cpu]==0.10.2"
 echo "-- pip install ."
 "$PY" -m pip install -C build-dir="$ROOT/build/py-wheel" "$ROOT" 2>&1 | tail -2
 cd /tmp
