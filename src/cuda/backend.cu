@@ -658,14 +658,16 @@ static ag_status cuda_replay_on(void *p, void *rec, void *stream) {
   if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: asking whether a stream is capturing");
   if (status != cudaStreamCaptureStatusActive) {
     e = cudaGraphLaunch(r->exec, s);
-    return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: launching the recorded graph on another stream");
+    return e == cudaSuccess ? AG_OK
+                            : ag__cuda_fail(e, "cuda: launching the recorded graph on another stream");
   }
   /* after every current dependency in full (a stronger order than any
    * programmatic edge among them asks for) */
   (void)edges;
   cudaGraphNode_t node = NULL;
   e = cudaGraphAddChildGraphNode(&node, graph, deps, n_deps, r->graph);
-  if (e == cudaSuccess) e = cudaStreamUpdateCaptureDependencies(s, &node, NULL, 1, cudaStreamSetCaptureDependencies);
+  if (e == cudaSuccess)
+    e = cudaStreamUpdateCaptureDependencies(s, &node, NULL, 1, cudaStreamSetCaptureDependencies);
   return e == cudaSuccess ? AG_OK : ag__cuda_fail(e, "cuda: adding the recorded graph to a stream capture");
 }
 
