@@ -189,6 +189,13 @@ typedef struct agpy_in {
 /* Reads obj; `what` names it in messages. ctx: the context device data
  * must be on (NULL: host data only). Returns 0, or -1 with an exception. */
 int agpy_in_get(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what);
+/* Calls obj.__dlpack__(max_version=(1, 0), stream=stream (NULL: not
+ * given)), retried without max_version for a producer before DLPack 1.0,
+ * and takes the capsule: the managed tensor in *managed (its deleter is
+ * the caller's to call), *versioned, *readonly (the versioned flag). The
+ * DLTensor, or NULL with an exception. */
+DLTensor *agpy_dlpack_take(agpy_state *st, PyObject *obj, PyObject *stream, void **managed, int *versioned,
+                           int *readonly, const char *what);
 /* Lets go of the input: at once (host data, or nothing queued reads it),
  * or after the work queued on ctx so far (device data). */
 void agpy_in_release(agpy_in *in, ag_ctx *ctx_or_null);

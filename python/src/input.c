@@ -125,6 +125,51 @@ static int check_layout(agpy_state *st, const DLTensor *dl, const char *what) {
   return 0;
 }
 
+DLTensor *agpy_dlpack_take(agpy_state *st, PyObject *obj, PyObject *stream, void **managed, int *versioned,
+                           int *readonly, const char *what) {
+  *managed = NULL;
+  *versioned = *readonly = 0;
+  PyObject *kw = Py_BuildValue("{s:(ii)}", "max_version", AGPY_DLPACK_MAJOR, AGPY_DLPACK_MINOR);
+  if (kw && stream && PyDict_SetItemString(kw, "stream", stream) < 0) Py_CLEAR(kw);
+  PyObject *meth = kw ? PyObject_GetAttr(obj, st->s_dlpack) : NULL, *cap = NULL, *empty = PyTuple_New(0);
+  if (meth && empty) {
+    cap = PyObject_Call(meth, empty, kw);
+    if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer before DLPack 1.0 */
+      PyErr_Clear();
+      PyDict_DelItemString(kw, "max_version");
+      cap = PyObject_Call(meth, empty, kw);
+    }
+  }
+  Py_XDECREF(empty);
+  Py_XDECREF(meth);
+  Py_XDECREF(kw);
+  if (!cap) return NULL;
+  DLTensor *dl = NULL;
+  if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+    DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (m->version.major != 1) {
+      Py_DECREF(cap);
+      PyErr_Format(PyExc_BufferError, "%s: DLPack version %u.%u is not supported", what, m->version.major,
+                   m->version.minor);
+      return NULL;
+    }
+    PyCapsule_SetName(cap, "used_dltensor_versioned");
+    *managed = m;
+    *versioned = 1;
+    *readonly = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    dl = &m->dl_tensor;
+  } else if (PyCapsule_IsValid(cap, "dltensor")) {
+    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+    PyCapsule_SetName(cap, "used_dltensor");
+    *managed = m;
+    dl = &m->dl_tensor;
+  } else {
+    PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", what);
+  }
+  Py_DECREF(cap);
+  return dl;
+}
+
 static int from_dlpack(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
   PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
   if (!dev) return -1;
@@ -154,47 +199,10 @@ static int from_dlpack(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, 
                 dev_type);
     return -1;
   }
-  PyObject *kw =
-      Py_BuildValue("{s:O,s:(ii)}", "stream", stream, "max_version", AGPY_DLPACK_MAJOR, AGPY_DLPACK_MINOR);
-  PyObject *meth = kw ? PyObject_GetAttrString(obj, "__dlpack__") : NULL, *cap = NULL;
-  PyObject *empty = PyTuple_New(0);
-  if (meth && empty) {
-    cap = PyObject_Call(meth, empty, kw);
-    if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer before DLPack 1.0 */
-      PyErr_Clear();
-      PyDict_DelItemString(kw, "max_version");
-      cap = PyObject_Call(meth, empty, kw);
-    }
-  }
-  Py_XDECREF(empty);
-  Py_XDECREF(meth);
-  Py_XDECREF(kw);
+  int readonly;
+  DLTensor *dl = agpy_dlpack_take(st, obj, stream, &in->managed, &in->versioned, &readonly, what);
   if (stream != Py_None) Py_DECREF(stream);
-  if (!cap) return -1;
-  DLTensor *dl = NULL;
-  if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
-    DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
-    if (m->version.major != 1) {
-      Py_DECREF(cap);
-      PyErr_Format(PyExc_BufferError, "%s: DLPack version %u.%u is not supported", what, m->version.major,
-                   m->version.minor);
-      return -1;
-    }
-    PyCapsule_SetName(cap, "used_dltensor_versioned");
-    in->managed = m;
-    in->versioned = 1;
-    dl = &m->dl_tensor;
-  } else if (PyCapsule_IsValid(cap, "dltensor")) {
-    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
-    PyCapsule_SetName(cap, "used_dltensor");
-    in->managed = m;
-    dl = &m->dl_tensor;
-  } else {
-    Py_DECREF(cap);
-    PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", what);
-    return -1;
-  }
-  Py_DECREF(cap);
+  if (!dl) return -1;
   if (check_layout(st, dl, what)) return -1;
   in->data = (char *)dl->data + dl->byte_offset;
   in->dt = dl->dtype;

@@ -813,45 +813,12 @@ static int out_read(agpy_replay *r, agpy_outset *o, int k, PyObject *v, const ag
              PyLong_AsLong(PyTuple_GET_ITEM(devt, 0)) != kDLCUDA && !PyErr_Occurred();
       Py_DECREF(devt);
     }
-    PyObject *kw =
-        devt ? Py_BuildValue("{s:(ii)}", "max_version", AGPY_DLPACK_MAJOR, AGPY_DLPACK_MINOR) : NULL;
-    if (kw && !host) {
-      PyObject *m1 = PyLong_FromLong(-1);
-      if (!m1 || PyDict_SetItemString(kw, "stream", m1) < 0) Py_CLEAR(kw);
-      Py_XDECREF(m1);
-    }
-    PyObject *meth = kw ? PyObject_GetAttr(v, st->s_dlpack) : NULL, *cap = NULL, *empty = PyTuple_New(0);
-    if (meth && empty) {
-      cap = PyObject_Call(meth, empty, kw);
-      if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer before DLPack 1.0 */
-        PyErr_Clear();
-        PyDict_DelItemString(kw, "max_version");
-        cap = PyObject_Call(meth, empty, kw);
-      }
-    }
-    Py_XDECREF(meth);
-    Py_XDECREF(kw);
-    Py_XDECREF(empty);
-    if (!cap) return -1;
-    DLTensor *dl = NULL;
-    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
-      DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
-      PyCapsule_SetName(cap, "used_dltensor_versioned");
-      o->managed[k] = m;
-      o->versioned[k] = 1;
-      readonly = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-      dl = &m->dl_tensor;
-    } else if (PyCapsule_IsValid(cap, "dltensor")) {
-      DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
-      PyCapsule_SetName(cap, "used_dltensor");
-      o->managed[k] = m;
-      dl = &m->dl_tensor;
-    }
-    Py_DECREF(cap);
-    if (!dl) {
-      PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", what);
-      return -1;
-    }
+    if (!devt) return -1;
+    PyObject *m1 = host ? NULL : PyLong_FromLong(-1);
+    if (!host && !m1) return -1;
+    DLTensor *dl = agpy_dlpack_take(st, v, m1, &o->managed[k], &o->versioned[k], &readonly, what);
+    Py_XDECREF(m1);
+    if (!dl) return -1;
     if (dl->ndim > 8) return agpy_raisef(st, AG_ERR_SHAPE, "%s: more than 8 dimensions", what), -1;
     data = (char *)dl->data + dl->byte_offset;
     dt = dl->dtype;
