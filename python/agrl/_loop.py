@@ -2,27 +2,68 @@
 of a Gymnasium-style environment as the C loops take it, the bookkeeping of
 episodes, and evaluation episodes."""
 
+from __future__ import annotations
+
 import json
 import os
 from collections import deque
+from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, List, Optional, Protocol, SupportsFloat,
+                    Tuple, TypedDict, TypeVar, Union)
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _agrl
 from .envs import evaluation_start
 
+if TYPE_CHECKING:
+    from .ac import _ActorCritic
+    from .dqn import DQN
+
+    Agent = Union[DQN, _ActorCritic]
+
+_A = TypeVar("_A", bound="Agent")
+
 WINDOW = 20  # the mean_return of the events: over the last 20 episodes
 
+#: What a training loop reports to its callback: "kind" ("episode", "phase"
+#: or "eval") and that kind's fields (see DQN.learn, SAC.learn)
+Event = Dict[str, Any]
+#: learn()'s callback: a true return stops the run
+Callback = Callable[[Event], object]
+Obs = NDArray[np.float32]
 
-def env_step(env, action):
+
+class EnvLike(Protocol):
+    """What learn() and evaluate() call on an environment: Gymnasium's
+    reset(seed=) -> (obs, info) and step(action) -> (obs, reward,
+    terminated, truncated, info)."""
+
+    def reset(self, *, seed: Optional[int] = None) -> Tuple[Any, Dict[str, Any]]: ...
+
+    def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]: ...
+
+
+class LearnResult(TypedDict):
+    """learn()'s result: the steps taken so far, and the episodes that ended
+    and the evaluations made in this call."""
+
+    steps: int
+    episodes: int
+    returns: List[float]
+    lengths: List[int]
+    evals: List[Tuple[int, float]]  # (step, mean return)
+
+
+def env_step(env: EnvLike, action: Any) -> Tuple[Obs, float, bool, bool]:
     """env.step(action) as agrl's C loops see it: (next_obs as float32, the
     reward rounded to float32, terminated, truncated)."""
     next_obs, reward, terminated, truncated, _ = env.step(action)
     return np.asarray(next_obs, dtype=np.float32), float(np.float32(reward)), bool(terminated), bool(truncated)
 
 
-def env_reset(env, **kw):
-    obs, _ = env.reset(**kw)
+def env_reset(env: EnvLike, *, seed: Optional[int] = None) -> Obs:
+    obs, _ = env.reset() if seed is None else env.reset(seed=seed)
     return np.asarray(obs, dtype=np.float32)
 
 
@@ -31,19 +72,20 @@ class Episodes:
     episodes, the last WINDOW returns, and the returns and lengths of the
     episodes that ended in this call."""
 
-    def __init__(self, episodes=0, ret=0.0, length=0, recent=()):
+    def __init__(self, episodes: int = 0, ret: float = 0.0, length: int = 0, recent: Iterable[float] = ()) -> None:
         self.episodes, self.ret, self.length = episodes, ret, length
-        self.recent = deque(recent, maxlen=WINDOW)
-        self.returns, self.lengths = [], []
+        self.recent: Deque[float] = deque(recent, maxlen=WINDOW)
+        self.returns: List[float] = []
+        self.lengths: List[int] = []
 
-    def add(self, reward):
+    def add(self, reward: float) -> None:
         self.ret += reward
         self.length += 1
 
-    def mean(self):
+    def mean(self) -> float:
         return sum(self.recent) / len(self.recent) if self.recent else 0.0
 
-    def end(self, step, updates, truncated, **extra):
+    def end(self, step: int, updates: int, truncated: bool, **extra: Any) -> Event:
         """Ends the episode in progress; its event dict for the callback."""
         self.episodes += 1
         self.recent.append(self.ret)
@@ -55,7 +97,8 @@ class Episodes:
         return ev
 
 
-def learn_args(agent, total_steps, eval_every, eval_env):
+def learn_args(agent: Agent, total_steps: Optional[int], eval_every: int,
+               eval_env: Optional[EnvLike]) -> Tuple[int, int]:
     """learn()'s total_steps (None: the agent's) and eval_every, checked."""
     total = agent.total_steps if total_steps is None else int(total_steps)
     if total < 1:
@@ -66,7 +109,7 @@ def learn_args(agent, total_steps, eval_every, eval_env):
     return total, eval_every
 
 
-def vector_copies(env):
+def vector_copies(env: object) -> Optional[int]:
     """num_envs of a vector environment (Gymnasium's VectorEnv and its
     wrappers, or any environment with an int num_envs of its own), None for
     a single environment. Read without the attribute forwarding of
@@ -80,7 +123,7 @@ def vector_copies(env):
     return int(n)
 
 
-def check_copies(agent, env, what):
+def check_copies(agent: Agent, env: object, what: str) -> None:
     """learn() plays one environment, one transition per step: refuses a
     vector environment, and an agent whose n-step returns would walk every
     n_envs-th stored transition (n_step > 1 with n_envs other than 1: the
@@ -100,7 +143,7 @@ def check_copies(agent, env, what):
             f"n_envs=1)")
 
 
-def env_spaces(env, who):
+def env_spaces(env: Any, who: str) -> Tuple[Any, Any, Optional[int], str]:
     """(observation space, action space, copies, the action space's name) of
     env: a vector environment's single_observation_space and
     single_action_space with its num_envs, else env's own spaces and None.
@@ -115,7 +158,7 @@ def env_spaces(env, who):
     return obs, act, copies, "env.single_action_space"
 
 
-def obs_dim_of(space, who):
+def obs_dim_of(space: object, who: str) -> int:
     """The size of a 1-D observation space."""
     shape = tuple(getattr(space, "shape", None) or ())
     if len(shape) != 1:
@@ -123,7 +166,8 @@ def obs_dim_of(space, who):
     return int(shape[0])
 
 
-def evaluate_during(agent, eval_env, episodes, seed, step, evals, callback):
+def evaluate_during(agent: Agent, eval_env: EnvLike, episodes: int, seed: int, step: int,
+                    evals: List[Tuple[int, float]], callback: Optional[Callback]) -> bool:
     """An evaluation in a training loop: agent.evaluate(), kept in evals and
     reported to the callback; whether the callback stops the run."""
     mean, rets = agent.evaluate(eval_env, episodes, seed)
@@ -131,12 +175,12 @@ def evaluate_during(agent, eval_env, episodes, seed, step, evals, callback):
     return callback is not None and bool(callback({"kind": "eval", "step": step, "mean": mean, "returns": rets}))
 
 
-def play(env, policy, episodes, seed):
+def play(env: EnvLike, policy: Callable[[Obs], Any], episodes: int, seed: int) -> Tuple[float, List[float]]:
     """Returns (mean, [returns]) of `episodes` episodes of policy(obs) ->
     action on env, episode k started by evaluation_start(env, seed, k)."""
     if int(episodes) < 1:
         raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
-    returns = []
+    returns: List[float] = []
     for k in range(int(episodes)):
         obs = evaluation_start(env, seed, k)
         ret, done = 0.0, False
@@ -148,7 +192,7 @@ def play(env, policy, episodes, seed):
     return sum(returns) / len(returns), returns
 
 
-def finish_load(agent, ctx, kind):
+def finish_load(agent: _A, ctx: _agrl.Context, kind: str) -> _A:
     """What load() sets on an agent read from a file on ctx: its context,
     configuration, total_steps and the record of learn() (loaded_run)."""
     agent.ctx = ctx
@@ -158,7 +202,7 @@ def finish_load(agent, ctx, kind):
     return agent
 
 
-def loaded_run(agent, kind):
+def loaded_run(agent: Agent, kind: str) -> Optional[Dict[str, Any]]:
     """The record of learn() (kind: the class's _RUN_KIND) that a loaded
     agent's file holds as its run state, or None (none, or another
     program's: agrl train's checkpoints keep their own)."""
@@ -172,7 +216,7 @@ def loaded_run(agent, kind):
     return rec if isinstance(rec, dict) and rec.get("kind") == kind else None
 
 
-def save_with_run(agent, path):
+def save_with_run(agent: Agent, path: Union[str, "os.PathLike[str]"]) -> None:
     """agent._save(path) with where its learn() stands as the run state."""
     run = getattr(agent, "_run", None)
     agent._save(os.fspath(path), None if run is None else json.dumps(run).encode("utf-8"))
@@ -185,54 +229,59 @@ class Run:
     checkpoint_every steps and at the end. `what` names the agent in
     messages ("DQN", "agent"), `load` the call that reads its file."""
 
-    def __init__(self, agent, env, checkpoint, checkpoint_every, what, load):
+    def __init__(self, agent: Agent, env: EnvLike, checkpoint: Union[str, "os.PathLike[str]", None],
+                 checkpoint_every: int, what: str, load: str) -> None:
         every = int(checkpoint_every)
         if every < 0 or (every and checkpoint is None):
             raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
         self.agent, self.env, self.path, self.every = agent, env, checkpoint, every
         self.what, self.load = what, load
-        self.can_state = callable(getattr(env, "get_state", None)) and callable(getattr(env, "set_state", None))
+        # agrl's environments' get_state() -> bytes and set_state(bytes)
+        self.get_state: Optional[Callable[[], bytes]] = getattr(env, "get_state", None)
+        self.set_state: Optional[Callable[[bytes], object]] = getattr(env, "set_state", None)
+        self.can_state = callable(self.get_state) and callable(self.set_state)
         self.last_saved = 0
 
-    def resume(self):
+    def resume(self) -> Tuple[Dict[str, Any], Obs, Episodes]:
         """The record of the agent's run (its environment's state restored):
         (record, obs, Episodes)."""
         run = getattr(self.agent, "_run", None)
         if run is None:
             raise _agrl.StateError(f"learn: resume=True, but this {self.what} holds no run of learn() "
                                    f"({self.load} a file that learn's checkpoint or save() wrote)")
-        if run["env_state"] is None or not self.can_state:
+        if run["env_state"] is None or not self.can_state or self.set_state is None:
             raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
                                    "run saved with one (agrl.make's environments have them)")
-        self.env.set_state(bytes.fromhex(run["env_state"]))
+        self.set_state(bytes.fromhex(run["env_state"]))
         self.last_saved = run["step"]
         eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
         return run, np.asarray(run["obs"], dtype=np.float32), eps
 
-    def start(self, seed):
+    def start(self, seed: int) -> Tuple[Obs, Episodes]:
         """A new run: (the first observation, reset with derive_seed(seed, 0), Episodes)."""
         return env_reset(self.env, seed=_agrl.derive_seed(seed, 0)), Episodes()
 
-    def check_obs(self, obs, obs_dim):
+    def check_obs(self, obs: Obs, obs_dim: int) -> None:
         if obs.shape != (obs_dim,):
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the {self.what}'s "
                                    f"({obs_dim},)")
 
-    def keep(self, step, eps, obs, **fields):
+    def keep(self, step: int, eps: Episodes, obs: Obs, **fields: int) -> None:
         """The agent's record of the run at `step` (with the loop's own fields)."""
+        state = self.get_state().hex() if self.can_state and self.get_state is not None else None
         self.agent._run = {"kind": self.agent._RUN_KIND, "step": step, **fields, "episodes": eps.episodes,
                            "ep_ret": eps.ret, "ep_len": eps.length, "recent": list(eps.recent),
-                           "obs": [float(x) for x in obs],
-                           "env_state": self.env.get_state().hex() if self.can_state else None}
+                           "obs": [float(x) for x in obs], "env_state": state}
 
-    def tick(self, step, record):
+    def tick(self, step: int, record: Callable[[], None]) -> None:
         """After a step: record() and a save when checkpoint_every steps have passed."""
-        if self.every and step - self.last_saved >= self.every:
+        if self.every and step - self.last_saved >= self.every and self.path is not None:
             self.last_saved = step
             record()
             self.agent.save(self.path)
 
-    def finish(self, step, eps, evals, record):
+    def finish(self, step: int, eps: Episodes, evals: List[Tuple[int, float]],
+               record: Callable[[], None]) -> LearnResult:
         """record() where the run stopped (what save() keeps), its last save,
         and learn()'s result."""
         record()

@@ -2,13 +2,16 @@
 the replay table on the device and every update one recorded step, and a
 training loop for any Gymnasium-style environment with a Box action space."""
 
+from __future__ import annotations
+
 import os
+from typing import Any, ClassVar, Dict, List, Optional, Self, Sequence, Tuple, TypedDict, Union, Unpack
 
 import numpy as np
 
 from . import _agrl
-from ._loop import (Run, check_copies, env_reset, env_spaces, env_step, evaluate_during, finish_load, learn_args,
-                    obs_dim_of, play, save_with_run)
+from ._loop import (Callback, EnvLike, LearnResult, Run, check_copies, env_reset, env_spaces, env_step,
+                    evaluate_during, finish_load, learn_args, obs_dim_of, play, save_with_run)
 from .envs import Env
 
 # ag_ac_learn reports a training phase (its losses read back) at the first
@@ -16,7 +19,64 @@ from .envs import Env
 REPORT_EVERY = 1000
 
 
-def _bounds(b, act_dim):
+class ACConfig(TypedDict):
+    """A SAC's or TD3's configuration as the C library holds it
+    (``SAC.defaults()``, ``.config``): the fields of ``ag_ac_config``
+    (target_entropy None: -act_dim)."""
+
+    hidden: Tuple[int, ...]
+    actor_lr: float
+    critic_lr: float
+    gamma: float
+    tau: float
+    batch_size: int
+    buffer_size: int
+    learning_starts: int
+    train_freq: int
+    gradient_steps: int
+    policy_delay: int
+    alpha: float
+    autotune: bool
+    target_entropy: Optional[float]
+    expl_noise: float
+    target_noise: float
+    noise_clip: float
+    noise_rho: float
+    n_step: int
+    n_envs: int
+    seed: int
+    fused: bool
+
+
+class ACOptions(TypedDict, total=False):
+    """The options SAC(..., **config) and TD3(..., **config) take: any
+    fields of ACConfig (``hidden`` any sequence of layer sizes)."""
+
+    hidden: Sequence[int]
+    actor_lr: float
+    critic_lr: float
+    gamma: float
+    tau: float
+    batch_size: int
+    buffer_size: int
+    learning_starts: int
+    train_freq: int
+    gradient_steps: int
+    policy_delay: int
+    alpha: float
+    autotune: bool
+    target_entropy: Optional[float]
+    expl_noise: float
+    target_noise: float
+    noise_clip: float
+    noise_rho: float
+    n_step: int
+    n_envs: int
+    seed: int
+    fused: bool
+
+
+def _bounds(b: Any, act_dim: int) -> Any:
     """A scalar bound repeated for each action; anything else as given."""
     if isinstance(b, (int, float, np.number)) and isinstance(act_dim, int) and 1 <= act_dim <= 64:
         return [float(b)] * act_dim
@@ -24,10 +84,15 @@ def _bounds(b, act_dim):
 
 
 class _ActorCritic(_agrl._AC):
-    _ALGO = None  # "sac" or "td3"
+    _ALGO: ClassVar[str]  # "sac" or "td3"
     _RUN_KIND = "agrl.AC.learn/1"
+    ctx: _agrl.Context
+    total_steps: int
+    config: ACConfig
+    _run: Optional[Dict[str, Any]]  # where learn() stands (what save() keeps)
 
-    def __init__(self, ctx, obs_dim, act_dim, low, high, total_steps=100000, **config):
+    def __init__(self, ctx: Union[_agrl.Context, str, None], obs_dim: int, act_dim: int, low: Any, high: Any,
+                 total_steps: int = 100000, **config: Unpack[ACOptions]) -> None:
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
         name = type(self).__name__
@@ -42,7 +107,8 @@ class _ActorCritic(_agrl._AC):
         self.config = self._config()  # as the C library holds it (float32 values, hidden a tuple)
 
     @classmethod
-    def for_env(cls, ctx, env, total_steps=100000, **config):
+    def for_env(cls, ctx: Union[_agrl.Context, str, None], env: Any, total_steps: int = 100000,
+                **config: Unpack[ACOptions]) -> Self:
         """An agent for `env`'s observations (a 1-D space) and Box action
         space (its bounds), Gymnasium's or agrl's; of a vector environment
         (num_envs copies, e.g. gymnasium.vector.VectorEnv) for its
@@ -66,7 +132,7 @@ class _ActorCritic(_agrl._AC):
                    np.asarray(space.high, np.float32), total_steps, **config)
 
     @classmethod
-    def load(cls, ctx, path):
+    def load(cls, ctx: Union[_agrl.Context, str, None], path: Union[str, "os.PathLike[str]"]) -> Self:
         """The agent saved in `path` by save(), on ctx (a Context or a device
         name): the configuration, sizes and bounds, every network and
         optimizer, the replay table, the random streams and the correlated
@@ -84,17 +150,17 @@ class _ActorCritic(_agrl._AC):
             raise _agrl.InvalidArgError(f"{cls.__name__}.load: {os.fspath(path)} holds a {algo.upper()} agent")
         return finish_load(self, ctx, cls._RUN_KIND)
 
-    def save(self, path):
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the whole agent to `path` (written beside it and renamed: a
         failure keeps an earlier file), with where learn() stands."""
         save_with_run(self, path)
 
     @classmethod
-    def defaults(cls):
+    def defaults(cls) -> ACConfig:
         """The default configuration (the C library's ag_ac_defaults)."""
         return _agrl.ac_defaults(cls._ALGO)
 
-    def evaluate(self, env, episodes=10, seed=12345):
+    def evaluate(self, env: EnvLike, episodes: int = 10, seed: int = 12345) -> Tuple[float, List[float]]:
         """Mean return of `episodes` episodes of the deterministic policy (the
         squashed mean) on `env` (Gymnasium's API). On agrl's own environments
         it is ag_ac_evaluate: episode k starts from the seed
@@ -108,7 +174,7 @@ class _ActorCritic(_agrl._AC):
             return self._evaluate(env._env, int(episodes), seed)
         return play(env, lambda obs: self.act(obs, False), episodes, seed)
 
-    def _check_env(self, env, what, bounds=True):
+    def _check_env(self, env: object, what: str, bounds: bool = True) -> None:
         """A Box action space of the agent's size (and bounds)."""
         space = getattr(env, "action_space", None)
         low, high = getattr(space, "low", None), getattr(space, "high", None)
@@ -120,8 +186,10 @@ class _ActorCritic(_agrl._AC):
             raise _agrl.InvalidArgError(f"{what}: the action bounds [{low}, {high}] are not the agent's "
                                         f"[{self.low}, {self.high}]")
 
-    def learn(self, env, total_steps=None, callback=None, *, resume=False, checkpoint=None, checkpoint_every=0,
-              eval_env=None, eval_every=0, eval_episodes=10):
+    def learn(self, env: EnvLike, total_steps: Optional[int] = None, callback: Optional[Callback] = None, *,
+              resume: bool = False, checkpoint: Union[str, "os.PathLike[str]", None] = None,
+              checkpoint_every: int = 0, eval_env: Optional[EnvLike] = None, eval_every: int = 0,
+              eval_episodes: int = 10) -> LearnResult:
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
         step(a) -> (obs, reward, terminated, truncated, info), a Box action
         space with the agent's bounds) for total_steps environment steps, in
@@ -166,6 +234,10 @@ class _ActorCritic(_agrl._AC):
             self._check_env(eval_env, "learn: eval_env")
         run = Run(self, env, checkpoint, checkpoint_every, "agent", "load")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
+        step: int
+        since_train: int
+        last_eval: int
+        last_report: int
         if resume:
             rec, obs, eps = run.resume()
             step, since_train, last_eval, last_report = (rec["step"], rec["since_train"], rec["last_eval"],
@@ -175,9 +247,9 @@ class _ActorCritic(_agrl._AC):
             step = since_train = last_eval = 0
             last_report = -REPORT_EVERY
         run.check_obs(obs, self.obs_dim)
-        evals = []
+        evals: List[Tuple[int, float]] = []
 
-        def record():
+        def record() -> None:
             run.keep(step, eps, obs, since_train=since_train, last_eval=last_eval, last_report=last_report)
 
         starts, freq, grad, batch = cfg["learning_starts"], cfg["train_freq"], cfg["gradient_steps"], cfg["batch_size"]
@@ -203,18 +275,18 @@ class _ActorCritic(_agrl._AC):
                     losses = self.train(grad, report)
                     if report:
                         last_report = step
-                        if callback is not None:
+                        if callback is not None and losses is not None:  # losses: gradient steps were run
                             ev = {"kind": "phase", "step": step, "episodes": eps.episodes, "updates": self.updates,
                                   "loss": losses[0], "actor_loss": losses[1], "alpha": self.alpha(),
                                   "mean_return": eps.mean()}
                             stop = bool(callback(ev)) or stop
-            if eval_every and step - last_eval >= eval_every:
+            if eval_every and step - last_eval >= eval_every and eval_env is not None:
                 last_eval = step
                 stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
             run.tick(step, record)
         return run.finish(step, eps, evals, record)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         name = type(self).__name__
         try:
             return f"<agrl.{name} {self.obs_dim} -> {self.act_dim}, {self.updates} updates on {self.ctx.device}>"

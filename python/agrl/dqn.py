@@ -1,13 +1,76 @@
 """agrl.DQN: epsilon-greedy acting, a replay table on the device and the
 recorded update, with a training loop for any Gymnasium-style environment."""
 
+from __future__ import annotations
+
 import os
+from typing import Any, Dict, List, Optional, Self, Sequence, Tuple, TypedDict, Union, Unpack
 
 import numpy as np
 
 from . import _agrl
-from ._loop import (Run, check_copies, env_reset, env_spaces, env_step, evaluate_during, finish_load, learn_args,
-                    obs_dim_of, play, save_with_run)
+from ._loop import (Callback, EnvLike, LearnResult, Run, check_copies, env_reset, env_spaces, env_step,
+                    evaluate_during, finish_load, learn_args, obs_dim_of, play, save_with_run)
+
+
+class DQNConfig(TypedDict):
+    """A DQN's configuration as the C library holds it (``DQN.defaults()``,
+    ``DQN.config``): the fields of ``ag_dqn_config``."""
+
+    hidden: Tuple[int, ...]
+    lr: float
+    gamma: float
+    batch_size: int
+    buffer_size: int
+    learning_starts: int
+    train_freq: int
+    gradient_steps: int
+    target_update_interval: int
+    tau: float
+    exploration_fraction: float
+    eps_start: float
+    eps_end: float
+    max_grad_norm: float
+    double_dqn: bool
+    huber: bool
+    seed: int
+    fused: bool
+    per: bool
+    per_alpha: float
+    per_beta: float
+    per_eps: float
+    n_step: int
+    n_envs: int
+
+
+class DQNOptions(TypedDict, total=False):
+    """The options DQN(..., **config) takes: any fields of DQNConfig
+    (``hidden`` any sequence of layer sizes)."""
+
+    hidden: Sequence[int]
+    lr: float
+    gamma: float
+    batch_size: int
+    buffer_size: int
+    learning_starts: int
+    train_freq: int
+    gradient_steps: int
+    target_update_interval: int
+    tau: float
+    exploration_fraction: float
+    eps_start: float
+    eps_end: float
+    max_grad_norm: float
+    double_dqn: bool
+    huber: bool
+    seed: int
+    fused: bool
+    per: bool
+    per_alpha: float
+    per_beta: float
+    per_eps: float
+    n_step: int
+    n_envs: int
 
 
 class DQN(_agrl._DQN):
@@ -43,8 +106,13 @@ class DQN(_agrl._DQN):
     """
 
     _RUN_KIND = "agrl.DQN.learn/1"
+    ctx: _agrl.Context
+    total_steps: int
+    config: DQNConfig
+    _run: Optional[Dict[str, Any]]  # where learn() stands (what save() keeps)
 
-    def __init__(self, ctx, obs_dim, n_actions, total_steps=100000, **config):
+    def __init__(self, ctx: Union[_agrl.Context, str, None], obs_dim: int, n_actions: int, total_steps: int = 100000,
+                 **config: Unpack[DQNOptions]) -> None:
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
         defaults = _agrl.dqn_defaults()
@@ -57,7 +125,8 @@ class DQN(_agrl._DQN):
         self.config = self._config()  # as the C library holds it (float32 values, hidden a tuple)
 
     @classmethod
-    def for_env(cls, ctx, env, total_steps=100000, **config):
+    def for_env(cls, ctx: Union[_agrl.Context, str, None], env: Any, total_steps: int = 100000,
+                **config: Unpack[DQNOptions]) -> Self:
         """A DQN for `env` (Gymnasium's or agrl's spaces): obs_dim from
         env.observation_space (a 1-D Box), n_actions from env.action_space,
         which must be Discrete (actions 0 .. n-1). Of a vector environment
@@ -88,7 +157,7 @@ class DQN(_agrl._DQN):
         return cls(ctx, obs_dim, int(n), total_steps, **config)
 
     @classmethod
-    def load(cls, ctx, path):
+    def load(cls, ctx: Union[_agrl.Context, str, None], path: Union[str, "os.PathLike[str]"]) -> Self:
         """The DQN saved in `path` by save(), on ctx (a Context or a device
         name): the configuration, the networks, the optimizer, the replay
         table and the random streams of the file, and where learn() stood,
@@ -99,13 +168,13 @@ class DQN(_agrl._DQN):
         self._load_from(ctx, os.fspath(path))
         return finish_load(self, ctx, cls._RUN_KIND)
 
-    def save(self, path):
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the whole DQN to `path` (written beside it and renamed: a
         failure keeps an earlier file), with where learn() stands."""
         save_with_run(self, path)
 
     @staticmethod
-    def defaults():
+    def defaults() -> DQNConfig:
         """The default configuration, the C library's ag_dqn_defaults
         (Stable-Baselines3 zoo's CartPole DQN with Double DQN, 5-step
         returns and 64 gradient steps every 64 environment steps, tuned with
@@ -113,7 +182,7 @@ class DQN(_agrl._DQN):
         environment)."""
         return _agrl.dqn_defaults()
 
-    def evaluate(self, env, episodes=10, seed=12345):
+    def evaluate(self, env: EnvLike, episodes: int = 10, seed: int = 12345) -> Tuple[float, List[float]]:
         """Mean return of `episodes` greedy episodes on `env` (Gymnasium's
         API): on agrl's own environments episode k starts from the seed
         derive_seed(seed, k), the episodes of `agrl eval --seed SEED`;
@@ -121,8 +190,10 @@ class DQN(_agrl._DQN):
         k). Returns (mean, [returns])."""
         return play(env, lambda obs: self.act(obs, False), episodes, seed)
 
-    def learn(self, env, total_steps=None, callback=None, *, resume=False, checkpoint=None,
-              checkpoint_every=0, eval_env=None, eval_every=0, eval_episodes=10):
+    def learn(self, env: EnvLike, total_steps: Optional[int] = None, callback: Optional[Callback] = None, *,
+              resume: bool = False, checkpoint: Union[str, "os.PathLike[str]", None] = None,
+              checkpoint_every: int = 0, eval_env: Optional[EnvLike] = None, eval_every: int = 0,
+              eval_episodes: int = 10) -> LearnResult:
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
         step(a) -> (obs, reward, terminated, truncated, info)) for
         total_steps environment steps, as the C library's ag_dqn_learn does
@@ -167,6 +238,11 @@ class DQN(_agrl._DQN):
         check_copies(self, env, "DQN")
         run = Run(self, env, checkpoint, checkpoint_every, "DQN", "DQN.load")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
+        step: int
+        since_train: int
+        since_target: int
+        updates_at_target: int
+        last_eval: int
         if resume:
             rec, obs, eps = run.resume()
             step = rec["step"]
@@ -179,9 +255,9 @@ class DQN(_agrl._DQN):
             updates_at_target = self.updates
             last_eval = 0
         run.check_obs(obs, self.obs_dim)
-        evals = []
+        evals: List[Tuple[int, float]] = []
 
-        def record():
+        def record() -> None:
             run.keep(step, eps, obs, since_train=since_train, since_target=since_target,
                      updates_at_target=updates_at_target, last_eval=last_eval)
 
@@ -217,13 +293,13 @@ class DQN(_agrl._DQN):
                               "loss": loss, "mean_return": eps.mean(),
                               "epsilon": self.epsilon(step)}
                         stop = bool(callback(ev)) or stop
-            if eval_every and step - last_eval >= eval_every:
+            if eval_every and step - last_eval >= eval_every and eval_env is not None:
                 last_eval = step
                 stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
             run.tick(step, record)
         return run.finish(step, eps, evals, record)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         try:
             return f"<agrl.DQN {self.obs_dim} -> {self.n_actions}, {self.updates} updates on {self.ctx.device}>"
         except _agrl.Error:
