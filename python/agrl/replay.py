@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Self, Tuple, Union
 
 from . import _agrl
 
@@ -107,7 +107,7 @@ class ReplayBuffer(_agrl._Replay):
         fields: Optional[Mapping[str, FieldSpec]] = None,
         seed: int = 0,
         beta: float = 0.4,
-    ) -> "ReplayBuffer":
+    ) -> Self:
         """A table saved by :meth:`save` (a file of agrl's replay format), on
         `ctx`'s device, with its capacity, fields, valid transitions, ring
         position and, if it had one, its prioritized sampler. The file keeps
@@ -116,7 +116,7 @@ class ReplayBuffer(_agrl._Replay):
         (width,). `seed` starts the sampling stream."""
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
-        obj: ReplayBuffer = cls._load(ctx, path, seed, beta)
+        obj = cls._load(ctx, path, seed, beta)
         saved = obj._fields()
         obj.ctx = ctx
         obj.fields = {name: ((width,), dtype) for name, width, dtype in saved}
