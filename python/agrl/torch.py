@@ -22,7 +22,7 @@ tensor handed in may be freed when the call returns.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Literal, Optional, overload
 
 import torch
 
@@ -87,14 +87,44 @@ class ReplayBuffer(_ReplayBuffer):
         else:
             self._stream = lambda: int(torch.cuda.current_stream(self.device).cuda_stream)
 
-    def sample(  # type: ignore[override]
+    @overload  # type: ignore[override]
+    def sample(
+        self,
+        batch_size: int,
+        beta: Optional[float] = None,
+        *,
+        out: Optional[Dict[str, torch.Tensor]] = None,
+        tensordict: Literal[False] = False,
+    ) -> Dict[str, torch.Tensor]: ...
+
+    @overload
+    def sample(
+        self,
+        batch_size: int,
+        beta: Optional[float] = None,
+        *,
+        out: Optional[Dict[str, torch.Tensor]] = None,
+        tensordict: Literal[True],
+    ) -> Any: ...  # a tensordict.TensorDict (tensordict has no type information)
+
+    @overload
+    def sample(
         self,
         batch_size: int,
         beta: Optional[float] = None,
         *,
         out: Optional[Dict[str, torch.Tensor]] = None,
         tensordict: bool = False,
-    ) -> Union[Dict[str, torch.Tensor], Any]:
+    ) -> Any: ...
+
+    def sample(
+        self,
+        batch_size: int,
+        beta: Optional[float] = None,
+        *,
+        out: Optional[Dict[str, torch.Tensor]] = None,
+        tensordict: bool = False,
+    ) -> Any:
         """``batch_size`` transitions drawn on the device, as torch tensors:
         each field ``(B, *shape)`` in its dtype, ``"indices"`` (B,) int64 and,
         prioritized, ``"weights"`` (B,) float32 (importance weights of
@@ -115,7 +145,7 @@ class ReplayBuffer(_ReplayBuffer):
         else:
             batch = self._sample_import(batch_size, beta, self._import, self._stream())
         if tensordict:
-            from tensordict import TensorDict  # type: ignore[import-not-found, unused-ignore]
+            from tensordict import TensorDict  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
             return TensorDict(batch, batch_size=[batch_size], device=self.device)
         return batch
