@@ -33,21 +33,23 @@ from ._agrl import (  # noqa: F401
     library_version,
     vulkan_device_count,
 )
+# Public, though outside __all__ (a star import leaves them out): "X as X"
+# marks them exported for type checkers.
 from ._agrl import (  # noqa: F401  one exception per status
-    DeviceError,
-    FreedError,
-    InvalidArgError,
-    InvalidatedError,
-    IoError,
-    NoDeviceError,
-    OutOfMemoryError,
-    OutOfRangeError,
-    ShapeError,
-    StateError,
-    TimeoutError,
-    UnsupportedError,
+    DeviceError as DeviceError,
+    FreedError as FreedError,
+    InvalidArgError as InvalidArgError,
+    InvalidatedError as InvalidatedError,
+    IoError as IoError,
+    NoDeviceError as NoDeviceError,
+    OutOfMemoryError as OutOfMemoryError,
+    OutOfRangeError as OutOfRangeError,
+    ShapeError as ShapeError,
+    StateError as StateError,
+    TimeoutError as TimeoutError,
+    UnsupportedError as UnsupportedError,
 )
-from .envs import Box, Discrete, Env, make  # noqa: F401
+from .envs import Box as Box, Discrete as Discrete, Env as Env, make  # noqa: F401
 from .replay import ReplayBuffer  # noqa: F401
 from .dqn import DQN  # noqa: F401
 from .ac import SAC, TD3  # noqa: F401
