@@ -6,7 +6,7 @@ usage: python3 examples/python/dqn_torch.py [--steps 60000] [--device cuda|cpu] 
 The Q-network, the loss and Adam are plain PyTorch; the transitions live in
 an agrl.ReplayBuffer on the same device. Each step's transition is added
 from the host (a few hundred bytes cross the bus); a training step samples a
-batch on the device and hands it to torch with torch.from_dlpack, which
+batch on the device and hands it to torch with from_dlpack, which
 shares agrl's memory (no copy; torch's stream waits for agrl's queue). The
 environment is Gymnasium's when it is installed, else agrl's built-in one
 (agrl.make: the same CartPole-v1 dynamics). Prints progress, and the mean
@@ -16,16 +16,21 @@ import argparse
 import random
 import sys
 import time
+from typing import TYPE_CHECKING, Any, List, Tuple
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.dlpack import from_dlpack
 
 import agrl
 
+if TYPE_CHECKING:
+    import gymnasium
 
-def parse_args():
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=60_000, help="environment steps (60,000)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
@@ -49,7 +54,7 @@ def parse_args():
     return args
 
 
-def make_env(name):
+def make_env(name: str) -> Tuple["gymnasium.Env[Any, Any]", str]:
     try:
         import gymnasium as gym
         return gym.make(name), f"gymnasium {gym.__version__}"
@@ -58,28 +63,33 @@ def make_env(name):
 
 
 class QNetwork(nn.Module):
-    def __init__(self, obs_dim, n_actions):
+    def __init__(self, obs_dim: int, n_actions: int) -> None:
         super().__init__()
         self.network = nn.Sequential(nn.Linear(obs_dim, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
                                      nn.Linear(84, n_actions))
 
-    def forward(self, x):
-        return self.network(x)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q: torch.Tensor = self.network(x)
+        return q
 
 
-def linear_schedule(start_e, end_e, duration, t):
+def linear_schedule(start_e: float, end_e: float, duration: float, t: int) -> float:
     return max(start_e + (end_e - start_e) * t / duration, end_e)
 
 
-def main():
+def main() -> int:
     args = parse_args()
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     env, env_kind = make_env(args.env)
-    obs_dim, n_actions = env.observation_space.shape[0], int(env.action_space.n)
-    env.action_space.seed(args.seed)
+    obs_shape, action_space = env.observation_space.shape, env.action_space
+    if not isinstance(action_space, agrl.Discrete) or obs_shape is None or len(obs_shape) != 1:
+        print(f"dqn_torch: {args.env} has no Discrete action space and 1-D observations", file=sys.stderr)
+        return 2
+    obs_dim, n_actions = obs_shape[0], int(action_space.n)
+    action_space.seed(args.seed)
 
     # the replay buffer: one table on the same device as the network
     ctx = agrl.Context(args.device)
@@ -93,14 +103,15 @@ def main():
     target_network.load_state_dict(q_network.state_dict())
     print(f"{args.env} ({env_kind}) on {args.device}, replay buffer {rb}, {args.steps} steps")
 
-    returns, ep_ret, loss_v, updates = [], 0.0, float("nan"), 0
+    returns: List[float] = []
+    ep_ret, loss_v, updates = 0.0, float("nan"), 0
     t0 = time.perf_counter()
     next_report = args.steps // 10
     obs, _ = env.reset(seed=args.seed)
     for step in range(args.steps):
         epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.steps, step)
         if random.random() < epsilon:
-            action = int(env.action_space.sample())
+            action = int(action_space.sample())
         else:
             with torch.no_grad():
                 q = q_network(torch.as_tensor(np.asarray(obs, np.float32), device=device))
@@ -118,14 +129,14 @@ def main():
             obs = next_obs
 
         if step > args.learning_starts and step % args.train_frequency == 0:
-            batch = {k: torch.from_dlpack(v) for k, v in rb.sample(args.batch_size).items()}  # zero-copy views
+            batch = {k: from_dlpack(v) for k, v in rb.sample(args.batch_size).items()}  # zero-copy views
             with torch.no_grad():
                 target_max, _ = target_network(batch["next_obs"]).max(dim=1)
                 td_target = batch["reward"].flatten() + args.gamma * target_max * (1 - batch["done"].flatten())
             old_val = q_network(batch["obs"]).gather(1, batch["action"].long()).squeeze(1)
             loss = F.smooth_l1_loss(old_val, td_target)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
             optimizer.step()
             updates += 1
             if updates % 200 == 0:

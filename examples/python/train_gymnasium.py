@@ -25,11 +25,12 @@ smoke run.
 import argparse
 import sys
 import time
+from typing import Any, Dict, Optional
 
 import agrl
 
 
-def main():
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", default="CartPole-v1", help="a Gymnasium id with a discrete action space")
     ap.add_argument("--steps", type=int, default=100_000, help="environment steps at most (100,000)")
@@ -41,7 +42,7 @@ def main():
     args = ap.parse_args()
     if args.steps < 1 or args.seed < 0:
         ap.error("--steps must be at least 1 and --seed at least 0")
-    stop_at = None
+    stop_at: Optional[float] = None
     if args.stop_at not in ("threshold", "none"):
         try:
             stop_at = float(args.stop_at)
@@ -69,9 +70,9 @@ def main():
           f"stop at {stop_at if stop_at is not None else 'none'}")
 
     t0 = time.perf_counter()
-    state = {"next": 0.0, "solved": None}
+    state: Dict[str, Optional[float]] = {"next": 0.0, "solved": None}
 
-    def progress(ev):
+    def progress(ev: Dict[str, Any]) -> bool:
         """One line every tenth of the run; stops the run once solved."""
         if ev["kind"] != "episode":
             return False
