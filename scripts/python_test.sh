@@ -34,3 +34,13 @@ echo "-- examples/python/train_gymnasium.py (3000 steps)"
 if [ -f "$ROOT/examples/python/train_gymnasium.py" ]; then
   "$PY" "$ROOT/examples/python/train_gymnasium.py" --steps 3000 | tail -2
 fi
+echo "-- mypy: the extension's stub, and --strict on the package, the examples and tests/typing"
+# mypy reads the frameworks' own types to check agrl.torch, agrl.jax, agrl.sb3,
+# agrl.torchrl and the code using them; all pinned, as a release's new checks
+# or types could change the verdict
+"$PY" -m pip install -q mypy==2.4.1 "torch==2.11.*" "jax==0.10.2" stable-baselines3==2.9.2 tensordict==0.13.0 \
+  torchrl==0.13.3
+export MYPY_CACHE_DIR=$VENV/mypy-cache
+"$PY" -m mypy.stubtest agrl._agrl
+"$PY" -m mypy --strict -p agrl
+"$PY" -m mypy --strict "$ROOT/examples/python" "$ROOT/tests/typing/api_usage.py"
