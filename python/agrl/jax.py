@@ -45,7 +45,7 @@ _KDL_CPU, _KDL_CUDA = 1, 2
 _JNP = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "u8": "uint8", "i32": "int32", "i64": "int64"}
 
 
-def device_of(ctx: _agrl.Context) -> Any:
+def device_of(ctx: _agrl.Context) -> jax.Device:
     """The JAX device of an agrl context's memory (a GPU, or the CPU).
     Vulkan memory is agrl's own: its context has no JAX device."""
     dev = ctx.device
@@ -73,7 +73,7 @@ class _Capsule:
         return self._device
 
 
-def _importer(device: Any, on_gpu: bool) -> Tuple[Callable[[Any], Any], Optional[int]]:
+def _importer(device: jax.Device, on_gpu: bool) -> Tuple[Callable[[Any], Any], Optional[int]]:
     """A function of a capsule to a jax.Array on `device`, and the stream
     agrl must order before the arrays are used (None on the CPU)."""
     stream = device.get_stream_for_external_ready_events() if on_gpu else None
@@ -92,7 +92,7 @@ class ReplayBuffer(_ReplayBuffer):
     """:class:`agrl.ReplayBuffer` whose batches are JAX arrays (see the
     module's documentation). Same constructor."""
 
-    device: Any
+    device: jax.Device
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
