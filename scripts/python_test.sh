@@ -17,7 +17,7 @@ if ! python3 -m venv "$VENV" 2>/dev/null; then
 fi
 PY=$VENV/bin/python
 "$PY" -m pip install -q --upgrade pip
-"$PY" -m pip install -q numpy pytest gymnasium mypy
+"$PY" -m pip install -q numpy pytest gymnasium mypy==2.4.1  # mypy pinned: a release's new checks could change the verdict
 # the frameworks agrl hands batches to and the libraries it drops into, at the
 # versions of the GPU machine (torch 2.11, TorchRL 0.13.3 with tensordict
 # 0.13.0, Stable-Baselines3 2.9.2) and JAX's newest for this Python, all on the
@@ -35,11 +35,8 @@ if [ -f "$ROOT/examples/python/train_gymnasium.py" ]; then
   "$PY" "$ROOT/examples/python/train_gymnasium.py" --steps 3000 | tail -2
 fi
 echo "-- mypy: the extension's stub, and --strict on the package, the examples and tests/typing"
-# mypy reads the frameworks' own types to check agrl.torch, agrl.jax, agrl.sb3,
-# agrl.torchrl and the code using them; all pinned, as a release's new checks
-# or types could change the verdict
-"$PY" -m pip install -q mypy==2.4.1 "torch==2.11.*" "jax==0.10.2" stable-baselines3==2.9.2 tensordict==0.13.0 \
-  torchrl==0.13.3
+# (mypy reads the frameworks installed above for agrl.torch, agrl.jax,
+# agrl.sb3, agrl.torchrl and the code using them)
 export MYPY_CACHE_DIR=$VENV/mypy-cache
 "$PY" -m mypy.stubtest agrl._agrl
 "$PY" -m mypy --strict -p agrl
