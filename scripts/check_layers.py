@@ -36,7 +36,7 @@ def main():
     for top in ("src", "include", "python/src"):
         for dirpath, _, files in os.walk(top):
             for name in sorted(files):
-                if not name.endswith((".c", ".h", ".cu")):
+                if not name.endswith((".c", ".h", ".cu", ".cuh")):
                     continue
                 path = os.path.join(dirpath, name)
                 parts = path.split(os.sep)
