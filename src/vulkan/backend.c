@@ -859,7 +859,7 @@ static void encode(vk_state *s, VkCommandBuffer c, const vk_cmd *x) {
 
 /* Queues command x into the current slot (a full slot is submitted). */
 static ag_status queue_cmd(vk_state *s, const vk_cmd *x) {
-  vk_slot *k;
+  vk_slot *k = NULL; /* set by slot_open on success (gcc 12 cannot see it through vk_fail) */
   ag_status st = slot_open(s, &k);
   if (st) return st;
   encode(s, k->cmd, x);
