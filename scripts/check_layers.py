@@ -26,6 +26,28 @@ ALLOWED = {
     "vulkan": ["base"],
     "python": ["base"],  # python/src: the extension, over the public API
 }
+# Layers a folder sits on through the public headers alone (agrl/*.h), without
+# including their internal ones: the agents train on env's environments and
+# spread over dist's groups.
+OVER_PUBLIC = {"agent": ["dist", "env"]}
+# The one file below the backends that names their symbols: the registry finds
+# each backend by the entry points that base/backend.h declares.
+REGISTRY = ("core/registry.c", ["cpu", "cuda", "vulkan"])
+
+
+def below(folder):
+    """Every folder under `folder` in the layer order: those it may include
+    from or sits on, and theirs (what scripts/check_symbols.py allows a
+    folder's objects to use)."""
+    seen, todo = set(), ALLOWED.get(folder, []) + OVER_PUBLIC.get(folder, [])
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo = todo + ALLOWED.get(f, []) + OVER_PUBLIC.get(f, [])
+    return seen
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 
 

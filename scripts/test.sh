@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, checks the formatting, then
-#   1. a release build, all tests through CTest (CUDA tests skip without a GPU;
+#   1. a release build, the layer rule on its object files' symbols
+#      (scripts/check_symbols.py, and a check that it fails on an upward
+#      reference), all tests through CTest (CUDA tests skip without a GPU;
 #      the vulkan ones run on Mesa's software driver with the validation layer);
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA and Vulkan, its CPU tests under valgrind memcheck (leaks and
@@ -24,6 +26,23 @@ jobs=$(nproc)
 
 echo "== release build"
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release >/dev/null
+python3 scripts/check_symbols.py --build build --table
+# the symbol check must fail on a listing where base/ calls into core/
+cat > build/upward.nm <<'EOF2'
+CMakeFiles/agrl_obj.dir/src/core/buffer.c.o:0000000000000000 T ag_buffer_create
+CMakeFiles/agrl_obj.dir/src/base/status.c.o:0000000000000000 T ag__fail
+CMakeFiles/agrl_obj.dir/src/core/buffer.c.o:                 U ag__fail
+CMakeFiles/agrl_obj.dir/src/base/pool.c.o:                 U ag_buffer_create
+EOF2
+if python3 scripts/check_symbols.py --listing build/upward.nm > build/upward.log; then
+  echo "check_symbols.py passed a listing with an upward reference" >&2; exit 1
+fi
+grep -q "base/ uses ag_buffer_create, defined in core/" build/upward.log ||
+  { cat build/upward.log >&2; echo "check_symbols.py did not name the upward reference" >&2; exit 1; }
+sed -i '/pool.c.o/d' build/upward.nm   # the same listing without it passes
+python3 scripts/check_symbols.py --listing build/upward.nm > build/upward.log ||
+  { cat build/upward.log >&2; echo "check_symbols.py failed a listing without upward references" >&2; exit 1; }
+echo "check_symbols.py: fails on an upward reference, passes without it"
 ctest --test-dir build -j"$jobs" --output-on-failure -V "${label_args[@]}" > build/ctest.log 2>&1 ||
   { grep -E "\*\*\*|Failed|FAIL|ERROR" build/ctest.log | head -60; exit 1; }
 grep -E "tests passed|Skipped" build/ctest.log
