@@ -19,7 +19,7 @@ cc=$(command -v clang-14 || command -v clang || true)
 
 mkdir -p $bd
 { cmake -S . -B $bd -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DAGRL_FUZZ=ON -DAGRL_CUDA=OFF -DAGRL_TESTS=OFF &&
+    -DAGRL_FUZZ=ON -DAGRL_CUDA=OFF -DAGRL_TESTS=OFF -DAGRL_WERROR=ON &&
   cmake --build $bd -j"$(nproc)" --target fuzzers; } > $bd/build.log 2>&1 ||
   { tail -40 $bd/build.log >&2; echo "fuzz: the build failed ($bd/build.log)" >&2; exit 1; }
 

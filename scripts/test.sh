@@ -11,7 +11,8 @@
 #   5. the Python package: pip install . into a virtual environment, its
 #      pytest suite and an example (scripts/python_test.sh); then the suite
 #      again with the extension and the library built with ASan + UBSan.
-# Tests labelled "slow" run only with AGRL_SLOW=1.
+# Tests labelled "slow" run only with AGRL_SLOW=1. Every build is made with
+# -DAGRL_WERROR=ON (gcc; clang for the fuzzers): a warning fails the stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -25,7 +26,7 @@ label_args=(-LE 'slow|valgrind')
 jobs=$(nproc)
 
 echo "== release build"
-scripts/build.sh build -DCMAKE_BUILD_TYPE=Release >/dev/null
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DAGRL_WERROR=ON >/dev/null
 python3 scripts/check_symbols.py --build build --table
 # the symbol check must fail on a listing where base/ calls into core/
 cat > build/upward.nm <<'EOF2'
@@ -50,7 +51,7 @@ python3 scripts/count_tests.py build/ctest.log
 scripts/check_exports.sh build
 
 echo "== AddressSanitizer + UBSan"
-scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON >/dev/null
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON -DAGRL_WERROR=ON >/dev/null
 # the vulkan runs of the suites that drive the backend directly (the agents'
 # long runs on a software Vulkan driver under ASan would take most of CI's time)
 asan_vulkan='^(kernels|vulkan_mem|vulkan_nof64|buffer|switch|capture|graph|per|randn|bad_input|export)\.vulkan$'
@@ -61,7 +62,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== valgrind memcheck (CPU tests, in a build without CUDA)"
 # portable code: valgrind does not know every vector instruction of this machine
-scripts/build.sh build-cpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGRL_CUDA=OFF -DAGRL_VULKAN=OFF -DAGRL_NATIVE=OFF >/dev/null
+scripts/build.sh build-cpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGRL_CUDA=OFF -DAGRL_VULKAN=OFF -DAGRL_NATIVE=OFF -DAGRL_WERROR=ON >/dev/null
 ctest --test-dir build-cpu -j"$jobs" --output-on-failure -L valgrind
 
 echo "== fuzzing (libFuzzer with ASan + UBSan, in build-fuzz)"
@@ -71,7 +72,7 @@ scripts/python_test.sh
 echo "== Python package under AddressSanitizer + UBSan"
 # (without Vulkan: the vulkan cases ran in the suite above, and under ASan in C)
 scripts/build.sh build-pyasan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON -DAGRL_CUDA=OFF -DAGRL_VULKAN=OFF \
-  -DAGRL_PYTHON=ON -DAGRL_TESTS=OFF >/dev/null
+  -DAGRL_PYTHON=ON -DAGRL_TESTS=OFF -DAGRL_WERROR=ON >/dev/null
 # the interpreter itself is not built with ASan: its allocations at exit are not this code's leaks
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
