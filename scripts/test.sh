@@ -2,14 +2,15 @@
 # Runs every test: installs what is missing, checks the formatting, then
 #   1. a release build, the layer rule on its object files' symbols
 #      (scripts/check_symbols.py, and a check that it fails on an upward
-#      reference), all tests through CTest (CUDA tests skip without a GPU;
+#      reference), the C example, all tests through CTest (CUDA tests skip without a GPU;
 #      the vulkan ones run on Mesa's software driver with the validation layer);
 #   2. a build with AddressSanitizer + UBSan, all tests again;
 #   3. a build without CUDA and Vulkan, its CPU tests under valgrind memcheck (leaks and
 #      invalid accesses are errors);
 #   4. the libFuzzer harnesses (scripts/fuzz.sh), 75 s in all (15 s each);
 #   5. the Python package: pip install . into a virtual environment, its
-#      pytest suite and an example (scripts/python_test.sh); then the suite
+#      pytest suite and the examples (scripts/python_test.sh,
+#      examples/python/quickstart.py); then the suite
 #      again with the extension and the library built with ASan + UBSan.
 # Tests labelled "slow" run only with AGRL_SLOW=1. Every build is made with
 # -DAGRL_WERROR=ON (gcc; clang for the fuzzers): a warning fails the stage.
@@ -44,6 +45,11 @@ sed -i '/pool.c.o/d' build/upward.nm   # the same listing without it passes
 python3 scripts/check_symbols.py --listing build/upward.nm > build/upward.log ||
   { cat build/upward.log >&2; echo "check_symbols.py failed a listing without upward references" >&2; exit 1; }
 echo "check_symbols.py: fails on an upward reference, passes without it"
+# the README's examples are examples/c/quickstart.c and examples/python/quickstart.py, word for word
+python3 -c 'import sys; r = open("README.md").read(); sys.exit(any(open(f).read() not in r for f in sys.argv[1:]))' \
+  examples/c/quickstart.c examples/python/quickstart.py || { echo "README.md: its examples differ from examples/" >&2; exit 1; }
+cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/quickstart.c -Lbuild -lagrl -Wl,-rpath,"$PWD/build" \
+  -o build/quickstart && build/quickstart
 ctest --test-dir build -j"$jobs" --output-on-failure -V "${label_args[@]}" > build/ctest.log 2>&1 ||
   { grep -E "\*\*\*|Failed|FAIL|ERROR" build/ctest.log | head -60; exit 1; }
 grep -E "tests passed|Skipped" build/ctest.log
@@ -69,6 +75,7 @@ echo "== fuzzing (libFuzzer with ASan + UBSan, in build-fuzz)"
 scripts/fuzz.sh 75
 echo "== Python package (pip install ., pytest)"
 scripts/python_test.sh
+build/venv/bin/python examples/python/quickstart.py cpu
 echo "== Python package under AddressSanitizer + UBSan"
 # (without Vulkan: the vulkan cases ran in the suite above, and under ASan in C)
 scripts/build.sh build-pyasan -DCMAKE_BUILD_TYPE=Debug -DAGRL_SANITIZE=ON -DAGRL_CUDA=OFF -DAGRL_VULKAN=OFF \
