@@ -31,6 +31,10 @@ static void mlp_v1_from_v2(const char *v2, const char *v1) {
   size_t n = f ? fread(b, 1, sizeof b, f) : 0;
   if (f) fclose(f);
   if (n < 24 || n == sizeof b) legacy_ok(1, "reading the version-2 model file");
+  if (memcmp(b, "AGRLMLP2", 8)) { /* a library after 0.1.0: its own format */
+    fprintf(stderr, "make_legacy: the model file is not of version 2; %s not written\n", v1);
+    return;
+  }
   uint32_t ns = (uint32_t)b[8] | (uint32_t)b[9] << 8, L = ns - 1;
   size_t at = 0, in = 24 + 8 * (size_t)ns + 4;
   memcpy(o, b, 20), o[7] = '1', at = 20;
