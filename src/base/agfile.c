@@ -29,6 +29,9 @@ static const char agf_magic[8] = {'A', 'G', 'R', 'L', 'F', 'I', 'L', 'E'};
 
 #define CORRUPT(...) ag__fail(AG_ERR_IO, __VA_ARGS__)
 
+size_t ag__agf_dtype_size(ag_dtype dt) { return dt == AG__AGF_F64_DT ? 8 : ag_dtype_size(dt); }
+const char *ag__agf_dtype_name(ag_dtype dt) { return dt == AG__AGF_F64_DT ? "f64" : ag_dtype_name(dt); }
+
 /* ---- the in-memory form ---- */
 
 void ag__agf_init(ag__agf *a) {
@@ -47,8 +50,8 @@ void ag__agf_free(ag__agf *a) {
   a->format = format;
 }
 
-static ag__agf_key *key_new(ag__agf *a, const char *key, ag__agf_type type, uint32_t count,
-                            const void *data, size_t data_bytes) {
+static ag__agf_key *key_new(ag__agf *a, const char *key, ag__agf_type type, uint32_t count, const void *data,
+                            size_t data_bytes) {
   if (a->failed) return NULL;
   if (a->n_keys == a->cap_keys) {
     int cap = a->cap_keys ? 2 * a->cap_keys : 16;
@@ -116,7 +119,7 @@ void ag__agf_add_tensor(ag__agf *a, const char *name, ag_dtype dt, int ndim, con
   ag__agf_section *s = section_new(a, name);
   if (!s) return;
   s->kind = AG__AGF_TENSOR, s->dtype = dt, s->ndim = ndim, s->fill = fill, s->user = user;
-  uint64_t n = ag_dtype_size(dt);
+  uint64_t n = ag__agf_dtype_size(dt);
   for (int i = 0; i < ndim && i < AG__AGF_MAX_DIMS; i++) s->dims[i] = dims[i], n *= (uint64_t)dims[i];
   s->bytes = n;
 }
@@ -146,7 +149,9 @@ int ag__agf_section_find(const ag__agf *a, const char *name) {
 
 /* ---- the encoding of a header ---- */
 
-static size_t elem_size(const ag__agf_section *s) { return s->kind == AG__AGF_TENSOR ? ag_dtype_size(s->dtype) : 1; }
+static size_t elem_size(const ag__agf_section *s) {
+  return s->kind == AG__AGF_TENSOR ? ag__agf_dtype_size(s->dtype) : 1;
+}
 
 static uint64_t value_bytes(const ag__agf_key *k) {
   return k->type == AG__AGF_STR ? k->count : (k->type >= AG__AGF_I64S ? 8 * (uint64_t)k->count : 8);
@@ -399,9 +404,11 @@ static ag_status check_form(const ag__agf *a, const char *fn, uint64_t *hbytes) 
   for (int i = 0; i < a->n_keys; i++) {
     const ag__agf_key *k = &a->keys[i];
     size_t n = strlen(k->name);
-    uint32_t most = k->type == AG__AGF_STR ? AG__AGF_MAX_STRING : (k->type >= AG__AGF_I64S ? AG__AGF_MAX_ARRAY : 1);
+    uint32_t most =
+        k->type == AG__AGF_STR ? AG__AGF_MAX_STRING : (k->type >= AG__AGF_I64S ? AG__AGF_MAX_ARRAY : 1);
     if (n < 1 || n > AG__AGF_MAX_NAME || k->count > most)
-      return ag__fail(AG_ERR_UNSUPPORTED, "%s: key '%s' or its value is longer than a file holds", fn, k->name);
+      return ag__fail(AG_ERR_UNSUPPORTED, "%s: key '%s' or its value is longer than a file holds", fn,
+                      k->name);
     h += 8 + n + value_bytes(k);
   }
   for (int i = 0; i < a->n_sections; i++) {
@@ -529,7 +536,7 @@ static ag_status read_failed(int failed, int err, const char *fn, const char *na
   return ag__fail(AG_ERR_IO, "%s: %s is truncated: it ended while being read (did it shrink?)", fn, name);
 }
 
-static int dtype_ok(unsigned v) { return v <= AG_I64; }
+static int dtype_ok(unsigned v) { return v <= AG_I64 || v == (unsigned)AG__AGF_F64_DT; }
 
 /* The checks of the header hb (hbytes, CRC checked) before anything is
  * allocated: every entry within the header, every limit, every name
@@ -538,13 +545,15 @@ static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t
                               const char *name) {
   uint32_t nk = ag__get32(hb + 16), ns = ag__get32(hb + 20);
   uint64_t part = ag__get64(hb + 24), total = ag__get64(hb + 32);
-  if (nk > AG__AGF_MAX_KEYS) return CORRUPT("%s: %s is corrupt: %u keys, more than %d", fn, name, nk, AG__AGF_MAX_KEYS);
+  if (nk > AG__AGF_MAX_KEYS)
+    return CORRUPT("%s: %s is corrupt: %u keys, more than %d", fn, name, nk, AG__AGF_MAX_KEYS);
   if (ns > AG__AGF_MAX_SECTIONS)
     return CORRUPT("%s: %s is corrupt: %u sections, more than %d", fn, name, ns, AG__AGF_MAX_SECTIONS);
   if (part < AG__AGF_PART_MIN || part > AG__AGF_PART_MAX || part % AG__AGF_PART_MIN)
     return CORRUPT("%s: %s is corrupt: part length %llu is not a multiple of %d up to %zu", fn, name,
                    (unsigned long long)part, AG__AGF_PART_MIN, AG__AGF_PART_MAX);
-  if (ag__get64(hb + 40)) return CORRUPT("%s: %s is corrupt: the reserved word at byte 40 is not 0", fn, name);
+  if (ag__get64(hb + 40))
+    return CORRUPT("%s: %s is corrupt: the reserved word at byte 40 is not 0", fn, name);
   const uint64_t end = hbytes - 4;
   uint64_t at = AG__AGF_FIXED;
   for (uint32_t i = 0; i < nk; i++) {
@@ -589,19 +598,22 @@ static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t
       return CORRUPT("%s: %s is corrupt: section %u has %u dimensions, more than %d", fn, name, i, ndim,
                      AG__AGF_MAX_DIMS);
     if (n < 1 || n > AG__AGF_MAX_NAME || at + 24 + 8 * (uint64_t)ndim + n > end)
-      return CORRUPT("%s: %s is corrupt: section %u's name length %u does not fit its header", fn, name, i, n);
+      return CORRUPT("%s: %s is corrupt: section %u's name length %u does not fit its header", fn, name, i,
+                     n);
     const char *nm = (const char *)e + 24 + 8 * ndim;
-    if (memchr(nm, 0, n)) return CORRUPT("%s: %s is corrupt: section %u's name holds a NUL byte", fn, name, i);
+    if (memchr(nm, 0, n))
+      return CORRUPT("%s: %s is corrupt: section %u's name holds a NUL byte", fn, name, i);
     if (kind == AG__AGF_BLOB ? (dt != AG_U8 || ndim != 0)
                              : (kind != AG__AGF_TENSOR || !dtype_ok(dt) || ndim < 1))
-      return CORRUPT("%s: %s is corrupt: section '%.*s' has kind %u, dtype %u and %u dimensions, not a blob or "
-                     "a tensor",
-                     fn, name, (int)n, nm, kind, dt, ndim);
+      return CORRUPT(
+          "%s: %s is corrupt: section '%.*s' has kind %u, dtype %u and %u dimensions, not a blob or "
+          "a tensor",
+          fn, name, (int)n, nm, kind, dt, ndim);
     if (bytes > AG__AGF_MAX_SECTION)
       return CORRUPT("%s: %s is corrupt: section '%.*s' has %llu bytes, more than 2^62", fn, name, (int)n, nm,
                      (unsigned long long)bytes);
     if (kind == AG__AGF_TENSOR) {
-      uint64_t want = ag_dtype_size((ag_dtype)dt);
+      uint64_t want = ag__agf_dtype_size((ag_dtype)dt);
       for (uint32_t d = 0; d < ndim; d++) {
         uint64_t v = ag__get64(e + 24 + 8 * d);
         if (v > AG__AGF_MAX_SECTION || (v && want > AG__AGF_MAX_SECTION / v))
@@ -610,8 +622,8 @@ static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t
         want *= v;
       }
       if (want != bytes)
-        return CORRUPT("%s: %s is corrupt: section '%.*s' holds %llu bytes, its shape and dtype %llu", fn, name,
-                       (int)n, nm, (unsigned long long)bytes, (unsigned long long)want);
+        return CORRUPT("%s: %s is corrupt: section '%.*s' holds %llu bytes, its shape and dtype %llu", fn,
+                       name, (int)n, nm, (unsigned long long)bytes, (unsigned long long)want);
     }
     for (uint64_t b = keys_end; b < at;) {
       unsigned m = hb[b] | (unsigned)hb[b + 1] << 8;
@@ -633,8 +645,9 @@ static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t
     return CORRUPT("%s: %s is corrupt: its header says %llu bytes, its sections make %llu", fn, name,
                    (unsigned long long)total, (unsigned long long)off);
   if (left < total)
-    return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu (%llu missing)", fn, name,
-                   (unsigned long long)left, (unsigned long long)total, (unsigned long long)(total - left));
+    return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu (%llu missing)", fn,
+                   name, (unsigned long long)left, (unsigned long long)total,
+                   (unsigned long long)(total - left));
   if (left > total)
     return CORRUPT("%s: %s is corrupt: %llu trailing bytes follow the %llu bytes its header describes", fn,
                    name, (unsigned long long)(left - total), (unsigned long long)total);
@@ -706,8 +719,8 @@ ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const
     if (got < 8 && !memcmp(fixed, agf_magic, got < 4 ? got : 4)) /* "AGRL": the start of every agrl magic */
       return CORRUPT("%s: %s is truncated: %llu bytes, shorter than an agrl file's magic", fn, name,
                      (unsigned long long)left);
-    return CORRUPT("%s: %s is not an agrl file (it does not begin with \"AGRLFILE\" nor an older agrl magic)", fn,
-                   name);
+    return CORRUPT("%s: %s is not an agrl file (it does not begin with \"AGRLFILE\" nor an older agrl magic)",
+                   fn, name);
   }
   if (got < AG__AGF_FIXED)
     return CORRUPT("%s: %s is truncated: %llu bytes, shorter than an agrl file's header", fn, name,
@@ -733,8 +746,8 @@ ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const
   if (!s) {
     uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
     if (stored != computed)
-      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn, name,
-                  (unsigned)stored, (unsigned)computed);
+      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                  name, (unsigned)stored, (unsigned)computed);
   }
   if (!s) s = check_header(hb, hbytes, left, fn, name);
   if (!s) s = build_form(a, hb, hbytes, fn);
@@ -827,14 +840,15 @@ ag_status ag__agf_stream(const ag__agf *a, FILE *f, ag__agf_take take, void *use
         crc = ag__crc32_add(0, buf, len);
       if (cut) break;
       if (sec->crc == AG__AGF_CRC_PARTS && stored != crc)
-        s = CORRUPT("%s: %s is corrupt: part %lld of section '%s' fails its CRC-32 check (stored %08x, "
-                    "computed %08x)",
-                    fn, name, (long long)k, sec->name, (unsigned)stored, (unsigned)crc);
+        s = CORRUPT(
+            "%s: %s is corrupt: part %lld of section '%s' fails its CRC-32 check (stored %08x, "
+            "computed %08x)",
+            fn, name, (long long)k, sec->name, (unsigned)stored, (unsigned)crc);
       if (sec->crc == AG__AGF_CRC_WHOLE) {
         whole = ag__crc32_add(whole, buf, len);
         if (off + len == sec->bytes && whole != stored)
-          s = CORRUPT("%s: %s is corrupt: section '%s' fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                      name, sec->name, (unsigned)stored, (unsigned)whole);
+          s = CORRUPT("%s: %s is corrupt: section '%s' fails its CRC-32 check (stored %08x, computed %08x)",
+                      fn, name, sec->name, (unsigned)stored, (unsigned)whole);
       }
       if (!s) {
         file_order(buf, len / es, es);
@@ -864,7 +878,9 @@ static ag_status find_typed(const ag__agf *a, const char *key, ag__agf_type t, c
   const ag__agf_key *k = ag__agf_key_find(a, key);
   if (!k) return CORRUPT("%s: %s is corrupt: key '%s' is missing", fn, name, key);
   int ok = k->type == t || (t == AG__AGF_I64 && k->type == AG__AGF_U64 && k->v.u <= INT64_MAX);
-  if (!ok) return CORRUPT("%s: %s is corrupt: key '%s' is a %s, not a %s", fn, name, key, type_name(k->type), type_name(t));
+  if (!ok)
+    return CORRUPT("%s: %s is corrupt: key '%s' is a %s, not a %s", fn, name, key, type_name(k->type),
+                   type_name(t));
   *out = k;
   return AG_OK;
 }
@@ -902,7 +918,8 @@ ag_status ag__agf_get_i64s(const ag__agf *a, const char *key, uint32_t max, cons
   ag_status s = find_typed(a, key, AG__AGF_I64S, &k, fn, name);
   if (s) return s;
   if (k->count < 1 || k->count > max)
-    return CORRUPT("%s: %s is corrupt: key '%s' has %u elements, outside 1..%u", fn, name, key, k->count, max);
+    return CORRUPT("%s: %s is corrupt: key '%s' has %u elements, outside 1..%u", fn, name, key, k->count,
+                   max);
   *out = (const int64_t *)k->data;
   *n = k->count;
   return AG_OK;
@@ -919,9 +936,11 @@ ag_status ag__agf_check_kind(const ag__agf *a, const char *kind, int64_t max, in
   char vk[AG__AGF_MAX_NAME + 1];
   snprintf(vk, sizeof vk, "%s.version", kind);
   const ag__agf_key *v = ag__agf_key_find(a, vk);
-  if (v && (v->type == AG__AGF_U64 || v->type == AG__AGF_I64) && v->v.u > (uint64_t)max && v->v.u <= INT64_MAX)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %s holds %s version %lld; this library reads versions up to %lld",
-                    fn, name, kind, (long long)v->v.i, (long long)max);
+  if (v && (v->type == AG__AGF_U64 || v->type == AG__AGF_I64) && v->v.u > (uint64_t)max &&
+      v->v.u <= INT64_MAX)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %s holds %s version %lld; this library reads versions up to %lld", fn, name, kind,
+                    (long long)v->v.i, (long long)max);
   return ag__agf_get_i64(a, vk, 1, max, version, fn, name);
 }
 
@@ -932,7 +951,14 @@ ag_status ag__agf_want_section(const ag__agf *a, const char *sname, int dt, int 
   const ag__agf_section *s = &a->sections[i];
   int same = dt < 0 ? s->kind == AG__AGF_BLOB && s->bytes == (uint64_t)dims[0]
                     : s->kind == AG__AGF_TENSOR && s->dtype == (ag_dtype)dt && s->ndim == ndim;
-  for (int d = 0; same && dt >= 0 && d < ndim; d++) same = s->dims[d] == dims[d];
+  uint64_t bytes =
+      dt < 0 ? 0 : ag__agf_dtype_size((ag_dtype)dt); /* an old file's sections: their own lengths */
+  for (int d = 0; same && dt >= 0 && d < ndim; d++) {
+    same = s->dims[d] == dims[d] && dims[d] >= 0 &&
+           (!dims[d] || bytes <= AG__AGF_MAX_SECTION / (uint64_t)dims[d]);
+    bytes *= same ? (uint64_t)dims[d] : 1;
+  }
+  if (same && dt >= 0) same = s->bytes == bytes;
   if (!same)
     return CORRUPT("%s: %s is corrupt: section '%s' is not the %s its keys describe", fn, name, sname,
                    dt < 0 ? "blob" : "tensor");

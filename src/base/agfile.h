@@ -33,17 +33,17 @@ extern "C" {
 #endif
 
 /* ---- limits (the reader refuses anything beyond them) ---- */
-#define AG__AGF_FIXED 48                /* the header up to its key entries */
-#define AG__AGF_MAX_HEADER (1u << 22)   /* bytes of a header, its CRC included */
-#define AG__AGF_MAX_KEYS 512
+#define AG__AGF_FIXED 48              /* the header up to its key entries */
+#define AG__AGF_MAX_HEADER (1u << 22) /* bytes of a header, its CRC included */
+#define AG__AGF_MAX_KEYS 2048
 #define AG__AGF_MAX_SECTIONS 1024
-#define AG__AGF_MAX_NAME 255            /* bytes of a key's or a section's name */
-#define AG__AGF_MAX_STRING 4096         /* bytes of a string value */
-#define AG__AGF_MAX_ARRAY 1024          /* elements of an array value */
-#define AG__AGF_MAX_DIMS 4              /* dimensions of a tensor section */
+#define AG__AGF_MAX_NAME 255                    /* bytes of a key's or a section's name */
+#define AG__AGF_MAX_STRING 4096                 /* bytes of a string value */
+#define AG__AGF_MAX_ARRAY 1024                  /* elements of an array value */
+#define AG__AGF_MAX_DIMS 4                      /* dimensions of a tensor section */
 #define AG__AGF_MAX_SECTION ((uint64_t)1 << 62) /* bytes of one section */
-#define AG__AGF_PART_MIN 128 /* part lengths: multiples of it ... */
-#define AG__AGF_PART_MAX ((size_t)16 << 20) /* ... up to this (AG_TRANSFER_PART_BYTES of agrl/buffer.h) */
+#define AG__AGF_PART_MIN 128                    /* part lengths: multiples of it ... */
+#define AG__AGF_PART_MAX ((size_t)16 << 20)     /* ... up to this (AG_TRANSFER_PART_BYTES of agrl/buffer.h) */
 
 /* Types of values (the u8 of a key entry). */
 typedef enum ag__agf_type {
@@ -54,6 +54,14 @@ typedef enum ag__agf_type {
   AG__AGF_I64S = 5, /* an array of i64 */
   AG__AGF_F64S = 6  /* an array of f64 */
 } ag__agf_type;
+
+/* The dtype codes of tensor sections: ag_dtype's (0 f32 .. 5 i64), and f64
+ * (6), which files hold but tensors do not (a sum tree's leaves). */
+#define AG__AGF_F64_DT ((ag_dtype)6)
+/* Bytes of an element of a section dtype (0 for an unknown code). */
+size_t ag__agf_dtype_size(ag_dtype dt);
+/* "f32" .. "i64", "f64" ("?" for an unknown code). */
+const char *ag__agf_dtype_name(ag_dtype dt);
 
 /* Kinds of sections (the u8 of a section entry). */
 enum { AG__AGF_BLOB = 1, AG__AGF_TENSOR = 2 };
@@ -89,14 +97,14 @@ typedef ag_status (*ag__agf_take)(void *user, int sec, unsigned char *buf, uint6
 
 typedef struct ag__agf_section {
   char *name;
-  int kind;         /* AG__AGF_BLOB, AG__AGF_TENSOR */
-  ag_dtype dtype;   /* a tensor's; AG_U8 for a blob */
-  int ndim;         /* a tensor's, 1..AG__AGF_MAX_DIMS; 0 for a blob */
+  int kind;       /* AG__AGF_BLOB, AG__AGF_TENSOR */
+  ag_dtype dtype; /* a tensor's; AG_U8 for a blob */
+  int ndim;       /* a tensor's, 1..AG__AGF_MAX_DIMS; 0 for a blob */
   int64_t dims[AG__AGF_MAX_DIMS];
-  uint64_t offset;  /* in the stream: where its first part begins */
-  uint64_t bytes;   /* its data bytes */
-  int crc;          /* AG__AGF_CRC_* */
-  uint64_t part;    /* its part length (the file's, or a legacy file's own) */
+  uint64_t offset;   /* in the stream: where its first part begins */
+  uint64_t bytes;    /* its data bytes */
+  int crc;           /* AG__AGF_CRC_* */
+  uint64_t part;     /* its part length (the file's, or a legacy file's own) */
   ag__agf_fill fill; /* a writer's source */
   void *user;
 } ag__agf_section;
@@ -105,11 +113,11 @@ typedef struct ag__agf {
   int n_keys, n_sections, cap_keys, cap_sections;
   ag__agf_key *keys;
   ag__agf_section *sections;
-  uint64_t part;        /* the file's part length */
-  uint64_t total;       /* the stream's bytes from its header to its end */
-  int64_t base;         /* a read stream's offset of the header's first byte */
-  const char *format;   /* "agrl container 1", or the old format's name (static) */
-  int failed;           /* a writer's host allocation failed (reported by ag__agf_write) */
+  uint64_t part;      /* the file's part length */
+  uint64_t total;     /* the stream's bytes from its header to its end */
+  int64_t base;       /* a read stream's offset of the header's first byte */
+  const char *format; /* "agrl container 1", or the old format's name (static) */
+  int failed;         /* a writer's host allocation failed (reported by ag__agf_write) */
 } ag__agf;
 
 /* An empty form (nothing allocated). */
