@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of fuzz_mlp_load into corpus/mlp_load/.
+"""Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*).
 
 Small model files: agrl containers of kind "mlp" (docs/container.md), and
 the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
 byte, trailing bytes, a NaN under a correct CRC, a bad activation code,
 n_sizes out of range, sizes of terabytes, a newer version, not a model).
 zlib.crc32 is the CRC-32 the format uses. Run it again after a change of
-the format; the files are checked in.
+the format; the files are checked in. The corpus also holds, committed as
+data, the replay, DQN, SAC/TD3 and shard seeds of agrl 0.1.0's formats
+(replay_*, dqn_*, ac_*, shard_*: valid files and broken ones) and one file
+of every kind as this library writes it (current_*: tests/make_legacy).
 """
 import os
 import struct
 import zlib
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "mlp_load")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "load")
 
 
 def values(sizes, seed):
@@ -115,9 +118,9 @@ def main():
     seeds["not_a_model"] = b"PK\x03\x04 this is not a model file"
     seeds["empty"] = b""
     for name, data in sorted(seeds.items()):
-        with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
+        with open(os.path.join(OUT, "mlp_" + name + ".agrl"), "wb") as f:
             f.write(data)
-    print("%d seeds in %s" % (len(seeds), OUT))
+    print("%d model seeds in %s" % (len(seeds), OUT))
 
 
 if __name__ == "__main__":
