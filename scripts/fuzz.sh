@@ -2,7 +2,8 @@
 # Fuzzes what agrl reads from outside: builds the libFuzzer harnesses of
 # tests/fuzz with clang, ASan and UBSan into build-fuzz/ (no CUDA), then runs
 # each on a copy of its seed corpus (tests/fuzz/corpus/NAME) for its share
-# of SECONDS (default 60, all harnesses together). Fails on any crash,
+# of SECONDS (default 60, all harnesses together: fuzz_load, the one
+# harness of every loader, gets it all). Fails on any crash,
 # sanitizer finding, leak, input slower than 10 s, single allocation past
 # 256 MB or RSS past 2 GB; the input that did it is left in
 # build-fuzz/artifacts/NAME/.

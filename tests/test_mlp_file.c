@@ -97,6 +97,76 @@ static bytes ref_v2(const net *m) {
   return b;
 }
 
+/* The container (docs/container.md) as ag_mlp_save writes it: keys kind,
+ * mlp.version = 3, mlp.sizes, mlp.hidden, mlp.last; f32 tensor sections
+ * W0, b0, ... of [rows, cols]; parts of 1 MB each followed by its CRC-32. */
+static void b_u16(bytes *b, unsigned v) {
+  unsigned char c[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
+  b_put(b, c, 2);
+}
+static void b_key(bytes *b, int type, const char *name, uint32_t count) {
+  unsigned char t[2] = {(unsigned char)type, 0};
+  b_put(b, t, 2);
+  b_u16(b, (unsigned)strlen(name));
+  b_u32(b, count);
+  b_put(b, name, strlen(name));
+}
+static bytes ref_v3(const net *m) {
+  const size_t part = (size_t)1 << 20;
+  int L = m->n - 1;
+  bytes keys = {0}, secs = {0}, data = {0};
+  b_key(&keys, 4, "kind", 3);
+  b_put(&keys, "mlp", 3);
+  b_key(&keys, 2, "mlp.version", 1);
+  b_u64(&keys, 3);
+  b_key(&keys, 5, "mlp.sizes", (uint32_t)m->n);
+  for (int i = 0; i < m->n; i++) b_u64(&keys, (uint64_t)m->sizes[i]);
+  b_key(&keys, 2, "mlp.hidden", 1);
+  b_u64(&keys, (uint64_t)(int64_t)m->hidden);
+  b_key(&keys, 2, "mlp.last", 1);
+  b_u64(&keys, (uint64_t)(int64_t)m->last);
+  size_t H = 48 + keys.n + 4;
+  for (int k = 0; k < 2 * L; k++) H += 24 + 16 + (k / 2 >= 10 ? 3 : 2);
+  for (int k = 0; k < 2 * L; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "%c%d", k % 2 ? 'b' : 'W', k / 2);
+    size_t n = param_count(m, k);
+    b_u16(&secs, (unsigned)strlen(name));
+    unsigned char kd[2] = {2, 0}; /* a tensor of f32 */
+    b_put(&secs, kd, 2);
+    b_u32(&secs, 2);
+    b_u64(&secs, H + data.n);
+    b_u64(&secs, 4 * n);
+    b_u64(&secs, (uint64_t)m->sizes[k / 2 + 1]);
+    b_u64(&secs, k % 2 ? 1 : (uint64_t)m->sizes[k / 2]);
+    b_put(&secs, name, strlen(name));
+    bytes v = {0};
+    b_f32s(&v, m->vals[k], n);
+    for (size_t off = 0; off < v.n; off += part) {
+      size_t len = v.n - off < part ? v.n - off : part;
+      b_put(&data, v.p + off, len);
+      b_u32(&data, ref_crc(v.p + off, len));
+    }
+    free(v.p);
+  }
+  bytes b = {0};
+  b_put(&b, "AGRLFILE", 8);
+  b_u32(&b, 1);
+  b_u32(&b, (uint32_t)H);
+  b_u32(&b, 5);
+  b_u32(&b, (uint32_t)(2 * L));
+  b_u64(&b, part);
+  b_u64(&b, H + data.n);
+  b_u64(&b, 0);
+  b_put(&b, keys.p, keys.n);
+  b_put(&b, secs.p, secs.n);
+  assert_int_equal(b.n, H - 4);
+  b_u32(&b, ref_crc(b.p, b.n));
+  b_put(&b, data.p, data.n);
+  free(keys.p), free(secs.p), free(data.p);
+  return b;
+}
+
 /* Version 1 (the old layout): magic, n, hidden, last, sizes, values. */
 static bytes ref_v1(const net *m) {
   bytes b = {0};
@@ -281,7 +351,7 @@ static void round_trip(void **state) {
     agt_ok(ag_mlp_create(ctx, sizes, n, shapes[si].hidden, shapes[si].last, 100 + si, &a));
     agt_ok(ag_mlp_save(a, t.path));
     net ref = read_net(a, sizes, n, shapes[si].hidden, shapes[si].last);
-    bytes want = ref_v2(&ref), got = read_bytes(t.path);
+    bytes want = ref_v3(&ref), got = read_bytes(t.path);
     assert_int_equal(got.n, want.n);
     assert_memory_equal(got.p, want.p, want.n);
 
@@ -386,12 +456,12 @@ static void version1_loads(void **state) {
   ag_tensor_free(tx);
   ag_mlp_free(a);
 
-  /* a save of it is version 2 */
+  /* a save of it is the container */
   char v2[160];
   snprintf(v2, sizeof v2, "%s/v2.agrl", t.dir);
   agt_ok(ag_mlp_load(ctx, t.path, &a));
   agt_ok(ag_mlp_save(a, v2));
-  bytes want2 = ref_v2(&m), got2 = read_bytes(v2);
+  bytes want2 = ref_v3(&m), got2 = read_bytes(v2);
   assert_int_equal(got2.n, want2.n);
   assert_memory_equal(got2.p, want2.p, want2.n);
   ag_mlp_free(a);
@@ -417,17 +487,29 @@ static void version1_loads(void **state) {
   ag_ctx_free(ctx);
 }
 
+static void truncated_and_trailing_of(bytes *bp);
+static void every_changed_byte_of(bytes *bp, size_t header, size_t unchecked);
+
 /* Every prefix of a small valid file is "truncated"; bytes after it are
  * "trailing"; both found before anything is allocated. */
 static void truncated_and_trailing(void **state) {
   (void)state;
+  const int64_t sizes[3] = {2, 3, 1};
+  net m = make_net(sizes, 3, AG_ACT_RELU, AG_ACT_NONE);
+  for (int v = 2; v <= 3; v++) {
+    bytes b = v == 2 ? ref_v2(&m) : ref_v3(&m);
+    if (v == 2) assert_int_equal(b.n, 28 + 8 * 3 + (24 + 4) + (12 + 4) + (12 + 4) + (4 + 4));
+    truncated_and_trailing_of(&b);
+    free(b.p);
+  }
+  free_net(&m);
+}
+
+static void truncated_and_trailing_of(bytes *bp) {
+  bytes b = *bp;
   ag_ctx *ctx = agt_ctx();
   tdir t;
   tdir_make(&t);
-  const int64_t sizes[3] = {2, 3, 1};
-  net m = make_net(sizes, 3, AG_ACT_RELU, AG_ACT_NONE);
-  bytes b = ref_v2(&m);
-  assert_int_equal(b.n, 28 + 8 * 3 + (24 + 4) + (12 + 4) + (12 + 4) + (4 + 4));
   for (size_t len = 0; len < b.n; len++) {
     expect_refused(ctx, t.path, &b, len, AG_ERR_IO, "is truncated", 1);
     ag_mlp *out = SENTINEL;
@@ -450,8 +532,6 @@ static void truncated_and_trailing(void **state) {
   ag_mlp *a;
   agt_ok(ag_mlp_load(ctx, t.path, &a));
   ag_mlp_free(a);
-  free(b.p);
-  free_net(&m);
   tdir_remove(&t);
   ag_ctx_free(ctx);
 }
@@ -462,13 +542,22 @@ static void truncated_and_trailing(void **state) {
  * leave a valid file). */
 static void every_changed_byte_refused(void **state) {
   (void)state;
+  const int64_t sizes[3] = {2, 3, 1};
+  net m = make_net(sizes, 3, AG_ACT_TANH, AG_ACT_SIGMOID);
+  bytes b2 = ref_v2(&m), b3 = ref_v3(&m);
+  /* version 2: all but magic, version and n_sizes under a CRC; the
+   * container: all but magic, version and header length */
+  every_changed_byte_of(&b2, 28 + 8 * 3, 12);
+  every_changed_byte_of(&b3, b3.p[12] | (size_t)b3.p[13] << 8, 16);
+  free(b2.p), free(b3.p);
+  free_net(&m);
+}
+
+static void every_changed_byte_of(bytes *bp, size_t header, size_t unchecked) {
+  bytes b = *bp;
   ag_ctx *ctx = agt_ctx();
   tdir t;
   tdir_make(&t);
-  const int64_t sizes[3] = {2, 3, 1};
-  net m = make_net(sizes, 3, AG_ACT_TANH, AG_ACT_SIGMOID);
-  bytes b = ref_v2(&m);
-  size_t header = 28 + 8 * 3;
   ag_mlp *ok;
   agt_ok(load_mem(ctx, b.p, b.n, &ok));
   ag_mlp_free(ok);
@@ -484,13 +573,12 @@ static void every_changed_byte_refused(void **state) {
       assert_ptr_equal(out, SENTINEL);
       assert_int_equal(live_bytes(ctx), live0);
       if (at < header) assert_int_equal(allocs(ctx), allocs0);
-      if (at == 7 && b.p[7] >= '3' && b.p[7] <= '9') {
-        assert_int_equal(s, AG_ERR_UNSUPPORTED);
-        assert_non_null(strstr(msg, "of version"));
+      if (s == AG_ERR_UNSUPPORTED) { /* a newer version, of the old file (byte 7) or the container (8..11) */
+        assert_true(at >= 7 && at < 12);
+        assert_non_null(strstr(msg, "version"));
       } else {
         assert_int_equal(s, AG_ERR_IO);
-        if (!strstr(msg, "is corrupt") && !strstr(msg, "is truncated") &&
-            !strstr(msg, "not an agrl MLP file"))
+        if (!strstr(msg, "is corrupt") && !strstr(msg, "is truncated") && !strstr(msg, "not an agrl"))
           fail_msg("byte %zu changed by 0x%02x: message \"%s\"", at, x, msg);
       }
       if (strstr(msg, "CRC-32"))
@@ -502,15 +590,14 @@ static void every_changed_byte_refused(void **state) {
     }
   }
   assert_int_equal(n_checksum + n_other, (int)b.n * 255);
-  assert_true(n_checksum >= (int)(b.n - 12) * 255); /* every byte but the magic, version and n_sizes */
+  assert_true(n_checksum >= (int)(b.n - unchecked) * 255);
   /* and through ag_mlp_load, the bytes of each region flipped whole */
   for (size_t at = 0; at < b.n; at++) {
     b.p[at] ^= 0xff;
-    expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "ag_mlp_load", at < header);
+    int newer = unchecked == 16 && at >= 8 && at < 12; /* the container's version */
+    expect_refused(ctx, t.path, &b, b.n, newer ? AG_ERR_UNSUPPORTED : AG_ERR_IO, "ag_mlp_load", at < header);
     b.p[at] ^= 0xff;
   }
-  free(b.p);
-  free_net(&m);
   tdir_remove(&t);
   ag_ctx_free(ctx);
 }
@@ -660,7 +747,7 @@ static void huge_declarations_refused(void **state) {
   bytes junk = {0};
   const char *zip = "PK\x03\x04 not a model file at all, but long enough";
   b_put(&junk, zip, strlen(zip));
-  expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_IO, "is not an agrl MLP file", 1);
+  expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_IO, "is not an agrl", 1);
   memcpy(junk.p, "AGRLMLP3", 8);
   expect_refused(ctx, t.path, &junk, junk.n, AG_ERR_UNSUPPORTED,
                  "of version 3, which this library cannot read", 1);
@@ -707,8 +794,7 @@ static void stream_from_position(void **state) {
   ag_mlp_free(a);
   rewind(f);
   a = SENTINEL;
-  agt_err(ag__mlp_load_stream(ctx, f, "memory", &a), AG_ERR_IO,
-          "ag_mlp_load: memory is not an agrl MLP file");
+  agt_err(ag__mlp_load_stream(ctx, f, "memory", &a), AG_ERR_IO, "ag_mlp_load: memory is not an agrl");
   assert_ptr_equal(a, SENTINEL);
   fclose(f);
   free(b.p), free(model.p);
@@ -729,7 +815,7 @@ static void failed_saves_leave_the_old_file(void **state) {
   agt_ok(ag_mlp_create(ctx, sizes, 4, AG_ACT_RELU, AG_ACT_NONE, 1, &a));
   agt_ok(ag_mlp_create(ctx, sizes, 4, AG_ACT_TANH, AG_ACT_RELU, 2, &b));
   net nb = read_net(b, sizes, 4, AG_ACT_TANH, AG_ACT_RELU);
-  bytes want_b = ref_v2(&nb);
+  bytes want_b = ref_v3(&nb);
   char name[256];
   for (int kind = 0; kind < 2; kind++) {
     ag_fault fault = kind ? AG_FAULT_HOST_ALLOC : AG_FAULT_DOWNLOAD;

@@ -6,7 +6,7 @@
  * of ag_replay_sample and ag_per_sample with equal RNGs; a file saved on
  * the device under test loads on the CPU and back with the same bytes.
  * Refusals: every changed byte, every truncation, trailing bytes, a wrong
- * magic or version, absurd sizes under a correct CRC; the table made so far
+ * magic or container version, absurd keys under a correct CRC; the table made so far
  * is freed and *out kept. Injected faults at every step of a save leave the
  * earlier file, the table and the directory as they were; of a load, no
  * table and no memory. A section of more than one part goes through the
@@ -388,6 +388,38 @@ static void fix_crc(unsigned char *p) {
   wr32(p + h - 4, crc(p, h - 4));
 }
 
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* The offset of key `name`'s value in the container p (docs/container.md). */
+static size_t key_at(const unsigned char *p, const char *name) {
+  size_t at = 48, K = rd32(p + 16);
+  for (size_t i = 0; i < K; i++) {
+    unsigned type = p[at], n = p[at + 2] | (unsigned)p[at + 3] << 8;
+    uint32_t count = rd32(p + at + 4);
+    if (n == strlen(name) && !memcmp(p + at + 8, name, n)) return at + 8 + n;
+    at += 8 + n + (type == 4 ? count : 8 * (size_t)count);
+  }
+  fail_msg("no key %s", name);
+  return 0;
+}
+
+/* The offset of section `name`'s first part in the container p. */
+static size_t section_at(const unsigned char *p, const char *name) {
+  size_t at = 48, K = rd32(p + 16), S = rd32(p + 20);
+  for (size_t i = 0; i < K; i++) {
+    unsigned type = p[at], n = p[at + 2] | (unsigned)p[at + 3] << 8;
+    at += 8 + n + (type == 4 ? rd32(p + at + 4) : 8 * (size_t)rd32(p + at + 4));
+  }
+  for (size_t i = 0; i < S; i++) {
+    unsigned n = p[at] | (unsigned)p[at + 1] << 8;
+    uint32_t nd = rd32(p + at + 4);
+    if (n == strlen(name) && !memcmp(p + at + 24 + 8 * nd, name, n)) return (size_t)rd64(p + at + 8);
+    at += 24 + 8 * nd + n;
+  }
+  fail_msg("no section %s", name);
+  return 0;
+}
+
 static void corrupt_files_refused(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
@@ -397,7 +429,8 @@ static void corrupt_files_refused(void **state) {
   size_t n;
   unsigned char *p = agt_slurp(path_a, &n);
   assert_int_equal(crc((const unsigned char *)"123456789", 9), 0xcbf43926u);
-  assert_int_equal(rd32(p + 152), (uint32_t)n);
+  assert_memory_equal(p, "AGRLFILE", 8);
+  assert_int_equal(rd64(p + 32), (uint64_t)n);
   { /* the file as it is loads */
     FILE *f = fmemopen(p, n, "rb");
     ag_replay *l;
@@ -414,7 +447,7 @@ static void corrupt_files_refused(void **state) {
       refused(ctx, q, n, 0, NULL);
     }
   }
-  for (size_t len = 0; len < n; len++) refused(ctx, p, len, AG_ERR_IO, len >= 8 ? NULL : NULL);
+  for (size_t len = 0; len < n; len++) refused(ctx, p, len, AG_ERR_IO, NULL);
   refused(ctx, p, n / 2, AG_ERR_IO, "truncated");
   for (size_t extra = 1; extra <= 64; extra *= 2) {
     memcpy(q, p, n);
@@ -423,59 +456,59 @@ static void corrupt_files_refused(void **state) {
   }
   memcpy(q, p, n);
   q[0] = 'X';
-  refused(ctx, q, n, AG_ERR_IO, "not a replay file");
+  refused(ctx, q, n, AG_ERR_IO, "not an agrl file");
   memcpy(q, p, n);
   wr32(q + 8, 2);
-  refused(ctx, q, n, AG_ERR_UNSUPPORTED, "version 2");
+  refused(ctx, q, n, AG_ERR_UNSUPPORTED, "container version 2");
   memcpy(q, p, n);
   wr32(q + 8, 0);
-  refused(ctx, q, n, AG_ERR_IO, "version 0");
+  refused(ctx, q, n, AG_ERR_IO, "container version 0");
   /* absurd values under a correct CRC */
   const struct {
+    const char *key; /* NULL: the fixed header at `at` */
     int at, bytes;
     uint64_t v;
     const char *part;
-  } bad[] = {{56, 8, (uint64_t)1 << 50, "capacity"},
-             {56, 8, 0, "capacity"},
-             {64, 8, 0, "min_size"},
-             {72, 8, 41, "size"},
-             {80, 8, 40, "position"},
-             {88, 8, 6, "rows"},
-             {96, 8, 100, "part length"},
-             {48, 4, 0, "n_fields"},
-             {48, 4, 9999, "n_fields"},
-             {52, 4, 5, "storage"},
-             {104, 4, 2, "sampler"},
-             {108, 4, 0x3fc00000u, "alpha"},
-             {112, 4, 0x7f800000u, "max priority"},
-             {116, 4, 1, "reserved"},
-             {128, 8, 12, "offsets"},
-             {152, 8, (uint64_t)1 << 40, "offsets"},
-             {160, 8, (uint64_t)1 << 40, "width"},
-             {168, 4, 9, "dtype"}};
+  } bad[] = {{"replay.capacity", 0, 8, (uint64_t)1 << 50, "replay.capacity"},
+             {"replay.capacity", 0, 8, 0, "replay.capacity"},
+             {"replay.min_size", 0, 8, 0, "replay.min_size"},
+             {"replay.size", 0, 8, 41, "replay.size"},
+             {"replay.position", 0, 8, 40, "replay.position"},
+             {"replay.storage", 0, 8, 5, "storage"},
+             {"replay.widths", 0, 8, (uint64_t)1 << 40, "width"},
+             {"replay.widths", 0, 8, 6, "section 'columns' is not the tensor"},
+             {"replay.dtypes", 0, 8, 9, "dtype"},
+             {"replay.sampler", 0, 3, 0x787878, "sampler"},
+             {"replay.per.alpha", 0, 8, 0x3ff8000000000000ull, "alpha"},
+             {"replay.per.max_priority", 0, 8, 0x7ff0000000000000ull, "max priority"},
+             {"kind", 0, 3, 0x6c6c6d, "is not replay file"},
+             {NULL, 24, 8, 100, "part length"},
+             {NULL, 32, 8, (uint64_t)1 << 40, "its sections make"},
+             {NULL, 40, 8, 1, "reserved"}};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     memcpy(q, p, n);
+    size_t at = bad[k].key ? key_at(q, bad[k].key) : (size_t)bad[k].at;
     if (bad[k].bytes == 8)
-      wr64(q + bad[k].at, bad[k].v);
+      wr64(q + at, bad[k].v);
     else
-      wr32(q + bad[k].at, (uint32_t)bad[k].v);
+      for (int b = 0; b < bad[k].bytes; b++) q[at + b] = (unsigned char)(bad[k].v >> (8 * b));
     fix_crc(q);
     refused(ctx, q, n, AG_ERR_IO, bad[k].part);
   }
   /* a part's CRC failure names the part, whichever thread read it */
   for (int over = 0; over < 2; over++) {
     ag__replay_file_overlap(over);
-    uint64_t coff = rd32(p + 120), loff = rd32(p + 136);
+    size_t coff = section_at(p, "columns"), loff = section_at(p, "leaves");
     memcpy(q, p, n);
     q[coff + 2 * 132 + 7] ^= 1;
-    refused(ctx, q, n, AG_ERR_IO, "part 2 of its columns fails its CRC-32 check");
+    refused(ctx, q, n, AG_ERR_IO, "part 2 of section 'columns' fails its CRC-32 check");
     memcpy(q, p, n);
     q[loff + 132 + 3] ^= 4;
-    refused(ctx, q, n, AG_ERR_IO, "part 1 of its sum tree leaves fails its CRC-32 check");
+    refused(ctx, q, n, AG_ERR_IO, "part 1 of section 'leaves' fails its CRC-32 check");
   }
   /* a leaf that is not finite, under correct CRCs: the first leaf part */
   memcpy(q, p, n);
-  uint64_t loff = (uint64_t)rd32(q + 136);
+  size_t loff = section_at(q, "leaves");
   wr64(q + loff, 0xfff0000000000000ull); /* -inf */
   wr32(q + loff + 128, crc(q + loff, 128));
   refused(ctx, q, n, AG_ERR_IO, "leaf 0");

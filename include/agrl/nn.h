@@ -65,7 +65,7 @@ AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
 
 /* ---- model files ----
  * ag_mlp_save writes sizes, activations and parameter values to `path` in
- * version 2 of the format below. The file is written beside `path` under a
+ * the format below. The file is written beside `path` under a
  * temporary name, flushed to disk and renamed over `path`: on any failure
  * (a full disk, a failed download, no memory) `path` keeps its old bytes
  * and the temporary is removed. Errors: AG_ERR_INVALID_ARG (m or path
@@ -74,55 +74,31 @@ AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
  * a NaN or an infinity, which load would refuse; or a step is being
  * recorded), AG_ERR_OUT_OF_MEMORY (host), the status of a failed download.
  *
- * Version 2 (written by this library). All integers little-endian; n =
- * n_sizes, L = n - 1 layers, 2L parameters; H = 28 + 8n.
- *   offset    bytes  field
- *   0         8      magic "AGRLMLP2" (41 47 52 4C 4D 4C 50 32): "AGRLMLP",
- *                    then the version as an ASCII digit
- *   8         4      int32 n_sizes, 2..64
- *   12        4      int32 hidden activation (ag_act: 0 none, 1 relu, 2 tanh,
- *                    3 sigmoid)
- *   16        4      int32 last layer's activation (ag_act)
- *   20        4      uint32 reserved, 0
- *   24        8n     int64 sizes[n] = {in, h1, ..., out}, each 1..2^31-1
- *   24 + 8n   4      uint32 CRC-32 of bytes 0 .. 23 + 8n
- *   H         ...    the parameters in order W0, b0, W1, b1, ..., W(L-1),
- *                    b(L-1); each is its values then a uint32 CRC-32 of
- *                    those value bytes:
- *                      W_l: sizes[l+1] * sizes[l] f32 (IEEE 754 binary32),
- *                           column-major [out, in]: element (r, c) at value
- *                           c * sizes[l+1] + r
- *                      b_l: sizes[l+1] f32
- * The file is exactly H + sum over parameters of (4 * values + 4) bytes.
- * CRC-32 is the IEEE one of zlib, gzip and PNG (reflected polynomial
- * 0xEDB88320, initial value and final XOR 0xFFFFFFFF; "123456789" gives
- * 0xCBF43926). Any single changed byte makes a file fail a check: a CRC-32
- * catches every error burst of up to 32 bits; a changed n_sizes moves the
- * end of the header, and the file's length then differs from what the
- * sizes read describe (fewer sizes describe fewer bytes, more sizes more);
- * and a version byte changed to '1' puts the reserved zero word in the low
- * half of sizes[0] as version 1 reads it, which is then 2^32 or more.
- *
- * Version 1 (written by earlier releases; still read): the same without the
- * reserved word and the CRCs. H = 20 + 8n.
- *   0 "AGRLMLP1"; 8 int32 n_sizes; 12 int32 hidden; 16 int32 last;
- *   20 int64 sizes[n]; 20 + 8n the f32 values of W0, b0, W1, b1, ... as above,
- *   and nothing after them.
+ * The file is an agrl container (docs/container.md: a header of typed keys
+ * and a table of named sections, each section in parts of at most 1 MB
+ * each followed by its CRC-32, the header with its own CRC-32) of kind
+ * "mlp": keys mlp.version = 3, mlp.sizes (i64 array {in, h1, ..., out},
+ * 2..64 of them, each 1..2^31-1), mlp.hidden and mlp.last (ag_act: 0 none,
+ * 1 relu, 2 tanh, 3 sigmoid); sections W0, b0, W1, b1, ..., in that order,
+ * f32 tensors W_l [sizes[l+1], sizes[l]] (column-major: element (r, c) at
+ * value c * sizes[l+1] + r) and b_l [sizes[l+1], 1].
+ * Files of agrl 0.1.0 ("AGRLMLP2", and the older "AGRLMLP1" without CRCs)
+ * are still read.
  *
  * ag_mlp_load creates an MLP on ctx from such a file. It checks the whole
  * header before it allocates anything, so a file can make it allocate no
  * more than the values it holds (and as much again for their gradients); it
  * refuses, with AG_ERR_IO and a message saying that the file is truncated
  * or corrupt and what is wrong:
- *   - a file that does not begin with "AGRLMLP" followed by '1' or '2'
- *     (a digit 3..9 is a newer version: AG_ERR_UNSUPPORTED);
+ *   - a file that is not an agrl container of kind "mlp" nor an old model
+ *     file (a newer container or mlp.version: AG_ERR_UNSUPPORTED);
+ *   - a header that breaks the container's rules (docs/container.md), fails
+ *     its CRC-32, or whose sections do not end where the file ends
+ *     ("truncated", "trailing bytes");
  *   - n_sizes outside 2..64, an activation code outside 0..3, a size outside
- *     1..2^31-1, sizes whose values would exceed 2^63 bytes;
- *   - (version 2) a header whose CRC-32 differs, a reserved word not 0;
- *   - a file shorter than its header and the values its sizes describe
- *     ("truncated"), or longer ("trailing bytes");
- *   - (version 2) a parameter whose values fail their CRC-32;
- *   - a NaN or an infinity among the values (both versions).
+ *     1..2^31-1, sections that are not the parameters the sizes describe;
+ *   - a part (old files: a parameter) that fails its CRC-32;
+ *   - a NaN or an infinity among the values.
  * Version-1 files get every check but the CRCs, which they do not have.
  * The values go to the device in parts of at most 1 MB through one host
  * buffer. On failure nothing stays allocated and *out is not written.

@@ -354,58 +354,38 @@ AG_API ag_status ag_per_total(ag_per *per, double *total);
  * set (by ag_per_update's device indices) on columns beyond the valid ones
  * are not saved: they load as 0 until those columns are added.
  *
- * Layout, version 1. Every integer little-endian; offsets in bytes.
- *   0   8   magic "AGRLRPL1"
- *   8   u32 format version (1)
- *   12  u32 H, the header's length with its CRC (H = 164 + the entries; H % 8 = 4)
- *   16  32  the library version that wrote it (ag_version()), NUL padded
- *   48  u32 n_fields (1..4096)
- *   52  u32 storage dtype (ag_dtype code: f32 0, f16 1, bf16 2, u8 3, i32 4)
- *   56  i64 capacity (1..2^40)        64  i64 min_size (1..capacity)
- *   72  i64 size (0..capacity)        80  i64 position (= size while size <
- *                                          capacity, else 0..capacity-1)
- *   88  i64 rows (the widths' sum)    96  i64 P, the part length (a multiple
- *                                          of 128 up to AG_TRANSFER_PART_BYTES)
- *   104 u32 sampler: 0 none, 1 prioritized
- *   108 f32 alpha (0 without a sampler) 112 f32 largest priority seen (ditto)
- *   116 u32 reserved, 0
- *   120 i64 columns offset (= H)      128 i64 C = size * rows * storage bytes
- *   136 i64 leaves offset (= H + C + 4 ceil(C / P))
- *   144 i64 L = 8 size (0 without a sampler)
- *   152 i64 the file's length (leaves offset + L + 4 ceil(L / P))
- *   160 the fields, each: i64 width (1..2^31-1), u32 host dtype (ag_dtype
- *       code, 0..5), u32 name length n (1..1024), the n name bytes (no NUL),
- *       zeros up to a multiple of 8
- *   H-4 u32 CRC-32 of bytes 0 .. H-5
- *   H   the columns: C bytes, column after column (column c's rows at
- *       c * rows * storage bytes, as the buffer holds them), cut into parts
- *       of P bytes (the last shorter), each part followed by a u32 CRC-32
- *       of its bytes
- *   then the leaves: size f64 values (IEEE 754 binary64, finite, >= 0),
- *       the leaf of column c at 8c, in parts of P bytes with their CRC-32s
- *       as the columns
- * and nothing after. CRC-32 is the one of agrl/nn.h's model files (zlib's).
+ * The file is an agrl container (docs/container.md) of kind "replay",
+ * replay.version 2: keys replay.storage (ag_dtype code: f32 0, f16 1,
+ * bf16 2, u8 3, i32 4), replay.capacity (1..2^40), replay.min_size
+ * (1..capacity), replay.size (0..capacity), replay.position (= size while
+ * size < capacity, else 0..capacity-1), replay.widths and replay.dtypes
+ * (i64 arrays, one per field, 1..1024 fields: widths 1..2^31-1, host dtype
+ * codes 0..5), replay.field.<i> (field i's name), replay.sampler ("none"
+ * or "per") and, for "per", replay.per.alpha and replay.per.max_priority
+ * (f64 values of f32s); section "columns", a tensor [rows, size] of the
+ * storage dtype (column c's rows at c * rows, as the buffer holds them),
+ * and for "per" section "leaves", size f64 values (finite, >= 0), the leaf
+ * of column c at 8c. Parts of AG_TRANSFER_PART_BYTES, each with its
+ * CRC-32. Files of agrl 0.1.0 ("AGRLRPL1", replay.version 1) still load.
  *
- * The loader checks every header field against these limits, against each
- * other and against the file's real length before it allocates anything
- * but the header (at most its H bytes); it refuses with AG_ERR_IO and a
- * message naming the path and what is wrong:
- *   - not beginning with "AGRLRPL1" ("not a replay file"), version 0;
- *   - a header failing its CRC-32, any field outside its limits above, a
- *     name twice or holding a NUL, non-zero padding or reserved bytes,
- *     widths not adding up to rows, offsets not those the sizes give,
- *     a table of more than 2^62 bytes, alpha outside [0, 1], a largest
- *     priority not finite and positive, a prioritized table beyond 2^31;
- *   - shorter than the header or its sections ("truncated"), or longer
- *     ("trailing bytes");
- *   - a part failing its CRC-32, a leaf not finite and >= 0.
- * A version above 1 is AG_ERR_UNSUPPORTED. Nothing is half-loaded: on any
- * failure the table made so far is freed and *out is not written.
+ * The loader checks the whole header against the container's limits and
+ * the file's real length, then the keys against the limits above and each
+ * other, before it allocates anything but the header; it refuses with
+ * AG_ERR_IO and a message naming the path and what is wrong: not an agrl
+ * file or not of kind "replay"; a header failing its CRC-32; a key missing
+ * or outside its limits, a name twice, sections other than those the keys
+ * describe, a table of more than 2^62 bytes, alpha outside [0, 1], a
+ * largest priority not finite and positive, a prioritized table beyond
+ * 2^31; shorter than the header or its sections ("truncated"), or longer
+ * ("trailing bytes"); a part failing its CRC-32, a leaf not finite and
+ * >= 0. A newer container or replay.version is AG_ERR_UNSUPPORTED. Nothing
+ * is half-loaded: on any failure the table made so far is freed and *out is
+ * not written.
  *
  * ag_replay_save errors: AG_ERR_INVALID_ARG (r or path NULL, path empty);
  * AG_ERR_STATE (a step is being recorded, or the table is broken by a
- * device error: see ag_replay_add); AG_ERR_UNSUPPORTED (more than 4096
- * fields, a name longer than 1024 bytes); AG_ERR_OUT_OF_MEMORY (host
+ * device error: see ag_replay_add); AG_ERR_UNSUPPORTED (more than 1024
+ * fields, a name longer than 4096 bytes); AG_ERR_OUT_OF_MEMORY (host
  * memory for the header and the part buffers); AG_ERR_IO (the file cannot
  * be created, written, flushed or renamed: a full disk, a directory that
  * does not exist or cannot be written); AG_ERR_DEVICE and the faults of

@@ -1,7 +1,8 @@
 /* agent_file.c — what the files of whole agents (dqn_file.c, ac_file.c)
  * share: a header with its tensor table and CRC-32, sections of values in
  * parts of at most AG_TRANSFER_PART_BYTES each followed by its CRC-32, and
- * the agent's replay table in its own file image at the end (replay_file.c).
+ * the agent's replay table in its own file image at the end (replay_file.c:
+ * an agrl container, or the AGRLRPL1 image of agrl 0.1.0).
  * Values are little-endian in the file whatever the host's order.
  */
 #include <stdio.h>
@@ -192,16 +193,8 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
   ag_per *mp = ag_replay_per(mine);
   uint64_t left = 0;
   ag_status s = ag__stream_left(f, fn, path, k->noun, &left);
-  if (!s) { /* the image's header against the agent's table before anything is made for it */
-    unsigned char ih[112];
-    if (ag__peek(f, ih, sizeof ih))
-      s = ag__file_bad(k, path, "truncated in its replay table");
-    else if ((int64_t)ag__get64(ih + 56) != capacity ||
-             ag__get32(ih + 48) != (uint32_t)ag_replay_n_fields(mine) ||
-             ag__get32(ih + 52) != (uint32_t)ag_replay_storage(mine) ||
-             ag__get32(ih + 104) != (uint32_t)(mp != NULL))
-      s = ag__file_bad(k, path, other);
-  }
+  /* the image's header against the agent's table before anything is made for it */
+  if (!s && ag__replay_image_differs(f, left, mine, capacity)) s = ag__file_bad(k, path, other);
   ag_replay *r = NULL;
   if (!s && (s = ag__replay_read(ctx, f, path, left, max_bytes, fn, &r))) {
     char why[512]; /* the table's refusal, as this call's */

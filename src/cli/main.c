@@ -9,6 +9,7 @@ int agrl_cmd_train(int argc, char **argv);
 int agrl_cmd_eval(int argc, char **argv);
 int agrl_cmd_bench(int argc, char **argv);
 int agrl_cmd_bench_dist(int argc, char **argv);
+int agrl_cmd_inspect(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -20,6 +21,7 @@ static void usage(FILE *f) {
           "  bench     time the performance table's work on a device\n"
           "  bench-dist  time the data-parallel DQN update on several GPUs\n"
           "  demo      write, gather and read a replay buffer on a device\n"
+          "  inspect   print the kind, keys and sections of an agrl file\n"
           "  version   print the version\n"
           "\n"
           "Run 'agrl <command> --help' for the options of a command.\n");
@@ -44,6 +46,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "eval") == 0) return agrl_cmd_eval(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0) return agrl_cmd_bench(argc - 1, argv + 1);
   if (strcmp(cmd, "bench-dist") == 0) return agrl_cmd_bench_dist(argc - 1, argv + 1);
+  if (strcmp(cmd, "inspect") == 0) return agrl_cmd_inspect(argc - 1, argv + 1);
   fprintf(stderr, "agrl: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

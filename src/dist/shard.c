@@ -456,7 +456,17 @@ static ag_status check_table(const shd_header *h, const ag_replay *t, const char
   return AG_OK;
 }
 
+ag_status ag__shard_load_limited(ag_ctx *ctx, const char *path, int rank, int world, size_t max_table_bytes,
+                                 ag_shard **out);
+
 ag_status ag_shard_load(ag_ctx *ctx, const char *path, int rank, int world, ag_shard **out) {
+  return ag__shard_load_limited(ctx, path, rank, world, 0, out);
+}
+
+/* ag_shard_load, refusing a table of more than max_table_bytes of columns
+ * (0: no limit) before it is made: the fuzzer's entry. */
+ag_status ag__shard_load_limited(ag_ctx *ctx, const char *path, int rank, int world, size_t max_table_bytes,
+                                 ag_shard **out) {
   static const char fn[] = "ag_shard_load";
   if (!ctx || !path || !out)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
@@ -480,16 +490,14 @@ ag_status ag_shard_load(ag_ctx *ctx, const char *path, int rank, int world, ag_s
                  "rank loads the file its own rank wrote",
                  fn, path, h.rank, h.world, rank, world);
   if (!s) { /* the image's capacity against the header's before a table of it is made */
-    unsigned char ih[64];
-    if (ag__peek(f, ih, sizeof ih))
-      s = ag__fail(AG_ERR_IO, "%s: %s is truncated in its table", fn, path);
-    else if ((int64_t)ag__get64(ih + 56) != h.capacity / h.world)
-      s = ag__fail(AG_ERR_IO,
-                   "%s: %s: its table has %lld columns; rank %d of %d of a table of %lld holds %lld", fn,
-                   path, (long long)ag__get64(ih + 56), h.rank, h.world, (long long)h.capacity,
-                   (long long)(h.capacity / h.world));
+    int64_t icap = ag__replay_image_capacity(f, len - (uint64_t)h.hbytes);
+    if (icap >= 0 && icap != h.capacity / h.world) /* unreadable: ag__replay_read says why */
+      s = ag__fail(
+          AG_ERR_IO, "%s: %s: its table has %lld columns; rank %d of %d of a table of %lld holds %lld", fn,
+          path, (long long)icap, h.rank, h.world, (long long)h.capacity, (long long)(h.capacity / h.world));
   }
-  if (!s && (s = ag__replay_read(ctx, f, path, len - (uint64_t)h.hbytes, 0, fn, &t))) {
+  if (!s &&
+      (s = ag__replay_read(ctx, f, path, len - (uint64_t)h.hbytes, max_table_bytes, "ag_replay_load", &t))) {
     const char *why = ag_last_error();
     if (strncmp(why, fn, sizeof fn - 1) != 0) { /* the table's own reader speaks of ag_replay_load */
       char copy[1024];

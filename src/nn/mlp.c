@@ -15,6 +15,7 @@
 
 #include "agrl/nn.h"
 #include "nn/nn_internal.h"
+#include "base/agfile.h"
 #include "base/philox.h"
 
 struct ag_mlp {
@@ -202,42 +203,31 @@ ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau) {
 
 /* ---- files ----
  *
- * The layouts (versions 1 and 2) are given byte by byte beside ag_mlp_save
- * in agrl/nn.h. Every field is little-endian, written and read byte by byte
- * whatever the host's order. The loader checks the whole header against
- * the file's length before it allocates anything, so what it allocates is
- * bounded by the size of the file; the values then go to the device in
- * parts of at most MLP_PART_BYTES through one host buffer, each part
- * checked on the way (CRC-32, finite values).
+ * A model file is an agrl container (docs/container.md) of kind "mlp":
+ * keys mlp.version (3), mlp.sizes, mlp.hidden, mlp.last, and one f32
+ * tensor section per parameter, W0 [sizes[1], sizes[0]], b0 [sizes[1], 1],
+ * W1, ... in that order, column-major. Files of versions 1 and 2 (agrl
+ * 0.1.0) are read through the container's reader too (agfile_legacy.c).
+ * The values go between the device and the file in parts of at most
+ * MLP_PART_BYTES; the loader refuses NaNs and infinities, and the saver
+ * refuses to write them.
  */
 
+#define MLP_VERSION 3
 #define MLP_MAX_SIZES 64
 #define MLP_PART_BYTES ((size_t)1 << 20)
-#define MLP_V1_FIXED 20 /* magic, n_sizes, hidden, last */
-#define MLP_V2_FIXED 24 /* the same and a reserved word, so that the sizes start at an 8-byte offset */
-#define MLP_HEADER_MAX (MLP_V2_FIXED + 8 * MLP_MAX_SIZES + 4)
 
-/* "AGRLMLP" then the version as a digit: '1' or '2'. */
-static const char mlp_magic[7] = {'A', 'G', 'R', 'L', 'M', 'L', 'P'};
+/* Parameter k of a network of `sizes`: W_l [sizes[l+1], sizes[l]] or b_l [sizes[l+1], 1]. */
+static int64_t param_rows(const int64_t *sizes, int k) { return sizes[k / 2 + 1]; }
+static int64_t param_cols(const int64_t *sizes, int k) { return k % 2 ? 1 : sizes[k / 2]; }
+static void param_name(int k, char name[16]) { snprintf(name, 16, "%c%d", k % 2 ? 'b' : 'W', k / 2); }
 
-/* Turns n f32 values between the host's byte order and the file's
- * (little-endian): nothing to do on a little-endian host. */
-static void f32_file_order(unsigned char *p, size_t n) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  for (size_t i = 0; i < n; i++, p += 4) {
-    unsigned char t = p[0];
-    p[0] = p[3], p[3] = t, t = p[1], p[1] = p[2], p[2] = t;
-  }
-#else
-  (void)p, (void)n;
-#endif
-}
-
-/* The index of the first NaN or infinity among n f32 values in file order,
+/* The index of the first NaN or infinity among n f32 values in host order,
  * or -1; *nan tells which. Bits, not isfinite: no compiler flag changes it. */
 static int64_t first_nonfinite(const unsigned char *p, size_t n, int *nan) {
   for (size_t i = 0; i < n; i++) {
-    uint32_t b = ag__get32(p + 4 * i);
+    uint32_t b;
+    memcpy(&b, p + 4 * i, 4);
     if ((b & 0x7f800000u) == 0x7f800000u) {
       *nan = (b & 0x007fffffu) != 0;
       return (int64_t)i;
@@ -246,21 +236,30 @@ static int64_t first_nonfinite(const unsigned char *p, size_t n, int *nan) {
   return -1;
 }
 
-/* Parameter k of a network of `sizes`: W_l [sizes[l+1], sizes[l]] or b_l [sizes[l+1], 1]. */
-static int64_t param_rows(const int64_t *sizes, int k) { return sizes[k / 2 + 1]; }
-static int64_t param_cols(const int64_t *sizes, int k) { return k % 2 ? 1 : sizes[k / 2]; }
-static void param_name(int k, char name[16]) { snprintf(name, 16, "%c%d", k % 2 ? 'b' : 'W', k / 2); }
+/* A save's source of parameter k's values. */
+typedef struct mlp_src {
+  const ag_mlp *m;
+  int k;
+  const char *path;
+} mlp_src;
 
-/* Bytes of the largest parameter, at most MLP_PART_BYTES: the host buffer
- * that every part goes through. */
-static size_t part_bytes(const int64_t *sizes, int n_params) {
-  size_t most = 4;
-  for (int k = 0; k < n_params; k++) {
-    uint64_t n = (uint64_t)param_rows(sizes, k) * (uint64_t)param_cols(sizes, k); /* < 2^62 */
-    if (n >= MLP_PART_BYTES / 4) return MLP_PART_BYTES;
-    if (4 * (size_t)n > most) most = 4 * (size_t)n;
-  }
-  return most;
+static ag_status mlp_fill(void *user, unsigned char *dst, uint64_t off, size_t len) {
+  static const char fn[] = "ag_mlp_save";
+  const mlp_src *src = user;
+  void *dev;
+  ag_status s = ag__tensor_ptr(src->m->params[src->k], &dev);
+  if (!s) s = ag__mem_download_copy(src->m->ctx, fn, dst, (const char *)dev + off, len);
+  if (s) return s;
+  int nan;
+  int64_t bad = first_nonfinite(dst, len / 4, &nan);
+  if (bad < 0) return AG_OK;
+  char name[16];
+  param_name(src->k, name);
+  return ag__fail(
+      AG_ERR_STATE,
+      "%s: parameter %s holds %s at element %lld; such a file would not load, so %s is left as it "
+      "was",
+      fn, name, nan ? "a NaN" : "an infinity", (long long)(off / 4 + (uint64_t)bad), src->path);
 }
 
 ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
@@ -272,172 +271,91 @@ ag_status ag_mlp_save(const ag_mlp *m, const char *path) {
                     MLP_MAX_SIZES);
   ag_status s = ag__not_recording(m->ctx, fn);
   if (s) return s;
-
-  unsigned char hdr[MLP_HEADER_MAX];
-  size_t hbytes = MLP_V2_FIXED + 8 * (size_t)n + 4;
-  memcpy(hdr, mlp_magic, 7);
-  hdr[7] = '2';
-  ag__put32(hdr + 8, (uint32_t)n);
-  ag__put32(hdr + 12, (uint32_t)m->hidden);
-  ag__put32(hdr + 16, (uint32_t)m->last);
-  ag__put32(hdr + 20, 0);
-  for (int i = 0; i < n; i++) ag__put64(hdr + MLP_V2_FIXED + 8 * i, (uint64_t)m->sizes[i]);
-  ag__put32(hdr + hbytes - 4, ag__crc32_add(0, hdr, hbytes - 4));
-
-  /* the part buffer first: a host that cannot give it leaves the disk alone */
-  size_t part = part_bytes(m->sizes, 2 * m->n_layers);
-  unsigned char *buf = ag__malloc(part);
-  if (!buf) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  ag__afile a;
-  if ((s = ag__afile_open(&a, path, fn))) {
-    free(buf);
-    return s;
+  mlp_src src[2 * (MLP_MAX_SIZES - 1)];
+  ag__agf a;
+  ag__agf_init(&a);
+  ag__agf_set_str(&a, "kind", "mlp");
+  ag__agf_set_i64(&a, "mlp.version", MLP_VERSION);
+  ag__agf_set_i64s(&a, "mlp.sizes", m->sizes, (uint32_t)n);
+  ag__agf_set_i64(&a, "mlp.hidden", (int64_t)m->hidden);
+  ag__agf_set_i64(&a, "mlp.last", (int64_t)m->last);
+  for (int k = 0; k < 2 * m->n_layers; k++) {
+    char name[16];
+    param_name(k, name);
+    const int64_t dims[2] = {param_rows(m->sizes, k), param_cols(m->sizes, k)};
+    src[k] = (mlp_src){m, k, path};
+    ag__agf_add_tensor(&a, name, AG_F32, 2, dims, mlp_fill, &src[k]);
   }
-  int wrote = fwrite(hdr, 1, hbytes, a.f) == hbytes;
-  for (int k = 0; wrote && !s && k < 2 * m->n_layers; k++) {
-    ag_tensor *p = m->params[k];
-    size_t bytes = (size_t)(p->rows * p->cols) * 4;
-    void *dev;
-    uint32_t crc = 0;
-    if ((s = ag__tensor_ptr(p, &dev))) break;
-    for (size_t off = 0; off < bytes && !s && wrote; off += part) {
-      size_t len = bytes - off < part ? bytes - off : part;
-      if ((s = ag__mem_download_copy(m->ctx, fn, buf, (const char *)dev + off, len))) break;
-      f32_file_order(buf, len / 4);
-      int nan;
-      int64_t bad = first_nonfinite(buf, len / 4, &nan);
-      if (bad >= 0) {
-        char name[16];
-        param_name(k, name);
-        s = ag__fail(AG_ERR_STATE,
-                     "%s: parameter %s holds %s at element %lld; such a file would not load, so "
-                     "%s is left as it was",
-                     fn, name, nan ? "a NaN" : "an infinity", (long long)(off / 4 + (size_t)bad), path);
-        break;
-      }
-      crc = ag__crc32_add(crc, buf, len);
-      wrote = fwrite(buf, 1, len, a.f) == len;
-    }
-    unsigned char c[4];
-    ag__put32(c, crc);
-    if (!s && wrote) wrote = fwrite(c, 1, 4, a.f) == 4;
-  }
-  free(buf);
-  if (!s && !wrote)
-    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
-                 strerror(errno));
-  if (s) {
-    ag__afile_abort(&a);
-    return s;
-  }
-  return ag__afile_commit(&a, fn);
+  s = ag__agf_save(&a, path, MLP_PART_BYTES, fn);
+  ag__agf_free(&a);
+  return s;
 }
 
-/* What a header says, once checked. */
-typedef struct mlp_header {
-  int version;
-  int n_sizes;
-  int32_t hidden, last;
-  int64_t sizes[MLP_MAX_SIZES];
-  int64_t data_at; /* offset of the first value (from the start of the stream) */
-} mlp_header;
+/* A load's sink: the values of parameter `sec` to the device, checked finite. */
+typedef struct mlp_dst {
+  ag_mlp *m;
+  const char *name;
+  int64_t bad; /* the first NaN or infinity of the parameter being read, or -1 */
+  int nan;
+} mlp_dst;
 
-/* Reads exactly n bytes; the length was checked, so a short read means a
- * read error or a file that shrank meanwhile. */
-static ag_status read_exact(FILE *f, void *dst, size_t n, const char *name) {
-  if (fread(dst, 1, n, f) == n) return AG_OK;
-  if (ferror(f)) return ag__fail(AG_ERR_IO, "ag_mlp_load: reading %s failed: %s", name, strerror(errno));
-  return ag__fail(
-      AG_ERR_IO, "ag_mlp_load: %s is truncated: it ended before the length it had when the load began", name);
-}
-
-/* Reads and checks the header of a stream of `len` bytes: the magic and
- * version, n_sizes, (version 2) the header's CRC-32 and reserved word, the
- * activations, every size, and that the values the sizes describe (with
- * their CRCs in version 2) end exactly where the stream ends. */
-static ag_status read_header(FILE *f, const char *name, int64_t len, mlp_header *h) {
+static ag_status mlp_take(void *user, int sec, unsigned char *buf, uint64_t off, size_t len) {
   static const char fn[] = "ag_mlp_load";
-  unsigned char hb[MLP_HEADER_MAX];
-  size_t got = len < MLP_V1_FIXED ? (size_t)len : MLP_V1_FIXED;
-  ag_status s = read_exact(f, hb, got, name);
+  mlp_dst *d = user;
+  ag_tensor *p = d->m->params[sec];
+  if (off == 0) d->bad = -1;
+  if (d->bad < 0) {
+    d->bad = first_nonfinite(buf, len / 4, &d->nan);
+    if (d->bad >= 0) d->bad += (int64_t)(off / 4);
+  }
+  void *dev;
+  ag_status s = ag__tensor_ptr(p, &dev);
+  if (!s) s = ag__mem_upload_copy(d->m->ctx, fn, (char *)dev + off, buf, len);
+  if (s || d->bad < 0 || off + len < (uint64_t)(p->rows * p->cols) * 4) return s;
+  char pname[16];
+  param_name(sec, pname);
+  return ag__fail(AG_ERR_IO,
+                  "%s: %s is corrupt: parameter %s holds %s at element %lld (row %lld, column %lld)", fn,
+                  d->name, pname, d->nan ? "a NaN" : "an infinity", (long long)d->bad,
+                  (long long)(d->bad % p->rows), (long long)(d->bad / p->rows));
+}
+
+/* What the keys and sections of a describe: checked, before anything is made. */
+static ag_status mlp_describe(const ag__agf *a, const char *name, int64_t *sizes, int *n_sizes,
+                              int64_t *hidden, int64_t *last) {
+  static const char fn[] = "ag_mlp_load";
+  int64_t version;
+  const int64_t *sz;
+  uint32_t n;
+  ag_status s = ag__agf_check_kind(a, "mlp", MLP_VERSION, &version, fn, name);
+  if (!s) s = ag__agf_get_i64(a, "mlp.hidden", INT32_MIN, INT32_MAX, hidden, fn, name);
+  if (!s) s = ag__agf_get_i64(a, "mlp.last", INT32_MIN, INT32_MAX, last, fn, name);
+  if (!s && (!act_ok((ag_act)*hidden) || !act_ok((ag_act)*last)))
+    s = ag__fail(AG_ERR_IO, "%s: %s is corrupt: the %s activation code %d is not one of 0..3", fn, name,
+                 act_ok((ag_act)*hidden) ? "last layer's" : "hidden layers'",
+                 (int)(act_ok((ag_act)*hidden) ? *last : *hidden));
+  if (!s) s = ag__agf_get_i64s(a, "mlp.sizes", MLP_MAX_SIZES, &sz, &n, fn, name);
+  if (!s && n < 2)
+    s = ag__fail(AG_ERR_IO, "%s: %s is corrupt: n_sizes = %u, outside 2..%d", fn, name, n, MLP_MAX_SIZES);
+  for (uint32_t i = 0; !s && i < n; i++)
+    if (sz[i] < 1 || sz[i] > INT32_MAX)
+      s = ag__fail(AG_ERR_IO, "%s: %s is corrupt: sizes[%u] = %lld, outside 1..%d", fn, name, i,
+                   (long long)sz[i], INT32_MAX);
   if (s) return s;
-  if (memcmp(hb, mlp_magic, got < 7 ? got : 7) != 0)
-    return ag__fail(AG_ERR_IO, "%s: %s is not an agrl MLP file (it does not begin with \"AGRLMLP\")", fn,
-                    name);
-  if (got < 8)
-    return ag__fail(AG_ERR_IO, "%s: %s is truncated: %lld bytes, shorter than the 8-byte magic", fn, name,
-                    (long long)len);
-  if (hb[7] == '1' || hb[7] == '2') {
-    h->version = hb[7] - '0';
-  } else if (hb[7] >= '3' && hb[7] <= '9') {
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: %s is an agrl MLP file of version %c, which this library cannot read "
-                    "(it reads versions 1 and 2)",
-                    fn, name, hb[7]);
-  } else {
-    return ag__fail(AG_ERR_IO, "%s: %s is not an agrl MLP file (byte 7, 0x%02x, is not a version number)", fn,
-                    name, hb[7]);
+  memcpy(sizes, sz, n * sizeof *sz);
+  *n_sizes = (int)n;
+  if (a->n_sections != 2 * ((int)n - 1))
+    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: %d sections, where %u sizes make %u parameters", fn, name,
+                    a->n_sections, n, 2 * (n - 1));
+  for (int k = 0; k < a->n_sections; k++) {
+    char pname[16];
+    param_name(k, pname);
+    const int64_t dims[2] = {param_rows(sizes, k), param_cols(sizes, k)};
+    int at;
+    if ((s = ag__agf_want_section(a, pname, AG_F32, 2, dims, &at, fn, name))) return s;
+    if (at != k)
+      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: section %s is not parameter %d", fn, name, pname, k);
   }
-  int64_t fixed = h->version == 1 ? MLP_V1_FIXED : MLP_V2_FIXED;
-  if (len < fixed)
-    return ag__fail(AG_ERR_IO,
-                    "%s: %s is truncated: %lld bytes, shorter than the %lld-byte start of a version-%d "
-                    "header",
-                    fn, name, (long long)len, (long long)fixed, h->version);
-  if ((s = read_exact(f, hb + got, (size_t)fixed - got, name))) return s;
-  int32_t n = (int32_t)ag__get32(hb + 8);
-  if (n < 2 || n > MLP_MAX_SIZES)
-    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: n_sizes = %d, outside 2..%d", fn, name, (int)n,
-                    MLP_MAX_SIZES);
-  int64_t hbytes = fixed + 8 * (int64_t)n + (h->version == 2 ? 4 : 0);
-  if (len < hbytes)
-    return ag__fail(AG_ERR_IO,
-                    "%s: %s is truncated: %lld bytes, shorter than the %lld-byte header of %d sizes", fn,
-                    name, (long long)len, (long long)hbytes, (int)n);
-  if ((s = read_exact(f, hb + fixed, (size_t)(hbytes - fixed), name))) return s;
-  if (h->version == 2) {
-    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
-    if (stored != computed)
-      return ag__fail(AG_ERR_IO,
-                      "%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                      name, (unsigned)stored, (unsigned)computed);
-    if (ag__get32(hb + 20) != 0)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: the reserved header word at byte 20 is %u, not 0", fn,
-                      name, (unsigned)ag__get32(hb + 20));
-  }
-  h->n_sizes = n;
-  h->hidden = (int32_t)ag__get32(hb + 12);
-  h->last = (int32_t)ag__get32(hb + 16);
-  if (!act_ok((ag_act)h->hidden) || !act_ok((ag_act)h->last))
-    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: the %s activation code %d is not one of 0..3", fn, name,
-                    act_ok((ag_act)h->hidden) ? "last layer's" : "hidden layers'",
-                    (int)(act_ok((ag_act)h->hidden) ? h->last : h->hidden));
-  for (int i = 0; i < n; i++) {
-    int64_t v = (int64_t)ag__get64(hb + fixed + 8 * i);
-    if (v < 1 || v > INT32_MAX)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: sizes[%d] = %lld, outside 1..%d", fn, name, i,
-                      (long long)v, INT32_MAX);
-    h->sizes[i] = v;
-  }
-  /* the values: < 2^62 a weight matrix, at most 126 of them; the sum is
-   * checked against 2^63 step by step */
-  int64_t total = hbytes, per_crc = h->version == 2 ? 4 : 0;
-  for (int k = 0; k < 2 * (n - 1); k++) {
-    int64_t count = param_rows(h->sizes, k) * param_cols(h->sizes, k);
-    if (count > (INT64_MAX - per_crc - total) / 4)
-      return ag__fail(AG_ERR_IO, "%s: %s is corrupt: its sizes describe more than 2^63 bytes of parameters",
-                      fn, name);
-    total += 4 * count + per_crc;
-  }
-  if (len < total)
-    return ag__fail(AG_ERR_IO,
-                    "%s: %s is truncated: %lld bytes, where its header's sizes need %lld (%lld missing)", fn,
-                    name, (long long)len, (long long)total, (long long)(total - len));
-  if (len > total)
-    return ag__fail(AG_ERR_IO,
-                    "%s: %s is corrupt: %lld trailing bytes follow the %lld bytes its header describes", fn,
-                    name, (long long)(len - total), (long long)total);
-  h->data_at = hbytes;
   return AG_OK;
 }
 
@@ -450,68 +368,26 @@ ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **o
   if (!ctx || !f || !out)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, the file and out must not be NULL", fn);
   if (!name) name = "the stream";
-  uint64_t left = 0;
-  ag_status s = ag__stream_left(f, fn, name, "a model", &left);
-  if (s) return s;
-  mlp_header h;
-  s = read_header(f, name, (int64_t)left, &h);
-  if (s) return s;
-
-  int n_params = 2 * (h.n_sizes - 1);
-  size_t part = part_bytes(h.sizes, n_params);
-  unsigned char *buf = ag__malloc(part);
-  if (!buf) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  ag__agf a;
+  int64_t sizes[MLP_MAX_SIZES], hidden = 0, last = 0;
+  int n = 0;
+  ag_status s = ag__agf_read_stream(&a, f, fn, name);
+  if (!s) s = mlp_describe(&a, name, sizes, &n, &hidden, &last);
   ag_mlp *m = NULL;
-  if ((s = mlp_alloc(ctx, h.sizes, h.n_sizes, (ag_act)h.hidden, (ag_act)h.last, fn, &m))) {
-    free(buf);
-    if (s != AG_ERR_OUT_OF_MEMORY) return s;
+  if (!s && (s = mlp_alloc(ctx, sizes, n, (ag_act)hidden, (ag_act)last, fn, &m)) == AG_ERR_OUT_OF_MEMORY) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
-    double mb = AG__MB((double)((int64_t)left - h.data_at));
-    return ag__fail(
-        s, "%s: the parameters of %s (%.1f MB, and as much again for their gradients) do not fit: %s", fn,
-        name, mb, why);
+    uint64_t bytes = 0;
+    for (int k = 0; k < a.n_sections; k++) bytes += a.sections[k].bytes;
+    s = ag__fail(s,
+                 "%s: the parameters of %s (%.1f MB, and as much again for their gradients) do not fit: %s",
+                 fn, name, AG__MB((double)bytes), why);
   }
-  for (int k = 0; k < n_params && !s; k++) {
-    ag_tensor *p = m->params[k];
-    size_t bytes = (size_t)(p->rows * p->cols) * 4;
-    void *dev;
-    uint32_t crc = 0;
-    int64_t bad = -1;
-    int nan = 0;
-    if ((s = ag__tensor_ptr(p, &dev))) break;
-    for (size_t off = 0; off < bytes && !s; off += part) {
-      size_t len = bytes - off < part ? bytes - off : part;
-      if ((s = read_exact(f, buf, len, name))) break;
-      crc = ag__crc32_add(crc, buf, len);
-      if (bad < 0) {
-        bad = first_nonfinite(buf, len / 4, &nan);
-        if (bad >= 0) bad += (int64_t)(off / 4);
-      }
-      f32_file_order(buf, len / 4);
-      s = ag__mem_upload_copy(ctx, fn, (char *)dev + off, buf, len);
-    }
-    if (s) break;
-    char pname[16];
-    param_name(k, pname);
-    /* a checksum that fails says more than the NaN a flipped bit may make */
-    if (h.version == 2) {
-      unsigned char c[4];
-      if ((s = read_exact(f, c, 4, name))) break;
-      if (ag__get32(c) != crc) {
-        s = ag__fail(AG_ERR_IO,
-                     "%s: %s is corrupt: parameter %s fails its CRC-32 check (stored %08x, computed %08x)",
-                     fn, name, pname, (unsigned)ag__get32(c), (unsigned)crc);
-        break;
-      }
-    }
-    if (bad >= 0)
-      s = ag__fail(AG_ERR_IO,
-                   "%s: %s is corrupt: parameter %s holds %s at element %lld (row %lld, column %lld)", fn,
-                   name, pname, nan ? "a NaN" : "an infinity", (long long)bad, (long long)(bad % p->rows),
-                   (long long)(bad / p->rows));
+  if (!s) {
+    mlp_dst d = {m, name, -1, 0};
+    s = ag__agf_stream(&a, f, mlp_take, &d, fn, name);
   }
-  free(buf);
+  ag__agf_free(&a);
   if (s) {
     ag_mlp_free(m);
     return s;

@@ -85,7 +85,7 @@ int ag__per_depth(const ag_per *per);
 
 /* ---- the file format of agrl/replay.h, inside other files ---- */
 
-/* Writes the table's file image (agrl/replay.h's layout, data parts of
+/* Writes the table's file image (an agrl container, docs/container.md; data parts of
  * `part` bytes: a multiple of 128 up to AG_TRANSFER_PART_BYTES) at f's
  * position. Checks and errors as ag_replay_save's; a failed write is
  * AG_ERR_IO naming `name` (the file written). What was written before a
@@ -97,6 +97,13 @@ ag_status ag__replay_write(const ag_replay *r, FILE *f, size_t part, const char 
  * max_table_bytes of columns is AG_ERR_UNSUPPORTED (0: no limit). */
 ag_status ag__replay_read(ag_ctx *ctx, FILE *f, const char *name, uint64_t left, size_t max_table_bytes,
                           const char *fn, ag_replay **out);
+/* Whether the image at f's position (left bytes) describes a table of
+ * another capacity, storage, number of fields or sampler than `mine` with
+ * `capacity`: reads its header alone and puts f back (0 when the header
+ * cannot be read: ag__replay_read then says why). */
+int ag__replay_image_differs(FILE *f, uint64_t left, const ag_replay *mine, int64_t capacity);
+/* The capacity the image at f's position says (header alone, f put back); -1 when unreadable. */
+int64_t ag__replay_image_capacity(FILE *f, uint64_t left);
 /* ag_replay_save with parts of `part` bytes (tests write many-part files);
  * ag__replay_read of f from its position to its end (the fuzzer's entry). */
 ag_status ag__replay_save_parts(const ag_replay *r, const char *path, size_t part);

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of fuzz_mlp_load into corpus/mlp_load/.
+"""Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*).
 
-Small model files in the layouts of include/agrl/nn.h: valid version-2 and
-version-1 files of a few shapes, and broken ones (truncated, a changed
+Small model files: agrl containers of kind "mlp" (docs/container.md), and
+the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
 byte, trailing bytes, a NaN under a correct CRC, a bad activation code,
 n_sizes out of range, sizes of terabytes, a newer version, not a model).
 zlib.crc32 is the CRC-32 the format uses. Run it again after a change of
-the format; the files are checked in.
+the format; the files are checked in. The corpus also holds, committed as
+data, the replay, DQN, SAC/TD3 and shard seeds of agrl 0.1.0's formats
+(replay_*, dqn_*, ac_*, shard_*: valid files and broken ones) and one file
+of every kind as this library writes it (current_*: tests/make_legacy).
 """
 import os
 import struct
 import zlib
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "mlp_load")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "load")
 
 
 def values(sizes, seed):
@@ -40,6 +43,43 @@ def v1(sizes, hidden, last, params):
     for p in params:
         out += struct.pack("<%df" % len(p), *p)
     return out
+
+
+def container(keys, sections, part=1 << 20, crc=True):
+    """An agrl container (docs/container.md): keys [(type, name, value)],
+    sections [(name, dtype, dims, bytes)] of f32 tensors; crc=False leaves
+    the header's CRC 0 (the harness fills it in)."""
+    k = b""
+    for typ, name, value in keys:
+        n = name.encode()
+        if typ == 4:
+            v = value.encode()
+            k += struct.pack("<BBHI", typ, 0, len(n), len(v)) + n + v
+        elif typ == 5:
+            k += struct.pack("<BBHI", typ, 0, len(n), len(value)) + n + struct.pack("<%dq" % len(value), *value)
+        else:
+            k += struct.pack("<BBHI", typ, 0, len(n), 1) + n + struct.pack("<q", value)
+    H = 48 + len(k) + 4 + sum(24 + 8 * len(d) + len(nm) for nm, _, d, _ in sections)
+    s, data = b"", b""
+    for name, dtype, dims, payload in sections:
+        n = name.encode()
+        s += struct.pack("<HBBIQQ", len(n), 2, dtype, len(dims), H + len(data), len(payload))
+        s += struct.pack("<%dQ" % len(dims), *dims) + n
+        for at in range(0, len(payload), part):
+            block = payload[at:at + part]
+            data += block + struct.pack("<I", zlib.crc32(block))
+    head = b"AGRLFILE" + struct.pack("<IIIIQQQ", 1, H, len(keys), len(sections), part, H + len(data), 0) + k + s
+    return head + struct.pack("<I", zlib.crc32(head) if crc else 0) + data
+
+
+def v3(sizes, hidden, last, params, crc=True):
+    keys = [(4, "kind", "mlp"), (2, "mlp.version", 3), (5, "mlp.sizes", sizes), (2, "mlp.hidden", hidden),
+            (2, "mlp.last", last)]
+    secs = []
+    for k, p in enumerate(params):
+        dims = [sizes[k // 2 + 1], 1 if k % 2 else sizes[k // 2]]
+        secs.append(("%s%d" % ("b" if k % 2 else "W", k // 2), 0, dims, struct.pack("<%df" % len(p), *p)))
+    return container(keys, secs, crc=crc)
 
 
 def main():
@@ -70,12 +110,17 @@ def main():
     seeds["v2_terabytes"] = huge + struct.pack("<I", zlib.crc32(huge)) + b"\0" * 16
     seeds["v1_terabytes"] = b"AGRLMLP1" + struct.pack("<iii3q", 3, 1, 0, 1000000, 1000000, 1) + b"\0" * 16
     seeds["v3"] = b"AGRLMLP3" + good[8:]
+    for i, (sizes, hid, last) in enumerate(shapes):
+        seeds["container_valid_%d" % i] = v3(sizes, hid, last, values(sizes, i))
+    seeds["container_crc0"] = v3([2, 3, 1], 1, 0, values([2, 3, 1], 0), crc=False)
+    seeds["container_bad_act_crc0"] = v3([2, 3, 1], 9, 0, values([2, 3, 1], 0), crc=False)
+    seeds["container_nan_crc0"] = v3([2, 3, 1], 1, 0, p, crc=False)
     seeds["not_a_model"] = b"PK\x03\x04 this is not a model file"
     seeds["empty"] = b""
     for name, data in sorted(seeds.items()):
-        with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
+        with open(os.path.join(OUT, "mlp_" + name + ".agrl"), "wb") as f:
             f.write(data)
-    print("%d seeds in %s" % (len(seeds), OUT))
+    print("%d model seeds in %s" % (len(seeds), OUT))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,305 @@
+/* agfile_legacy.c — the files of agrl 0.1.0, read into the container's form.
+ *
+ * The one place that knows the old layouts. Each is parsed into the keys
+ * and sections that the container of the same kind has (docs/container.md
+ * lists them), with each section's offset, length and check as the old
+ * file has them; the loaders then take an old file as they take a new one.
+ * As for the container, the whole header is checked against the limits and
+ * the stream's length before anything is allocated.
+ *
+ * Formats read here: AGRLMLP1 and AGRLMLP2 (models, the layouts of 0.1.0's
+ * agrl/nn.h), AGRLRPL1 (replay tables, alone or inside other files).
+ */
+#include "base/agfile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define CORRUPT(...) ag__fail(AG_ERR_IO, __VA_ARGS__)
+
+static ag_status read_exact(FILE *f, void *dst, size_t n, const char *fn, const char *name) {
+  if (fread(dst, 1, n, f) == n) return AG_OK;
+  if (ferror(f)) return ag__fail(AG_ERR_IO, "%s: reading %s failed: %s", fn, name, strerror(errno));
+  return ag__fail(AG_ERR_IO, "%s: %s is truncated: it ended before the length it had when the load began", fn,
+                  name);
+}
+
+/* ---- models: AGRLMLP1, AGRLMLP2 ----
+ *   0 "AGRLMLP" + '1' or '2'; 8 i32 n_sizes (2..64); 12 i32 hidden; 16 i32 last;
+ *   version 2: 20 u32 reserved 0; then i64 sizes[n]; version 2: u32 CRC-32
+ *   of the header; then W0, b0, W1, b1 ... as f32 (version 2: each followed
+ *   by the CRC-32 of its bytes). */
+
+#define MLP_MAX_SIZES 64
+#define MLP_PART ((uint64_t)1 << 20) /* the old loader's part: 1 MB */
+#define MLP_V1_FIXED 20
+#define MLP_V2_FIXED 24
+
+static ag_status mlp_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  unsigned char hb[MLP_V2_FIXED + 8 * MLP_MAX_SIZES + 4];
+  ag_status s = read_exact(f, hb, 8, fn, name);
+  if (s) return s;
+  int version;
+  if (hb[7] == '1' || hb[7] == '2') {
+    version = hb[7] - '0';
+  } else if (hb[7] >= '3' && hb[7] <= '9') {
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %s is an agrl MLP file of version %c, which this library cannot read "
+                    "(it reads versions 1 and 2, and the agrl container)",
+                    fn, name, hb[7]);
+  } else {
+    return CORRUPT("%s: %s is not an agrl MLP file (byte 7, 0x%02x, is not a version number)", fn, name,
+                   hb[7]);
+  }
+  uint64_t fixed = version == 1 ? MLP_V1_FIXED : MLP_V2_FIXED;
+  if (left < fixed)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than the %llu-byte start of a version-%d header",
+                   fn, name, (unsigned long long)left, (unsigned long long)fixed, version);
+  if ((s = read_exact(f, hb + 8, (size_t)fixed - 8, fn, name))) return s;
+  int32_t n = (int32_t)ag__get32(hb + 8);
+  if (n < 2 || n > MLP_MAX_SIZES)
+    return CORRUPT("%s: %s is corrupt: n_sizes = %d, outside 2..%d", fn, name, (int)n, MLP_MAX_SIZES);
+  uint64_t hbytes = fixed + 8 * (uint64_t)n + (version == 2 ? 4 : 0);
+  if (left < hbytes)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than the %llu-byte header of %d sizes", fn, name,
+                   (unsigned long long)left, (unsigned long long)hbytes, (int)n);
+  if ((s = read_exact(f, hb + fixed, (size_t)(hbytes - fixed), fn, name))) return s;
+  if (version == 2) {
+    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
+    if (stored != computed)
+      return CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                     name, (unsigned)stored, (unsigned)computed);
+    if (ag__get32(hb + 20) != 0)
+      return CORRUPT("%s: %s is corrupt: the reserved header word at byte 20 is %u, not 0", fn, name,
+                     (unsigned)ag__get32(hb + 20));
+  }
+  int64_t sizes[MLP_MAX_SIZES];
+  for (int i = 0; i < n; i++) {
+    int64_t v = (int64_t)ag__get64(hb + fixed + 8 * i);
+    if (v < 1 || v > INT32_MAX)
+      return CORRUPT("%s: %s is corrupt: sizes[%d] = %lld, outside 1..%d", fn, name, i, (long long)v,
+                     INT32_MAX);
+    sizes[i] = v;
+  }
+  /* < 2^62 bytes a weight matrix, at most 126 of them: the sum is checked step by step */
+  uint64_t total = hbytes, per_crc = version == 2 ? 4 : 0;
+  for (int k = 0; k < 2 * (n - 1); k++) {
+    uint64_t count = (uint64_t)sizes[k / 2 + 1] * (uint64_t)(k % 2 ? 1 : sizes[k / 2]);
+    if (count > (INT64_MAX - per_crc - total) / 4)
+      return CORRUPT("%s: %s is corrupt: its sizes describe more than 2^63 bytes of parameters", fn, name);
+    total += 4 * count + per_crc;
+  }
+  if (left < total)
+    return CORRUPT("%s: %s is truncated: %llu bytes, where its header's sizes need %llu (%llu missing)", fn,
+                   name, (unsigned long long)left, (unsigned long long)total,
+                   (unsigned long long)(total - left));
+  if (left > total)
+    return CORRUPT("%s: %s is corrupt: %llu trailing bytes follow the %llu bytes its header describes", fn,
+                   name, (unsigned long long)(left - total), (unsigned long long)total);
+
+  a->format =
+      version == 1 ? "AGRLMLP1 (agrl 0.1.0 model, version 1)" : "AGRLMLP2 (agrl 0.1.0 model, version 2)";
+  ag__agf_set_str(a, "kind", "mlp");
+  ag__agf_set_i64(a, "mlp.version", version);
+  ag__agf_set_i64(a, "mlp.hidden", (int32_t)ag__get32(hb + 12));
+  ag__agf_set_i64(a, "mlp.last", (int32_t)ag__get32(hb + 16));
+  ag__agf_set_i64s(a, "mlp.sizes", sizes, (uint32_t)n);
+  uint64_t at = hbytes;
+  for (int k = 0; k < 2 * (n - 1); k++) {
+    char pname[16];
+    snprintf(pname, sizeof pname, "%c%d", k % 2 ? 'b' : 'W', k / 2);
+    int64_t dims[2] = {sizes[k / 2 + 1], k % 2 ? 1 : sizes[k / 2]};
+    ag__agf_add_tensor(a, pname, AG_F32, 2, dims, NULL, NULL);
+    if (a->failed) break;
+    ag__agf_section *sec = &a->sections[a->n_sections - 1];
+    sec->offset = at, sec->part = MLP_PART;
+    sec->crc = version == 2 ? AG__AGF_CRC_WHOLE : AG__AGF_CRC_NONE;
+    at += sec->bytes + per_crc;
+  }
+  if (a->failed) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  a->part = MLP_PART;
+  a->total = total;
+  return AG_OK;
+}
+
+/* ---- replay tables: AGRLRPL1 ----
+ *   0 "AGRLRPL1"; 8 u32 version 1; 12 u32 H; 16 char[32] library version;
+ *   48 u32 n_fields; 52 u32 storage; 56 i64 capacity, min_size, size,
+ *   position, rows, part; 104 u32 sampler (0, 1 PER); 108 f32 alpha;
+ *   112 f32 max priority; 116 u32 0; 120 u64 columns' offset, bytes;
+ *   136 u64 leaves' offset, bytes; 152 u64 total; 160 fields: i64 width,
+ *   u32 dtype, u32 name length, the name padded to 8 bytes; H-4 CRC-32.
+ *   Then the columns [rows, size] and the leaves [size] f64, in parts of
+ *   `part` bytes each followed by its CRC-32. */
+
+#define RPL_FIXED 160
+#define RPL_MAX_FIELDS 4096
+#define RPL_MAX_NAME 1024
+#define RPL_HEADER_MAX ((uint64_t)RPL_FIXED + (uint64_t)RPL_MAX_FIELDS * (16 + RPL_MAX_NAME) + 4)
+
+static uint64_t rpl_entry_bytes(uint64_t n) { return 16 + ((n + 7) & ~(uint64_t)7); }
+static uint64_t rpl_section_bytes(uint64_t n, uint64_t part) { return n + 4 * ((n + part - 1) / part); }
+
+/* The layout of an old replay image: what the sections need, checked; the
+ * values themselves are checked by the replay's loader from the keys. */
+static ag_status rpl_parse(ag__agf *a, const unsigned char *hb, uint64_t hbytes, uint64_t left,
+                           const char *fn, const char *name) {
+  const unsigned char *v = hb + 16;
+  if (!memchr(v, 0, 32))
+    return CORRUPT("%s: %s is corrupt: the library version at byte 16 has no end", fn, name);
+  for (size_t i = strlen((const char *)v); i < 32; i++)
+    if (v[i])
+      return CORRUPT("%s: %s is corrupt: byte %zu after the library version is not 0", fn, name, 16 + i);
+  uint64_t nf = ag__get32(hb + 48), st = ag__get32(hb + 52);
+  if (nf < 1 || nf > AG__AGF_MAX_ARRAY)
+    return CORRUPT("%s: %s is corrupt: n_fields = %llu, outside 1..%d", fn, name, (unsigned long long)nf,
+                   AG__AGF_MAX_ARRAY);
+  if (st > AG_I64)
+    return CORRUPT("%s: %s is corrupt: storage dtype code %llu", fn, name, (unsigned long long)st);
+  int64_t cap = (int64_t)ag__get64(hb + 56), size = (int64_t)ag__get64(hb + 72),
+          rows = (int64_t)ag__get64(hb + 88);
+  uint64_t part = ag__get64(hb + 96);
+  if (part < AG__AGF_PART_MIN || part > AG__AGF_PART_MAX || part % AG__AGF_PART_MIN)
+    return CORRUPT("%s: %s is corrupt: part length %llu is not a multiple of %d up to %zu", fn, name,
+                   (unsigned long long)part, AG__AGF_PART_MIN, AG__AGF_PART_MAX);
+  uint32_t sampler = ag__get32(hb + 104);
+  if (sampler > 1)
+    return CORRUPT("%s: %s is corrupt: sampler code %u is not 0 (none) or 1 (prioritized)", fn, name,
+                   sampler);
+  if (ag__get32(hb + 116))
+    return CORRUPT("%s: %s is corrupt: the reserved header word at byte 116 is not 0", fn, name);
+  if (cap < 1 || size < 0 || size > cap || rows < 1 || rows > (int64_t)1 << 42)
+    return CORRUPT("%s: %s is corrupt: capacity %lld, size %lld, rows %lld", fn, name, (long long)cap,
+                   (long long)size, (long long)rows);
+  uint64_t es = ag_dtype_size((ag_dtype)st), cb = 0, lb = sampler ? 8 * (uint64_t)size : 0;
+  if ((uint64_t)size > ((uint64_t)1 << 62) / es / (uint64_t)rows)
+    return CORRUPT("%s: %s is corrupt: %lld rows of %lld columns exceed 2^62 bytes", fn, name,
+                   (long long)rows, (long long)size);
+  cb = (uint64_t)size * (uint64_t)rows * es;
+  /* the fields: within the header, names without NUL and padded with 0 */
+  int64_t w[AG__AGF_MAX_ARRAY], dt[AG__AGF_MAX_ARRAY];
+  uint64_t at = RPL_FIXED;
+  for (uint64_t i = 0; i < nf; i++) {
+    if (at + 16 > hbytes - 4)
+      return CORRUPT("%s: %s is corrupt: its header ends inside field %llu", fn, name, (unsigned long long)i);
+    uint64_t n = ag__get32(hb + at + 12);
+    if (n < 1 || n > RPL_MAX_NAME || at + rpl_entry_bytes(n) > hbytes - 4)
+      return CORRUPT("%s: %s is corrupt: field %llu's name length %llu does not fit its header", fn, name,
+                     (unsigned long long)i, (unsigned long long)n);
+    const unsigned char *nm = hb + at + 16;
+    if (memchr(nm, 0, n))
+      return CORRUPT("%s: %s is corrupt: field %llu's name holds a NUL byte", fn, name,
+                     (unsigned long long)i);
+    for (uint64_t k = n; k < rpl_entry_bytes(n) - 16; k++)
+      if (nm[k])
+        return CORRUPT("%s: %s is corrupt: the padding after field %llu's name is not 0", fn, name,
+                       (unsigned long long)i);
+    w[i] = (int64_t)ag__get64(hb + at), dt[i] = ag__get32(hb + at + 8);
+    at += rpl_entry_bytes(n);
+  }
+  if (at != hbytes - 4)
+    return CORRUPT("%s: %s is corrupt: %llu header bytes follow the last field", fn, name,
+                   (unsigned long long)(hbytes - 4 - at));
+  uint64_t coff = ag__get64(hb + 120), loff = ag__get64(hb + 136), total = ag__get64(hb + 152);
+  uint64_t want_loff = hbytes + rpl_section_bytes(cb, part),
+           want_total = want_loff + rpl_section_bytes(lb, part);
+  if (coff != hbytes || ag__get64(hb + 128) != cb || loff != want_loff || ag__get64(hb + 144) != lb ||
+      total != want_total)
+    return CORRUPT("%s: %s is corrupt: its section offsets and lengths do not match its sizes", fn, name);
+  if (left < total)
+    return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu (%llu missing)", fn,
+                   name, (unsigned long long)left, (unsigned long long)total,
+                   (unsigned long long)(total - left));
+  if (left > total)
+    return CORRUPT("%s: %s is corrupt: %llu trailing bytes follow the %llu bytes its header describes", fn,
+                   name, (unsigned long long)(left - total), (unsigned long long)total);
+
+  a->format = "AGRLRPL1 (agrl 0.1.0 replay table)";
+  ag__agf_set_str(a, "kind", "replay");
+  ag__agf_set_i64(a, "replay.version", 1);
+  ag__agf_set_i64(a, "replay.storage", (int64_t)st);
+  ag__agf_set_i64(a, "replay.capacity", cap);
+  ag__agf_set_i64(a, "replay.min_size", (int64_t)ag__get64(hb + 64));
+  ag__agf_set_i64(a, "replay.size", size);
+  ag__agf_set_i64(a, "replay.position", (int64_t)ag__get64(hb + 80));
+  at = RPL_FIXED;
+  for (uint64_t i = 0; i < nf; i++) {
+    uint64_t n = ag__get32(hb + at + 12);
+    char key[32], nm[RPL_MAX_NAME + 1];
+    memcpy(nm, hb + at + 16, n), nm[n] = 0;
+    snprintf(key, sizeof key, "replay.field.%llu", (unsigned long long)i);
+    ag__agf_set_str(a, key, nm);
+    at += rpl_entry_bytes(n);
+  }
+  ag__agf_set_i64s(a, "replay.widths", w, (uint32_t)nf);
+  ag__agf_set_i64s(a, "replay.dtypes", dt, (uint32_t)nf);
+  ag__agf_set_str(a, "replay.sampler", sampler ? "per" : "none");
+  if (sampler) {
+    ag__agf_set_f64(a, "replay.per.alpha", (double)ag__get_f32(hb + 108));
+    ag__agf_set_f64(a, "replay.per.max_priority", (double)ag__get_f32(hb + 112));
+  } else if (ag__get32(hb + 108) || ag__get32(hb + 112)) {
+    return CORRUPT("%s: %s is corrupt: a table without a sampler has a non-zero alpha or max priority", fn,
+                   name);
+  }
+  const int64_t cdims[2] = {rows, size}, ldims[1] = {size};
+  ag__agf_add_tensor(a, "columns", (ag_dtype)st, 2, cdims, NULL, NULL);
+  if (sampler) ag__agf_add_tensor(a, "leaves", AG__AGF_F64_DT, 1, ldims, NULL, NULL);
+  if (a->failed) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  for (int i = 0; i < a->n_sections; i++) {
+    ag__agf_section *sec = &a->sections[i];
+    sec->offset = i ? loff : coff, sec->bytes = i ? lb : cb, sec->part = part, sec->crc = AG__AGF_CRC_PARTS;
+  }
+  a->part = part;
+  a->total = total;
+  return AG_OK;
+}
+
+static ag_status rpl_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  unsigned char fixed[16];
+  if (left < 16)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a replay file's header", fn, name,
+                   (unsigned long long)left);
+  ag_status s = read_exact(f, fixed, 16, fn, name);
+  if (s) return s;
+  uint32_t version = ag__get32(fixed + 8);
+  if (version > 1)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %s has format version %u; this library reads version 1 and the "
+                    "agrl container",
+                    fn, name, (unsigned)version);
+  if (version != 1)
+    return CORRUPT("%s: %s is corrupt: format version %u (versions start at 1)", fn, name, (unsigned)version);
+  uint64_t hbytes = ag__get32(fixed + 12);
+  if (hbytes < RPL_FIXED + 4 + 24 || hbytes > RPL_HEADER_MAX || hbytes % 8 != 4)
+    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
+                   (unsigned long long)hbytes);
+  if (hbytes > left)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
+                   (unsigned long long)left, (unsigned long long)hbytes);
+  unsigned char *hb = ag__malloc((size_t)hbytes); /* no more than the file holds */
+  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(hb, fixed, 16);
+  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
+    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
+    if (stored != computed)
+      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                  name, (unsigned)stored, (unsigned)computed);
+  }
+  if (!s) s = rpl_parse(a, hb, hbytes, left, fn, name);
+  free(hb);
+  return s;
+}
+
+ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, const unsigned char magic[8], int *known,
+                              const char *fn, const char *name) {
+  *known = 0;
+  if (!memcmp(magic, "AGRLMLP", 7)) {
+    *known = 1;
+    return mlp_read(a, f, left, fn, name);
+  }
+  if (!memcmp(magic, "AGRLRPL1", 8)) {
+    *known = 1;
+    return rpl_read(a, f, left, fn, name);
+  }
+  return AG_OK;
+}

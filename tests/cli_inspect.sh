@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# agrl inspect on one file of each kind: the files of agrl 0.1.0 in
+# tests/data/legacy/ and the files this library writes (make_legacy makes
+# them): the printed format and kind, and a key with its value where the
+# keys are listed; a file that is not agrl's and a missing one fail with 1,
+# no FILE with 2.
+# usage: tests/cli_inspect.sh PATH_TO_AGRL PATH_TO_MAKE_LEGACY
+set -u
+agrl=$1
+make_legacy=$2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+pass=0
+
+# expect FILE PATTERN...: agrl inspect FILE exits 0 and prints every PATTERN (grep -E) on a line
+expect() {
+  local file=$1 out
+  shift
+  if ! out=$("$agrl" inspect "$file" 2>&1); then
+    echo "FAIL: agrl inspect $file exited with an error: $out"
+    fails=$((fails + 1))
+    return
+  fi
+  for p in "$@"; do
+    if ! grep -Eq -- "$p" <<<"$out"; then
+      echo "FAIL: agrl inspect $file: no line matches '$p'; it printed:"
+      echo "$out"
+      fails=$((fails + 1))
+      return
+    fi
+  done
+  pass=$((pass + 1))
+}
+
+L=$here/data/legacy
+expect "$L/mlp_v2.agrl" '^format: AGRLMLP2' '^kind: mlp$' '^  mlp\.version +i64 +2$' '^  mlp\.sizes +i64\[3\] +3 5 2$' \
+  '^  W0 +f32 +\[5, 3\] +60 '
+expect "$L/mlp_v1.agrl" '^format: AGRLMLP1' '^kind: mlp$' '^  mlp\.version +i64 +1$'
+expect "$L/replay_per.agrl" '^format: AGRLRPL1' '^kind: replay$' '^  replay\.capacity +i64 +24$' \
+  '^  replay\.sampler +string +"per"$' '^  leaves +f64 +\[24\] +192 '
+expect "$L/dqn.agrl" '^format: AGRLDQN1' '^kind: dqn$'
+expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$'
+expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$'
+
+"$make_legacy" "$work" 2>/dev/null || { echo "FAIL: make_legacy $work"; exit 1; }
+expect "$work/mlp_v2.agrl" '^format: agrl container 1$' '^kind: mlp$' '^  mlp\.version +i64 +3$' '^  b1 +f32 +\[2, 1\] +8 '
+expect "$work/replay_per.agrl" '^format: agrl container 1$' '^kind: replay$' '^  replay\.version +i64 +2$' \
+  '^  replay\.field\.0 +string +"obs"$' '^  columns +f16 +\[5, 24\] +240 '
+expect "$work/dqn.agrl" '^kind: dqn$'
+expect "$work/td3.agrl" '^kind: ac$'
+expect "$work/shard.agrl" '^kind: shard$'
+
+# refusals
+printf 'not an agrl file at all' >"$work/junk"
+"$agrl" inspect "$work/junk" >/dev/null 2>"$work/err"
+rc=$?
+if [ "$rc" = 1 ] && grep -q "is not an agrl file" "$work/err"; then pass=$((pass + 1)); else
+  echo "FAIL: a file that is not agrl's: status $rc, $(cat "$work/err")"; fails=$((fails + 1)); fi
+head -c 100 "$work/mlp_v2.agrl" >"$work/cut"
+"$agrl" inspect "$work/cut" >/dev/null 2>"$work/err"
+rc=$?
+if [ "$rc" = 1 ] && grep -q "truncated" "$work/err"; then pass=$((pass + 1)); else
+  echo "FAIL: a cut file: status $rc, $(cat "$work/err")"; fails=$((fails + 1)); fi
+"$agrl" inspect "$work/missing" >/dev/null 2>&1
+rc=$?
+if [ "$rc" = 1 ]; then pass=$((pass + 1)); else echo "FAIL: a missing file: status $rc"; fails=$((fails + 1)); fi
+"$agrl" inspect >/dev/null 2>&1
+rc=$?
+if [ "$rc" = 2 ]; then pass=$((pass + 1)); else echo "FAIL: no FILE: status $rc"; fails=$((fails + 1)); fi
+
+echo "cli_inspect: $pass passed, $fails failed"
+[ "$fails" = 0 ]
