@@ -204,9 +204,6 @@ ag_where ag__store_where(const ag_ctx *ctx, const ag__store *s);
 
 /* Device memory from the workspace, aligned to 256 bytes. */
 ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out);
-/* A temporary tensor header over existing device memory (a view). */
-ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
-                          ag_tensor **out);
 /* A temporary tensor header with memory for rows x cols of dtype. */
 ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, ag_tensor **out);
 void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws);
@@ -290,6 +287,12 @@ ag_status ag__snapshot_take(ag__snapshot *sn, struct ag_tensor *const *ts, int n
 ag_status ag__snapshot_restore(ag__snapshot *sn);
 void ag__snapshot_free(ag__snapshot *sn);
 
+/* ---- tensor headers (tensor.c) ---- */
+
+/* A temporary tensor header (from the workspace in use's slabs) over
+ * existing device memory (a view). */
+ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
+                          ag_tensor **out);
 /* The device pointer of a tensor (persistent ones are made resident). */
 ag_status ag__tensor_ptr(ag_tensor *t, void **out);
 /* Checks that a handle is a live tensor; `what` names it in the message. */
