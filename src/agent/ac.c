@@ -176,7 +176,7 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
   a->total_steps = total_steps;
   a->target_entropy = isnan(cfg->target_entropy) ? -(float)act_dim : cfg->target_entropy;
   a->aloss_loaded = NAN;
-  a->host_rng = cfg->seed ^ 0xA5A5C3C3F00DBEEFull;
+  a->host_rng = ag__seed_stream(AG__SEED_AC_HOST, cfg->seed, 0);
   a->low = ag__malloc(sizeof(float) * (size_t)act_dim);
   a->high = ag__malloc(sizeof(float) * (size_t)act_dim);
   if (!a->low || !a->high) {
@@ -186,15 +186,19 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
   memcpy(a->low, low, sizeof(float) * (size_t)act_dim);
   memcpy(a->high, high, sizeof(float) * (size_t)act_dim);
   const int sac = cfg->algo == AG_AC_SAC;
-  const uint64_t seed = cfg->seed * 8;
-  s = mlp_of(ctx, cfg, obs_dim, sac ? 2 * act_dim : act_dim, seed + 1, &a->actor);
+  const uint64_t seed = cfg->seed;
+  s = mlp_of(ctx, cfg, obs_dim, sac ? 2 * act_dim : act_dim, ag__seed_stream(AG__SEED_AC_NETS, seed, 1),
+             &a->actor);
   for (int k = 0; k < 2 && !s; k++) {
-    s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, seed + 2 + (uint64_t)k, &a->q[k]);
-    if (!s) s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, seed + 4 + (uint64_t)k, &a->qt[k]);
+    s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, ag__seed_stream(AG__SEED_AC_NETS, seed, 2 + (uint64_t)k),
+               &a->q[k]);
+    if (!s)
+      s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, ag__seed_stream(AG__SEED_AC_NETS, seed, 4 + (uint64_t)k),
+                 &a->qt[k]);
     if (!s) s = ag_mlp_copy(a->qt[k], a->q[k]);
   }
   if (!s && !sac) {
-    s = mlp_of(ctx, cfg, obs_dim, act_dim, seed + 6, &a->actor_t);
+    s = mlp_of(ctx, cfg, obs_dim, act_dim, ag__seed_stream(AG__SEED_AC_NETS, seed, 6), &a->actor_t);
     if (!s) s = ag_mlp_copy(a->actor_t, a->actor);
   }
   ag_adam_config ac = ag_adam_defaults();
@@ -223,8 +227,8 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
                               {"reward", 1, AG_F32},     {"next_obs", obs_dim, AG_F32},
                               {"terminated", 1, AG_I32}, {"truncated", 1, AG_I32}};
   if (!s) s = ag_replay_create(ctx, fields, 6, cfg->buffer_size, AG_F32, cfg->batch_size, &a->replay);
-  if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 0xAC, &a->rng);
-  if (!s) s = ag_rng_create(ctx, cfg->seed * 0xD1B54A32D192ED03ull + 0xAC7, &a->act_rng);
+  if (!s) s = ag_rng_create(ctx, ag__seed_stream(AG__SEED_AC_UPDATE, cfg->seed, 0), &a->rng);
+  if (!s) s = ag_rng_create(ctx, ag__seed_stream(AG__SEED_AC_ACT, cfg->seed, 0), &a->act_rng);
   if (s) {
     ag_ac_free(a);
     return s;
@@ -577,14 +581,6 @@ ag_status ag_ac_train(ag_ac *a, int64_t n, float *losses) {
 
 /* ---- acting ---- */
 
-/* splitmix64 */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 static float to_env(const ag_ac *a, int64_t i, float y) {
   float v = a->low[i] + (y + 1.0f) * 0.5f * (a->high[i] - a->low[i]);
   return v < a->low[i] ? a->low[i] : (v > a->high[i] ? a->high[i] : v);
@@ -596,7 +592,7 @@ ag_status ag_ac_act_random(ag_ac *a, int n, float *actions) {
   ag_status s = check_sound(a, "ag_ac_act_random");
   if (s) return s;
   for (int64_t i = 0; i < (int64_t)n * a->act_dim; i++) {
-    double u = (double)(next_u64(&a->host_rng) >> 11) * (1.0 / 9007199254740992.0);
+    double u = ag__splitmix64_unit(&a->host_rng);
     actions[i] = to_env(a, i % a->act_dim, (float)(2.0 * u - 1.0));
   }
   return AG_OK;

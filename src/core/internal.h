@@ -20,6 +20,7 @@
 #include "base/backend.h"
 #include "base/base.h"
 #include "base/kernels.h"
+#include "base/seed.h" /* the seed streams, for the layers above (agent/ over nn/ and replay/) */
 
 #ifdef __cplusplus
 extern "C" {
