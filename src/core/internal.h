@@ -134,7 +134,7 @@ struct ag_ctx {
   const struct ag__capture_hooks *hooks; /* set by the graph layer's first recording */
   uint64_t epoch;                        /* incremented by every device switch */
   int no_grad;                           /* depth of no-grad scopes */
-  struct ag_tensor *one;                 /* 1 x 1 f32 holding 1: the seed of every backward */
+  struct ag__graph_ctx *graph;           /* the graph layer's own state (opaque here), or NULL */
 
   ag_xfer_entry xfer[AG__XFER_MAX];
   int n_xfer;
@@ -228,14 +228,14 @@ ag_status ag__not_recording(ag_ctx *ctx, const char *fn);
 /* ---- what the graph layer hooks into the core ----
  * Recordings live above the core (src/graph). They note the stores a step
  * reads, are invalidated when one is released, let go of what they hold on
- * a backend before a device switch, and are freed with the context: the
- * core calls these hooks, which capture.c sets when it makes the first
- * recording of a context. */
+ * a backend before a device switch, and are freed with the context (with
+ * the rest of ctx->graph): the core calls these hooks, which the graph
+ * layer sets when it first keeps state in a context. */
 typedef struct ag__capture_hooks {
   void (*note_read)(ag_ctx *ctx, ag__store *s); /* while ctx->recording */
   void (*forget)(ag_ctx *ctx, ag__store *s);    /* s is being released */
   void (*release_backend)(ag_ctx *ctx);         /* before a device switch */
-  void (*free_all)(ag_ctx *ctx);                /* the context is being freed */
+  void (*free_all)(ag_ctx *ctx);                /* the context is being freed: recordings and ctx->graph */
 } ag__capture_hooks;
 
 /* ---- the backends agrl was built with (registry.c) ---- */

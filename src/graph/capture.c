@@ -130,7 +130,9 @@ static const ag__capture_hooks capture_hooks = {note_read, forget, release_backe
 static ag_status record(ag_capture *c) {
   saved_flags *flags = NULL;
   size_t n_flags = 0;
-  ag_status s = save_flags(c->ctx, &flags, &n_flags);
+  ag_tensor *one; /* made now if need be: a step records no allocation */
+  ag_status s = ag__graph_one(c->ctx, &one);
+  if (!s) s = save_flags(c->ctx, &flags, &n_flags);
   if (s) return s;
   s = record_step(c);
   if (s)
@@ -275,7 +277,14 @@ void ag_capture_free(ag_capture *c) {
 
 static void free_all(ag_ctx *ctx) {
   while (ctx->captures) ag_capture_free(ctx->captures);
+  if (ctx->graph) {
+    ag_tensor_free(ctx->graph->one);
+    free(ctx->graph);
+    ctx->graph = NULL;
+  }
 }
+
+void ag__graph_hook(ag_ctx *ctx) { ctx->hooks = &capture_hooks; }
 
 static void release_backend(ag_ctx *ctx) {
   for (ag_capture *c = ctx->captures; c; c = c->next) {
