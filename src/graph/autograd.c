@@ -387,7 +387,7 @@ ag_status ag_backward(ag_tensor *loss) {
     o->grad = NULL;
     o->flags &= ~AG__T_GRAD_INIT;
   }
-  ag_tensor *one;
+  ag_tensor *one = NULL; /* made at the first backward, after the checks: bad input changes nothing */
   if ((s = ag__graph_one(ctx, &one))) return s;
   loss->grad = one; /* never written: gradients flow from it, not into it */
   loss->flags |= AG__T_GRAD_INIT;
@@ -403,6 +403,13 @@ ag_status ag_backward(ag_tensor *loss) {
         if (x && (x->flags & AG__T_PERSISTENT) && x->grad && ag__needs_grad(x)) x->flags |= AG__T_GRAD_STALE;
       }
   return s;
+}
+
+void ag__graph_drop(ag_ctx *ctx) {
+  if (!ctx->graph) return;
+  ag_tensor_free(ctx->graph->one);
+  free(ctx->graph);
+  ctx->graph = NULL;
 }
 
 ag_status ag__graph_one(ag_ctx *ctx, ag_tensor **one) {

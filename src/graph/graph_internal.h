@@ -46,6 +46,8 @@ struct ag__graph_ctx {
 /* The context's seed of backward passes, made (with ctx->graph) at the
  * first call: before a context's first backward or recording. */
 ag_status ag__graph_one(ag_ctx *ctx, ag_tensor **one);
+/* Frees ctx->graph (with the context, or after a failed first call). */
+void ag__graph_drop(ag_ctx *ctx);
 /* Makes the core call the graph layer's hooks on ctx (capture.c). */
 void ag__graph_hook(ag_ctx *ctx);
 
