@@ -7,7 +7,7 @@
 #include "agrl/dist.h"
 #include "nn/nn_internal.h"
 
-/* The DQN (dqn.c; saved and loaded by dqn_file.c, driven by learn.c). */
+/* The DQN (dqn.c; saved and loaded by dqn_file.c, driven by learn.c through dqn_ops.c). */
 struct ag_dqn {
   ag_ctx *ctx;
   ag_dqn_config cfg;
@@ -120,7 +120,7 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
                                const ag__file_kind *k, const ag_replay *mine, int64_t capacity,
                                ag_replay **out);
 
-/* SAC and TD3 (ac.c; saved and loaded by ac_file.c). */
+/* SAC and TD3 (ac.c; saved and loaded by ac_file.c, driven by learn.c through ac_ops.c). */
 struct ag_ac {
   int force_fused; /* the fused update on the CPU too (tests: its kernel against the composed ops) */
   ag_ctx *ctx;
@@ -170,7 +170,7 @@ ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn);
 ag_status ag__run_state_set(void **state, size_t *len, const void *data, size_t n, const char *fn);
 
 /* The returns of the last (up to) AG__RECENT episodes, which the training
- * loops report the mean of (learn.c; ac.c). ag__recent_push adds one and
+ * loop reports the mean of (learn.c). ag__recent_push adds one and
  * returns the mean of those kept. */
 enum { AG__RECENT = 20 };
 typedef struct ag__recent {
