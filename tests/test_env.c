@@ -393,6 +393,40 @@ static void reset_draws_start_state_from_documented_splitmix64(void **state) {
   ag_env_free(e);
 }
 
+/* The agents' named streams give the seeds their inline formulas gave
+ * before base/seed.h named them (the values every seeded run depends on),
+ * and the one splitmix64 is the published generator. */
+static void seed_streams_keep_their_values(void **state) {
+  (void)state;
+  const uint64_t seeds[] = {0, 1, 3, 42, 0xFFFFFFFFull, UINT64_MAX};
+  for (size_t k = 0; k < 6; k++) {
+    const uint64_t s = seeds[k];
+    for (uint64_t r = 0; r < 4; r++) {
+      assert_true(ag__seed_stream(AG__SEED_DQN_HOST, s, r) ==
+                  (s ^ 0x5DEECE66Dull) + r * 0xD1B54A32D192ED03ull);
+      assert_true(ag__seed_stream(AG__SEED_DQN_UPDATE, s, r) ==
+                  s * 0x9E3779B97F4A7C15ull + 17 + r * 0x632BE59BD9B4E019ull);
+    }
+    assert_true(ag__seed_stream(AG__SEED_DQN_NETS, s, 1) == s * 2 + 1);
+    assert_true(ag__seed_stream(AG__SEED_DQN_NETS, s, 2) == s * 2 + 2);
+    assert_true(ag__seed_stream(AG__SEED_AC_HOST, s, 0) == (s ^ 0xA5A5C3C3F00DBEEFull));
+    for (uint64_t i = 1; i <= 6; i++) assert_true(ag__seed_stream(AG__SEED_AC_NETS, s, i) == s * 8 + i);
+    assert_true(ag__seed_stream(AG__SEED_AC_UPDATE, s, 0) == s * 0x9E3779B97F4A7C15ull + 0xAC);
+    assert_true(ag__seed_stream(AG__SEED_AC_ACT, s, 0) == s * 0xD1B54A32D192ED03ull + 0xAC7);
+    assert_true(ag__seed_hash(s, 5) == ref_mix(ref_mix(s) + 6 * 0x9E3779B97F4A7C15ull));
+    uint64_t a = s, b = s;
+    for (int i = 0; i < 8; i++) {
+      b += 0x9E3779B97F4A7C15ull;
+      assert_true(ag__splitmix64(&a) == ref_mix(b));
+    }
+  }
+  uint64_t z = 0; /* splitmix64's published first outputs for seed 0 */
+  assert_true(ag__splitmix64(&z) == 0xE220A8397B1DCDAFull);
+  assert_true(ag__splitmix64(&z) == 0x6E789E6AA1B965F4ull);
+  z = 0;
+  assert_true(ag__splitmix64_unit(&z) == (double)(0xE220A8397B1DCDAFull >> 11) * 0x1.0p-53);
+}
+
 /* Runs one episode (at most 600 steps) from `seed` with actions from g; returns its length. */
 static int episode(ag_env *e, uint64_t seed, agt_rng *g, float *trace) {
   const ag_env_spec *s = ag_env_get_spec(e);
@@ -1152,6 +1186,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(mountaincar_continuous_clips_force_and_pays_at_goal),
       cmocka_unit_test(every_builtin_truncates_at_its_max_episode_steps),
       cmocka_unit_test(terminated_and_truncated_both_set_when_task_ends_on_last_step),
+      cmocka_unit_test(seed_streams_keep_their_values),
       cmocka_unit_test(reset_draws_start_state_from_documented_splitmix64),
       cmocka_unit_test(same_seed_gives_identical_episode),
       cmocka_unit_test(different_seeds_give_different_start_states),

@@ -176,7 +176,7 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
   a->total_steps = total_steps;
   a->target_entropy = isnan(cfg->target_entropy) ? -(float)act_dim : cfg->target_entropy;
   a->aloss_loaded = NAN;
-  a->host_rng = cfg->seed ^ 0xA5A5C3C3F00DBEEFull;
+  a->host_rng = ag__seed_stream(AG__SEED_AC_HOST, cfg->seed, 0);
   a->low = ag__malloc(sizeof(float) * (size_t)act_dim);
   a->high = ag__malloc(sizeof(float) * (size_t)act_dim);
   if (!a->low || !a->high) {
@@ -186,15 +186,19 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
   memcpy(a->low, low, sizeof(float) * (size_t)act_dim);
   memcpy(a->high, high, sizeof(float) * (size_t)act_dim);
   const int sac = cfg->algo == AG_AC_SAC;
-  const uint64_t seed = cfg->seed * 8;
-  s = mlp_of(ctx, cfg, obs_dim, sac ? 2 * act_dim : act_dim, seed + 1, &a->actor);
+  const uint64_t seed = cfg->seed;
+  s = mlp_of(ctx, cfg, obs_dim, sac ? 2 * act_dim : act_dim, ag__seed_stream(AG__SEED_AC_NETS, seed, 1),
+             &a->actor);
   for (int k = 0; k < 2 && !s; k++) {
-    s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, seed + 2 + (uint64_t)k, &a->q[k]);
-    if (!s) s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, seed + 4 + (uint64_t)k, &a->qt[k]);
+    s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, ag__seed_stream(AG__SEED_AC_NETS, seed, 2 + (uint64_t)k),
+               &a->q[k]);
+    if (!s)
+      s = mlp_of(ctx, cfg, obs_dim + act_dim, 1, ag__seed_stream(AG__SEED_AC_NETS, seed, 4 + (uint64_t)k),
+                 &a->qt[k]);
     if (!s) s = ag_mlp_copy(a->qt[k], a->q[k]);
   }
   if (!s && !sac) {
-    s = mlp_of(ctx, cfg, obs_dim, act_dim, seed + 6, &a->actor_t);
+    s = mlp_of(ctx, cfg, obs_dim, act_dim, ag__seed_stream(AG__SEED_AC_NETS, seed, 6), &a->actor_t);
     if (!s) s = ag_mlp_copy(a->actor_t, a->actor);
   }
   ag_adam_config ac = ag_adam_defaults();
@@ -223,8 +227,8 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
                               {"reward", 1, AG_F32},     {"next_obs", obs_dim, AG_F32},
                               {"terminated", 1, AG_I32}, {"truncated", 1, AG_I32}};
   if (!s) s = ag_replay_create(ctx, fields, 6, cfg->buffer_size, AG_F32, cfg->batch_size, &a->replay);
-  if (!s) s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 0xAC, &a->rng);
-  if (!s) s = ag_rng_create(ctx, cfg->seed * 0xD1B54A32D192ED03ull + 0xAC7, &a->act_rng);
+  if (!s) s = ag_rng_create(ctx, ag__seed_stream(AG__SEED_AC_UPDATE, cfg->seed, 0), &a->rng);
+  if (!s) s = ag_rng_create(ctx, ag__seed_stream(AG__SEED_AC_ACT, cfg->seed, 0), &a->act_rng);
   if (s) {
     ag_ac_free(a);
     return s;
@@ -233,7 +237,7 @@ ag_status ag_ac_create(ag_ctx *ctx, int64_t obs_dim, int64_t act_dim, const floa
   return AG_OK;
 }
 
-static ag_status check_sound(const ag_ac *a, const char *fn) {
+ag_status ag__ac_check_sound(const ag_ac *a, const char *fn) {
   if (!a->broken) return AG_OK;
   return ag__fail(AG_ERR_STATE,
                   "%s: a device error interrupted an earlier ag_ac_train and left the networks part updated; "
@@ -539,7 +543,7 @@ static ag_status prepare(ag_ac *a, int which) {
 ag_status ag_ac_train(ag_ac *a, int64_t n, float *losses) {
   static const char fn[] = "ag_ac_train";
   if (!a || n < 0) return ag__fail(AG_ERR_INVALID_ARG, "%s: agent is NULL or n < 0", fn);
-  ag_status s = check_sound(a, fn);
+  ag_status s = ag__ac_check_sound(a, fn);
   if (s || n == 0) return s;
   if ((s = ag_replay_can_sample(a->replay, a->cfg.batch_size))) return s;
   const int d = a->cfg.policy_delay;
@@ -577,14 +581,6 @@ ag_status ag_ac_train(ag_ac *a, int64_t n, float *losses) {
 
 /* ---- acting ---- */
 
-/* splitmix64 */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 static float to_env(const ag_ac *a, int64_t i, float y) {
   float v = a->low[i] + (y + 1.0f) * 0.5f * (a->high[i] - a->low[i]);
   return v < a->low[i] ? a->low[i] : (v > a->high[i] ? a->high[i] : v);
@@ -593,10 +589,10 @@ static float to_env(const ag_ac *a, int64_t i, float y) {
 ag_status ag_ac_act_random(ag_ac *a, int n, float *actions) {
   if (!a || !actions || n < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "ag_ac_act_random: agent and actions must be given for n >= 1");
-  ag_status s = check_sound(a, "ag_ac_act_random");
+  ag_status s = ag__ac_check_sound(a, "ag_ac_act_random");
   if (s) return s;
   for (int64_t i = 0; i < (int64_t)n * a->act_dim; i++) {
-    double u = (double)(next_u64(&a->host_rng) >> 11) * (1.0 / 9007199254740992.0);
+    double u = ag__splitmix64_unit(&a->host_rng);
     actions[i] = to_env(a, i % a->act_dim, (float)(2.0 * u - 1.0));
   }
   return AG_OK;
@@ -630,7 +626,7 @@ ag_status ag_ac_act(ag_ac *a, const float *obs, int n, int explore, float *actio
   static const char fn[] = "ag_ac_act";
   if (!a || !obs || !actions || n < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: agent, obs and actions must be given for n >= 1", fn);
-  ag_status s = check_sound(a, fn);
+  ag_status s = ag__ac_check_sound(a, fn);
   if (s) return s;
   const int64_t A = a->act_dim, m = A * n;
   const int corr = explore && a->cfg.noise_rho > 0.0f; /* the normals come back too */
@@ -684,7 +680,7 @@ ag_status ag_ac_store(ag_ac *a, const float *obs, const float *actions, const fl
   if (!a) return ag__fail(AG_ERR_INVALID_ARG, "%s: agent is NULL", fn);
   if (n < 0 || (n > 0 && (!obs || !actions || !rewards || !next_obs || !terminated)))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %d must be >= 0, and the arrays given for n > 0", fn, n);
-  ag_status s = check_sound(a, fn);
+  ag_status s = ag__ac_check_sound(a, fn);
   if (s || n == 0) return s;
   const int64_t A = a->act_dim, m = A * n;
   for (int64_t i = 0; i < m; i++)
@@ -739,114 +735,3 @@ ag_rng *ag__ac_rng(const ag_ac *a) { return a->rng; }
 ag_tensor *ag__ac_log_alpha(const ag_ac *a) { return a->log_alpha; }
 void ag__ac_force_fused(ag_ac *a, int on) { a->force_fused = on != 0; }
 ag_mlp *ag__ac_target(const ag_ac *a, int k) { return k < 2 ? a->qt[k] : a->actor_t; }
-
-/* ---- evaluation ---- */
-
-ag_status ag_ac_evaluate(ag_ac *a, ag_env *env, int episodes, uint64_t seed, double *mean, double *returns) {
-  if (!a) return ag__fail(AG_ERR_INVALID_ARG, "ag_ac_evaluate: agent is NULL");
-  ag_status s = check_sound(a, "ag_ac_evaluate");
-  if (s) return s;
-  const ag_env_spec *spec = env ? ag_env_get_spec(env) : NULL;
-  if (spec && (spec->n_actions != 0 || spec->act_dim != a->act_dim || spec->obs_dim != a->obs_dim))
-    return ag__fail(AG_ERR_SHAPE,
-                    "ag_ac_evaluate: the environment has %d observations and %s %d actions; the agent %lld "
-                    "observations and %lld continuous actions",
-                    spec->obs_dim, spec->n_actions ? "discrete" : "continuous",
-                    spec->n_actions ? spec->n_actions : spec->act_dim, (long long)a->obs_dim,
-                    (long long)a->act_dim);
-  return ag_policy_evaluate(a->actor, env, episodes, seed, mean, returns);
-}
-
-/* ---- the loop ---- */
-
-#define REPORT_EVERY 1000
-
-ag_status ag_ac_learn(ag_ac *a, ag_vec_env *env, int64_t total_steps, ag_learn_opts *o, ag_train_callback cb,
-                      void *user) {
-  static const char fn[] = "ag_ac_learn";
-  if (!a || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: agent and env must not be NULL", fn);
-  const ag_env_spec *spec = ag_vec_env_get_spec(env);
-  if (spec->obs_dim != a->obs_dim || spec->n_actions != 0 || spec->act_dim != a->act_dim)
-    return ag__fail(
-        AG_ERR_SHAPE,
-        "%s: the environment has %d observations and %d continuous actions, the agent %lld and %lld", fn,
-        spec->obs_dim, spec->act_dim, (long long)a->obs_dim, (long long)a->act_dim);
-  ag_status s = ag__learn_check_opts(o, fn);
-  if (s) return s;
-  const int n = ag_vec_env_size(env), od = spec->obs_dim;
-  if (a->cfg.n_step > 1 && n != a->cfg.n_envs)
-    return ag__fail(
-        AG_ERR_INVALID_ARG,
-        "%s: n-step returns walk every n_envs-th column: the agent has n_envs = %lld, the vector %d "
-        "copies",
-        fn, (long long)a->cfg.n_envs, n);
-  if (o) o->stopped = 0;
-  const size_t no = (size_t)n * (size_t)od, na = (size_t)n * (size_t)a->act_dim;
-  float *obs = ag__malloc(sizeof(float) * no), *next = ag__malloc(sizeof(float) * no);
-  float *fin = ag__malloc(sizeof(float) * no), *rew = ag__malloc(sizeof(float) * (size_t)n);
-  float *act = ag__malloc(sizeof(float) * na);
-  int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
-  if (!obs || !next || !fin || !rew || !act || !term || !trunc)
-    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  ag__loop ls;
-  memset(&ls, 0, sizeof ls);
-  ls.last_report = -REPORT_EVERY;
-  ls.losses[0] = ls.losses[1] = NAN;
-  const ag__learner me = {NULL, a};
-  if (!s) s = o && o->resume ? ag__learn_restore(&me, env, &ls, obs, fn) : ag_vec_env_reset(env, obs);
-  if (o) o->resumed_at = ls.step;
-  int stop = 0;
-  float *losses = ls.losses;
-  while (!s && !stop && ls.step < total_steps) {
-    s = ls.step < a->cfg.learning_starts ? ag_ac_act_random(a, n, act) : ag_ac_act(a, obs, n, 1, act);
-    if (!s) s = ag_vec_env_step(env, act, next, rew, term, trunc, fin);
-    if (!s) s = ag_ac_store(a, obs, act, rew, fin, term, trunc, n);
-    if (s) break;
-    memcpy(obs, next, sizeof(float) * no);
-    ls.step += n;
-    ls.since_train += n;
-    for (int i = 0; i < n; i++) {
-      if (!term[i] && !trunc[i]) continue;
-      ag_episode_info info;
-      if ((s = ag_vec_env_last_episode(env, i, &info))) break;
-      ls.episodes++;
-      ls.mean = ag__recent_push(&ls.win, info.ret);
-      ag_train_event ev = {AG_TRAIN_EPISODE,
-                           ls.step,
-                           ls.episodes,
-                           a->updates,
-                           info.ret,
-                           info.length,
-                           info.truncated && !info.terminated,
-                           ls.mean,
-                           losses[0],
-                           0.0f,
-                           losses[1],
-                           0.0f};
-      if (cb && cb(&ev, user)) stop = 1;
-    }
-    if (s) break;
-    if (ls.since_train >= a->cfg.train_freq) {
-      ls.since_train = 0;
-      int trained = ls.step > a->cfg.learning_starts && ag_replay_size(a->replay) >= a->cfg.batch_size &&
-                    a->cfg.gradient_steps > 0;
-      int report = trained && ls.step - ls.last_report >= REPORT_EVERY;
-      if (trained && (s = ag_ac_train(a, a->cfg.gradient_steps, report ? losses : NULL))) break;
-      if (report) {
-        float alpha = 0;
-        if ((s = ag_ac_alpha(a, &alpha))) break;
-        ls.last_report = ls.step;
-        ag_train_event ev = {AG_TRAIN_PHASE, ls.step,   ls.episodes, a->updates, 0,    0, 0,
-                             ls.mean,        losses[0], 0.0f,        losses[1],  alpha};
-        if (cb && cb(&ev, user)) stop = 1;
-      }
-    }
-    if (!o) continue;
-    int enough, halt;
-    if ((s = ag__learn_step_end(&me, env, o, &ls, obs, &enough, &halt)) || halt) break;
-    if (enough) stop = 1;
-  }
-  if (o) o->step = ls.step;
-  free(obs), free(next), free(fin), free(rew), free(act), free(term), free(trunc);
-  return s;
-}

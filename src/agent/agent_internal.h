@@ -7,7 +7,7 @@
 #include "agrl/dist.h"
 #include "nn/nn_internal.h"
 
-/* The DQN (dqn.c; saved and loaded by dqn_file.c, driven by learn.c). */
+/* The DQN (dqn.c; saved and loaded by dqn_file.c, driven by learn.c through dqn_ops.c). */
 struct ag_dqn {
   ag_ctx *ctx;
   ag_dqn_config cfg;
@@ -120,7 +120,7 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
                                const ag__file_kind *k, const ag_replay *mine, int64_t capacity,
                                ag_replay **out);
 
-/* SAC and TD3 (ac.c; saved and loaded by ac_file.c). */
+/* SAC and TD3 (ac.c; saved and loaded by ac_file.c, driven by learn.c through ac_ops.c). */
 struct ag_ac {
   int force_fused; /* the fused update on the CPU too (tests: its kernel against the composed ops) */
   ag_ctx *ctx;
@@ -170,7 +170,7 @@ ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn);
 ag_status ag__run_state_set(void **state, size_t *len, const void *data, size_t n, const char *fn);
 
 /* The returns of the last (up to) AG__RECENT episodes, which the training
- * loops report the mean of (learn.c; ac.c). ag__recent_push adds one and
+ * loop reports the mean of (learn.c). ag__recent_push adds one and
  * returns the mean of those kept. */
 enum { AG__RECENT = 20 };
 typedef struct ag__recent {
@@ -179,7 +179,7 @@ typedef struct ag__recent {
 } ag__recent;
 double ag__recent_push(ag__recent *w, double v);
 
-/* ---- what the training loops share (learn.c; ac.c's ag_ac_learn) ---- */
+/* ---- the training loop (learn.c) and the agents it trains ---- */
 
 /* A loop's state between two steps; what a checkpoint keeps of it (all but
  * last_ckpt, the step of the last checkpoint of this call). since_target:
@@ -190,11 +190,77 @@ typedef struct ag__loop {
   double mean;
   float losses[2];
 } ag__loop;
-/* The agent a loop trains: one of the two. */
-typedef struct ag__learner {
-  ag_dqn *dqn;
-  ag_ac *ac;
-} ag__learner;
+
+/* ---- an agent as the training loop and the evaluations see it ----
+ * learn.c's loop (act, step the environments, store, report the episodes
+ * that ended, train at each boundary, evaluate, checkpoint, stop, resume)
+ * is written once; each kind of agent supplies one table of these calls
+ * (dqn_ops.c: the DQN; ac_ops.c: SAC and TD3), and learn.c calls nothing
+ * else of the agent. `agent` is the agent the table is of. */
+typedef struct ag__agent_ops {
+  const char *noun;     /* in messages: "the %s holds no run state" ("DQN") */
+  const char *learn_fn; /* the loop's call in messages ("ag_dqn_learn") */
+  const char *run_fn;   /* its checkpoints' and resumes' ("ag_dqn_learn_ex") */
+  const char *load_fn;  /* the call that loads a checkpoint's agent.agrl */
+  char run_magic[8];    /* the run state's first bytes */
+  /* whether the run state keeps the last PHASE event (step and losses;
+   * since_target then stays 0) */
+  int run_phase;
+  /* the loop's state before a first step (after it is zeroed), or NULL */
+  void (*start)(ag__loop *ls);
+  /* the action's floats per copy, and the bytes per copy of the scratch
+   * that act hands to store */
+  int64_t (*act_width)(const void *agent);
+  size_t scratch_per_copy;
+  /* the group the agent trains in (NULL: none) and its context */
+  ag_dist *(*dist)(const void *agent);
+  ag_ctx *(*ctx)(const void *agent);
+  /* the exploring actions of n copies at the loop's step `step`, in the
+   * environment's form (and what store needs of them in scratch) */
+  ag_status (*act)(void *agent, const float *obs, int n, int64_t step, float *actions, void *scratch);
+  ag_status (*store)(void *agent, const float *obs, const float *actions, const void *scratch,
+                     const float *rewards, const float *next_obs, const int *terminated, const int *truncated,
+                     int n);
+  /* after each step's episodes: `added` steps were taken (the DQN counts
+   * them to its target's refresh), or NULL */
+  ag_status (*tick)(void *agent, ag__loop *ls, int64_t added);
+  /* the steps between two training boundaries */
+  int64_t (*train_freq)(const void *agent);
+  /* a training boundary: the updates due; *phase 1 when a PHASE event is
+   * due, with the agent's fields of ev written (updates, losses, epsilon,
+   * alpha) */
+  ag_status (*train)(void *agent, ag__loop *ls, int *phase, ag_train_event *ev);
+  /* the agent's fields of an EPISODE event */
+  void (*episode)(const void *agent, const ag__loop *ls, ag_train_event *ev);
+  /* ag_learn_opts' evaluation of this kind: whether opts has one, and the call */
+  int (*has_eval)(const ag_learn_opts *o);
+  ag_status (*eval)(void *agent, const ag_learn_opts *o, int64_t step, int *enough);
+  /* the agent's file (with its run state) and its run state */
+  ag_status (*save)(const void *agent, const char *path);
+  ag_status (*set_run_state)(void *agent, const void *data, size_t n);
+  const void *(*run_state)(const void *agent, size_t *n);
+  /* the deterministic action of the agent's policy network at the
+   * observation in `in` (one column), in the environment's form */
+  ag_status (*policy_action)(ag_mlp *net, ag_tensor *in, const ag_env_spec *spec, float *action);
+} ag__agent_ops;
+
+extern const ag__agent_ops ag__dqn_ops; /* dqn_ops.c */
+extern const ag__agent_ops ag__ac_ops;  /* ac_ops.c */
+
+/* The training loop (learn.c) of an agent whose own checks have passed
+ * (environment, configuration and ag__learn_check_opts): resumes or
+ * resets env, then runs to total_steps as ag_dqn_learn_ex documents. */
+ag_status ag__learn(const ag__agent_ops *ops, void *agent, ag_vec_env *env, int64_t total_steps,
+                    ag_learn_opts *o, ag_train_callback cb, void *user);
+
+/* The episodes of an evaluation (evaluate.c): episode k from
+ * ag_env_derive_seed(seed, k), net's action from `act` on one observation
+ * at a time, the workspace reset after each step; mean and (when given)
+ * the returns written only on success. */
+ag_status ag__play(ag_mlp *net, ag_env *env, int episodes, uint64_t seed,
+                   ag_status (*act)(ag_mlp *net, ag_tensor *in, const ag_env_spec *spec, float *action),
+                   const char *fn, double *mean, double *returns);
+
 /* ag_learn_opts' ranges (opts NULL: AG_OK). */
 ag_status ag__learn_check_opts(const ag_learn_opts *o, const char *fn);
 
@@ -207,19 +273,10 @@ ag__fused_batch ag__agent_batch(ag_replay *r, ag_rng *rng, int64_t B);
  * that B can be sampled. */
 ag_status ag__agent_batch_draw(ag__fused_batch *b, ag_replay *r, int n_step, float gamma, int64_t n_envs,
                                const char *fn);
-/* The loop's state, the observations in hand (n x obs_dim) and env's state
- * from the agent's run state (ag_learn_opts.resume); nothing changes unless
- * all of it is sound (AG_ERR_INVALID_ARG naming fn). */
-ag_status ag__learn_restore(const ag__learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn);
-/* What follows every step of a loop with opts: the evaluation that is due
- * (its stop request in *enough), should_stop (in *halt, and opts->stopped),
- * and the checkpoint that is due (in a new directory of checkpoint_dir,
- * pruned to `keep`). */
-ag_status ag__learn_step_end(const ag__learner *l, ag_vec_env *env, ag_learn_opts *o, ag__loop *ls,
-                             const float *obs, int *enough, int *halt);
-
 /* The deterministic action tanh(first A outputs) of an actor on x (ac.c). */
 ag_status ag__squashed_mean(ag_mlp *actor, ag_tensor *x, int64_t A, ag_tensor **act);
+/* AG_ERR_STATE naming fn when a device error left the agent half updated (ac.c). */
+ag_status ag__ac_check_sound(const ag_ac *a, const char *fn);
 
 /* For tests: an actor-critic agent's device stream of updates, its log
  * alpha ([1, 1]) and its target networks (k = 0, 1: the critics'; 2: the

@@ -167,7 +167,7 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   d->batch = cfg->batch_size / world;
   /* every rank explores and samples its own way; rank 0 of a group draws
    * what a one-GPU run of the same seed draws */
-  d->host_rng = (cfg->seed ^ 0x5DEECE66Dull) + (uint64_t)rank * 0xD1B54A32D192ED03ull;
+  d->host_rng = ag__seed_stream(AG__SEED_DQN_HOST, cfg->seed, (uint64_t)rank);
   int64_t sizes[AG_DQN_MAX_HIDDEN + 2];
   sizes[0] = obs_dim;
   for (int i = 0; i < cfg->n_hidden; i++) sizes[i + 1] = cfg->hidden[i];
@@ -175,9 +175,11 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   const ag_field fields[6] = {{"obs", obs_dim, AG_F32},  {"action", 1, AG_I32},
                               {"reward", 1, AG_F32},     {"next_obs", obs_dim, AG_F32},
                               {"terminated", 1, AG_I32}, {"truncated", 1, AG_I32}};
-  s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 1, &d->q);
+  s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE,
+                    ag__seed_stream(AG__SEED_DQN_NETS, cfg->seed, 1), &d->q);
   if (!s)
-    s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, cfg->seed * 2 + 2, &d->target);
+    s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE,
+                      ag__seed_stream(AG__SEED_DQN_NETS, cfg->seed, 2), &d->target);
   if (!s && g) s = ag_dist_broadcast(g, ag_mlp_params(d->q), ag_mlp_n_params(d->q), 0);
   if (!s) s = ag_mlp_copy(d->target, d->q);
   ag_adam_config ac = ag_adam_defaults();
@@ -190,9 +192,7 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
     s = ag_shard_create(ctx, fields, 6, cap, AG_F32, cfg->batch_size, rank, world, &d->shard);
     if (!s) d->replay = ag_shard_local(d->shard);
   }
-  if (!s)
-    s = ag_rng_create(ctx, cfg->seed * 0x9E3779B97F4A7C15ull + 17 + (uint64_t)rank * 0x632BE59BD9B4E019ull,
-                      &d->rng);
+  if (!s) s = ag_rng_create(ctx, ag__seed_stream(AG__SEED_DQN_UPDATE, cfg->seed, (uint64_t)rank), &d->rng);
   if (!s && g) {
     d->n_grads = ag_mlp_n_params(d->q);
     d->grads = ag__calloc((size_t)d->n_grads, sizeof *d->grads);
@@ -231,16 +231,6 @@ float ag_dqn_epsilon(const ag_dqn *d, int64_t step) {
   return (float)(c->eps_start + (c->eps_end - c->eps_start) * progress / c->exploration_fraction);
 }
 
-/* splitmix64: the host stream for epsilon-greedy choices */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static double next_uniform(uint64_t *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }
-
 void ag__dqn_set_broken(ag_dqn *d) { d->broken = 1; }
 
 static ag_status check_sound(const ag_dqn *d, const char *fn) {
@@ -270,8 +260,8 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
   int32_t *random = d->act_scratch, *chosen = d->act_scratch + n;
   int need_net = 0;
   for (int i = 0; i < n; i++) {
-    if (explore && next_uniform(&rng) < eps) {
-      chosen[i] = (int32_t)(next_u64(&rng) % (uint64_t)d->n_actions);
+    if (explore && ag__splitmix64_unit(&rng) < eps) {
+      chosen[i] = (int32_t)(ag__splitmix64(&rng) % (uint64_t)d->n_actions);
       random[i] = 1;
     } else {
       random[i] = 0;

@@ -1,8 +1,10 @@
-/* learn.c — the DQN's training loop (ag_dqn_learn, ag_dqn_learn_ex) and the
- * checkpoints of both training loops (this one and ac.c's ag_ac_learn): the
- * loop's own state (counters, the last 20 returns, the observations in hand,
- * the environments' state) travels in the agent's run state, so that one
- * ag_dqn_save (ag_ac_save) holds everything a resumed run needs.
+/* learn.c — the training loop of every agent (ag_dqn_learn_ex and
+ * ag_ac_learn run it through their kind's ag__agent_ops), its evaluations,
+ * stops, checkpoints and resumes: the loop's own state (counters, the last
+ * 20 returns, the observations in hand, the environments' state) travels in
+ * the agent's run state, so that one save of the agent (ag_dqn_save,
+ * ag_ac_save) holds everything a resumed run needs. Nothing here knows a
+ * kind of agent: the ops table gives its calls, names and run-state magic.
  *
  * The run state's layout (little-endian):
  *   0   8  "AGRLRUN1" (the DQN's loop), "AGRLRUNA" (SAC's and TD3's)
@@ -28,18 +30,15 @@
 
 #include "agent/agent_internal.h"
 
-static const char run_magic[2][8] = {{'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'},
-                                     {'A', 'G', 'R', 'L', 'R', 'U', 'N', 'A'}};
 enum { RUN_WINDOW = AG__RECENT };
+/* The run state's fixed bytes: without and with the last PHASE event. */
 static const size_t run_fixed[2] = {248, 264};
 
-/* The agent's calls the checkpoints need. */
-static ag_status agent_save(const ag__learner *l, const char *path) {
-  return l->ac ? ag_ac_save(l->ac, path) : ag_dqn_save(l->dqn, path);
-}
-static ag_status agent_set_run_state(const ag__learner *l, const void *data, size_t n) {
-  return l->ac ? ag_ac_set_run_state(l->ac, data, n) : ag_dqn_set_run_state(l->dqn, data, n);
-}
+/* The agent a loop trains: its kind's table and itself. */
+typedef struct learner {
+  const ag__agent_ops *ops;
+  void *agent;
+} learner;
 
 double ag__recent_push(ag__recent *w, double v) {
   w->r[w->next] = v;
@@ -58,9 +57,9 @@ double ag__recent_push(ag__recent *w, double v) {
  * one-GPU run averages over. */
 enum { XCHG_ROWS = 2 + RUN_WINDOW };
 
-static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const ag__recent *win, int want_stop, int *stop,
-                                double *mean) {
-  int G = ag_dist_world(d->dist), keep = RUN_WINDOW / G > 0 ? RUN_WINDOW / G : 1;
+static ag_status group_boundary(const learner *l, ag_dist *g, ag_tensor *xchg, const ag__recent *win,
+                                int want_stop, int *stop, double *mean) {
+  int G = ag_dist_world(g), keep = RUN_WINDOW / G > 0 ? RUN_WINDOW / G : 1;
   float v[XCHG_ROWS] = {0};
   int n = win->n < keep ? win->n : keep;
   v[0] = (float)want_stop;
@@ -68,9 +67,9 @@ static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const ag__recent *wi
   for (int i = 0; i < n; i++) v[2 + i] = (float)win->r[(win->next - 1 - i + RUN_WINDOW) % RUN_WINDOW];
   ag_tensor *all;
   float *a = ag__malloc(sizeof(float) * XCHG_ROWS * (size_t)G);
-  if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_dqn_learn: out of host memory");
+  if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", l->ops->learn_fn);
   ag_status s = ag_tensor_write(xchg, v, sizeof v);
-  if (!s) s = ag_dist_allgather(d->dist, xchg, &all);
+  if (!s) s = ag_dist_allgather(g, xchg, &all);
   if (!s) s = ag_tensor_read(all, a, sizeof(float) * XCHG_ROWS * (size_t)G);
   if (!s) {
     double sum = 0;
@@ -84,17 +83,17 @@ static ag_status group_boundary(ag_dqn *d, ag_tensor *xchg, const ag__recent *wi
     if (cnt > 0) *mean = sum / cnt;
   }
   free(a);
-  ag_ctx_reset(d->ctx);
+  ag_ctx_reset(l->ops->ctx(l->agent));
   return s;
 }
 
 /* ---- the run state ---- */
 
-/* Records the loop's state in the DQN's run state. */
-static ag_status record_run(const ag__learner *l, ag_vec_env *env, const ag__loop *ls, const float *obs,
+/* Records the loop's state in the agent's run state. */
+static ag_status record_run(const learner *l, ag_vec_env *env, const ag__loop *ls, const float *obs,
                             const char *fn) {
-  const int ac = l->ac != NULL;
-  const size_t fixed = run_fixed[ac];
+  const int ph = l->ops->run_phase != 0;
+  const size_t fixed = run_fixed[ph];
   int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
   size_t E = 0;
   ag_status s = ag_vec_env_state_size(env, &E);
@@ -106,7 +105,7 @@ static ag_status record_run(const ag__learner *l, ag_vec_env *env, const ag__loo
   size_t ob = (size_t)n * (size_t)od * 4, len = fixed + ob + E;
   unsigned char *b = ag__calloc(1, len);
   if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(b, run_magic[ac], 8);
+  memcpy(b, l->ops->run_magic, 8);
   ag__put32(b + 8, 1);
   ag__put32(b + 12, (uint32_t)n);
   ag__put32(b + 16, (uint32_t)od);
@@ -118,7 +117,7 @@ static ag_status record_run(const ag__learner *l, ag_vec_env *env, const ag__loo
   ag__put_f64(b + 224, ls->mean);
   ag__put64(b + 232, (uint64_t)E);
   ag__put64(b + 240, (uint64_t)ls->last_eval);
-  if (ac) {
+  if (ph) {
     ag__put64(b + 248, (uint64_t)ls->last_report);
     ag__put_f32(b + 256, ls->losses[0]);
     ag__put_f32(b + 260, ls->losses[1]);
@@ -129,25 +128,26 @@ static ag_status record_run(const ag__learner *l, ag_vec_env *env, const ag__loo
     ag__put32(b + fixed + 4 * i, u);
   }
   s = ag_vec_env_get_state(env, b + fixed + ob, E);
-  if (!s) s = agent_set_run_state(l, b, len);
+  if (!s) s = l->ops->set_run_state(l->agent, b, len);
   free(b);
   return s;
 }
 
-/* The loop's state and the environments' from the DQN's run state;
- * nothing changes unless all of it is sound. */
-ag_status ag__learn_restore(const ag__learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn) {
-  const int ac = l->ac != NULL;
-  const size_t fixed = run_fixed[ac];
+/* The loop's state, the observations in hand (n x obs_dim) and env's state
+ * from the agent's run state (ag_learn_opts.resume); nothing changes unless
+ * all of it is sound (AG_ERR_INVALID_ARG naming fn). */
+static ag_status restore(const learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn) {
+  const ag__agent_ops *ops = l->ops;
+  const int ph = ops->run_phase != 0;
+  const size_t fixed = run_fixed[ph];
   size_t len = 0;
-  const unsigned char *b = ac ? ag_ac_run_state(l->ac, &len) : ag_dqn_run_state(l->dqn, &len);
+  const unsigned char *b = ops->run_state(l->agent, &len);
   int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
   size_t ob = (size_t)n * (size_t)od * 4;
-  if (!b || len < fixed || memcmp(b, run_magic[ac], 8) || ag__get32(b + 8) != 1)
+  if (!b || len < fixed || memcmp(b, ops->run_magic, 8) || ag__get32(b + 8) != 1)
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: resume: the %s holds no run state of %s (load a checkpoint's agent.agrl with %s)",
-                    fn, ac ? "agent" : "DQN", ac ? "ag_ac_learn" : "ag_dqn_learn_ex",
-                    ac ? "ag_ac_load" : "ag_dqn_load");
+                    fn, ops->noun, ops->run_fn, ops->load_fn);
   if (ag__get32(b + 12) != (uint32_t)n || ag__get32(b + 16) != (uint32_t)od)
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: resume: the run had %u copies of %u observations; this vector has %d of %d", fn,
@@ -164,10 +164,10 @@ ag_status ag__learn_restore(const ag__learner *l, ag_vec_env *env, ag__loop *ls,
   for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ag__get_f64(b + 64 + 8 * i);
   t.mean = ag__get_f64(b + 224);
   t.last_eval = (int64_t)ag__get64(b + 240);
-  t.last_report = ac ? (int64_t)ag__get64(b + 248) : 0;
-  t.losses[0] = ac ? ag__get_f32(b + 256) : 0.0f;
-  t.losses[1] = ac ? ag__get_f32(b + 260) : 0.0f;
-  if (t.last_report > t.step || (ac && t.since_target) || t.step < 0 || t.episodes < 0 || t.since_train < 0 ||
+  t.last_report = ph ? (int64_t)ag__get64(b + 248) : 0;
+  t.losses[0] = ph ? ag__get_f32(b + 256) : 0.0f;
+  t.losses[1] = ph ? ag__get_f32(b + 260) : 0.0f;
+  if (t.last_report > t.step || (ph && t.since_target) || t.step < 0 || t.episodes < 0 || t.since_train < 0 ||
       t.since_target < 0 || t.last_eval < 0 || t.last_eval > t.step || t.win.n < 0 || t.win.n > RUN_WINDOW ||
       t.win.next < 0 || t.win.next >= RUN_WINDOW)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
@@ -273,9 +273,9 @@ static char *join(const char *dir, const char *name) {
   return p;
 }
 
-static ag_status write_checkpoint(const ag__learner *l, ag_vec_env *env, const ag_learn_opts *o,
+static ag_status write_checkpoint(const learner *l, ag_vec_env *env, const ag_learn_opts *o,
                                   const ag__loop *ls, const float *obs) {
-  const char *fn = l->ac ? "ag_ac_learn" : "ag_dqn_learn_ex";
+  const char *fn = l->ops->run_fn;
   const char *dir = o->checkpoint_dir;
   char name[40], tname[48];
   snprintf(name, sizeof name, "ckpt-%012lld", (long long)ls->step);
@@ -290,7 +290,7 @@ static ag_status write_checkpoint(const ag__learner *l, ag_vec_env *env, const a
   if (!s && (remove_tree(tmp, 4) || mkdir(tmp, 0777)))
     s = ag__fail(AG_ERR_IO, "%s: cannot create %s: %s", fn, tmp, strerror(errno));
   if (!s) s = record_run(l, env, ls, obs, fn);
-  if (!s) s = agent_save(l, agent);
+  if (!s) s = l->ops->save(l->agent, agent);
   if (!s && o->on_checkpoint) s = o->on_checkpoint(tmp, ls->step, o->user);
   if (!s) {
     sync_dir(tmp);
@@ -361,16 +361,17 @@ ag_status ag__learn_check_opts(const ag_learn_opts *o, const char *fn) {
   return AG_OK;
 }
 
-ag_status ag__learn_step_end(const ag__learner *l, ag_vec_env *env, ag_learn_opts *o, ag__loop *ls,
-                             const float *obs, int *enough, int *halt) {
+/* What follows every step of a loop with opts: the evaluation that is due
+ * (its stop request in *enough), should_stop (in *halt, and opts->stopped),
+ * and the checkpoint that is due (in a new directory of checkpoint_dir,
+ * pruned to `keep`). */
+static ag_status step_end(const learner *l, ag_vec_env *env, ag_learn_opts *o, ag__loop *ls, const float *obs,
+                          int *enough, int *halt) {
   *enough = *halt = 0;
   ag_status s = AG_OK;
-  const int has_eval = l->ac ? o->on_eval_ac != NULL : o->on_eval != NULL;
-  if (has_eval && o->eval_every && ls->step - ls->last_eval >= o->eval_every) {
+  if (l->ops->has_eval(o) && o->eval_every && ls->step - ls->last_eval >= o->eval_every) {
     ls->last_eval = ls->step;
-    s = l->ac ? o->on_eval_ac(l->ac, ls->step, enough, o->user)
-              : o->on_eval(l->dqn, ls->step, enough, o->user);
-    if (s) return s;
+    if ((s = l->ops->eval(l->agent, o, ls->step, enough))) return s;
   }
   *halt = o->should_stop && o->should_stop(o->user);
   if (o->checkpoint_dir &&
@@ -384,125 +385,87 @@ ag_status ag__learn_step_end(const ag__learner *l, ag_vec_env *env, ag_learn_opt
 
 /* ---- the loop ---- */
 
-ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_learn_opts *o,
-                          ag_train_callback cb, void *user) {
-  static const char fn[] = "ag_dqn_learn";
-  if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
-  const ag_env_spec *spec = ag_vec_env_get_spec(env);
-  if (spec->obs_dim != d->obs_dim || spec->n_actions != d->n_actions)
-    return ag__fail(AG_ERR_SHAPE,
-                    "%s: the environment has %d observations and %d actions, the DQN %lld and %lld", fn,
-                    spec->obs_dim, spec->n_actions, (long long)d->obs_dim, (long long)d->n_actions);
-  ag_status s = ag__learn_check_opts(o, fn);
-  if (s) return s;
-  if (o && d->dist && (o->checkpoint_dir || o->resume || o->on_eval))
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: checkpoints and evaluations of a DQN of a group of GPUs are not supported", fn);
-  if (d->cfg.n_step > 1 && ag_vec_env_size(env) != d->cfg.n_envs)
-    return ag__fail(
-        AG_ERR_INVALID_ARG,
-        "%s: n-step returns walk every n_envs-th column: the DQN has n_envs = %lld, the vector %d copies", fn,
-        (long long)d->cfg.n_envs, ag_vec_env_size(env));
+ag_status ag__learn(const ag__agent_ops *ops, void *agent, ag_vec_env *env, int64_t total_steps,
+                    ag_learn_opts *o, ag_train_callback cb, void *user) {
+  const char *fn = ops->learn_fn;
+  const learner me = {ops, agent};
+  ag_dist *g = ops->dist(agent);
   if (o) o->stopped = 0;
-  int n = ag_vec_env_size(env), od = spec->obs_dim;
-  int64_t group = d->dist ? ag_dist_world(d->dist) : 1; /* steps count over the group */
-  float *obs = ag__malloc(sizeof(float) * (size_t)(n * od)),
-        *next = ag__malloc(sizeof(float) * (size_t)(n * od));
-  float *fin = ag__malloc(sizeof(float) * (size_t)(n * od)), *rew = ag__malloc(sizeof(float) * (size_t)n);
-  float *actf = ag__malloc(sizeof(float) * (size_t)n);
-  int32_t *act = ag__malloc(sizeof(int32_t) * (size_t)n);
+  const int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
+  const int64_t group = g ? ag_dist_world(g) : 1; /* steps count over the group */
+  const size_t no = (size_t)n * (size_t)od, na = (size_t)n * (size_t)ops->act_width(agent);
+  ag_status s = AG_OK;
+  float *obs = ag__malloc(sizeof(float) * no), *next = ag__malloc(sizeof(float) * no);
+  float *fin = ag__malloc(sizeof(float) * no), *rew = ag__malloc(sizeof(float) * (size_t)n);
+  float *act = ag__malloc(sizeof(float) * na);
+  void *scratch = ops->scratch_per_copy ? ag__malloc(ops->scratch_per_copy * (size_t)n) : NULL;
   int *term = ag__malloc(sizeof(int) * (size_t)n), *trunc = ag__malloc(sizeof(int) * (size_t)n);
-  if (!obs || !next || !fin || !rew || !actf || !act || !term || !trunc)
+  if (!obs || !next || !fin || !rew || !act || (ops->scratch_per_copy && !scratch) || !term || !trunc)
     s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   ag__loop ls;
   memset(&ls, 0, sizeof ls);
-  const ag__learner me = {d, NULL};
-  if (!s)
-    s = o && o->resume ? ag__learn_restore(&me, env, &ls, obs, "ag_dqn_learn_ex")
-                       : ag_vec_env_reset(env, obs);
+  if (ops->start) ops->start(&ls);
+  if (!s) s = o && o->resume ? restore(&me, env, &ls, obs, ops->run_fn) : ag_vec_env_reset(env, obs);
   if (o) o->resumed_at = ls.step;
   /* In a group a stop requested by the callback waits for the next training
    * boundary, where the ranks agree on it: a rank that left alone would
    * leave the others waiting in the next all-reduce. */
   int stop = 0, want_stop = 0;
   ag_tensor *flag = NULL; /* in a group: what the ranks exchange at each boundary (group_boundary) */
-  if (!s && d->dist) s = ag_tensor_create(d->ctx, XCHG_ROWS, 1, AG_F32, NULL, &flag);
+  if (!s && g) s = ag_tensor_create(ops->ctx(agent), XCHG_ROWS, 1, AG_F32, NULL, &flag);
   while (!s && !stop && ls.step < total_steps) {
-    if ((s = ag_dqn_act(d, obs, n, ls.step, 1, act))) break;
-    for (int i = 0; i < n; i++) actf[i] = (float)act[i];
-    if ((s = ag_vec_env_step(env, actf, next, rew, term, trunc, fin))) break;
-    if ((s = ag_dqn_store_ex(d, obs, act, rew, fin, term, trunc, n))) break;
-    memcpy(obs, next, sizeof(float) * (size_t)(n * od));
+    if ((s = ops->act(agent, obs, n, ls.step, act, scratch))) break;
+    if ((s = ag_vec_env_step(env, act, next, rew, term, trunc, fin))) break;
+    if ((s = ops->store(agent, obs, act, scratch, rew, fin, term, trunc, n))) break;
+    memcpy(obs, next, sizeof(float) * no);
     ls.step += n * group;
     ls.since_train += n * group;
-    ls.since_target += n * group;
     for (int i = 0; i < n; i++) { /* every episode of the step is reported, also after a stop request */
       if (!term[i] && !trunc[i]) continue;
       ag_episode_info info;
       if ((s = ag_vec_env_last_episode(env, i, &info))) break;
       ls.episodes++;
       double own = ag__recent_push(&ls.win, info.ret);
-      if (!d->dist) ls.mean = own; /* in a group: the group's mean, from the last boundary */
-      ag_train_event ev = {AG_TRAIN_EPISODE,
-                           ls.step,
-                           ls.episodes,
-                           d->updates,
-                           info.ret,
-                           info.length,
-                           info.truncated && !info.terminated,
-                           ls.mean,
-                           0.0f,
-                           ag_dqn_epsilon(d, ls.step),
-                           0.0f,
-                           0.0f};
+      if (!g) ls.mean = own; /* in a group: the group's mean, from the last boundary */
+      ag_train_event ev;
+      memset(&ev, 0, sizeof ev);
+      ops->episode(agent, &ls, &ev);
+      ev.kind = AG_TRAIN_EPISODE;
+      ev.step = ls.step;
+      ev.episodes = ls.episodes;
+      ev.episode_return = info.ret;
+      ev.episode_length = info.length;
+      ev.truncated = info.truncated && !info.terminated;
+      ev.mean_return = ls.mean;
       if (cb && cb(&ev, user)) want_stop = 1;
     }
     if (s) break;
-    if (ls.since_target >= d->cfg.target_update_interval) { /* SB3: counted in environment steps */
-      ls.since_target = 0;
-      if (d->cfg.tau < 1.0f || d->updates != d->updates_at_target) { /* a copy of an unchanged q is a no-op */
-        d->updates_at_target = d->updates;
-        if ((s = ag_dqn_update_target(d))) break;
-      }
-    }
-    if (ls.since_train >= d->cfg.train_freq) {
+    if (ops->tick && (s = ops->tick(agent, &ls, n * group))) break;
+    if (ls.since_train >= ops->train_freq(agent)) {
       ls.since_train = 0;
-      int trained = ls.step > d->cfg.learning_starts && ag_replay_size(d->replay) >= d->batch &&
-                    d->cfg.gradient_steps > 0;
-      float loss = 0;
-      if (trained && d->per && (s = ag_dqn_set_beta(d, ag_dqn_per_beta(d, ls.step)))) break;
-      if (trained && (s = ag_dqn_train(d, d->cfg.gradient_steps, &loss))) break;
+      int phase = 0;
+      ag_train_event ev;
+      memset(&ev, 0, sizeof ev);
+      if ((s = ops->train(agent, &ls, &phase, &ev))) break;
       /* the phase reports the group's mean of now; a stop it asks for is
        * agreed at the next boundary */
-      if (flag && (s = group_boundary(d, flag, &ls.win, want_stop, &stop, &ls.mean))) break;
-      if (trained) {
-        ag_train_event ev = {AG_TRAIN_PHASE,
-                             ls.step,
-                             ls.episodes,
-                             d->updates,
-                             0,
-                             0,
-                             0,
-                             ls.mean,
-                             loss,
-                             ag_dqn_epsilon(d, ls.step),
-                             0.0f,
-                             0.0f};
+      if (flag && (s = group_boundary(&me, g, flag, &ls.win, want_stop, &stop, &ls.mean))) break;
+      if (phase) {
+        ev.kind = AG_TRAIN_PHASE;
+        ev.step = ls.step;
+        ev.episodes = ls.episodes;
+        ev.mean_return = ls.mean;
         if (cb && cb(&ev, user)) want_stop = 1;
       }
     }
     if (!flag) stop = want_stop;
     if (!o) continue;
     int enough, halt;
-    if ((s = ag__learn_step_end(&me, env, o, &ls, obs, &enough, &halt)) || halt) break;
+    if ((s = step_end(&me, env, o, &ls, obs, &enough, &halt)) || halt) break;
     if (enough) stop = want_stop = 1;
   }
   if (o) o->step = ls.step;
   ag_tensor_free(flag);
-  free(obs), free(next), free(fin), free(rew), free(actf), free(act), free(term), free(trunc);
+  free(obs), free(next), free(fin), free(rew), free(act), free(scratch), free(term), free(trunc);
   return s;
-}
-
-ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_train_callback cb, void *user) {
-  return ag_dqn_learn_ex(d, env, total_steps, NULL, cb, user);
 }

@@ -51,11 +51,6 @@ ag_status ag_ctx_create(ag_ctx **out, ag_device_kind kind, int index) {
   ctx->stores.next = ctx->stores.prev = &ctx->stores;
   ctx->ws = &ctx->ws_main;
   for (int i = 0; i < AG_FAULT_COUNT_; i++) ctx->fault_after[i] = -1;
-  const float one = 1.0f;
-  if ((s = ag_tensor_create(ctx, 1, 1, AG_F32, &one, &ctx->one))) {
-    ag_ctx_free(ctx);
-    return s;
-  }
   *out = ctx;
   return AG_OK;
 }

@@ -20,6 +20,7 @@
 #include "base/backend.h"
 #include "base/base.h"
 #include "base/kernels.h"
+#include "base/seed.h" /* the seed streams, for the layers above (agent/ over nn/ and replay/) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -133,7 +134,7 @@ struct ag_ctx {
   const struct ag__capture_hooks *hooks; /* set by the graph layer's first recording */
   uint64_t epoch;                        /* incremented by every device switch */
   int no_grad;                           /* depth of no-grad scopes */
-  struct ag_tensor *one;                 /* 1 x 1 f32 holding 1: the seed of every backward */
+  struct ag__graph_ctx *graph;           /* the graph layer's own state (opaque here), or NULL */
 
   ag_xfer_entry xfer[AG__XFER_MAX];
   int n_xfer;
@@ -204,9 +205,6 @@ ag_where ag__store_where(const ag_ctx *ctx, const ag__store *s);
 
 /* Device memory from the workspace, aligned to 256 bytes. */
 ag_status ag__ws_alloc(ag_ctx *ctx, size_t bytes, void **out);
-/* A temporary tensor header over existing device memory (a view). */
-ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
-                          ag_tensor **out);
 /* A temporary tensor header with memory for rows x cols of dtype. */
 ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, ag_tensor **out);
 void ag__ws_reset(ag_ctx *ctx, ag__workspace *ws);
@@ -230,14 +228,14 @@ ag_status ag__not_recording(ag_ctx *ctx, const char *fn);
 /* ---- what the graph layer hooks into the core ----
  * Recordings live above the core (src/graph). They note the stores a step
  * reads, are invalidated when one is released, let go of what they hold on
- * a backend before a device switch, and are freed with the context: the
- * core calls these hooks, which capture.c sets when it makes the first
- * recording of a context. */
+ * a backend before a device switch, and are freed with the context (with
+ * the rest of ctx->graph): the core calls these hooks, which the graph
+ * layer sets when it first keeps state in a context. */
 typedef struct ag__capture_hooks {
   void (*note_read)(ag_ctx *ctx, ag__store *s); /* while ctx->recording */
   void (*forget)(ag_ctx *ctx, ag__store *s);    /* s is being released */
   void (*release_backend)(ag_ctx *ctx);         /* before a device switch */
-  void (*free_all)(ag_ctx *ctx);                /* the context is being freed */
+  void (*free_all)(ag_ctx *ctx);                /* the context is being freed: recordings and ctx->graph */
 } ag__capture_hooks;
 
 /* ---- the backends agrl was built with (registry.c) ---- */
@@ -290,6 +288,12 @@ ag_status ag__snapshot_take(ag__snapshot *sn, struct ag_tensor *const *ts, int n
 ag_status ag__snapshot_restore(ag__snapshot *sn);
 void ag__snapshot_free(ag__snapshot *sn);
 
+/* ---- tensor headers (tensor.c) ---- */
+
+/* A temporary tensor header (from the workspace in use's slabs) over
+ * existing device memory (a view). */
+ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
+                          ag_tensor **out);
 /* The device pointer of a tensor (persistent ones are made resident). */
 ag_status ag__tensor_ptr(ag_tensor *t, void **out);
 /* Checks that a handle is a live tensor; `what` names it in the message. */

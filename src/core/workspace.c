@@ -141,45 +141,6 @@ int ag__tape_push(ag_ctx *ctx, const ag__node *n) {
   return ws->n_tape++;
 }
 
-/* A zeroed header from the slabs, or NULL when host memory runs out. */
-static ag_tensor *new_header(ag__workspace *ws) {
-  if (!ws->slab_cur || ws->slab_used == AG__TENSOR_SLAB) {
-    ag__tensor_slab *next = ws->slab_cur ? ws->slab_cur->next : ws->slabs;
-    if (!next) {
-      next = ag__calloc(1, sizeof *next);
-      if (next) next->items = ag__calloc(AG__TENSOR_SLAB, sizeof *next->items);
-      if (!next || !next->items) {
-        free(next);
-        return NULL;
-      }
-      if (ws->slab_cur)
-        ws->slab_cur->next = next;
-      else
-        ws->slabs = next;
-    }
-    ws->slab_cur = next;
-    ws->slab_used = 0;
-  }
-  ag_tensor *t = &ws->slab_cur->items[ws->slab_used++];
-  memset(t, 0, sizeof *t);
-  t->node = -1;
-  return t;
-}
-
-ag_status ag__tensor_view(ag_ctx *ctx, int64_t rows, int64_t cols, int64_t ld, ag_dtype dtype, void *data,
-                          ag_tensor **out) {
-  ag_tensor *t = new_header(ctx->ws);
-  if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "workspace: out of host memory for tensor headers");
-  t->ctx = ctx;
-  t->rows = rows;
-  t->cols = cols;
-  t->ld = ld;
-  t->dtype = dtype;
-  t->data = data;
-  *out = t;
-  return AG_OK;
-}
-
 ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtype, ag_tensor **out) {
   size_t bytes;
   if (!ag__mul3((uint64_t)rows, (uint64_t)cols, ag_dtype_size(dtype), &bytes))
@@ -189,22 +150,4 @@ ag_status ag__tensor_temp(ag_ctx *ctx, int64_t rows, int64_t cols, ag_dtype dtyp
   ag_status s = ag__ws_alloc(ctx, bytes, &p);
   if (s) return s; /* the arena bytes of a failed call are reclaimed at the next reset */
   return ag__tensor_view(ctx, rows, cols, rows, dtype, p, out);
-}
-
-ag_status ag__check_tensor(const ag_tensor *t, const char *fn, const char *what) {
-  if (!t) return ag__fail(AG_ERR_INVALID_ARG, "%s: %s is NULL", fn, what);
-  if (t->flags & AG__T_FREED)
-    return ag__fail(AG_ERR_FREED, "%s: %s has been freed (or its workspace was reset)", fn, what);
-  return AG_OK;
-}
-
-ag_status ag__tensor_ptr(ag_tensor *t, void **out) {
-  if (t->flags & AG__T_PERSISTENT) {
-    ag_status s = ag__store_ensure(t->ctx, &t->store);
-    if (s) return s;
-    *out = t->store.ptr;
-  } else {
-    *out = t->data;
-  }
-  return AG_OK;
 }

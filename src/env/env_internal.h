@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "agrl/env.h"
+#include "base/seed.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,8 +69,6 @@ typedef struct ag__rng {
   uint64_t s;
 } ag__rng;
 
-/* splitmix64's output mixer (a bijection of 64-bit words). */
-uint64_t ag__mix64(uint64_t z);
 /* A generator whose sequence is determined by `seed` (state = ag_env_derive_seed(seed, 0)). */
 ag__rng ag__rng_seeded(uint64_t seed);
 uint64_t ag__rng_next(ag__rng *r);

@@ -7,30 +7,17 @@
 #include "base/base.h"
 #include "env/env_internal.h"
 
-#define AG__GOLDEN 0x9E3779B97F4A7C15ull
-
-uint64_t ag__mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index) {
-  return ag__mix64(ag__mix64(seed) + AG__GOLDEN * (index + 1u));
-}
+uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index) { return ag__seed_hash(seed, index); }
 
 ag__rng ag__rng_seeded(uint64_t seed) {
   ag__rng r = {ag_env_derive_seed(seed, 0)};
   return r;
 }
 
-uint64_t ag__rng_next(ag__rng *r) {
-  r->s += AG__GOLDEN;
-  return ag__mix64(r->s);
-}
+uint64_t ag__rng_next(ag__rng *r) { return ag__splitmix64(&r->s); }
 
 double ag__rng_uniform(ag__rng *r, double lo, double hi) {
-  double u = (double)(ag__rng_next(r) >> 11) * 0x1.0p-53;
+  double u = ag__splitmix64_unit(&r->s);
   return lo + (hi - lo) * u;
 }
 

@@ -6,6 +6,7 @@
  * that the first contribution writes and later ones add to. Contributions to
  * a broadcast operand are summed back to its shape.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -343,7 +344,7 @@ static ag_status node_backward(ag__node *n) {
       ag__mat md = ag__mat_of_temp(dp);
       int64_t R = dp->rows, C = dp->cols;
       if (ag__needs_grad(x)) {
-        if (n->out->grad == x->ctx->one)
+        if (n->out->grad == x->ctx->graph->one)
           s = grad_add(x, md, 1.0f); /* the seed: no product needed */
         else
           s = grad_map2(x, AG__MAP2_MUL, 1.0f, 0.0f, md, g, R, C);
@@ -386,7 +387,9 @@ ag_status ag_backward(ag_tensor *loss) {
     o->grad = NULL;
     o->flags &= ~AG__T_GRAD_INIT;
   }
-  loss->grad = ctx->one; /* never written: gradients flow from it, not into it */
+  ag_tensor *one = NULL; /* made at the first backward, after the checks: bad input changes nothing */
+  if ((s = ag__graph_one(ctx, &one))) return s;
+  loss->grad = one; /* never written: gradients flow from it, not into it */
   loss->flags |= AG__T_GRAD_INIT;
   for (int k = loss->node; k >= 0 && !s; k--) {
     ag__node *n = &ws->tape[k];
@@ -400,4 +403,30 @@ ag_status ag_backward(ag_tensor *loss) {
         if (x && (x->flags & AG__T_PERSISTENT) && x->grad && ag__needs_grad(x)) x->flags |= AG__T_GRAD_STALE;
       }
   return s;
+}
+
+void ag__graph_drop(ag_ctx *ctx) {
+  if (!ctx->graph) return;
+  ag_tensor_free(ctx->graph->one);
+  free(ctx->graph);
+  ctx->graph = NULL;
+}
+
+ag_status ag__graph_one(ag_ctx *ctx, ag_tensor **one) {
+  if (ctx->graph) {
+    *one = ctx->graph->one;
+    return AG_OK;
+  }
+  struct ag__graph_ctx *g = ag__calloc(1, sizeof *g);
+  if (!g) return ag__fail(AG_ERR_OUT_OF_MEMORY, "ag_backward: out of host memory");
+  const float v = 1.0f;
+  ag_status s = ag_tensor_create(ctx, 1, 1, AG_F32, &v, &g->one);
+  if (s) {
+    free(g);
+    return s;
+  }
+  ctx->graph = g;
+  ag__graph_hook(ctx);
+  *one = g->one;
+  return AG_OK;
 }

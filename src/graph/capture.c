@@ -130,12 +130,17 @@ static const ag__capture_hooks capture_hooks = {note_read, forget, release_backe
 static ag_status record(ag_capture *c) {
   saved_flags *flags = NULL;
   size_t n_flags = 0;
-  ag_status s = save_flags(c->ctx, &flags, &n_flags);
-  if (s) return s;
-  s = record_step(c);
-  if (s)
-    for (size_t i = 0; i < n_flags; i++) flags[i].t->flags = flags[i].flags;
-  free(flags);
+  ag_tensor *one = NULL; /* made now if need be: a step records no allocation */
+  const int had = c->ctx->graph != NULL;
+  ag_status s = ag__graph_one(c->ctx, &one);
+  if (!s) s = save_flags(c->ctx, &flags, &n_flags);
+  if (!s) {
+    s = record_step(c);
+    if (s)
+      for (size_t i = 0; i < n_flags; i++) flags[i].t->flags = flags[i].flags;
+    free(flags);
+  }
+  if (s && !had) ag__graph_drop(c->ctx); /* a failed call leaves the context as it was */
   return s;
 }
 
@@ -275,7 +280,10 @@ void ag_capture_free(ag_capture *c) {
 
 static void free_all(ag_ctx *ctx) {
   while (ctx->captures) ag_capture_free(ctx->captures);
+  ag__graph_drop(ctx);
 }
+
+void ag__graph_hook(ag_ctx *ctx) { ctx->hooks = &capture_hooks; }
 
 static void release_backend(ag_ctx *ctx) {
   for (ag_capture *c = ctx->captures; c; c = c->next) {

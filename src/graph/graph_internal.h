@@ -38,6 +38,19 @@ ag_status ag__unary(ag_tensor *x, ag__map_op op, float p0, float p1, const char 
 ag_status ag__grad_materialize(ag_tensor *t);
 ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const void **p, int64_t *stride);
 
+/* ---- the graph layer's state of a context (ctx->graph) ---- */
+
+struct ag__graph_ctx {
+  ag_tensor *one; /* 1 x 1 f32 holding 1: the seed of every backward */
+};
+/* The context's seed of backward passes, made (with ctx->graph) at the
+ * first call: before a context's first backward or recording. */
+ag_status ag__graph_one(ag_ctx *ctx, ag_tensor **one);
+/* Frees ctx->graph (with the context, or after a failed first call). */
+void ag__graph_drop(ag_ctx *ctx);
+/* Makes the core call the graph layer's hooks on ctx (capture.c). */
+void ag__graph_hook(ag_ctx *ctx);
+
 /* ---- recordings (capture.c) ---- */
 
 /* Makes recording c ready to replay (checks it, records it again if what
