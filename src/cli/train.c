@@ -885,6 +885,79 @@ static int train_run(int argc, char **argv, const char *ckpt) {
   return job_free(&j, finish_run(&j, &lo, wall));
 }
 
+/* The checkpoint --resume PATH names: PATH itself (it holds agent.agrl),
+ * the newest under PATH/checkpoints, or the newest under PATH; its path in
+ * ckpt. Returns 0, or -1 with a message. */
+static int find_checkpoint(const char *resume, char *ckpt, size_t size) {
+  char *agent = cli_path(resume, "agent.agrl"), *sub = cli_path(resume, "checkpoints");
+  struct stat st;
+  int rc = -1;
+  if (!agent || !sub) {
+    fprintf(stderr, "agrl train: out of memory\n");
+  } else if (stat(agent, &st) == 0) {
+    snprintf(ckpt, size, "%s", resume);
+    rc = 0;
+  } else if (ag_learn_latest(sub, ckpt, size, NULL) == AG_OK ||
+             ag_learn_latest(resume, ckpt, size, NULL) == AG_OK) {
+    rc = 0;
+  } else
+    fprintf(stderr, "agrl train: --resume %s: no checkpoint there (%s)\n", resume, ag_last_error());
+  free(agent);
+  free(sub);
+  return rc;
+}
+
+/* The flags of the run a checkpoint continues: its settings (ckpt/args),
+ * then those given now beside --resume (--quiet, --device). *av (free it)
+ * points into *buf (free it too). Returns their count, or -1 with a
+ * message. */
+static int resume_argv(const char *ckpt, int argc, char **argv, char ***av_out, char **buf) {
+  char *p = cli_path(ckpt, "args"), *b = NULL;
+  size_t n = 0;
+  if (!p || read_whole(p, (size_t)1 << 20, &b, &n)) {
+    free(p);
+    return -1;
+  }
+  free(p);
+  int m = 1;
+  for (size_t i = 0; i < n; i++) m += b[i] == '\0';
+  char **av = malloc(sizeof(char *) * (size_t)(m + argc + 1));
+  if (!av) {
+    free(b);
+    fprintf(stderr, "agrl train: out of memory\n");
+    return -1;
+  }
+  int ac = 0;
+  av[ac++] = argv[0];
+  for (size_t i = 0; i < n; i += strlen(b + i) + 1) av[ac++] = b + i;
+  if (n && b[n - 1] != '\0') {
+    fprintf(stderr, "agrl train: --resume: %s/args is damaged\n", ckpt);
+    free(av), free(b);
+    return -1;
+  }
+  for (int i = 1; i < argc; i++) {
+    int takes_value = 0;
+    if (!strcmp(argv[i], "--resume") || !cli_opts_beside_resume(argv[i], &takes_value))
+      i++;
+    else if (!takes_value)
+      av[ac++] = argv[i];
+    else if (i + 1 < argc) {
+      av[ac++] = argv[i];
+      av[ac++] = argv[++i];
+    }
+  }
+  av[ac] = NULL;
+  for (int i = 1; i < ac; i++)
+    if (!strcmp(av[i], "--resume")) {
+      fprintf(stderr, "agrl train: --resume: %s/args holds --resume\n", ckpt);
+      free(av), free(b);
+      return -1;
+    }
+  *av_out = av;
+  *buf = b;
+  return ac;
+}
+
 int agrl_cmd_train(int argc, char **argv) {
   static const char cmd[] = "train";
   void (*usage)(FILE *) = cli_opts_usage(CLI_TRAIN);
@@ -906,68 +979,11 @@ int agrl_cmd_train(int argc, char **argv) {
     i += takes_value; /* --device's value is checked by the run */
   }
   if (!resume) return train_run(argc, argv, NULL);
-  /* the checkpoint: PATH itself, the newest under PATH/checkpoints, or under PATH */
-  char ckpt[4096], *agent = cli_path(resume, "agent.agrl"), *sub = cli_path(resume, "checkpoints");
-  struct stat st;
-  int rc = 1;
-  if (!agent || !sub) {
-    fprintf(stderr, "agrl train: out of memory\n");
-  } else if (stat(agent, &st) == 0) {
-    snprintf(ckpt, sizeof ckpt, "%s", resume);
-    rc = 0;
-  } else if (ag_learn_latest(sub, ckpt, sizeof ckpt, NULL) == AG_OK ||
-             ag_learn_latest(resume, ckpt, sizeof ckpt, NULL) == AG_OK) {
-    rc = 0;
-  } else
-    fprintf(stderr, "agrl train: --resume %s: no checkpoint there (%s)\n", resume, ag_last_error());
-  free(agent);
-  free(sub);
-  if (rc) return 1;
-  /* its settings, then --quiet and --device as given now */
-  char *p = cli_path(ckpt, "args"), *b = NULL;
-  size_t n = 0;
-  if (!p || read_whole(p, (size_t)1 << 20, &b, &n)) {
-    free(p);
-    return 1;
-  }
-  free(p);
-  int m = 1;
-  for (size_t i = 0; i < n; i++) m += b[i] == '\0';
-  char **av = malloc(sizeof(char *) * (size_t)(m + argc + 1));
-  if (!av) {
-    free(b);
-    fprintf(stderr, "agrl train: out of memory\n");
-    return 1;
-  }
-  int ac = 0;
-  av[ac++] = argv[0];
-  for (size_t i = 0; i < n; i += strlen(b + i) + 1) av[ac++] = b + i;
-  if (n && b[n - 1] != '\0') {
-    fprintf(stderr, "agrl train: --resume: %s/args is damaged\n", ckpt);
-    free(av), free(b);
-    return 1;
-  }
-  for (int i = 1; i < argc; i++) {
-    int takes_value = 0;
-    if (!strcmp(argv[i], "--resume") || !cli_opts_beside_resume(argv[i], &takes_value))
-      i++;
-    else if (!takes_value)
-      av[ac++] = argv[i];
-    else if (i + 1 < argc) {
-      av[ac++] = argv[i];
-      av[ac++] = argv[++i];
-    }
-  }
-  av[ac] = NULL;
-  for (int i = 1; i < ac; i++)
-    if (!strcmp(av[i], "--resume")) {
-      fprintf(stderr, "agrl train: --resume: %s/args holds --resume\n", ckpt);
-      free(av), free(b);
-      return 1;
-    }
-  rc = train_run(ac, av, ckpt);
+  char ckpt[4096], *buf = NULL, **av = NULL;
+  int ac = find_checkpoint(resume, ckpt, sizeof ckpt) ? -1 : resume_argv(ckpt, argc, argv, &av, &buf);
+  int rc = ac < 0 ? 1 : train_run(ac, av, ckpt);
   free(av);
-  free(b);
+  free(buf);
   return rc;
 }
 
