@@ -17,6 +17,7 @@
 
 #include "agrl/agrl.h"
 #include "cli/cli.h"
+#include "cli/opts.h"
 
 enum { REPS = 9, WARM = 2 };
 
@@ -582,56 +583,17 @@ static void ac_row(bench *b, const char *work, ag_ac_algo algo, int iters, int p
 
 /* ---- the command ---- */
 
-static void bench_usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: agrl bench [--device auto|cpu|cuda[:N]|vulkan[:N]] [--filter TEXT] [--iters N] [--json FILE]\n"
-      "\n"
-      "Times the work of the performance table on one device: gathers, sampling,\n"
-      "writes, table inserts and the DQN update (the DQN's own fused update, and\n"
-      "the same work composed of ops, recorded and eager). Each row is\n"
-      "the median of 9 repetitions after 2 warm-ups, with min and max.\n"
-      "bench/compare.py runs this and the peers (PyTorch, JAX, numpy, cpprb)\n"
-      "in one invocation and prints the ratios.\n"
-      "\n"
-      "  --device D     auto (default), cpu, cuda[:N], vulkan[:N]\n"
-      "  --filter TEXT  only rows whose name contains TEXT; A,B,...: contains any of them\n"
-      "                 (rows run in their own order, not the filter's)\n"
-      "  --iters N      N calls a repetition instead of each row's own count (1..1000000)\n"
-      "                 (for a profiler: few calls, same work)\n"
-      "  --json FILE    also append one JSON object a row to FILE\n");
-}
-
 int agrl_cmd_bench(int argc, char **argv) {
   static const char cmd[] = "bench";
-  ag_device_kind kind = AG_DEVICE_AUTO;
-  int index = 0;
-  const char *json = NULL;
+  cli_settings o;
+  int rc = cli_opts_parse(CLI_BENCH, argc, argv, &o);
+  if (rc >= 0) return rc;
+  const char *json = o.json;
   bench b;
   memset(&b, 0, sizeof b);
-  int64_t iters = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = cli_value(argc, argv, i);
-#define NEEDS(bad, what) CLI_NEEDS(bench_usage, bad, what)
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      bench_usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--device"))
-      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N");
-    else if (!strcmp(a, "--filter")) {
-      NEEDS(!*v, "a text");
-      b.filter = v;
-    } else if (!strcmp(a, "--iters"))
-      NEEDS(cli_parse_i64(v, 1, 1000000, &iters), "a count from 1 to 1000000");
-    else if (!strcmp(a, "--json")) {
-      NEEDS(!*v, "a file");
-      json = v;
-    } else
-      return cli_bad_usage(cmd, bench_usage, "unknown option '%s'", a);
-#undef NEEDS
-  }
-  b.iters = (int)iters;
-  ag_status s = ag_ctx_create(&b.ctx, kind, index);
+  b.filter = o.filter;
+  b.iters = (int)o.iters;
+  ag_status s = ag_ctx_create(&b.ctx, o.device.kind, o.device.index);
   if (s) return cli_fail(cmd, "creating the context", s);
   /* a log of rows, appended to as they are measured (never truncated):
    * bench/compare.py removes it first and reads the rows measured before a

@@ -15,52 +15,17 @@
 
 #include "agrl/agrl.h"
 #include "cli/cli.h"
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: agrl bench-dist [--gpus G] [--shape cartpole|mujoco] [--batch B] [--updates N] [--reps R]\n"
-          "\n"
-          "Times the data-parallel DQN update (sample + gather + update with gradients\n"
-          "all-reduced through NCCL), recorded and replayed, on GPUs 0..G-1.\n"
-          "  --gpus G        GPUs, one process each (default 1)\n"
-          "  --shape S       cartpole: 4-128-128-2, mujoco: 17-256-256-6 (default mujoco)\n"
-          "  --batch B       transitions per GPU per update (default 256)\n"
-          "  --updates N     updates per repetition (default 200)\n"
-          "  --reps R        repetitions; the median is reported (default 9)\n");
-}
+#include "cli/opts.h"
 
 int agrl_cmd_bench_dist(int argc, char **argv) {
   static const char cmd[] = "bench-dist";
-  int64_t gpus = 1, batch = 256, updates = 200, reps = 9, rank = -1, world = 0;
-  const char *shape = "mujoco", *id_file = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = cli_value(argc, argv, i);
-#define NEEDS(bad, what) CLI_NEEDS(usage, bad, what)
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--gpus"))
-      NEEDS(cli_parse_i64(v, 1, 64, &gpus), "a number of GPUs in 1..64");
-    else if (!strcmp(a, "--batch"))
-      NEEDS(cli_parse_i64(v, 1, 1 << 20, &batch), "a batch per GPU in 1..1048576");
-    else if (!strcmp(a, "--updates"))
-      NEEDS(cli_parse_i64(v, 1, 1 << 20, &updates), "a number of updates in 1..1048576");
-    else if (!strcmp(a, "--reps"))
-      NEEDS(cli_parse_i64(v, 1, 1000, &reps), "a number of repetitions in 1..1000");
-    else if (!strcmp(a, "--rank"))
-      NEEDS(cli_parse_i64(v, 0, 63, &rank), "a rank in 0..63");
-    else if (!strcmp(a, "--world"))
-      NEEDS(cli_parse_i64(v, 1, 64, &world), "a group size in 1..64");
-    else if (!strcmp(a, "--id-file")) {
-      NEEDS(!*v, "a path");
-      id_file = v;
-    } else if (!strcmp(a, "--shape")) {
-      NEEDS(strcmp(v, "cartpole") && strcmp(v, "mujoco"), "cartpole or mujoco");
-      shape = v;
-    } else
-      return cli_bad_usage(cmd, usage, "unknown option '%s'", a);
-#undef NEEDS
-  }
+  void (*usage)(FILE *) = cli_opts_usage(CLI_BENCH_DIST);
+  cli_settings o;
+  int rc = cli_opts_parse(CLI_BENCH_DIST, argc, argv, &o);
+  if (rc >= 0) return rc;
+  const int64_t gpus = o.gpus, batch = o.batch, updates = o.updates, reps = o.reps;
+  int64_t rank = o.rank, world = o.world;
+  const char *id_file = o.id_file;
   if (gpus > 1 && world == 0) {
     if (ag_cuda_device_count() < gpus)
       return cli_bad_usage(cmd, usage, "--gpus %lld: this machine has %d GPUs", (long long)gpus,
@@ -70,7 +35,7 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
   if (world == 0) world = 1, rank = 0;
   if (rank < 0 || rank >= world || (world > 1 && !id_file))
     return cli_bad_usage(cmd, usage, "--world needs --rank in 0..world-1 and --id-file");
-  int mujoco = !strcmp(shape, "mujoco");
+  int mujoco = o.shape == 1;
   int64_t obs_dim = mujoco ? 17 : 4, n_act = mujoco ? 6 : 2, hid = mujoco ? 256 : 128;
 
   ag_ctx *ctx = NULL;
@@ -80,7 +45,7 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
   int32_t *act = NULL;
   int *term = NULL;
   float *rew = NULL;
-  int rc = 1;
+  rc = 1;
   ag_status s;
   if ((s = ag_ctx_create(&ctx, AG_DEVICE_CUDA, (int)rank))) {
     rc = cli_fail(cmd, "creating the context", s);

@@ -24,16 +24,6 @@ int cli_parse_f64(const char *s, double lo, double hi, double *out);
 /* DIR/NAME in a new allocation (free it), or NULL when out of memory: paths
  * are never cut to a fixed buffer. */
 char *cli_path(const char *dir, const char *name);
-/* In a subcommand's loop over its flags (i the index of the flag a, v its
- * value from cli_value, cmd the subcommand's name): takes the value when it
- * is there and `bad` is false, else returns the usage error "FLAG needs
- * WHAT" (exit status 2). */
-#define CLI_NEEDS(usage, bad, what)                                            \
-  do {                                                                         \
-    if (!v || (bad)) return cli_bad_usage(cmd, usage, "%s needs %s", a, what); \
-    i++;                                                                       \
-  } while (0)
-
 /* Prints "agrl CMD: MESSAGE" and the usage to stderr; returns 2. */
 int cli_bad_usage(const char *cmd, void (*usage)(FILE *), const char *fmt, ...);
 /* Prints "agrl CMD: <what> failed: STATUS: last error" to stderr; returns 1. */

@@ -6,50 +6,24 @@
 #include <time.h>
 
 #include "cli/cli.h"
-
-static void demo_usage(FILE *f) {
-  fprintf(f,
-          "usage: agrl demo [--device auto|cpu|cuda[:N]|vulkan[:N]] [--capacity N] [--batch B]\n"
-          "\n"
-          "Fills a CartPole-shaped replay buffer (11 f32 rows a transition) as a ring,\n"
-          "gathers a random batch on the device, checks it against a host copy and\n"
-          "prints what crossed the bus.\n"
-          "\n"
-          "  --device    where the buffer lives (default auto: the GPU when present)\n"
-          "  --capacity  transitions the buffer holds (default 100000)\n"
-          "  --batch     transitions gathered (default 256)\n");
-}
+#include "cli/opts.h"
 
 int agrl_cmd_demo(int argc, char **argv) {
   static const char cmd[] = "demo";
-  ag_device_kind kind = AG_DEVICE_AUTO;
-  int index = 0;
-  int64_t cap = 100000, batch = 256;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = cli_value(argc, argv, i);
-#define NEEDS(bad, what) CLI_NEEDS(demo_usage, bad, what)
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      demo_usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--device"))
-      NEEDS(cli_parse_device(v, &kind, &index), "auto, cpu, cuda, cuda:N, vulkan or vulkan:N");
-    else if (!strcmp(a, "--capacity"))
-      NEEDS(cli_parse_i64(v, 1, (int64_t)1 << 40, &cap), "a positive whole number up to 2^40");
-    else if (!strcmp(a, "--batch"))
-      NEEDS(cli_parse_i64(v, 1, 1 << 24, &batch), "a positive whole number up to 2^24");
-    else
-      return cli_bad_usage(cmd, demo_usage, "unknown option '%s'", a);
-#undef NEEDS
-  }
+  cli_settings o;
+  int rc = cli_opts_parse(CLI_DEMO, argc, argv, &o);
+  if (rc >= 0) return rc;
+  const int64_t cap = o.capacity, batch = o.batch;
 
   const int64_t rows = 11;
   ag_ctx *ctx = NULL;
   ag_buffer *buf = NULL;
   ag_status s;
-  int rc = 1;
+  rc = 1;
   float *host = NULL, *chunk = NULL, *got = NULL;
   int64_t *idx = NULL;
-  if ((s = ag_ctx_create(&ctx, kind, index))) return cli_fail(cmd, "creating the context", s);
+  if ((s = ag_ctx_create(&ctx, o.device.kind, o.device.index)))
+    return cli_fail(cmd, "creating the context", s);
   printf("agrl %s on %s\n", ag_version(), ag_ctx_device_name(ctx));
   if ((s = ag_buffer_create(ctx, rows, cap, AG_F32, &buf))) {
     rc = cli_fail(cmd, "creating the buffer", s);
