@@ -254,7 +254,17 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   int64_t k[5] = {0, 0, 0, 0, 0};
   uint64_t host_rng = 0;
   float beta_now = 0.0f;
+  unsigned char magic[8];
+  if (len >= 8 && !ag__peek(f, magic, 8) && !memcmp(magic, "AGRL", 4) && memcmp(magic, "AGRLFILE", 8) &&
+      memcmp(magic, "AGRLDQN1", 8))
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is not a DQN file: it begins with %.8s, the magic of another agrl file", fn, path,
+                    (const char *)magic);
   s = ag__agf_read_head(&a, f, len, fn, path);
+  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
+  if (kind && kind->type == AG__AGF_STR && strcmp((const char *)kind->data, "dqn"))
+    s = ag__fail(AG_ERR_IO, "%s: %s is not a DQN file: its kind is \"%s\"", fn, path,
+                 (const char *)kind->data);
   if (!s) s = keys_get(&a, fn, path, &c, k, &host_rng, &beta_now);
   if (!s && (s = ag__dqn_check_config(&c, fn))) {
     char why[512];
