@@ -40,7 +40,8 @@ expect "$L/mlp_v2.agrl" '^format: AGRLMLP2' '^kind: mlp$' '^  mlp\.version +i64 
 expect "$L/mlp_v1.agrl" '^format: AGRLMLP1' '^kind: mlp$' '^  mlp\.version +i64 +1$'
 expect "$L/replay_per.agrl" '^format: AGRLRPL1' '^kind: replay$' '^  replay\.capacity +i64 +24$' \
   '^  replay\.sampler +string +"per"$' '^  leaves +f64 +\[24\] +192 '
-expect "$L/dqn.agrl" '^format: AGRLDQN1' '^kind: dqn$'
+expect "$L/dqn.agrl" '^format: AGRLDQN1' '^kind: dqn$' '^  dqn\.version +i64 +1$' '^  dqn\.updates +i64 +5$' \
+  '^  run_state +u8 +blob +7 ' '^then, from byte [0-9]+: its replay table$' '^format: AGRLRPL1'
 expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$'
 expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$'
 
@@ -48,7 +49,9 @@ expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$'
 expect "$work/mlp_v2.agrl" '^format: agrl container 1$' '^kind: mlp$' '^  mlp\.version +i64 +3$' '^  b1 +f32 +\[2, 1\] +8 '
 expect "$work/replay_per.agrl" '^format: agrl container 1$' '^kind: replay$' '^  replay\.version +i64 +2$' \
   '^  replay\.field\.0 +string +"obs"$' '^  columns +f16 +\[5, 24\] +240 '
-expect "$work/dqn.agrl" '^kind: dqn$'
+expect "$work/dqn.agrl" '^format: agrl container 1$' '^kind: dqn$' '^  dqn\.version +i64 +2$' \
+  '^  dqn\.updates +i64 +5$' '^  adam\.state +f32 ' '^  target\.b0 +f32 ' '^  run_state +u8 +blob +7 ' \
+  '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$'
 expect "$work/td3.agrl" '^kind: ac$'
 expect "$work/shard.agrl" '^kind: shard$'
 

@@ -95,7 +95,7 @@ static void assert_same_params(const ag_dqn *a, const ag_dqn *b) {
   free(pb);
 }
 
-AGT_AGENT_KIND(dqn_kind, ag_dqn, ag_dqn, ag_dqn_learn_ex, assert_same_params, "not a DQN file");
+AGT_AGENT_KIND(dqn_kind, ag_dqn, ag_dqn, ag_dqn_learn_ex, assert_same_params, "not an agrl file");
 
 /* a and b act, store and train the same way from here: the same actions,
  * losses and parameters after every phase. */
@@ -155,6 +155,21 @@ static void saved_here_loads_on_the_cpu(void **state) {
 
 /* ---- refusals ---- */
 
+/* The offset in the container f of the value of key `name` (docs/container.md). */
+static size_t key_value(const unsigned char *f, const char *name) {
+  uint32_t K = ag__get32(f + 16);
+  size_t at = 48;
+  for (uint32_t i = 0; i < K; i++) {
+    unsigned type = f[at], len = (unsigned)f[at + 2] | (unsigned)f[at + 3] << 8;
+    uint32_t count = ag__get32(f + at + 4);
+    size_t value = at + 8 + len;
+    if (len == strlen(name) && !memcmp(f + at + 8, name, len)) return value;
+    at = value + (type == 4 ? count : 8 * (size_t)count);
+  }
+  fail_msg("no key %s", name);
+  return 0;
+}
+
 static void damaged_files_refused(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
@@ -164,21 +179,29 @@ static void damaged_files_refused(void **state) {
   unsigned char *f = agt_slurp(agt_path_a, &n), *g = malloc(n + 8);
   assert_non_null(g);
   uint32_t H = ag__get32(f + 12);
+  assert_memory_equal(f, "AGRLFILE", 8);
   /* truncations (all in the header and just past it), every header byte and many of the rest */
   agt_refuse_damaged(&dqn_kind, ctx, f, g, n, H + 64, 5, 0x40);
-  /* sound CRC, unsound contents */
-  agt_refuse_field(&dqn_kind, ctx, f, g, n, 208, 8, 5, "tensor");
-  agt_refuse_field(&dqn_kind, ctx, f, g, n, 152, 8, 0, "configuration"); /* batch_size 0 */
-  agt_refuse_field(&dqn_kind, ctx, f, g, n, 256, 8, (uint64_t)1 << 40, "run state");
-  /* a large network: refused before it is made */
-  agt_refuse_field(&dqn_kind, ctx, f, g, n, 56, 8, (uint64_t)1 << 23, "shape");
-  for (uint32_t i = 0; i < (H - 492) / 24; i++) /* ... and with entries to match, as truncated */
-    if (ag__get64(g + 488 + 24 * i) == 16)
-      ag__put64(g + 488 + 24 * i, (uint64_t)1 << 23);
-    else if (ag__get64(g + 488 + 24 * i + 8) == 16)
-      ag__put64(g + 488 + 24 * i + 8, (uint64_t)1 << 23);
+  /* sound CRC, unsound contents: keys changed in place */
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.sizes"), 8, 5, "section 'W0'");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.batch_size"), 8, 0, "configuration");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.updates_at_target"), 8, 1000, "counters");
+  double lr = 0.1; /* not an f32 */
+  uint64_t bits;
+  memcpy(&bits, &lr, 8);
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.lr"), 8, bits, "not a finite f32");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.per"), 8, 2, "dqn.per");
+  /* a key missing (its name changed), a newer version */
+  memcpy(g, f, n);
+  g[key_value(f, "dqn.lr") - 1] = 'R';
   agt_fix_crc(g);
-  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "truncated");
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "'dqn.lr' is missing");
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "dqn.version"), 3);
+  agt_fix_crc(g);
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_UNSUPPORTED, "version");
+  /* a large network: refused before it is made */
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.sizes") + 8, 8, (uint64_t)1 << 23, "section");
   agt_refuse_bad_args(&dqn_kind, ctx, d);
   free(f);
   free(g);

@@ -294,40 +294,17 @@ AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, a
  * trains as the saved one would have: the same seed of draws, the same
  * updates, bit for bit on the same device.
  *
- * Layout, version 1 (integers little-endian, floats IEEE 754):
- *   0   8  magic "AGRLDQN1"     8  u32 version (1)     12 u32 H, the
- *          header's length with its CRC (492 + 24 T)
- *   16  32 the library version that wrote it, NUL padded
- *   48  u32 n_hidden   52 u32 flags (1 double_dqn, 2 huber, 4 fused, 8 per)
- *   56  8 x i64 hidden sizes (unused ones 0)
- *   120 f32 lr, gamma, tau, exploration_fraction, eps_start, eps_end,
- *          max_grad_norm, then u32 0
- *   152 i64 batch_size, buffer_size, learning_starts, train_freq,
- *          gradient_steps, target_update_interval   200 u64 seed
- *   208 i64 obs_dim, n_actions, total_steps, updates, updates_at_target
- *   248 u64 the exploration stream's state
- *   256 i64 R, the run state's length (0 .. 2^30)
- *   264 u32 T, the tensors (at most 256)   268 u32 0
- *   272 f32 per_alpha, per_beta, per_eps, the beta the next updates draw
- *          with (without per: the defaults' values and beta 0)
- *   288 u32 n_step, u32 0   296 i64 n_envs
- *   304 184 bytes of zeros (reserved)
- *   488 T entries of i64 rows, i64 cols, u32 dtype (f32 0, i64 5), u32 0:
- *          for each parameter of the online network, the parameter then its
- *          gradient; the sampling counter; the optimizer's state tensor,
- *          then each parameter's first and second moments; then the target
- *          network's parameters
- *   H-4 u32 CRC-32 of bytes 0 .. H-5
- *   H   each tensor's values, column after column, in parts of at most
- *       AG_TRANSFER_PART_BYTES each followed by its u32 CRC-32; then the run
- *       state's R bytes and their CRC-32; then the replay table's file image
- *       to the end of the file (with per, its prioritized sampler in it).
+ * Layout: an agrl container of kind "dqn", version 2 (docs/container.md
+ * gives its keys and sections): the configuration and counters as keys,
+ * every tensor and the run state as sections in CRC-checked parts, then
+ * the replay table's own container to the end of the file (with per, its
+ * prioritized sampler in it). Files of agrl 0.1.0 (AGRLDQN1) still load.
  * The loader checks the header (CRC, the configuration as ag_dqn_create
  * does, every size against the DQN the configuration makes) before it
  * makes the DQN, then every part's CRC, and the table's fields, storage
  * and capacity against the DQN's; it refuses with AG_ERR_IO naming the
  * path and what is wrong (truncated, trailing bytes, a CRC, a shape), and
- * a version above 1 with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on
+ * a newer version with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on
  * any failure what was made is freed and *out is not written.
  * ag_dqn_save errors: AG_ERR_INVALID_ARG (d or path NULL, path empty);
  * AG_ERR_UNSUPPORTED (a DQN of a group: save each rank's shard with

@@ -1,9 +1,10 @@
-/* dqn_file.c — a DQN saved whole and loaded back (the layout is in
- * agrl/agent.h): its configuration and counters, every tensor an update
- * reads or changes, the target network, the caller's run state, and the
- * replay table in its own file image (replay_file.c). Values go device ->
- * host -> file tensor by tensor in parts of at most AG_TRANSFER_PART_BYTES,
- * each with its CRC-32; the file is written whole through ag__afile.
+/* dqn_file.c — a DQN saved whole and loaded back: an agrl container of
+ * kind "dqn" (docs/container.md) whose keys hold its configuration and
+ * counters and whose sections hold every tensor an update reads or changes,
+ * the target network and the caller's run state (a blob, kept byte for
+ * byte); the replay table follows the container as its own image
+ * (replay_file.c). Files of agrl 0.1.0 (AGRLDQN1) are parsed into the same
+ * keys and sections by agfile_legacy.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -13,14 +14,11 @@
 
 #include "agrl/agrl.h"
 #include "agent/agent_internal.h"
+#include "replay/replay_internal.h"
 
-enum { DQN_VERSION = 1, DQN_FIXED = 488, DQN_MAX_TENSORS = 256 };
+enum { DQN_VERSION = 2, DQN_MAX_TENSORS = 256 };
 
-static const ag__file_kind dqn_kind = {
-    "ag_dqn_load", "a DQN",   "the DQN's", {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'},
-    DQN_VERSION,   DQN_FIXED, 264,         DQN_MAX_TENSORS};
-
-/* The tensors of the file, in its order (see agrl/agent.h); how many there are. */
+/* The tensors of the file, in its order (ag__agf_dqn_section's names); how many there are. */
 static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
   int n = ag__dqn_update_state(d, out, max);
   int np = ag_mlp_n_params(d->target);
@@ -30,35 +28,23 @@ static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
   return n;
 }
 
-static void header_put(const ag_dqn *d, unsigned char *h, int T, ag_tensor **ts, float beta_now) {
-  const ag_dqn_config *c = &d->cfg;
-  memcpy(h, dqn_kind.magic, 8);
-  ag__put32(h + 8, DQN_VERSION);
-  ag__put32(h + 12, (uint32_t)(DQN_FIXED + AG__ENTRY * T + 4));
-  snprintf((char *)h + 16, 32, "%s", ag_version());
-  ag__put32(h + 48, (uint32_t)c->n_hidden);
-  ag__put32(h + 52,
-            (uint32_t)((c->double_dqn ? 1 : 0) | (c->huber ? 2 : 0) | (c->fused ? 4 : 0) | (c->per ? 8 : 0)));
-  for (int i = 0; i < c->n_hidden; i++) ag__put64(h + 56 + 8 * i, (uint64_t)c->hidden[i]);
-  const float fs[7] = {c->lr,        c->gamma,   c->tau,          c->exploration_fraction,
-                       c->eps_start, c->eps_end, c->max_grad_norm};
-  for (int i = 0; i < 7; i++) ag__put_f32(h + 120 + 4 * i, fs[i]);
-  const int64_t is[6] = {c->batch_size, c->buffer_size,    c->learning_starts,
-                         c->train_freq, c->gradient_steps, c->target_update_interval};
-  for (int i = 0; i < 6; i++) ag__put64(h + 152 + 8 * i, (uint64_t)is[i]);
-  ag__put64(h + 200, c->seed);
-  const int64_t ks[5] = {d->obs_dim, d->n_actions, d->total_steps, d->updates, d->updates_at_target};
-  for (int i = 0; i < 5; i++) ag__put64(h + 208 + 8 * i, (uint64_t)ks[i]);
-  ag__put64(h + 248, d->host_rng);
-  ag__put64(h + 256, (uint64_t)d->run_state_n);
-  ag__put32(h + 264, (uint32_t)T);
-  const float pf[4] = {c->per_alpha, c->per_beta, c->per_eps, beta_now};
-  for (int i = 0; i < 4; i++) ag__put_f32(h + 272 + 4 * i, pf[i]);
-  ag__put32(h + 288, (uint32_t)c->n_step);
-  ag__put64(h + 296, (uint64_t)c->n_envs);
-  ag__entries_put(h + DQN_FIXED, ts, T);
-  int H = DQN_FIXED + AG__ENTRY * T + 4;
-  ag__put32(h + H - 4, ag__crc32_add(0, h, (size_t)H - 4));
+static const char *const dqn_flags[4] = {"dqn.double_dqn", "dqn.huber", "dqn.fused", "dqn.per"};
+static const char *const dqn_f32s[11] = {
+    "dqn.lr",        "dqn.gamma",   "dqn.tau",           "dqn.exploration_fraction",
+    "dqn.eps_start", "dqn.eps_end", "dqn.max_grad_norm", "dqn.per_alpha",
+    "dqn.per_beta",  "dqn.per_eps", "dqn.beta"};
+static const char *const dqn_i64s[11] = {
+    "dqn.batch_size", "dqn.buffer_size",      "dqn.learning_starts",
+    "dqn.train_freq", "dqn.gradient_steps",   "dqn.target_update_interval",
+    "dqn.n_step",     "dqn.n_envs",           "dqn.total_steps",
+    "dqn.updates",    "dqn.updates_at_target"};
+
+/* A save's source of a tensor's bytes: straight from the device. */
+static ag_status tensor_fill(void *user, unsigned char *dst, uint64_t off, size_t len) {
+  ag_tensor *t = user;
+  void *dev;
+  ag_status s = ag__tensor_ptr(t, &dev);
+  return s ? s : ag__mem_download_copy(t->ctx, "ag_dqn_save", dst, (const char *)dev + off, len);
 }
 
 ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
@@ -78,85 +64,122 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
   ag_tensor *ts[DQN_MAX_TENSORS];
   int T = dqn_tensors(d, ts, DQN_MAX_TENSORS);
   if (T > DQN_MAX_TENSORS) return ag__fail(AG_ERR_UNSUPPORTED, "%s: %d tensors is too many", fn, T);
-  const int H = DQN_FIXED + AG__ENTRY * T + 4;
-  unsigned char *h = ag__calloc(1, (size_t)H);
-  if (!h) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%d bytes)", fn, H);
   float beta_now = 0.0f;
-  if (d->per && (s = ag_tensor_read(d->beta, &beta_now, sizeof beta_now))) {
-    free(h);
-    return s;
+  if (d->per && (s = ag_tensor_read(d->beta, &beta_now, sizeof beta_now))) return s;
+  const ag_dqn_config *c = &d->cfg;
+  const int L = c->n_hidden + 1;
+  int64_t sizes[AG_DQN_MAX_HIDDEN + 2];
+  sizes[0] = d->obs_dim;
+  for (int i = 0; i < c->n_hidden; i++) sizes[i + 1] = c->hidden[i];
+  sizes[L] = d->n_actions;
+  const int flags[4] = {c->double_dqn, c->huber, c->fused, c->per};
+  const float fs[11] = {c->lr,        c->gamma,   c->tau,           c->exploration_fraction,
+                        c->eps_start, c->eps_end, c->max_grad_norm, c->per_alpha,
+                        c->per_beta,  c->per_eps, beta_now};
+  const int64_t is[11] = {c->batch_size, c->buffer_size,      c->learning_starts,
+                          c->train_freq, c->gradient_steps,   c->target_update_interval,
+                          c->n_step,     c->n_envs,           d->total_steps,
+                          d->updates,    d->updates_at_target};
+  ag__agf a;
+  ag__agf_init(&a);
+  ag__agf_set_str(&a, "kind", "dqn");
+  ag__agf_set_i64(&a, "dqn.version", DQN_VERSION);
+  ag__agf_set_str(&a, "dqn.library", ag_version());
+  ag__agf_set_i64s(&a, "dqn.sizes", sizes, (uint32_t)(L + 1));
+  for (int i = 0; i < 4; i++) ag__agf_set_i64(&a, dqn_flags[i], flags[i] ? 1 : 0);
+  for (int i = 0; i < 11; i++) ag__agf_set_f64(&a, dqn_f32s[i], (double)fs[i]);
+  for (int i = 0; i < 11; i++) ag__agf_set_i64(&a, dqn_i64s[i], is[i]);
+  ag__agf_set_u64(&a, "dqn.seed", c->seed);
+  ag__agf_set_u64(&a, "dqn.host_rng", d->host_rng);
+  for (int i = 0; i < T; i++) {
+    char nm[32];
+    const int64_t dims[2] = {ag_tensor_rows(ts[i]), ag_tensor_cols(ts[i])};
+    ag__agf_add_tensor(&a, ag__agf_dqn_section(i, L, nm), ag_tensor_dtype(ts[i]), 2, dims, tensor_fill,
+                       ts[i]);
   }
-  header_put(d, h, T, ts, beta_now);
-  const void *sec[1] = {d->run_state};
-  const size_t sec_n[1] = {d->run_state_n};
-  s = ag__agent_file_write(path, fn, h, (size_t)H, ts, T, sec, sec_n, 1, d->replay);
-  free(h);
+  ag__agf_add_blob(&a, "run_state", d->run_state_n, ag__agf_fill_host, d->run_state);
+  ag__afile af;
+  if (!(s = ag__afile_open(&af, path, fn))) {
+    s = ag__agf_write(&a, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    if (!s) s = ag__replay_write(d->replay, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    s = ag__afile_finish(&af, s, 1, fn);
+  }
+  ag__agf_free(&a);
   return s;
 }
 
 /* ---- load ---- */
 
 static ag_status bad(const char *fn, const char *path, const char *what) {
-  (void)fn;
-  return ag__file_bad(&dqn_kind, path, what);
+  return ag__fail(AG_ERR_IO, "%s: %s is corrupt: %s", fn, path, what);
 }
 
-/* The configuration and counters of a header whose CRC holds. */
-static ag_status header_get(const unsigned char *h, const char *fn, const char *path, ag_dqn_config *c,
-                            int64_t k[5], uint64_t *host_rng, uint64_t *R, float *beta_now) {
+/* An f32 setting held as an f64 key: finite and exactly an f32. */
+static ag_status get_f32(const ag__agf *a, const char *key, float *out, const char *fn, const char *path) {
+  double v = 0.0;
+  ag_status s = ag__agf_get_f64(a, key, &v, fn, path);
+  if (s) return s;
+  if (!isfinite(v) || (double)(float)v != v)
+    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: key '%s' (%.17g) is not a finite f32", fn, path, key, v);
+  *out = (float)v;
+  return AG_OK;
+}
+
+static ag_status get_u64(const ag__agf *a, const char *key, uint64_t *out, const char *fn, const char *path) {
+  const ag__agf_key *k = ag__agf_key_find(a, key);
+  if (!k) return ag__fail(AG_ERR_IO, "%s: %s is corrupt: key '%s' is missing", fn, path, key);
+  if (k->type != AG__AGF_U64)
+    return ag__fail(AG_ERR_IO, "%s: %s is corrupt: key '%s' is not a u64", fn, path, key);
+  *out = k->v.u;
+  return AG_OK;
+}
+
+/* The configuration and counters the keys of a hold, checked. */
+static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag_dqn_config *c, int64_t k[5],
+                          uint64_t *host_rng, float *beta_now) {
   memset(c, 0, sizeof *c);
-  c->n_hidden = (int)ag__get32(h + 48);
-  uint32_t flags = ag__get32(h + 52);
-  if (ag__get32(h + 48) > AG_DQN_MAX_HIDDEN || flags > 15)
-    return bad(fn, path, "n_hidden or flags out of range");
-  c->double_dqn = (flags & 1) != 0;
-  c->huber = (flags & 2) != 0;
-  c->fused = (flags & 4) != 0;
-  c->per = (flags & 8) != 0;
-  float *pf[4] = {&c->per_alpha, &c->per_beta, &c->per_eps, beta_now};
-  for (int i = 0; i < 4; i++) {
-    *pf[i] = ag__get_f32(h + 272 + 4 * i);
-    if (!isfinite(*pf[i])) return bad(fn, path, "a setting is not finite");
-  }
+  int64_t version;
+  const int64_t *sz;
+  uint32_t n = 0;
+  ag_status s = ag__agf_check_kind(a, "dqn", DQN_VERSION, &version, fn, path);
+  if (!s) s = ag__agf_get_i64s(a, "dqn.sizes", AG_DQN_MAX_HIDDEN + 2, &sz, &n, fn, path);
+  if (!s && n < 2) s = bad(fn, path, "dqn.sizes has fewer than 2 sizes");
+  for (uint32_t i = 0; !s && i < n; i++)
+    if (sz[i] < (i + 1 == n ? 2 : 1) || sz[i] > ((int64_t)1 << 24)) s = bad(fn, path, "a size out of range");
+  if (s) return s;
+  c->n_hidden = (int)n - 2;
+  for (int i = 0; i < c->n_hidden; i++) c->hidden[i] = sz[i + 1];
+  k[0] = sz[0], k[1] = sz[n - 1];
+  int64_t fl[4];
+  for (int i = 0; !s && i < 4; i++) s = ag__agf_get_i64(a, dqn_flags[i], 0, 1, &fl[i], fn, path);
+  if (s) return s;
+  c->double_dqn = fl[0] != 0, c->huber = fl[1] != 0, c->fused = fl[2] != 0, c->per = fl[3] != 0;
+  float *fs[11] = {&c->lr,        &c->gamma,   &c->tau,           &c->exploration_fraction,
+                   &c->eps_start, &c->eps_end, &c->max_grad_norm, &c->per_alpha,
+                   &c->per_beta,  &c->per_eps, beta_now};
+  for (int i = 0; !s && i < 11; i++) s = get_f32(a, dqn_f32s[i], fs[i], fn, path);
+  int64_t iv[11];
+  for (int i = 0; !s && i < 11; i++)
+    s = ag__agf_get_i64(a, dqn_i64s[i], INT64_MIN, INT64_MAX, &iv[i], fn, path);
+  if (!s) s = get_u64(a, "dqn.seed", &c->seed, fn, path);
+  if (!s) s = get_u64(a, "dqn.host_rng", host_rng, fn, path);
+  if (s) return s;
+  c->batch_size = iv[0], c->buffer_size = iv[1], c->learning_starts = iv[2], c->train_freq = iv[3];
+  c->gradient_steps = iv[4], c->target_update_interval = iv[5];
+  if (iv[6] < 0 || iv[6] > 64) return bad(fn, path, "n_step out of range");
+  c->n_step = (int)iv[6];
+  c->n_envs = iv[7];
+  k[2] = iv[8], k[3] = iv[9], k[4] = iv[10];
   if (!c->per) { /* a DQN without prioritized replay writes the defaults' values */
     const ag_dqn_config dc = ag_dqn_defaults();
     if (c->per_alpha != dc.per_alpha || c->per_beta != dc.per_beta || c->per_eps != dc.per_eps ||
-        ag__get32(h + 284) != 0) /* beta +0 exactly (not -0): what a save writes */
+        *beta_now != 0.0f || signbit(*beta_now)) /* beta +0 exactly: what a save writes */
       return bad(fn, path, "prioritized replay settings without prioritized replay");
   } else if (!(*beta_now >= 0.0f && *beta_now <= 1.0f))
     return bad(fn, path, "beta out of range");
-  for (int i = 0; i < AG_DQN_MAX_HIDDEN; i++) {
-    int64_t v = (int64_t)ag__get64(h + 56 + 8 * i);
-    if (i < c->n_hidden && (v < 1 || v > ((int64_t)1 << 24)))
-      return bad(fn, path, "a hidden size out of range");
-    if (i >= c->n_hidden && v) return bad(fn, path, "an unused hidden size is not 0");
-    if (i < c->n_hidden) c->hidden[i] = v;
-  }
-  float *fs[7] = {&c->lr,        &c->gamma,   &c->tau,          &c->exploration_fraction,
-                  &c->eps_start, &c->eps_end, &c->max_grad_norm};
-  for (int i = 0; i < 7; i++) {
-    *fs[i] = ag__get_f32(h + 120 + 4 * i);
-    if (!isfinite(*fs[i])) return bad(fn, path, "a setting is not finite");
-  }
-  int64_t *is[6] = {&c->batch_size, &c->buffer_size,    &c->learning_starts,
-                    &c->train_freq, &c->gradient_steps, &c->target_update_interval};
-  for (int i = 0; i < 6; i++) *is[i] = (int64_t)ag__get64(h + 152 + 8 * i);
-  c->seed = ag__get64(h + 200);
-  for (int i = 0; i < 5; i++) k[i] = (int64_t)ag__get64(h + 208 + 8 * i);
-  *host_rng = ag__get64(h + 248);
-  *R = ag__get64(h + 256);
-  if (ag__get32(h + 148) || ag__get32(h + 268)) return bad(fn, path, "reserved bytes are not 0");
-  c->n_step = (int)ag__get32(h + 288);
-  c->n_envs = (int64_t)ag__get64(h + 296);
-  if (ag__get32(h + 288) > 64 || ag__get32(h + 292)) return bad(fn, path, "n_step out of range");
-  for (int i = 304; i < DQN_FIXED; i++)
-    if (h[i]) return bad(fn, path, "reserved bytes are not 0");
   if (c->lr <= 0.0f || c->lr >= 1e6f || c->max_grad_norm < 0.0f || c->buffer_size > ((int64_t)1 << 40))
     return bad(fn, path, "a setting out of range");
-  if (k[0] < 1 || k[0] > ((int64_t)1 << 24) || k[1] < 2 || k[1] > ((int64_t)1 << 24) || k[2] < 1 ||
-      k[3] < 0 || k[4] < 0 || k[4] > k[3])
-    return bad(fn, path, "sizes or counters out of range");
-  if (*R > AG__MAX_RUN_STATE) return bad(fn, path, "the run state is longer than 2^30 bytes");
+  if (k[2] < 1 || k[3] < 0 || k[4] < 0 || k[4] > k[3]) return bad(fn, path, "counters out of range");
   return AG_OK;
 }
 
@@ -196,37 +219,79 @@ static int expected_entries(const ag_dqn_config *c, int64_t obs_dim, int64_t n_a
 
 ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_dqn **out);
 
+/* A load's sink: each tensor's bytes to the device, the run state to host memory. */
+typedef struct dqn_dst {
+  ag_tensor **ts;
+  int T;
+  unsigned char *run;
+} dqn_dst;
+
+static ag_status dqn_take(void *user, int sec, unsigned char *buf, uint64_t off, size_t len) {
+  dqn_dst *d = user;
+  if (sec >= d->T) {
+    memcpy(d->run + off, buf, len);
+    return AG_OK;
+  }
+  ag_tensor *t = d->ts[sec];
+  void *dev;
+  ag_status s = ag__tensor_ptr(t, &dev);
+  return s ? s : ag__mem_upload_copy(t->ctx, "ag_dqn_load", (char *)dev + off, buf, len);
+}
+
 /* Loads from f's position to its end; the entry of ag_dqn_load and of the
  * fuzzer. A DQN whose networks and table would take more than max_bytes
  * (0: no limit) is refused with AG_ERR_UNSUPPORTED before it is made. */
 ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_dqn **out) {
   static const char fn[] = "ag_dqn_load";
+  if (!ctx || !f || !path || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  ag_status s = ag__not_recording(ctx, fn);
   uint64_t len = 0;
-  unsigned char *h = NULL;
-  uint32_t T = 0, H;
-  ag_status s = ag__header_read(ctx, f, path, out, &dqn_kind, &len, &h, &T);
+  if (!s) s = ag__stream_left(f, fn, path, "a DQN file", &len);
   if (s) return s;
-  H = ag__get32(h + 12);
+  ag__agf a;
   ag_dqn_config c;
-  int64_t k[5];
-  uint64_t host_rng = 0, R = 0;
+  int64_t k[5] = {0, 0, 0, 0, 0};
+  uint64_t host_rng = 0;
   float beta_now = 0.0f;
-  s = header_get(h, fn, path, &c, k, &host_rng, &R, &beta_now);
+  unsigned char magic[8];
+  if (len >= 8 && !ag__peek(f, magic, 8) && !memcmp(magic, "AGRL", 4) && memcmp(magic, "AGRLFILE", 8) &&
+      memcmp(magic, "AGRLDQN1", 8))
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is not a DQN file: it begins with %.8s, the magic of another agrl file", fn, path,
+                    (const char *)magic);
+  s = ag__agf_read_head(&a, f, len, fn, path);
+  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
+  if (kind && kind->type == AG__AGF_STR && strcmp((const char *)kind->data, "dqn"))
+    s = ag__fail(AG_ERR_IO, "%s: %s is not a DQN file: its kind is \"%s\"", fn, path,
+                 (const char *)kind->data);
+  if (!s) s = keys_get(&a, fn, path, &c, k, &host_rng, &beta_now);
   if (!s && (s = ag__dqn_check_config(&c, fn))) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
     s = ag__fail(AG_ERR_IO, "%s: %s holds a configuration ag_dqn_create refuses: %s", fn, path, why);
   }
-  /* the file's entries must be those its configuration makes, and the file
-   * must hold their bytes, before anything is made */
-  uint64_t need = H, params = 0;
+  /* the file's sections must be those its configuration makes, before anything is made */
   int64_t want[DQN_MAX_TENSORS][3];
-  if (!s && expected_entries(&c, k[0], k[1], want, DQN_MAX_TENSORS) != (int)T)
-    s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
-  if (!s && ag__entries_check(h + DQN_FIXED, (const int64_t(*)[3])want, (int)T, &params, &need))
-    s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
-  need += ag__parts_bytes(R);
-  if (!s && need > len) s = bad(fn, path, "truncated (shorter than its header says)");
+  int T = s ? 0 : expected_entries(&c, k[0], k[1], want, DQN_MAX_TENSORS);
+  uint64_t params = 0, R = 0;
+  if (!s && (T > DQN_MAX_TENSORS || a.n_sections != T + 1))
+    s = bad(fn, path, "its sections are not those of the DQN its configuration makes");
+  for (int i = 0; !s && i < T; i++) {
+    char nm[32];
+    int at = -1;
+    s = ag__agf_want_section(&a, ag__agf_dqn_section(i, c.n_hidden + 1, nm), (int)want[i][2], 2, want[i], &at,
+                             fn, path);
+    if (!s && at != i) s = bad(fn, path, "its sections are not in the order of its tensors");
+    if (!s) params += a.sections[i].bytes;
+  }
+  if (!s) {
+    const ag__agf_section *rs = &a.sections[T];
+    if (strcmp(rs->name, "run_state") || rs->kind != AG__AGF_BLOB)
+      s = bad(fn, path, "its last section is not the blob run_state");
+    else if ((R = rs->bytes) > AG__MAX_RUN_STATE)
+      s = bad(fn, path, "the run state is longer than 2^30 bytes");
+  }
   uint64_t rows = 2 * (uint64_t)k[0] + 3;
   if (!s && max_bytes && (params > max_bytes || (uint64_t)c.buffer_size * rows * 4 > max_bytes))
     s = ag__fail(AG_ERR_UNSUPPORTED, "%s: the DQN of %s is larger than the limit of %zu bytes", fn, path,
@@ -240,26 +305,30 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   ag_tensor *ts[DQN_MAX_TENSORS];
   if (!s) {
     int n = dqn_tensors(d, ts, DQN_MAX_TENSORS);
-    if (n != (int)T) s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
-    if (!s && !ag__entries_match(h + DQN_FIXED, ts, n))
-      s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
+    if (n != T) s = bad(fn, path, "its tensors are not those of the DQN its configuration makes");
+    for (int i = 0; !s && i < n; i++)
+      if (ag_tensor_rows(ts[i]) != want[i][0] || ag_tensor_cols(ts[i]) != want[i][1] ||
+          ag_tensor_dtype(ts[i]) != (ag_dtype)want[i][2])
+        s = bad(fn, path, "a tensor's shape or dtype is not the one its configuration makes");
   }
-  free(h);
-  size_t most = s ? 0 : ag__tensors_most(ts, (int)T, (size_t)R);
-  unsigned char *buf = s ? NULL : ag__malloc(most);
-  if (!s && !buf) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
-  if (!s) s = ag__tensors_read(f, ts, (int)T, buf, fn, path);
-  if (!s && (s = ag__parts_read(f, buf, (size_t)R, fn, path, "the run state")) == AG_OK && R)
-    s = ag_dqn_set_run_state(d, buf, (size_t)R);
-  free(buf);
+  unsigned char *run = NULL;
+  if (!s && R && !(run = ag__malloc((size_t)R)))
+    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%llu bytes)", fn, (unsigned long long)R);
+  if (!s) {
+    dqn_dst dst = {ts, T, run};
+    s = ag__agf_stream(&a, f, dqn_take, &dst, fn, path);
+  }
+  if (!s) s = ag_dqn_set_run_state(d, run, (size_t)R);
+  free(run);
+  if (!s && fseeko(f, a.base + (off_t)a.total, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek to its replay table: %s", fn, path, strerror(errno));
+  ag__agf_free(&a);
+  static const ag__file_kind dqn_kind = {
+      "ag_dqn_load", "a DQN", "the DQN's", {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'}, 0, 0, 0, 0};
   ag_replay *r = NULL;
   if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, &dqn_kind, d->replay, c.buffer_size, &r);
+  if (!s && d->per) s = ag_tensor_write(d->beta, &beta_now, sizeof beta_now);
   if (s) {
-    ag_replay_free(r);
-    ag_dqn_free(d);
-    return s;
-  }
-  if (d->per && (s = ag_tensor_write(d->beta, &beta_now, sizeof beta_now))) {
     ag_replay_free(r);
     ag_dqn_free(d);
     return s;

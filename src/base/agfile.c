@@ -541,8 +541,8 @@ static int dtype_ok(unsigned v) { return v <= AG_I64 || v == (unsigned)AG__AGF_F
 /* The checks of the header hb (hbytes, CRC checked) before anything is
  * allocated: every entry within the header, every limit, every name
  * unique, the sections' offsets and lengths against the stream's. */
-static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t left, const char *fn,
-                              const char *name) {
+static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t left, int head,
+                              const char *fn, const char *name) {
   uint32_t nk = ag__get32(hb + 16), ns = ag__get32(hb + 20);
   uint64_t part = ag__get64(hb + 24), total = ag__get64(hb + 32);
   if (nk > AG__AGF_MAX_KEYS)
@@ -648,7 +648,7 @@ static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t
     return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu (%llu missing)", fn,
                    name, (unsigned long long)left, (unsigned long long)total,
                    (unsigned long long)(total - left));
-  if (left > total)
+  if (left > total && !head)
     return CORRUPT("%s: %s is corrupt: %llu trailing bytes follow the %llu bytes its header describes", fn,
                    name, (unsigned long long)(left - total), (unsigned long long)total);
   return AG_OK;
@@ -704,7 +704,7 @@ static ag_status build_form(ag__agf *a, const unsigned char *hb, uint64_t hbytes
   return AG_OK;
 }
 
-ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+static ag_status agf_read(ag__agf *a, FILE *f, uint64_t left, int head, const char *fn, const char *name) {
   ag__agf_init(a);
   a->base = ftello(f);
   unsigned char fixed[AG__AGF_FIXED];
@@ -714,7 +714,7 @@ ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const
     int known = 0;
     ag_status s = AG_OK;
     if (got >= 8 && fseeko(f, a->base, SEEK_SET) == 0)
-      s = ag__agf_legacy_read(a, f, left, fixed, &known, fn, name);
+      s = ag__agf_legacy_read(a, f, left, head, fixed, &known, fn, name);
     if (known || s) return s;
     if (got < 8 && !memcmp(fixed, agf_magic, got < 4 ? got : 4)) /* "AGRL": the start of every agrl magic */
       return CORRUPT("%s: %s is truncated: %llu bytes, shorter than an agrl file's magic", fn, name,
@@ -749,10 +749,18 @@ ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const
       s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
                   name, (unsigned)stored, (unsigned)computed);
   }
-  if (!s) s = check_header(hb, hbytes, left, fn, name);
+  if (!s) s = check_header(hb, hbytes, left, head, fn, name);
   if (!s) s = build_form(a, hb, hbytes, fn);
   free(hb);
   return s;
+}
+
+ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  return agf_read(a, f, left, 0, fn, name);
+}
+
+ag_status ag__agf_read_head(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  return agf_read(a, f, left, 1, fn, name);
 }
 
 ag_status ag__agf_read_stream(ag__agf *a, FILE *f, const char *fn, const char *name) {

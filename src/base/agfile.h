@@ -167,6 +167,10 @@ ag_status ag__agf_save(ag__agf *a, const char *path, size_t part, const char *fn
  * otherwise, AG_ERR_UNSUPPORTED for a newer container version. On success f
  * stands where it stood (ag__agf_stream reads the sections from there). */
 ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name);
+/* ag__agf_read of a container (or an old file) that is the head of the
+ * stream: other bytes may follow the a->total bytes it describes (an agent
+ * file's replay table); a stands where ag__agf_read leaves it. */
+ag_status ag__agf_read_head(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name);
 /* ag__agf_read of the file at path (opened and closed here), or of f when
  * it is not NULL (from its position to its end). */
 ag_status ag__agf_read_stream(ag__agf *a, FILE *f, const char *fn, const char *name);
@@ -211,9 +215,16 @@ void ag__agf_overlap(int on);
 
 /* Parses an old file whose first 8 bytes are magic (left bytes from f's
  * position) into a; 1 in *known when the magic is one of the old formats
- * (else nothing is read). Errors as ag__agf_read. */
-ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, const unsigned char magic[8], int *known,
-                              const char *fn, const char *name);
+ * (else nothing is read). head: as ag__agf_read_head (bytes may follow).
+ * Errors as ag__agf_read. An agent's file of 0.1.0 (AGRLDQN1) is always
+ * read as a head: its replay table follows the a->total bytes parsed. */
+ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
+                              int *known, const char *fn, const char *name);
+
+/* The name of section i of a DQN's file (kind "dqn") whose networks have
+ * L layers: the tensors in the order of docs/container.md; NULL past them
+ * (i >= 10 L + 2). buf holds at least 32 bytes. */
+const char *ag__agf_dqn_section(int i, int L, char *buf);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,8 @@
  * the stream's length before anything is allocated.
  *
  * Formats read here: AGRLMLP1 and AGRLMLP2 (models, the layouts of 0.1.0's
- * agrl/nn.h), AGRLRPL1 (replay tables, alone or inside other files).
+ * agrl/nn.h), AGRLRPL1 (replay tables, alone or inside other files),
+ * AGRLDQN1 (DQN agents, whose replay table follows as its own image).
  */
 #include "base/agfile.h"
 
@@ -290,9 +291,190 @@ static ag_status rpl_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, co
   return s;
 }
 
-ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, const unsigned char magic[8], int *known,
-                              const char *fn, const char *name) {
+/* ---- DQN agents: AGRLDQN1 ----
+ *   0 "AGRLDQN1"; 8 u32 version 1; 12 u32 H = 488 + 24 T + 4; 16 char[32]
+ *   library version; 48 u32 n_hidden (0..8); 52 u32 flags (1 double_dqn,
+ *   2 huber, 4 fused, 8 per); 56 u64 hidden[8] (0 past n_hidden); 120 f32
+ *   lr, gamma, tau, exploration_fraction, eps_start, eps_end, max_grad_norm;
+ *   148 u32 0; 152 i64 batch_size, buffer_size, learning_starts, train_freq,
+ *   gradient_steps, target_update_interval; 200 u64 seed; 208 i64 obs_dim,
+ *   n_actions, total_steps, updates, updates_at_target; 248 u64 host rng;
+ *   256 u64 R, the run state's bytes; 264 u32 T; 268 u32 0; 272 f32
+ *   per_alpha, per_beta, per_eps, beta now; 288 u32 n_step; 292 u32 0;
+ *   296 i64 n_envs; 304..487 0; 488 T entries of u64 rows, u64 cols, u32
+ *   dtype, u32 0; H-4 CRC-32. Then each tensor's values and the run state,
+ *   in parts of 16 MiB each followed by its CRC-32 (an empty run state: one
+ *   CRC-32, 0), then the replay table's image. */
+
+#define DQN_FIXED 488
+#define DQN_MAX_TENSORS 256
+#define DQN_PART ((uint64_t)AG__AGF_PART_MAX)
+#define DQN_MAX_RUN ((uint64_t)1 << 30)
+
+const char *ag__agf_dqn_section(int i, int L, char *buf) {
+  static const char *const upd[4] = {"W%d", "grad.W%d", "b%d", "grad.b%d"};
+  static const char *const mom[4] = {"adam.m.W%d", "adam.v.W%d", "adam.m.b%d", "adam.v.b%d"};
+  static const char *const tgt[2] = {"target.W%d", "target.b%d"};
+  if (i < 0 || L < 1) return NULL;
+  if (i < 4 * L)
+    snprintf(buf, 32, upd[i % 4], i / 4);
+  else if (i == 4 * L)
+    snprintf(buf, 32, "rng.counter");
+  else if (i == 4 * L + 1)
+    snprintf(buf, 32, "adam.state");
+  else if (i < 8 * L + 2)
+    snprintf(buf, 32, mom[(i - 4 * L - 2) % 4], (i - 4 * L - 2) / 4);
+  else if (i < 10 * L + 2)
+    snprintf(buf, 32, tgt[(i - 8 * L - 2) % 2], (i - 8 * L - 2) / 2);
+  else
+    return NULL;
+  return buf;
+}
+
+static uint64_t dqn_parts(uint64_t n) { return n + 4 * (n ? (n + DQN_PART - 1) / DQN_PART : 1); }
+
+static ag_status dqn_parse(ag__agf *a, FILE *f, const unsigned char *hb, uint64_t hbytes, uint64_t left,
+                           const char *fn, const char *name) {
+  const unsigned char *v = hb + 16;
+  if (!memchr(v, 0, 32))
+    return CORRUPT("%s: %s is corrupt: the library version at byte 16 has no end", fn, name);
+  uint32_t nh = ag__get32(hb + 48), flags = ag__get32(hb + 52), T = ag__get32(hb + 264);
+  if (nh > 8 || flags > 15)
+    return CORRUPT("%s: %s is corrupt: n_hidden %u or flags %u out of range", fn, name, nh, flags);
+  int L = (int)nh + 1;
+  if (T != (uint32_t)(10 * L + 2))
+    return CORRUPT("%s: %s is corrupt: %u tensors, where %u hidden layers make %d", fn, name, T, nh,
+                   10 * L + 2);
+  int64_t sizes[10];
+  sizes[0] = (int64_t)ag__get64(hb + 208);
+  sizes[L] = (int64_t)ag__get64(hb + 216);
+  for (uint32_t i = 0; i < 8; i++) {
+    uint64_t h = ag__get64(hb + 56 + 8 * i);
+    if (i >= nh && h) return CORRUPT("%s: %s is corrupt: an unused hidden size is not 0", fn, name);
+    if (i < nh) sizes[i + 1] = (int64_t)h;
+  }
+  if (ag__get32(hb + 148) || ag__get32(hb + 268) || ag__get32(hb + 292))
+    return CORRUPT("%s: %s is corrupt: reserved bytes are not 0", fn, name);
+  for (int i = 304; i < DQN_FIXED; i++)
+    if (hb[i]) return CORRUPT("%s: %s is corrupt: reserved byte %d is not 0", fn, name, i);
+  uint64_t R = ag__get64(hb + 256);
+  if (R > DQN_MAX_RUN) return CORRUPT("%s: %s is corrupt: the run state is longer than 2^30 bytes", fn, name);
+  /* the tensors: known dtypes, sizes within 2^62 bytes each, reserved 0 */
+  uint64_t at = hbytes;
+  for (uint32_t i = 0; i < T; i++) {
+    const unsigned char *e = hb + DQN_FIXED + 24 * (uint64_t)i;
+    uint64_t r = ag__get64(e), c = ag__get64(e + 8), dt = ag__get32(e + 16);
+    if (ag__get32(e + 20) || dt > AG_I64 || r < 1 || c < 1 || r > ((uint64_t)1 << 40) ||
+        c > ((uint64_t)1 << 40) || r * c > AG__AGF_MAX_SECTION / 8)
+      return CORRUPT("%s: %s is corrupt: tensor %u's entry (%llu x %llu, dtype %llu)", fn, name, i,
+                     (unsigned long long)r, (unsigned long long)c, (unsigned long long)dt);
+    at += dqn_parts(r * c * ag__agf_dtype_size((ag_dtype)dt));
+  }
+  uint64_t run_at = at;
+  at += dqn_parts(R);
+  if (left < at)
+    return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu before its replay table",
+                   fn, name, (unsigned long long)left, (unsigned long long)at);
+  if (!R) { /* the CRC-32 of an empty run state: 0 */
+    unsigned char c[4];
+    if (fseeko(f, a->base + (int64_t)run_at, SEEK_SET) || fread(c, 1, 4, f) != 4 ||
+        fseeko(f, a->base, SEEK_SET))
+      return ag__fail(AG_ERR_IO, "%s: reading %s failed at its run state", fn, name);
+    if (ag__get32(c)) return CORRUPT("%s: %s is corrupt: the empty run state's CRC-32 is not 0", fn, name);
+  }
+
+  a->format = "AGRLDQN1 (agrl 0.1.0 DQN agent)";
+  ag__agf_set_str(a, "kind", "dqn");
+  ag__agf_set_i64(a, "dqn.version", 1);
+  ag__agf_set_str(a, "dqn.library", (const char *)v);
+  ag__agf_set_i64s(a, "dqn.sizes", sizes, (uint32_t)(L + 1));
+  static const char *const fl[4] = {"dqn.double_dqn", "dqn.huber", "dqn.fused", "dqn.per"};
+  for (int i = 0; i < 4; i++) ag__agf_set_i64(a, fl[i], (flags >> i) & 1);
+  static const char *const fs[7] = {
+      "dqn.lr",        "dqn.gamma",   "dqn.tau",          "dqn.exploration_fraction",
+      "dqn.eps_start", "dqn.eps_end", "dqn.max_grad_norm"};
+  for (int i = 0; i < 7; i++) ag__agf_set_f64(a, fs[i], (double)ag__get_f32(hb + 120 + 4 * i));
+  static const char *const is[6] = {"dqn.batch_size", "dqn.buffer_size",    "dqn.learning_starts",
+                                    "dqn.train_freq", "dqn.gradient_steps", "dqn.target_update_interval"};
+  for (int i = 0; i < 6; i++) ag__agf_set_i64(a, is[i], (int64_t)ag__get64(hb + 152 + 8 * i));
+  ag__agf_set_i64(a, "dqn.n_step", (int64_t)ag__get32(hb + 288));
+  ag__agf_set_i64(a, "dqn.n_envs", (int64_t)ag__get64(hb + 296));
+  static const char *const ps[4] = {"dqn.per_alpha", "dqn.per_beta", "dqn.per_eps", "dqn.beta"};
+  for (int i = 0; i < 4; i++) ag__agf_set_f64(a, ps[i], (double)ag__get_f32(hb + 272 + 4 * i));
+  ag__agf_set_u64(a, "dqn.seed", ag__get64(hb + 200));
+  ag__agf_set_i64(a, "dqn.total_steps", (int64_t)ag__get64(hb + 224));
+  ag__agf_set_i64(a, "dqn.updates", (int64_t)ag__get64(hb + 232));
+  ag__agf_set_i64(a, "dqn.updates_at_target", (int64_t)ag__get64(hb + 240));
+  ag__agf_set_u64(a, "dqn.host_rng", ag__get64(hb + 248));
+  at = hbytes;
+  for (uint32_t i = 0; i < T && !a->failed; i++) {
+    const unsigned char *e = hb + DQN_FIXED + 24 * (uint64_t)i;
+    const int64_t dims[2] = {(int64_t)ag__get64(e), (int64_t)ag__get64(e + 8)};
+    char nm[32];
+    ag__agf_add_tensor(a, ag__agf_dqn_section((int)i, L, nm), (ag_dtype)ag__get32(e + 16), 2, dims, NULL,
+                       NULL);
+    if (a->failed) break;
+    ag__agf_section *sec = &a->sections[a->n_sections - 1];
+    sec->offset = at, sec->part = DQN_PART, sec->crc = AG__AGF_CRC_PARTS;
+    at += dqn_parts(sec->bytes);
+  }
+  ag__agf_add_blob(a, "run_state", R, NULL, NULL);
+  if (a->failed) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  ag__agf_section *sec = &a->sections[a->n_sections - 1];
+  sec->offset = at, sec->part = DQN_PART, sec->crc = AG__AGF_CRC_PARTS;
+  a->part = DQN_PART;
+  a->total = at + dqn_parts(R);
+  return AG_OK;
+}
+
+static ag_status dqn_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  unsigned char fixed[16];
+  if (left < 16)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a DQN file's header", fn, name,
+                   (unsigned long long)left);
+  ag_status s = read_exact(f, fixed, 16, fn, name);
+  if (s) return s;
+  uint32_t version = ag__get32(fixed + 8);
+  if (version > 1)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %s has format version %u; this library reads version 1 and the agrl container", fn,
+                    name, (unsigned)version);
+  if (version != 1)
+    return CORRUPT("%s: %s is corrupt: format version %u (versions start at 1)", fn, name, (unsigned)version);
+  uint64_t hbytes = ag__get32(fixed + 12);
+  if (hbytes < DQN_FIXED + 4 || hbytes > DQN_FIXED + 24 * DQN_MAX_TENSORS + 4 ||
+      (hbytes - DQN_FIXED - 4) % 24)
+    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
+                   (unsigned long long)hbytes);
+  if (hbytes > left)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
+                   (unsigned long long)left, (unsigned long long)hbytes);
+  unsigned char *hb = ag__malloc((size_t)hbytes); /* no more than the file holds */
+  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(hb, fixed, 16);
+  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
+    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
+    if (stored != computed)
+      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                  name, (unsigned)stored, (unsigned)computed);
+  }
+  if (!s && ag__get32(hb + 264) != (hbytes - DQN_FIXED - 4) / 24)
+    s = CORRUPT("%s: %s is corrupt: its tensor count does not match its header length", fn, name);
+  if (!s) s = dqn_parse(a, f, hb, hbytes, left, fn, name);
+  free(hb);
+  if (!s && fseeko(f, a->base, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
+  return s;
+}
+
+ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
+                              int *known, const char *fn, const char *name) {
   *known = 0;
+  (void)head; /* the models and tables of 0.1.0 are whole files; a DQN's is always a head */
+  if (!memcmp(magic, "AGRLDQN1", 8)) {
+    *known = 1;
+    return dqn_read(a, f, left, fn, name);
+  }
   if (!memcmp(magic, "AGRLMLP", 7)) {
     *known = 1;
     return mlp_read(a, f, left, fn, name);

@@ -3,10 +3,12 @@
  * Reads the header of any file agrl writes through the container's reader
  * (base/agfile.h), which checks it whole, and prints its format, its kind,
  * every key with its type and value, and the section table (name, dtype,
- * shape, bytes, offset). A file of agrl 0.1.0 prints its format's name;
- * those the container's reader parses (models, replay tables) print their
- * keys and sections as their loaders see them. Nothing but the header is
- * read, nothing is allocated on a device.
+ * shape, bytes, offset). An agent's file holds its replay table after its
+ * container, as a container of its own: that one is printed after it. A
+ * file of agrl 0.1.0 prints its format's name; those the container's reader
+ * parses (models, replay tables, DQN agents) print their keys and sections
+ * as their loaders see them. Nothing but the headers is read, nothing is
+ * allocated on a device.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,8 +30,7 @@ static void usage(FILE *f) {
 /* The formats of agrl 0.1.0 that the container's reader does not parse: their names and kinds. */
 static const struct {
   const char magic[9], *what, *kind;
-} old_formats[] = {{"AGRLDQN1", "a DQN agent in the layout of agrl 0.1.0", "dqn"},
-                   {"AGRLACR1", "a SAC/TD3 agent in the layout of agrl 0.1.0", "ac"},
+} old_formats[] = {{"AGRLACR1", "a SAC/TD3 agent in the layout of agrl 0.1.0", "ac"},
                    {"AGRLSHD1", "a replay shard in the layout of agrl 0.1.0", "shard"}};
 
 static void print_value(const ag__agf_key *k) {
@@ -113,16 +114,39 @@ int agrl_cmd_inspect(int argc, char **argv) {
       return 0;
     }
   rewind(f);
-  ag__agf a;
-  s = ag__agf_read_stream(&a, f, "agrl inspect", path);
+  ag__agf a, t;
+  ag__agf_init(&t);
+  uint64_t left = 0;
+  s = ag__stream_left(f, "agrl inspect", path, "an agrl file", &left);
+  if (!s) s = ag__agf_read_head(&a, f, left, "agrl inspect", path);
+  /* the kinds whose replay table follows their container: that table's */
+  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
+  int agent = kind && kind->type == AG__AGF_STR && !strcmp((const char *)kind->data, "dqn");
+  if (!s && !agent && a.total != left) { /* the whole-file reader says what follows */
+    ag__agf_free(&a);
+    s = fseeko(f, 0, SEEK_SET) ? ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek", path)
+                               : ag__agf_read(&a, f, left, "agrl inspect", path);
+  }
+  if (!s && agent) {
+    if (fseeko(f, a.base + (off_t)a.total, SEEK_SET))
+      s = ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek to its replay table", path);
+    else
+      s = ag__agf_read(&t, f, left - a.total, "agrl inspect", path);
+  }
   fclose(f);
   if (s) {
     ag__agf_free(&a);
+    ag__agf_free(&t);
     fprintf(stderr, "%s\n", ag_last_error());
     return 1;
   }
   printf("file: %s\n", path);
   print_form(&a);
+  if (agent) {
+    printf("then, from byte %llu: its replay table\n", (unsigned long long)a.total);
+    print_form(&t);
+  }
   ag__agf_free(&a);
+  ag__agf_free(&t);
   return 0;
 }

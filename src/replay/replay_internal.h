@@ -3,6 +3,7 @@
 #define AGRL_REPLAY_INTERNAL_H
 
 #include "agrl/replay.h"
+#include "base/agfile.h" /* the container the table's image is, and the files that hold it */
 #include "core/internal.h"
 
 /* ---- samplers ----

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*).
+"""Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*),
+and DQN seeds of the container layout (dqn_c_*) made from current_dqn.agrl.
 
 Small model files: agrl containers of kind "mlp" (docs/container.md), and
 the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
@@ -82,6 +83,54 @@ def v3(sizes, hidden, last, params, crc=True):
     return container(keys, secs, crc=crc)
 
 
+def key_value_at(f, name):
+    """The offset of key `name`'s value in the container f."""
+    nkeys = struct.unpack_from("<I", f, 16)[0]
+    at = 48
+    for _ in range(nkeys):
+        typ, _, n, count = struct.unpack_from("<BBHI", f, at)
+        if f[at + 8:at + 8 + n] == name.encode():
+            return at + 8 + n
+        at += 8 + n + (count if typ == 4 else 8 * count)
+    raise KeyError(name)
+
+
+def fix_crc(f):
+    H = struct.unpack_from("<I", f, 12)[0]
+    struct.pack_into("<I", f, H - 4, zlib.crc32(bytes(f[:H - 4])))
+    return bytes(f)
+
+
+def dqn_seeds(seeds):
+    """Variants of the DQN container that tests/make_legacy writes: its
+    keys changed under a sound CRC, a CRC of 0, its table cut or missing."""
+    path = os.path.join(OUT, "current_dqn.agrl")
+    with open(path, "rb") as fh:
+        good = fh.read()
+    total = struct.unpack_from("<Q", good, 32)[0]
+    seeds["dqn_c_valid"] = good
+    crc0 = bytearray(good)
+    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
+    seeds["dqn_c_crc0"] = bytes(crc0)
+    for name, key, value in [("version3", "dqn.version", 3), ("obs_dim5", "dqn.sizes", 5),
+                             ("batch0", "dqn.batch_size", 0), ("per2", "dqn.per", 2),
+                             ("updates_at_target", "dqn.updates_at_target", 99),
+                             ("hidden_huge", "dqn.sizes", 1 << 23)]:
+        g = bytearray(good)
+        at = key_value_at(good, key) + (8 if name == "hidden_huge" else 0)
+        struct.pack_into("<q", g, at, value)
+        seeds["dqn_c_" + name] = fix_crc(g)
+    g = bytearray(good)
+    struct.pack_into("<d", g, key_value_at(good, "dqn.lr"), 0.1)
+    seeds["dqn_c_lr_not_f32"] = fix_crc(g)
+    g = bytearray(good)
+    g[key_value_at(good, "dqn.lr") - 1] = ord("R")
+    seeds["dqn_c_lr_missing"] = fix_crc(g)
+    seeds["dqn_c_no_table"] = good[:total]
+    seeds["dqn_c_table_cut"] = good[:total + 100]
+    seeds["dqn_c_trailing"] = good + b"\0"
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -121,6 +170,12 @@ def main():
         with open(os.path.join(OUT, "mlp_" + name + ".agrl"), "wb") as f:
             f.write(data)
     print("%d model seeds in %s" % (len(seeds), OUT))
+    agents = {}
+    dqn_seeds(agents)
+    for name, data in sorted(agents.items()):
+        with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
+            f.write(data)
+    print("%d agent seeds in %s" % (len(agents), OUT))
 
 
 if __name__ == "__main__":
