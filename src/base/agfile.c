@@ -644,6 +644,10 @@ static ag_status check_header(const unsigned char *hb, uint64_t hbytes, uint64_t
   if (total != off)
     return CORRUPT("%s: %s is corrupt: its header says %llu bytes, its sections make %llu", fn, name,
                    (unsigned long long)total, (unsigned long long)off);
+  return ag__agf_check_length(left, total, head, fn, name);
+}
+
+ag_status ag__agf_check_length(uint64_t left, uint64_t total, int head, const char *fn, const char *name) {
   if (left < total)
     return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu (%llu missing)", fn,
                    name, (unsigned long long)left, (unsigned long long)total,

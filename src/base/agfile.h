@@ -167,6 +167,11 @@ ag_status ag__agf_save(ag__agf *a, const char *path, size_t part, const char *fn
  * otherwise, AG_ERR_UNSUPPORTED for a newer container version. On success f
  * stands where it stood (ag__agf_stream reads the sections from there). */
 ag_status ag__agf_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name);
+/* Whether a stream of left bytes holds the total its header describes:
+ * AG_ERR_IO "fn: name is truncated" when it is shorter, "is corrupt:
+ * trailing bytes" when it is longer and !head (a head may be followed by
+ * other bytes); AG_OK otherwise. */
+ag_status ag__agf_check_length(uint64_t left, uint64_t total, int head, const char *fn, const char *name);
 /* ag__agf_read of a container (or an old file) that is the head of the
  * stream: other bytes may follow the a->total bytes it describes (an agent
  * file's replay table); a stands where ag__agf_read leaves it. */

@@ -90,13 +90,7 @@ static ag_status mlp_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, co
       return CORRUPT("%s: %s is corrupt: its sizes describe more than 2^63 bytes of parameters", fn, name);
     total += 4 * count + per_crc;
   }
-  if (left < total)
-    return CORRUPT("%s: %s is truncated: %llu bytes, where its header's sizes need %llu (%llu missing)", fn,
-                   name, (unsigned long long)left, (unsigned long long)total,
-                   (unsigned long long)(total - left));
-  if (left > total)
-    return CORRUPT("%s: %s is corrupt: %llu trailing bytes follow the %llu bytes its header describes", fn,
-                   name, (unsigned long long)(left - total), (unsigned long long)total);
+  if ((s = ag__agf_check_length(left, total, 0, fn, name))) return s;
 
   a->format =
       version == 1 ? "AGRLMLP1 (agrl 0.1.0 model, version 1)" : "AGRLMLP2 (agrl 0.1.0 model, version 2)";
@@ -207,13 +201,8 @@ static ag_status rpl_parse(ag__agf *a, const unsigned char *hb, uint64_t hbytes,
   if (coff != hbytes || ag__get64(hb + 128) != cb || loff != want_loff || ag__get64(hb + 144) != lb ||
       total != want_total)
     return CORRUPT("%s: %s is corrupt: its section offsets and lengths do not match its sizes", fn, name);
-  if (left < total)
-    return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu (%llu missing)", fn,
-                   name, (unsigned long long)left, (unsigned long long)total,
-                   (unsigned long long)(total - left));
-  if (left > total)
-    return CORRUPT("%s: %s is corrupt: %llu trailing bytes follow the %llu bytes its header describes", fn,
-                   name, (unsigned long long)(left - total), (unsigned long long)total);
+  ag_status s = ag__agf_check_length(left, total, 0, fn, name);
+  if (s) return s;
 
   a->format = "AGRLRPL1 (agrl 0.1.0 replay table)";
   ag__agf_set_str(a, "kind", "replay");
