@@ -64,6 +64,19 @@ static inline uint64_t ag__seed_stream(ag__seed_stream_def st, uint64_t seed, ui
 /* SAC's and TD3's device stream of exploring noise */
 #define AG__SEED_AC_ACT ((ag__seed_stream_def){0, AG__SEED_STEP_RANK, 0xAC7, 0})
 
+/* The index of the evaluation episodes' environments, from the run's seed:
+ * ag_env_derive_seed(seed, AG__SEED_EVAL_INDEX) (agrl train --eval-every). */
+#define AG__SEED_EVAL_INDEX 0xE7A15EEDull
+
+/* Marsaglia's xorshift64 (shifts 13, 7, 17): the next word of the stream
+ * *x (never 0). For synthetic data (agrl demo, bench-dist), not for
+ * anything a user's seed decides. */
+static inline uint64_t ag__xorshift64(uint64_t *x) {
+  uint64_t v = *x;
+  v ^= v << 13, v ^= v >> 7, v ^= v << 17;
+  return *x = v;
+}
+
 /* The environments' derivation: mix64(mix64(seed) + golden * (index + 1)). */
 static inline uint64_t ag__seed_hash(uint64_t seed, uint64_t index) {
   return ag__mix64(ag__mix64(seed) + AG__SEED_GOLDEN * (index + 1u));

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "agrl/agrl.h"
+#include "base/seed.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
 
@@ -102,11 +103,6 @@ static void fail(bench *b, const char *work, ag_status s) {
   b->failed = 1;
 }
 
-static uint64_t mix(uint64_t *x) {
-  *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
-  return *x;
-}
-
 /* ---- gathers and sampling ---- */
 
 typedef struct gather_job {
@@ -161,7 +157,7 @@ static void gather_rows(bench *b, const char *prefix) {
     ag_status s = ag_buffer_create(b->ctx, rows[k].rows, g.cap, AG_F32, &g.buf);
     int32_t *idx = malloc((size_t)g.B * sizeof *idx);
     uint64_t x = 88172645463325252ull;
-    for (int64_t j = 0; idx && j < g.B; j++) idx[j] = (int32_t)(mix(&x) % (uint64_t)g.cap);
+    for (int64_t j = 0; idx && j < g.B; j++) idx[j] = (int32_t)(ag__xorshift64(&x) % (uint64_t)g.cap);
     if (!s) s = ag_tensor_create(b->ctx, g.B, 1, AG_I32, idx, &g.idx);
     if (!s) s = ag_rng_create(b->ctx, 3, &g.rng);
     free(idx);
@@ -310,7 +306,8 @@ static void per_rows(bench *b, const char *prefix) {
   float prio[256];
   uint64_t z = 99;
   for (int j = 0; j < 256; j++)
-    idx[j] = (int32_t)(mix(&z) % (uint64_t)cap), prio[j] = 0.1f + (float)(mix(&z) % 1000) / 100.0f;
+    idx[j] = (int32_t)(ag__xorshift64(&z) % (uint64_t)cap),
+    prio[j] = 0.1f + (float)(ag__xorshift64(&z) % 1000) / 100.0f;
   const void *d[1] = {x};
   ag_status s = x ? ag_replay_create(b->ctx, f, 1, cap, AG_F32, 1, &p.r) : AG_ERR_OUT_OF_MEMORY;
   if (!s) s = ag_replay_add(p.r, d, cap);
@@ -394,7 +391,7 @@ static ag_status dqn_setup(ag_ctx *ctx, dqn_job *d, int64_t obs, int64_t hidden,
   for (int64_t c0 = 0; !s && c0 < d->cap; c0 += chunk) { /* random transitions, valid actions and flags */
     for (int64_t j = 0; j < chunk; j++)
       for (int64_t r = 0; r < d->rows; r++) {
-        uint64_t u = mix(&x);
+        uint64_t u = ag__xorshift64(&x);
         float val = 2.0f * (float)(u >> 40) / 16777216.0f - 1.0f;
         if (r == obs) val = (float)(u % (uint64_t)acts);
         if (r == d->rows - 1) val = (u % 20) == 0 ? 1.0f : 0.0f;
@@ -490,12 +487,12 @@ static ag_status agent_setup(ag_ctx *ctx, agent_job *j, int64_t obs, int64_t hid
   for (int64_t c0 = 0; !s && c0 < c.buffer_size; c0 += CHUNK) {
     for (int64_t k = 0; k < CHUNK; k++) {
       for (int64_t e = 0; e < obs; e++) {
-        o[k * obs + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
-        nx[k * obs + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+        o[k * obs + e] = 2.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f - 1.0f;
+        nx[k * obs + e] = 2.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f - 1.0f;
       }
-      r[k] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
-      a[k] = (int32_t)(mix(&x) % (uint64_t)acts);
-      t[k] = mix(&x) % 20 == 0;
+      r[k] = 2.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f - 1.0f;
+      a[k] = (int32_t)(ag__xorshift64(&x) % (uint64_t)acts);
+      t[k] = ag__xorshift64(&x) % 20 == 0;
     }
     s = ag_dqn_store(j->d, o, a, r, nx, t, CHUNK);
   }
@@ -559,11 +556,11 @@ static void ac_row(bench *b, const char *work, ag_ac_algo algo, int iters, int p
   for (int64_t c0 = 0; !s && c0 < c.buffer_size; c0 += CHUNK) {
     for (int64_t k = 0; k < CHUNK; k++) {
       for (int e = 0; e < 3; e++) {
-        o[k * 3 + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
-        nx[k * 3 + e] = 2.0f * (float)(mix(&x) >> 40) / 16777216.0f - 1.0f;
+        o[k * 3 + e] = 2.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f - 1.0f;
+        nx[k * 3 + e] = 2.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f - 1.0f;
       }
-      r[k] = -16.0f * (float)(mix(&x) >> 40) / 16777216.0f;
-      a[k] = 4.0f * (float)(mix(&x) >> 40) / 16777216.0f - 2.0f;
+      r[k] = -16.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f;
+      a[k] = 4.0f * (float)(ag__xorshift64(&x) >> 40) / 16777216.0f - 2.0f;
       t[k] = 0;
     }
     s = ag_ac_store(j.a, o, a, r, nx, t, NULL, CHUNK);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "agrl/agrl.h"
+#include "base/seed.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
 
@@ -70,13 +71,13 @@ int agrl_cmd_bench_dist(int argc, char **argv) {
   act = malloc(sizeof(int32_t) * (size_t)per_rank);
   term = malloc(sizeof(int) * (size_t)per_rank);
   if (!obs || !rew || !act || !term) goto done;
-  uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1);
+  uint64_t x = AG__SEED_GOLDEN * (uint64_t)(rank + 1);
   for (int64_t i = 0; i < per_rank * obs_dim; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    ag__xorshift64(&x);
     obs[i] = (float)((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
   }
   for (int64_t i = 0; i < per_rank; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    ag__xorshift64(&x);
     act[i] = (int32_t)(x % (uint64_t)n_act);
     rew[i] = (float)(x >> 40) / 16777216.0f;
     term[i] = (x >> 8) % 50 == 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/seed.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
 
@@ -61,11 +62,8 @@ int agrl_cmd_demo(int argc, char **argv) {
   double t1 = cli_now_s();
   printf("wrote %lld transitions as a ring in %.1f ms\n", (long long)total, (t1 - t0) * 1e3);
 
-  uint64_t seed = 0x9e3779b97f4a7c15ull;
-  for (int64_t j = 0; j < batch; j++) {
-    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-    idx[j] = (int64_t)(seed % (uint64_t)cap);
-  }
+  uint64_t seed = AG__SEED_GOLDEN;
+  for (int64_t j = 0; j < batch; j++) idx[j] = (int64_t)(ag__xorshift64(&seed) % (uint64_t)cap);
   ag_tensor *t = NULL;
   uint64_t up0, down0, up1, down1;
   ag_xfer_total(ctx, &up0, &down0);

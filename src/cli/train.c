@@ -28,6 +28,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "base/base.h"
+#include "base/seed.h"
 
 extern char **environ;
 
@@ -592,7 +593,7 @@ static int job_setup(job *j) {
   r->ac = j->acm != 0;
   r->stop_on_eval = s->stop_on;
   /* the evaluations' episodes: the same seeds each time, none of training's */
-  r->eval_seed = ag_env_derive_seed((uint64_t)s->seed, 0xE7A15EEDull);
+  r->eval_seed = ag_env_derive_seed((uint64_t)s->seed, AG__SEED_EVAL_INDEX);
   if (s->eval_every > 0 && (ag_env_create(s->env, &r->eval_env) ||
                             !(r->eval_returns = malloc(sizeof(double) * (size_t)s->eval_episodes)))) {
     fprintf(stderr, "agrl train: the evaluation's environment cannot be made: %s\n", ag_last_error());
