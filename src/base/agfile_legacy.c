@@ -36,6 +36,26 @@ static ag_status read_exact(FILE *f, void *dst, size_t n, const char *fn, const 
 #define MLP_V1_FIXED 20
 #define MLP_V2_FIXED 24
 
+/* The first 16 bytes of a 0.1.0 replay or DQN file (magic, u32 version,
+ * u32 header length) into fixed, the version checked: 1 is read, a newer
+ * one is AG_ERR_UNSUPPORTED, 0 is corrupt. noun names the file's kind. */
+static ag_status read_v1_start(FILE *f, uint64_t left, unsigned char fixed[16], const char *noun,
+                               const char *fn, const char *name) {
+  if (left < 16)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a %s header", fn, name,
+                   (unsigned long long)left, noun);
+  ag_status s = read_exact(f, fixed, 16, fn, name);
+  if (s) return s;
+  uint32_t version = ag__get32(fixed + 8);
+  if (version > 1)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: %s has format version %u; this library reads version 1 and the agrl container", fn,
+                    name, (unsigned)version);
+  if (version != 1)
+    return CORRUPT("%s: %s is corrupt: format version %u (versions start at 1)", fn, name, (unsigned)version);
+  return AG_OK;
+}
+
 static ag_status mlp_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
   unsigned char hb[MLP_V2_FIXED + 8 * MLP_MAX_SIZES + 4];
   ag_status s = read_exact(f, hb, 8, fn, name);
@@ -246,19 +266,8 @@ static ag_status rpl_parse(ag__agf *a, const unsigned char *hb, uint64_t hbytes,
 
 static ag_status rpl_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
   unsigned char fixed[16];
-  if (left < 16)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a replay file's header", fn, name,
-                   (unsigned long long)left);
-  ag_status s = read_exact(f, fixed, 16, fn, name);
+  ag_status s = read_v1_start(f, left, fixed, "replay file's", fn, name);
   if (s) return s;
-  uint32_t version = ag__get32(fixed + 8);
-  if (version > 1)
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: %s has format version %u; this library reads version 1 and the "
-                    "agrl container",
-                    fn, name, (unsigned)version);
-  if (version != 1)
-    return CORRUPT("%s: %s is corrupt: format version %u (versions start at 1)", fn, name, (unsigned)version);
   uint64_t hbytes = ag__get32(fixed + 12);
   if (hbytes < RPL_FIXED + 4 + 24 || hbytes > RPL_HEADER_MAX || hbytes % 8 != 4)
     return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
@@ -418,18 +427,8 @@ static ag_status dqn_parse(ag__agf *a, FILE *f, const unsigned char *hb, uint64_
 
 static ag_status dqn_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
   unsigned char fixed[16];
-  if (left < 16)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a DQN file's header", fn, name,
-                   (unsigned long long)left);
-  ag_status s = read_exact(f, fixed, 16, fn, name);
+  ag_status s = read_v1_start(f, left, fixed, "DQN file's", fn, name);
   if (s) return s;
-  uint32_t version = ag__get32(fixed + 8);
-  if (version > 1)
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: %s has format version %u; this library reads version 1 and the agrl container", fn,
-                    name, (unsigned)version);
-  if (version != 1)
-    return CORRUPT("%s: %s is corrupt: format version %u (versions start at 1)", fn, name, (unsigned)version);
   uint64_t hbytes = ag__get32(fixed + 12);
   if (hbytes < DQN_FIXED + 4 || hbytes > DQN_FIXED + 24 * DQN_MAX_TENSORS + 4 ||
       (hbytes - DQN_FIXED - 4) % 24)
