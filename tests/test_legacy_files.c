@@ -9,6 +9,7 @@
  * object made again saves (both with this library), so every value,
  * counter and stream it holds is the same.
  */
+#include <string.h>
 #include <unistd.h>
 
 #include "agt_agent.h"
@@ -146,10 +147,45 @@ static void td3_loads(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* A 0.1.0 replay or DQN file whose version word (byte 8) says 2 is refused
+ * as a newer format, one that says 0 as corrupt; nothing is handed out. */
+static void version_word_checked(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const int which[2] = {LEGACY_REPLAY, LEGACY_DQN};
+  for (int w = 0; w < 2; w++) {
+    char path[1024];
+    legacy_path(path, sizeof path, which[w]);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    assert_true(n > 16 && n < sizeof buf);
+    assert_int_equal(buf[8], 1);
+    const unsigned char words[2] = {2, 0};
+    const ag_status want[2] = {AG_ERR_UNSUPPORTED, AG_ERR_IO};
+    for (int k = 0; k < 2; k++) {
+      buf[8] = words[k];
+      f = fopen(agt_path_a, "wb");
+      assert_non_null(f);
+      assert_int_equal(fwrite(buf, 1, n, f), n);
+      fclose(f);
+      void *sentinel = (void *)&n, *out = sentinel;
+      ag_status s = w == 0 ? ag_replay_load(ctx, agt_path_a, (ag_replay **)&out)
+                           : ag_dqn_load(ctx, agt_path_a, (ag_dqn **)&out);
+      assert_int_equal(s, want[k]);
+      assert_ptr_equal(out, sentinel);
+      assert_non_null(strstr(ag_last_error(), "version"));
+    }
+  }
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
 #define TEST(f) cmocka_unit_test_setup_teardown(f, agt_dir_setup, agt_dir_teardown)
   const struct CMUnitTest tests[] = {TEST(models_load), TEST(replay_table_loads), TEST(shard_loads),
-                                     TEST(dqn_loads), TEST(td3_loads)};
+                                     TEST(dqn_loads),   TEST(td3_loads),          TEST(version_word_checked)};
 #undef TEST
   return agt_run(argc, argv, "legacy_files", tests, sizeof tests / sizeof tests[0]);
 }
