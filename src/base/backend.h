@@ -143,7 +143,22 @@ typedef struct ag__backend {
    * instead of the backend's own (the caller orders the two). NULL: the
    * backend has no other queues (replay is used). */
   ag_status (*replay_on)(void *st, void *rec, void *stream);
+
+  /* ---- small inputs read in place ----
+   * stage reserves `bytes` (at most AG__STAGE_MAX) of page-locked host
+   * memory that kernels read directly, has `fill` write them, and writes
+   * the address the device reads them at: no copy is queued. The caller
+   * then queues the kernels that read them and calls stage_done, which
+   * keeps the bytes until that work has run (nothing but kernels may be
+   * queued in between). A failed stage leaves nothing reserved. NULL: the
+   * backend has no such memory (the caller uploads into device memory). */
+  ag_status (*stage)(void *st, size_t bytes, ag__fill_fn fill, void *user, void **dev);
+  ag_status (*stage_done)(void *st);
 } ag__backend;
+
+/* The largest stage() a backend takes: inputs of a call (a priority update,
+ * one transition), not bulk data, which the copy engine moves faster. */
+#define AG__STAGE_MAX ((size_t)64 << 10)
 
 const ag__backend *ag__cpu_backend(void);
 /* NULL when the library was built without CUDA. */

@@ -154,6 +154,15 @@ ag_status ag__mem_alloc(ag_ctx *ctx, const ag__backend *be, size_t bytes, void *
 void ag__mem_release(ag_ctx *ctx, const ag__backend *be, void *p, size_t bytes);
 /* Uploads through ctx->be, counting `bytes` up under `op`. */
 ag_status ag__mem_upload(ag_ctx *ctx, const char *op, void *dst, size_t bytes, ag__fill_fn fill, void *user);
+/* Small host inputs for the kernels queued next: on a backend with stage(),
+ * `fill` writes `bytes` (1 to AG__STAGE_MAX) into page-locked memory that
+ * the device reads in place at *dev, with no copy queued; the caller then
+ * queues those kernels and calls ag__mem_stage_done, whether they could be
+ * queued or not. AG_ERR_UNSUPPORTED, with no message: the backend has no
+ * such memory, and the caller uploads the bytes into device memory itself.
+ * Not while recording; an injected upload fault fails it. */
+ag_status ag__mem_stage(ag_ctx *ctx, const char *op, size_t bytes, ag__fill_fn fill, void *user, void **dev);
+ag_status ag__mem_stage_done(ag_ctx *ctx);
 /* Plain copy of host memory `src` (the fill for unconverted uploads). */
 ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes);
 ag_status ag__mem_download(ag_ctx *ctx, const char *op, const void *src, size_t bytes, ag__drain_fn drain,

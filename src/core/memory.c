@@ -163,6 +163,27 @@ ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_par
   return AG_OK;
 }
 
+ag_status ag__mem_stage(ag_ctx *ctx, const char *op, size_t bytes, ag__fill_fn fill, void *user, void **dev) {
+  ag_status s = ag__not_recording(ctx, op);
+  if (s) return s;
+  if (bytes == 0 || bytes > AG__STAGE_MAX)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: %zu bytes of inputs (1 to %zu)", op, bytes,
+                    (size_t)AG__STAGE_MAX);
+  if (!ctx->be->stage) return AG_ERR_UNSUPPORTED;
+  if (ag__fault_fires(ctx, AG_FAULT_UPLOAD))
+    return ag__fail(AG_ERR_DEVICE, "%s: upload of %zu bytes failed (injected fault)", op, bytes);
+  if ((s = ctx->be->stage(ctx->st, bytes, fill, user, dev)) == AG_ERR_UNSUPPORTED) {
+    ag_clear_error(); /* the memory is not mapped: the caller uploads */
+    return s;
+  }
+  if (!s) ag__xfer_add(ctx, op, bytes, 0);
+  return s;
+}
+
+ag_status ag__mem_stage_done(ag_ctx *ctx) {
+  return ctx->be->stage_done ? ctx->be->stage_done(ctx->st) : AG_OK;
+}
+
 ag_status ag__mem_upload_copy(ag_ctx *ctx, const char *op, void *dst, const void *src, size_t bytes) {
   return ag__mem_upload(ctx, op, dst, bytes, ag__fill_copy, (void *)src);
 }

@@ -95,6 +95,11 @@ static ag_status cuda_open(int index, void **out, char *desc, size_t desc_len) {
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking);
   st->staging_size = 2 * AG_TRANSFER_PART_BYTES;
   if (e == cudaSuccess) e = cudaMallocHost((void **)&st->staging, st->staging_size);
+  if (e == cudaSuccess &&
+      cudaHostGetDevicePointer((void **)&st->staging_dev, st->staging, 0) != cudaSuccess) {
+    st->staging_dev = NULL; /* not mapped: stage() is refused and its callers upload */
+    (void)cudaGetLastError();
+  }
   for (int i = 0; e == cudaSuccess && i < AG__CUDA_RING_EVENTS; i++)
     e = cudaEventCreateWithFlags(&st->ring[i].ev, cudaEventDisableTiming);
   for (int i = 0; e == cudaSuccess && i < 2; i++)
@@ -493,6 +498,48 @@ static ag_status cuda_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill,
   return ring_push(st, start, bytes);
 }
 
+/* ---- small inputs read in place (ag__backend.stage) ----
+ * The bytes go into a ring entry like an upload's, held open (no event)
+ * until the kernels that read them are queued: stage_done records the
+ * event that frees them. */
+static ag_status cuda_stage(void *p, size_t bytes, ag__fill_fn fill, void *user, void **dev) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  if (!st->staging_dev) return ag__fail(AG_ERR_UNSUPPORTED, "cuda: the staging memory is not mapped");
+  if (bytes == 0 || bytes > AG__STAGE_MAX || st->ring_open || st->staged)
+    return ag__fail(AG_ERR_INVALID_ARG, "cuda: stage of %zu bytes (at most %zu, one at a time)", bytes,
+                    (size_t)AG__STAGE_MAX);
+  const size_t len = (bytes + 255) & ~(size_t)255; /* every entry starts 256-aligned */
+  size_t start;
+  ag_status s = ring_reserve(st, len, &start);
+  if (s) return s;
+  fill(st->staging + start, 0, bytes, user);
+  ag__ring_entry *r = ring_at(st, st->ring_count);
+  r->start = start;
+  r->end = start + len;
+  st->ring_count++;
+  st->ring_open++;
+  st->staged = 1;
+  *dev = st->staging_dev + start;
+  return AG_OK;
+}
+
+static ag_status cuda_stage_done(void *p) {
+  ag__cuda_state *st = (ag__cuda_state *)p;
+  ag__cuda_enter(st);
+  if (!st->staged) return AG_OK;
+  st->staged = 0;
+  cudaError_t e = cudaEventRecord(ring_at(st, st->ring_count - 1)->ev, st->stream);
+  if (e != cudaSuccess) { /* the readers are queued but cannot be marked: wait for them */
+    ag_status s = ring_event_fail(st, e);
+    st->ring_count--;
+    st->ring_open--;
+    return s;
+  }
+  st->ring_open--;
+  return AG_OK;
+}
+
 static ag_status cuda_download(void *p, const void *src, size_t bytes, ag__drain_fn drain, void *user) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
@@ -706,6 +753,8 @@ static const ag__backend cuda_backend = {
     cuda_record_free,
     AG__CUDA_COMM,
     cuda_replay_on,
+    cuda_stage,
+    cuda_stage_done,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

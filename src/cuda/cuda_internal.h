@@ -32,12 +32,14 @@ typedef struct ag__cuda_state {
   int sm_count;
   cudaStream_t stream;
   char *staging;       /* pinned host memory */
+  char *staging_dev;   /* where kernels read it (NULL: it is not mapped) */
   size_t staging_size; /* 2 * AG_TRANSFER_PART_BYTES */
   ag__ring_entry ring[AG__CUDA_RING_EVENTS];
   int ring_first, ring_count;
   /* the newest ring_open entries are parts of a large upload in progress
    * whose copy is not queued yet (no event); 0 between calls */
   int ring_open;
+  int staged; /* the newest entry is a stage() whose readers are not queued yet */
   cudaEvent_t part_ev[2];
   cublasHandle_t blas;
   void *blas_ws; /* cuBLAS workspace (fixed, so that recordings need no allocation) */
