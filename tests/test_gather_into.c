@@ -592,6 +592,46 @@ static void device_adds_in_one_launch_match_the_composed_ones(void **state) {
     }
 }
 
+/* Small host adds one after another with no wait between them (on a GPU
+ * each is read in place from the staging ring, which they go around many
+ * times), wrapping the ring often: the table then holds exactly the last
+ * transitions, as a host ring of the same adds. */
+static void host_adds_in_a_row_all_land(void **state) {
+  (void)state;
+  enum { CAP = 701, ROUNDS = 1500, W = 3 };
+  ag_ctx *ctx = agt_ctx();
+  const ag_field f[1] = {{"x", W, AG_F32}};
+  ag_replay *r;
+  agt_ok(ag_replay_create(ctx, f, 1, CAP, AG_F32, 1, &r));
+  float *ring = calloc(CAP * W, sizeof *ring);
+  int64_t pos = 0, id = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    const int64_t k = 1 + round % 5;
+    float x[5 * W];
+    for (int64_t j = 0; j < k; j++, id++) {
+      x[j * W] = (float)id, x[j * W + 1] = -(float)id, x[j * W + 2] = 0.5f * (float)id;
+      memcpy(ring + pos * W, x + j * W, W * sizeof *x);
+      pos = (pos + 1) % CAP;
+    }
+    const void *d[1] = {x};
+    agt_ok(ag_replay_add(r, d, k));
+  }
+  assert_int_equal(ag_replay_size(r), CAP);
+  int64_t *all = malloc(CAP * sizeof *all);
+  for (int64_t i = 0; i < CAP; i++) all[i] = i;
+  float *got = gathered(r, all, CAP); /* W values a slot, slot after slot */
+  for (int64_t i = 0; i < CAP; i++)
+    for (int e = 0; e < W; e++)
+      if (got[i * W + e] != ring[i * W + e])
+        fail_msg("slot %lld value %d: %g, the host ring has %g", (long long)i, e, (double)got[i * W + e],
+                 (double)ring[i * W + e]);
+  free(got);
+  free(all);
+  free(ring);
+  ag_replay_free(r);
+  ag_ctx_free(ctx);
+}
+
 /* ---- the host add's refusal ---- */
 
 static void inexact_integers_are_refused(void **state) {
@@ -650,6 +690,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(bad_arguments_write_nothing),
       cmocka_unit_test(a_recorded_step_gathers_the_table_as_it_is),
       cmocka_unit_test(device_adds_in_one_launch_match_the_composed_ones),
+      cmocka_unit_test(host_adds_in_a_row_all_land),
       cmocka_unit_test(inexact_integers_are_refused),
   };
   return agt_run(argc, argv, "gather_into", tests, sizeof tests / sizeof tests[0]);

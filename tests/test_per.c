@@ -477,6 +477,51 @@ static void batched_updates_keep_every_node_the_sum_of_its_children(void **state
   free(prio);
 }
 
+/* Host updates one after another with no wait between them, small ones
+ * (read in place by the kernel on a GPU, from the staging ring they go
+ * around many times) and large ones (copied), interleaved with adds: every
+ * update lands, as the tree's total against a host sum shows (alpha 1,
+ * quarter priorities: exact in double). */
+static void host_updates_in_a_row_all_land(void **state) {
+  (void)state;
+  enum { CAP = 8192, ROUNDS = 600, LARGE = 6000 }; /* LARGE * 12 bytes: above the in-place limit */
+  table t;
+  table_new(&t, agt_kind, CAP, CAP, 1.0f);
+  double *ref = malloc(CAP * sizeof *ref);
+  int64_t *idx = malloc(LARGE * sizeof *idx);
+  float *p = malloc(LARGE * sizeof *p);
+  for (int64_t i = 0; i < CAP; i++) ref[i] = 1.0;
+  agt_rng g = {77};
+  double pmax = 1.0;
+  int64_t pos = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    const int64_t n = r % 97 == 50 ? LARGE : 1 + agt_below(&g, 300);
+    for (int64_t j = 0; j < n; j++) {
+      idx[j] = agt_below(&g, CAP);
+      p[j] = 0.25f * (float)(1 + agt_below(&g, 64));
+    }
+    agt_ok(ag_per_update_host(t.per, idx, p, n));
+    for (int64_t j = 0; j < n; j++) {
+      ref[idx[j]] = p[j];
+      pmax = p[j] > pmax ? p[j] : pmax;
+    }
+    if (r % 7 == 3) { /* two new transitions overwrite the oldest, at the largest priority so far */
+      const float x[2] = {1.0f, 2.0f};
+      const void *d[1] = {x};
+      agt_ok(ag_replay_add(t.r, d, 2));
+      for (int k = 0; k < 2; k++, pos = (pos + 1) % CAP) ref[pos] = pmax;
+    }
+  }
+  double total, want = 0.0;
+  for (int64_t i = 0; i < CAP; i++) want += ref[i];
+  agt_ok(ag_per_total(t.per, &total));
+  assert_true(total == want);
+  free(ref);
+  free(idx);
+  free(p);
+  table_free(&t);
+}
+
 /* Through the API: of repeated indices the last priority counts (on every
  * device), also across the GPU's passes of 256. */
 static void repeated_indices_keep_the_last_priority(void **state) {
@@ -788,6 +833,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(recorded_per_step_equals_eager_steps),
       cmocka_unit_test(device_beta_is_read_at_each_replay),
       cmocka_unit_test(batched_updates_keep_every_node_the_sum_of_its_children),
+      cmocka_unit_test(host_updates_in_a_row_all_land),
       cmocka_unit_test(repeated_indices_keep_the_last_priority),
       cmocka_unit_test(device_indices_outside_the_table_are_skipped),
       cmocka_unit_test(leaf_power_is_pow_within_rounding),

@@ -208,6 +208,15 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
 }
 
+/* ag_per_update of n (i64 index, f32 priority) pairs laid out [n] i64 then
+ * [n] f32 from device-readable address `at`. */
+static ag_status update_at(ag_per *p, void *at, int64_t n) {
+  ag_tensor *ti, *tp;
+  ag_status s = ag__tensor_view(p->ctx, n, 1, n, AG_I64, at, &ti);
+  if (!s) s = ag__tensor_view(p->ctx, n, 1, n, AG_F32, (char *)at + (size_t)n * sizeof(int64_t), &tp);
+  return s ? s : ag_per_update(p, ti, tp);
+}
+
 /* Two host arrays as one stream of bytes for an upload. */
 typedef struct two_parts {
   const void *const *src;
@@ -242,20 +251,29 @@ ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, i
       return ag__fail(AG_ERR_INVALID_ARG, "%s: priorities[%lld] = %g must be finite and >= 0", fn,
                       (long long)j, (double)prio[j]);
   }
-  /* the indices and the priorities side by side in one temporary, sent in
-   * one copy: [n] i64, then [n] f32 */
-  ag_tensor *all, *ti, *tp;
+  /* the indices and the priorities side by side, [n] i64 then [n] f32, read
+   * in place by the update's kernel where the backend can (one transfer, no
+   * copy queued before it) */
   const size_t bi = (size_t)n * sizeof *idx, bp = (size_t)n * sizeof *prio;
-  ag_status s = ag__tensor_temp(p->ctx, (int64_t)(bi + bp), 1, AG_U8, &all);
-  if (!s) s = ag__tensor_view(p->ctx, n, 1, n, AG_I64, all->data, &ti);
-  if (!s) s = ag__tensor_view(p->ctx, n, 1, n, AG_F32, (char *)all->data + bi, &tp);
-  if (!s) {
-    const void *src[2] = {idx, prio};
-    const size_t len[2] = {bi, bp};
-    two_parts tw = {src, len};
-    s = ag__mem_upload(p->ctx, fn, all->data, bi + bp, fill_two, &tw);
+  const void *src[2] = {idx, prio};
+  const size_t len[2] = {bi, bp};
+  two_parts tw = {src, len};
+  double *tree; /* the sampler made resident first: nothing but the kernel comes between stage and done */
+  float *state;
+  ag_status s = ptrs(p, &tree, &state);
+  if (s) return s;
+  void *dev;
+  s = bi + bp <= AG__STAGE_MAX ? ag__mem_stage(p->ctx, fn, bi + bp, fill_two, &tw, &dev) : AG_ERR_UNSUPPORTED;
+  if (s == AG_OK) {
+    s = update_at(p, dev, n);
+    ag_status d = ag__mem_stage_done(p->ctx);
+    return s ? s : d;
   }
-  return s ? s : ag_per_update(p, ti, tp);
+  if (s != AG_ERR_UNSUPPORTED) return s;
+  ag_tensor *all; /* through a temporary of device memory */
+  s = ag__tensor_temp(p->ctx, (int64_t)(bi + bp), 1, AG_U8, &all);
+  if (!s) s = ag__mem_upload(p->ctx, fn, all->data, bi + bp, fill_two, &tw);
+  return s ? s : update_at(p, all->data, n);
 }
 
 ag_status ag_per_total(ag_per *p, double *total) {

@@ -158,33 +158,35 @@ static ag_status check_add(const ag_replay *r, const void *data, int64_t k, cons
 #define AG__DEV_STAGE_MIN_BYTES ((size_t)1 << 20)
 static ag_status add_staged(ag_replay *r, const void *const *data, int64_t k, const char *fn);
 
-/* The k interleaved transitions of r->stage (need bytes) added on a device
- * with the one-launch scatter: one copy of them into the device staging
- * area, then one launch writes them into the ring (both parts of a wrap),
- * the size and the position; a copy and a launch, where the parts, the
- * count and a kernel for the position took more. *done is 0 (and nothing
- * done) where the backend lacks the kernel. All or nothing as
- * ag_replay_add. */
-static ag_status add_rows_staged(ag_replay *r, int64_t k, size_t need, const char *fn, int *done) {
-  *done = 0;
+/* The device staging area, grown to at least `need` bytes. */
+static ag_status dev_stage_at(ag_replay *r, size_t need, void **base) {
   if (!r->dev_stage || (size_t)ag_tensor_rows(r->dev_stage) < need) {
-    ag__scatter_fields_args probe;
-    memset(&probe, 0, sizeof probe);
-    probe.n_src = 1;
-    if (!ag__kernel_supported(r->ctx, AG__K_SCATTER_FIELDS, &probe, sizeof probe)) return AG_OK;
     ag_tensor *t = NULL;
     ag_status s = ag_tensor_create(r->ctx, (int64_t)need, 1, AG_U8, NULL, &t);
     if (s) return s;
     ag_tensor_free(r->dev_stage);
     r->dev_stage = t;
   }
+  return ag__tensor_ptr(r->dev_stage, base);
+}
+
+/* The k interleaved transitions of r->stage (need bytes) added on a device
+ * with the one-launch scatter: the launch reads them in place from
+ * page-locked memory (a few) or from one copy of them in the device staging
+ * area, and writes them into the ring (both parts of a wrap), the size and
+ * the position. *done is 0 (and nothing done) where the backend lacks the
+ * kernel. All or nothing as ag_replay_add. */
+static ag_status add_rows_staged(ag_replay *r, int64_t k, size_t need, const char *fn, int *done) {
+  *done = 0;
+  /* a few transitions are read in place from page-locked memory where the
+   * backend has it (ag__mem_stage): no copy is queued before the launch */
+  const int in_place = need <= AG__STAGE_MAX && r->ctx->be->stage;
   void *base = NULL, *size_ptr = NULL, *pos_ptr = NULL;
   const int64_t first = k < r->capacity - r->pos ? k : r->capacity - r->pos;
   const int64_t size = r->size + k < r->capacity ? r->size + k : r->capacity;
   const int64_t pos = (r->pos + k) % r->capacity;
   ag__upload_part at; /* only to make the table resident and check the range */
   ag_status s = ag__buffer_part(r->buf, r->stage, first, r->pos, fn, &at);
-  if (!s) s = ag__tensor_ptr(r->dev_stage, &base);
   if (!s) s = ag__tensor_ptr(r->size_dev, &size_ptr);
   if (!s) s = ag__tensor_ptr(r->pos_dev, &pos_ptr);
   if (s) return s;
@@ -208,11 +210,22 @@ static ag_status add_rows_staged(ag_replay *r, int64_t k, size_t need, const cha
   a.pos_value = pos;
   if (!ag__kernel_supported(r->ctx, AG__K_SCATTER_FIELDS, &a, sizeof a)) return AG_OK;
   for (int i = 0; i < r->n_samplers && !s; i++) s = r->samplers[i].ops->prepare(r->samplers[i].self);
-  /* the staging area only: the table is untouched if this fails */
-  if (!s) s = ag__mem_upload_copy(r->ctx, fn, base, r->stage, need);
   if (s) return s;
+  /* the staging area only: the table is untouched if this fails */
+  s = in_place ? ag__mem_stage(r->ctx, fn, need, ag__fill_copy, r->stage, &base) : AG_ERR_UNSUPPORTED;
+  const int staged = s == AG_OK;
+  if (s == AG_ERR_UNSUPPORTED) { /* through the device staging area */
+    s = dev_stage_at(r, need, &base);
+    if (!s) s = ag__mem_upload_copy(r->ctx, fn, base, r->stage, need);
+  }
+  if (s) return s;
+  a.src[0].p = base;
   *done = 1;
   s = ag__run(r->ctx, AG__K_SCATTER_FIELDS, &a, sizeof a);
+  if (staged) {
+    ag_status d = ag__mem_stage_done(r->ctx);
+    if (!s) s = d;
+  }
   for (int i = 0; i < r->n_samplers && !s; i++) {
     s = r->samplers[i].ops->added(r->samplers[i].self, r->pos, first);
     if (!s && k > first) s = r->samplers[i].ops->added(r->samplers[i].self, 0, k - first);
@@ -453,15 +466,9 @@ static ag_status add_staged(ag_replay *r, const void *const *data, int64_t k, co
     off[i] = total;
     total += ((size_t)(k * r->fields[i].width) * ag_dtype_size(r->fields[i].dtype) + 255) & ~(size_t)255;
   }
-  ag_status s = AG_OK;
-  if (!r->dev_stage || (size_t)ag_tensor_rows(r->dev_stage) < total) {
-    ag_tensor *t = NULL;
-    if ((s = ag_tensor_create(r->ctx, (int64_t)total, 1, AG_U8, NULL, &t))) return s;
-    ag_tensor_free(r->dev_stage);
-    r->dev_stage = t;
-  }
   void *base = NULL;
-  if ((s = ag__tensor_ptr(r->dev_stage, &base))) return s;
+  ag_status s = dev_stage_at(r, total, &base);
+  if (s) return s;
   ag__upload_part parts[64];
   for (int i = 0; i < r->n_fields; i++) {
     const ag__field *f = &r->fields[i];
