@@ -495,15 +495,17 @@ ag_status ag_replay_add_dev(ag_replay *r, ag_tensor *const *data, int64_t k) {
   if (r->n_fields > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: more than 64 fields", fn);
   for (int i = 0; i < r->n_fields; i++) {
     const ag__field *f = &r->fields[i];
-    char what[96];
-    snprintf(what, sizeof what, "data for field '%s'", f->name);
-    if ((s = ag__check_tensor(data[i], fn, what))) return s;
-    if (data[i]->ctx != r->ctx)
-      return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context", fn, what);
-    if (data[i]->rows != f->width || data[i]->cols != k)
+    if (!data[i] || (data[i]->flags & AG__T_FREED) || data[i]->ctx != r->ctx || data[i]->rows != f->width ||
+        data[i]->cols != k) { /* the message is made only for a refusal */
+      char what[96];
+      snprintf(what, sizeof what, "data for field '%s'", f->name);
+      if ((s = ag__check_tensor(data[i], fn, what))) return s;
+      if (data[i]->ctx != r->ctx)
+        return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context", fn, what);
       return ag__fail(AG_ERR_SHAPE, "%s: %s is [%lld, %lld], not [%lld, %lld] (width x transitions)", fn,
                       what, (long long)data[i]->rows, (long long)data[i]->cols, (long long)f->width,
                       (long long)k);
+    }
     void *p = NULL;
     if ((s = ag__tensor_ptr(data[i], &p))) return s;
     src[i].ptr = p;
