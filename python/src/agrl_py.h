@@ -35,6 +35,16 @@ typedef struct agpy_state {
   int torch_state; /* 0 unseen, 1 found, -1 not importable */
   PyObject *torch_tensor, *torch_raw_stream, *torch_current_stream, *torch_from_dlpack;
   PyObject *torch_dtypes[AG_DTYPE_COUNT_ + 1]; /* + bool */
+  /* torch's current stream as last read, for the other tensors of the same
+   * call: valid while `call` is the serial of the call under way (bumped
+   * by every fresh agpy_lock) and `thread` the thread making it */
+  struct {
+    unsigned long thread;
+    uint64_t call;
+    int device;
+    void *stream;
+  } torch_stream_seen;
+  uint64_t call_serial;
   /* interned names */
   PyObject *s_indices, *s_weights, *s_data_ptr, *s_dtype, *s_shape, *s_is_contiguous, *s_get_device,
       *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_stride;

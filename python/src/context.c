@@ -24,6 +24,7 @@ int agpy_lock(agpy_ctx *c) {
   }
   c->owner = me;
   c->depth = 1;
+  c->st->call_serial++; /* what another call read of a framework's state is stale */
   return 0;
 }
 
@@ -31,6 +32,7 @@ void agpy_unlock(agpy_ctx *c) {
   if (!c || !c->lock) return;
   if (--c->depth == 0) {
     c->owner = 0;
+    c->st->call_serial++;
     PyThread_release_lock(c->lock);
   }
 }

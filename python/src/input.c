@@ -380,10 +380,20 @@ static int from_torch(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, c
       return -1;
     }
     in->on_device = 1;
-    in->stream = agpy_torch_stream(st, device);
-    if (in->stream == (void *)-1) {
-      in->stream = NULL;
-      return -1;
+    const unsigned long me = PyThread_get_thread_ident();
+    if (st->call_serial && st->torch_stream_seen.call == st->call_serial &&
+        st->torch_stream_seen.thread == me && st->torch_stream_seen.device == device) {
+      in->stream = st->torch_stream_seen.stream; /* another tensor of this call: one query a call */
+    } else {
+      in->stream = agpy_torch_stream(st, device);
+      if (in->stream == (void *)-1) {
+        in->stream = NULL;
+        return -1;
+      }
+      st->torch_stream_seen.thread = me;
+      st->torch_stream_seen.call = st->call_serial;
+      st->torch_stream_seen.device = device;
+      st->torch_stream_seen.stream = in->stream;
     }
   }
   in->numel = 1;
