@@ -17,6 +17,8 @@
 #define AGPY_MAX_FIELDS 32
 #define AGPY_MAX_DST (AGPY_MAX_FIELDS + 2) /* the fields, indices, weights */
 #define AGPY_OUT_SLOTS 4                   /* out= dicts remembered */
+#define AGPY_BLOCK_SLOTS 4                 /* blocks whose draw and gather are recorded */
+#define AGPY_BLOCK_SEEN 8                  /* blocks remembered before one is recorded */
 
 typedef struct agpy_field {
   PyObject *name; /* str */
@@ -61,6 +63,13 @@ typedef struct agpy_replay {
   ag_tensor *beta_dev; /* beta read by recorded prioritized draws */
   float beta_dev_value;
   agpy_outset outs[AGPY_OUT_SLOTS];
+  /* batches handed to a framework as new arrays: the pool gives the same few
+   * blocks back again and again, so a block seen before gets the draw and
+   * gather into it recorded, and later batches into it are one replay */
+  agpy_outset blocks[AGPY_BLOCK_SLOTS];
+  void *seen[AGPY_BLOCK_SEEN];
+  int seen_at;
+  uint64_t block_records, block_replays;
   uint64_t clock;
   ag_tensor *stage;     /* Vulkan: the batch on the device before its copy */
   ag_tensor *idx_stage; /* gather: host indices on the device */
@@ -98,6 +107,7 @@ void agpy_replay_release(PyObject *self) {
   agpy_replay *r = (agpy_replay *)self;
   ag_ctx *ctx = r->ctx ? r->ctx->ctx : NULL;
   for (int i = 0; i < AGPY_OUT_SLOTS; i++) out_clear(&r->outs[i], ctx);
+  for (int i = 0; i < AGPY_BLOCK_SLOTS; i++) out_clear(&r->blocks[i], ctx);
   ag_tensor_free(r->beta_dev);
   ag_tensor_free(r->stage);
   ag_tensor_free(r->idx_stage);
@@ -629,6 +639,68 @@ static PyObject *rp_packed_layout(agpy_replay *r, PyObject *const *args, Py_ssiz
  * (idx NULL), each entry (packed: each dtype group of _packed_layout)
  * handed to importer(capsule) after `consumer` (has_stream) is ordered after
  * the gather: a dict by key (packed: by dtype name). */
+static ag_status out_step(ag_ctx *ctx, void *user);
+static ag_status beta_on_device(agpy_replay *r, double beta);
+
+/* The draw of B and its gather into dst[0 .. n) (a block's memory) as one
+ * replay of a recording on CUDA, where the block was recorded into or was
+ * seen before (*replayed set); otherwise nothing is done (the caller
+ * launches them). Recording stops where blocks come too rarely back for
+ * recordings to pay. */
+static ag_status block_replay(agpy_replay *r, int64_t B, double beta, const ag_replay_dst *dst, int n,
+                              int *replayed) {
+  *replayed = 0;
+  ag_ctx *ctx = r->ctx->ctx;
+  if (ag_ctx_device(ctx) != AG_DEVICE_CUDA || (r->per && !(beta >= 0.0 && beta <= 1.0)))
+    return AG_OK; /* (a bad beta: the draw says so) */
+  const int index = ag_ctx_device_index(ctx);
+  agpy_outset *hit = NULL, *lru = &r->blocks[0];
+  for (int i = 0; i < AGPY_BLOCK_SLOTS && !hit; i++) {
+    agpy_outset *o = &r->blocks[i];
+    int same = o->cap && o->B == B && o->n == n && o->ctx_index == index;
+    for (int k = 0; same && k < n; k++)
+      same = o->dst[k].field == dst[k].field && o->dst[k].data == dst[k].data &&
+             o->dst[k].dtype == dst[k].dtype && o->dst[k].ld == dst[k].ld;
+    if (same)
+      hit = o;
+    else if (o->used < lru->used)
+      lru = o;
+  }
+  if (!hit) {
+    void *key = dst[0].data;
+    int seen = 0;
+    for (int j = 0; j < AGPY_BLOCK_SEEN; j++) seen |= r->seen[j] == key;
+    if (!seen || r->block_records > 16 + r->block_replays / 16) {
+      r->seen[r->seen_at++ % AGPY_BLOCK_SEEN] = key;
+      return AG_OK;
+    }
+  }
+  ag_status s = r->per ? beta_on_device(r, beta) : AG_OK;
+  if (!s && !hit) {
+    out_clear(lru, ctx); /* waits for its replays: the block it wrote is another's now */
+    lru->owner = r;
+    lru->B = B;
+    lru->n = n;
+    lru->kind = AG_DEVICE_CUDA;
+    lru->ctx_index = index;
+    memcpy(lru->dst, dst, (size_t)n * sizeof *dst);
+    s = ag_capture_create(ctx, out_step, lru, &lru->cap);
+    if (s) {
+      lru->cap = NULL;
+      lru->n = 0;
+      return s;
+    }
+    r->block_records++;
+    hit = lru;
+  } else if (!s) {
+    r->block_replays++;
+  }
+  if (!s) s = ag_capture_replay(hit->cap);
+  hit->used = ++r->clock;
+  *replayed = s == AG_OK;
+  return s;
+}
+
 static PyObject *import_batch(agpy_replay *r, int64_t B, double beta, ag_tensor *idx, PyObject *importer,
                               void *consumer, int has_stream, int packed, ag_dtype idt, int narrow) {
   ag_replay *rep = r->r;
@@ -672,8 +744,10 @@ static PyObject *import_batch(agpy_replay *r, int64_t B, double beta, ag_tensor 
     }
   }
   ag_tensor *w = NULL;
-  if (!idx) s = draw(r, B, (float)beta, NULL, &idx, &w);
-  if (!s) s = ag_replay_gather_into(rep, idx, w, L.dst, L.n);
+  int replayed = 0;
+  if (!idx) s = block_replay(r, B, beta, L.dst, L.n, &replayed);
+  if (!s && !replayed && !idx) s = draw(r, B, (float)beta, NULL, &idx, &w);
+  if (!s && !replayed) s = ag_replay_gather_into(rep, idx, w, L.dst, L.n);
   ag_ctx_reset(ctx);
   if (!s && kind == AG_DEVICE_CUDA && has_stream) s = ag_stream_wait_ctx(ctx, consumer);
   if (s) {
@@ -1026,7 +1100,27 @@ static int out_stream(agpy_replay *r, agpy_outset *o, PyObject *stream, void **o
   return 0;
 }
 
+/* Beta where recorded prioritized draws read it, made or written when it
+ * is not `beta` (in [0, 1]: the caller has checked it). */
+static ag_status beta_on_device(agpy_replay *r, double beta) {
+  const float b = (float)beta;
+  if (!r->beta_dev) {
+    ag_status s = ag_tensor_create(r->ctx->ctx, 1, 1, AG_F32, &b, &r->beta_dev);
+    if (!s) r->beta_dev_value = b;
+    return s;
+  }
+  if (b == r->beta_dev_value) return AG_OK;
+  ag_status s = ag_tensor_write(r->beta_dev, &b, sizeof b);
+  if (!s) r->beta_dev_value = b;
+  return s;
+}
+
 static PyObject *sample_out(agpy_replay *r, int64_t B, double beta, PyObject *out, PyObject *stream) {
+  if (r->per && !(beta >= 0.0 && beta <= 1.0)) {
+    char num[32];
+    PyOS_snprintf(num, sizeof num, "%g", beta);
+    return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: beta = %s is outside [0, 1]", num);
+  }
   agpy_outset *o = out_find(r, out, B);
   if (!o) return NULL;
   ag_ctx *ctx = r->ctx->ctx;
@@ -1039,24 +1133,11 @@ static PyObject *sample_out(agpy_replay *r, int64_t B, double beta, PyObject *ou
       if (o->dst[k].field == AG_REPLAY_DST_WEIGHTS && !r->per)
         return agpy_raisef(r->st, AG_ERR_INVALID_ARG,
                            "sample: out['weights'] is given, but the buffer is not prioritized");
-    if (r->per && !r->beta_dev) {
-      float b = (float)r->beta;
-      s = ag_tensor_create(ctx, 1, 1, AG_F32, &b, &r->beta_dev);
-      r->beta_dev_value = b;
-    }
+    if (r->per) s = beta_on_device(r, beta);
     if (!s) s = ag_capture_create(ctx, out_step, o, &o->cap);
     if (s) return agpy_raise(r->st, s);
   }
-  if (r->per && (float)beta != r->beta_dev_value) {
-    if (!(beta >= 0.0 && beta <= 1.0)) {
-      char num[32];
-      PyOS_snprintf(num, sizeof num, "%g", beta);
-      return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "sample: beta = %s is outside [0, 1]", num);
-    }
-    float b = (float)beta;
-    s = ag_tensor_write(r->beta_dev, &b, sizeof b);
-    if (!s) r->beta_dev_value = b;
-  }
+  if (r->per && (s = beta_on_device(r, beta))) return agpy_raise(r->st, s);
   if (!s && sync) s = ag_ctx_wait_stream(ctx, consumer); /* the consumer is done with the last batch */
   if (!s) s = ag_capture_replay(o->cap);
   if (!s && sync) s = ag_stream_wait_ctx(ctx, consumer); /* and waits for this one */

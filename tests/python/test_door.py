@@ -194,6 +194,44 @@ def test_agrl_torch_batches_are_torch_tensors(device):
     ctx.free()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_tensor_batches_stay_right_when_their_blocks_come_back(device):
+    """Batches as new tensors, many in a row: the pool hands the same few
+    blocks back, and on CUDA a block seen before gets its draw and gather
+    recorded; every batch still holds the rows of its indices, as the table
+    holds them after adds between batches, the draws differ, and beta
+    changed between batches is the one its weights use."""
+    torch = pytest.importorskip("torch")
+    import agrl.torch as at
+    ctx = agrl.Context(device)
+    rb = at.ReplayBuffer(ctx, 40, FIELDS, prioritized=True, alpha=1.0, seed=3)
+    d = data(40)
+    rb.add(**d)
+    rb.update_priorities(np.arange(40), np.linspace(0.5, 4.0, 40).astype(np.float32))
+    kept, draws = [], set()
+    for k in range(60):
+        if k == 30:  # the ring now holds 20 new rows over the oldest
+            d2 = data(20, seed=5)
+            rb.add(**d2)
+            d = {key: np.concatenate([d2[key], d[key][20:]]) for key in d}
+        beta = 0.0 if k < 45 else 1.0
+        s = rb.sample(16, beta=beta)
+        idx = s["indices"].cpu().numpy()
+        check_rows({key: v.cpu().numpy() for key, v in s.items()}, d, idx)
+        w = s["weights"].cpu().numpy()
+        if beta == 0.0:
+            assert np.all(w == 1.0), k
+        elif len(set(idx.tolist())) > 1:
+            assert w.min() < 1.0, k
+        draws.add(tuple(idx.tolist()))
+        if k % 3 == 0:
+            kept.append(s)  # held: its block is not handed back
+        if len(kept) > 4:
+            kept.pop(0)
+    assert len(draws) > 50
+    ctx.free()
+
+
 @pytest.mark.skipif(agrl.cuda_device_count() == 0 and not REQUIRE_GPU, reason="no CUDA device")
 def test_sample_out_inside_a_torch_cuda_graph_draws_anew_at_each_replay():
     torch = pytest.importorskip("torch")
