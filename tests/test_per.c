@@ -494,7 +494,14 @@ static void host_updates_in_a_row_all_land(void **state) {
   agt_rng g = {77};
   double pmax = 1.0;
   int64_t pos = 0;
+  ag_tensor *odd; /* writes of 5 bytes between the updates: uploads that end off any alignment */
+  agt_ok(ag_tensor_create(t.ctx, 5, 1, AG_U8, NULL, &odd));
+  unsigned char five[5] = {0};
   for (int r = 0; r < ROUNDS; r++) {
+    if (r % 5 == 2) {
+      for (int b = 0; b < 5; b++) five[b] = (unsigned char)(r + b);
+      agt_ok(ag_tensor_write(odd, five, sizeof five));
+    }
     const int64_t n = r % 97 == 50 ? LARGE : 1 + agt_below(&g, 300);
     for (int64_t j = 0; j < n; j++) {
       idx[j] = agt_below(&g, CAP);
@@ -516,6 +523,10 @@ static void host_updates_in_a_row_all_land(void **state) {
   for (int64_t i = 0; i < CAP; i++) want += ref[i];
   agt_ok(ag_per_total(t.per, &total));
   assert_true(total == want);
+  unsigned char back[5];
+  agt_ok(ag_tensor_read(odd, back, sizeof back));
+  assert_memory_equal(back, five, sizeof five);
+  ag_tensor_free(odd);
   free(ref);
   free(idx);
   free(p);

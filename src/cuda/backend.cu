@@ -509,18 +509,21 @@ static ag_status cuda_stage(void *p, size_t bytes, ag__fill_fn fill, void *user,
   if (bytes == 0 || bytes > AG__STAGE_MAX || st->ring_open || st->staged)
     return ag__fail(AG_ERR_INVALID_ARG, "cuda: stage of %zu bytes (at most %zu, one at a time)", bytes,
                     (size_t)AG__STAGE_MAX);
-  const size_t len = (bytes + 255) & ~(size_t)255; /* every entry starts 256-aligned */
+  /* the ring's entries end wherever their bytes do: the kernels' loads
+   * want the inputs 256-aligned, so the entry holds room to align them */
+  const size_t len = bytes + 255;
   size_t start;
   ag_status s = ring_reserve(st, len, &start);
   if (s) return s;
-  fill(st->staging + start, 0, bytes, user);
+  const size_t at = (start + 255) & ~(size_t)255; /* the staging memory itself is page-aligned */
+  fill(st->staging + at, 0, bytes, user);
   ag__ring_entry *r = ring_at(st, st->ring_count);
   r->start = start;
   r->end = start + len;
   st->ring_count++;
   st->ring_open++;
   st->staged = 1;
-  *dev = st->staging_dev + start;
+  *dev = st->staging_dev + at;
   return AG_OK;
 }
 
