@@ -43,7 +43,9 @@ expect "$L/replay_per.agrl" '^format: AGRLRPL1' '^kind: replay$' '^  replay\.cap
 expect "$L/dqn.agrl" '^format: AGRLDQN1' '^kind: dqn$' '^  dqn\.version +i64 +1$' '^  dqn\.updates +i64 +5$' \
   '^  run_state +u8 +blob +7 ' '^then, from byte [0-9]+: its replay table$' '^format: AGRLRPL1'
 expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$'
-expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$'
+expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$' '^  shard\.version +i64 +1$' '^  shard\.rank +i64 +1$' \
+  '^  shard\.world +i64 +2$' '^  shard\.widths +i64\[3\] +3 1 1$' '^sections \(0\):$' \
+  '^then, from byte 140: its replay table$' '^format: AGRLRPL1' '^  replay\.capacity +i64 +8$'
 
 "$make_legacy" "$work" 2>/dev/null || { echo "FAIL: make_legacy $work"; exit 1; }
 expect "$work/mlp_v2.agrl" '^format: agrl container 1$' '^kind: mlp$' '^  mlp\.version +i64 +3$' '^  b1 +f32 +\[2, 1\] +8 '
@@ -53,7 +55,9 @@ expect "$work/dqn.agrl" '^format: agrl container 1$' '^kind: dqn$' '^  dqn\.vers
   '^  dqn\.updates +i64 +5$' '^  adam\.state +f32 ' '^  target\.b0 +f32 ' '^  run_state +u8 +blob +7 ' \
   '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$'
 expect "$work/td3.agrl" '^kind: ac$'
-expect "$work/shard.agrl" '^kind: shard$'
+expect "$work/shard.agrl" '^format: agrl container 1$' '^kind: shard$' '^  shard\.version +i64 +2$' \
+  '^  shard\.capacity +i64 +16$' '^  shard\.position +i64 +10$' '^  shard\.dtypes +i64\[3\] +0 4 0$' \
+  '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$' '^  columns +f32 +\[5, 5\] +100 '
 
 # refusals
 printf 'not an agrl file at all' >"$work/junk"

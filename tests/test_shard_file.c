@@ -7,14 +7,16 @@
  * capacity, the local tables bit for bit with their prioritized samplers)
  * and, column by column, the unsharded table; the same further adds, global
  * and local, keep them equal, so the ring goes on as it would have. The
- * file's header is read back byte by byte against its layout, and its table
- * part is the file ag_replay_save writes of the local table. Refusals: a
- * file of another rank or group size, every truncation, every changed byte,
- * a wrong magic or version, values out of their limits or not matching the
- * table under a correct CRC, a missing file; saves into a directory that
- * does not exist or of a table added to directly. Injected faults at every
- * step of a save leave the earlier file and the shard as they were; of a
- * load, no shard and no memory.
+ * file is compared byte for byte with an agrl container of kind "shard"
+ * encoded here from docs/container.md (its keys, no sections), followed by
+ * the file ag_replay_save writes of the local table. Refusals: a file of
+ * another rank or group size, every truncation, every changed byte, a wrong
+ * magic, kind or version, a key missing, of another type or out of its
+ * limits, a section, values not matching the table, trailing bytes, a
+ * missing file; saves into a directory that does not exist or of a table
+ * added to directly. Injected faults at every step of a save leave the
+ * earlier file and the shard as they were; of a load, no shard and no
+ * memory.
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -75,10 +77,94 @@ static void wr64(unsigned char *p, uint64_t v) {
   wr32(p, (uint32_t)v);
   wr32(p + 4, (uint32_t)(v >> 32));
 }
-/* The shard header's CRC made right again after a change. */
-static void fix_crc(unsigned char *p) {
-  uint32_t h = rd32(p + 12);
-  wr32(p + h - 4, crc(p, h - 4));
+
+/* ---- a container encoded here, from docs/container.md ---- */
+
+enum { K_U64 = 1, K_I64 = 2, K_F64 = 3, K_STR = 4, K_I64S = 5 };
+typedef struct tkey {
+  int type;
+  const char *name;
+  int64_t v;          /* a scalar's value (the bits of an f64) */
+  const char *str;    /* a string's */
+  const int64_t *arr; /* an array's, n elements */
+  uint32_t n;
+} tkey;
+#define MAX_KEYS 16
+
+/* The keys a shard file holds, in the order of docs/container.md. */
+static int shard_keys(tkey *k, int rank, int world, int64_t cap, int64_t pos, int64_t size, const int64_t *w,
+                      const int64_t *dt, uint32_t nf) {
+  int n = 0;
+  k[n++] = (tkey){K_STR, "kind", 0, "shard", NULL, 0};
+  k[n++] = (tkey){K_I64, "shard.version", 2, NULL, NULL, 0};
+  k[n++] = (tkey){K_STR, "shard.library", 0, ag_version(), NULL, 0};
+  k[n++] = (tkey){K_I64, "shard.rank", rank, NULL, NULL, 0};
+  k[n++] = (tkey){K_I64, "shard.world", world, NULL, NULL, 0};
+  k[n++] = (tkey){K_I64, "shard.capacity", cap, NULL, NULL, 0};
+  k[n++] = (tkey){K_I64, "shard.position", pos, NULL, NULL, 0};
+  k[n++] = (tkey){K_I64, "shard.size", size, NULL, NULL, 0};
+  k[n++] = (tkey){K_I64S, "shard.widths", 0, NULL, w, nf};
+  k[n++] = (tkey){K_I64S, "shard.dtypes", 0, NULL, dt, nf};
+  return n;
+}
+
+static int find_key(tkey *k, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(k[i].name, name)) return i;
+  fail_msg("no key %s", name);
+  return -1;
+}
+
+/* A container of the n keys and, with blob > 0, one blob section "extra"
+ * of blob bytes, then `tail` (tn bytes: the table's image); malloc'd, *len
+ * bytes. Part length 16 MiB, as the library writes. */
+static unsigned char *encode(const tkey *k, int n, size_t blob, const unsigned char *tail, size_t tn,
+                             size_t *len) {
+  const uint64_t part = (uint64_t)16 << 20;
+  size_t H = 48 + 4;
+  for (int i = 0; i < n; i++)
+    H += 8 + strlen(k[i].name) +
+         (k[i].type == K_STR    ? strlen(k[i].str)
+          : k[i].type == K_I64S ? 8 * k[i].n
+                                : 8);
+  if (blob) H += 24 + 5;
+  size_t data = blob ? blob + 4 : 0;
+  unsigned char *p = calloc(1, H + data + tn);
+  assert_non_null(p);
+  memcpy(p, "AGRLFILE", 8);
+  wr32(p + 8, 1);
+  wr32(p + 12, (uint32_t)H);
+  wr32(p + 16, (uint32_t)n);
+  wr32(p + 20, blob ? 1 : 0);
+  wr64(p + 24, part);
+  wr64(p + 32, H + data);
+  unsigned char *e = p + 48;
+  for (int i = 0; i < n; i++) {
+    size_t nl = strlen(k[i].name);
+    uint32_t count = k[i].type == K_STR ? (uint32_t)strlen(k[i].str) : k[i].type == K_I64S ? k[i].n : 1;
+    e[0] = (unsigned char)k[i].type, e[2] = (unsigned char)nl;
+    wr32(e + 4, count);
+    memcpy(e + 8, k[i].name, nl);
+    e += 8 + nl;
+    if (k[i].type == K_STR)
+      memcpy(e, k[i].str, count), e += count;
+    else if (k[i].type == K_I64S)
+      for (uint32_t j = 0; j < count; j++, e += 8) wr64(e, (uint64_t)k[i].arr[j]);
+    else
+      wr64(e, (uint64_t)k[i].v), e += 8;
+  }
+  if (blob) { /* a blob section: name length, kind 1, dtype u8, 0 dims, offset, bytes, name */
+    e[0] = 5, e[2] = 1, e[3] = 3;
+    wr64(e + 8, H);
+    wr64(e + 16, blob);
+    memcpy(e + 24, "extra", 5);
+    memset(p + H, 0x5a, blob);
+    wr32(p + H + blob, crc(p + H, blob));
+  }
+  wr32(p + H - 4, crc(p, H - 4));
+  if (tn) memcpy(p + H + data, tail, tn);
+  *len = H + data + tn;
+  return p;
 }
 
 static const ag_field fields[3] = {{"obs", 2, AG_F32}, {"id", 1, AG_I32}, {"act", 1, AG_I64}};
@@ -308,41 +394,34 @@ static void round_trip(void **state) {
   ag_ctx_free(ctx);
 }
 
-/* The header byte by byte, and the table part as ag_replay_save writes it;
- * a file saved on the device under test loads on the CPU the same. */
+/* The file is the container encoded here from the shard's keys, then the
+ * table as ag_replay_save writes it; a file saved on the device under test
+ * loads on the CPU the same. */
 static void layout(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx(), *cpu;
   agt_ok(ag_ctx_create(&cpu, AG_DEVICE_CPU, 0));
   ag_shard *sh[G];
   filled_group(ctx, AG_BF16, 1, 29, sh); /* wrapped: size 24, position 5 */
+  const int64_t w[3] = {2, 1, 1}, dt[3] = {AG_F32, AG_I32, AG_I64};
   for (int r = 0; r < G; r++) {
     agt_ok(ag_shard_save(sh[r], paths[r]));
-    size_t n, nr;
+    size_t n, nr, ne;
     unsigned char *p = agt_slurp(paths[r], &n);
-    assert_memory_equal(p, "AGRLSHD1", 8);
-    assert_int_equal(rd32(p + 8), 1);
-    uint32_t H = rd32(p + 12);
-    assert_int_equal(H, 92 + 16 * 3);
-    assert_string_equal((const char *)p + 16, ag_version());
-    for (size_t i = 16 + strlen(ag_version()); i < 48; i++) assert_int_equal(p[i], 0);
-    assert_int_equal(rd32(p + 48), r);
-    assert_int_equal(rd32(p + 52), G);
-    assert_int_equal(rd64(p + 56), CAP);
-    assert_int_equal(rd64(p + 64), 5);
-    assert_int_equal(rd64(p + 72), CAP);
-    assert_int_equal(rd32(p + 80), 3);
-    assert_int_equal(rd32(p + 84), 0);
-    for (int i = 0; i < 3; i++) {
-      assert_int_equal(rd64(p + 88 + 16 * i), fields[i].width);
-      assert_int_equal(rd32(p + 96 + 16 * i), fields[i].dtype);
-      assert_int_equal(rd32(p + 100 + 16 * i), 0);
-    }
-    assert_int_equal(rd32(p + H - 4), crc(p, H - 4));
     agt_ok(ag_replay_save(ag_shard_local(sh[r]), path_x));
     unsigned char *q = agt_slurp(path_x, &nr);
-    assert_int_equal(n, H + nr);
-    assert_memory_equal(p + H, q, nr);
+    tkey k[MAX_KEYS];
+    int nk = shard_keys(k, r, G, CAP, 5, CAP, w, dt, 3);
+    unsigned char *e = encode(k, nk, 0, q, nr, &ne);
+    assert_int_equal(n, ne);
+    assert_memory_equal(p, e, n);
+    /* the fields read back: its header's length, no sections, its CRC */
+    const uint32_t H = rd32(p + 12);
+    assert_int_equal(rd32(p + 20), 0);
+    assert_int_equal(rd64(p + 32), H);
+    assert_int_equal(rd32(p + H - 4), crc(p, H - 4));
+    assert_memory_equal(p + H, "AGRLFILE", 8);
+    free(e);
     free(p);
     free(q);
     ag_shard *c = SENTINEL;
@@ -373,15 +452,28 @@ static void refused(ag_ctx *ctx, const unsigned char *p, size_t n, ag_status wan
   if (part && !strstr(ag_last_error(), part)) fail_msg("message \"%s\" lacks \"%s\"", ag_last_error(), part);
 }
 
+/* The shard file of rank 1 with keys k (n of them) and blob bytes of a
+ * section: refused as `want` with `part`. */
+static void refused_keys(ag_ctx *ctx, const tkey *k, int n, size_t blob, const unsigned char *table,
+                         size_t tn, ag_status want, const char *part) {
+  size_t len;
+  unsigned char *p = encode(k, n, blob, table, tn, &len);
+  refused(ctx, p, len, want, part);
+  free(p);
+}
+
 static void bad_files_refused(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
   ag_shard *sh[G];
   filled_group(ctx, AG_F32, 1, 29, sh);
   agt_ok(ag_shard_save(sh[1], paths[1]));
-  size_t n;
+  size_t n, tn;
   unsigned char *p = agt_slurp(paths[1], &n);
   const uint32_t H = rd32(p + 12);
+  agt_ok(ag_replay_save(ag_shard_local(sh[1]), path_x));
+  unsigned char *table = agt_slurp(path_x, &tn); /* the local table's image */
+  assert_int_equal(n, H + tn);
   ag_shard *out = SENTINEL;
   /* another rank, another group size, bad arguments */
   agt_err(ag_shard_load(ctx, paths[1], 2, G, &out), AG_ERR_INVALID_ARG,
@@ -407,8 +499,10 @@ static void bad_files_refused(void **state) {
   ag_shard_free(out);
   /* every truncation; every byte changed, two ways, in the header and in the table */
   for (size_t len = 0; len < n; len++) refused(ctx, p, len, AG_ERR_IO, NULL);
-  refused(ctx, p, H - 1, AG_ERR_IO, "shorter than its 140-byte header");
-  refused(ctx, p, 10, AG_ERR_IO, "shorter than a shard file's header");
+  refused(ctx, p, H - 1, AG_ERR_IO, "truncated");
+  refused(ctx, p, 30, AG_ERR_IO, "shorter than an agrl file's header");
+  refused(ctx, p, H, AG_ERR_IO, "the table in");
+  refused(ctx, p, H + 100, AG_ERR_IO, "truncated");
   refused(ctx, p, n - 1, AG_ERR_IO, "truncated");
   unsigned char *q = malloc(n + 64);
   assert_non_null(q);
@@ -418,86 +512,156 @@ static void bad_files_refused(void **state) {
       q[i] ^= k ? 0xff : 0x01;
       refused(ctx, q, n, 0, NULL);
     }
+  memcpy(q, p, n); /* the magic of no agrl file, of another one */
+  q[0] ^= 1;
+  refused(ctx, q, n, AG_ERR_IO, "not an agrl file");
   memcpy(q, p, n);
-  q[4] ^= 1;
-  refused(ctx, q, n, AG_ERR_IO, "not a shard file");
+  memcpy(q, "AGRLRPL1", 8);
+  refused(ctx, q, n, AG_ERR_IO, "not a shard file: it begins with AGRLRPL1");
+  memcpy(q, p, n); /* the container's CRCs: its header's, a part of the table's */
+  q[60] ^= 1;
+  refused(ctx, q, n, AG_ERR_IO, "header fails its CRC-32");
   memcpy(q, p, n);
-  q[H + 100] ^= 1;
-  refused(ctx, q, n, AG_ERR_IO, "the table in");
+  q[H - 1] ^= 1;
+  refused(ctx, q, n, AG_ERR_IO, "header fails its CRC-32");
   memcpy(q, p, n);
   q[n - 10] ^= 1;
   refused(ctx, q, n, AG_ERR_IO, "fails its CRC-32");
   memcpy(q, p, n);
-  q[20] ^= 1;
-  refused(ctx, q, n, AG_ERR_IO, "header fails its CRC-32");
+  q[H + 20] ^= 1;
+  refused(ctx, q, n, AG_ERR_IO, "the table in");
   memcpy(q, p, n);
   memset(q + n, 0, 8);
   refused(ctx, q, n + 8, AG_ERR_IO, "trailing");
   memcpy(q, p, n);
   wr32(q + 8, 2);
-  refused(ctx, q, n, AG_ERR_UNSUPPORTED, "version 2");
-  memcpy(q, p, n);
-  wr32(q + 8, 0);
-  refused(ctx, q, n, AG_ERR_IO, "version 0");
+  refused(ctx, q, n, AG_ERR_UNSUPPORTED, "container version 2");
   agt_ok(ag_replay_save(ag_shard_local(sh[1]), path_x)); /* a replay file is not a shard file */
   out = SENTINEL;
-  agt_err(ag_shard_load(ctx, path_x, 1, G, &out), AG_ERR_IO, "not a shard file");
+  agt_err(ag_shard_load(ctx, path_x, 1, G, &out), AG_ERR_IO, "not a shard file: its kind is \"replay\"");
   assert_true(out == SENTINEL);
-  /* values out of their limits, or not those of the table, under a correct CRC */
+  /* the keys: each under a correct CRC, encoded here */
+  const int64_t w[3] = {2, 1, 1}, dt[3] = {AG_F32, AG_I32, AG_I64};
+  tkey k[MAX_KEYS];
+  int nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  size_t len;
+  unsigned char *e = encode(k, nk, 0, table, tn, &len);
+  assert_int_equal(len, n);
+  assert_memory_equal(e, p, n); /* the encoding here is the library's */
+  free(e);
   const struct {
-    int at, bytes;
-    uint64_t v;
+    const char *key;
+    int64_t v;
+    ag_status want;
     const char *part;
-  } bad[] = {{48, 4, 3, "rank 3 of world 3"},
-             {52, 4, 0, "world 0"},
-             {52, 4, 0x80000000u, "world"},
-             {56, 8, 25, "capacity 25"},
-             {56, 8, 0, "capacity 0"},
-             {56, 8, (uint64_t)3 << 41, "capacity"},
-             {72, 8, 25, "size = 25"},
-             {64, 8, 24, "position 24"},
-             {80, 4, 0, "n_fields = 0"},
-             {80, 4, 4, "n_fields = 4"},
-             {84, 4, 1, "reserved"},
-             {88, 8, 0, "width 0"},
-             {88, 8, (uint64_t)1 << 40, "width"},
-             {96, 4, 6, "dtype code 6"},
-             {100, 4, 1, "reserved word of field 0"},
-             {104, 8, 3, "is not the header's field 1"}, /* a valid width, not the table's */
-             {112, 4, AG_I64, "dtype code 5"},
-             {12, 4, 141, "header length"},
-             {16, 4, 0x41414141u, "byte 24 after the library version"}};
-  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-    memcpy(q, p, n);
-    if (bad[k].bytes == 8)
-      wr64(q + bad[k].at, bad[k].v);
-    else
-      wr32(q + bad[k].at, (uint32_t)bad[k].v);
-    if (bad[k].at == 16) memset(q + 20, 0, 4), q[24] = 'x'; /* a NUL, then not padding */
-    if (bad[k].at != 12) fix_crc(q);
-    refused(ctx, q, n, AG_ERR_IO, bad[k].part);
+  } bad[] = {{"shard.version", 3, AG_ERR_UNSUPPORTED, "holds shard version 3"},
+             {"shard.version", 0, AG_ERR_IO, "'shard.version' = 0, outside 1..2"},
+             {"shard.rank", 3, AG_ERR_IO, "'shard.rank' = 3, outside 0..2"},
+             {"shard.rank", -1, AG_ERR_IO, "'shard.rank' = -1"},
+             {"shard.world", 0, AG_ERR_IO, "'shard.world' = 0"},
+             {"shard.world", (int64_t)1 << 31, AG_ERR_IO, "'shard.world' = 2147483648"},
+             {"shard.capacity", 25, AG_ERR_IO, "capacity 25 is not a multiple of world (3)"},
+             {"shard.capacity", 0, AG_ERR_IO, "'shard.capacity' = 0"},
+             {"shard.capacity", (int64_t)3 << 41, AG_ERR_IO, "of 1..2^40 columns per rank"},
+             {"shard.size", 25, AG_ERR_IO, "'shard.size' = 25, outside 0..24"},
+             {"shard.size", -1, AG_ERR_IO, "'shard.size' = -1"},
+             {"shard.position", 24, AG_ERR_IO, "'shard.position' = 24, outside 0..23"},
+             {"shard.size", 7, AG_ERR_IO, "position 5 is not one a ring of size 7"},
+             {"shard.position", 8, AG_ERR_IO, "at position 3"}}; /* not the table's local position */
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+    nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+    k[find_key(k, nk, bad[b].key)].v = bad[b].v;
+    refused_keys(ctx, k, nk, 0, table, tn, bad[b].want, bad[b].part);
   }
-  memcpy(q, p, n); /* a global table of twice the columns */
-  wr64(q + 56, 2 * CAP), wr64(q + 64, CAP), wr64(q + 72, CAP);
-  fix_crc(q);
-  refused(ctx, q, n, AG_ERR_IO, "its table has 8 columns; rank 1 of 3 of a table of 48 holds 16");
-  memcpy(q, p, n); /* global size and position that give rank 1 another local size */
-  wr64(q + 64, 5), wr64(q + 72, 5);
-  fix_crc(q);
-  refused(ctx, q, n, AG_ERR_IO, "gives rank 1 of 3 size 2 at position 2");
-  memcpy(q, p, n); /* another global position of the full ring: another local one */
-  wr64(q + 64, 8);
-  fix_crc(q);
-  refused(ctx, q, n, AG_ERR_IO, "at position 3");
-  memcpy(q, p, n); /* rank 1's file claimed as rank 2's */
-  wr32(q + 48, 2);
-  fix_crc(q);
+  /* a global table of twice the columns: not the table's image */
+  nk = shard_keys(k, 1, G, 2 * CAP, CAP, CAP, w, dt, 3);
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO,
+               "its table has 8 columns; rank 1 of 3 of a table of 48 holds 16");
+  /* global size and position that give rank 1 another local size */
+  nk = shard_keys(k, 1, G, CAP, 5, 5, w, dt, 3);
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "gives rank 1 of 3 size 2 at position 2");
+  /* the fields: out of their limits, or not the table's */
+  const struct {
+    int field, dtype;
+    int64_t v;
+    const char *part;
+  } badf[] = {{0, 0, 0, "field 0 has width 0"},
+              {0, 0, (int64_t)1 << 40, "field 0 has width 1099511627776"},
+              {2, 1, 6, "field 2 has dtype code 6"},
+              {2, 1, -1, "field 2 has dtype code -1"},
+              {1, 0, 3, "is not the header's field 1 (width 3"},
+              {1, 1, AG_I64, "is not the header's field 1 (width 1, dtype code 5)"}};
+  for (size_t b = 0; b < sizeof badf / sizeof badf[0]; b++) {
+    int64_t w2[3] = {2, 1, 1}, dt2[3] = {AG_F32, AG_I32, AG_I64};
+    (badf[b].dtype ? dt2 : w2)[badf[b].field] = badf[b].v;
+    nk = shard_keys(k, 1, G, CAP, 5, CAP, w2, dt2, 3);
+    refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, badf[b].part);
+  }
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 2); /* two fields, the table three */
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "its table has 3 fields, its header 2");
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  k[find_key(k, nk, "shard.dtypes")].n = 2;
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "3 field widths and 2 field dtypes");
+  /* a key missing, or of another type */
+  const char *needed[] = {"shard.version",  "shard.rank", "shard.world",  "shard.capacity",
+                          "shard.position", "shard.size", "shard.widths", "shard.dtypes"};
+  for (size_t b = 0; b < sizeof needed / sizeof needed[0]; b++) {
+    nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+    int at = find_key(k, nk, needed[b]);
+    k[at] = k[--nk];
+    char want[64];
+    snprintf(want, sizeof want, "key '%s' is missing", needed[b]);
+    refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, want);
+  }
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  k[find_key(k, nk, "shard.rank")].type = K_F64;
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "key 'shard.rank' is a f64, not a i64");
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  k[find_key(k, nk, "shard.world")] = (tkey){K_STR, "shard.world", 0, "3", NULL, 0};
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "key 'shard.world' is a string, not a i64");
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  k[find_key(k, nk, "shard.widths")] = (tkey){K_I64, "shard.widths", 2, NULL, NULL, 0};
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "key 'shard.widths' is a i64, not a i64 array");
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3); /* a u64 within i64 reads as one */
+  k[find_key(k, nk, "shard.rank")].type = K_U64;
+  e = encode(k, nk, 0, table, tn, &len);
+  agt_spit(path_x, e, len);
+  free(e);
   out = SENTINEL;
-  agt_spit(path_x, q, n);
+  agt_ok(ag_shard_load(ctx, path_x, 1, G, &out));
+  assert_same_shard(sh[1], out);
+  ag_shard_free(out);
+  /* the kind: another, missing, not a string */
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  k[0].str = "replay";
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "not a shard file: its kind is \"replay\"");
+  k[0] = k[--nk];
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "not a shard file: its key 'kind' is missing");
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  k[0] = (tkey){K_I64, "kind", 1, NULL, NULL, 0};
+  refused_keys(ctx, k, nk, 0, table, tn, AG_ERR_IO, "its key 'kind' is not a string");
+  /* a section in a shard's header; keys unknown to this library are ignored */
+  nk = shard_keys(k, 1, G, CAP, 5, CAP, w, dt, 3);
+  refused_keys(ctx, k, nk, 16, table, tn, AG_ERR_IO, "its header has 1 sections; a shard's has none");
+  k[nk++] = (tkey){K_I64, "shard.future", 7, NULL, NULL, 0};
+  e = encode(k, nk, 0, table, tn, &len);
+  agt_spit(path_x, e, len);
+  free(e);
+  out = SENTINEL;
+  agt_ok(ag_shard_load(ctx, path_x, 1, G, &out));
+  assert_same_shard(sh[1], out);
+  ag_shard_free(out);
+  /* rank 1's file claimed as rank 2's */
+  nk = shard_keys(k, 2, G, CAP, 5, CAP, w, dt, 3);
+  e = encode(k, nk, 0, table, tn, &len);
+  agt_spit(path_x, e, len);
+  free(e);
+  out = SENTINEL;
   agt_err(ag_shard_load(ctx, path_x, 2, G, &out), AG_ERR_IO, "is corrupt");
   assert_true(out == SENTINEL);
   free(q);
   free(p);
+  free(table);
   for (int r = 0; r < G; r++) ag_shard_free(sh[r]);
   ag_ctx_free(ctx);
 }

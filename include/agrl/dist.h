@@ -180,46 +180,45 @@ AG_API ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, i
  * (global columns position .. capacity-1, then 0 .. position-1, once the
  * ring has wrapped); priorities then start afresh.
  *
- * Layout, version 1. Every integer little-endian; offsets in bytes.
- *   0   8   magic "AGRLSHD1"
- *   8   u32 format version (1)
- *   12  u32 H, the header's length with its CRC (H = 92 + 16 n_fields)
- *   16  32  the library version that wrote it (ag_version()), NUL padded
- *   48  u32 rank (0..world-1)      52  u32 world (1..2^31-1)
- *   56  i64 capacity, global (a multiple of world, capacity / world in 1..2^40)
- *   64  i64 position, global (= size while size < capacity, else
- *       0..capacity-1)
- *   72  i64 size, global (0..capacity)
- *   80  u32 n_fields (1..4096)     84  u32 reserved, 0
- *   88  the fields, 16 bytes each: i64 width (1..2^31-1), u32 host dtype
- *       (ag_dtype code, 0..5), u32 reserved 0
- *   H-4 u32 CRC-32 of bytes 0 .. H-5 (zlib's, as the replay file's)
- *   H   the local table's replay file image (agrl/replay.h's layout, its
- *       own header, CRCs and limits) up to the end of the file.
+ * Layout: an agrl container (docs/container.md) of kind "shard",
+ * shard.version 2, holding the shard's header as typed keys and no
+ * sections: shard.library (the library that wrote it, ag_version()),
+ * shard.rank (0..world-1), shard.world (1..2^31-1), shard.capacity (global,
+ * a multiple of world, capacity / world in 1..2^40), shard.position
+ * (global: = size while size < capacity, else 0..capacity-1), shard.size
+ * (global, 0..capacity), shard.widths and shard.dtypes (each field's width,
+ * 1..2^31-1, and host dtype code, 0..5; 1..1024 fields). The container's
+ * length covers its header alone; the local table follows it to the end
+ * of the file as its own container image, kind "replay", as
+ * ag_replay_save writes it (agrl/replay.h). A shard file of agrl 0.1.0
+ * (magic "AGRLSHD1": a header of its own, then the table's image) is read
+ * into the same keys (shard.version 1) and loads the same way.
  *
- * The loader checks the header (its CRC-32, every field against its limits)
+ * The loader reads the container's header whole and checks it (its CRC-32,
+ * every length against the file's) and then the keys against their limits
  * before the rank and group size, and those before it reads the table;
- * then the table against the header: capacity / world columns, the local
- * size and position that the global ones give this rank (it owns global
- * columns rank, rank + world, ... of the valid ones), the header's fields.
- * It refuses with AG_ERR_IO and a message naming the path and what is
- * wrong: not beginning with "AGRLSHD1" ("not a shard file"), version 0, a
- * header failing its CRC-32, a field outside its limits, non-zero padding
- * or reserved bytes, a table not the one the header describes, shorter
- * than the header ("truncated"), and each refusal of ag_replay_load for
- * the table (a part failing its CRC-32, truncated, trailing bytes, ...).
- * A version above 1 is AG_ERR_UNSUPPORTED. A file of another rank or
- * another group size is AG_ERR_INVALID_ARG, the message saying what the
- * file holds and what was asked ("written by rank 1 of 4; loading it as
- * rank 1 of 2 is not supported: load it with a group of 4"). Nothing is
- * half-loaded: on any failure everything made so far is freed and *out is
- * not written.
+ * then the table against the keys: capacity / world columns (checked
+ * before the table is made), the local size and position that the global
+ * ones give this rank (it owns global columns rank, rank + world, ... of
+ * the valid ones), the keys' fields. It refuses with AG_ERR_IO and a
+ * message naming the path and what is wrong: not an agrl file, another
+ * agrl file ("not a shard file": another magic, or another kind), a header
+ * failing its CRC-32, a key missing, of another type or outside its
+ * limits, a section in the shard's header, a table not the one the keys
+ * describe, shorter than the header ("truncated"), and each refusal of
+ * ag_replay_load for the table (a part failing its CRC-32, truncated,
+ * trailing bytes, ...). A newer container or shard.version is
+ * AG_ERR_UNSUPPORTED. A file of another rank or another group size is
+ * AG_ERR_INVALID_ARG, the message saying what the file holds and what was
+ * asked ("written by rank 1 of 4; loading it as rank 1 of 2 is not
+ * supported: load it with a group of 4"). Nothing is half-loaded: on any
+ * failure everything made so far is freed and *out is not written.
  *
  * ag_shard_save errors: AG_ERR_INVALID_ARG (sh or path NULL, path empty);
  * AG_ERR_STATE (a step is being recorded, the local table was added to
  * directly, or it is broken by a device error); AG_ERR_UNSUPPORTED (more
- * than 4096 fields, a name longer than 1024 bytes); AG_ERR_OUT_OF_MEMORY
- * (host memory for the header and the part buffer); AG_ERR_IO (the file
+ * than 1024 fields, a name longer than 4096 bytes); AG_ERR_OUT_OF_MEMORY
+ * (host memory for the keys and the part buffer); AG_ERR_IO (the file
  * cannot be created, written, flushed or renamed: a full disk, a directory
  * that does not exist or cannot be written); AG_ERR_DEVICE and the faults
  * of the downloads. On any error the file under path is unchanged, the

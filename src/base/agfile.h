@@ -222,7 +222,8 @@ void ag__agf_overlap(int on);
  * position) into a; 1 in *known when the magic is one of the old formats
  * (else nothing is read). head: as ag__agf_read_head (bytes may follow).
  * Errors as ag__agf_read. An agent's file of 0.1.0 (AGRLDQN1) is always
- * read as a head: its replay table follows the a->total bytes parsed. */
+ * read as a head: its replay table follows the a->total bytes parsed.
+ * So is a shard's (AGRLSHD1): its header, then its local table. */
 ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
                               int *known, const char *fn, const char *name);
 

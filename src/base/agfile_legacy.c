@@ -9,7 +9,8 @@
  *
  * Formats read here: AGRLMLP1 and AGRLMLP2 (models, the layouts of 0.1.0's
  * agrl/nn.h), AGRLRPL1 (replay tables, alone or inside other files),
- * AGRLDQN1 (DQN agents, whose replay table follows as its own image).
+ * AGRLDQN1 (DQN agents, whose replay table follows as its own image),
+ * AGRLSHD1 (replay shards, whose local table follows as its own image).
  */
 #include "base/agfile.h"
 
@@ -455,6 +456,87 @@ static ag_status dqn_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, co
   return s;
 }
 
+/* ---- replay shards: AGRLSHD1 ----
+ *   0 "AGRLSHD1"; 8 u32 version 1; 12 u32 H = 92 + 16 n_fields; 16 char[32]
+ *   library version, NUL padded; 48 u32 rank; 52 u32 world; 56 i64
+ *   capacity (global); 64 i64 position (global); 72 i64 size (global); 80
+ *   u32 n_fields; 84 u32 0; 88 n_fields entries of i64 width, u32 host
+ *   dtype, u32 0; H-4 CRC-32. Then the local table's image (AGRLRPL1, or a
+ *   container) to the end of the file: a shard's header is always a head.
+ *   Read as kind "shard", shard.version 1, without sections; the values
+ *   are checked by the shard's loader from the keys. */
+
+#define SHD_FIXED 88
+#define SHD_ENTRY 16
+#define SHD_OLD_MAX_FIELDS 4096 /* what 0.1.0 wrote at most; a table holds AG__AGF_MAX_ARRAY */
+
+static ag_status shd_parse(ag__agf *a, const unsigned char *hb, uint64_t hbytes, const char *fn,
+                           const char *name) {
+  const unsigned char *v = hb + 16;
+  if (!memchr(v, 0, 32))
+    return CORRUPT("%s: %s is corrupt: the library version at byte 16 has no end", fn, name);
+  for (size_t i = strlen((const char *)v); i < 32; i++)
+    if (v[i])
+      return CORRUPT("%s: %s is corrupt: byte %zu after the library version is not 0", fn, name, 16 + i);
+  uint64_t nf = ag__get32(hb + 80);
+  if (nf < 1 || nf > AG__AGF_MAX_ARRAY || hbytes != SHD_FIXED + SHD_ENTRY * nf + 4)
+    return CORRUPT("%s: %s is corrupt: n_fields = %llu does not fit its %llu-byte header (1..%d fields)", fn,
+                   name, (unsigned long long)nf, (unsigned long long)hbytes, AG__AGF_MAX_ARRAY);
+  if (ag__get32(hb + 84))
+    return CORRUPT("%s: %s is corrupt: the reserved header word at byte 84 is not 0", fn, name);
+  int64_t w[AG__AGF_MAX_ARRAY], dt[AG__AGF_MAX_ARRAY];
+  for (uint64_t i = 0; i < nf; i++) {
+    const unsigned char *e = hb + SHD_FIXED + SHD_ENTRY * i;
+    if (ag__get32(e + 12))
+      return CORRUPT("%s: %s is corrupt: the reserved word of field %llu is not 0", fn, name,
+                     (unsigned long long)i);
+    w[i] = (int64_t)ag__get64(e), dt[i] = (int64_t)ag__get32(e + 8);
+  }
+  a->format = "AGRLSHD1 (agrl 0.1.0 replay shard)";
+  ag__agf_set_str(a, "kind", "shard");
+  ag__agf_set_i64(a, "shard.version", 1);
+  ag__agf_set_str(a, "shard.library", (const char *)v);
+  ag__agf_set_i64(a, "shard.rank", (int64_t)ag__get32(hb + 48));
+  ag__agf_set_i64(a, "shard.world", (int64_t)ag__get32(hb + 52));
+  ag__agf_set_i64(a, "shard.capacity", (int64_t)ag__get64(hb + 56));
+  ag__agf_set_i64(a, "shard.position", (int64_t)ag__get64(hb + 64));
+  ag__agf_set_i64(a, "shard.size", (int64_t)ag__get64(hb + 72));
+  ag__agf_set_i64s(a, "shard.widths", w, (uint32_t)nf);
+  ag__agf_set_i64s(a, "shard.dtypes", dt, (uint32_t)nf);
+  if (a->failed) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  a->part = AG__AGF_PART_MAX; /* no sections; the table has its own */
+  a->total = hbytes;
+  return AG_OK;
+}
+
+static ag_status shd_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  unsigned char fixed[16];
+  ag_status s = read_v1_start(f, left, fixed, "shard file's", fn, name);
+  if (s) return s;
+  uint64_t hbytes = ag__get32(fixed + 12);
+  if (hbytes < SHD_FIXED + SHD_ENTRY + 4 || hbytes > SHD_FIXED + SHD_ENTRY * SHD_OLD_MAX_FIELDS + 4 ||
+      hbytes % SHD_ENTRY != 12)
+    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
+                   (unsigned long long)hbytes);
+  if (hbytes > left)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
+                   (unsigned long long)left, (unsigned long long)hbytes);
+  unsigned char *hb = ag__malloc((size_t)hbytes); /* at most 64 KiB, and no more than the file holds */
+  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(hb, fixed, 16);
+  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
+    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
+    if (stored != computed)
+      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                  name, (unsigned)stored, (unsigned)computed);
+  }
+  if (!s) s = shd_parse(a, hb, hbytes, fn, name);
+  free(hb);
+  if (!s && fseeko(f, a->base, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
+  return s;
+}
+
 ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
                               int *known, const char *fn, const char *name) {
   *known = 0;
@@ -470,6 +552,10 @@ ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, cons
   if (!memcmp(magic, "AGRLRPL1", 8)) {
     *known = 1;
     return rpl_read(a, f, left, fn, name);
+  }
+  if (!memcmp(magic, "AGRLSHD1", 8)) { /* a shard's header is always a head: its table follows */
+    *known = 1;
+    return shd_read(a, f, left, fn, name);
   }
   return AG_OK;
 }

@@ -10,9 +10,10 @@
  * size == global columns owned among the valid ones" is checked on every
  * add, before a save and after a load.
  *
- * A shard file is a header of the shard's own (agrl/dist.h gives it byte
- * by byte) followed by the local table's replay file image
- * (ag__replay_write / ag__replay_read), so the table keeps the one format.
+ * A shard file is an agrl container of kind "shard" (docs/container.md)
+ * holding the shard's header as keys, followed by the local table's replay
+ * container image (ag__replay_write / ag__replay_read), so the table keeps
+ * the one format and the one loader.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "agrl/agrl.h"
+#include "base/agfile.h"
 #include "replay/replay_internal.h"
 
 struct ag_shard {
@@ -250,17 +252,17 @@ ag_status ag_shard_sample_global(ag_shard *sh, ag_dist *g, ag_rng *rng, int64_t 
   return s;
 }
 
-/* ---- files ---- */
+/* ---- files ----
+ * A shard file is an agrl container of kind "shard" (docs/container.md):
+ * its keys alone, no sections; then the local table's container image
+ * (ag__replay_write / ag__replay_read) to the end of the file, so the
+ * table keeps its one format and its one loader. A shard file of agrl
+ * 0.1.0 (AGRLSHD1) is parsed by base/agfile_legacy.c into the same keys,
+ * with its table's image after them as here: the loader has one path. */
 
-#define SHD_VERSION 1u
-#define SHD_FIXED 88 /* the header up to the field entries */
-#define SHD_ENTRY 16
-#define SHD_MAX_FIELDS 4096
+#define SHD_VERSION 2 /* 1: AGRLSHD1 of agrl 0.1.0 */
+#define SHD_MAX_FIELDS AG__AGF_MAX_ARRAY
 #define SHD_MAX_LOCAL ((int64_t)1 << 40) /* a replay file's largest capacity */
-#define SHD_HEADER_MIN (SHD_FIXED + SHD_ENTRY + 4)
-#define SHD_HEADER_MAX (SHD_FIXED + SHD_ENTRY * SHD_MAX_FIELDS + 4)
-
-static const char shd_magic[8] = {'A', 'G', 'R', 'L', 'S', 'H', 'D', '1'};
 
 ag_status ag_shard_save(const ag_shard *sh, const char *path) {
   static const char fn[] = "ag_shard_save";
@@ -271,160 +273,92 @@ ag_status ag_shard_save(const ag_shard *sh, const char *path) {
   if (sh->n_fields > SHD_MAX_FIELDS)
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: the shard has %d fields; a shard file holds at most %d", fn,
                     sh->n_fields, SHD_MAX_FIELDS);
-  const size_t hbytes = SHD_FIXED + SHD_ENTRY * (size_t)sh->n_fields + 4;
-  unsigned char *h = ag__calloc(1, hbytes); /* before the file: a host without it leaves the disk alone */
-  if (!h) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(h, shd_magic, 8);
-  ag__put32(h + 8, SHD_VERSION);
-  ag__put32(h + 12, (uint32_t)hbytes);
-  snprintf((char *)h + 16, 32, "%s", ag_version());
-  ag__put32(h + 48, (uint32_t)sh->rank);
-  ag__put32(h + 52, (uint32_t)sh->world);
-  ag__put64(h + 56, (uint64_t)sh->capacity);
-  ag__put64(h + 64, (uint64_t)sh->pos);
-  ag__put64(h + 72, (uint64_t)sh->size);
-  ag__put32(h + 80, (uint32_t)sh->n_fields);
-  for (int i = 0; i < sh->n_fields; i++) {
-    unsigned char *e = h + SHD_FIXED + SHD_ENTRY * i;
-    ag__put64(e, (uint64_t)sh->width[i]);
-    ag__put32(e + 8, (uint32_t)sh->dtype[i]);
+  int64_t *dt = ag__malloc((size_t)sh->n_fields * sizeof *dt);
+  if (!dt) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  for (int i = 0; i < sh->n_fields; i++) dt[i] = (int64_t)sh->dtype[i];
+  ag__agf a;
+  ag__agf_init(&a);
+  ag__agf_set_str(&a, "kind", "shard");
+  ag__agf_set_i64(&a, "shard.version", SHD_VERSION);
+  ag__agf_set_str(&a, "shard.library", ag_version());
+  ag__agf_set_i64(&a, "shard.rank", sh->rank);
+  ag__agf_set_i64(&a, "shard.world", sh->world);
+  ag__agf_set_i64(&a, "shard.capacity", sh->capacity);
+  ag__agf_set_i64(&a, "shard.position", sh->pos);
+  ag__agf_set_i64(&a, "shard.size", sh->size);
+  ag__agf_set_i64s(&a, "shard.widths", sh->width, (uint32_t)sh->n_fields);
+  ag__agf_set_i64s(&a, "shard.dtypes", dt, (uint32_t)sh->n_fields);
+  free(dt);
+  /* the keys in host memory before the file: a host without it leaves the disk alone */
+  if (a.failed) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  ag__afile af;
+  if (!s && !(s = ag__afile_open(&af, path, fn))) {
+    s = ag__agf_write(&a, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    if (!s) s = ag__replay_write(sh->local, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    s = ag__afile_finish(&af, s, 1, fn);
   }
-  ag__put32(h + hbytes - 4, ag__crc32_add(0, h, hbytes - 4));
-  ag__afile a;
-  if ((s = ag__afile_open(&a, path, fn))) {
-    free(h);
-    return s;
-  }
-  int wrote = fwrite(h, 1, hbytes, a.f) == hbytes;
-  free(h);
-  if (!wrote)
-    s = ag__fail(AG_ERR_IO, "%s: writing beside %s failed: %s (the file is unchanged)", fn, path,
-                 strerror(errno));
-  if (!s) s = ag__replay_write(sh->local, a.f, AG_TRANSFER_PART_BYTES, fn, path);
-  if (s) {
-    ag__afile_abort(&a);
-    return s;
-  }
-  return ag__afile_commit(&a, fn);
+  ag__agf_free(&a);
+  return s;
 }
-
-/* What a shard file's header says, once checked; hb holds its bytes. */
-typedef struct shd_header {
-  unsigned char *hb;
-  int64_t hbytes;
-  int rank, world, n_fields;
-  int64_t capacity, pos, size;
-} shd_header;
 
 #define CORRUPT(...) ag__fail(AG_ERR_IO, __VA_ARGS__)
 
-static ag_status read_exact(FILE *f, void *dst, size_t n, const char *name, const char *fn) {
-  if (fread(dst, 1, n, f) == n) return AG_OK;
-  if (ferror(f)) return ag__fail(AG_ERR_IO, "%s: reading %s failed: %s", fn, name, strerror(errno));
-  return ag__fail(AG_ERR_IO, "%s: %s is truncated: it ended while being read (did it shrink?)", fn, name);
-}
+/* What a shard file's keys say, once checked (the arrays point into the form). */
+typedef struct shd_keys {
+  int rank, world, n_fields;
+  int64_t capacity, pos, size;
+  const int64_t *width, *dtype;
+} shd_keys;
 
-/* Checks the fields of a header whose CRC-32 holds. */
-static ag_status check_header(shd_header *h, const char *name, const char *fn) {
-  const unsigned char *hb = h->hb, *v = hb + 16;
-  if (!memchr(v, 0, 32))
-    return CORRUPT("%s: %s is corrupt: the library version at byte 16 has no end", fn, name);
-  for (size_t i = strlen((const char *)v); i < 32; i++)
-    if (v[i])
-      return CORRUPT("%s: %s is corrupt: byte %zu after the library version is not 0", fn, name, 16 + i);
-  uint32_t rank = ag__get32(hb + 48), world = ag__get32(hb + 52), nf = ag__get32(hb + 80);
-  if (world < 1 || world > INT32_MAX || rank >= world)
-    return CORRUPT("%s: %s is corrupt: rank %u of world %u (need world in 1..2^31-1 and rank below it)", fn,
-                   name, (unsigned)rank, (unsigned)world);
-  h->rank = (int)rank;
-  h->world = (int)world;
-  h->capacity = (int64_t)ag__get64(hb + 56);
-  h->pos = (int64_t)ag__get64(hb + 64);
-  h->size = (int64_t)ag__get64(hb + 72);
-  if (h->capacity < h->world || h->capacity % h->world || h->capacity / h->world > SHD_MAX_LOCAL)
+/* Checks the keys of a shard's header (either layout) against their limits. */
+static ag_status describe(const ag__agf *a, const char *fn, const char *name, shd_keys *h) {
+  const ag__agf_key *kind = ag__agf_key_find(a, "kind");
+  if (!kind || kind->type != AG__AGF_STR)
+    return CORRUPT("%s: %s is not a shard file: its key 'kind' is %s", fn, name,
+                   kind ? "not a string" : "missing");
+  if (strcmp((const char *)kind->data, "shard"))
+    return CORRUPT("%s: %s is not a shard file: its kind is \"%s\"", fn, name, (const char *)kind->data);
+  int64_t version, rank, world;
+  ag_status s = ag__agf_check_kind(a, "shard", SHD_VERSION, &version, fn, name);
+  if (s) return s;
+  if (a->n_sections)
+    return CORRUPT("%s: %s is corrupt: its header has %d sections; a shard's has none (its table follows it)",
+                   fn, name, a->n_sections);
+  if ((s = ag__agf_get_i64(a, "shard.world", 1, INT32_MAX, &world, fn, name)) ||
+      (s = ag__agf_get_i64(a, "shard.rank", 0, world - 1, &rank, fn, name)) ||
+      (s = ag__agf_get_i64(a, "shard.capacity", 1, INT64_MAX, &h->capacity, fn, name)))
+    return s;
+  h->rank = (int)rank, h->world = (int)world;
+  if (h->capacity < world || h->capacity % world || h->capacity / world > SHD_MAX_LOCAL)
     return CORRUPT(
-        "%s: %s is corrupt: capacity %lld is not a multiple of world (%d) of 1..2^40 columns per "
-        "rank",
-        fn, name, (long long)h->capacity, h->world);
-  if (h->size < 0 || h->size > h->capacity)
-    return CORRUPT("%s: %s is corrupt: size = %lld, outside 0..capacity (%lld)", fn, name, (long long)h->size,
-                   (long long)h->capacity);
-  if (h->size < h->capacity ? h->pos != h->size : (h->pos < 0 || h->pos >= h->capacity))
+        "%s: %s is corrupt: capacity %lld is not a multiple of world (%d) of 1..2^40 columns per rank", fn,
+        name, (long long)h->capacity, h->world);
+  if ((s = ag__agf_get_i64(a, "shard.size", 0, h->capacity, &h->size, fn, name)) ||
+      (s = ag__agf_get_i64(a, "shard.position", 0, h->capacity - 1, &h->pos, fn, name)))
+    return s;
+  if (h->size < h->capacity && h->pos != h->size)
     return CORRUPT("%s: %s is corrupt: position %lld is not one a ring of size %lld and capacity %lld has",
                    fn, name, (long long)h->pos, (long long)h->size, (long long)h->capacity);
-  if (nf < 1 || nf > SHD_MAX_FIELDS || h->hbytes != SHD_FIXED + SHD_ENTRY * (int64_t)nf + 4)
-    return CORRUPT("%s: %s is corrupt: n_fields = %u does not fit its %lld-byte header (1..%d fields)", fn,
-                   name, (unsigned)nf, (long long)h->hbytes, SHD_MAX_FIELDS);
-  h->n_fields = (int)nf;
-  if (ag__get32(hb + 84))
-    return CORRUPT("%s: %s is corrupt: the reserved header word at byte 84 is not 0", fn, name);
+  uint32_t nw, nd;
+  if ((s = ag__agf_get_i64s(a, "shard.widths", SHD_MAX_FIELDS, &h->width, &nw, fn, name)) ||
+      (s = ag__agf_get_i64s(a, "shard.dtypes", SHD_MAX_FIELDS, &h->dtype, &nd, fn, name)))
+    return s;
+  if (nw != nd) return CORRUPT("%s: %s is corrupt: %u field widths and %u field dtypes", fn, name, nw, nd);
+  h->n_fields = (int)nw;
   for (int i = 0; i < h->n_fields; i++) {
-    const unsigned char *e = hb + SHD_FIXED + SHD_ENTRY * i;
-    uint64_t w = ag__get64(e);
-    uint32_t dt = ag__get32(e + 8);
-    if (w < 1 || w > INT32_MAX)
-      return CORRUPT("%s: %s is corrupt: field %d has width %llu, outside 1..2^31-1", fn, name, i,
-                     (unsigned long long)w);
-    if (dt > AG_I64)
-      return CORRUPT("%s: %s is corrupt: field %d has dtype code %u, not a host dtype", fn, name, i,
-                     (unsigned)dt);
-    if (ag__get32(e + 12))
-      return CORRUPT("%s: %s is corrupt: the reserved word of field %d is not 0", fn, name, i);
+    if (h->width[i] < 1 || h->width[i] > INT32_MAX)
+      return CORRUPT("%s: %s is corrupt: field %d has width %lld, outside 1..2^31-1", fn, name, i,
+                     (long long)h->width[i]);
+    if (h->dtype[i] < AG_F32 || h->dtype[i] > AG_I64)
+      return CORRUPT("%s: %s is corrupt: field %d has dtype code %lld, not a host dtype", fn, name, i,
+                     (long long)h->dtype[i]);
   }
   return AG_OK;
 }
 
-/* Reads and checks the header at f's position, of a file of len bytes. */
-static ag_status read_header(FILE *f, const char *name, uint64_t len, const char *fn, shd_header *h) {
-  memset(h, 0, sizeof *h);
-  unsigned char fixed[16];
-  if (len < 16) { /* too short for any header: tell a non-file from a cut one by the magic */
-    size_t n = (size_t)(len < 8 ? len : 8);
-    ag_status s = read_exact(f, fixed, n, name, fn);
-    if (s) return s;
-    if (memcmp(fixed, shd_magic, n) != 0)
-      return CORRUPT("%s: %s is not a shard file (it does not begin with \"AGRLSHD1\")", fn, name);
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a shard file's header", fn, name,
-                   (unsigned long long)len);
-  }
-  ag_status s = read_exact(f, fixed, 16, name, fn);
-  if (s) return s;
-  if (memcmp(fixed, shd_magic, 8) != 0)
-    return CORRUPT("%s: %s is not a shard file (it does not begin with \"AGRLSHD1\")", fn, name);
-  uint32_t version = ag__get32(fixed + 8);
-  if (version > SHD_VERSION)
-    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %s has format version %u; this library reads version %u", fn,
-                    name, (unsigned)version, (unsigned)SHD_VERSION);
-  if (version != SHD_VERSION)
-    return CORRUPT("%s: %s is corrupt: format version %u (versions start at 1)", fn, name, (unsigned)version);
-  h->hbytes = ag__get32(fixed + 12);
-  if (h->hbytes < SHD_HEADER_MIN || h->hbytes > SHD_HEADER_MAX || h->hbytes % SHD_ENTRY != 12)
-    return CORRUPT("%s: %s is corrupt: the header length %lld is not a valid one", fn, name,
-                   (long long)h->hbytes);
-  if ((uint64_t)h->hbytes > len)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %lld-byte header", fn, name,
-                   (unsigned long long)len, (long long)h->hbytes);
-  if (!(h->hb = ag__malloc((size_t)h->hbytes)))
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(h->hb, fixed, 16);
-  if (!(s = read_exact(f, h->hb + 16, (size_t)h->hbytes - 16, name, fn))) {
-    uint32_t stored = ag__get32(h->hb + h->hbytes - 4),
-             computed = ag__crc32_add(0, h->hb, (size_t)h->hbytes - 4);
-    if (stored != computed)
-      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                  name, (unsigned)stored, (unsigned)computed);
-  }
-  if (!s) s = check_header(h, name, fn);
-  if (s) {
-    free(h->hb);
-    h->hb = NULL;
-  }
-  return s;
-}
-
-/* The loaded table is the one the header describes: this rank's share of
- * the global capacity, size and position, and the header's fields. */
-static ag_status check_table(const shd_header *h, const ag_replay *t, const char *name, const char *fn) {
+/* The loaded table is the one the keys describe: this rank's share of the
+ * global capacity, size and position, and the keys' fields. */
+static ag_status check_table(const shd_keys *h, const ag_replay *t, const char *name, const char *fn) {
   const int64_t lcap = h->capacity / h->world;
   const int64_t lpos = local_pos_of(h->rank, h->world, h->capacity, h->pos);
   const int64_t lsize = owned_below(h->rank, h->world, h->size);
@@ -442,16 +376,15 @@ static ag_status check_table(const shd_header *h, const ag_replay *t, const char
     return CORRUPT("%s: %s is corrupt: its table has %d fields, its header %d", fn, name,
                    ag_replay_n_fields(t), h->n_fields);
   for (int i = 0; i < h->n_fields; i++) {
-    const unsigned char *e = h->hb + SHD_FIXED + SHD_ENTRY * i;
     ag_field fd;
     ag_status s = ag_replay_field_at(t, i, &fd);
     if (s) return s;
-    if (fd.width != (int64_t)ag__get64(e) || (uint32_t)fd.dtype != ag__get32(e + 8))
+    if (fd.width != h->width[i] || (int64_t)fd.dtype != h->dtype[i])
       return CORRUPT(
           "%s: %s is corrupt: its table's field '%s' (width %lld, dtype code %d) is not the "
-          "header's field %d (width %lld, dtype code %u)",
-          fn, name, fd.name, (long long)fd.width, (int)fd.dtype, i, (long long)ag__get64(e),
-          (unsigned)ag__get32(e + 8));
+          "header's field %d (width %lld, dtype code %lld)",
+          fn, name, fd.name, (long long)fd.width, (int)fd.dtype, i, (long long)h->width[i],
+          (long long)h->dtype[i]);
   }
   return AG_OK;
 }
@@ -475,10 +408,20 @@ ag_status ag__shard_load_limited(ag_ctx *ctx, const char *path, int rank, int wo
   FILE *f;
   if ((s = ag__open_read(path, fn, &f))) return s;
   uint64_t len = 0;
-  shd_header h = {0};
+  unsigned char magic[8];
+  ag__agf a;
+  ag__agf_init(&a);
+  shd_keys h;
+  memset(&h, 0, sizeof h);
   ag_replay *t = NULL;
-  s = ag__stream_left(f, fn, path, "a shard", &len);
-  if (!s) s = read_header(f, path, len, fn, &h);
+  s = ag__stream_left(f, fn, path, "a shard file", &len);
+  if (!s && len >= 8 && !ag__peek(f, magic, 8) && !memcmp(magic, "AGRL", 4) && memcmp(magic, "AGRLFILE", 8) &&
+      memcmp(magic, "AGRLSHD1", 8))
+    s = CORRUPT("%s: %s is not a shard file: it begins with %.8s, the magic of another agrl file", fn, path,
+                (const char *)magic);
+  /* the header, whole and checked, in either layout; then its keys */
+  if (!s) s = ag__agf_read_head(&a, f, len, fn, path);
+  if (!s) s = describe(&a, fn, path, &h);
   if (!s && h.world != world)
     s = ag__fail(AG_ERR_INVALID_ARG,
                  "%s: %s was written by rank %d of %d; loading it as rank %d of %d is not supported: load it "
@@ -489,28 +432,29 @@ ag_status ag__shard_load_limited(ag_ctx *ctx, const char *path, int rank, int wo
                  "%s: %s was written by rank %d of %d; loading it as rank %d of %d is not supported: each "
                  "rank loads the file its own rank wrote",
                  fn, path, h.rank, h.world, rank, world);
-  if (!s) { /* the image's capacity against the header's before a table of it is made */
-    int64_t icap = ag__replay_image_capacity(f, len - (uint64_t)h.hbytes);
+  const uint64_t at = a.total, left = len - (s ? 0 : at); /* the table's image: after the header */
+  if (!s && fseeko(f, a.base + (off_t)at, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek to its table: %s", fn, path, strerror(errno));
+  if (!s) { /* the image's capacity against the keys' before a table of it is made */
+    int64_t icap = ag__replay_image_capacity(f, left);
     if (icap >= 0 && icap != h.capacity / h.world) /* unreadable: ag__replay_read says why */
-      s = ag__fail(
-          AG_ERR_IO, "%s: %s: its table has %lld columns; rank %d of %d of a table of %lld holds %lld", fn,
+      s = CORRUPT(
+          "%s: %s is corrupt: its table has %lld columns; rank %d of %d of a table of %lld holds %lld", fn,
           path, (long long)icap, h.rank, h.world, (long long)h.capacity, (long long)(h.capacity / h.world));
   }
-  if (!s &&
-      (s = ag__replay_read(ctx, f, path, len - (uint64_t)h.hbytes, max_table_bytes, "ag_replay_load", &t))) {
-    const char *why = ag_last_error();
-    if (strncmp(why, fn, sizeof fn - 1) != 0) { /* the table's own reader speaks of ag_replay_load */
-      char copy[1024];
-      snprintf(copy, sizeof copy, "%s", why);
-      s = ag__fail(s, "%s: the table in %s: %s", fn, path, copy);
-    }
+  if (!s && (s = ag__replay_read(ctx, f, path, left, max_table_bytes, "ag_replay_load", &t))) {
+    char why[1024]; /* the table's own reader speaks of ag_replay_load */
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    s = ag__fail(s, "%s: the table in %s: %s", fn, path, why);
   }
   fclose(f);
   if (!s) s = check_table(&h, t, path, fn);
-  free(h.hb);
   if (s) {
+    ag__agf_free(&a);
     ag_replay_free(t);
     return s;
   }
-  return shard_around(ctx, t, rank, world, h.capacity, h.pos, h.size, fn, out);
+  int64_t capacity = h.capacity, pos = h.pos, size = h.size;
+  ag__agf_free(&a); /* h's arrays were the form's */
+  return shard_around(ctx, t, rank, world, capacity, pos, size, fn, out);
 }

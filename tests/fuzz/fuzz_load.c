@@ -18,6 +18,7 @@
  */
 #include <limits.h>
 
+#include "base/agfile.h" /* the container's reader: a shard's rank and group size */
 #include "fuzz_common.h"
 
 /* The loaders' entries (src/nn/mlp.c, src/replay/replay_file.c,
@@ -97,6 +98,25 @@ static ag_status shard_load(const uint8_t *d, size_t n, void **out) {
   *out = sh;
   return s;
 }
+/* The rank and group size a shard file names: its keys shard.rank and
+ * shard.world as the container's reader gives them, in the container and
+ * in the layout of agrl 0.1.0 alike; rank 0 of 1 when it names none, or a
+ * group outside 1..64. */
+static void shard_group(const uint8_t *d, size_t n, int *rank, int *world) {
+  int64_t r = 0, w = 1;
+  FILE *f = input_stream(d, n);
+  ag__agf a;
+  if (ag__agf_read_head(&a, f, n, "fuzz_load", "input") == AG_OK) {
+    const ag__agf_key *kr = ag__agf_key_find(&a, "shard.rank"), *kw = ag__agf_key_find(&a, "shard.world");
+    if (kr && kw && (kr->type == AG__AGF_I64 || kr->type == AG__AGF_U64) &&
+        (kw->type == AG__AGF_I64 || kw->type == AG__AGF_U64))
+      r = kr->v.i, w = kw->v.i;
+  }
+  ag__agf_free(&a);
+  fclose(f);
+  if (w < 1 || w > 64 || r < 0 || r >= w) r = 0, w = 1;
+  *rank = (int)r, *world = (int)w;
+}
 static ag_status shard_save(const void *x, const char *p) { return ag_shard_save(x, p); }
 static void shard_free(void *x) { ag_shard_free(x); }
 
@@ -144,11 +164,8 @@ static void try_kind(const kind *k, const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_begin("fuzz_load");
-  uint8_t *in = input_copy(data, size); /* a header CRC of 0 filled in */
-  /* an old shard file names its rank and group size at bytes 48 and 52 */
-  uint64_t rank = size >= 56 ? get(in + 48, 4) : 0, world = size >= 56 ? get(in + 52, 4) : 1;
-  if (world < 1 || world > 64 || rank >= world) rank = 0, world = 1;
-  shard_rank = (int)rank, shard_world = (int)world;
+  uint8_t *in = input_copy(data, size);             /* a header CRC of 0 filled in */
+  shard_group(in, size, &shard_rank, &shard_world); /* a shard file is loaded as the rank it names */
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) try_kind(&kinds[i], in, size);
   free(in);
   fuzz_end();

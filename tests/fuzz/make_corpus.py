@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*),
-and DQN seeds of the container layout (dqn_c_*) made from current_dqn.agrl.
+DQN seeds of the container layout (dqn_c_*) made from current_dqn.agrl,
+and shard seeds of the container layout (shard_c_*) made from
+current_shard.agrl and current_replay_per.agrl.
 
 Small model files: agrl containers of kind "mlp" (docs/container.md), and
 the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
@@ -131,6 +133,53 @@ def dqn_seeds(seeds):
     seeds["dqn_c_trailing"] = good + b"\0"
 
 
+def shard_seeds(seeds):
+    """Variants of the shard container that tests/make_legacy writes (rank 1
+    of 2, its table after the container): its keys changed under a sound
+    CRC, a CRC of 0, a key missing or of another type, its table cut,
+    missing or followed by a byte; and a shard of a wrapped prioritized
+    table (rank 0 of 2) made of current_replay_per.agrl's table."""
+    with open(os.path.join(OUT, "current_shard.agrl"), "rb") as fh:
+        good = fh.read()
+    total = struct.unpack_from("<Q", good, 32)[0]
+    seeds["shard_c_valid"] = good
+    crc0 = bytearray(good)
+    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
+    seeds["shard_c_crc0"] = bytes(crc0)
+    for name, key, value, elem in [("version3", "shard.version", 3, 0), ("version0", "shard.version", 0, 0),
+                                   ("rank2", "shard.rank", 2, 0), ("world3", "shard.world", 3, 0),
+                                   ("world1", "shard.world", 1, 0),
+                                   ("capacity15", "shard.capacity", 15, 0),
+                                   ("capacity32", "shard.capacity", 32, 0),
+                                   ("size17", "shard.size", 17, 0), ("size16", "shard.size", 16, 0),
+                                   ("position9", "shard.position", 9, 0),
+                                   ("width0", "shard.widths", 0, 0), ("width_not_table", "shard.widths", 2, 0),
+                                   ("dtype6", "shard.dtypes", 6, 1), ("dtype_not_table", "shard.dtypes", 5, 2)]:
+        g = bytearray(good)
+        struct.pack_into("<q", g, key_value_at(good, key) + 8 * elem, value)
+        seeds["shard_c_" + name] = fix_crc(g)
+    g = bytearray(good)
+    g[key_value_at(good, "shard.rank") - 1] = ord("K")
+    seeds["shard_c_rank_missing"] = fix_crc(g)
+    g = bytearray(good)
+    at = key_value_at(good, "shard.rank")
+    g[at - 8 - len("shard.rank")] = 3  # an f64
+    seeds["shard_c_rank_f64"] = fix_crc(g)
+    g = bytearray(good)
+    g[key_value_at(good, "kind")] = ord("t")  # "thard"
+    seeds["shard_c_kind_other"] = fix_crc(g)
+    seeds["shard_c_no_table"] = good[:total]
+    seeds["shard_c_table_cut"] = good[:total + 100]
+    seeds["shard_c_trailing"] = good + b"\0"
+    with open(os.path.join(OUT, "current_replay_per.agrl"), "rb") as fh:
+        table = fh.read()  # 24 columns, full, at position 6: rank 0 of 2 of 48 at global position 11
+    keys = [(4, "kind", "shard"), (2, "shard.version", 2), (4, "shard.library", "0.1.0"), (2, "shard.rank", 0),
+            (2, "shard.world", 2), (2, "shard.capacity", 48), (2, "shard.position", 11), (2, "shard.size", 48),
+            (5, "shard.widths", [3, 1, 1]), (5, "shard.dtypes", [0, 4, 0])]
+    seeds["shard_c_per_rank0_of_2"] = container(keys, [], part=16 << 20) + table
+    seeds["shard_c_per_rank0_of_2_crc0"] = container(keys, [], part=16 << 20, crc=False) + table
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -172,6 +221,7 @@ def main():
     print("%d model seeds in %s" % (len(seeds), OUT))
     agents = {}
     dqn_seeds(agents)
+    shard_seeds(agents)
     for name, data in sorted(agents.items()):
         with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
             f.write(data)
