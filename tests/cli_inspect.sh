@@ -42,7 +42,9 @@ expect "$L/replay_per.agrl" '^format: AGRLRPL1' '^kind: replay$' '^  replay\.cap
   '^  replay\.sampler +string +"per"$' '^  leaves +f64 +\[24\] +192 '
 expect "$L/dqn.agrl" '^format: AGRLDQN1' '^kind: dqn$' '^  dqn\.version +i64 +1$' '^  dqn\.updates +i64 +5$' \
   '^  run_state +u8 +blob +7 ' '^then, from byte [0-9]+: its replay table$' '^format: AGRLRPL1'
-expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$'
+expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$' '^  ac\.version +i64 +1$' '^  ac\.algo +string +"td3"$' \
+  '^  ac\.updates +i64 +3$' '^  actor\.W0 +f32 +\[6, 3\] +72 ' '^  run_state +u8 +blob +7 ' \
+  '^then, from byte [0-9]+: its replay table$' '^format: AGRLRPL1'
 expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$'
 
 "$make_legacy" "$work" 2>/dev/null || { echo "FAIL: make_legacy $work"; exit 1; }

@@ -6,9 +6,9 @@
  * shape, bytes, offset). An agent's file holds its replay table after its
  * container, as a container of its own: that one is printed after it. A
  * file of agrl 0.1.0 prints its format's name; those the container's reader
- * parses (models, replay tables, DQN agents) print their keys and sections
- * as their loaders see them. Nothing but the headers is read, nothing is
- * allocated on a device.
+ * parses (models, replay tables, DQN and SAC/TD3 agents) print their keys
+ * and sections as their loaders see them. Nothing but the headers is read,
+ * nothing is allocated on a device.
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,8 +30,7 @@ static void usage(FILE *f) {
 /* The formats of agrl 0.1.0 that the container's reader does not parse: their names and kinds. */
 static const struct {
   const char magic[9], *what, *kind;
-} old_formats[] = {{"AGRLACR1", "a SAC/TD3 agent in the layout of agrl 0.1.0", "ac"},
-                   {"AGRLSHD1", "a replay shard in the layout of agrl 0.1.0", "shard"}};
+} old_formats[] = {{"AGRLSHD1", "a replay shard in the layout of agrl 0.1.0", "shard"}};
 
 static void print_value(const ag__agf_key *k) {
   switch (k->type) {
@@ -121,7 +120,8 @@ int agrl_cmd_inspect(int argc, char **argv) {
   if (!s) s = ag__agf_read_head(&a, f, left, "agrl inspect", path);
   /* the kinds whose replay table follows their container: that table's */
   const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
-  int agent = kind && kind->type == AG__AGF_STR && !strcmp((const char *)kind->data, "dqn");
+  const char *kd = kind && kind->type == AG__AGF_STR ? (const char *)kind->data : "";
+  int agent = !strcmp(kd, "dqn") || !strcmp(kd, "ac");
   if (!s && !agent && a.total != left) { /* the whole-file reader says what follows */
     ag__agf_free(&a);
     s = fseeko(f, 0, SEEK_SET) ? ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek", path)
