@@ -54,7 +54,10 @@ expect "$work/replay_per.agrl" '^format: agrl container 1$' '^kind: replay$' '^ 
 expect "$work/dqn.agrl" '^format: agrl container 1$' '^kind: dqn$' '^  dqn\.version +i64 +2$' \
   '^  dqn\.updates +i64 +5$' '^  adam\.state +f32 ' '^  target\.b0 +f32 ' '^  run_state +u8 +blob +7 ' \
   '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$'
-expect "$work/td3.agrl" '^kind: ac$'
+expect "$work/td3.agrl" '^format: agrl container 1$' '^kind: ac$' '^  ac\.version +i64 +2$' \
+  '^  ac\.sizes +i64\[4\] +3 6 3 2$' '^  ac\.low +f64\[2\] +-1 0$' '^  target\.actor\.b2 +f32 +\[2, 1\] +8 ' \
+  '^  adam\.critic\.v\.q1\.W0 +f32 ' '^  noise +f32 +\[2, 0\] +0 ' '^  run_state +u8 +blob +7 ' \
+  '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$'
 expect "$work/shard.agrl" '^kind: shard$'
 
 # refusals
