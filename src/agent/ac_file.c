@@ -413,10 +413,9 @@ ag_status ag__ac_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_
   if (!s && fseeko(f, a.base + (off_t)a.total, SEEK_SET))
     s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek to its replay table: %s", fn, path, strerror(errno));
   ag__agf_free(&a);
-  static const ag__file_kind ac_kind = {
-      "ag_ac_load", "a SAC/TD3", "the agent's", {'A', 'G', 'R', 'L', 'A', 'C', 'R', '1'}, 0, 0, 0, 0};
   ag_replay *r = NULL;
-  if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, &ac_kind, ac->replay, x.c.buffer_size, &r);
+  if (!s)
+    s = ag__agent_table_read(ctx, f, path, max_bytes, fn, "the agent's", ac->replay, x.c.buffer_size, &r);
   if (s) {
     free(noise);
     ag_ac_free(ac);
