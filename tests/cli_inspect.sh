@@ -42,7 +42,9 @@ expect "$L/replay_per.agrl" '^format: AGRLRPL1' '^kind: replay$' '^  replay\.cap
   '^  replay\.sampler +string +"per"$' '^  leaves +f64 +\[24\] +192 '
 expect "$L/dqn.agrl" '^format: AGRLDQN1' '^kind: dqn$' '^  dqn\.version +i64 +1$' '^  dqn\.updates +i64 +5$' \
   '^  run_state +u8 +blob +7 ' '^then, from byte [0-9]+: its replay table$' '^format: AGRLRPL1'
-expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$'
+expect "$L/td3.agrl" '^format: AGRLACR1' '^kind: ac$' '^  ac\.version +i64 +1$' '^  ac\.algo +string +"td3"$' \
+  '^  ac\.updates +i64 +3$' '^  actor\.W0 +f32 +\[6, 3\] +72 ' '^  run_state +u8 +blob +7 ' \
+  '^then, from byte [0-9]+: its replay table$' '^format: AGRLRPL1'
 expect "$L/shard.agrl" '^format: AGRLSHD1' '^kind: shard$' '^  shard\.version +i64 +1$' '^  shard\.rank +i64 +1$' \
   '^  shard\.world +i64 +2$' '^  shard\.widths +i64\[3\] +3 1 1$' '^sections \(0\):$' \
   '^then, from byte 140: its replay table$' '^format: AGRLRPL1' '^  replay\.capacity +i64 +8$'
@@ -54,7 +56,10 @@ expect "$work/replay_per.agrl" '^format: agrl container 1$' '^kind: replay$' '^ 
 expect "$work/dqn.agrl" '^format: agrl container 1$' '^kind: dqn$' '^  dqn\.version +i64 +2$' \
   '^  dqn\.updates +i64 +5$' '^  adam\.state +f32 ' '^  target\.b0 +f32 ' '^  run_state +u8 +blob +7 ' \
   '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$'
-expect "$work/td3.agrl" '^kind: ac$'
+expect "$work/td3.agrl" '^format: agrl container 1$' '^kind: ac$' '^  ac\.version +i64 +2$' \
+  '^  ac\.sizes +i64\[4\] +3 6 3 2$' '^  ac\.low +f64\[2\] +-1 0$' '^  target\.actor\.b2 +f32 +\[2, 1\] +8 ' \
+  '^  adam\.critic\.v\.q1\.W0 +f32 ' '^  noise +f32 +\[2, 0\] +0 ' '^  run_state +u8 +blob +7 ' \
+  '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$'
 expect "$work/shard.agrl" '^format: agrl container 1$' '^kind: shard$' '^  shard\.version +i64 +2$' \
   '^  shard\.capacity +i64 +16$' '^  shard\.position +i64 +10$' '^  shard\.dtypes +i64\[3\] +0 4 0$' \
   '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$' '^  columns +f32 +\[5, 5\] +100 '

@@ -9,10 +9,14 @@
  * noise, and then acts (exploring, deterministic and at random), stores and
  * trains exactly as the original does (the same actions and losses, bit for
  * bit, and the same parameters after); a file written on the device under
- * test loads on the CPU. Refusals: every truncation of a small file, every
- * changed header byte and many changed body bytes, a wrong magic or a newer
- * version, headers that pass their CRC but not their checks; *out is never
- * written and no device memory is left. A run with checkpoints reports the
+ * test loads on the CPU. Refusals of a small file (an agrl container of
+ * kind "ac", its table's container after it): its truncations, trailing
+ * bytes, every changed header byte and many changed body bytes, each kind
+ * of CRC, a wrong magic or a newer container; keys changed under a sound
+ * CRC (sizes, configuration, counters, seeds, bounds, the noise's copies,
+ * an f64 that is not an f32), counts past their limits, the wrong kind,
+ * algo or a newer ac.version, a key missing or of another type; *out is
+ * never written and no device memory is left. A run with checkpoints reports the
  * events of one without; one stopped by should_stop and resumed from its
  * checkpoint (or resumed from an older periodic one) reports the
  * uninterrupted run's events from there on and ends with its parameters;
@@ -166,7 +170,7 @@ static void assert_same_state(const ag_ac *a, const ag_ac *b) {
   assert_same_tensors(a, b);
 }
 
-AGT_AGENT_KIND(ac_kind, ag_ac, ag_ac, ag_ac_learn, assert_same_state, "not a SAC/TD3 file");
+AGT_AGENT_KIND(ac_kind, ag_ac, ag_ac, ag_ac_learn, assert_same_state, "not an agrl file");
 
 /* a and b act, store and train the same way from here. */
 static void assert_same_future(ag_ac *a, ag_ac *b) {
@@ -261,6 +265,38 @@ static void saved_here_loads_on_the_cpu(void **state) {
 
 /* ---- refusals ---- */
 
+/* The offset in the container f of the value of key `name` (docs/container.md). */
+static size_t key_value(const unsigned char *f, const char *name) {
+  uint32_t K = ag__get32(f + 16);
+  size_t at = 48;
+  for (uint32_t i = 0; i < K; i++) {
+    unsigned type = f[at], len = (unsigned)f[at + 2] | (unsigned)f[at + 3] << 8;
+    uint32_t count = ag__get32(f + at + 4);
+    size_t value = at + 8 + len;
+    if (len == strlen(name) && !memcmp(f + at + 8, name, len)) return value;
+    at = value + (type == 4 ? count : 8 * (size_t)count);
+  }
+  fail_msg("no key %s", name);
+  return 0;
+}
+
+/* The bits of an f64. */
+static uint64_t f64_bits(double v) {
+  uint64_t b;
+  memcpy(&b, &v, 8);
+  return b;
+}
+
+/* f with `bytes` bytes at `at` replaced (the header's CRC made sound again)
+ * is refused with `want` naming `part`. */
+static void refuse_bytes(ag_ctx *ctx, const unsigned char *f, unsigned char *g, size_t n, size_t at,
+                         const void *bytes, size_t len, ag_status want, const char *part) {
+  memcpy(g, f, n);
+  memcpy(g + at, bytes, len);
+  agt_fix_crc(g);
+  agt_refuse(&ac_kind, ctx, g, n, want, part);
+}
+
 static void damaged_files_refused(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
@@ -269,23 +305,57 @@ static void damaged_files_refused(void **state) {
   size_t n;
   unsigned char *f = agt_slurp(agt_path_a, &n), *g = malloc(n + 8);
   assert_non_null(g);
-  assert_int_equal(ag__get32(f + 12), 900 + 24 * ag__get32(f + 312));
-  /* every truncation, every header byte and a third of the rest */
-  agt_refuse_damaged(&ac_kind, ctx, f, g, n, n, 3, 0x10);
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 232, 8, 4, "tensor");        /* obs_dim */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 176, 8, 0, "configuration"); /* batch_size 0 */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 48, 4, 2, "algo");           /* algo */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 256, 8, 0, "counters");      /* actor_updates */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 280, 8, 12345, "seeds");     /* the update stream's seed */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 296, 8, 3, "noise");         /* not a multiple of act_dim */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 304, 8, (uint64_t)1 << 40, "run state");
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 320, 4, 0x40400000u, "bounds");       /* low 3 > high 2 */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 320 + 4 * ACT, 4, 1, "unused bound"); /* past act_dim */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 850, 4, 1, "reserved");
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 184, 8, 5,
-                   "replay table"); /* buffer_size: another capacity than the table's */
-  agt_refuse_field(&ac_kind, ctx, f, g, n, 64, 8, (uint64_t)1 << 23,
-                   "shape"); /* a large network: refused before it is made */
+  assert_memory_equal(f, "AGRLFILE", 8);
+  const uint32_t H = ag__get32(f + 12);
+  const uint64_t total = ag__get64(f + 32); /* the container's bytes; the table's image follows */
+  assert_true(total > H && total < n);
+  /* truncations (all in the header and just past it), a trailing byte, every
+   * header byte (its CRC fails) and a third of the rest (a part's CRC
+   * fails), a wrong magic, a newer container */
+  agt_refuse_damaged(&ac_kind, ctx, f, g, n, H + 64, 3, 0x10);
+  /* the CRCs: the header's, the first section's part (actor.W0, [2, 3] f32:
+   * 24 bytes, then its CRC), the table's header */
+  const size_t crcs[3] = {H - 4, H + 24, total + ag__get32(f + total + 12) - 4};
+  for (int k = 0; k < 3; k++) {
+    memcpy(g, f, n);
+    g[crcs[k]] ^= 1;
+    agt_refuse(&ac_kind, ctx, g, n, AG_ERR_IO, "CRC-32");
+  }
+  /* cut in its table, no table at all, the table followed by a byte */
+  agt_refuse(&ac_kind, ctx, f, (size_t)total + 100, AG_ERR_IO, "truncated");
+  agt_refuse(&ac_kind, ctx, f, (size_t)total, AG_ERR_IO, "replay table");
+  memcpy(g, f, n);
+  g[n] = 7;
+  agt_refuse(&ac_kind, ctx, g, n + 1, AG_ERR_IO, "trailing");
+  /* sound CRC, unsound contents: keys changed in place */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.sizes"), 8, 4,
+                   "section 'actor.W0'"); /* obs_dim */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.batch_size"), 8, 0, "configuration");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.actor_updates"), 8, 0, "counters");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.update_rng_seed"), 8, 12345, "seeds");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.noise_copies"), 8, 3, "section 'noise'");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.low"), 8, f64_bits(3.0), "bounds"); /* 3 > 2 */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.gamma"), 8, f64_bits(0.1), "not a finite f32");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.high") + 8, 8, f64_bits(NAN), "not a finite f32");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.buffer_size"), 8, 5, "replay table");
+  /* counts past their limits: refused before anything is made */
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.noise_copies"), 8, (uint64_t)1 << 40,
+                   "'ac.noise_copies'");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.sizes") + 8, 8, (uint64_t)1 << 23, "section");
+  agt_refuse_field(&ac_kind, ctx, f, g, n, key_value(f, "ac.sizes") + 8 * 3, 8, 65, "size out of range");
+  /* the wrong kind, algo or version; a key missing (its name changed) or of another type */
+  refuse_bytes(ctx, f, g, n, key_value(f, "kind"), "dq", 2, AG_ERR_IO, "its kind is \"dq\"");
+  refuse_bytes(ctx, f, g, n, key_value(f, "ac.algo"), "ddpg", 3, AG_ERR_IO, "ac.algo");
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "ac.version"), 3);
+  agt_fix_crc(g);
+  agt_refuse(&ac_kind, ctx, g, n, AG_ERR_UNSUPPORTED, "version 3");
+  refuse_bytes(ctx, f, g, n, key_value(f, "ac.tau") - 1, "U", 1, AG_ERR_IO, "'ac.tau' is missing");
+  const unsigned char i64_type = 2;
+  refuse_bytes(ctx, f, g, n, key_value(f, "ac.gamma") - 8 - strlen("ac.gamma"), &i64_type, 1, AG_ERR_IO,
+               "'ac.gamma' is a");
+  refuse_bytes(ctx, f, g, n, key_value(f, "ac.seed") - 8 - strlen("ac.seed"), &i64_type, 1, AG_ERR_IO,
+               "'ac.seed' is not a u64");
   agt_refuse_bad_args(&ac_kind, ctx, a);
   ag_ac *l = SENTINEL;
   /* a DQN file is not an agent's, nor the other way round */
@@ -293,7 +363,7 @@ static void damaged_files_refused(void **state) {
   ag_dqn *d;
   agt_ok(ag_dqn_create(ctx, OBS, 2, 10, &dc, &d));
   agt_ok(ag_dqn_save(d, agt_path_b));
-  agt_err(ag_ac_load(ctx, agt_path_b, &l), AG_ERR_IO, "AGRLACR1");
+  agt_err(ag_ac_load(ctx, agt_path_b, &l), AG_ERR_IO, "not a SAC/TD3 file: its kind is \"dqn\"");
   ag_dqn *dl = NULL;
   agt_err(ag_dqn_load(ctx, agt_path_a, &dl), AG_ERR_IO, "not a DQN file");
   assert_true(l == SENTINEL && dl == NULL);

@@ -8,7 +8,10 @@
  * every kind the file that the loaded object saves is the one that the
  * object made again saves (both with this library), so every value,
  * counter and stream it holds is the same. The shard file is also read
- * through the container's reader, which hands it to the legacy parser.
+ * through the container's reader, which hands it to the legacy parser. The
+ * TD3 agent is also checked to go through the parser of 0.1.0's layouts
+ * (agfile_legacy.c), to hold the recipe's values and to act and train on as
+ * the one made again does; its damaged copies are refused.
  */
 #include <string.h>
 #include <unistd.h>
@@ -131,12 +134,64 @@ static void dqn_loads(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ---- the TD3 agent (AGRLACR1) ---- */
+
+/* The bytes of the 0.1.0 TD3 file (*n of them; freed by the caller). */
+static unsigned char *td3_bytes(size_t *n) {
+  char path[1024];
+  legacy_path(path, sizeof path, LEGACY_TD3);
+  return agt_slurp(path, n);
+}
+
+/* The file goes through agfile_legacy.c: the keys and sections of kind "ac"
+ * at ac.version 1, as the file's header has them. */
+static void td3_parsed_as_container(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  uint64_t left = 0;
+  ag__agf form;
+  agt_ok(ag__stream_left(f, "test", path, "a file", &left));
+  agt_ok(ag__agf_read_head(&form, f, left, "test", path));
+  fclose(f);
+  assert_non_null(strstr(form.format, "AGRLACR1"));
+  const char *str = NULL;
+  int64_t v = 0;
+  agt_ok(ag__agf_get_str(&form, "kind", &str, "test", path));
+  assert_string_equal(str, "ac");
+  agt_ok(ag__agf_get_str(&form, "ac.algo", &str, "test", path));
+  assert_string_equal(str, "td3");
+  agt_ok(ag__agf_get_i64(&form, "ac.version", 0, 9, &v, "test", path));
+  assert_int_equal(v, 1);
+  agt_ok(ag__agf_get_i64(&form, "ac.updates", 0, 99, &v, "test", path));
+  assert_int_equal(v, 3);
+  const int64_t *sizes = NULL, want_sizes[4] = {3, 6, 3, 2};
+  uint32_t ns = 0;
+  agt_ok(ag__agf_get_i64s(&form, "ac.sizes", 10, &sizes, &ns, "test", path));
+  assert_int_equal(ns, 4);
+  assert_memory_equal(sizes, want_sizes, sizeof want_sizes);
+  /* 24 L + 5 tensors of a TD3 of L = 3 layers, the noise, the run state */
+  assert_int_equal(form.n_sections, 24 * 3 + 5 + 2);
+  assert_string_equal(form.sections[0].name, "actor.W0");
+  assert_int_equal(form.sections[0].dims[0], 6);
+  assert_int_equal(form.sections[0].dims[1], 3);
+  assert_string_equal(form.sections[form.n_sections - 2].name, "noise");
+  assert_int_equal(form.sections[form.n_sections - 2].bytes, 0);
+  assert_string_equal(form.sections[form.n_sections - 1].name, "run_state");
+  assert_int_equal(form.sections[form.n_sections - 1].bytes, 7);
+  assert_true(form.total < left); /* its replay table follows */
+  ag__agf_free(&form);
+}
+
+/* Loaded, it is the agent made again on the same context: its sizes,
+ * bounds, configuration, counters and table, the file it saves, and the
+ * actions and losses it gives from there on, bit for bit. */
 static void td3_loads(void **state) {
   (void)state;
   SAVE_REFERENCE(ag_ac, legacy_td3, ag_ac_save, ag_ac_free);
   ag_ctx *ctx = agt_ctx();
   char path[1024];
   legacy_path(path, sizeof path, LEGACY_TD3);
+  td3_parsed_as_container(path);
   ag_ac *a = NULL;
   agt_ok(ag_ac_load(ctx, path, &a));
   size_t n = 0;
@@ -145,6 +200,44 @@ static void td3_loads(void **state) {
   assert_memory_equal(rs, "td3 run", 7);
   agt_ok(ag_ac_save(a, agt_path_a));
   agt_assert_same_files(agt_path_a, agt_path_b);
+  ag_ac *ref = legacy_td3(ctx);
+  const ag_ac_config *c = ag_ac_get_config(a), *rc = ag_ac_get_config(ref);
+  assert_int_equal(c->algo, AG_AC_TD3);
+  assert_int_equal(c->n_hidden, 2);
+  assert_int_equal(c->hidden[0], 6);
+  assert_int_equal(c->hidden[1], 3);
+  assert_int_equal(c->batch_size, 4);
+  assert_int_equal(c->buffer_size, 12);
+  assert_int_equal(c->seed, 9);
+  assert_int_equal(c->policy_delay, rc->policy_delay);
+  assert_memory_equal(&c->actor_lr, &rc->actor_lr, sizeof(float));
+  assert_memory_equal(&c->target_noise, &rc->target_noise, sizeof(float));
+  assert_memory_equal(&c->target_entropy, &rc->target_entropy, sizeof(float));
+  assert_int_equal(ag_ac_act_dim(a), 2);
+  assert_int_equal(ag_ac_total_steps(a), 1000);
+  const float lo[2] = {-1.0f, 0.0f}, hi[2] = {1.0f, 0.5f};
+  assert_memory_equal(ag_ac_low(a), lo, sizeof lo);
+  assert_memory_equal(ag_ac_high(a), hi, sizeof hi);
+  assert_int_equal(ag_ac_updates(a), 3);
+  assert_int_equal(ag_replay_size(ag_ac_replay(a)), 12);
+  assert_int_equal(ag_replay_position(ag_ac_replay(a)), 4);
+  float obs[3 * 4], xa[2 * 4], xr[2 * 4], la[2], lr[2];
+  uint64_t sd = 5;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 12; i++) obs[i] = legacy_val(&sd);
+    for (int explore = 0; explore < 2; explore++) {
+      agt_ok(ag_ac_act(a, obs, 4, explore, xa));
+      agt_ok(ag_ac_act(ref, obs, 4, explore, xr));
+      assert_memory_equal(xa, xr, sizeof xa);
+    }
+    agt_ok(ag_ac_act_random(a, 4, xa));
+    agt_ok(ag_ac_act_random(ref, 4, xr));
+    assert_memory_equal(xa, xr, sizeof xa);
+    agt_ok(ag_ac_train(a, 3, la));
+    agt_ok(ag_ac_train(ref, 3, lr));
+    assert_memory_equal(la, lr, sizeof la);
+  }
+  ag_ac_free(ref);
   ag_ac_free(a);
   ag_ctx_free(ctx);
 }
@@ -276,6 +369,58 @@ static void shard_read_by_legacy_parser(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* The 0.1.0 TD3 file damaged: its version word 2 (a newer format) or 0, a
+ * changed header byte, a cut, a noise length that is not a whole number of
+ * copies and a tensor count that is not the configuration's (each under a
+ * sound CRC): refused by the legacy parser with a clear message, nothing
+ * handed out. */
+static void td3_refusals(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  size_t n = 0;
+  unsigned char *f = td3_bytes(&n), *g = malloc(n);
+  assert_non_null(g);
+  assert_memory_equal(f, "AGRLACR1", 8);
+  const uint32_t H = ag__get32(f + 12);
+  assert_int_equal(H, 900 + 24 * ag__get32(f + 312));
+  static const struct {
+    size_t at;
+    uint32_t v;
+    int crc;
+    ag_status want;
+    const char *part;
+  } cases[] = {{8, 2, 0, AG_ERR_UNSUPPORTED, "format version 2"},
+               {8, 0, 0, AG_ERR_IO, "format version 0"},
+               {100, 0x12345678u, 0, AG_ERR_IO, "CRC-32"},
+               {296, 3, 1, AG_ERR_IO, "whole number of copies"},
+               {48, 0, 1, AG_ERR_IO, "tensors, where"}, /* a SAC's count differs */
+               {52, 9, 1, AG_ERR_IO, "n_hidden"},
+               {840, 1, 1, AG_ERR_IO, "reserved"},
+               {320 + 4 * 2, 1, 1, AG_ERR_IO, "unused bound"},
+               {304, 1u << 31, 1, AG_ERR_IO, "run state"}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    memcpy(g, f, n);
+    ag__put32(g + cases[k].at, cases[k].v);
+    if (cases[k].crc) ag__put32(g + H - 4, ag__crc32_add(0, g, H - 4));
+    agt_spit(agt_path_a, g, n);
+    ag_ac *out = (ag_ac *)&n;
+    ag_status s = ag_ac_load(ctx, agt_path_a, &out);
+    if (s != cases[k].want || !strstr(ag_last_error(), cases[k].part) || out != (ag_ac *)&n)
+      fail_msg("case %zu: %s: %s", k, ag_status_name(s), ag_last_error());
+  }
+  const size_t cuts[3] = {100, H + 50, n - 30}; /* in its header, its tensors, its table */
+  for (int k = 0; k < 3; k++) {
+    agt_spit(agt_path_a, f, cuts[k]);
+    ag_ac *out = (ag_ac *)&n;
+    ag_status s = ag_ac_load(ctx, agt_path_a, &out);
+    if (s != AG_ERR_IO || !strstr(ag_last_error(), "truncated") || out != (ag_ac *)&n)
+      fail_msg("cut at %zu: %s: %s", cuts[k], ag_status_name(s), ag_last_error());
+  }
+  free(f);
+  free(g);
+  ag_ctx_free(ctx);
+}
+
 /* A 0.1.0 replay or DQN file whose version word (byte 8) says 2 is refused
  * as a newer format, one that says 0 as corrupt; nothing is handed out. */
 static void version_word_checked(void **state) {
@@ -318,6 +463,7 @@ int main(int argc, char **argv) {
                                      TEST(shard_loads),
                                      TEST(dqn_loads),
                                      TEST(td3_loads),
+                                     TEST(td3_refusals),
                                      TEST(version_word_checked),
                                      TEST(shard_read_by_legacy_parser)};
 #undef TEST

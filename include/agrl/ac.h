@@ -193,56 +193,30 @@ AG_API int64_t ag_ac_total_steps(const ag_ac *a);
  * state (ag_ac_set_run_state) and its replay table with the table's file
  * image (agrl/replay.h's format). Values are streamed in parts of at most
  * AG_TRANSFER_PART_BYTES; the file is written beside `path`, flushed and
- * renamed over it, as ag_dqn_save's. The file is device-neutral.
+ * renamed over it, as ag_dqn_save's: a failure or a crash never leaves a
+ * half file. The file is device-neutral.
  * ag_ac_load makes a NEW agent on ctx from such a file; it then acts and
  * trains as the saved one would have: the same draws, the same updates and
  * losses, bit for bit on the same device.
  *
- * Layout, version 1 (integers little-endian, floats IEEE 754):
- *   0   8  magic "AGRLACR1"     8  u32 version (1)     12 u32 H, the
- *          header's length with its CRC (900 + 24 T)
- *   16  32 the library version that wrote it, NUL padded
- *   48  u32 algo (0 SAC, 1 TD3)   52 u32 n_hidden   56 u32 policy_delay
- *   60  u32 autotune
- *   64  8 x i64 hidden sizes (unused ones 0)
- *   128 f32 actor_lr, critic_lr, gamma, tau, alpha, target_entropy (NaN:
- *          -act_dim), expl_noise, target_noise, noise_clip, noise_rho
- *   168 u32 n_step, u32 flags (1: fused = 0)
- *   176 i64 batch_size, buffer_size, learning_starts, train_freq,
- *          gradient_steps, n_envs     224 u64 seed
- *   232 i64 obs_dim, act_dim, total_steps, updates, actor_updates
- *   272 u64 the host stream's state
- *   280 u64 the seeds of the update stream and of the acting stream
- *   296 i64 N, the correlated noise's values kept (0, or act_dim times the
- *          copies of the last exploring ag_ac_act)
- *   304 i64 R, the run state's length (0 .. 2^30)
- *   312 u32 T, the tensors (at most 256)
- *   316 f32 the loss of the last actor update (NaN before the first)
- *   320 64 x f32 the lower bounds, 576 64 x f32 the upper bounds (unused
- *          ones 0)
- *   832 64 bytes of zeros (reserved)
- *   896 T entries of i64 rows, i64 cols, u32 dtype (f32 0, i64 5), u32 0:
- *          the parameters (each layer's weights, then its biases) of the
- *          actor, critic 0, critic 1, target critic 0, target critic 1 and
- *          (TD3) the target actor; log alpha [1, 1]; the counters of the
- *          update and the acting streams [1, 1] i64; then each optimizer's
- *          state tensor followed by its parameters' first and second
- *          moments: the actor's, the critics' (critic 0's parameters, then
- *          critic 1's) and (SAC with autotune) the temperature's
- *   H-4 u32 CRC-32 of bytes 0 .. H-5
- *   H   each tensor's values, column after column, in parts of at most
- *       AG_TRANSFER_PART_BYTES each followed by its u32 CRC-32; then the N
- *       f32 values of the correlated noise and the run state's R bytes,
- *       each a section of such parts (an empty one: its CRC alone); then the
- *       replay table's file image to the end of the file.
+ * Layout: an agrl container of kind "ac", version 2 (docs/container.md
+ * gives its keys and sections): the configuration, sizes, bounds,
+ * counters, the host stream's state, the device streams' seeds, the last
+ * actor update's loss and the correlated noise's number of copies as keys;
+ * every tensor (each network's parameters, log alpha, the streams'
+ * counters, each optimizer's state and moments), the correlated noise's
+ * values and the run state as sections in CRC-checked parts; then the
+ * replay table's own container to the end of the file. Files of agrl 0.1.0
+ * (AGRLACR1) still load.
  * The loader checks the header (CRC, the configuration, sizes and bounds
- * as ag_ac_create does, the counters, every tensor's shape against the
- * agent the configuration makes, the streams' seeds) before it reads the
- * values, then every part's CRC, and the table's fields, storage and
- * capacity against the agent's; it refuses with AG_ERR_IO naming the path
- * and what is wrong (truncated, trailing bytes, a CRC, a shape), and a
- * version above 1 with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on any
- * failure what was made is freed and *out is not written.
+ * as ag_ac_create does, the counters, every section's name, dtype and
+ * shape against the agent the configuration makes, the streams' seeds)
+ * before it makes the agent, then every part's CRC, and the table's
+ * fields, storage and capacity against the agent's; it refuses with
+ * AG_ERR_IO naming the path and what is wrong (truncated, trailing bytes,
+ * a CRC, a missing key or one of another type, a shape), and a newer
+ * version with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on any failure
+ * what was made is freed and *out is not written.
  * ag_ac_save errors: AG_ERR_INVALID_ARG (a or path NULL, path empty);
  * AG_ERR_STATE (a step is being recorded, or the agent is broken);
  * AG_ERR_OUT_OF_MEMORY; AG_ERR_IO (the file cannot be created, written,

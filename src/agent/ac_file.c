@@ -1,10 +1,13 @@
-/* ac_file.c — a SAC or TD3 agent saved whole and loaded back (the layout is
- * in agrl/ac.h): its configuration, sizes, bounds and counters, the host
- * stream and the correlated noise's state, every tensor an update or an
- * exploring act reads or changes, the caller's run state, and the replay
- * table in its own file image. Sections, the tensor table and the table's
- * image go through agent_file.c, as the DQN's do.
+/* ac_file.c — a SAC or TD3 agent saved whole and loaded back: an agrl
+ * container of kind "ac" (docs/container.md) whose keys hold its
+ * configuration, sizes, bounds and counters, the host stream's state and
+ * the streams' seeds, and whose sections hold every tensor an update or an
+ * exploring act reads or changes, the correlated noise's state and the
+ * caller's run state (a blob, kept byte for byte); the replay table follows
+ * the container as its own image (replay_file.c). Files of agrl 0.1.0
+ * (AGRLACR1) are parsed into the same keys and sections by agfile_legacy.c.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +15,9 @@
 
 #include "agrl/agrl.h"
 #include "agent/agent_internal.h"
+#include "replay/replay_internal.h"
 
-enum { AC_VERSION = 1, AC_FIXED = 896, AC_MAX_TENSORS = 256, AC_MAX_ACT = 64 };
-
-static const ag__file_kind ac_kind = {
-    "ag_ac_load", "a SAC/TD3", "the agent's", {'A', 'G', 'R', 'L', 'A', 'C', 'R', '1'},
-    AC_VERSION,   AC_FIXED,    312,           AC_MAX_TENSORS};
+enum { AC_VERSION = 2, AC_MAX_TENSORS = 256, AC_MAX_ACT = 64 };
 
 const float *ag_ac_low(const ag_ac *a) { return a ? a->low : NULL; }
 const float *ag_ac_high(const ag_ac *a) { return a ? a->high : NULL; }
@@ -34,7 +34,7 @@ static void add_optim(const ag_optim *o, ag_tensor **out, int *n, int max) {
   *n += ag__optim_state(o, *n < max ? out + *n : out, *n < max ? max - *n : 0);
 }
 
-/* The tensors of the file, in its order (see agrl/ac.h); how many there are. */
+/* The tensors of the file, in its order (ag__agf_ac_section's names); how many there are. */
 static int ac_tensors(const ag_ac *a, ag_tensor **out, int max) {
   int n = 0;
   add_params(a->actor, out, &n, max);
@@ -96,41 +96,22 @@ static ag_status last_actor_loss(const ag_ac *a, float *out) {
   return a->actor_updates && a->aloss_of ? ag_tensor_read(a->aloss_of, out, sizeof *out) : AG_OK;
 }
 
-static void header_put(const ag_ac *a, unsigned char *h, int T, ag_tensor **ts, float aloss) {
-  const ag_ac_config *c = &a->cfg;
-  memcpy(h, ac_kind.magic, 8);
-  ag__put32(h + 8, AC_VERSION);
-  ag__put32(h + 12, (uint32_t)(AC_FIXED + AG__ENTRY * T + 4));
-  snprintf((char *)h + 16, 32, "%s", ag_version());
-  const uint32_t us[4] = {(uint32_t)c->algo, (uint32_t)c->n_hidden, (uint32_t)c->policy_delay,
-                          (uint32_t)c->autotune};
-  for (int i = 0; i < 4; i++) ag__put32(h + 48 + 4 * i, us[i]);
-  for (int i = 0; i < c->n_hidden; i++) ag__put64(h + 64 + 8 * i, (uint64_t)c->hidden[i]);
-  const float fs[10] = {c->actor_lr,       c->critic_lr,  c->gamma,        c->tau,        c->alpha,
-                        c->target_entropy, c->expl_noise, c->target_noise, c->noise_clip, c->noise_rho};
-  for (int i = 0; i < 10; i++) ag__put_f32(h + 128 + 4 * i, fs[i]);
-  ag__put32(h + 168, (uint32_t)c->n_step);
-  ag__put32(h + 172, c->fused ? 0u : 1u); /* 1: the composed ops asked for */
-  const int64_t is[6] = {c->batch_size, c->buffer_size,    c->learning_starts,
-                         c->train_freq, c->gradient_steps, c->n_envs};
-  for (int i = 0; i < 6; i++) ag__put64(h + 176 + 8 * i, (uint64_t)is[i]);
-  ag__put64(h + 224, c->seed);
-  const int64_t ks[5] = {a->obs_dim, a->act_dim, a->total_steps, a->updates, a->actor_updates};
-  for (int i = 0; i < 5; i++) ag__put64(h + 232 + 8 * i, (uint64_t)ks[i]);
-  ag__put64(h + 272, a->host_rng);
-  ag__put64(h + 280, ag__rng_seed(a->rng));
-  ag__put64(h + 288, ag__rng_seed(a->act_rng));
-  ag__put64(h + 296, (uint64_t)a->noise_n);
-  ag__put64(h + 304, (uint64_t)a->run_state_n);
-  ag__put32(h + 312, (uint32_t)T);
-  ag__put_f32(h + 316, aloss);
-  for (int64_t i = 0; i < a->act_dim; i++) {
-    ag__put_f32(h + 320 + 4 * i, a->low[i]);
-    ag__put_f32(h + 576 + 4 * i, a->high[i]);
-  }
-  ag__entries_put(h + AC_FIXED, ts, T);
-  int H = AC_FIXED + AG__ENTRY * T + 4;
-  ag__put32(h + H - 4, ag__crc32_add(0, h, (size_t)H - 4));
+/* The keys of the file besides kind, version, library, algo, sizes and bounds. */
+static const char *const ac_f32s[11] = {
+    "ac.actor_lr",   "ac.critic_lr",    "ac.gamma",      "ac.tau",       "ac.alpha",     "ac.target_entropy",
+    "ac.expl_noise", "ac.target_noise", "ac.noise_clip", "ac.noise_rho", "ac.actor_loss"};
+static const char *const ac_i64s[14] = {
+    "ac.policy_delay", "ac.autotune",        "ac.fused",         "ac.n_step",         "ac.batch_size",
+    "ac.buffer_size",  "ac.learning_starts", "ac.train_freq",    "ac.gradient_steps", "ac.n_envs",
+    "ac.total_steps",  "ac.updates",         "ac.actor_updates", "ac.noise_copies"};
+static const char *const ac_u64s[4] = {"ac.seed", "ac.host_rng", "ac.update_rng_seed", "ac.act_rng_seed"};
+
+/* A save's source of a tensor's bytes: straight from the device. */
+static ag_status tensor_fill(void *user, unsigned char *dst, uint64_t off, size_t len) {
+  ag_tensor *t = user;
+  void *dev;
+  ag_status s = ag__tensor_ptr(t, &dev);
+  return s ? s : ag__mem_download_copy(t->ctx, "ag_ac_save", dst, (const char *)dev + off, len);
 }
 
 ag_status ag_ac_save(const ag_ac *ca, const char *path) {
@@ -144,142 +125,264 @@ ag_status ag_ac_save(const ag_ac *ca, const char *path) {
   ag_tensor *ts[AC_MAX_TENSORS];
   int T = ac_tensors(ca, ts, AC_MAX_TENSORS);
   if (T > AC_MAX_TENSORS) return ag__fail(AG_ERR_UNSUPPORTED, "%s: %d tensors is too many", fn, T);
-  const int H = AC_FIXED + AG__ENTRY * T + 4;
-  const size_t nz = (size_t)ca->noise_n * 4;
-  unsigned char *h = ag__calloc(1, (size_t)H), *noise = h ? ag__malloc(nz) : NULL;
-  if (!noise) {
-    free(h);
-    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  }
-  for (int64_t i = 0; i < ca->noise_n; i++) ag__put_f32(noise + 4 * i, ca->noise_z[i]);
   float aloss;
-  if (!(s = last_actor_loss(ca, &aloss))) {
-    header_put(ca, h, T, ts, aloss);
-    const void *sec[2] = {noise, ca->run_state};
-    const size_t sec_n[2] = {nz, ca->run_state_n};
-    s = ag__agent_file_write(path, fn, h, (size_t)H, ts, T, sec, sec_n, 2, ca->replay);
+  if ((s = last_actor_loss(ca, &aloss))) return s;
+  const ag_ac_config *c = &ca->cfg;
+  const int L = c->n_hidden + 1, td3 = c->algo == AG_AC_TD3;
+  int64_t sizes[AG_AC_MAX_HIDDEN + 2];
+  sizes[0] = ca->obs_dim;
+  for (int i = 0; i < c->n_hidden; i++) sizes[i + 1] = c->hidden[i];
+  sizes[L] = ca->act_dim;
+  double low[AC_MAX_ACT], high[AC_MAX_ACT];
+  for (int64_t i = 0; i < ca->act_dim; i++) low[i] = (double)ca->low[i], high[i] = (double)ca->high[i];
+  const float fs[11] = {c->actor_lr,   c->critic_lr,      c->gamma,      c->tau,
+                        c->alpha,      c->target_entropy, c->expl_noise, c->target_noise,
+                        c->noise_clip, c->noise_rho,      aloss};
+  const int64_t copies = ca->noise_n / ca->act_dim;
+  const int64_t is[14] = {c->policy_delay,   c->autotune,    c->fused ? 1 : 0,   c->n_step,
+                          c->batch_size,     c->buffer_size, c->learning_starts, c->train_freq,
+                          c->gradient_steps, c->n_envs,      ca->total_steps,    ca->updates,
+                          ca->actor_updates, copies};
+  const uint64_t us[4] = {c->seed, ca->host_rng, ag__rng_seed(ca->rng), ag__rng_seed(ca->act_rng)};
+  ag__agf a;
+  ag__agf_init(&a);
+  ag__agf_set_str(&a, "kind", "ac");
+  ag__agf_set_i64(&a, "ac.version", AC_VERSION);
+  ag__agf_set_str(&a, "ac.library", ag_version());
+  ag__agf_set_str(&a, "ac.algo", td3 ? "td3" : "sac");
+  ag__agf_set_i64s(&a, "ac.sizes", sizes, (uint32_t)(L + 1));
+  ag__agf_set_f64s(&a, "ac.low", low, (uint32_t)ca->act_dim);
+  ag__agf_set_f64s(&a, "ac.high", high, (uint32_t)ca->act_dim);
+  for (int i = 0; i < 11; i++) ag__agf_set_f64(&a, ac_f32s[i], (double)fs[i]);
+  for (int i = 0; i < 14; i++) ag__agf_set_i64(&a, ac_i64s[i], is[i]);
+  for (int i = 0; i < 4; i++) ag__agf_set_u64(&a, ac_u64s[i], us[i]);
+  for (int i = 0; i < T; i++) {
+    char nm[48];
+    const int64_t dims[2] = {ag_tensor_rows(ts[i]), ag_tensor_cols(ts[i])};
+    ag__agf_add_tensor(&a, ag__agf_ac_section(i, L, td3, ca->opt_alpha != NULL, nm), ag_tensor_dtype(ts[i]),
+                       2, dims, tensor_fill, ts[i]);
   }
-  free(h);
-  free(noise);
+  const int64_t ndims[2] = {ca->act_dim, copies};
+  ag__agf_add_tensor(&a, "noise", AG_F32, 2, ndims, ag__agf_fill_host, ca->noise_z);
+  ag__agf_add_blob(&a, "run_state", ca->run_state_n, ag__agf_fill_host, ca->run_state);
+  ag__afile af;
+  if (!(s = ag__afile_open(&af, path, fn))) {
+    s = ag__agf_write(&a, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    if (!s) s = ag__replay_write(ca->replay, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    s = ag__afile_finish(&af, s, 1, fn);
+  }
+  ag__agf_free(&a);
   return s;
 }
 
 /* ---- load ---- */
 
-/* What a header holds besides its tensor table. */
-typedef struct ac_header {
+/* What the keys hold, checked. */
+typedef struct ac_keys {
   ag_ac_config c;
   int64_t obs_dim, act_dim, total_steps, updates, actor_updates, noise_n;
-  uint64_t host_rng, seeds[2], R;
+  uint64_t host_rng, seeds[2];
   float aloss;
   float low[AC_MAX_ACT], high[AC_MAX_ACT];
-} ac_header;
+} ac_keys;
 
-static ag_status bad(const char *path, const char *what) { return ag__file_bad(&ac_kind, path, what); }
+static ag_status bad(const char *path, const char *what) {
+  return ag__fail(AG_ERR_IO, "ag_ac_load: %s is corrupt: %s", path, what);
+}
 
-/* The configuration and counters of a header whose CRC holds, checked. */
-static ag_status header_get(const unsigned char *h, const char *path, ac_header *x) {
+/* An f32 setting held as an f64 key: exactly an f32, finite unless nan_ok. */
+static ag_status get_f32(const ag__agf *a, const char *key, int nan_ok, float *out, const char *path) {
+  double v = 0.0;
+  ag_status s = ag__agf_get_f64(a, key, &v, "ag_ac_load", path);
+  if (s) return s;
+  if (isnan(v) ? !nan_ok : !isfinite(v) || (double)(float)v != v)
+    return ag__fail(AG_ERR_IO, "ag_ac_load: %s is corrupt: key '%s' (%.17g) is not a finite f32", path, key,
+                    v);
+  *out = (float)v;
+  return AG_OK;
+}
+
+/* An array of n f32 values held as an f64 array key, each finite and exactly an f32. */
+static ag_status get_f32s(const ag__agf *a, const char *key, int64_t n, float *out, const char *path) {
+  const ag__agf_key *k = ag__agf_key_find(a, key);
+  if (!k) return ag__fail(AG_ERR_IO, "ag_ac_load: %s is corrupt: key '%s' is missing", path, key);
+  if (k->type != AG__AGF_F64S || (int64_t)k->count != n)
+    return ag__fail(AG_ERR_IO,
+                    "ag_ac_load: %s is corrupt: key '%s' is not an f64 array of act_dim (%lld) values", path,
+                    key, (long long)n);
+  const double *v = k->data;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(v[i]) || (double)(float)v[i] != v[i])
+      return ag__fail(AG_ERR_IO, "ag_ac_load: %s is corrupt: key '%s' holds %.17g, not a finite f32", path,
+                      key, v[i]);
+    out[i] = (float)v[i];
+  }
+  return AG_OK;
+}
+
+static ag_status get_u64(const ag__agf *a, const char *key, uint64_t *out, const char *path) {
+  const ag__agf_key *k = ag__agf_key_find(a, key);
+  if (!k) return ag__fail(AG_ERR_IO, "ag_ac_load: %s is corrupt: key '%s' is missing", path, key);
+  if (k->type != AG__AGF_U64)
+    return ag__fail(AG_ERR_IO, "ag_ac_load: %s is corrupt: key '%s' is not a u64", path, key);
+  *out = k->v.u;
+  return AG_OK;
+}
+
+/* The configuration, sizes, bounds and counters the keys of a hold, checked
+ * as ag_ac_create checks them. */
+static ag_status keys_get(const ag__agf *a, const char *path, ac_keys *x) {
   static const char fn[] = "ag_ac_load";
   memset(x, 0, sizeof *x);
   ag_ac_config *c = &x->c;
   *c = ag_ac_defaults(AG_AC_SAC);
-  uint32_t algo = ag__get32(h + 48), nh = ag__get32(h + 52), delay = ag__get32(h + 56);
-  if (algo > 1 || nh < 1 || nh > AG_AC_MAX_HIDDEN || delay > 1000 || ag__get32(h + 60) > 1)
-    return bad(path, "algo, n_hidden, policy_delay or autotune out of range");
-  c->algo = (ag_ac_algo)algo;
-  c->n_hidden = (int)nh;
-  c->policy_delay = (int)delay;
-  c->autotune = (int)ag__get32(h + 60);
-  for (int i = 0; i < AG_AC_MAX_HIDDEN; i++) {
-    int64_t v = (int64_t)ag__get64(h + 64 + 8 * i);
-    if (i < c->n_hidden && (v < 1 || v > ((int64_t)1 << 24))) return bad(path, "a hidden size out of range");
-    if (i >= c->n_hidden && v) return bad(path, "an unused hidden size is not 0");
-    if (i < c->n_hidden) c->hidden[i] = v;
-  }
-  float *fs[10] = {&c->actor_lr,       &c->critic_lr,  &c->gamma,        &c->tau,        &c->alpha,
-                   &c->target_entropy, &c->expl_noise, &c->target_noise, &c->noise_clip, &c->noise_rho};
-  for (int i = 0; i < 10; i++) *fs[i] = ag__get_f32(h + 128 + 4 * i);
-  if (ag__get32(h + 168) > 64 || ag__get32(h + 172) > 1) return bad(path, "n_step or flags out of range");
-  c->n_step = (int)ag__get32(h + 168);
-  c->fused = ag__get32(h + 172) ? 0 : 1;
-  int64_t *is[6] = {&c->batch_size, &c->buffer_size,    &c->learning_starts,
-                    &c->train_freq, &c->gradient_steps, &c->n_envs};
-  for (int i = 0; i < 6; i++) *is[i] = (int64_t)ag__get64(h + 176 + 8 * i);
-  c->seed = ag__get64(h + 224);
-  int64_t *ks[5] = {&x->obs_dim, &x->act_dim, &x->total_steps, &x->updates, &x->actor_updates};
-  for (int i = 0; i < 5; i++) *ks[i] = (int64_t)ag__get64(h + 232 + 8 * i);
-  x->host_rng = ag__get64(h + 272);
-  x->seeds[0] = ag__get64(h + 280);
-  x->seeds[1] = ag__get64(h + 288);
-  x->noise_n = (int64_t)ag__get64(h + 296);
-  x->R = ag__get64(h + 304);
-  x->aloss = ag__get_f32(h + 316);
-  for (int i = 832; i < AC_FIXED; i++)
-    if (h[i]) return bad(path, "reserved bytes are not 0");
-  ag_status s = ag__ac_check_config(c, fn);
-  if (s) {
+  int64_t version;
+  const char *algo = NULL;
+  const int64_t *sz;
+  uint32_t n = 0;
+  ag_status s = ag__agf_check_kind(a, "ac", AC_VERSION, &version, fn, path);
+  if (!s) s = ag__agf_get_str(a, "ac.algo", &algo, fn, path);
+  if (!s && strcmp(algo, "sac") && strcmp(algo, "td3"))
+    s = bad(path, "ac.algo is neither \"sac\" nor \"td3\"");
+  if (!s) s = ag__agf_get_i64s(a, "ac.sizes", AG_AC_MAX_HIDDEN + 2, &sz, &n, fn, path);
+  if (!s && n < 3) s = bad(path, "ac.sizes has fewer than 3 sizes (one hidden layer at least)");
+  for (uint32_t i = 0; !s && i < n; i++)
+    if (sz[i] < 1 || sz[i] > (i + 1 == n ? AC_MAX_ACT : ((int64_t)1 << 24)))
+      s = bad(path, "a size out of range");
+  if (s) return s;
+  c->algo = strcmp(algo, "td3") ? AG_AC_SAC : AG_AC_TD3;
+  c->n_hidden = (int)n - 2;
+  for (int i = 0; i < c->n_hidden; i++) c->hidden[i] = sz[i + 1];
+  x->obs_dim = sz[0], x->act_dim = sz[n - 1];
+  float *fs[11] = {&c->actor_lr,   &c->critic_lr,      &c->gamma,      &c->tau,
+                   &c->alpha,      &c->target_entropy, &c->expl_noise, &c->target_noise,
+                   &c->noise_clip, &c->noise_rho,      &x->aloss};
+  for (int i = 0; !s && i < 11; i++) s = get_f32(a, ac_f32s[i], i == 5 || i == 10, fs[i], path);
+  int64_t iv[14];
+  /* ints within int's range (ag_ac_create's checks follow), the counters' own ranges */
+  static const int64_t lo[14] = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT64_MIN, INT64_MIN, INT64_MIN,
+                                 INT64_MIN, INT64_MIN, INT64_MIN, 1,         0,         0,         0};
+  static const int64_t hi[14] = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT64_MAX, INT64_MAX, INT64_MAX,
+                                 INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT32_MAX};
+  for (int i = 0; !s && i < 14; i++) s = ag__agf_get_i64(a, ac_i64s[i], lo[i], hi[i], &iv[i], fn, path);
+  uint64_t us[4];
+  for (int i = 0; !s && i < 4; i++) s = get_u64(a, ac_u64s[i], &us[i], path);
+  if (!s) s = get_f32s(a, "ac.low", x->act_dim, x->low, path);
+  if (!s) s = get_f32s(a, "ac.high", x->act_dim, x->high, path);
+  if (s) return s;
+  c->policy_delay = (int)iv[0], c->autotune = (int)iv[1], c->fused = (int)iv[2], c->n_step = (int)iv[3];
+  c->batch_size = iv[4], c->buffer_size = iv[5], c->learning_starts = iv[6], c->train_freq = iv[7];
+  c->gradient_steps = iv[8], c->n_envs = iv[9];
+  x->total_steps = iv[10], x->updates = iv[11], x->actor_updates = iv[12];
+  x->noise_n = iv[13] * x->act_dim;
+  c->seed = us[0], x->host_rng = us[1], x->seeds[0] = us[2], x->seeds[1] = us[3];
+  if ((s = ag__ac_check_config(c, fn))) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
     return ag__fail(AG_ERR_IO, "%s: %s holds a configuration ag_ac_create refuses: %s", fn, path, why);
   }
   if (c->buffer_size > ((int64_t)1 << 40)) return bad(path, "a setting out of range");
-  if (x->obs_dim < 1 || x->obs_dim > ((int64_t)1 << 24) || x->act_dim < 1 || x->act_dim > AC_MAX_ACT ||
-      x->total_steps < 1)
-    return bad(path, "sizes out of range");
-  for (int i = 0; i < AC_MAX_ACT; i++) {
-    x->low[i] = ag__get_f32(h + 320 + 4 * i);
-    x->high[i] = ag__get_f32(h + 576 + 4 * i);
-    if (i < x->act_dim && !(isfinite(x->low[i]) && isfinite(x->high[i]) && x->low[i] < x->high[i]))
-      return bad(path, "an action's bounds are not finite with low < high");
-    if (i >= x->act_dim && (ag__get32(h + 320 + 4 * i) || ag__get32(h + 576 + 4 * i)))
-      return bad(path, "an unused bound is not 0");
-  }
+  for (int64_t i = 0; i < x->act_dim; i++)
+    if (!(x->low[i] < x->high[i])) return bad(path, "an action's bounds are not low < high");
   /* an actor update comes at every policy_delay-th update */
-  if (x->updates < 0 || x->actor_updates != x->updates / c->policy_delay ||
-      (x->actor_updates == 0 && !isnan(x->aloss)))
+  if (x->actor_updates != x->updates / c->policy_delay || (x->actor_updates == 0 && !isnan(x->aloss)))
     return bad(path, "the update counters are out of range");
-  if (x->noise_n < 0 || x->noise_n % x->act_dim || x->noise_n / x->act_dim > INT32_MAX)
-    return bad(path, "the correlated noise's length is not a multiple of act_dim");
   if (x->noise_n && c->noise_rho == 0.0f) return bad(path, "correlated noise without noise_rho");
-  if (x->R > AG__MAX_RUN_STATE) return bad(path, "the run state is longer than 2^30 bytes");
   return AG_OK;
 }
 
 ag_status ag__ac_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_ac **out);
+
+/* A load's sink: each tensor's bytes to the device, the noise and the run state to host memory. */
+typedef struct ac_dst {
+  ag_tensor **ts;
+  int T;
+  unsigned char *noise, *run;
+} ac_dst;
+
+static ag_status ac_take(void *user, int sec, unsigned char *buf, uint64_t off, size_t len) {
+  ac_dst *d = user;
+  if (sec >= d->T) {
+    memcpy((sec == d->T ? d->noise : d->run) + off, buf, len);
+    return AG_OK;
+  }
+  ag_tensor *t = d->ts[sec];
+  void *dev;
+  ag_status s = ag__tensor_ptr(t, &dev);
+  return s ? s : ag__mem_upload_copy(t->ctx, "ag_ac_load", (char *)dev + off, buf, len);
+}
+
+/* The file's sections are those the agent of keys x makes, in its order:
+ * the tensors of want (rows, cols, dtype each), the noise, the run state
+ * (its bytes in *R); each tensor's bytes added to *params. */
+static ag_status sections_check(const ag__agf *a, const ac_keys *x, const int64_t (*want)[3], int T,
+                                const char *path, uint64_t *params, uint64_t *R) {
+  static const char fn[] = "ag_ac_load";
+  const int L = x->c.n_hidden + 1, td3 = x->c.algo == AG_AC_TD3, alpha_opt = !td3 && x->c.autotune;
+  if (a->n_sections != T + 2)
+    return bad(path, "its sections are not those of the agent its configuration makes");
+  ag_status s = AG_OK;
+  for (int i = 0; !s && i < T; i++) {
+    char nm[48];
+    int at = -1;
+    s = ag__agf_want_section(a, ag__agf_ac_section(i, L, td3, alpha_opt, nm), (int)want[i][2], 2, want[i],
+                             &at, fn, path);
+    if (!s && at != i) s = bad(path, "its sections are not in the order of its tensors");
+    if (!s) *params += a->sections[i].bytes;
+  }
+  int at = -1;
+  const int64_t ndims[2] = {x->act_dim, x->noise_n / x->act_dim};
+  if (!s) s = ag__agf_want_section(a, "noise", AG_F32, 2, ndims, &at, fn, path);
+  if (!s && at != T) s = bad(path, "its section noise does not follow its tensors");
+  if (s) return s;
+  const ag__agf_section *rs = &a->sections[T + 1];
+  if (strcmp(rs->name, "run_state") || rs->kind != AG__AGF_BLOB)
+    return bad(path, "its last section is not the blob run_state");
+  if ((*R = rs->bytes) > AG__MAX_RUN_STATE) return bad(path, "the run state is longer than 2^30 bytes");
+  return AG_OK;
+}
 
 /* Loads from f's position to its end; the entry of ag_ac_load and of the
  * fuzzer. An agent whose networks and table would take more than max_bytes
  * (0: no limit) is refused with AG_ERR_UNSUPPORTED before it is made. */
 ag_status ag__ac_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_ac **out) {
   static const char fn[] = "ag_ac_load";
+  if (!ctx || !f || !path || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  ag_status s = ag__not_recording(ctx, fn);
   uint64_t len = 0;
-  unsigned char *h = NULL;
-  uint32_t T = 0;
-  ag_status s = ag__header_read(ctx, f, path, out, &ac_kind, &len, &h, &T);
+  if (!s) s = ag__stream_left(f, fn, path, "a SAC/TD3 file", &len);
   if (s) return s;
-  const uint32_t H = ag__get32(h + 12);
-  ac_header x;
-  s = header_get(h, path, &x);
-  /* the file's entries must be those its configuration makes, and the file
-   * must hold their bytes, before anything is made */
-  uint64_t need = H, params = 0, nz = (uint64_t)x.noise_n * 4;
+  unsigned char magic[8];
+  if (len >= 8 && !ag__peek(f, magic, 8) && !memcmp(magic, "AGRL", 4) && memcmp(magic, "AGRLFILE", 8) &&
+      memcmp(magic, "AGRLACR1", 8))
+    return ag__fail(AG_ERR_IO,
+                    "%s: %s is not a SAC/TD3 file: it begins with %.8s, the magic of another agrl file", fn,
+                    path, (const char *)magic);
+  ag__agf a;
+  ac_keys x;
+  s = ag__agf_read_head(&a, f, len, fn, path);
+  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
+  if (kind && kind->type == AG__AGF_STR && strcmp((const char *)kind->data, "ac"))
+    s = ag__fail(AG_ERR_IO, "%s: %s is not a SAC/TD3 file: its kind is \"%s\"", fn, path,
+                 (const char *)kind->data);
+  if (!s) s = keys_get(&a, path, &x);
+  /* the file's sections must be those its configuration makes, before anything is made */
   int64_t want[AC_MAX_TENSORS][3];
-  if (!s && expected_entries(&x.c, x.obs_dim, x.act_dim, want, AC_MAX_TENSORS) != (int)T)
-    s = bad(path, "its tensors are not those of the agent its configuration makes");
-  if (!s && ag__entries_check(h + AC_FIXED, (const int64_t(*)[3])want, (int)T, &params, &need))
-    s = bad(path, "a tensor's shape or dtype is not the one its configuration makes");
-  need += ag__parts_bytes(nz) + ag__parts_bytes(x.R);
-  if (!s && need > len) s = bad(path, "truncated (shorter than its header says)");
+  int T = s ? 0 : expected_entries(&x.c, x.obs_dim, x.act_dim, want, AC_MAX_TENSORS);
+  uint64_t params = 0, R = 0, nz = 4 * (uint64_t)x.noise_n;
+  if (!s && T > AC_MAX_TENSORS) s = bad(path, "its configuration makes too many tensors");
+  if (!s) s = sections_check(&a, &x, (const int64_t(*)[3])want, T, path, &params, &R);
   uint64_t rows = 2 * (uint64_t)x.obs_dim + (uint64_t)x.act_dim + 3;
   if (!s && max_bytes &&
       (params > max_bytes || nz > max_bytes || (uint64_t)x.c.buffer_size * rows * 4 > max_bytes))
     s = ag__fail(AG_ERR_UNSUPPORTED, "%s: the agent of %s is larger than the limit of %zu bytes", fn, path,
                  max_bytes);
-  ag_ac *a = NULL;
+  ag_ac *ac = NULL;
   if (!s) { /* made with a table of one batch: the file's table replaces it */
     ag_ac_config small = x.c;
     small.buffer_size = x.c.batch_size;
-    if ((s = ag_ac_create(ctx, x.obs_dim, x.act_dim, x.low, x.high, x.total_steps, &small, &a))) {
+    if ((s = ag_ac_create(ctx, x.obs_dim, x.act_dim, x.low, x.high, x.total_steps, &small, &ac))) {
       char why[512];
       snprintf(why, sizeof why, "%s", ag_last_error());
       s = ag__fail(s, "%s: making the agent of %s: %s", fn, path, why);
@@ -287,54 +390,60 @@ ag_status ag__ac_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_
   }
   ag_tensor *ts[AC_MAX_TENSORS];
   if (!s) {
-    int n = ac_tensors(a, ts, AC_MAX_TENSORS);
-    if (n != (int)T || !ag__entries_match(h + AC_FIXED, ts, n))
-      s = bad(path, "its tensors are not those of the agent its configuration makes");
-    else if (ag__rng_seed(a->rng) != x.seeds[0] || ag__rng_seed(a->act_rng) != x.seeds[1])
+    int n = ac_tensors(ac, ts, AC_MAX_TENSORS);
+    if (n != T) s = bad(path, "its tensors are not those of the agent its configuration makes");
+    for (int i = 0; !s && i < n; i++)
+      if (ag_tensor_rows(ts[i]) != want[i][0] || ag_tensor_cols(ts[i]) != want[i][1] ||
+          ag_tensor_dtype(ts[i]) != (ag_dtype)want[i][2])
+        s = bad(path, "a tensor's shape or dtype is not the one its configuration makes");
+    if (!s && (ag__rng_seed(ac->rng) != x.seeds[0] || ag__rng_seed(ac->act_rng) != x.seeds[1]))
       s = bad(path, "its random streams' seeds are not those its configuration makes");
   }
-  free(h);
-  size_t most = s ? 0 : ag__tensors_most(ts, (int)T, (size_t)(x.R > nz ? x.R : nz));
-  unsigned char *buf = s ? NULL : ag__malloc(most);
-  float *noise = s || !x.noise_n ? NULL : ag__malloc((size_t)nz);
-  if (!s && (!buf || (x.noise_n && !noise)))
-    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn, most);
-  if (!s) s = ag__tensors_read(f, ts, (int)T, buf, fn, path);
-  if (!s && !(s = ag__parts_read(f, buf, (size_t)nz, fn, path, "the correlated noise")))
-    for (int64_t i = 0; i < x.noise_n; i++) noise[i] = ag__get_f32(buf + 4 * i);
-  if (!s && (s = ag__parts_read(f, buf, (size_t)x.R, fn, path, "the run state")) == AG_OK && x.R)
-    s = ag_ac_set_run_state(a, buf, (size_t)x.R);
-  free(buf);
+  unsigned char *run = NULL;
+  float *noise = NULL;
+  if (!s && ((R && !(run = ag__malloc((size_t)R))) || (nz && !(noise = ag__malloc((size_t)nz)))))
+    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory (%llu bytes)", fn,
+                 (unsigned long long)(R + nz));
+  if (!s) {
+    ac_dst dst = {ts, T, (unsigned char *)noise, run};
+    s = ag__agf_stream(&a, f, ac_take, &dst, fn, path);
+  }
+  if (!s) s = ag_ac_set_run_state(ac, run, (size_t)R);
+  free(run);
+  if (!s && fseeko(f, a.base + (off_t)a.total, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek to its replay table: %s", fn, path, strerror(errno));
+  ag__agf_free(&a);
   ag_replay *r = NULL;
-  if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, &ac_kind, a->replay, x.c.buffer_size, &r);
+  if (!s)
+    s = ag__agent_table_read(ctx, f, path, max_bytes, fn, "the agent's", ac->replay, x.c.buffer_size, &r);
   if (s) {
     free(noise);
-    ag_ac_free(a);
+    ag_ac_free(ac);
     return s;
   }
-  ag_replay_free(a->replay);
-  a->replay = r;
-  a->cfg.buffer_size = x.c.buffer_size;
-  a->updates = x.updates;
-  a->actor_updates = x.actor_updates;
-  a->host_rng = x.host_rng;
-  a->aloss_loaded = x.aloss;
-  free(a->noise_z);
-  a->noise_z = noise;
-  a->noise_n = x.noise_n;
-  *out = a;
+  ag_replay_free(ac->replay);
+  ac->replay = r;
+  ac->cfg.buffer_size = x.c.buffer_size;
+  ac->updates = x.updates;
+  ac->actor_updates = x.actor_updates;
+  ac->host_rng = x.host_rng;
+  ac->aloss_loaded = x.aloss;
+  free(ac->noise_z);
+  ac->noise_z = noise;
+  ac->noise_n = x.noise_n;
+  *out = ac;
   return AG_OK;
 }
 
 ag_status ag_ac_load(ag_ctx *ctx, const char *path, ag_ac **out) {
-  FILE *f = NULL;
-  ag_status s = ctx && path && out
-                    ? ag__open_read(path, ac_kind.fn, &f)
-                    : ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", ac_kind.fn);
-  if (!s) {
-    s = ag__ac_load_stream(ctx, f, path, 0, out);
-    fclose(f);
-  }
+  static const char fn[] = "ag_ac_load";
+  if (!ctx || !path || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, path and out must not be NULL", fn);
+  FILE *f;
+  ag_status s = ag__open_read(path, fn, &f);
+  if (s) return s;
+  s = ag__ac_load_stream(ctx, f, path, 0, out);
+  fclose(f);
   return s;
 }
 

@@ -61,64 +61,15 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
 int ag__dqn_update_state(const ag_dqn *d, ag_tensor **out, int max);
 
 /* ---- files of whole agents (agent_file.c; dqn_file.c and ac_file.c) ----
- * A header of `fixed` bytes, then a table of T entries of AG__ENTRY bytes
- * (i64 rows, i64 cols, u32 dtype, u32 0), then the header's CRC-32; then
- * sections (each tensor's values, then the agent's own) in parts of at most
- * AG_TRANSFER_PART_BYTES each followed by its CRC-32 (an empty section: its
- * CRC alone); then the replay table's file image to the end of the file. */
-enum { AG__ENTRY = 24 };
-typedef struct ag__file_kind {
-  const char *fn;   /* the loading call, in messages */
-  const char *noun; /* "a DQN" */
-  const char *own;  /* "the DQN's" */
-  char magic[8];
-  uint32_t version; /* the newest this library reads (1..) */
-  size_t fixed;     /* the header's bytes before its tensor table */
-  size_t t_at;      /* where the header holds T (u32) */
-  uint32_t max_t;   /* the most tensors a file may hold */
-} ag__file_kind;
-/* Bytes a section of n bytes takes in the file. */
-uint64_t ag__parts_bytes(uint64_t n);
-/* Writes n bytes in parts with their CRC-32s; *wrote turns 0 on a failed write. */
-void ag__parts_write(FILE *f, const void *data, size_t n, int *wrote);
-/* Reads a section of n bytes into data, checking each part's CRC (AG_ERR_IO
- * naming fn, path and `what`). */
-ag_status ag__parts_read(FILE *f, void *data, size_t n, const char *fn, const char *path, const char *what);
-/* The bytes of the largest of T tensors' values (at least `least`). */
-size_t ag__tensors_most(ag_tensor *const *ts, int T, size_t least);
-/* The table entries of T tensors, at e. */
-void ag__entries_put(unsigned char *e, ag_tensor *const *ts, int T);
-/* Whether the T entries at e are want's (rows, cols, dtype each): 0, adding
- * each one's bytes to *bytes and its section's to *need, or -1. */
-int ag__entries_check(const unsigned char *e, const int64_t (*want)[3], int T, uint64_t *bytes,
-                      uint64_t *need);
-/* Whether the T entries at e are those of the tensors ts. */
-int ag__entries_match(const unsigned char *e, ag_tensor *const *ts, int T);
-/* Reads T tensors' sections into the tensors, through buf (ag__tensors_most bytes). */
-ag_status ag__tensors_read(FILE *f, ag_tensor *const *ts, int T, unsigned char *buf, const char *fn,
-                           const char *path);
-/* Writes an agent's file whole at path (ag__afile: beside it, then renamed):
- * the header h of H bytes, each of the T tensors' values, ns more sections
- * (sec[i] of sec_n[i] bytes), then table's image. fn names the call. */
-ag_status ag__agent_file_write(const char *path, const char *fn, const unsigned char *h, size_t H,
-                               ag_tensor *const *ts, int T, const void *const *sec, const size_t *sec_n,
-                               int ns, const ag_replay *table);
-/* AG_ERR_IO: path "is not <noun> file of this version: what". */
-ag_status ag__file_bad(const ag__file_kind *k, const char *path, const char *what);
-/* A loader's first steps: its arguments (ctx, f, path and the loader's out
- * not NULL: AG_ERR_INVALID_ARG), no step being recorded, then the header at
- * f's position read and checked (magic, version, length, T, CRC) into *h
- * (malloc'd, H bytes, the u32 at 12); *len: the bytes from the header's
- * start to the end of f; *T the tensors. */
-ag_status ag__header_read(ag_ctx *ctx, FILE *f, const char *path, const void *out_arg, const ag__file_kind *k,
-                          uint64_t *len, unsigned char **h, uint32_t *T);
+ * An agrl container of the agent's kind, then the replay table's file image
+ * to the end of the file. */
 /* Reads the replay table's image from f's position to its end into *out: it
  * must be a table as `mine` (fields, storage, minimum, sampler and its
- * alpha) of `capacity` columns; refusals name k->fn and path. A table of
- * more than max_bytes (0: no limit) is AG_ERR_UNSUPPORTED. */
-ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes,
-                               const ag__file_kind *k, const ag_replay *mine, int64_t capacity,
-                               ag_replay **out);
+ * alpha) of `capacity` columns, else AG_ERR_IO "fn: path is corrupt: its
+ * replay table is not <own> ...". A table of more than max_bytes (0: no
+ * limit) is AG_ERR_UNSUPPORTED; the table's own refusals name fn and path. */
+ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, const char *fn,
+                               const char *own, const ag_replay *mine, int64_t capacity, ag_replay **out);
 
 /* SAC and TD3 (ac.c; saved and loaded by ac_file.c, driven by learn.c through ac_ops.c). */
 struct ag_ac {

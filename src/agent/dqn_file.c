@@ -323,10 +323,8 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   if (!s && fseeko(f, a.base + (off_t)a.total, SEEK_SET))
     s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek to its replay table: %s", fn, path, strerror(errno));
   ag__agf_free(&a);
-  static const ag__file_kind dqn_kind = {
-      "ag_dqn_load", "a DQN", "the DQN's", {'A', 'G', 'R', 'L', 'D', 'Q', 'N', '1'}, 0, 0, 0, 0};
   ag_replay *r = NULL;
-  if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, &dqn_kind, d->replay, c.buffer_size, &r);
+  if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, fn, "the DQN's", d->replay, c.buffer_size, &r);
   if (!s && d->per) s = ag_tensor_write(d->beta, &beta_now, sizeof beta_now);
   if (s) {
     ag_replay_free(r);

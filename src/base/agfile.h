@@ -221,8 +221,8 @@ void ag__agf_overlap(int on);
 /* Parses an old file whose first 8 bytes are magic (left bytes from f's
  * position) into a; 1 in *known when the magic is one of the old formats
  * (else nothing is read). head: as ag__agf_read_head (bytes may follow).
- * Errors as ag__agf_read. An agent's file of 0.1.0 (AGRLDQN1) is always
- * read as a head: its replay table follows the a->total bytes parsed.
+ * Errors as ag__agf_read. An agent's file of 0.1.0 (AGRLDQN1, AGRLACR1) is
+ * always read as a head: its replay table follows the a->total bytes parsed.
  * So is a shard's (AGRLSHD1): its header, then its local table. */
 ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
                               int *known, const char *fn, const char *name);
@@ -231,6 +231,13 @@ ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, cons
  * L layers: the tensors in the order of docs/container.md; NULL past them
  * (i >= 10 L + 2). buf holds at least 32 bytes. */
 const char *ag__agf_dqn_section(int i, int L, char *buf);
+
+/* The name of section i of a SAC/TD3 agent's file (kind "ac") whose
+ * networks have L layers: td3 (a target actor) and alpha_opt (SAC with
+ * autotune: the temperature's optimizer) say which tensors it has; the
+ * tensors in the order of docs/container.md; NULL past them. buf holds at
+ * least 48 bytes. */
+const char *ag__agf_ac_section(int i, int L, int td3, int alpha_opt, char *buf);
 
 #ifdef __cplusplus
 }

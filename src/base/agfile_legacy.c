@@ -10,7 +10,8 @@
  * Formats read here: AGRLMLP1 and AGRLMLP2 (models, the layouts of 0.1.0's
  * agrl/nn.h), AGRLRPL1 (replay tables, alone or inside other files),
  * AGRLDQN1 (DQN agents, whose replay table follows as its own image),
- * AGRLSHD1 (replay shards, whose local table follows as its own image).
+ * AGRLACR1 (SAC/TD3 agents, likewise), AGRLSHD1 (replay shards, whose
+ * local table follows as its own image).
  */
 #include "base/agfile.h"
 
@@ -537,6 +538,223 @@ static ag_status shd_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, co
   return s;
 }
 
+/* ---- SAC/TD3 agents: AGRLACR1 ----
+ *   0 "AGRLACR1"; 8 u32 version 1; 12 u32 H = 896 + 24 T + 4; 16 char[32]
+ *   library version; 48 u32 algo (0 SAC, 1 TD3), n_hidden (1..8),
+ *   policy_delay, autotune; 64 u64 hidden[8] (0 past n_hidden); 128 f32
+ *   actor_lr, critic_lr, gamma, tau, alpha, target_entropy, expl_noise,
+ *   target_noise, noise_clip, noise_rho; 168 u32 n_step; 172 u32 flags (1:
+ *   fused = 0); 176 i64 batch_size, buffer_size, learning_starts,
+ *   train_freq, gradient_steps, n_envs; 224 u64 seed; 232 i64 obs_dim,
+ *   act_dim, total_steps, updates, actor_updates; 272 u64 host rng; 280 u64
+ *   the update and the acting streams' seeds; 296 i64 N, the correlated
+ *   noise's values; 304 u64 R, the run state's bytes; 312 u32 T; 316 f32 the
+ *   last actor update's loss; 320 f32 low[64], 576 f32 high[64] (0 past
+ *   act_dim); 832..895 0; 896 T entries of u64 rows, u64 cols, u32 dtype,
+ *   u32 0; H-4 CRC-32. Then each tensor's values, the N noise values (f32)
+ *   and the run state, in parts of 16 MiB each followed by its CRC-32 (an
+ *   empty one: one CRC-32, 0), then the replay table's image. */
+
+#define AC_FIXED 896
+#define AC_MAX_TENSORS 256
+#define AC_MAX_ACT 64
+#define AC_PART ((uint64_t)AG__AGF_PART_MAX)
+#define AC_MAX_RUN ((uint64_t)1 << 30)
+
+/* "<pre><mid>W<l>" or "<pre><mid>b<l>": parameter j (0 .. 2L-1) of a network. */
+static const char *ac_param(char *buf, const char *pre, const char *mid, int j) {
+  snprintf(buf, 48, "%s%s%c%d", pre, mid, j % 2 ? 'b' : 'W', j / 2);
+  return buf;
+}
+
+const char *ag__agf_ac_section(int i, int L, int td3, int alpha_opt, char *buf) {
+  static const char *const nets[6] = {"actor.", "q0.", "q1.", "target.q0.", "target.q1.", "target.actor."};
+  static const char *const one[3] = {"log_alpha", "rng.counter", "act_rng.counter"};
+  static const char *const alpha[3] = {"adam.alpha.state", "adam.alpha.m.log_alpha",
+                                       "adam.alpha.v.log_alpha"};
+  const int P = 2 * L, nn = td3 ? 6 : 5;
+  if (i < 0 || L < 1 || L > 64) return NULL;
+  if (i < nn * P) return ac_param(buf, nets[i / P], "", i % P);
+  i -= nn * P;
+  const char *fixed = i < 3 ? one[i] : i == 3 ? "adam.actor.state" : NULL;
+  if (fixed) {
+    snprintf(buf, 48, "%s", fixed);
+    return buf;
+  }
+  i -= 4;
+  if (i < 2 * P) return ac_param(buf, i % 2 ? "adam.actor.v." : "adam.actor.m.", "", i / 2);
+  i -= 2 * P;
+  if (i == 0) {
+    snprintf(buf, 48, "adam.critic.state");
+    return buf;
+  }
+  i -= 1;
+  if (i < 4 * P) /* critic 0's parameters, then critic 1's: a first and a second moment each */
+    return ac_param(buf, i % 2 ? "adam.critic.v." : "adam.critic.m.", i / 2 < P ? "q0." : "q1.", i / 2 % P);
+  i -= 4 * P;
+  if (!alpha_opt || i >= 3) return NULL;
+  snprintf(buf, 48, "%s", alpha[i]);
+  return buf;
+}
+
+static uint64_t ac_parts(uint64_t n) { return n + 4 * (n ? (n + AC_PART - 1) / AC_PART : 1); }
+
+/* Whether the empty section whose CRC-32 is at `at` has the CRC of nothing, 0. */
+static ag_status ac_empty_crc(ag__agf *a, FILE *f, uint64_t at, const char *what, const char *fn,
+                              const char *name) {
+  unsigned char c[4];
+  if (fseeko(f, a->base + (int64_t)at, SEEK_SET) || fread(c, 1, 4, f) != 4 || fseeko(f, a->base, SEEK_SET))
+    return ag__fail(AG_ERR_IO, "%s: reading %s failed at its %s", fn, name, what);
+  if (ag__get32(c)) return CORRUPT("%s: %s is corrupt: the empty %s's CRC-32 is not 0", fn, name, what);
+  return AG_OK;
+}
+
+static ag_status ac_parse(ag__agf *a, FILE *f, const unsigned char *hb, uint64_t hbytes, uint64_t left,
+                          const char *fn, const char *name) {
+  const unsigned char *v = hb + 16;
+  if (!memchr(v, 0, 32))
+    return CORRUPT("%s: %s is corrupt: the library version at byte 16 has no end", fn, name);
+  uint32_t algo = ag__get32(hb + 48), nh = ag__get32(hb + 52), autotune = ag__get32(hb + 60),
+           flags = ag__get32(hb + 172), T = ag__get32(hb + 312);
+  if (algo > 1 || nh < 1 || nh > 8 || autotune > 1 || flags > 1)
+    return CORRUPT("%s: %s is corrupt: algo %u, n_hidden %u, autotune %u or flags %u out of range", fn, name,
+                   algo, nh, autotune, flags);
+  const int L = (int)nh + 1, td3 = algo == 1, alpha_opt = !td3 && autotune;
+  char nm[48];
+  uint32_t want_t = 0;
+  while (ag__agf_ac_section((int)want_t, L, td3, alpha_opt, nm)) want_t++;
+  if (T != want_t)
+    return CORRUPT("%s: %s is corrupt: %u tensors, where its algo, %u hidden layers and autotune make %u", fn,
+                   name, T, nh, want_t);
+  int64_t sizes[10];
+  for (uint32_t i = 0; i < 8; i++) {
+    uint64_t h = ag__get64(hb + 64 + 8 * i);
+    if (i >= nh && h) return CORRUPT("%s: %s is corrupt: an unused hidden size is not 0", fn, name);
+    if (i < nh) sizes[i + 1] = (int64_t)h;
+  }
+  for (int i = 832; i < AC_FIXED; i++)
+    if (hb[i]) return CORRUPT("%s: %s is corrupt: reserved byte %d is not 0", fn, name, i);
+  const int64_t act = (int64_t)ag__get64(hb + 240), N = (int64_t)ag__get64(hb + 296);
+  sizes[0] = (int64_t)ag__get64(hb + 232);
+  sizes[L] = act;
+  if (act < 1 || act > AC_MAX_ACT)
+    return CORRUPT("%s: %s is corrupt: act_dim %lld, outside 1..%d", fn, name, (long long)act, AC_MAX_ACT);
+  double low[AC_MAX_ACT], high[AC_MAX_ACT];
+  for (int i = 0; i < AC_MAX_ACT; i++) {
+    if (i >= act && (ag__get32(hb + 320 + 4 * i) || ag__get32(hb + 576 + 4 * i)))
+      return CORRUPT("%s: %s is corrupt: an unused bound is not 0", fn, name);
+    if (i < act)
+      low[i] = (double)ag__get_f32(hb + 320 + 4 * i), high[i] = (double)ag__get_f32(hb + 576 + 4 * i);
+  }
+  if (N < 0 || N % act || N / act > INT32_MAX)
+    return CORRUPT("%s: %s is corrupt: %lld correlated noise values are not a whole number of copies of %lld",
+                   fn, name, (long long)N, (long long)act);
+  uint64_t R = ag__get64(hb + 304);
+  if (R > AC_MAX_RUN) return CORRUPT("%s: %s is corrupt: the run state is longer than 2^30 bytes", fn, name);
+  /* the tensors: known dtypes, sizes within 2^62 bytes each, reserved 0 */
+  uint64_t at = hbytes;
+  for (uint32_t i = 0; i < T; i++) {
+    const unsigned char *e = hb + AC_FIXED + 24 * (uint64_t)i;
+    uint64_t r = ag__get64(e), c = ag__get64(e + 8), dt = ag__get32(e + 16);
+    if (ag__get32(e + 20) || dt > AG_I64 || r < 1 || c < 1 || r > ((uint64_t)1 << 40) ||
+        c > ((uint64_t)1 << 40) || c > AG__AGF_MAX_SECTION / 8 / r)
+      return CORRUPT("%s: %s is corrupt: tensor %u's entry (%llu x %llu, dtype %llu)", fn, name, i,
+                     (unsigned long long)r, (unsigned long long)c, (unsigned long long)dt);
+    at += ac_parts(r * c * ag__agf_dtype_size((ag_dtype)dt)); /* < 2^63 + 2^62: no overflow */
+    if (at > left)
+      return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its tensors up to tensor %u", fn, name,
+                     (unsigned long long)left, i);
+  }
+  const uint64_t noise_at = at, run_at = noise_at + ac_parts(4 * (uint64_t)N), end = run_at + ac_parts(R);
+  if (left < end)
+    return CORRUPT("%s: %s is truncated: %llu bytes, where its header describes %llu before its replay table",
+                   fn, name, (unsigned long long)left, (unsigned long long)end);
+  ag_status s = N ? AG_OK : ac_empty_crc(a, f, noise_at, "correlated noise", fn, name);
+  if (!s && !R) s = ac_empty_crc(a, f, run_at, "run state", fn, name);
+  if (s) return s;
+
+  a->format = "AGRLACR1 (agrl 0.1.0 SAC/TD3 agent)";
+  ag__agf_set_str(a, "kind", "ac");
+  ag__agf_set_i64(a, "ac.version", 1);
+  ag__agf_set_str(a, "ac.library", (const char *)v);
+  ag__agf_set_str(a, "ac.algo", td3 ? "td3" : "sac");
+  ag__agf_set_i64s(a, "ac.sizes", sizes, (uint32_t)(L + 1));
+  ag__agf_set_i64(a, "ac.policy_delay", (int64_t)ag__get32(hb + 56));
+  ag__agf_set_i64(a, "ac.autotune", (int64_t)autotune);
+  ag__agf_set_i64(a, "ac.fused", flags ? 0 : 1);
+  static const char *const fs[10] = {"ac.actor_lr",   "ac.critic_lr",      "ac.gamma",      "ac.tau",
+                                     "ac.alpha",      "ac.target_entropy", "ac.expl_noise", "ac.target_noise",
+                                     "ac.noise_clip", "ac.noise_rho"};
+  for (int i = 0; i < 10; i++) ag__agf_set_f64(a, fs[i], (double)ag__get_f32(hb + 128 + 4 * i));
+  ag__agf_set_i64(a, "ac.n_step", (int64_t)ag__get32(hb + 168));
+  static const char *const is[6] = {"ac.batch_size", "ac.buffer_size",    "ac.learning_starts",
+                                    "ac.train_freq", "ac.gradient_steps", "ac.n_envs"};
+  for (int i = 0; i < 6; i++) ag__agf_set_i64(a, is[i], (int64_t)ag__get64(hb + 176 + 8 * i));
+  ag__agf_set_u64(a, "ac.seed", ag__get64(hb + 224));
+  ag__agf_set_i64(a, "ac.total_steps", (int64_t)ag__get64(hb + 248));
+  ag__agf_set_i64(a, "ac.updates", (int64_t)ag__get64(hb + 256));
+  ag__agf_set_i64(a, "ac.actor_updates", (int64_t)ag__get64(hb + 264));
+  ag__agf_set_f64(a, "ac.actor_loss", (double)ag__get_f32(hb + 316));
+  ag__agf_set_u64(a, "ac.host_rng", ag__get64(hb + 272));
+  ag__agf_set_u64(a, "ac.update_rng_seed", ag__get64(hb + 280));
+  ag__agf_set_u64(a, "ac.act_rng_seed", ag__get64(hb + 288));
+  ag__agf_set_f64s(a, "ac.low", low, (uint32_t)act);
+  ag__agf_set_f64s(a, "ac.high", high, (uint32_t)act);
+  ag__agf_set_i64(a, "ac.noise_copies", N / act);
+  at = hbytes;
+  for (uint32_t i = 0; i < T && !a->failed; i++) {
+    const unsigned char *e = hb + AC_FIXED + 24 * (uint64_t)i;
+    const int64_t dims[2] = {(int64_t)ag__get64(e), (int64_t)ag__get64(e + 8)};
+    ag__agf_add_tensor(a, ag__agf_ac_section((int)i, L, td3, alpha_opt, nm), (ag_dtype)ag__get32(e + 16), 2,
+                       dims, NULL, NULL);
+    if (a->failed) break;
+    ag__agf_section *sec = &a->sections[a->n_sections - 1];
+    sec->offset = at, sec->part = AC_PART, sec->crc = AG__AGF_CRC_PARTS;
+    at += ac_parts(sec->bytes);
+  }
+  const int64_t ndims[2] = {act, N / act};
+  ag__agf_add_tensor(a, "noise", AG_F32, 2, ndims, NULL, NULL);
+  ag__agf_add_blob(a, "run_state", R, NULL, NULL);
+  if (a->failed) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  const uint64_t offs[2] = {noise_at, run_at};
+  for (int k = 0; k < 2; k++) {
+    ag__agf_section *sec = &a->sections[a->n_sections - 2 + k];
+    sec->offset = offs[k], sec->part = AC_PART, sec->crc = AG__AGF_CRC_PARTS;
+  }
+  a->part = AC_PART;
+  a->total = end;
+  return AG_OK;
+}
+
+static ag_status ac_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
+  unsigned char fixed[16];
+  ag_status s = read_v1_start(f, left, fixed, "SAC/TD3 file's", fn, name);
+  if (s) return s;
+  uint64_t hbytes = ag__get32(fixed + 12);
+  if (hbytes < AC_FIXED + 4 || hbytes > AC_FIXED + 24 * AC_MAX_TENSORS + 4 || (hbytes - AC_FIXED - 4) % 24)
+    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
+                   (unsigned long long)hbytes);
+  if (hbytes > left)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
+                   (unsigned long long)left, (unsigned long long)hbytes);
+  unsigned char *hb = ag__malloc((size_t)hbytes); /* no more than the file holds */
+  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(hb, fixed, 16);
+  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
+    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
+    if (stored != computed)
+      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                  name, (unsigned)stored, (unsigned)computed);
+  }
+  if (!s && ag__get32(hb + 312) != (hbytes - AC_FIXED - 4) / 24)
+    s = CORRUPT("%s: %s is corrupt: its tensor count does not match its header length", fn, name);
+  if (!s) s = ac_parse(a, f, hb, hbytes, left, fn, name);
+  free(hb);
+  if (!s && fseeko(f, a->base, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
+  return s;
+}
+
 ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
                               int *known, const char *fn, const char *name) {
   *known = 0;
@@ -544,6 +762,10 @@ ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, cons
   if (!memcmp(magic, "AGRLDQN1", 8)) {
     *known = 1;
     return dqn_read(a, f, left, fn, name);
+  }
+  if (!memcmp(magic, "AGRLACR1", 8)) {
+    *known = 1;
+    return ac_read(a, f, left, fn, name);
   }
   if (!memcmp(magic, "AGRLMLP", 7)) {
     *known = 1;

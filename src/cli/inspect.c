@@ -6,9 +6,10 @@
  * shape, bytes, offset). An agent's file holds its replay table after its
  * container, as a container of its own, and so does a shard's file: that
  * one is printed after it. A file of agrl 0.1.0 prints its format's name;
- * those the container's reader parses (models, replay tables, DQN agents,
- * shards) print their keys and sections as their loaders see them.
- * Nothing but the headers is read, nothing is allocated on a device.
+ * those the container's reader parses (models, replay tables, DQN and
+ * SAC/TD3 agents, shards) print their keys and sections as their loaders
+ * see them. Nothing but the headers is read, nothing is allocated on a
+ * device.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,11 +27,6 @@ static void usage(FILE *f) {
           "(name, dtype, shape, bytes, offset) of an agrl file: a model, a replay\n"
           "table, an agent or a shard, of this release or of agrl 0.1.0.\n");
 }
-
-/* The formats of agrl 0.1.0 that the container's reader does not parse: their names and kinds. */
-static const struct {
-  const char magic[9], *what, *kind;
-} old_formats[] = {{"AGRLACR1", "a SAC/TD3 agent in the layout of agrl 0.1.0", "ac"}};
 
 static void print_value(const ag__agf_key *k) {
   switch (k->type) {
@@ -102,27 +98,15 @@ int agrl_cmd_inspect(int argc, char **argv) {
     fprintf(stderr, "%s\n", ag_last_error());
     return 1;
   }
-  unsigned char magic[8] = {0};
-  size_t got = fread(magic, 1, 8, f);
-  for (size_t i = 0; got == 8 && i < sizeof old_formats / sizeof old_formats[0]; i++)
-    if (!memcmp(magic, old_formats[i].magic, 8)) {
-      fclose(f);
-      printf("file: %s\nformat: %s (%s)\nkind: %s\n", path, old_formats[i].magic, old_formats[i].what,
-             old_formats[i].kind);
-      printf("keys and sections: not listed for this format (its loader reads it)\n");
-      return 0;
-    }
-  rewind(f);
   ag__agf a, t;
   ag__agf_init(&t);
   uint64_t left = 0;
   s = ag__stream_left(f, "agrl inspect", path, "an agrl file", &left);
   if (!s) s = ag__agf_read_head(&a, f, left, "agrl inspect", path);
-  /* the kinds whose replay table follows their container: that table's */
   const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
-  int agent = kind && kind->type == AG__AGF_STR && !strcmp((const char *)kind->data, "dqn");
-  /* a shard's local table follows its header too */
-  agent = agent || (kind && kind->type == AG__AGF_STR && !strcmp((const char *)kind->data, "shard"));
+  const char *kd = kind && kind->type == AG__AGF_STR ? (const char *)kind->data : "";
+  /* an agent's replay table follows its container, and a shard's local table its header */
+  int agent = !strcmp(kd, "dqn") || !strcmp(kd, "ac") || !strcmp(kd, "shard");
   if (!s && !agent && a.total != left) { /* the whole-file reader says what follows */
     ag__agf_free(&a);
     s = fseeko(f, 0, SEEK_SET) ? ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek", path)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*),
 DQN seeds of the container layout (dqn_c_*) made from current_dqn.agrl,
+SAC/TD3 seeds of the container layout (ac_c_*) made from current_td3.agrl,
 and shard seeds of the container layout (shard_c_*) made from
 current_shard.agrl and current_replay_per.agrl.
 
@@ -180,6 +181,49 @@ def shard_seeds(seeds):
     seeds["shard_c_per_rank0_of_2_crc0"] = container(keys, [], part=16 << 20, crc=False) + table
 
 
+def ac_seeds(seeds):
+    """Variants of the SAC/TD3 container that tests/make_legacy writes (a
+    TD3 agent): its keys changed under a sound CRC (sizes, configuration,
+    counters, seeds, bounds, the noise's copies, an f64 that is not an f32,
+    counts past their limits), the wrong kind or algo, a newer version, a
+    key missing or of another type, a CRC of 0, its table cut or missing,
+    a trailing byte."""
+    path = os.path.join(OUT, "current_td3.agrl")
+    with open(path, "rb") as fh:
+        good = fh.read()
+    total = struct.unpack_from("<Q", good, 32)[0]
+    seeds["ac_c_valid"] = good
+    crc0 = bytearray(good)
+    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
+    seeds["ac_c_crc0"] = bytes(crc0)
+    for name, key, extra, value in [("version3", "ac.version", 0, 3), ("obs_dim4", "ac.sizes", 0, 4),
+                                    ("hidden_huge", "ac.sizes", 8, 1 << 23), ("act_dim65", "ac.sizes", 24, 65),
+                                    ("batch0", "ac.batch_size", 0, 0), ("actor_updates0", "ac.actor_updates", 0, 0),
+                                    ("stream_seed", "ac.update_rng_seed", 0, 12345),
+                                    ("noise_copies3", "ac.noise_copies", 0, 3),
+                                    ("noise_copies_huge", "ac.noise_copies", 0, 1 << 40),
+                                    ("buffer5", "ac.buffer_size", 0, 5)]:
+        g = bytearray(good)
+        struct.pack_into("<q", g, key_value_at(good, key) + extra, value)
+        seeds["ac_c_" + name] = fix_crc(g)
+    for name, key, value in [("low3", "ac.low", 3.0), ("gamma_not_f32", "ac.gamma", 0.1),
+                             ("high_nan", "ac.high", float("nan"))]:
+        g = bytearray(good)
+        struct.pack_into("<d", g, key_value_at(good, key), value)
+        seeds["ac_c_" + name] = fix_crc(g)
+    for name, key, at, data in [("kind_dq", "kind", 0, b"dq"), ("algo_ddp", "ac.algo", 0, b"ddp"),
+                                ("tau_missing", "ac.tau", -1, b"U"),
+                                ("gamma_i64", "ac.gamma", -8 - len("ac.gamma"), b"\x02"),
+                                ("seed_i64", "ac.seed", -8 - len("ac.seed"), b"\x02")]:
+        g = bytearray(good)
+        o = key_value_at(good, key) + at
+        g[o:o + len(data)] = data
+        seeds["ac_c_" + name] = fix_crc(g)
+    seeds["ac_c_no_table"] = good[:total]
+    seeds["ac_c_table_cut"] = good[:total + 100]
+    seeds["ac_c_trailing"] = good + b"\0"
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -222,6 +266,7 @@ def main():
     agents = {}
     dqn_seeds(agents)
     shard_seeds(agents)
+    ac_seeds(agents)
     for name, data in sorted(agents.items()):
         with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
             f.write(data)
