@@ -139,6 +139,51 @@ static ag_status mlp_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, co
   return AG_OK;
 }
 
+/* The whole header of a 0.1.0 replay, DQN, shard or SAC/TD3 file: its first
+ * 16 bytes (read_v1_start), then its length (bytes 12..15) checked against
+ * lo..hi with length % mod == rem and against the stream's, the rest read
+ * and its CRC-32 (the last 4 bytes) checked; into *hb (the caller frees it)
+ * and *hbytes. Nothing is allocated before the length is checked. */
+static ag_status read_v1_header(FILE *f, uint64_t left, const char *noun, uint64_t lo, uint64_t hi,
+                                uint64_t mod, uint64_t rem, const char *fn, const char *name,
+                                unsigned char **hb, uint64_t *hbytes) {
+  unsigned char fixed[16];
+  *hb = NULL;
+  ag_status s = read_v1_start(f, left, fixed, noun, fn, name);
+  if (s) return s;
+  const uint64_t n = ag__get32(fixed + 12);
+  if (n < lo || n > hi || n % mod != rem)
+    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
+                   (unsigned long long)n);
+  if (n > left)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
+                   (unsigned long long)left, (unsigned long long)n);
+  unsigned char *b = ag__malloc((size_t)n); /* no more than the file holds */
+  if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memcpy(b, fixed, 16);
+  if (!(s = read_exact(f, b + 16, (size_t)n - 16, fn, name))) {
+    uint32_t stored = ag__get32(b + n - 4), computed = ag__crc32_add(0, b, (size_t)n - 4);
+    if (stored != computed)
+      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
+                  name, (unsigned)stored, (unsigned)computed);
+  }
+  if (s) {
+    free(b);
+    return s;
+  }
+  *hb = b;
+  *hbytes = n;
+  return AG_OK;
+}
+
+/* The end of reading a file whose header is a head (its table follows):
+ * the stream back at the header's first byte. */
+static ag_status back_to_head(ag__agf *a, FILE *f, ag_status s, const char *fn, const char *name) {
+  if (!s && fseeko(f, a->base, SEEK_SET))
+    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
+  return s;
+}
+
 /* ---- replay tables: AGRLRPL1 ----
  *   0 "AGRLRPL1"; 8 u32 version 1; 12 u32 H; 16 char[32] library version;
  *   48 u32 n_fields; 52 u32 storage; 56 i64 capacity, min_size, size,
@@ -267,26 +312,12 @@ static ag_status rpl_parse(ag__agf *a, const unsigned char *hb, uint64_t hbytes,
 }
 
 static ag_status rpl_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
-  unsigned char fixed[16];
-  ag_status s = read_v1_start(f, left, fixed, "replay file's", fn, name);
+  unsigned char *hb;
+  uint64_t hbytes;
+  ag_status s = read_v1_header(f, left, "replay file's", RPL_FIXED + 4 + 24, RPL_HEADER_MAX, 8, 4, fn, name,
+                               &hb, &hbytes);
   if (s) return s;
-  uint64_t hbytes = ag__get32(fixed + 12);
-  if (hbytes < RPL_FIXED + 4 + 24 || hbytes > RPL_HEADER_MAX || hbytes % 8 != 4)
-    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
-                   (unsigned long long)hbytes);
-  if (hbytes > left)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
-                   (unsigned long long)left, (unsigned long long)hbytes);
-  unsigned char *hb = ag__malloc((size_t)hbytes); /* no more than the file holds */
-  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(hb, fixed, 16);
-  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
-    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
-    if (stored != computed)
-      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                  name, (unsigned)stored, (unsigned)computed);
-  }
-  if (!s) s = rpl_parse(a, hb, hbytes, left, fn, name);
+  s = rpl_parse(a, hb, hbytes, left, fn, name);
   free(hb);
   return s;
 }
@@ -428,33 +459,16 @@ static ag_status dqn_parse(ag__agf *a, FILE *f, const unsigned char *hb, uint64_
 }
 
 static ag_status dqn_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
-  unsigned char fixed[16];
-  ag_status s = read_v1_start(f, left, fixed, "DQN file's", fn, name);
+  unsigned char *hb;
+  uint64_t hbytes;
+  ag_status s = read_v1_header(f, left, "DQN file's", DQN_FIXED + 4, DQN_FIXED + 24 * DQN_MAX_TENSORS + 4, 24,
+                               (DQN_FIXED + 4) % 24, fn, name, &hb, &hbytes);
   if (s) return s;
-  uint64_t hbytes = ag__get32(fixed + 12);
-  if (hbytes < DQN_FIXED + 4 || hbytes > DQN_FIXED + 24 * DQN_MAX_TENSORS + 4 ||
-      (hbytes - DQN_FIXED - 4) % 24)
-    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
-                   (unsigned long long)hbytes);
-  if (hbytes > left)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
-                   (unsigned long long)left, (unsigned long long)hbytes);
-  unsigned char *hb = ag__malloc((size_t)hbytes); /* no more than the file holds */
-  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(hb, fixed, 16);
-  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
-    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
-    if (stored != computed)
-      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                  name, (unsigned)stored, (unsigned)computed);
-  }
-  if (!s && ag__get32(hb + 264) != (hbytes - DQN_FIXED - 4) / 24)
+  if (ag__get32(hb + 264) != (hbytes - DQN_FIXED - 4) / 24)
     s = CORRUPT("%s: %s is corrupt: its tensor count does not match its header length", fn, name);
   if (!s) s = dqn_parse(a, f, hb, hbytes, left, fn, name);
   free(hb);
-  if (!s && fseeko(f, a->base, SEEK_SET))
-    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
-  return s;
+  return back_to_head(a, f, s, fn, name);
 }
 
 /* ---- replay shards: AGRLSHD1 ----
@@ -511,31 +525,15 @@ static ag_status shd_parse(ag__agf *a, const unsigned char *hb, uint64_t hbytes,
 }
 
 static ag_status shd_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
-  unsigned char fixed[16];
-  ag_status s = read_v1_start(f, left, fixed, "shard file's", fn, name);
+  unsigned char *hb; /* at most 64 KiB */
+  uint64_t hbytes;
+  ag_status s =
+      read_v1_header(f, left, "shard file's", SHD_FIXED + SHD_ENTRY + 4,
+                     SHD_FIXED + SHD_ENTRY * SHD_OLD_MAX_FIELDS + 4, SHD_ENTRY, 12, fn, name, &hb, &hbytes);
   if (s) return s;
-  uint64_t hbytes = ag__get32(fixed + 12);
-  if (hbytes < SHD_FIXED + SHD_ENTRY + 4 || hbytes > SHD_FIXED + SHD_ENTRY * SHD_OLD_MAX_FIELDS + 4 ||
-      hbytes % SHD_ENTRY != 12)
-    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
-                   (unsigned long long)hbytes);
-  if (hbytes > left)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
-                   (unsigned long long)left, (unsigned long long)hbytes);
-  unsigned char *hb = ag__malloc((size_t)hbytes); /* at most 64 KiB, and no more than the file holds */
-  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(hb, fixed, 16);
-  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
-    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
-    if (stored != computed)
-      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                  name, (unsigned)stored, (unsigned)computed);
-  }
-  if (!s) s = shd_parse(a, hb, hbytes, fn, name);
+  s = shd_parse(a, hb, hbytes, fn, name);
   free(hb);
-  if (!s && fseeko(f, a->base, SEEK_SET))
-    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
-  return s;
+  return back_to_head(a, f, s, fn, name);
 }
 
 /* ---- SAC/TD3 agents: AGRLACR1 ----
@@ -727,32 +725,16 @@ static ag_status ac_parse(ag__agf *a, FILE *f, const unsigned char *hb, uint64_t
 }
 
 static ag_status ac_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, const char *name) {
-  unsigned char fixed[16];
-  ag_status s = read_v1_start(f, left, fixed, "SAC/TD3 file's", fn, name);
+  unsigned char *hb;
+  uint64_t hbytes;
+  ag_status s = read_v1_header(f, left, "SAC/TD3 file's", AC_FIXED + 4, AC_FIXED + 24 * AC_MAX_TENSORS + 4,
+                               24, (AC_FIXED + 4) % 24, fn, name, &hb, &hbytes);
   if (s) return s;
-  uint64_t hbytes = ag__get32(fixed + 12);
-  if (hbytes < AC_FIXED + 4 || hbytes > AC_FIXED + 24 * AC_MAX_TENSORS + 4 || (hbytes - AC_FIXED - 4) % 24)
-    return CORRUPT("%s: %s is corrupt: the header length %llu is not a valid one", fn, name,
-                   (unsigned long long)hbytes);
-  if (hbytes > left)
-    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its %llu-byte header", fn, name,
-                   (unsigned long long)left, (unsigned long long)hbytes);
-  unsigned char *hb = ag__malloc((size_t)hbytes); /* no more than the file holds */
-  if (!hb) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(hb, fixed, 16);
-  if (!(s = read_exact(f, hb + 16, (size_t)hbytes - 16, fn, name))) {
-    uint32_t stored = ag__get32(hb + hbytes - 4), computed = ag__crc32_add(0, hb, (size_t)hbytes - 4);
-    if (stored != computed)
-      s = CORRUPT("%s: %s is corrupt: its header fails its CRC-32 check (stored %08x, computed %08x)", fn,
-                  name, (unsigned)stored, (unsigned)computed);
-  }
-  if (!s && ag__get32(hb + 312) != (hbytes - AC_FIXED - 4) / 24)
+  if (ag__get32(hb + 312) != (hbytes - AC_FIXED - 4) / 24)
     s = CORRUPT("%s: %s is corrupt: its tensor count does not match its header length", fn, name);
   if (!s) s = ac_parse(a, f, hb, hbytes, left, fn, name);
   free(hb);
-  if (!s && fseeko(f, a->base, SEEK_SET))
-    s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek: %s", fn, name, strerror(errno));
-  return s;
+  return back_to_head(a, f, s, fn, name);
 }
 
 ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
