@@ -369,6 +369,40 @@ static void shard_read_by_legacy_parser(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* A 0.1.0 DQN file whose first tensor entry (byte 488) claims 2^40 x 2^40
+ * values, or 2^20 x 2^39 (each within the section limit, together past the
+ * file), under a sound CRC: refused before anything is made. */
+static void dqn_tensor_sizes_past_the_file_are_refused(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  char path[1024];
+  legacy_path(path, sizeof path, LEGACY_DQN);
+  size_t n = 0;
+  unsigned char *f = agt_slurp(path, &n), *g = malloc(n);
+  assert_non_null(g);
+  assert_memory_equal(f, "AGRLDQN1", 8);
+  const uint32_t H = ag__get32(f + 12);
+  static const struct {
+    uint64_t rows, cols;
+    const char *part;
+  } cases[] = {{(uint64_t)1 << 40, (uint64_t)1 << 40, "tensor 0's entry"},
+               {(uint64_t)1 << 20, (uint64_t)1 << 39, "shorter than its tensors up to tensor 0"}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    memcpy(g, f, n);
+    ag__put64(g + 488, cases[k].rows);
+    ag__put64(g + 496, cases[k].cols);
+    ag__put32(g + H - 4, ag__crc32_add(0, g, H - 4));
+    agt_spit(agt_path_a, g, n);
+    ag_dqn *out = (ag_dqn *)&n;
+    ag_status s = ag_dqn_load(ctx, agt_path_a, &out);
+    if (s != AG_ERR_IO || !strstr(ag_last_error(), cases[k].part) || out != (ag_dqn *)&n)
+      fail_msg("case %zu: %s: %s", k, ag_status_name(s), ag_last_error());
+  }
+  free(f);
+  free(g);
+  ag_ctx_free(ctx);
+}
+
 /* The 0.1.0 TD3 file damaged: its version word 2 (a newer format) or 0, a
  * changed header byte, a cut, a noise length that is not a whole number of
  * copies and a tensor count that is not the configuration's (each under a
@@ -464,6 +498,7 @@ int main(int argc, char **argv) {
                                      TEST(dqn_loads),
                                      TEST(td3_loads),
                                      TEST(td3_refusals),
+                                     TEST(dqn_tensor_sizes_past_the_file_are_refused),
                                      TEST(version_word_checked),
                                      TEST(shard_read_by_legacy_parser)};
 #undef TEST

@@ -396,10 +396,13 @@ static ag_status dqn_parse(ag__agf *a, FILE *f, const unsigned char *hb, uint64_
     const unsigned char *e = hb + DQN_FIXED + 24 * (uint64_t)i;
     uint64_t r = ag__get64(e), c = ag__get64(e + 8), dt = ag__get32(e + 16);
     if (ag__get32(e + 20) || dt > AG_I64 || r < 1 || c < 1 || r > ((uint64_t)1 << 40) ||
-        c > ((uint64_t)1 << 40) || r * c > AG__AGF_MAX_SECTION / 8)
+        c > ((uint64_t)1 << 40) || c > AG__AGF_MAX_SECTION / 8 / r)
       return CORRUPT("%s: %s is corrupt: tensor %u's entry (%llu x %llu, dtype %llu)", fn, name, i,
                      (unsigned long long)r, (unsigned long long)c, (unsigned long long)dt);
-    at += dqn_parts(r * c * ag__agf_dtype_size((ag_dtype)dt));
+    at += dqn_parts(r * c * ag__agf_dtype_size((ag_dtype)dt)); /* < 2^63 + 2^62: no overflow */
+    if (at > left)
+      return CORRUPT("%s: %s is truncated: %llu bytes, shorter than its tensors up to tensor %u", fn, name,
+                     (unsigned long long)left, i);
   }
   uint64_t run_at = at;
   at += dqn_parts(R);
