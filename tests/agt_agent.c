@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/agfile.h"
 #include "base/base.h"
 
 #define SENTINEL ((void *)(uintptr_t)0x5e17e1)
@@ -198,6 +199,77 @@ static ag_vec_env *make_env(const agt_resume_case *c, int copies, uint64_t seed)
   return env;
 }
 
+/* The sections of a run state into host memory (obs, then env_state). */
+typedef struct run_bytes {
+  unsigned char *at[2];
+  int sec[2];
+} run_bytes;
+
+static ag_status take_run(void *user, int sec, unsigned char *buf, uint64_t off, size_t len) {
+  run_bytes *r = user;
+  for (int k = 0; k < 2; k++)
+    if (sec == r->sec[k]) memcpy(r->at[k] + off, buf, len);
+  return AG_OK;
+}
+
+static int64_t run_key_i64(const ag__agf *c, const char *name) {
+  const ag__agf_key *k = ag__agf_key_find(c, name);
+  assert_non_null(k);
+  assert_int_equal(k->type, AG__AGF_I64);
+  return k->v.i;
+}
+
+/* The agent's run state (a container of kind "run") rewritten, by hand from
+ * its keys and sections, in the packed layout agrl 0.1.0 wrote (AGRLRUN1
+ * for the DQN's loop, AGRLRUNA for SAC's and TD3's; learn.c's header of
+ * that release has it). */
+static void run_state_as_0_1_0(const agt_agent_kind *k, void *a) {
+  size_t n = 0;
+  const unsigned char *b = k->run_state(a, &n);
+  assert_non_null(b);
+  FILE *f = fmemopen((void *)b, n, "rb");
+  assert_non_null(f);
+  ag__agf c;
+  agt_ok(ag__agf_read(&c, f, n, "test", "the run state"));
+  const ag__agf_key *loop = ag__agf_key_find(&c, "run.loop");
+  assert_non_null(loop);
+  const int ph = !strcmp(loop->data, "ac");
+  const size_t F = ph ? 264 : 248;
+  const int64_t copies = run_key_i64(&c, "run.n_envs"), od = run_key_i64(&c, "run.obs_dim");
+  run_bytes r = {{NULL, NULL}, {ag__agf_section_find(&c, "obs"), ag__agf_section_find(&c, "env_state")}};
+  assert_true(r.sec[0] >= 0 && r.sec[1] >= 0);
+  const size_t ob = (size_t)(copies * od) * 4, E = (size_t)c.sections[r.sec[1]].bytes;
+  unsigned char *p = calloc(1, F + ob + E);
+  assert_non_null(p);
+  r.at[0] = p + F, r.at[1] = p + F + ob;
+  agt_ok(ag__agf_stream(&c, f, take_run, &r, "test", "the run state"));
+  fclose(f);
+  memcpy(p, ph ? "AGRLRUNA" : "AGRLRUN1", 8);
+  ag__put32(p + 8, 1);
+  ag__put32(p + 12, (uint32_t)copies);
+  ag__put32(p + 16, (uint32_t)od);
+  static const char *const counters[4] = {"run.step", "run.episodes", "run.since_train", "run.since_target"};
+  for (int i = 0; i < 4; i++) ag__put64(p + 24 + 8 * i, (uint64_t)run_key_i64(&c, counters[i]));
+  ag__put32(p + 56, (uint32_t)run_key_i64(&c, "run.returns_kept"));
+  ag__put32(p + 60, (uint32_t)run_key_i64(&c, "run.returns_next"));
+  const ag__agf_key *ret = ag__agf_key_find(&c, "run.returns"), *mean = ag__agf_key_find(&c, "run.mean");
+  assert_true(ret && ret->count == 20 && mean);
+  for (int i = 0; i < 20; i++) ag__put_f64(p + 64 + 8 * i, ((const double *)ret->data)[i]);
+  ag__put_f64(p + 224, mean->v.f);
+  ag__put64(p + 232, (uint64_t)E);
+  ag__put64(p + 240, (uint64_t)run_key_i64(&c, "run.last_eval"));
+  if (ph) {
+    const ag__agf_key *lo = ag__agf_key_find(&c, "run.losses");
+    assert_true(lo && lo->count == 2);
+    ag__put64(p + 248, (uint64_t)run_key_i64(&c, "run.last_report"));
+    ag__put_f32(p + 256, (float)((const double *)lo->data)[0]);
+    ag__put_f32(p + 260, (float)((const double *)lo->data)[1]);
+  }
+  ag__agf_free(&c);
+  agt_ok(k->set_run_state(a, p, F + ob + E));
+  free(p);
+}
+
 void agt_resumed_runs_equal_the_uninterrupted_one(const agt_agent_kind *k, ag_ctx *ctx,
                                                   const agt_resume_case *c) {
   static agt_events ref, ck, res;
@@ -242,6 +314,37 @@ void agt_resumed_runs_equal_the_uninterrupted_one(const agt_agent_kind *k, ag_ct
   assert_int_equal(o.resumed_at, c->from);
   agt_assert_same_events_from(&ref, &res, c->from);
   k->assert_same(r, a);
+  k->free(a);
+  ag_vec_env_free(env);
+  /* the same from a run state in the packed layout of agrl 0.1.0 */
+  agt_ok(k->load(ctx, agent, &a));
+  run_state_as_0_1_0(k, a);
+  env = make_env(c, c->copies, 777);
+  o = ag_learn_defaults();
+  o.resume = 1;
+  memset(&res, 0, sizeof res);
+  agt_ok(k->learn(a, env, c->steps, &o, &res));
+  assert_int_equal(o.resumed_at, c->from);
+  agt_assert_same_events_from(&ref, &res, c->from);
+  k->assert_same(r, a);
+  k->free(a);
+  ag_vec_env_free(env);
+  /* a run state that is not one is refused, and so is a damaged one */
+  agt_ok(k->load(ctx, agent, &a));
+  env = make_env(c, c->copies, 9);
+  size_t rn = 0;
+  const unsigned char *rb = k->run_state(a, &rn);
+  unsigned char *bad = malloc(rn);
+  assert_non_null(bad);
+  memcpy(bad, rb, rn);
+  bad[rn - 1] ^= 0x40; /* the last part's CRC */
+  agt_ok(k->set_run_state(a, bad, rn));
+  o = ag_learn_defaults();
+  o.resume = 1;
+  agt_err(k->learn(a, env, c->steps, &o, &res), AG_ERR_INVALID_ARG, "run state");
+  agt_ok(k->set_run_state(a, "AGRLRUN1 and nothing else", 25));
+  agt_err(k->learn(a, env, c->steps, &o, &res), AG_ERR_INVALID_ARG, "run state");
+  free(bad);
   k->free(a);
   ag_vec_env_free(env);
   /* stopped by should_stop after stop_after polls of the loop, then resumed */

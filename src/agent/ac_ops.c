@@ -96,7 +96,6 @@ const ag__agent_ops ag__ac_ops = {
     .learn_fn = "ag_ac_learn",
     .run_fn = "ag_ac_learn",
     .load_fn = "ag_ac_load",
-    .run_magic = {'A', 'G', 'R', 'L', 'R', 'U', 'N', 'A'},
     .run_phase = 1,
     .start = start,
     .act_width = act_width,

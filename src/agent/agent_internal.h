@@ -153,9 +153,8 @@ typedef struct ag__agent_ops {
   const char *learn_fn; /* the loop's call in messages ("ag_dqn_learn") */
   const char *run_fn;   /* its checkpoints' and resumes' ("ag_dqn_learn_ex") */
   const char *load_fn;  /* the call that loads a checkpoint's agent.agrl */
-  char run_magic[8];    /* the run state's first bytes */
   /* whether the run state keeps the last PHASE event (step and losses;
-   * since_target then stays 0) */
+   * since_target then stays 0): its run.loop is "ac", else "dqn" */
   int run_phase;
   /* the loop's state before a first step (after it is zeroed), or NULL */
   void (*start)(ag__loop *ls);

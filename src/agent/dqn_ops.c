@@ -93,7 +93,6 @@ const ag__agent_ops ag__dqn_ops = {
     .learn_fn = "ag_dqn_learn",
     .run_fn = "ag_dqn_learn_ex",
     .load_fn = "ag_dqn_load",
-    .run_magic = {'A', 'G', 'R', 'L', 'R', 'U', 'N', '1'},
     .run_phase = 0,
     .start = NULL,
     .act_width = act_width,

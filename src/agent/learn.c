@@ -6,18 +6,13 @@
  * ag_ac_save) holds everything a resumed run needs. Nothing here knows a
  * kind of agent: the ops table gives its calls, names and run-state magic.
  *
- * The run state's layout (little-endian):
- *   0   8  "AGRLRUN1" (the DQN's loop), "AGRLRUNA" (SAC's and TD3's)
- *   8   u32 version (1)   12 u32 copies n   16 u32 obs_dim   20 u32 0
- *   24  i64 step, episodes, since_train, since_target (SAC/TD3: 0)
- *   56  i32 returns kept (0..20), the next slot (0..19)
- *   64  20 x f64 the last returns     224 f64 the mean reported
- *   232 u64 E, the environments' state's length
- *   240 i64 the step of the last evaluation (ag_learn_opts.on_eval)
- *   SAC/TD3 only: 248 i64 the step of the last PHASE event (-1000 before
- *       the first), 256 f32 its critics' and actor's losses
- *   F   n x obs_dim f32 the observations in hand, then E bytes of
- *       ag_vec_env_get_state (F: 248 for the DQN's loop, 264 for SAC/TD3's)
+ * The run state is an agrl container of kind "run" (docs/container.md) held
+ * as the agent's run-state bytes: run.version 2, run.loop ("dqn": the
+ * DQN's loop, "ac": SAC's and TD3's, which also keep the last PHASE event),
+ * the counters, the last returns and the mean reported as typed keys, the
+ * observations in hand as the f32 section obs [copies, obs_dim] and the
+ * environments' state as the blob env_state. The packed record of 0.1.0
+ * (AGRLRUN1, AGRLRUNA) is read into the same keys by agfile_legacy.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,10 +24,10 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
+#include "base/agfile.h"
 
 enum { RUN_WINDOW = AG__RECENT };
-/* The run state's fixed bytes: without and with the last PHASE event. */
-static const size_t run_fixed[2] = {248, 264};
+#define RUN_PART ((size_t)1 << 20) /* the run state's part length */
 
 /* The agent a loop trains: its kind's table and itself. */
 typedef struct learner {
@@ -93,7 +88,6 @@ static ag_status group_boundary(const learner *l, ag_dist *g, ag_tensor *xchg, c
 static ag_status record_run(const learner *l, ag_vec_env *env, const ag__loop *ls, const float *obs,
                             const char *fn) {
   const int ph = l->ops->run_phase != 0;
-  const size_t fixed = run_fixed[ph];
   int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
   size_t E = 0;
   ag_status s = ag_vec_env_state_size(env, &E);
@@ -102,84 +96,185 @@ static ag_status record_run(const learner *l, ag_vec_env *env, const ag__loop *l
     snprintf(why, sizeof why, "%s", ag_last_error());
     return ag__fail(s, "%s: the environments' state cannot be kept in a checkpoint: %s", fn, why);
   }
-  size_t ob = (size_t)n * (size_t)od * 4, len = fixed + ob + E;
-  unsigned char *b = ag__calloc(1, len);
-  if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  memcpy(b, l->ops->run_magic, 8);
-  ag__put32(b + 8, 1);
-  ag__put32(b + 12, (uint32_t)n);
-  ag__put32(b + 16, (uint32_t)od);
-  const int64_t c[4] = {ls->step, ls->episodes, ls->since_train, ls->since_target};
-  for (int i = 0; i < 4; i++) ag__put64(b + 24 + 8 * i, (uint64_t)c[i]);
-  ag__put32(b + 56, (uint32_t)ls->win.n);
-  ag__put32(b + 60, (uint32_t)ls->win.next);
-  for (int i = 0; i < RUN_WINDOW; i++) ag__put_f64(b + 64 + 8 * i, ls->win.r[i]);
-  ag__put_f64(b + 224, ls->mean);
-  ag__put64(b + 232, (uint64_t)E);
-  ag__put64(b + 240, (uint64_t)ls->last_eval);
+  unsigned char *es = ag__malloc(E ? E : 1);
+  if (!es) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if ((s = ag_vec_env_get_state(env, es, E))) {
+    free(es);
+    return s;
+  }
+  ag__agf a;
+  ag__agf_init(&a);
+  ag__agf_set_str(&a, "kind", "run");
+  ag__agf_set_i64(&a, "run.version", 2);
+  ag__agf_set_str(&a, "run.loop", ph ? "ac" : "dqn");
+  ag__agf_set_i64(&a, "run.n_envs", n);
+  ag__agf_set_i64(&a, "run.obs_dim", od);
+  ag__agf_set_i64(&a, "run.step", ls->step);
+  ag__agf_set_i64(&a, "run.episodes", ls->episodes);
+  ag__agf_set_i64(&a, "run.since_train", ls->since_train);
+  ag__agf_set_i64(&a, "run.since_target", ls->since_target);
+  ag__agf_set_i64(&a, "run.returns_kept", ls->win.n);
+  ag__agf_set_i64(&a, "run.returns_next", ls->win.next);
+  ag__agf_set_f64s(&a, "run.returns", ls->win.r, RUN_WINDOW);
+  ag__agf_set_f64(&a, "run.mean", ls->mean);
+  ag__agf_set_i64(&a, "run.last_eval", ls->last_eval);
   if (ph) {
-    ag__put64(b + 248, (uint64_t)ls->last_report);
-    ag__put_f32(b + 256, ls->losses[0]);
-    ag__put_f32(b + 260, ls->losses[1]);
+    const double losses[2] = {ls->losses[0], ls->losses[1]};
+    ag__agf_set_i64(&a, "run.last_report", ls->last_report);
+    ag__agf_set_f64s(&a, "run.losses", losses, 2);
   }
-  for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
-    uint32_t u;
-    memcpy(&u, obs + i, 4);
-    ag__put32(b + fixed + 4 * i, u);
+  const int64_t dims[2] = {n, od};
+  ag__agf_add_tensor(&a, "obs", AG_F32, 2, dims, ag__agf_fill_host, (void *)obs);
+  ag__agf_add_blob(&a, "env_state", E, ag__agf_fill_host, es);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) {
+    s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for the run state", fn);
+  } else {
+    s = ag__agf_write(&a, f, RUN_PART, fn, "the run state");
+    if (fclose(f) && !s) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for the run state", fn);
+    if (!s) s = l->ops->set_run_state(l->agent, buf, len);
   }
-  s = ag_vec_env_get_state(env, b + fixed + ob, E);
-  if (!s) s = l->ops->set_run_state(l->agent, b, len);
-  free(b);
+  free(buf);
+  free(es);
+  ag__agf_free(&a);
   return s;
 }
 
+/* The run state's sections into host memory: obs, then env_state. */
+typedef struct run_dst {
+  int obs, env;
+  unsigned char *obs_at, *env_at;
+} run_dst;
+
+static ag_status run_take(void *user, int sec, unsigned char *buf, uint64_t off, size_t len) {
+  const run_dst *d = user;
+  if (sec == d->obs) memcpy(d->obs_at + off, buf, len);
+  if (sec == d->env) memcpy(d->env_at + off, buf, len);
+  return AG_OK;
+}
+
+/* An i64 key of the run state within lo..hi, or -1 with a message. */
+static int run_i64(const ag__agf *a, const char *key, int64_t lo, int64_t hi, int64_t *v, const char *fn) {
+  const ag__agf_key *k = ag__agf_key_find(a, key);
+  if (!k || k->type != AG__AGF_I64 || k->v.i < lo || k->v.i > hi) {
+    ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's %s is %s", fn, key,
+             !k                       ? "missing"
+             : k->type != AG__AGF_I64 ? "not an i64"
+                                      : "out of range");
+    return -1;
+  }
+  *v = k->v.i;
+  return 0;
+}
+
+/* An f64 array key of the run state with n values, or NULL with a message. */
+static const double *run_f64s(const ag__agf *a, const char *key, uint32_t n, const char *fn) {
+  const ag__agf_key *k = ag__agf_key_find(a, key);
+  if (k && k->type == AG__AGF_F64S && k->count == n) return k->data;
+  ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's %s is %s", fn, key,
+           !k ? "missing" : "not an array of the right length");
+  return NULL;
+}
+
 /* The loop's state, the observations in hand (n x obs_dim) and env's state
- * from the agent's run state (ag_learn_opts.resume); nothing changes unless
- * all of it is sound (AG_ERR_INVALID_ARG naming fn). */
+ * from the agent's run state (ag_learn_opts.resume), in either layout;
+ * nothing changes unless all of it is sound (AG_ERR_INVALID_ARG naming fn). */
 static ag_status restore(const learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn) {
   const ag__agent_ops *ops = l->ops;
   const int ph = ops->run_phase != 0;
-  const size_t fixed = run_fixed[ph];
   size_t len = 0;
   const unsigned char *b = ops->run_state(l->agent, &len);
-  int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
-  size_t ob = (size_t)n * (size_t)od * 4;
-  if (!b || len < fixed || memcmp(b, ops->run_magic, 8) || ag__get32(b + 8) != 1)
+  const int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
+  ag__agf a;
+  ag__agf_init(&a);
+  FILE *f = b && len ? fmemopen((void *)b, len, "rb") : NULL;
+  ag_status s = f ? ag__agf_read(&a, f, len, fn, "the run state") : AG_ERR_INVALID_ARG;
+  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
+  const ag__agf_key *loop = s ? NULL : ag__agf_key_find(&a, "run.loop");
+  if (s || !kind || kind->type != AG__AGF_STR || strcmp(kind->data, "run") || !loop ||
+      loop->type != AG__AGF_STR || strcmp(loop->data, ph ? "ac" : "dqn")) {
+    if (f) fclose(f);
+    ag__agf_free(&a);
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: resume: the %s holds no run state of %s (load a checkpoint's agent.agrl with %s)",
                     fn, ops->noun, ops->run_fn, ops->load_fn);
-  if (ag__get32(b + 12) != (uint32_t)n || ag__get32(b + 16) != (uint32_t)od)
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: resume: the run had %u copies of %u observations; this vector has %d of %d", fn,
-                    ag__get32(b + 12), ag__get32(b + 16), n, od);
-  uint64_t E = ag__get64(b + 232);
-  if (E != len - fixed - ob || ag__get32(b + 20))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's lengths do not add up", fn);
+  }
   ag__loop t;
   memset(&t, 0, sizeof t);
-  int64_t *c[4] = {&t.step, &t.episodes, &t.since_train, &t.since_target};
-  for (int i = 0; i < 4; i++) *c[i] = (int64_t)ag__get64(b + 24 + 8 * i);
-  t.win.n = (int)ag__get32(b + 56);
-  t.win.next = (int)ag__get32(b + 60);
-  for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ag__get_f64(b + 64 + 8 * i);
-  t.mean = ag__get_f64(b + 224);
-  t.last_eval = (int64_t)ag__get64(b + 240);
-  t.last_report = ph ? (int64_t)ag__get64(b + 248) : 0;
-  t.losses[0] = ph ? ag__get_f32(b + 256) : 0.0f;
-  t.losses[1] = ph ? ag__get_f32(b + 260) : 0.0f;
-  if (t.last_report > t.step || (ph && t.since_target) || t.step < 0 || t.episodes < 0 || t.since_train < 0 ||
-      t.since_target < 0 || t.last_eval < 0 || t.last_eval > t.step || t.win.n < 0 || t.win.n > RUN_WINDOW ||
-      t.win.next < 0 || t.win.next >= RUN_WINDOW)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
-  ag_status s = ag_vec_env_set_state(env, b + fixed + ob, (size_t)E);
-  if (s) return s;
-  for (size_t i = 0; i < (size_t)n * (size_t)od; i++) {
-    uint32_t u = ag__get32(b + fixed + 4 * i);
-    memcpy(obs + i, &u, 4);
+  int64_t cn, cod, kept, next, lr = 0;
+  const int64_t big = INT64_MAX / 2;
+  const double *ret = NULL, *lo = NULL;
+  int bad =
+      run_i64(&a, "run.n_envs", 1, INT32_MAX, &cn, fn) || run_i64(&a, "run.obs_dim", 1, INT32_MAX, &cod, fn);
+  if (!bad && (cn != n || cod != od)) {
+    ag__fail(AG_ERR_INVALID_ARG,
+             "%s: resume: the run had %lld copies of %lld observations; this vector has %d of %d", fn,
+             (long long)cn, (long long)cod, n, od);
+    bad = 1;
   }
-  t.last_ckpt = t.step;
-  *ls = t;
-  return AG_OK;
+  bad = bad || run_i64(&a, "run.step", 0, big, &t.step, fn) ||
+        run_i64(&a, "run.episodes", 0, big, &t.episodes, fn) ||
+        run_i64(&a, "run.since_train", 0, big, &t.since_train, fn) ||
+        run_i64(&a, "run.since_target", 0, ph ? 0 : big, &t.since_target, fn) ||
+        run_i64(&a, "run.returns_kept", 0, RUN_WINDOW, &kept, fn) ||
+        run_i64(&a, "run.returns_next", 0, RUN_WINDOW - 1, &next, fn) ||
+        run_i64(&a, "run.last_eval", 0, big, &t.last_eval, fn) ||
+        (ph && run_i64(&a, "run.last_report", -big, big, &lr, fn)) ||
+        !(ret = run_f64s(&a, "run.returns", RUN_WINDOW, fn)) ||
+        (ph && !(lo = run_f64s(&a, "run.losses", 2, fn)));
+  const ag__agf_key *mean = bad ? NULL : ag__agf_key_find(&a, "run.mean");
+  if (!bad && (!mean || mean->type != AG__AGF_F64)) {
+    ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's run.mean is %s", fn,
+             mean ? "not an f64" : "missing");
+    bad = 1;
+  }
+  if (!bad && (t.last_eval > t.step || lr > t.step)) {
+    ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
+    bad = 1;
+  }
+  run_dst d = {ag__agf_section_find(&a, "obs"), ag__agf_section_find(&a, "env_state"), NULL, NULL};
+  if (!bad && (d.obs < 0 || d.env < 0 || a.n_sections != 2 || a.sections[d.obs].dtype != AG_F32 ||
+               a.sections[d.obs].bytes != (uint64_t)n * (uint64_t)od * 4 ||
+               a.sections[d.env].kind != AG__AGF_BLOB || a.sections[d.env].bytes > ((uint64_t)1 << 40))) {
+    ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's sections are not obs [%d, %d] and env_state",
+             fn, n, od);
+    bad = 1;
+  }
+  if (bad) {
+    fclose(f);
+    ag__agf_free(&a);
+    return AG_ERR_INVALID_ARG;
+  }
+  const size_t E = (size_t)a.sections[d.env].bytes;
+  d.obs_at = ag__malloc((size_t)n * (size_t)od * 4);
+  d.env_at = ag__malloc(E ? E : 1);
+  s = d.obs_at && d.env_at ? ag__agf_stream(&a, f, run_take, &d, fn, "the run state")
+                           : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  fclose(f);
+  t.win.n = (int)kept;
+  t.win.next = (int)next;
+  for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ret[i];
+  t.mean = mean->v.f;
+  t.last_report = lr;
+  t.losses[0] = ph ? (float)lo[0] : 0.0f;
+  t.losses[1] = ph ? (float)lo[1] : 0.0f;
+  ag__agf_free(&a);
+  if (s) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    s = ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state cannot be read: %s", fn, why);
+  }
+  if (!s) s = ag_vec_env_set_state(env, d.env_at, E);
+  if (!s) {
+    memcpy(obs, d.obs_at, (size_t)n * (size_t)od * 4);
+    t.last_ckpt = t.step;
+    *ls = t;
+  }
+  free(d.obs_at);
+  free(d.env_at);
+  return s;
 }
 
 /* ---- checkpoint directories ---- */

@@ -11,7 +11,8 @@
  * agrl/nn.h), AGRLRPL1 (replay tables, alone or inside other files),
  * AGRLDQN1 (DQN agents, whose replay table follows as its own image),
  * AGRLACR1 (SAC/TD3 agents, likewise), AGRLSHD1 (replay shards, whose
- * local table follows as its own image).
+ * local table follows as its own image), and the run states of training
+ * loops that agents' files held (AGRLRUN1, AGRLRUNA).
  */
 #include "base/agfile.h"
 
@@ -740,6 +741,76 @@ static ag_status ac_read(ag__agf *a, FILE *f, uint64_t left, const char *fn, con
   return back_to_head(a, f, s, fn, name);
 }
 
+/* ---- a training loop's run state: AGRLRUN1 (the DQN's), AGRLRUNA (SAC's
+ * and TD3's) ----
+ * The bytes an agent's run state held in 0.1.0 (a blob of the agent's file):
+ *   0 "AGRLRUN1" or "AGRLRUNA"; 8 u32 version 1; 12 u32 copies n; 16 u32
+ *   obs_dim; 20 u32 0; 24 i64 step, episodes, since_train, since_target;
+ *   56 i32 returns kept (0..20), the next slot (0..19); 64 20 x f64 the last
+ *   returns; 224 f64 the mean reported; 232 u64 E, the environments'
+ *   state's length; 240 i64 the step of the last evaluation; AGRLRUNA only:
+ *   248 i64 the step of the last PHASE event, 256 f32 its critics' and
+ *   actor's losses, 260 f32; then at F (248; AGRLRUNA 264) n x obs_dim f32
+ *   the observations in hand and E bytes of the environments' state, to the
+ *   end. No checksums (the agent file's parts had them).
+ * Read as kind "run", run.version 1: the same keys and sections as the
+ * container of learn.c; the loop checks their values. */
+
+#define RUN_RECENT 20
+
+static ag_status run_read(ag__agf *a, FILE *f, uint64_t left, int phase, const char *fn, const char *name) {
+  const uint64_t F = phase ? 264 : 248;
+  unsigned char h[264];
+  if (left < F)
+    return CORRUPT("%s: %s is truncated: %llu bytes, shorter than a run state's %llu", fn, name,
+                   (unsigned long long)left, (unsigned long long)F);
+  ag_status s = read_exact(f, h, (size_t)F, fn, name);
+  if (s) return s;
+  const uint32_t version = ag__get32(h + 8);
+  if (version > 1)
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: %s is a run state of format version %u (this library reads 1)",
+                    fn, name, (unsigned)version);
+  const uint64_t n = ag__get32(h + 12), od = ag__get32(h + 16), E = ag__get64(h + 232);
+  if (version != 1 || ag__get32(h + 20) || n < 1 || od < 1)
+    return CORRUPT("%s: %s is corrupt: its version, copies or observation width", fn, name);
+  if (n > (left - F) / 4 / od || E != left - F - n * od * 4) /* n * od * 4 <= left - F: no overflow */
+    return CORRUPT("%s: %s is corrupt: its lengths do not add up to its %llu bytes", fn, name,
+                   (unsigned long long)left);
+  const uint64_t ob = n * od * 4;
+  a->format = phase ? "AGRLRUNA (agrl 0.1.0 run state)" : "AGRLRUN1 (agrl 0.1.0 run state)";
+  ag__agf_set_str(a, "kind", "run");
+  ag__agf_set_i64(a, "run.version", 1);
+  ag__agf_set_str(a, "run.loop", phase ? "ac" : "dqn");
+  ag__agf_set_i64(a, "run.n_envs", (int64_t)n);
+  ag__agf_set_i64(a, "run.obs_dim", (int64_t)od);
+  static const char *const counters[4] = {"run.step", "run.episodes", "run.since_train", "run.since_target"};
+  for (int i = 0; i < 4; i++) ag__agf_set_i64(a, counters[i], (int64_t)ag__get64(h + 24 + 8 * i));
+  ag__agf_set_i64(a, "run.returns_kept", (int32_t)ag__get32(h + 56));
+  ag__agf_set_i64(a, "run.returns_next", (int32_t)ag__get32(h + 60));
+  double r[RUN_RECENT];
+  for (int i = 0; i < RUN_RECENT; i++) r[i] = ag__get_f64(h + 64 + 8 * i);
+  ag__agf_set_f64s(a, "run.returns", r, RUN_RECENT);
+  ag__agf_set_f64(a, "run.mean", ag__get_f64(h + 224));
+  ag__agf_set_i64(a, "run.last_eval", (int64_t)ag__get64(h + 240));
+  if (phase) {
+    const double losses[2] = {ag__get_f32(h + 256), ag__get_f32(h + 260)};
+    ag__agf_set_i64(a, "run.last_report", (int64_t)ag__get64(h + 248));
+    ag__agf_set_f64s(a, "run.losses", losses, 2);
+  }
+  const int64_t dims[2] = {(int64_t)n, (int64_t)od};
+  ag__agf_add_tensor(a, "obs", AG_F32, 2, dims, NULL, NULL);
+  ag__agf_add_blob(a, "env_state", E, NULL, NULL);
+  if (a->failed) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  const uint64_t at[2] = {F, F + ob}, bytes[2] = {ob, E};
+  for (int k = 0; k < 2; k++) {
+    ag__agf_section *sec = &a->sections[a->n_sections - 2 + k];
+    sec->offset = at[k], sec->bytes = bytes[k], sec->crc = AG__AGF_CRC_NONE, sec->part = AG__AGF_PART_MAX;
+  }
+  a->part = AG__AGF_PART_MAX;
+  a->total = left;
+  return AG_OK;
+}
+
 ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, const unsigned char magic[8],
                               int *known, const char *fn, const char *name) {
   *known = 0;
@@ -763,6 +834,10 @@ ag_status ag__agf_legacy_read(ag__agf *a, FILE *f, uint64_t left, int head, cons
   if (!memcmp(magic, "AGRLSHD1", 8)) { /* a shard's header is always a head: its table follows */
     *known = 1;
     return shd_read(a, f, left, fn, name);
+  }
+  if (!memcmp(magic, "AGRLRUN1", 8) || !memcmp(magic, "AGRLRUNA", 8)) { /* always a whole run state */
+    *known = 1;
+    return run_read(a, f, left, magic[7] == 'A', fn, name);
   }
   return AG_OK;
 }
