@@ -224,6 +224,27 @@ def ac_seeds(seeds):
     seeds["ac_c_trailing"] = good + b"\0"
 
 
+def run_seeds(seeds):
+    """Run states in the packed layout of agrl 0.1.0 (AGRLRUN1: the DQN's
+    loop, AGRLRUNA: SAC's and TD3's), which agfile_legacy.c reads into the
+    keys of kind "run": two copies of four observations and 12 bytes of
+    environment state, and one whose lengths do not add up."""
+    for magic, fixed in ((b"AGRLRUN1", 248), (b"AGRLRUNA", 264)):
+        h = bytearray(fixed)
+        h[0:8] = magic
+        struct.pack_into("<IIII", h, 8, 1, 2, 4, 0)
+        struct.pack_into("<qqqq", h, 24, 640, 31, 3, 0 if magic[7:] == b"A" else 17)
+        struct.pack_into("<ii", h, 56, 5, 5)
+        struct.pack_into("<20d", h, 64, *[float(i) for i in range(20)])
+        struct.pack_into("<dQq", h, 224, 2.5, 12, 600)
+        if magic[7:] == b"A":
+            struct.pack_into("<qff", h, 248, 512, 0.25, -1.5)
+        body = struct.pack("<8f", *[0.125 * i for i in range(8)]) + bytes(range(12))
+        name = "run_" + magic[4:].decode().lower()
+        seeds[name] = bytes(h) + body
+        seeds[name + "_cut"] = bytes(h) + body[:-1]
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -267,6 +288,7 @@ def main():
     dqn_seeds(agents)
     shard_seeds(agents)
     ac_seeds(agents)
+    run_seeds(agents)
     for name, data in sorted(agents.items()):
         with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
             f.write(data)
