@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
-#include "base/agfile.h"
+#include "replay/replay_internal.h" /* the container (base/agfile.h) */
 
 enum { RUN_WINDOW = AG__RECENT };
 #define RUN_PART ((size_t)1 << 20) /* the run state's part length */
