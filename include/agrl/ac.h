@@ -256,8 +256,9 @@ AG_API const void *ag_ac_run_state(const ag_ac *a, size_t *n);
  * on the same device.
  * Errors: AG_ERR_INVALID_ARG: a or env NULL, keep < 1, checkpoint_every
  * or eval_every < 0, n_step > 1 with a vector of other than n_envs
- * copies, resume without a run state of ag_ac_learn or with one of
- * another number of copies; AG_ERR_SHAPE: env's spec differs;
+ * copies, resume without a sound run state of ag_ac_learn (a container
+ * of kind "run", docs/container.md, or the packed record of agrl 0.1.0)
+ * or with one of another number of copies (nothing is changed then); AG_ERR_SHAPE: env's spec differs;
  * AG_ERR_UNSUPPORTED: checkpoints of environments whose state cannot be
  * read; those of ag_ac_save, of the directories (AG_ERR_IO) and of the
  * calls it makes. On error the steps taken stay taken, as for

@@ -382,8 +382,10 @@ AG_API ag_learn_opts ag_learn_defaults(void);
  * takes effect after the step in progress (every episode of that step is
  * reported); so does should_stop's.
  * Errors: those of ag_dqn_learn; AG_ERR_INVALID_ARG (keep < 1,
- * checkpoint_every < 0, resume without a run state of ag_dqn_learn_ex, or
- * one of another environment or number of copies); AG_ERR_UNSUPPORTED
+ * checkpoint_every < 0, resume without a sound run state of
+ * ag_dqn_learn_ex (a container of kind "run", docs/container.md, or the
+ * packed record of agrl 0.1.0), or with one of another environment or
+ * number of copies: nothing is changed then); AG_ERR_UNSUPPORTED
  * (checkpoints of a DQN of a group, or of environments whose state cannot
  * be read: ag_vec_env_get_state); those of ag_dqn_save and of creating,
  * renaming and removing the directories (AG_ERR_IO). A checkpoint that
