@@ -64,6 +64,15 @@ expect "$work/shard.agrl" '^format: agrl container 1$' '^kind: shard$' '^  shard
   '^  shard\.capacity +i64 +16$' '^  shard\.position +i64 +10$' '^  shard\.dtypes +i64\[3\] +0 4 0$' \
   '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$' '^  columns +f32 +\[5, 5\] +100 '
 
+# a checkpoint's agent: its run state, a training loop's, printed after its table
+"$agrl" train --env cartpole --steps 600 --seed 1 --quiet --learning-starts 100 --checkpoint-every 500 \
+  --stop-at none --out "$work/run" >/dev/null 2>&1 || { echo "FAIL: agrl train for a checkpoint"; exit 1; }
+ck=$(ls -d "$work"/run/checkpoints/ckpt-* | head -1)
+expect "$ck/agent.agrl" '^kind: dqn$' '^then, from byte [0-9]+: its replay table$' \
+  "^and, in its section run_state: a training loop's run state$" '^kind: run$' '^  run\.loop +string +"dqn"$' \
+  '^  run\.step +i64 +[0-9]+$' '^  obs +f32 +\[[0-9]+, 4\] ' '^  env_state +u8 +blob +[0-9]+ '
+expect "$L/dqn.agrl" "^its run_state: 7 bytes of the caller's"
+
 # refusals
 printf 'not an agrl file at all' >"$work/junk"
 "$agrl" inspect "$work/junk" >/dev/null 2>"$work/err"

@@ -8,10 +8,13 @@
  * one is printed after it. A file of agrl 0.1.0 prints its format's name;
  * those the container's reader parses (models, replay tables, DQN and
  * SAC/TD3 agents, shards) print their keys and sections as their loaders
- * see them. Nothing but the headers is read, nothing is allocated on a
- * device.
+ * see them. An agent's run state (the section run_state) that is a
+ * training loop's (kind "run", or its record of 0.1.0) is printed as well.
+ * Nothing but the headers and that section is read, nothing is allocated
+ * on a device.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agrl/agrl.h"
@@ -81,6 +84,53 @@ static void print_form(const ag__agf *a) {
   }
 }
 
+/* The section run_state of an agent's container, read whole (CRC checked). */
+typedef struct run_blob {
+  int sec;
+  unsigned char *b;
+} run_blob;
+
+static ag_status take_run(void *user, int sec, unsigned char *buf, uint64_t off, size_t len) {
+  run_blob *r = user;
+  if (sec == r->sec) memcpy(r->b + off, buf, len);
+  return AG_OK;
+}
+
+/* Reads an agent's run state into *out (ag__agf_init'd) when it is a
+ * training loop's; *bytes: its length (0: none). A run state of other
+ * bytes (the caller's own) is not an error, nor one that begins as a
+ * loop's but does not read as one (why says what is wrong). */
+static ag_status read_run_state(const ag__agf *a, FILE *f, const char *path, ag__agf *out, uint64_t *bytes,
+                                char *why, size_t why_len) {
+  *bytes = 0;
+  why[0] = 0;
+  const int sec = ag__agf_section_find(a, "run_state");
+  if (sec < 0 || a->sections[sec].bytes == 0) return AG_OK;
+  *bytes = a->sections[sec].bytes;
+  if (*bytes < 8 || *bytes > ((uint64_t)1 << 30)) return AG_OK;
+  run_blob r = {sec, malloc((size_t)*bytes)};
+  if (!r.b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "agrl inspect: out of host memory");
+  ag_status s = ag__agf_stream(a, f, take_run, &r, "agrl inspect", path);
+  if (!s && (!memcmp(r.b, "AGRLFILE", 8) || !memcmp(r.b, "AGRLRUN", 7))) {
+    FILE *m = fmemopen(r.b, (size_t)*bytes, "rb");
+    if (!m) {
+      s = ag__fail(AG_ERR_OUT_OF_MEMORY, "agrl inspect: out of host memory");
+    } else {
+      /* a run state the loop would refuse is the resume's to report: said, not refused here */
+      if (ag__agf_read(out, m, *bytes, "agrl inspect", "its run state")) {
+        snprintf(why, why_len, "%s", ag_last_error());
+        ag_clear_error();
+        ag__agf_free(out);
+      }
+      fclose(m);
+    }
+    const ag__agf_key *k = s ? NULL : ag__agf_key_find(out, "kind");
+    if (!s && out->n_keys && (!k || k->type != AG__AGF_STR || strcmp(k->data, "run"))) ag__agf_free(out);
+  }
+  free(r.b);
+  return s;
+}
+
 int agrl_cmd_inspect(int argc, char **argv) {
   if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     usage(stdout);
@@ -98,8 +148,11 @@ int agrl_cmd_inspect(int argc, char **argv) {
     fprintf(stderr, "%s\n", ag_last_error());
     return 1;
   }
-  ag__agf a, t;
+  ag__agf a, t, run;
   ag__agf_init(&t);
+  ag__agf_init(&run);
+  uint64_t run_bytes = 0;
+  char run_why[512] = "";
   uint64_t left = 0;
   s = ag__stream_left(f, "agrl inspect", path, "an agrl file", &left);
   if (!s) s = ag__agf_read_head(&a, f, left, "agrl inspect", path);
@@ -112,6 +165,7 @@ int agrl_cmd_inspect(int argc, char **argv) {
     s = fseeko(f, 0, SEEK_SET) ? ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek", path)
                                : ag__agf_read(&a, f, left, "agrl inspect", path);
   }
+  if (!s && agent) s = read_run_state(&a, f, path, &run, &run_bytes, run_why, sizeof run_why);
   if (!s && agent) {
     if (fseeko(f, a.base + (off_t)a.total, SEEK_SET))
       s = ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek to its replay table", path);
@@ -122,6 +176,7 @@ int agrl_cmd_inspect(int argc, char **argv) {
   if (s) {
     ag__agf_free(&a);
     ag__agf_free(&t);
+    ag__agf_free(&run);
     fprintf(stderr, "%s\n", ag_last_error());
     return 1;
   }
@@ -131,7 +186,18 @@ int agrl_cmd_inspect(int argc, char **argv) {
     printf("then, from byte %llu: its replay table\n", (unsigned long long)a.total);
     print_form(&t);
   }
+  if (run.n_keys) {
+    printf("and, in its section run_state: a training loop's run state\n");
+    print_form(&run);
+  } else if (run_why[0]) {
+    printf("its run_state: %llu bytes, not a sound training loop's run state: %s\n",
+           (unsigned long long)run_bytes, run_why);
+  } else if (run_bytes) {
+    printf("its run_state: %llu bytes of the caller's (not a training loop's run state)\n",
+           (unsigned long long)run_bytes);
+  }
   ag__agf_free(&a);
   ag__agf_free(&t);
+  ag__agf_free(&run);
   return 0;
 }
