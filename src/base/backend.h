@@ -154,6 +154,13 @@ typedef struct ag__backend {
    * backend has no such memory (the caller uploads into device memory). */
   ag_status (*stage)(void *st, size_t bytes, ag__fill_fn fill, void *user, void **dev);
   ag_status (*stage_done)(void *st);
+
+  /* 1 when work queued on `stream` (a native queue of the device) and on
+   * the backend's own queue is ordered by the device itself, each after
+   * what the other had queued before it, so that handing memory between
+   * them needs no mark (CUDA: the legacy default stream and a blocking
+   * stream). NULL: never. */
+  int (*ordered_with)(void *st, void *stream);
 } ag__backend;
 
 /* The largest stage() a backend takes: inputs of a call (a priority update,

@@ -339,7 +339,7 @@ static ag_status order(ag_ctx *ctx, void *stream, int ctx_waits, const char *fn)
   if (!ops || ctx->kind == AG_DEVICE_CPU) return AG_OK;
   void *queue = ctx->be->native_stream(ctx->st);
   void *from = ctx_waits ? stream : queue, *to = ctx_waits ? queue : stream;
-  if (from == to) return AG_OK;
+  if (from == to || (ctx->be->ordered_with && ctx->be->ordered_with(ctx->st, stream))) return AG_OK;
   void *m = ctx_mark(ctx, from); /* NULL: waited on the host instead */
   s = ops->wait(to, m);
   ctx_mark_give(ctx, m); /* the wait is queued: the mark may be recorded again */

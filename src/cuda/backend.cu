@@ -68,7 +68,7 @@ static void cuda_close(void *p) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   if (!st) return;
   ag__cuda_enter(st);
-  if (st->stream) cudaStreamSynchronize(st->stream);
+  if (st->main) cudaStreamSynchronize(st->main);
   for (int i = 0; i < AG__CUDA_RING_EVENTS; i++)
     if (st->ring[i].ev) cudaEventDestroy(st->ring[i].ev);
   for (int i = 0; i < 2; i++)
@@ -78,7 +78,8 @@ static void cuda_close(void *p) {
   if (st->one_graph) cudaGraphDestroy(st->one_graph);
   if (st->blas) cublasDestroy(st->blas);
   if (st->blas_ws) cudaFree(st->blas_ws);
-  if (st->stream) cudaStreamDestroy(st->stream);
+  if (st->capture) cudaStreamDestroy(st->capture);
+  if (st->main) cudaStreamDestroy(st->main);
   /* give the pool's freed memory back to the device at once */
   cudaMemPool_t pool;
   if (cudaDeviceGetDefaultMemPool(&pool, st->device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
@@ -92,7 +93,10 @@ static ag_status cuda_open(int index, void **out, char *desc, size_t desc_len) {
   cudaError_t e = cudaSetDevice(index);
   cudaDeviceProp prop;
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, index);
-  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking);
+  /* blocking: ordered by the device with the legacy default stream, where
+   * torch and CuPy queue their work unless told otherwise (cuda_ordered_with) */
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st->main, cudaStreamDefault);
+  st->stream = st->main;
   st->staging_size = 2 * AG_TRANSFER_PART_BYTES;
   if (e == cudaSuccess) e = cudaMallocHost((void **)&st->staging, st->staging_size);
   if (e == cudaSuccess &&
@@ -175,6 +179,14 @@ static ag_status cuda_sync(void *p) {
 }
 
 static void *cuda_native_stream(void *p) { return ((ag__cuda_state *)p)->stream; }
+
+/* The legacy default stream (NULL or cudaStreamLegacy) and the context's
+ * blocking stream are ordered by the device itself: work queued on either
+ * runs after the work queued on the other before it. */
+static int cuda_ordered_with(void *p, void *stream) {
+  (void)p;
+  return stream == NULL || (cudaStream_t)stream == cudaStreamLegacy;
+}
 
 /* ---- staging ring ----
  * Entries are reserved in order; the used bytes run from the oldest entry's
@@ -632,11 +644,20 @@ static size_t cuda_scratch(void *p, ag__kernel_id id, const void *args, size_t s
 
 /* ---- recording: stream capture into a CUDA graph ---- */
 
+/* Kernels and cuBLAS go to `q` from now on. */
+static void set_queue(ag__cuda_state *st, cudaStream_t q) {
+  st->stream = q;
+  if (st->blas) cublasSetStream(st->blas, q);
+}
+
 static ag_status cuda_record_begin(void *p) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   ag__cuda_enter(st);
-  cudaError_t e = cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeRelaxed);
+  cudaError_t e = cudaSuccess;
+  if (!st->capture) e = cudaStreamCreateWithFlags(&st->capture, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaStreamBeginCapture(st->capture, cudaStreamCaptureModeRelaxed);
   if (e != cudaSuccess) return ag__cuda_fail(e, "cuda: beginning a stream capture");
+  set_queue(st, st->capture);
   st->recording = 1;
   return AG_OK;
 }
@@ -651,7 +672,8 @@ struct cuda_rec {
 static ag_status cuda_record_end(void *p, int ok, void **rec, int *n_nodes) {
   ag__cuda_state *st = (ag__cuda_state *)p;
   cudaGraph_t graph = NULL;
-  cudaError_t e = cudaStreamEndCapture(st->stream, &graph);
+  cudaError_t e = cudaStreamEndCapture(st->capture, &graph);
+  set_queue(st, st->main);
   st->recording = 0;
   if (!ok) {
     if (graph) cudaGraphDestroy(graph);
@@ -758,6 +780,7 @@ static const ag__backend cuda_backend = {
     cuda_replay_on,
     cuda_stage,
     cuda_stage_done,
+    cuda_ordered_with,
 };
 
 extern "C" const ag__backend *ag__cuda_backend(void) { return &cuda_backend; }

@@ -30,7 +30,16 @@ typedef struct ag__ring_entry {
 typedef struct ag__cuda_state {
   int device;
   int sm_count;
+  /* the queue kernels go to: `main` (a blocking stream, so that work on
+   * the device's legacy default stream is ordered with it by the device),
+   * or `capture` while recording */
   cudaStream_t stream;
+  cudaStream_t main;
+  /* a non-blocking stream that recordings are captured on: a capture on a
+   * blocking stream would make any thread's use of the legacy default
+   * stream (torch's, CuPy's) an error until it ends. Made at the first
+   * recording. */
+  cudaStream_t capture;
   char *staging;       /* pinned host memory */
   char *staging_dev;   /* where kernels read it (NULL: it is not mapped) */
   size_t staging_size; /* 2 * AG_TRANSFER_PART_BYTES */

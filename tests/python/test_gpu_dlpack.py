@@ -216,3 +216,84 @@ def test_wrong_device_is_refused():
     with pytest.raises(TypeError, match="float64"):
         grb.add(x=torch.ones(3, 2, device="cuda", dtype=torch.float64))
     assert len(grb) == 0
+
+
+def test_torch_default_stream_is_ordered_with_agrl_without_events():
+    """torch's default stream (the legacy one) and agrl's stream are ordered
+    by the device: an add reads what torch wrote just before it, and torch
+    reads a batch agrl wrote just before, with no synchronisation between
+    them. Each step queues long work first, so a missing order shows."""
+    torch = _need("torch")
+    import agrl.torch as at
+
+    ctx = agrl.Context("cuda")
+    n = 1 << 18
+    rb = at.ReplayBuffer(ctx, n, {"x": ((64,), "f32")}, seed=4)
+    out = rb.empty_batch(2048)
+    last = at.ReplayBuffer(ctx, 1, {"x": ((64,), "f32")}, seed=5)
+    out8 = last.empty_batch(8)
+    assert torch.cuda.current_stream().cuda_stream == 0
+    for rep in range(4):
+        base = torch.full((n, 64), float(rep), device="cuda")
+        for _ in range(20):  # long work on the default stream before the add reads `big`
+            base = base * 1.0001
+        big = base + torch.arange(n, device="cuda", dtype=torch.float32).reshape(n, 1)
+        rb.add(x=big)  # agrl's stream: after the default stream's work
+        for _ in range(3):
+            rb.add(x=big)  # more work on agrl's stream before the batch is written
+        rb.sample(2048, out=out)
+        y = out["x"] * 2.0  # the default stream: after agrl's draw
+        i = out["indices"].long()
+        assert torch.equal(y, big[i] * 2.0), rep
+        one = (big[7 + rep] * 3.0).reshape(1, 64)  # on the default stream, just before the add
+        last.add(x=one)  # one row, as an environment step adds it
+        want = one.clone()
+        del one  # torch may reuse its memory at once: agrl's read is ordered before
+        junk = torch.full((64 * 64,), -1.0, device="cuda")
+        last.sample(8, out=out8)  # a table of one transition: every draw is that row
+        assert torch.equal(out8["x"], want.expand(8, 64)), rep
+        del junk
+    ctx.free()
+
+
+def test_recordings_do_not_stop_torch_on_the_default_stream():
+    """A recording is captured on a stream of its own: a thread queueing
+    torch work on the default stream meanwhile gets no capture error, and the
+    recorded steps compute what unrecorded ones do."""
+    torch = _need("torch")
+    import threading
+
+    ctx = agrl.Context("cuda")
+    stop = threading.Event()
+    errors = []
+
+    def torch_loop():
+        x = torch.zeros(1 << 16, device="cuda")
+        k = 0
+        try:
+            while not stop.is_set():
+                x = x + 1.0
+                k += 1
+            torch.cuda.synchronize()
+            assert float(x[0]) == k
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=torch_loop)
+    t.start()
+    try:
+        g = np.random.default_rng(2)
+        losses = []
+        for seed in range(12):  # each agent records its update anew while torch runs
+            d = agrl.DQN(ctx, 4, 2, batch_size=32, learning_starts=0, buffer_size=256, seed=seed, hidden=(16, 16))
+            obs = g.standard_normal((64, 4)).astype(np.float32)
+            d.store(obs, g.integers(0, 2, 64).astype(np.int32), g.standard_normal(64).astype(np.float32),
+                    g.standard_normal((64, 4)).astype(np.float32), np.zeros(64, np.int32))
+            losses.append(d.train(3))
+            d.free()
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    assert all(np.isfinite(v) for v in losses)
+    ctx.free()
