@@ -35,6 +35,10 @@ typedef struct agpy_state {
   int torch_state; /* 0 unseen, 1 found, -1 not importable */
   PyObject *torch_tensor, *torch_raw_stream, *torch_current_stream, *torch_from_dlpack;
   PyObject *torch_dtypes[AG_DTYPE_COUNT_ + 1]; /* + bool */
+  /* torch.Tensor's DLPack C exchange table (DLPack 1.3 and later), or NULL:
+   * a tensor's layout and torch's current stream without Python calls */
+  const DLPackExchangeAPI *torch_xapi;
+  PyObject *torch_xapi_capsule;
   /* torch's current stream as last read, for the other tensors of the same
    * call: valid while `call` is the serial of the call under way (bumped
    * by every fresh agpy_lock) and `thread` the thread making it */

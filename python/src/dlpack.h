@@ -55,4 +55,26 @@ typedef struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 
+/* The table of C functions a framework may publish on its array type as
+ * `type.__dlpack_c_exchange_api__`, a capsule named "dlpack_exchange_api"
+ * (DLPack 1.3): conversions without Python calls. Every function returns 0,
+ * or -1 with a Python exception set, and synchronises nothing. agrl reads
+ * two of them: dltensor_from_py_object fills a DLTensor that views the
+ * object (valid while the caller holds the object and does not return to
+ * Python), current_work_stream writes the framework's current stream of a
+ * device. The other entries are kept as untyped pointers. */
+typedef struct DLPackExchangeAPIHeader {
+  DLPackVersion version;
+  struct DLPackExchangeAPIHeader *prev_api;
+} DLPackExchangeAPIHeader;
+
+typedef struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;
+  void *managed_tensor_allocator;
+  void *managed_tensor_from_py_object_no_sync;
+  void *managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensor *out);
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void **out_stream);
+} DLPackExchangeAPI;
+
 #endif /* AGRL_PY_DLPACK_H */

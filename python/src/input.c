@@ -269,6 +269,19 @@ static int torch_find(agpy_state *st) {
     Py_DECREF(dl);
   }
   if (!st->torch_from_dlpack) PyErr_Clear();
+  /* DLPack's C exchange table, where this torch has one of a layout agrl
+   * knows (1.x with x >= 3) */
+  PyObject *cap = PyObject_GetAttrString(st->torch_tensor, "__dlpack_c_exchange_api__");
+  const DLPackExchangeAPI *x =
+      cap && PyCapsule_IsValid(cap, "dlpack_exchange_api") ? PyCapsule_GetPointer(cap, "dlpack_exchange_api") : NULL;
+  if (x && x->header.version.major == 1 && x->header.version.minor >= 3 && x->dltensor_from_py_object_no_sync &&
+      x->current_work_stream) {
+    st->torch_xapi = x;
+    st->torch_xapi_capsule = cap;
+  } else {
+    Py_XDECREF(cap);
+  }
+  PyErr_Clear();
   st->torch_state = 1;
   return 1;
 }
@@ -280,6 +293,10 @@ int agpy_is_torch(agpy_state *st, PyObject *obj) {
 
 void *agpy_torch_stream(agpy_state *st, int index) {
   PyObject *r = NULL;
+  if (st->torch_xapi) {
+    void *s = NULL;
+    return st->torch_xapi->current_work_stream(kDLCUDA, index, &s) ? (void *)-1 : s;
+  }
   if (st->torch_raw_stream) {
     PyObject *i = PyLong_FromLong(index);
     if (i) r = PyObject_CallOneArg(st->torch_raw_stream, i);
@@ -299,21 +316,68 @@ void *agpy_torch_stream(agpy_state *st, int index) {
   return p == NULL && PyErr_Occurred() ? (void *)-1 : p;
 }
 
+/* The DLPack dtypes of torch_dtype_names, in that order. */
+static const DLDataType torch_dl[AG_DTYPE_COUNT_ + 1] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1},
+                                                         {kDLUInt, 8, 1},   {kDLInt, 32, 1},   {kDLInt, 64, 1},
+                                                         {kDLBool, 8, 1}};
+
 /* The DLPack dtype of a torch dtype object, or code 255 for another. */
 static DLDataType torch_dl_dtype(agpy_state *st, PyObject *dt) {
-  static const DLDataType dl[AG_DTYPE_COUNT_ + 1] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1},
-                                                     {kDLUInt, 8, 1},   {kDLInt, 32, 1},   {kDLInt, 64, 1},
-                                                     {kDLBool, 8, 1}};
   for (int i = 0; i <= AG_DTYPE_COUNT_; i++)
-    if (dt == st->torch_dtypes[i]) return dl[i];
+    if (dt == st->torch_dtypes[i]) return torch_dl[i];
   DLDataType none = {255, 0, 0};
   return none;
 }
 
-/* The layout of a torch tensor: data, dtype, shape, strides (elements) and
- * device index (-1: the CPU). */
+/* A TypeError naming the torch dtype of obj, which agrl does not take. */
+static int torch_dtype_refused(agpy_state *st, PyObject *obj, const char *what) {
+  PyObject *v = PyObject_GetAttr(obj, st->s_dtype);
+  if (v)
+    PyErr_Format(PyExc_TypeError,
+                 "%s: torch tensors of %R are not taken (float32, float16, bfloat16, uint8, int32, int64, bool)",
+                 what, v);
+  Py_XDECREF(v);
+  return -1;
+}
+
+/* agpy_torch_layout through torch's DLPack exchange table: one C call. */
+static int torch_layout_c(agpy_state *st, PyObject *obj, void **data, DLDataType *dt, int *ndim, int64_t *shape,
+                          int64_t *strides, int *device, const char *what) {
+  DLTensor dl;
+  if (st->torch_xapi->dltensor_from_py_object_no_sync(obj, &dl)) return -1;
+  if (dl.ndim < 0 || dl.ndim > 8) {
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: more than 8 dimensions", what);
+    return -1;
+  }
+  if (dl.device.device_type == kDLCUDA) {
+    *device = dl.device.device_id;
+  } else if (dl.device.device_type == kDLCPU) {
+    *device = -1;
+  } else {
+    agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: torch tensors on DLPack device type %d are not taken", what,
+                (int)dl.device.device_type);
+    return -1;
+  }
+  int known = 0;
+  for (int i = 0; i <= AG_DTYPE_COUNT_ && !known; i++)
+    known = torch_dl[i].code == dl.dtype.code && torch_dl[i].bits == dl.dtype.bits && dl.dtype.lanes == 1;
+  if (!known) return torch_dtype_refused(st, obj, what);
+  *dt = dl.dtype;
+  *ndim = dl.ndim;
+  int64_t st_elems = 1;
+  for (int i = dl.ndim - 1; i >= 0; i--) {
+    shape[i] = dl.shape[i];
+    if (strides) strides[i] = dl.strides ? dl.strides[i] : st_elems;
+    st_elems *= dl.shape[i];
+  }
+  *data = (char *)dl.data + dl.byte_offset;
+  return 0;
+}
+
 int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt, int *ndim, int64_t *shape,
                       int64_t *strides, int *device, const char *what) {
+  if (st->torch_xapi && Py_TYPE(obj) == (PyTypeObject *)st->torch_tensor)
+    return torch_layout_c(st, obj, data, dt, ndim, shape, strides, device, what);
   PyObject *v = PyObject_CallMethodNoArgs(obj, st->s_get_device);
   if (!v) return -1;
   *device = (int)PyLong_AsLong(v);
@@ -322,15 +386,8 @@ int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt
   v = PyObject_GetAttr(obj, st->s_dtype);
   if (!v) return -1;
   *dt = torch_dl_dtype(st, v);
-  if (dt->code == 255) {
-    PyErr_Format(PyExc_TypeError,
-                 "%s: torch tensors of %R are not taken (float32, float16, bfloat16, uint8, int32, "
-                 "int64, bool)",
-                 what, v);
-    Py_DECREF(v);
-    return -1;
-  }
   Py_DECREF(v);
+  if (dt->code == 255) return torch_dtype_refused(st, obj, what);
   v = PyObject_GetAttr(obj, st->s_shape);
   if (!v) return -1;
   if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) > 8) {
@@ -359,12 +416,18 @@ int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt
 
 static int from_torch(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const char *what) {
   int device;
-  if (agpy_torch_layout(st, obj, &in->data, &in->dt, &in->ndim, in->shape, NULL, &device, what)) return -1;
-  PyObject *c = PyObject_CallMethodNoArgs(obj, st->s_is_contiguous);
-  if (!c) return -1;
-  int contiguous = PyObject_IsTrue(c);
-  Py_DECREF(c);
-  if (contiguous < 0) return -1;
+  int64_t strides[8];
+  if (agpy_torch_layout(st, obj, &in->data, &in->dt, &in->ndim, in->shape, strides, &device, what)) return -1;
+  int contiguous = 1; /* as torch's is_contiguous(): dimensions of one element have any stride */
+  int64_t expect = 1;
+  for (int i = in->ndim - 1; i >= 0; i--) {
+    if (in->shape[i] == 0) {
+      contiguous = 1;
+      break;
+    }
+    if (in->shape[i] != 1 && strides[i] != expect) contiguous = 0;
+    expect *= in->shape[i];
+  }
   if (!contiguous) {
     agpy_raisef(st, AG_ERR_SHAPE, "%s: the tensor is not C-contiguous; pass .contiguous()", what);
     return -1;

@@ -247,7 +247,7 @@ static int module_exec(PyObject *m) {
 #define AGPY_STATE_OBJECTS(X) \
   X(error_base) X(ctx_type) X(tensor_type) X(buffer_type) X(replay_type) X(dqn_type) X(ac_type) \
   X(env_type) X(numpy_empty) X(torch_tensor) X(torch_raw_stream) X(torch_current_stream) \
-  X(torch_from_dlpack) X(s_indices) X(s_weights) X(s_data_ptr) X(s_dtype) X(s_shape) \
+  X(torch_from_dlpack) X(torch_xapi_capsule) X(s_indices) X(s_weights) X(s_data_ptr) X(s_dtype) X(s_shape) \
   X(s_is_contiguous) X(s_get_device) X(s_dlpack) X(s_dlpack_device) X(s_cuda_stream) X(s_stride)
 // clang-format on
 
@@ -268,6 +268,7 @@ static int module_clear(PyObject *m) {
 #define CLEAR(f) Py_CLEAR(st->f);
   AGPY_STATE_OBJECTS(CLEAR)
 #undef CLEAR
+  st->torch_xapi = NULL; /* its capsule is gone */
   for (int i = 0; i < AGPY_N_STATUS; i++) Py_CLEAR(st->errors[i]);
   for (int i = 0; i <= AG_DTYPE_COUNT_; i++) Py_CLEAR(st->torch_dtypes[i]);
   return 0;
