@@ -82,6 +82,13 @@ def main():
     attr("torch._C._cuda_getCurrentRawStream(0)", lambda: torch._C._cuda_getCurrentRawStream(0))
     attr("len(rb): a method call with the lock", lambda: len(rb))
     row("ctx.sync() alone", lambda: None, nosync)
+    row("ctx.wait_stream(0) + ctx.stream_wait(0): two hand-offs", lambda: (ctx.wait_stream(0), ctx.stream_wait(0)),
+        sync)
+    side = torch.cuda.Stream().cuda_stream
+    row("ctx.wait_stream(side) + ctx.stream_wait(side): two hand-offs", lambda: (ctx.wait_stream(side),
+        ctx.stream_wait(side)), sync)
+    ts = torch.cuda.current_stream().cuda_stream
+    print("torch's current stream:", ts, flush=True)
     one = {k: rng.standard_normal(v, dtype=np.float32) for k, v in fields.items()}
     row("add(one, numpy), 5 fields", lambda: rb.add(**one), nosync)
     row("add(one, numpy), 1 field of 42", lambda: one_field.add(row=one["obs"].repeat(3)[:42].copy()), nosync)
@@ -117,6 +124,13 @@ def main():
             lambda: jb._sample_import(B, None, keep, jb._stream, 2, jb._index_dtype, jb._narrow), jsync)
         row("agrl.jax sample(256), no stream hand-off",
             lambda: jb._sample_import(B, None, jb._import, None, 2, jb._index_dtype, jb._narrow), jsync)
+        from jax._src.lib import _jax as _lib
+
+        dev = jb.device
+        row("agrl.jax sample(256), JAX import without its stream (unordered)",
+            lambda: jb._sample_import(B, None, lambda cap: _lib.dlpack_managed_tensor_to_buffer(cap, dev, None, None, 2),
+                                      None, 2, jb._index_dtype, jb._narrow), jsync)
+        print("jax stream for external ready events:", jb._stream, flush=True)
     except Exception as e:  # noqa: BLE001
         print("jax:", repr(e))
 
