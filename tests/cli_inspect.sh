@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # agrl inspect on one file of each kind: the files of agrl 0.1.0 in
-# tests/data/legacy/ and the files this library writes (make_legacy makes
-# them): the printed format and kind, and a key with its value where the
-# keys are listed; a file that is not agrl's and a missing one fail with 1,
-# no FILE with 2.
+# tests/data/legacy/, the files this library writes (make_legacy makes
+# them) and a checkpoint's agent and cli state: the printed format and
+# kind, and a key with its value where the keys are listed; a file that is
+# not agrl's and a missing one fail with 1, no FILE with 2.
 # usage: tests/cli_inspect.sh PATH_TO_AGRL PATH_TO_MAKE_LEGACY
 set -u
 agrl=$1
@@ -72,6 +72,11 @@ expect "$ck/agent.agrl" '^kind: dqn$' '^then, from byte [0-9]+: its replay table
   "^and, in its section run_state: a training loop's run state$" '^kind: run$' '^  run\.loop +string +"dqn"$' \
   '^  run\.step +i64 +[0-9]+$' '^  obs +f32 +\[[0-9]+, 4\] ' '^  env_state +u8 +blob +[0-9]+ '
 expect "$L/dqn.agrl" "^its run_state: 7 bytes of the caller's"
+# the checkpoint's own state of agrl train: kind cli, its settings and counters as keys, then its logs
+expect "$ck/cli.agrl" '^format: agrl container 1$' '^kind: cli$' '^  cli\.version +i64 +1$' \
+  '^  cli\.opts +i64 +[0-9]+$' '^  cli\.opt\.env +string +"cartpole"$' '^  cli\.opt\.steps +string +"600"$' \
+  '^  cli\.rows +i64 +[0-9]+$' '^  cli\.best_mean +f64 ' '^  cli\.last\.step +i64 +[0-9]+$' '^sections \(2\):$' \
+  '^  episodes\.csv +u8 +blob +[0-9]+ ' '^  losses\.csv +u8 +blob +[0-9]+ '
 
 # refusals
 printf 'not an agrl file at all' >"$work/junk"

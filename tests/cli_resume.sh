@@ -10,7 +10,12 @@
 #      --stop-on eval the last one equals `agrl eval` of the saved network on
 #      the evaluation's seed;
 #   5. cases 1 and 2 for --algo sac and --algo td3 on Pendulum (the same
-#      policy.agrl too), and a damaged agent file refused naming ag_ac_load.
+#      policy.agrl too), and a damaged agent file refused naming ag_ac_load;
+#   6. a checkpoint holds the command's state as one cli.agrl; a checkpoint
+#      of agrl 0.1.0 (args, cli.state and the logs as files, made from it by
+#      cli_ckpt_tool.py) resumes to the same logs; a damaged cli.agrl (cut,
+#      a byte flipped, a key missing) is refused with a message, exit 1,
+#      and the run's files stay as they were.
 # usage: cli_resume.sh AGRL [cpu|cuda|vulkan]
 set -uo pipefail
 agrl=$1
@@ -25,6 +30,7 @@ if [ "$dev" != cpu ] && ! "$agrl" demo --device "$dev" >/dev/null 2>&1; then
   echo "cli_resume.$dev: skipped (no $dev device)"
   exit 77
 fi
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -82,9 +88,10 @@ n=$(ls "$tmp/b/checkpoints" | grep -c '^ckpt-')
 check "--keep 2 keeps 2 checkpoints (found $n)" [ "$n" = 2 ]
 check "no temporary checkpoint is left" [ -z "$(ls -A "$tmp/b/checkpoints" | grep -v '^ckpt-')" ]
 older=$(ls "$tmp/b/checkpoints" | sort | head -1)
-for f in agent.agrl args cli.state episodes.csv losses.csv; do
+for f in agent.agrl cli.agrl; do
   check "$older holds $f" [ -s "$tmp/b/checkpoints/$older/$f" ]
 done
+check "$older holds nothing else" [ "$(ls "$tmp/b/checkpoints/$older" | wc -l)" = 2 ]
 rm -f "$tmp/b/episodes.csv" "$tmp/b/losses.csv"
 "$agrl" train --resume "$tmp/b/checkpoints/$older" --quiet >"$tmp/b2.log" 2>&1
 check "resume from $older exits 0" [ $? = 0 ]
@@ -117,8 +124,7 @@ check "  ... naming it" grep -q -- "not --steps" "$tmp/e1"
 check "--resume of a missing directory: exit 1" [ $? = 1 ]
 mkdir -p "$tmp/d/checkpoints/ckpt-000000000001"
 printf 'AGRLDQN1 damaged' >"$tmp/d/checkpoints/ckpt-000000000001/agent.agrl"
-cp "$tmp/c/checkpoints/$(ls "$tmp/c/checkpoints" | head -1)/"{args,cli.state,episodes.csv,losses.csv} \
-  "$tmp/d/checkpoints/ckpt-000000000001/"
+cp "$tmp/c/checkpoints/$(ls "$tmp/c/checkpoints" | head -1)/cli.agrl" "$tmp/d/checkpoints/ckpt-000000000001/"
 "$agrl" train --resume "$tmp/d" --quiet >/dev/null 2>"$tmp/e3"
 check "--resume of a damaged agent file: exit 1" [ $? = 1 ]
 check "  ... saying why" grep -q "ag_dqn_load" "$tmp/e3"
@@ -126,6 +132,32 @@ check "  ... saying why" grep -q "ag_dqn_load" "$tmp/e3"
 check "--checkpoint-every -1: exit 2" [ $? = 2 ]
 "$agrl" train --keep 0 >/dev/null 2>&1
 check "--keep 0: exit 2" [ $? = 2 ]
+
+# 6. a checkpoint of agrl 0.1.0 (its state in args, cli.state and the logs) resumes alike
+old=$tmp/o/checkpoints/$older
+mkdir -p "$tmp/o/checkpoints"
+cp -R "$tmp/b/checkpoints/$older" "$old"
+python3 "$here/cli_ckpt_tool.py" to-legacy "$old"
+check "the 0.1.0 checkpoint holds args and cli.state, no cli.agrl" \
+  [ -s "$old/args" -a -s "$old/cli.state" -a -s "$old/episodes.csv" -a ! -e "$old/cli.agrl" ]
+rm -f "$tmp/b/episodes.csv" "$tmp/b/losses.csv" "$tmp/b/eval.csv"
+"$agrl" train --resume "$old" --quiet >"$tmp/o.log" 2>&1
+check "resume from a checkpoint of agrl 0.1.0 exits 0" [ $? = 0 ]
+check "  ... and writes the same logs" same_logs "$tmp/a" "$tmp/b"
+# a damaged cli.agrl: refused, and the run's files (in --out, $tmp/b) are left as they were
+sum_b=$(cat "$tmp/b/"*.csv "$tmp/b/summary.json" | cksum)
+for how in cut flip key; do
+  bad=$tmp/bad-$how/checkpoints/$older
+  mkdir -p "$(dirname "$bad")"
+  cp -R "$tmp/b/checkpoints/$older" "$bad"
+  python3 "$here/cli_ckpt_tool.py" damage "$tmp/b/checkpoints/$older/cli.agrl" "$how" "$bad/cli.agrl"
+  "$agrl" train --resume "$tmp/bad-$how" --quiet >/dev/null 2>"$tmp/e5"
+  check "--resume of a cli.agrl $how: exit 1" [ $? = 1 ]
+  check "  ... saying why ($(head -c 160 "$tmp/e5"))" grep -q "^agrl train: --resume: .*cli.agrl is \(truncated\|corrupt\)" "$tmp/e5"
+  check "  ... and the run's files are as they were" [ "$(cat "$tmp/b/"*.csv "$tmp/b/summary.json" | cksum)" = "$sum_b" ]
+done
+grep -q "key 'cli.rows' is missing" "$tmp/e5"
+check "  ... a missing key is named" [ $? = 0 ]
 
 # 5. SAC and TD3
 for algo in sac td3; do
@@ -144,7 +176,7 @@ for algo in sac td3; do
   check "$algo: --keep 2 keeps 2 checkpoints (found $n)" [ "$n" = 2 ]
   check "$algo: no temporary checkpoint is left" [ -z "$(ls -A "$b/checkpoints" | grep -v '^ckpt-')" ]
   older=$(ls "$b/checkpoints" | sort | head -1)
-  for f in agent.agrl args cli.state episodes.csv losses.csv eval.csv; do
+  for f in agent.agrl cli.agrl; do
     check "$algo: $older holds $f" [ -s "$b/checkpoints/$older/$f" ]
   done
   rm -f "$b/episodes.csv" "$b/losses.csv" "$b/eval.csv" "$b/policy.agrl"
@@ -161,7 +193,7 @@ for algo in sac td3; do
   d=$tmp/$algo-d/checkpoints/ckpt-000000000001
   mkdir -p "$d"
   printf 'AGRLACR1 damaged' >"$d/agent.agrl"
-  cp "$b/checkpoints/$older/"{args,cli.state,episodes.csv,losses.csv,eval.csv} "$d/"
+  cp "$b/checkpoints/$older/cli.agrl" "$d/"
   "$agrl" train --resume "$tmp/$algo-d" --quiet >/dev/null 2>"$tmp/e3"
   check "$algo: --resume of a damaged agent file: exit 1" [ $? = 1 ]
   check "$algo:   ... saying why" grep -q "ag_ac_load" "$tmp/e3"

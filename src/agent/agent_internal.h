@@ -142,6 +142,34 @@ typedef struct ag__loop {
   float losses[2];
 } ag__loop;
 
+/* ---- the run state (learn.c): a container of kind "run" ----
+ * What a checkpoint keeps of a loop (docs/container.md): its state, the
+ * observations in hand and the environments' state. */
+typedef struct ag__run_state {
+  ag__loop loop;      /* last_ckpt = loop.step */
+  float *obs;         /* n_envs x obs_dim observations (malloc'd) */
+  unsigned char *env; /* env_bytes of the environments' state (malloc'd, at least 1 byte) */
+  size_t env_bytes;
+} ag__run_state;
+
+/* The container of len bytes at b (either layout: kind "run" or the packed
+ * record of 0.1.0) as the run state of loop ("dqn" or "ac") with n_envs
+ * copies of obs_dim observations and env_bytes of environment state: every
+ * key and both sections checked before anything is allocated for them,
+ * then *out filled. Refusals leave *out untouched and allocate nothing:
+ * AG_ERR_STATE when the bytes are no run state of that loop (not a
+ * container, another kind or loop; the caller says what to load instead),
+ * AG_ERR_INVALID_ARG "fn: resume: ..." when one is unsound or of other
+ * sizes, AG_ERR_OUT_OF_MEMORY. Free *out with ag__run_state_free. */
+ag_status ag__run_parse(const void *b, size_t len, const char *loop, int n_envs, int obs_dim,
+                        size_t env_bytes, const char *fn, ag__run_state *out);
+void ag__run_state_free(ag__run_state *r);
+/* The container of kind "run" of loop ls (loop "dqn" or "ac": the latter
+ * keeps the last PHASE event), n_envs x obs_dim observations obs and the
+ * environments' state env[env_bytes]: *buf (malloc'd, *len bytes). */
+ag_status ag__run_encode(const ag__loop *ls, const char *loop, int n_envs, int obs_dim, const float *obs,
+                         const void *env, size_t env_bytes, const char *fn, char **buf, size_t *len);
+
 /* ---- an agent as the training loop and the evaluations see it ----
  * learn.c's loop (act, step the environments, store, report the episodes
  * that ended, train at each boundary, evaluate, checkpoint, stop, resume)

@@ -84,24 +84,9 @@ static ag_status group_boundary(const learner *l, ag_dist *g, ag_tensor *xchg, c
 
 /* ---- the run state ---- */
 
-/* Records the loop's state in the agent's run state. */
-static ag_status record_run(const learner *l, ag_vec_env *env, const ag__loop *ls, const float *obs,
-                            const char *fn) {
-  const int ph = l->ops->run_phase != 0;
-  int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
-  size_t E = 0;
-  ag_status s = ag_vec_env_state_size(env, &E);
-  if (s) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", ag_last_error());
-    return ag__fail(s, "%s: the environments' state cannot be kept in a checkpoint: %s", fn, why);
-  }
-  unsigned char *es = ag__malloc(E ? E : 1);
-  if (!es) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  if ((s = ag_vec_env_get_state(env, es, E))) {
-    free(es);
-    return s;
-  }
+ag_status ag__run_encode(const ag__loop *ls, const char *loop, int n, int od, const float *obs,
+                         const void *env, size_t env_bytes, const char *fn, char **out, size_t *out_len) {
+  const int ph = !strcmp(loop, "ac");
   ag__agf a;
   ag__agf_init(&a);
   ag__agf_set_str(&a, "kind", "run");
@@ -125,20 +110,47 @@ static ag_status record_run(const learner *l, ag_vec_env *env, const ag__loop *l
   }
   const int64_t dims[2] = {n, od};
   ag__agf_add_tensor(&a, "obs", AG_F32, 2, dims, ag__agf_fill_host, (void *)obs);
-  ag__agf_add_blob(&a, "env_state", E, ag__agf_fill_host, es);
+  ag__agf_add_blob(&a, "env_state", env_bytes, ag__agf_fill_host, (void *)env);
   char *buf = NULL;
   size_t len = 0;
+  ag_status s = AG_OK;
   FILE *f = open_memstream(&buf, &len);
   if (!f) {
     s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for the run state", fn);
   } else {
     s = ag__agf_write(&a, f, RUN_PART, fn, "the run state");
     if (fclose(f) && !s) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for the run state", fn);
-    if (!s) s = l->ops->set_run_state(l->agent, buf, len);
   }
+  ag__agf_free(&a);
+  if (s) {
+    free(buf);
+    return s;
+  }
+  *out = buf;
+  *out_len = len;
+  return AG_OK;
+}
+
+/* Records the loop's state in the agent's run state. */
+static ag_status record_run(const learner *l, ag_vec_env *env, const ag__loop *ls, const float *obs,
+                            const char *fn) {
+  int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
+  size_t E = 0;
+  ag_status s = ag_vec_env_state_size(env, &E);
+  if (s) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    return ag__fail(s, "%s: the environments' state cannot be kept in a checkpoint: %s", fn, why);
+  }
+  unsigned char *es = ag__malloc(E ? E : 1);
+  if (!es) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  char *buf = NULL;
+  size_t len = 0;
+  if (!(s = ag_vec_env_get_state(env, es, E)) &&
+      !(s = ag__run_encode(ls, l->ops->run_phase ? "ac" : "dqn", n, od, obs, es, E, fn, &buf, &len)))
+    s = l->ops->set_run_state(l->agent, buf, len);
   free(buf);
   free(es);
-  ag__agf_free(&a);
   return s;
 }
 
@@ -178,68 +190,76 @@ static const double *run_f64s(const ag__agf *a, const char *key, uint32_t n, con
   return NULL;
 }
 
-/* The loop's state, the observations in hand (n x obs_dim) and env's state
- * from the agent's run state (ag_learn_opts.resume), in either layout;
- * nothing changes unless all of it is sound (AG_ERR_INVALID_ARG naming fn). */
-static ag_status restore(const learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn) {
-  const ag__agent_ops *ops = l->ops;
-  const int ph = ops->run_phase != 0;
-  size_t len = 0;
-  const unsigned char *b = ops->run_state(l->agent, &len);
-  const int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
-  ag__agf a;
-  ag__agf_init(&a);
-  FILE *f = b && len ? fmemopen((void *)b, len, "rb") : NULL;
-  ag_status s = f ? ag__agf_read(&a, f, len, fn, "the run state") : AG_ERR_INVALID_ARG;
-  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
-  const ag__agf_key *loop = s ? NULL : ag__agf_key_find(&a, "run.loop");
-  if (s || !kind || kind->type != AG__AGF_STR || strcmp(kind->data, "run") || !loop ||
-      loop->type != AG__AGF_STR || strcmp(loop->data, ph ? "ac" : "dqn")) {
-    if (f) fclose(f);
-    ag__agf_free(&a);
-    return ag__fail(AG_ERR_INVALID_ARG,
-                    "%s: resume: the %s holds no run state of %s (load a checkpoint's agent.agrl with %s)",
-                    fn, ops->noun, ops->run_fn, ops->load_fn);
-  }
-  ag__loop t;
-  memset(&t, 0, sizeof t);
+/* The keys of a run state read into t (and lo, the "ac" loop's losses):
+ * 0, or -1 with a message. */
+static int run_keys(const ag__agf *a, int ph, int n, int od, ag__loop *t, const double **lo, const char *fn) {
   int64_t cn, cod, kept, next, lr = 0;
   const int64_t big = INT64_MAX / 2;
-  const double *ret = NULL, *lo = NULL;
-  int bad =
-      run_i64(&a, "run.n_envs", 1, INT32_MAX, &cn, fn) || run_i64(&a, "run.obs_dim", 1, INT32_MAX, &cod, fn);
-  if (!bad && (cn != n || cod != od)) {
+  const double *ret = NULL;
+  if (run_i64(a, "run.n_envs", 1, INT32_MAX, &cn, fn) || run_i64(a, "run.obs_dim", 1, INT32_MAX, &cod, fn))
+    return -1;
+  if (cn != n || cod != od) {
     ag__fail(AG_ERR_INVALID_ARG,
              "%s: resume: the run had %lld copies of %lld observations; this vector has %d of %d", fn,
              (long long)cn, (long long)cod, n, od);
-    bad = 1;
+    return -1;
   }
-  bad = bad || run_i64(&a, "run.step", 0, big, &t.step, fn) ||
-        run_i64(&a, "run.episodes", 0, big, &t.episodes, fn) ||
-        run_i64(&a, "run.since_train", 0, big, &t.since_train, fn) ||
-        run_i64(&a, "run.since_target", 0, ph ? 0 : big, &t.since_target, fn) ||
-        run_i64(&a, "run.returns_kept", 0, RUN_WINDOW, &kept, fn) ||
-        run_i64(&a, "run.returns_next", 0, RUN_WINDOW - 1, &next, fn) ||
-        run_i64(&a, "run.last_eval", 0, big, &t.last_eval, fn) ||
-        (ph && run_i64(&a, "run.last_report", -big, big, &lr, fn)) ||
-        !(ret = run_f64s(&a, "run.returns", RUN_WINDOW, fn)) ||
-        (ph && !(lo = run_f64s(&a, "run.losses", 2, fn)));
-  const ag__agf_key *mean = bad ? NULL : ag__agf_key_find(&a, "run.mean");
-  if (!bad && (!mean || mean->type != AG__AGF_F64)) {
+  if (run_i64(a, "run.step", 0, big, &t->step, fn) || run_i64(a, "run.episodes", 0, big, &t->episodes, fn) ||
+      run_i64(a, "run.since_train", 0, big, &t->since_train, fn) ||
+      run_i64(a, "run.since_target", 0, ph ? 0 : big, &t->since_target, fn) ||
+      run_i64(a, "run.returns_kept", 0, RUN_WINDOW, &kept, fn) ||
+      run_i64(a, "run.returns_next", 0, RUN_WINDOW - 1, &next, fn) ||
+      run_i64(a, "run.last_eval", 0, big, &t->last_eval, fn) ||
+      (ph && run_i64(a, "run.last_report", -big, big, &lr, fn)) ||
+      !(ret = run_f64s(a, "run.returns", RUN_WINDOW, fn)) ||
+      (ph && !(*lo = run_f64s(a, "run.losses", 2, fn))))
+    return -1;
+  const ag__agf_key *mean = ag__agf_key_find(a, "run.mean");
+  if (!mean || mean->type != AG__AGF_F64) {
     ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's run.mean is %s", fn,
              mean ? "not an f64" : "missing");
-    bad = 1;
+    return -1;
   }
-  if (!bad && (t.last_eval > t.step || lr > t.step)) {
+  /* the ring fills from slot 0: until it is full, the next slot is the count */
+  if (t->last_eval > t->step || lr > t->step || (kept < RUN_WINDOW && next != kept)) {
     ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's counters are out of range", fn);
-    bad = 1;
+    return -1;
   }
+  t->win.n = (int)kept;
+  t->win.next = (int)next;
+  for (int i = 0; i < RUN_WINDOW; i++) t->win.r[i] = ret[i];
+  t->mean = mean->v.f;
+  t->last_report = lr;
+  return 0;
+}
+
+ag_status ag__run_parse(const void *b, size_t len, const char *loop, int n, int od, size_t E, const char *fn,
+                        ag__run_state *out) {
+  const int ph = !strcmp(loop, "ac");
+  ag__agf a;
+  ag__agf_init(&a);
+  FILE *f = b && len ? fmemopen((void *)b, len, "rb") : NULL;
+  ag_status s = f ? ag__agf_read(&a, f, len, fn, "the run state") : AG_ERR_STATE;
+  const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
+  const ag__agf_key *lk = s ? NULL : ag__agf_key_find(&a, "run.loop");
+  if (s || !kind || kind->type != AG__AGF_STR || strcmp(kind->data, "run") || !lk ||
+      lk->type != AG__AGF_STR || strcmp(lk->data, loop)) {
+    if (f) fclose(f);
+    ag__agf_free(&a);
+    return ag__fail(AG_ERR_STATE, "%s: resume: the bytes are no run state of the %s loop", fn, loop);
+  }
+  ag__loop t;
+  memset(&t, 0, sizeof t);
+  const double *lo = NULL;
+  int bad = run_keys(&a, ph, n, od, &t, &lo, fn);
   run_dst d = {ag__agf_section_find(&a, "obs"), ag__agf_section_find(&a, "env_state"), NULL, NULL};
-  if (!bad && (d.obs < 0 || d.env < 0 || a.n_sections != 2 || a.sections[d.obs].dtype != AG_F32 ||
-               a.sections[d.obs].bytes != (uint64_t)n * (uint64_t)od * 4 ||
-               a.sections[d.env].kind != AG__AGF_BLOB || a.sections[d.env].bytes > ((uint64_t)1 << 40))) {
-    ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state's sections are not obs [%d, %d] and env_state",
-             fn, n, od);
+  const size_t no = (size_t)n * (size_t)od * 4;
+  if (!bad && (d.obs < 0 || d.env < 0 || a.n_sections != 2 || a.sections[d.obs].kind != AG__AGF_TENSOR ||
+               a.sections[d.obs].dtype != AG_F32 || a.sections[d.obs].bytes != (uint64_t)no ||
+               a.sections[d.env].kind != AG__AGF_BLOB || a.sections[d.env].bytes != (uint64_t)E)) {
+    ag__fail(AG_ERR_INVALID_ARG,
+             "%s: resume: the run state's sections are not obs [%d, %d] and env_state of %zu bytes", fn, n,
+             od, E);
     bad = 1;
   }
   if (bad) {
@@ -247,33 +267,63 @@ static ag_status restore(const learner *l, ag_vec_env *env, ag__loop *ls, float 
     ag__agf_free(&a);
     return AG_ERR_INVALID_ARG;
   }
-  const size_t E = (size_t)a.sections[d.env].bytes;
-  d.obs_at = ag__malloc((size_t)n * (size_t)od * 4);
+  t.losses[0] = ph ? (float)lo[0] : 0.0f;
+  t.losses[1] = ph ? (float)lo[1] : 0.0f;
+  t.last_ckpt = t.step;
+  d.obs_at = ag__malloc(no);
   d.env_at = ag__malloc(E ? E : 1);
   s = d.obs_at && d.env_at ? ag__agf_stream(&a, f, run_take, &d, fn, "the run state")
                            : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   fclose(f);
-  t.win.n = (int)kept;
-  t.win.next = (int)next;
-  for (int i = 0; i < RUN_WINDOW; i++) t.win.r[i] = ret[i];
-  t.mean = mean->v.f;
-  t.last_report = lr;
-  t.losses[0] = ph ? (float)lo[0] : 0.0f;
-  t.losses[1] = ph ? (float)lo[1] : 0.0f;
   ag__agf_free(&a);
-  if (s) {
+  if (s && s != AG_ERR_OUT_OF_MEMORY) {
     char why[512];
     snprintf(why, sizeof why, "%s", ag_last_error());
     s = ag__fail(AG_ERR_INVALID_ARG, "%s: resume: the run state cannot be read: %s", fn, why);
   }
-  if (!s) s = ag_vec_env_set_state(env, d.env_at, E);
-  if (!s) {
-    memcpy(obs, d.obs_at, (size_t)n * (size_t)od * 4);
-    t.last_ckpt = t.step;
-    *ls = t;
+  if (s) {
+    free(d.obs_at);
+    free(d.env_at);
+    return s;
   }
-  free(d.obs_at);
-  free(d.env_at);
+  out->loop = t;
+  out->obs = (float *)(void *)d.obs_at;
+  out->env = d.env_at;
+  out->env_bytes = E;
+  return AG_OK;
+}
+
+void ag__run_state_free(ag__run_state *r) {
+  if (!r) return;
+  free(r->obs);
+  free(r->env);
+  r->obs = NULL;
+  r->env = NULL;
+}
+
+/* The loop's state, the observations in hand (n x obs_dim) and env's state
+ * from the agent's run state (ag_learn_opts.resume), in either layout;
+ * nothing changes unless all of it is sound (AG_ERR_INVALID_ARG naming fn). */
+static ag_status restore(const learner *l, ag_vec_env *env, ag__loop *ls, float *obs, const char *fn) {
+  const ag__agent_ops *ops = l->ops;
+  size_t len = 0, E = 0;
+  const unsigned char *b = ops->run_state(l->agent, &len);
+  const int n = ag_vec_env_size(env), od = ag_vec_env_get_spec(env)->obs_dim;
+  ag_status s = ag_vec_env_state_size(env, &E);
+  if (s) return s;
+  ag__run_state r;
+  s = ag__run_parse(b, len, ops->run_phase ? "ac" : "dqn", n, od, E, fn, &r);
+  if (s == AG_ERR_STATE)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: resume: the %s holds no run state of %s (load a checkpoint's agent.agrl with %s)",
+                    fn, ops->noun, ops->run_fn, ops->load_fn);
+  if (s) return s;
+  s = ag_vec_env_set_state(env, r.env, r.env_bytes);
+  if (!s) {
+    memcpy(obs, r.obs, (size_t)n * (size_t)od * 4);
+    *ls = r.loop;
+  }
+  ag__run_state_free(&r);
   return s;
 }
 

@@ -28,7 +28,8 @@ static void usage(FILE *f) {
           "\n"
           "Prints the format, the kind, the metadata keys and the section table\n"
           "(name, dtype, shape, bytes, offset) of an agrl file: a model, a replay\n"
-          "table, an agent or a shard, of this release or of agrl 0.1.0.\n");
+          "table, an agent, a shard or a checkpoint's cli state, of this release\n"
+          "or of agrl 0.1.0.\n");
 }
 
 static void print_value(const ag__agf_key *k) {

@@ -4,10 +4,12 @@
  * line, a final summary, and in --out: episodes.csv, losses.csv,
  * summary.json, the learning curve (learning_curve.png, drawn by
  * matplotlib) and the trained Q-network (q_network.agrl) or policy
- * (policy.agrl) that `agrl eval` loads. Every file is written
- * under a temporary name and renamed over its target when whole, so a
- * reader never sees half a file and an older run's file stays until the new
- * one is complete.
+ * (policy.agrl) that `agrl eval` loads; with --checkpoint-every, in
+ * DIR/checkpoints/ckpt-STEP, the agent (agent.agrl) and the command's own
+ * state (cli.agrl: settings, counters and logs, cli_state.c), which
+ * --resume continues from. Every file is written under a temporary name
+ * and renamed over its target when whole, so a reader never sees half a
+ * file and an older run's file stays until the new one is complete.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "agrl/ac.h"
 #include "agrl/agent.h"
 #include "cli/cli.h"
+#include "cli/cli_state.h"
 #include "cli/opts.h"
 #include "base/base.h"
 #include "base/seed.h"
@@ -103,23 +106,18 @@ static void catch_stop_signals(void) {
 
 typedef struct run {
   FILE *episodes, *losses; /* NULL: not logged (another rank than 0) */
-  int64_t rows;            /* lines logged, both files */
+  cli_counters sum;        /* the summary's counters, kept in checkpoints */
   int progress, tty, stopped;
-  /* evaluation (--eval-every): its environment, its log and what it found */
+  /* evaluation (--eval-every): its environment, its log */
   ag_env *eval_env;
   ag__afile *eval_log;
   int eval_episodes, stop_on_eval;
   uint64_t eval_seed;
   double *eval_returns;
-  int64_t evals, eval_solved_at, best_eval_at;
-  double last_eval, best_eval;
   int64_t total;
   double t0, last_print, stop_at;
-  double best_mean;
-  int64_t solved_at;
   int64_t last_step;
-  ag_train_event last;
-  float last_loss, last_alpha;
+  float last_alpha;
   int ac; /* sac or td3: losses.csv has the actor's loss and alpha too */
 } run;
 
@@ -134,33 +132,34 @@ static void format_eta(char *buf, size_t n, double s) {
 }
 
 static void print_progress(run *r, int final) {
-  double el = cli_now_s() - r->t0, sps = el > 0 ? (double)r->last.step / el : 0;
-  double eta = sps > 0 ? (double)(r->total - r->last.step) / sps : 0;
+  double el = cli_now_s() - r->t0, sps = el > 0 ? (double)r->sum.last.step / el : 0;
+  double eta = sps > 0 ? (double)(r->total - r->sum.last.step) / sps : 0;
   char eta_s[32];
   format_eta(eta_s, sizeof eta_s, final || eta < 0 ? 0.0 : eta);
   fprintf(
       stderr,
       "%sstep %7lld/%lld | episodes %5lld | mean20 %7.1f | loss %8.4f | %s %.3f | %6.0f steps/s | ETA %s%s",
-      r->tty ? "\r" : "", (long long)r->last.step, (long long)r->total, (long long)r->last.episodes,
-      r->last.mean_return, (double)r->last_loss, r->ac ? "alpha" : "eps",
-      (double)(r->ac ? r->last_alpha : r->last.epsilon), sps, eta_s, r->tty && !final ? "   " : "\n");
+      r->tty ? "\r" : "", (long long)r->sum.last.step, (long long)r->total, (long long)r->sum.last.episodes,
+      r->sum.last.mean_return, (double)r->sum.last_loss, r->ac ? "alpha" : "eps",
+      (double)(r->ac ? r->last_alpha : r->sum.last.epsilon), sps, eta_s, r->tty && !final ? "   " : "\n");
   fflush(stderr);
 }
 
 static int on_event(const ag_train_event *ev, void *user) {
   run *r = user;
-  r->last = *ev;
+  r->sum.last = *ev;
   if (ev->kind == AG_TRAIN_EPISODE) {
     if (r->episodes) {
       fprintf(r->episodes, "%lld,%lld,%.6g,%lld,%d,%.6g,%.6g,%lld\n", (long long)ev->episodes,
               (long long)ev->step, ev->episode_return, (long long)ev->episode_length, ev->truncated,
               ev->mean_return, (double)ev->epsilon, (long long)ev->updates);
-      r->rows++;
+      r->sum.rows++;
     }
-    if (ev->episodes >= 20 && ev->mean_return > r->best_mean) r->best_mean = ev->mean_return;
-    if (r->solved_at < 0 && ev->episodes >= 20 && ev->mean_return >= r->stop_at) r->solved_at = ev->step;
+    if (ev->episodes >= 20 && ev->mean_return > r->sum.best_mean) r->sum.best_mean = ev->mean_return;
+    if (r->sum.solved_at < 0 && ev->episodes >= 20 && ev->mean_return >= r->stop_at)
+      r->sum.solved_at = ev->step;
   } else {
-    r->last_loss = ev->loss;
+    r->sum.last_loss = ev->loss;
     r->last_alpha = ev->alpha;
     if (r->losses && r->ac)
       fprintf(r->losses, "%lld,%lld,%.6g,%.6g,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates,
@@ -168,7 +167,7 @@ static int on_event(const ag_train_event *ev, void *user) {
     else if (r->losses)
       fprintf(r->losses, "%lld,%lld,%.6g,%.6g\n", (long long)ev->step, (long long)ev->updates,
               (double)ev->loss, ev->mean_return);
-    r->rows += r->losses != NULL;
+    r->sum.rows += r->losses != NULL;
   }
   double t = cli_now_s();
   if (r->progress && t - r->last_print > (r->tty ? 0.25 : 5.0)) {
@@ -176,32 +175,21 @@ static int on_event(const ag_train_event *ev, void *user) {
     print_progress(r, 0);
   }
   /* a signal stops the loop through should_stop, after the step in progress */
-  if (r->solved_at >= 0 && !isinf(r->stop_at) && !r->stop_on_eval) r->stopped = 1;
+  if (r->sum.solved_at >= 0 && !isinf(r->stop_at) && !r->stop_on_eval) r->stopped = 1;
   return r->stopped;
 }
 
-/* ---- checkpoints: the command's own files beside the agent ----
- * args       the run's settings, the options given (--out always) as the
- *            option table writes them (cli_opts_pairs): "--NAME", NUL, the
- *            value, NUL ("--NAME", NUL for a flag); --resume reads them as
- *            flags, so that the checkpoints of earlier versions, which kept
- *            the flags as given, read alike
- * episodes.csv, losses.csv   the logs so far
- * cli.state  the summary's counters, floats in C99's hexadecimal form */
+/* ---- checkpoints: the command's own state beside the agent ----
+ * cli.agrl, a container of kind "cli" (cli_state.c, docs/container.md):
+ * the run's settings (the options given, --out always), the summary's
+ * counters and the logs so far; --resume reads it back, or the files a
+ * checkpoint of agrl 0.1.0 holds instead. */
 
 typedef struct ckpt_files {
   run *r;
   ag__afile *ep, *loss;
   const cli_settings *s;
 } ckpt_files;
-
-/* One pair of the settings into the args file (FILE *user). */
-static int write_arg(const char *name, const char *value, void *user) {
-  FILE *f = user;
-  fprintf(f, "--%s%c", name, '\0');
-  if (strcmp(value, "true") || !cli_opts_is_flag(CLI_TRAIN, name)) fprintf(f, "%s%c", value, '\0');
-  return 0;
-}
 
 static int should_stop(void *user) {
   (void)user;
@@ -239,141 +227,21 @@ static void log_eval(run *r, int64_t step, int64_t updates, double mean, int *st
   }
   fprintf(r->eval_log->f, "%lld,%lld,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)step, (long long)updates, mean,
           sqrt(var / r->eval_episodes), lo, hi, r->eval_episodes);
-  r->evals++;
-  r->last_eval = mean;
-  if (r->evals == 1 || mean > r->best_eval) {
-    r->best_eval = mean;
-    r->best_eval_at = step;
+  r->sum.evals++;
+  r->sum.last_eval = mean;
+  if (r->sum.evals == 1 || mean > r->sum.best_eval) {
+    r->sum.best_eval = mean;
+    r->sum.best_eval_at = step;
   }
-  if (r->eval_solved_at < 0 && mean >= r->stop_at) r->eval_solved_at = step;
-  if (r->stop_on_eval && r->eval_solved_at >= 0 && !isinf(r->stop_at)) *stop = r->stopped = 1;
-}
-
-/* DIR/NAME written whole from the bytes of a temporary log so far. */
-static ag_status copy_log(ag__afile *log, const char *dir, const char *name) {
-  char *p = cli_path(dir, name);
-  if (!p) return AG_ERR_OUT_OF_MEMORY;
-  ag__afile out;
-  ag_status s = ag__afile_open(&out, p, "train");
-  free(p);
-  if (s) return s;
-  FILE *in = NULL;
-  int ok = fflush(log->f) == 0 && (in = fopen(log->tmp, "rb")) != NULL;
-  char buf[65536];
-  size_t n;
-  while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out.f) == n;
-  if (ok && in && ferror(in)) ok = 0;
-  if (in) fclose(in);
-  if (!ok) {
-    ag__afile_abort(&out);
-    return AG_ERR_IO;
-  }
-  return ag__afile_commit(&out, "train");
+  if (r->sum.eval_solved_at < 0 && mean >= r->stop_at) r->sum.eval_solved_at = step;
+  if (r->stop_on_eval && r->sum.eval_solved_at >= 0 && !isinf(r->stop_at)) *stop = r->stopped = 1;
 }
 
 static ag_status on_checkpoint(const char *dir, int64_t step, void *user) {
   (void)step;
-  ckpt_files *c = user;
-  const run *r = c->r;
-  ag__afile a;
-  char *p = cli_path(dir, "args");
-  if (!p) return AG_ERR_OUT_OF_MEMORY;
-  ag_status s = ag__afile_open(&a, p, "train");
-  free(p);
-  if (s) return s;
-  cli_opts_pairs(c->s, write_arg, a.f);
-  if ((s = ag__afile_commit(&a, "train"))) return s;
-  if ((s = copy_log(c->ep, dir, "episodes.csv")) || (s = copy_log(c->loss, dir, "losses.csv"))) return s;
-  if (r->eval_log && (s = copy_log(r->eval_log, dir, "eval.csv"))) return s;
-  if (!(p = cli_path(dir, "cli.state"))) return AG_ERR_OUT_OF_MEMORY;
-  s = ag__afile_open(&a, p, "train");
-  free(p);
-  if (s) return s;
-  fprintf(a.f, "rows %lld\nbest_mean %a\nsolved_at %lld\nlast_loss %a\n", (long long)r->rows, r->best_mean,
-          (long long)r->solved_at, (double)r->last_loss);
-  fprintf(a.f, "last %d %lld %lld %lld %a %lld %d %a %a %a\n", (int)r->last.kind, (long long)r->last.step,
-          (long long)r->last.episodes, (long long)r->last.updates, r->last.episode_return,
-          (long long)r->last.episode_length, r->last.truncated, r->last.mean_return, (double)r->last.loss,
-          (double)r->last.epsilon);
-  fprintf(a.f, "evals %lld %lld %lld %a %a\n", (long long)r->evals, (long long)r->eval_solved_at,
-          (long long)r->best_eval_at, r->last_eval, r->best_eval);
-  return ag__afile_commit(&a, "train");
-}
-
-/* A whole file of at most max bytes, NUL-terminated, in *out (free it); -1 with a message. */
-static int read_whole(const char *path, size_t max, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "agrl train: --resume: cannot read %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  char *b = malloc(max + 1);
-  size_t n = b ? fread(b, 1, max + 1, f) : 0;
-  int bad = !b || ferror(f) || n > max;
-  fclose(f);
-  if (bad) {
-    fprintf(stderr, "agrl train: --resume: %s cannot be read or is longer than %zu bytes\n", path, max);
-    free(b);
-    return -1;
-  }
-  b[n] = '\0';
-  *out = b;
-  *len = n;
-  return 0;
-}
-
-/* The summary's counters back from DIR/cli.state; -1 with a message. */
-static int restore_run(run *r, const char *dir) {
-  char *p = cli_path(dir, "cli.state"), *b = NULL;
-  size_t n;
-  int rc = !p || read_whole(p, 4096, &b, &n) ? -1 : 0;
-  long long rows, solved, st, eps, upd, len, evals, esolved, ebest_at;
-  double best, loss, ret, mean, lo, ep, elast, ebest;
-  int kind, tr;
-  if (!rc &&
-      sscanf(b,
-             "rows %lld best_mean %la solved_at %lld last_loss %la last %d %lld %lld %lld %la %lld %d %la "
-             "%la %la evals %lld %lld %lld %la %la",
-             &rows, &best, &solved, &loss, &kind, &st, &eps, &upd, &ret, &len, &tr, &mean, &lo, &ep, &evals,
-             &esolved, &ebest_at, &elast, &ebest) != 19) {
-    fprintf(stderr, "agrl train: --resume: %s is not a checkpoint's cli.state\n", p);
-    rc = -1;
-  }
-  if (!rc) {
-    r->rows = rows;
-    r->best_mean = best;
-    r->solved_at = solved;
-    r->last_loss = (float)loss;
-    r->last.kind = (ag_train_event_kind)kind;
-    r->last.step = st;
-    r->last.episodes = eps;
-    r->last.updates = upd;
-    r->last.episode_return = ret;
-    r->last.episode_length = len;
-    r->last.truncated = tr;
-    r->last.mean_return = mean;
-    r->last.loss = (float)lo;
-    r->last.epsilon = (float)ep;
-    r->evals = evals;
-    r->eval_solved_at = esolved;
-    r->best_eval_at = ebest_at;
-    r->last_eval = elast;
-    r->best_eval = ebest;
-  }
-  free(p);
-  free(b);
-  return rc;
-}
-
-/* Appends the checkpoint's DIR/NAME to a log; -1 with a message. */
-static int restore_log(FILE *to, const char *dir, const char *name) {
-  char *p = cli_path(dir, name), *b = NULL;
-  size_t n = 0;
-  int rc = !p || read_whole(p, (size_t)1 << 31, &b, &n) ? -1 : 0;
-  if (!rc && fwrite(b, 1, n, to) != n) rc = -1;
-  free(p);
-  free(b);
-  return rc;
+  const ckpt_files *c = user;
+  ag__afile *const logs[CLI_N_LOGS] = {c->ep, c->loss, c->r->eval_log};
+  return cli_ckpt_write(dir, c->s, &c->r->sum, logs);
 }
 
 /* ---- the learning curve ---- */
@@ -470,9 +338,10 @@ static char *format_new(const char *fmt, ...) {
 /* What a run holds; job_free frees it all. */
 typedef struct job {
   cli_settings s;
-  const char *ckpt; /* the checkpoint the run continues, or NULL */
-  int acm;          /* 0: the DQN, 1: sac, 2: td3 */
-  int worker, lead; /* one process of a group (--world), and the one that reports (rank 0) */
+  const char *ckpt;      /* the checkpoint the run continues, or NULL */
+  const cli_ckpt *state; /* what it holds for the command (ckpt set) */
+  int acm;               /* 0: the DQN, 1: sac, 2: td3 */
+  int worker, lead;      /* one process of a group (--world), and the one that reports (rank 0) */
   double stop_at;
   ag_vec_env *env;
   const ag_env_spec *spec;
@@ -582,13 +451,13 @@ static int job_setup(job *j) {
     return 1;
   }
   run *r = &j->r;
-  r->solved_at = -1;
-  r->best_mean = -INFINITY;
+  r->sum.solved_at = -1;
+  r->sum.best_mean = -INFINITY;
   r->stop_at = j->stop_at;
   r->total = s->steps;
   r->progress = !s->quiet;
   r->tty = isatty(2);
-  r->eval_solved_at = r->best_eval_at = -1;
+  r->sum.eval_solved_at = r->sum.best_eval_at = -1;
   r->eval_episodes = (int)s->eval_episodes;
   r->ac = j->acm != 0;
   r->stop_on_eval = s->stop_on;
@@ -638,17 +507,25 @@ static int open_logs(job *j) {
   if (!j->ckpt) {
     fprintf(r->episodes, "episode,step,return,length,truncated,mean20,epsilon,updates\n");
     fprintf(r->losses, j->acm ? "step,updates,loss,mean20,actor_loss,alpha\n" : "step,updates,loss,mean20\n");
-  } else if (restore_log(r->episodes, j->ckpt, "episodes.csv") ||
-             restore_log(r->losses, j->ckpt, "losses.csv") || restore_run(r, j->ckpt)) {
-    fprintf(stderr, "agrl train: --resume: the logs of %s cannot be restored\n", j->ckpt);
-    return -1;
+  } else {
+    const cli_ckpt *c = j->state;
+    if (fwrite(c->log[CLI_LOG_EPISODES], 1, c->log_len[CLI_LOG_EPISODES], r->episodes) !=
+            c->log_len[CLI_LOG_EPISODES] ||
+        fwrite(c->log[CLI_LOG_LOSSES], 1, c->log_len[CLI_LOG_LOSSES], r->losses) !=
+            c->log_len[CLI_LOG_LOSSES]) {
+      fprintf(stderr, "agrl train: --resume: the logs of %s cannot be restored\n", j->ckpt);
+      return -1;
+    }
+    r->sum = c->sum;
   }
   if (j->s.eval_every > 0) {
     if (open_whole(&j->eval_log, j->dir, "eval.csv")) return -1;
     r->eval_log = &j->eval_log;
     if (!j->ckpt)
       fprintf(j->eval_log.f, "step,updates,mean,std,min,max,episodes\n");
-    else if (restore_log(j->eval_log.f, j->ckpt, "eval.csv")) {
+    else if (!j->state->log[CLI_LOG_EVAL] ||
+             fwrite(j->state->log[CLI_LOG_EVAL], 1, j->state->log_len[CLI_LOG_EVAL], j->eval_log.f) !=
+                 j->state->log_len[CLI_LOG_EVAL]) {
       fprintf(stderr, "agrl train: --resume: the evaluations of %s cannot be restored\n", j->ckpt);
       return -1;
     }
@@ -731,13 +608,13 @@ static int write_summary(job *j, int64_t taken, int64_t updates, double wall, do
           " \"best_eval_mean\": %.6g, \"best_eval_at_step\": %lld, \"eval_solved_at_step\": %lld,\n"
           " \"eval_seed\": %llu}\n",
           (long long)(j->worker ? s->world : 1), (long long)s->seed, (long long)taken,
-          (long long)r->last.episodes, (long long)updates, r->last.mean_return,
-          isinf(r->best_mean) ? 0.0 : r->best_mean, (long long)r->solved_at,
+          (long long)r->sum.last.episodes, (long long)updates, r->sum.last.mean_return,
+          isinf(r->sum.best_mean) ? 0.0 : r->sum.best_mean, (long long)r->sum.solved_at,
           isinf(j->stop_at) ? -1.0 : j->stop_at, s->stop_on ? "eval" : "train", wall, sps,
           interrupted ? "true" : "false", (long long)s->eval_every,
-          (long long)(s->eval_every ? s->eval_episodes : 0), (long long)r->evals,
-          r->evals ? r->last_eval : 0.0, r->evals ? r->best_eval : 0.0, (long long)r->best_eval_at,
-          (long long)r->eval_solved_at, (unsigned long long)r->eval_seed);
+          (long long)(s->eval_every ? s->eval_episodes : 0), (long long)r->sum.evals,
+          r->sum.evals ? r->sum.last_eval : 0.0, r->sum.evals ? r->sum.best_eval : 0.0,
+          (long long)r->sum.best_eval_at, (long long)r->sum.eval_solved_at, (unsigned long long)r->eval_seed);
   return close_whole(&j->summary, 1);
 }
 
@@ -749,27 +626,27 @@ static void print_report(const job *j, int64_t taken, int64_t updates, double wa
   const run *r = &j->r;
   const char *dir = j->dir;
   printf("agrl train: %lld steps, %lld episodes, %lld updates in %.1f s (%.0f steps/s) on %s\n",
-         (long long)taken, (long long)r->last.episodes, (long long)updates, wall, sps, j->devs);
-  printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r->last.mean_return,
-         isinf(r->best_mean) ? 0.0 : r->best_mean);
+         (long long)taken, (long long)r->sum.last.episodes, (long long)updates, wall, sps, j->devs);
+  printf("  mean return of the last 20 episodes: %.1f (best %.1f)\n", r->sum.last.mean_return,
+         isinf(r->sum.best_mean) ? 0.0 : r->sum.best_mean);
   if (interrupted && !j->worker)
     printf("  interrupted by signal %d at step %lld; continue with: agrl train --resume %s\n", interrupted,
            (long long)taken, dir);
   else if (interrupted)
     printf("  interrupted by signal %d at step %lld\n", interrupted, (long long)taken);
-  if (r->evals)
+  if (r->sum.evals)
     printf("  evaluation (%lld %s episodes, %lld times): last %.1f, best %.1f at step %lld\n",
-           (long long)s->eval_episodes, j->acm ? "deterministic" : "greedy", (long long)r->evals,
-           r->last_eval, r->best_eval, (long long)r->best_eval_at);
+           (long long)s->eval_episodes, j->acm ? "deterministic" : "greedy", (long long)r->sum.evals,
+           r->sum.last_eval, r->sum.best_eval, (long long)r->sum.best_eval_at);
   const double stop_at = j->stop_at;
   if (!isinf(stop_at) && s->stop_on) {
-    if (r->eval_solved_at >= 0)
-      printf("  solved: evaluation mean >= %g at step %lld\n", stop_at, (long long)r->eval_solved_at);
+    if (r->sum.eval_solved_at >= 0)
+      printf("  solved: evaluation mean >= %g at step %lld\n", stop_at, (long long)r->sum.eval_solved_at);
     else
       printf("  not solved: the evaluation mean stayed below %g\n", stop_at);
   } else if (!isinf(stop_at)) {
-    if (r->solved_at >= 0)
-      printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r->solved_at);
+    if (r->sum.solved_at >= 0)
+      printf("  solved: mean20 >= %g at step %lld\n", stop_at, (long long)r->sum.solved_at);
     else
       printf("  not solved: mean20 stayed below %g\n", stop_at);
   }
@@ -791,8 +668,8 @@ static int finish_run(job *j, const ag_learn_opts *lo, double wall) {
   /* the steps taken: the loop takes n_envs (x GPUs) at a time and ends at
    * the first multiple at or past --steps, unless a stop came at an event */
   int64_t per = s->n_envs * (j->worker ? s->world : 1);
-  int64_t taken = j->worker ? (r->stopped ? r->last.step : (s->steps + per - 1) / per * per) : lo->step;
-  r->last.step = taken;
+  int64_t taken = j->worker ? (r->stopped ? r->sum.last.step : (s->steps + per - 1) / per * per) : lo->step;
+  r->sum.last.step = taken;
   if (r->progress) print_progress(r, 1);
   r->episodes = r->losses = NULL;
   if (close_whole(&j->ep_log, 1) | close_whole(&j->loss_log, 1) | close_whole(&j->eval_log, 1)) return 1;
@@ -824,8 +701,8 @@ static int finish_run(job *j, const ag_learn_opts *lo, double wall) {
  * were written: the files of an earlier run stay as they were. Returns rc,
  * or 1 when a log could not be kept. */
 static int job_free(job *j, int rc) {
-  if (close_whole(&j->ep_log, j->r.rows > 0) | close_whole(&j->loss_log, j->r.rows > 0) |
-      close_whole(&j->eval_log, j->r.evals > 0))
+  if (close_whole(&j->ep_log, j->r.sum.rows > 0) | close_whole(&j->loss_log, j->r.sum.rows > 0) |
+      close_whole(&j->eval_log, j->r.sum.evals > 0))
     rc = 1;
   ag_env_free(j->r.eval_env);
   free(j->r.eval_returns);
@@ -840,8 +717,8 @@ static int job_free(job *j, int rc) {
 }
 
 /* The run of `agrl train`: argv as given, or (ckpt set) the settings of the
- * checkpoint ckpt, which the run continues. */
-static int train_run(int argc, char **argv, const char *ckpt) {
+ * checkpoint ckpt, which the run continues from its state. */
+static int train_run(int argc, char **argv, const char *ckpt, const cli_ckpt *state) {
   static const char cmd[] = "train";
   job j;
   memset(&j, 0, sizeof j);
@@ -857,6 +734,7 @@ static int train_run(int argc, char **argv, const char *ckpt) {
     return cli_launch(cmd, argc, argv, (int)s->gpus);
   }
   j.ckpt = ckpt;
+  j.state = state;
   j.acm = s->algo;
   j.worker = s->world > 0;
   j.lead = !j.worker || s->rank == 0;
@@ -908,34 +786,20 @@ static int find_checkpoint(const char *resume, char *ckpt, size_t size) {
   return rc;
 }
 
-/* The flags of the run a checkpoint continues: its settings (ckpt/args),
+/* The flags of the run a checkpoint continues: its settings (c->args),
  * then those given now beside --resume (--quiet, --device). *av (free it)
- * points into *buf (free it too). Returns their count, or -1 with a
- * message. */
-static int resume_argv(const char *ckpt, int argc, char **argv, char ***av_out, char **buf) {
-  char *p = cli_path(ckpt, "args"), *b = NULL;
-  size_t n = 0;
-  if (!p || read_whole(p, (size_t)1 << 20, &b, &n)) {
-    free(p);
-    return -1;
-  }
-  free(p);
+ * points into c->args and argv. Returns their count, or -1 with a message. */
+static int resume_argv(const char *ckpt, const cli_ckpt *c, int argc, char **argv, char ***av_out) {
   int m = 1;
-  for (size_t i = 0; i < n; i++) m += b[i] == '\0';
+  for (size_t i = 0; i < c->args_len; i++) m += c->args[i] == '\0';
   char **av = malloc(sizeof(char *) * (size_t)(m + argc + 1));
   if (!av) {
-    free(b);
     fprintf(stderr, "agrl train: out of memory\n");
     return -1;
   }
   int ac = 0;
   av[ac++] = argv[0];
-  for (size_t i = 0; i < n; i += strlen(b + i) + 1) av[ac++] = b + i;
-  if (n && b[n - 1] != '\0') {
-    fprintf(stderr, "agrl train: --resume: %s/args is damaged\n", ckpt);
-    free(av), free(b);
-    return -1;
-  }
+  for (size_t i = 0; i < c->args_len; i += strlen(c->args + i) + 1) av[ac++] = c->args + i;
   for (int i = 1; i < argc; i++) {
     int takes_value = 0;
     if (!strcmp(argv[i], "--resume") || !cli_opts_beside_resume(argv[i], &takes_value))
@@ -950,12 +814,11 @@ static int resume_argv(const char *ckpt, int argc, char **argv, char ***av_out, 
   av[ac] = NULL;
   for (int i = 1; i < ac; i++)
     if (!strcmp(av[i], "--resume")) {
-      fprintf(stderr, "agrl train: --resume: %s/args holds --resume\n", ckpt);
-      free(av), free(b);
+      fprintf(stderr, "agrl train: --resume: the settings of %s hold --resume\n", ckpt);
+      free(av);
       return -1;
     }
   *av_out = av;
-  *buf = b;
   return ac;
 }
 
@@ -979,12 +842,16 @@ int agrl_cmd_train(int argc, char **argv) {
                            argv[i]);
     i += takes_value; /* --device's value is checked by the run */
   }
-  if (!resume) return train_run(argc, argv, NULL);
-  char ckpt[4096], *buf = NULL, **av = NULL;
-  int ac = find_checkpoint(resume, ckpt, sizeof ckpt) ? -1 : resume_argv(ckpt, argc, argv, &av, &buf);
-  int rc = ac < 0 ? 1 : train_run(ac, av, ckpt);
+  if (!resume) return train_run(argc, argv, NULL, NULL);
+  char ckpt[4096], **av = NULL;
+  cli_ckpt state;
+  memset(&state, 0, sizeof state);
+  int ac = find_checkpoint(resume, ckpt, sizeof ckpt) || cli_ckpt_read(ckpt, &state)
+               ? -1
+               : resume_argv(ckpt, &state, argc, argv, &av);
+  int rc = ac < 0 ? 1 : train_run(ac, av, ckpt, &state);
   free(av);
-  free(buf);
+  cli_ckpt_free(&state);
   return rc;
 }
 

@@ -1,6 +1,8 @@
 /* fuzz_load.c — the one libFuzzer harness of everything agrl reads from
  * files: models, replay tables, DQN and SAC/TD3 agents, shards, in the agrl
- * container and in the formats of agrl 0.1.0.
+ * container and in the formats of agrl 0.1.0; a training loop's run state
+ * (kind "run", as a resume parses it) and `agrl train`'s state in a
+ * checkpoint (kind "cli", src/cli/cli_state.c).
  *
  * Each input is handed to every loader (each through its stream entry,
  * fed memory through fmemopen, or a file for the shard's) on a CPU
@@ -12,13 +14,18 @@
  *   - an accepted file gives an object that cannot be saved, whose file
  *     does not load, or that saves other bytes once loaded again (a save
  *     has one encoding of an object);
- *   - a loaded object, freed, left device memory allocated.
+ *   - a loaded object, freed, left device memory allocated;
+ *   - a refused run or cli state wrote its output; an accepted run state
+ *     encodes to bytes that parse and encode again to the same bytes; an
+ *     accepted cli state's settings are not NUL-separated flags.
  * scripts/fuzz.sh builds it (cmake -DAGRL_FUZZ=ON) and runs it on a copy
  * of corpus/load/ (make_corpus.py writes the seeds).
  */
 #include <limits.h>
 
-#include "base/agfile.h" /* the container's reader: a shard's rank and group size */
+#include "agent/agent_internal.h" /* the run state's parser and encoder */
+#include "base/agfile.h"          /* the container's reader: a shard's rank and group size */
+#include "cli/cli_state.h"        /* the cli state's parser */
 #include "fuzz_common.h"
 
 /* The loaders' entries (src/nn/mlp.c, src/replay/replay_file.c,
@@ -162,11 +169,100 @@ static void try_kind(const kind *k, const uint8_t *data, size_t size) {
   if (live_bytes() != live0) die("a loaded and freed object left device memory allocated");
 }
 
+/* ---- run states (src/agent/learn.c) ---- */
+
+/* What a resume would ask of the run state in the input: the loop, copies,
+ * observation width and environment state's bytes its own keys and
+ * sections name (within small limits), else those of the corpus' seeds. */
+static void run_shape(const uint8_t *d, size_t n, const char **loop, int *ne, int *od, size_t *env) {
+  *loop = "dqn", *ne = 2, *od = 4, *env = 12;
+  FILE *f = input_stream(d, n);
+  ag__agf a;
+  ag__agf_init(&a);
+  if (ag__agf_read(&a, f, n, "fuzz_load", "input") == AG_OK) {
+    const ag__agf_key *l = ag__agf_key_find(&a, "run.loop"), *kn = ag__agf_key_find(&a, "run.n_envs"),
+                      *ko = ag__agf_key_find(&a, "run.obs_dim");
+    const int es = ag__agf_section_find(&a, "env_state");
+    if (l && l->type == AG__AGF_STR && !strcmp(l->data, "ac")) *loop = "ac";
+    if (kn && ko && kn->type == AG__AGF_I64 && ko->type == AG__AGF_I64 && kn->v.i >= 1 && ko->v.i >= 1 &&
+        kn->v.i <= 4096 && ko->v.i <= 4096 && kn->v.i * ko->v.i <= 65536)
+      *ne = (int)kn->v.i, *od = (int)ko->v.i;
+    if (es >= 0 && a.sections[es].bytes <= ((uint64_t)1 << 20)) *env = (size_t)a.sections[es].bytes;
+  }
+  ag__agf_free(&a);
+  fclose(f);
+}
+
+/* A refusal of `fn` left *out as it was (sentinel) and named fn. */
+static void check_plain_refusal(const void *out, const void *sentinel, size_t n, const char *fn) {
+  if (memcmp(out, sentinel, n) != 0) die("a refused parse wrote its output");
+  size_t k = strlen(fn);
+  const char *msg = ag_last_error();
+  if (strncmp(msg, fn, k) != 0 || strncmp(msg + k, ": ", 2) != 0)
+    die("a refusal's message does not name its call");
+}
+
+static uint8_t *run_encoded(const ag__run_state *r, const char *loop, int ne, int od, size_t *n) {
+  char *b = NULL;
+  if (ag__run_encode(&r->loop, loop, ne, od, r->obs, r->env, r->env_bytes, "fuzz_run", &b, n) != AG_OK)
+    die("an accepted run state does not encode");
+  return (uint8_t *)b;
+}
+
+static void try_run(const uint8_t *d, size_t n) {
+  const char *loop;
+  int ne, od;
+  size_t E;
+  run_shape(d, n, &loop, &ne, &od, &E);
+  ag__run_state r, sentinel;
+  memset(&r, 0xA5, sizeof r);
+  sentinel = r;
+  if (ag__run_parse(d, n, loop, ne, od, E, "fuzz_run", &r) != AG_OK) {
+    check_plain_refusal(&r, &sentinel, sizeof r, "fuzz_run");
+    return;
+  }
+  size_t n1, n2;
+  uint8_t *b1 = run_encoded(&r, loop, ne, od, &n1);
+  ag__run_state again;
+  if (ag__run_parse(b1, n1, loop, ne, od, E, "fuzz_run", &again) != AG_OK)
+    die("an encoded run state does not parse");
+  uint8_t *b2 = run_encoded(&again, loop, ne, od, &n2);
+  if (n1 != n2 || memcmp(b1, b2, n1) != 0) die("a run state parsed and encoded again gave other bytes");
+  free(b1), free(b2);
+  ag__run_state_free(&r);
+  ag__run_state_free(&again);
+}
+
+/* ---- the cli state of a checkpoint (src/cli/cli_state.c) ---- */
+
+static void try_cli(const uint8_t *d, size_t n) {
+  cli_ckpt c, sentinel;
+  memset(&c, 0xA5, sizeof c);
+  sentinel = c;
+  FILE *f = input_stream(d, n);
+  ag_status s = cli_ckpt_parse(f, n, "input", &c);
+  fclose(f);
+  if (s != AG_OK) {
+    check_plain_refusal(&c, &sentinel, sizeof c, "agrl train");
+    return;
+  }
+  /* the settings: "--NAME" NUL, then its value NUL unless a flag */
+  if (c.args_len && c.args[c.args_len - 1] != '\0') die("an accepted cli state's settings do not end in NUL");
+  for (size_t i = 0; i < c.args_len; i += strlen(c.args + i) + 1) {
+    if (strncmp(c.args + i, "--", 2) != 0) die("an accepted cli state's settings are not flags");
+    if (!cli_opts_is_flag(CLI_TRAIN, c.args + i + 2)) i += strlen(c.args + i) + 1;
+  }
+  if (!c.log[CLI_LOG_EPISODES] || !c.log[CLI_LOG_LOSSES]) die("an accepted cli state has no logs");
+  cli_ckpt_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_begin("fuzz_load");
   uint8_t *in = input_copy(data, size);             /* a header CRC of 0 filled in */
   shard_group(in, size, &shard_rank, &shard_world); /* a shard file is loaded as the rank it names */
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) try_kind(&kinds[i], in, size);
+  try_run(in, size);
+  try_cli(in, size);
   free(in);
   fuzz_end();
   return 0;

@@ -2,8 +2,10 @@
 """Writes the model seeds of fuzz_load's corpus into corpus/load/ (mlp_*),
 DQN seeds of the container layout (dqn_c_*) made from current_dqn.agrl,
 SAC/TD3 seeds of the container layout (ac_c_*) made from current_td3.agrl,
-and shard seeds of the container layout (shard_c_*) made from
-current_shard.agrl and current_replay_per.agrl.
+shard seeds of the container layout (shard_c_*) made from
+current_shard.agrl and current_replay_per.agrl, run states of kind "run"
+(run_c_*: the DQN's loop and SAC's and TD3's) and checkpoints' cli states
+of kind "cli" (cli_*), valid and damaged.
 
 Small model files: agrl containers of kind "mlp" (docs/container.md), and
 the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
@@ -50,24 +52,29 @@ def v1(sizes, hidden, last, params):
 
 
 def container(keys, sections, part=1 << 20, crc=True):
-    """An agrl container (docs/container.md): keys [(type, name, value)],
-    sections [(name, dtype, dims, bytes)] of f32 tensors; crc=False leaves
-    the header's CRC 0 (the harness fills it in)."""
+    """An agrl container (docs/container.md): keys [(type, name, value)]
+    (1 u64, 2 i64, 3 f64, 4 string, 5 i64 array, 6 f64 array), sections
+    [(name, dtype, dims, bytes)]: tensors, or blobs where dims is None;
+    crc=False leaves the header's CRC 0 (the harness fills it in)."""
     k = b""
     for typ, name, value in keys:
         n = name.encode()
         if typ == 4:
             v = value.encode()
             k += struct.pack("<BBHI", typ, 0, len(n), len(v)) + n + v
-        elif typ == 5:
-            k += struct.pack("<BBHI", typ, 0, len(n), len(value)) + n + struct.pack("<%dq" % len(value), *value)
+        elif typ in (5, 6):
+            code = "q" if typ == 5 else "d"
+            k += struct.pack("<BBHI", typ, 0, len(n), len(value)) + n + struct.pack("<%d%s" % (len(value), code), *value)
         else:
-            k += struct.pack("<BBHI", typ, 0, len(n), 1) + n + struct.pack("<q", value)
-    H = 48 + len(k) + 4 + sum(24 + 8 * len(d) + len(nm) for nm, _, d, _ in sections)
+            k += struct.pack("<BBHI", typ, 0, len(n), 1) + n + struct.pack({1: "<Q", 2: "<q", 3: "<d"}[typ], value)
+    H = 48 + len(k) + 4 + sum(24 + 8 * len(d or []) + len(nm) for nm, _, d, _ in sections)
     s, data = b"", b""
     for name, dtype, dims, payload in sections:
         n = name.encode()
-        s += struct.pack("<HBBIQQ", len(n), 2, dtype, len(dims), H + len(data), len(payload))
+        blob = dims is None
+        dims = [] if blob else dims
+        s += struct.pack("<HBBIQQ", len(n), 1 if blob else 2, 3 if blob else dtype, len(dims), H + len(data),
+                         len(payload))
         s += struct.pack("<%dQ" % len(dims), *dims) + n
         for at in range(0, len(payload), part):
             block = payload[at:at + part]
@@ -245,6 +252,102 @@ def run_seeds(seeds):
         seeds[name + "_cut"] = bytes(h) + body[:-1]
 
 
+def damaged(seeds, prefix, good, keys_to_drop, changes):
+    """Damaged copies of the container good: cut, a data byte flipped, a
+    trailing byte, a header CRC of 0, each key of keys_to_drop renamed
+    (missing), and each change (name, key, struct format, value) packed
+    over a key's value under a sound CRC."""
+    seeds[prefix + "valid"] = good
+    seeds[prefix + "truncated"] = good[:-3]
+    seeds[prefix + "truncated_header"] = good[:60]
+    flipped = bytearray(good)
+    flipped[-6] ^= 0x40
+    seeds[prefix + "flipped_data"] = bytes(flipped)
+    seeds[prefix + "trailing"] = good + b"\0"
+    crc0 = bytearray(good)
+    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
+    seeds[prefix + "crc0"] = bytes(crc0)
+    for key in keys_to_drop:
+        g = bytearray(good)
+        g[key_value_at(good, key) - 1] ^= 0x20  # the name's last letter in the other case
+        seeds[prefix + "missing_" + key.split(".")[-1]] = fix_crc(g)
+    for name, key, fmt, value in changes:
+        g = bytearray(good)
+        struct.pack_into(fmt, g, key_value_at(good, key), value)
+        seeds[prefix + name] = fix_crc(g)
+
+
+def run_container_seeds(seeds):
+    """Run states of kind "run" (version 2), as the training loop writes
+    them: the DQN's loop and SAC's and TD3's ("ac"), two copies of four
+    observations and 12 bytes of environment state, and damaged copies: cut,
+    flipped, keys missing, counters out of range, the ring inconsistent,
+    sizes that differ from the sections, the other loop."""
+    obs = struct.pack("<8f", *[0.125 * i for i in range(8)])
+    env = bytes(range(12))
+    for loop in ("dqn", "ac"):
+        keys = [(4, "kind", "run"), (2, "run.version", 2), (4, "run.loop", loop), (2, "run.n_envs", 2),
+                (2, "run.obs_dim", 4), (2, "run.step", 640), (2, "run.episodes", 31), (2, "run.since_train", 3),
+                (2, "run.since_target", 17 if loop == "dqn" else 0), (2, "run.returns_kept", 5),
+                (2, "run.returns_next", 5), (6, "run.returns", [float(i) for i in range(20)]),
+                (3, "run.mean", 2.5), (2, "run.last_eval", 600)]
+        if loop == "ac":
+            keys += [(2, "run.last_report", 512), (6, "run.losses", [0.25, -1.5])]
+        good = container(keys, [("obs", 0, [2, 4], obs), ("env_state", 3, None, env)])
+        damaged(seeds, "run_c_%s_" % loop, good, ["run.step", "run.mean", "run.returns", "run.loop"],
+                [("next6", "run.returns_next", "<q", 6), ("next20", "run.returns_next", "<q", 20),
+                 ("kept21", "run.returns_kept", "<q", 21), ("eval_late", "run.last_eval", "<q", 641),
+                 ("n_envs3", "run.n_envs", "<q", 3), ("obs_dim0", "run.obs_dim", "<q", 0),
+                 ("step_negative", "run.step", "<q", -1)])
+        ring = {"run.returns_kept": 20, "run.returns_next": 7}  # a full ring, its next slot anywhere
+        full = [(t, name, ring.get(name, v)) for t, name, v in keys]
+        seeds["run_c_%s_ring_full" % loop] = container(full, [("obs", 0, [2, 4], obs), ("env_state", 3, None, env)])
+    g = bytearray(seeds["run_c_dqn_valid"])
+    at = key_value_at(g, "run.loop")
+    g[at:at + 3] = b"acx"
+    seeds["run_c_dqn_loop_other"] = fix_crc(g)
+    seeds["run_c_obs_i32"] = container([(4, "kind", "run"), (2, "run.version", 2)], [("obs", 4, [2, 4], obs)])
+
+
+def cli_seeds(seeds):
+    """`agrl train`'s state in a checkpoint (kind "cli", version 1): the
+    settings as keys (a flag as the i64 1), the summary's counters, the logs
+    as blobs; with and without eval.csv, and damaged copies: cut, flipped,
+    keys missing, counters out of range, a loss that is not an f32, the
+    settings miscounted, a flag as a string, an option train does not
+    have, --resume among them, another section."""
+    counters = [(2, "cli.rows", 28), (3, "cli.best_mean", float("-inf")), (2, "cli.solved_at", -1),
+                (3, "cli.last_loss", 0.5), (2, "cli.last.kind", 1), (2, "cli.last.step", 960),
+                (2, "cli.last.episodes", 14), (2, "cli.last.updates", 896), (3, "cli.last.episode_return", 12.0),
+                (2, "cli.last.episode_length", 12), (2, "cli.last.truncated", 0), (3, "cli.last.mean_return", 30.25),
+                (3, "cli.last.loss", 0.5), (3, "cli.last.epsilon", 0.25), (2, "cli.evals", 1),
+                (2, "cli.eval_solved_at", -1), (2, "cli.best_eval_at", 1000), (3, "cli.last_eval", 101.5),
+                (3, "cli.best_eval", 101.5)]
+    opts = [(4, "cli.opt.env", "cartpole"), (4, "cli.opt.steps", "3000"), (2, "cli.opt.double", 1),
+            (4, "cli.opt.eval-every", "1000")]
+    logs = [("episodes.csv", 3, None, b"episode,step,return,length,truncated,mean20,epsilon,updates\n1,12,12,12,0,12,1,0\n"),
+            ("losses.csv", 3, None, b"step,updates,loss,mean20\n64,32,0.5,12\n"),
+            ("eval.csv", 3, None, b"step,updates,mean,std,min,max,episodes\n1000,896,101.5,0,101.5,101.5,2\n")]
+    head = [(4, "kind", "cli"), (2, "cli.version", 1), (2, "cli.opts", len(opts))]
+    good = container(head + opts + counters, logs)
+    damaged(seeds, "cli_", good, ["cli.rows", "cli.best_eval", "cli.opt.steps", "cli.last.kind"],
+            [("kind2", "cli.last.kind", "<q", 2), ("rows_negative", "cli.rows", "<q", -5),
+             ("truncated2", "cli.last.truncated", "<q", 2), ("solved_at_minus2", "cli.solved_at", "<q", -2),
+             ("loss_not_f32", "cli.last_loss", "<d", 0.1), ("epsilon_huge", "cli.last.epsilon", "<d", 1e300),
+             ("opts5", "cli.opts", "<q", 5), ("version2", "cli.version", "<q", 2), ("flag2", "cli.opt.double", "<q", 2)])
+    seeds["cli_no_eval"] = container([(4, "kind", "cli"), (2, "cli.version", 1), (2, "cli.opts", 3)] + opts[:3] + counters,
+                                     logs[:2])
+    seeds["cli_no_losses"] = container(head + opts + counters, [logs[0], logs[2]])
+    seeds["cli_extra_section"] = container(head + opts + counters, logs + [("notes", 3, None, b"x")])
+    seeds["cli_log_tensor"] = container(head + opts + counters, [("episodes.csv", 3, [4], b"abcd"), logs[1]])
+    seeds["cli_flag_string"] = container(head + [(4, "cli.opt.double", "true")] + opts[:2] + opts[3:] + counters, logs)
+    seeds["cli_value_i64"] = container(head + [(2, "cli.opt.steps", 3000)] + opts[:1] + opts[2:] + counters, logs)
+    seeds["cli_unknown_option"] = container(head + [(4, "cli.opt.colour", "blue")] + opts[1:] + counters, logs)
+    seeds["cli_resume_option"] = container(head + [(4, "cli.opt.resume", "x")] + opts[1:] + counters, logs)
+    seeds["cli_kind_run"] = container([(4, "kind", "run"), (2, "cli.version", 1), (2, "cli.opts", 4)] + opts + counters,
+                                      logs)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -289,6 +392,8 @@ def main():
     shard_seeds(agents)
     ac_seeds(agents)
     run_seeds(agents)
+    run_container_seeds(agents)
+    cli_seeds(agents)
     for name, data in sorted(agents.items()):
         with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
             f.write(data)
