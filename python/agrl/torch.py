@@ -9,7 +9,7 @@ Imported only by those who have torch (``import agrl`` never imports it).
   ``tensordict.TensorDict`` of them.
 - ``sample(B, out=batch)`` writes into torch tensors you keep
   (:meth:`ReplayBuffer.empty_batch` makes them): no tensor is made at all, and
-  the call is one recorded launch between two stream hand-offs, so it also
+  the call is one recorded launch ordered with torch's stream, so it also
   runs inside a loop that ``torch.cuda.graph`` captures.
 - ``add``, ``update_priorities`` (and :class:`agrl.DQN` / :class:`agrl.SAC`'s
   ``store``) take torch tensors as they are, CUDA tensors device to device.
@@ -17,7 +17,10 @@ Imported only by those who have torch (``import agrl`` never imports it).
 Streams: agrl works on its own CUDA stream. Every call orders it after the
 work torch has queued on its current stream, and torch's current stream
 after agrl's writes, so a batch can be used at once on that stream, and a
-tensor handed in may be freed when the call returns.
+tensor handed in may be freed when the call returns. agrl's stream is a
+blocking one, so with torch's default stream (the legacy one) the device
+keeps that order by itself and nothing is queued for it; with another
+current stream each call records an event and waits for it, each way.
 """
 
 from __future__ import annotations
