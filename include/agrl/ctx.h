@@ -6,8 +6,9 @@
  * order. The CUDA stream is a blocking one: work queued on the device's
  * legacy default stream (where torch and CuPy queue theirs unless told
  * otherwise) runs after the context's work queued before it, and the
- * context's after it, ordered by the device with no call. Results of operations live in the context's workspace until
- * ag_ctx_reset(); buffers and persistent tensors have their own lifetime.
+ * context's after it, ordered by the device with no call. Results of
+ * operations live in the context's workspace until ag_ctx_reset(); buffers
+ * and persistent tensors have their own lifetime.
  *
  * A context is used by one thread at a time.
  */

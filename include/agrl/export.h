@@ -94,7 +94,8 @@ AG_API ag_status ag_tensor_wrap(ag_ctx *ctx, void *data, int64_t rows, int64_t c
 /* `stream` waits (on the device, queued: no host wait) for the work queued
  * on the context so far: hand results to a consumer on another stream. The
  * legacy default stream (NULL or cudaStreamLegacy) already does (agrl/ctx.h):
- * nothing is queued for it, here and in ag_ctx_wait_stream. Errors: AG_ERR_INVALID_ARG: ctx NULL; AG_ERR_STATE while a step is being
+ * nothing is queued for it, here and in ag_ctx_wait_stream.
+ * Errors: AG_ERR_INVALID_ARG: ctx NULL; AG_ERR_STATE while a step is being
  * recorded; AG_ERR_DEVICE. */
 AG_API ag_status ag_stream_wait_ctx(ag_ctx *ctx, void *stream);
 /* The context's queue waits for the work queued on `stream` so far: take

@@ -272,10 +272,11 @@ static int torch_find(agpy_state *st) {
   /* DLPack's C exchange table, where this torch has one of a layout agrl
    * knows (1.x with x >= 3) */
   PyObject *cap = PyObject_GetAttrString(st->torch_tensor, "__dlpack_c_exchange_api__");
-  const DLPackExchangeAPI *x =
-      cap && PyCapsule_IsValid(cap, "dlpack_exchange_api") ? PyCapsule_GetPointer(cap, "dlpack_exchange_api") : NULL;
-  if (x && x->header.version.major == 1 && x->header.version.minor >= 3 && x->dltensor_from_py_object_no_sync &&
-      x->current_work_stream) {
+  const DLPackExchangeAPI *x = cap && PyCapsule_IsValid(cap, "dlpack_exchange_api")
+                                   ? PyCapsule_GetPointer(cap, "dlpack_exchange_api")
+                                   : NULL;
+  if (x && x->header.version.major == 1 && x->header.version.minor >= 3 &&
+      x->dltensor_from_py_object_no_sync && x->current_work_stream) {
     st->torch_xapi = x;
     st->torch_xapi_capsule = cap;
   } else {
@@ -317,9 +318,9 @@ void *agpy_torch_stream(agpy_state *st, int index) {
 }
 
 /* The DLPack dtypes of torch_dtype_names, in that order. */
-static const DLDataType torch_dl[AG_DTYPE_COUNT_ + 1] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1},
-                                                         {kDLUInt, 8, 1},   {kDLInt, 32, 1},   {kDLInt, 64, 1},
-                                                         {kDLBool, 8, 1}};
+static const DLDataType torch_dl[AG_DTYPE_COUNT_ + 1] = {
+    {kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLUInt, 8, 1},
+    {kDLInt, 32, 1},   {kDLInt, 64, 1},   {kDLBool, 8, 1}};
 
 /* The DLPack dtype of a torch dtype object, or code 255 for another. */
 static DLDataType torch_dl_dtype(agpy_state *st, PyObject *dt) {
@@ -333,16 +334,17 @@ static DLDataType torch_dl_dtype(agpy_state *st, PyObject *dt) {
 static int torch_dtype_refused(agpy_state *st, PyObject *obj, const char *what) {
   PyObject *v = PyObject_GetAttr(obj, st->s_dtype);
   if (v)
-    PyErr_Format(PyExc_TypeError,
-                 "%s: torch tensors of %R are not taken (float32, float16, bfloat16, uint8, int32, int64, bool)",
-                 what, v);
+    PyErr_Format(
+        PyExc_TypeError,
+        "%s: torch tensors of %R are not taken (float32, float16, bfloat16, uint8, int32, int64, bool)", what,
+        v);
   Py_XDECREF(v);
   return -1;
 }
 
 /* agpy_torch_layout through torch's DLPack exchange table: one C call. */
-static int torch_layout_c(agpy_state *st, PyObject *obj, void **data, DLDataType *dt, int *ndim, int64_t *shape,
-                          int64_t *strides, int *device, const char *what) {
+static int torch_layout_c(agpy_state *st, PyObject *obj, void **data, DLDataType *dt, int *ndim,
+                          int64_t *shape, int64_t *strides, int *device, const char *what) {
   DLTensor dl;
   if (st->torch_xapi->dltensor_from_py_object_no_sync(obj, &dl)) return -1;
   if (dl.ndim < 0 || dl.ndim > 8) {
