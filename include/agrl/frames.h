@@ -58,7 +58,7 @@
  * 84 x 84 x 1 frames and action, reward, terminated and truncated stored
  * as f32: 1e6 * (7057 + 16) bytes = 7.07 GB per million transitions.
  *
- * Backends: the CPU and CUDA. On Vulkan ag_frames_create returns
+ * Backends: the CPU and CUDA (src/cuda/frames.cu). On Vulkan ag_frames_create returns
  * AG_ERR_UNSUPPORTED (its backend has no stacking gather).
  */
 #ifndef AGRL_FRAMES_H
