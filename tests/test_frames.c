@@ -8,6 +8,8 @@
  * gathered stack is compared with it bit for bit, across the wrap, with
  * several copies, episodes shorter than the stack, and the write head.
  */
+#include <unistd.h>
+
 #include "agt.h"
 
 enum { MAX_ENTRIES = 8192 };
@@ -294,6 +296,68 @@ static void draws_are_uniform_over_the_sampleable(void **state) {
   world_free(&W);
 }
 
+/* A saved table loads as the same table: the same standing for every
+ * slot, the same draws from the same rng state, the reference's stacks,
+ * and later adds go on as in the original; damaged files are refused. */
+static void saved_and_loaded_tables_match_the_episodes(void **state) {
+  (void)state;
+  world W;
+  if (!world_new(&W, 3, 4, 2, 4, 2, 61)) return;
+  for (int it = 0; it < 45; it++) world_step(&W, 1 + agt_below(&W.g, 2), 5); /* wrapped */
+  char path[] = "/tmp/agrl_framesXXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  agt_ok(ag_frames_save(W.t, path));
+  ag_frames *L = NULL;
+  agt_ok(ag_frames_load(W.ctx, path, &L));
+  assert_int_equal(ag_frames_count(L), ag_frames_count(W.t));
+  assert_int_equal(ag_frames_position(L), ag_frames_position(W.t));
+  ag_rng *r[2];
+  ag_tensor *obs[2], *next[2], *idx[2];
+  const int64_t B = 40, D = ag_frames_obs_size(W.t);
+  for (int i = 0; i < 2; i++) {
+    agt_ok(ag_rng_create(W.ctx, 7, &r[i]));
+    agt_ok(ag_frames_sample(i ? L : W.t, r[i], B, AG_U8, &obs[i], &next[i], NULL, &idx[i]));
+  }
+  int64_t c0[40], c1[40];
+  agt_ok(ag_tensor_read(idx[0], c0, sizeof c0));
+  agt_ok(ag_tensor_read(idx[1], c1, sizeof c1));
+  assert_memory_equal(c0, c1, sizeof c0);
+  uint8_t *o0 = malloc((size_t)(B * D)), *o1 = malloc((size_t)(B * D));
+  for (int h = 0; h < 2; h++) {
+    agt_ok(ag_tensor_read(h ? next[0] : obs[0], o0, (size_t)(B * D)));
+    agt_ok(ag_tensor_read(h ? next[1] : obs[1], o1, (size_t)(B * D)));
+    assert_memory_equal(o0, o1, (size_t)(B * D));
+  }
+  free(o0), free(o1);
+  ag_frames_free(W.t);
+  W.t = L;
+  for (int it = 0; it < 30; it++) {
+    check_all(&W, r[0], it % 2 ? AG_U8 : AG_F32);
+    world_step(&W, 1 + agt_below(&W.g, 3), 5);
+  }
+  /* damaged files: cut short, a flipped byte, a replay file */
+  agt_ok(ag_frames_save(W.t, path));
+  size_t n;
+  unsigned char *bytes = agt_slurp(path, &n);
+  agt_spit(path, bytes, n - 5);
+  L = NULL;
+  agt_err(ag_frames_load(W.ctx, path, &L), AG_ERR_IO, "truncated");
+  bytes[n / 2] ^= 0x10;
+  agt_spit(path, bytes, n);
+  agt_err(ag_frames_load(W.ctx, path, &L), AG_ERR_IO, path);
+  agt_ok(ag_replay_save(ag_frames_replay(W.t), path));
+  agt_err(ag_frames_load(W.ctx, path, &L), AG_ERR_IO, path);
+  assert_null(L);
+  agt_err(ag_frames_save(W.t, ""), AG_ERR_INVALID_ARG, "empty");
+  agt_err(ag_frames_load(W.ctx, NULL, &L), AG_ERR_INVALID_ARG, "must not be NULL");
+  free(bytes);
+  unlink(path);
+  ag_rng_free(r[0]), ag_rng_free(r[1]);
+  world_free(&W);
+}
+
 static void frames_bad_input_is_refused_and_changes_nothing(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
@@ -374,6 +438,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(interleaved_copies_and_channels_match_the_episodes),
       cmocka_unit_test(stacks_longer_than_episodes_and_whole_ring_adds),
       cmocka_unit_test(draws_are_uniform_over_the_sampleable),
+      cmocka_unit_test(saved_and_loaded_tables_match_the_episodes),
       cmocka_unit_test(frames_bad_input_is_refused_and_changes_nothing),
   };
   return agt_run(argc, argv, "frames", tests, sizeof tests / sizeof tests[0]);

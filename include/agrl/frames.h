@@ -161,6 +161,44 @@ AG_API int64_t ag_frames_obs_size(const ag_frames *t);
  * n_envs). Do not add to it directly. */
 AG_API ag_replay *ag_frames_replay(const ag_frames *t);
 
+/* ---- files ----
+ * ag_frames_save writes the table to `path` as an agrl container
+ * (docs/container.md) of kind "frames", frames.version 1: keys
+ * frames.height, frames.width, frames.channels (1..2^31-1, a frame of at
+ * most 2^31 - 2 bytes), frames.stack (1..64), frames.capacity (1..2^40),
+ * frames.n_envs (1..capacity), frames.min_size (1..capacity), frames.size
+ * (0..capacity); one section "frames", a u8 tensor [h*w*c + 1, size]: the
+ * held columns 0..size-1 of the frame buffer as stored (frame, then the
+ * first flag), whatever the position. The fields' table follows the
+ * container as a replay file's image (agrl/replay.h; its capacity and size
+ * those of the keys, no sampler). Written beside `path`, flushed and
+ * renamed over it, in parts of AG_TRANSFER_PART_BYTES with a CRC-32 each,
+ * never a host copy of the whole table (as ag_replay_save).
+ * ag_frames_load makes a NEW table on ctx from such a file (of the file's
+ * configuration); the same rng state then draws the same transitions.
+ * It checks the header against the container's limits and the file's
+ * length, the keys against the limits above and each other, before it
+ * allocates anything but the header; it refuses with AG_ERR_IO and a
+ * message naming the path and the fault: not an agrl file or not of kind
+ * "frames", a key missing or outside its limits, sections other than
+ * "frames" of the keys' shape, a fields' table that is not a replay image
+ * of the same capacity and size (or one with a sampler), truncated or
+ * trailing bytes, a part failing its CRC-32. A newer container or
+ * frames.version is AG_ERR_UNSUPPORTED, and so is a device without the
+ * stacking gather (Vulkan). Nothing is half-loaded: on failure *out is not
+ * written and nothing stays allocated.
+ * ag_frames_save errors: AG_ERR_INVALID_ARG (t or path NULL, path empty);
+ * AG_ERR_STATE (a step is being recorded, or the table is broken);
+ * AG_ERR_OUT_OF_MEMORY; AG_ERR_IO (the file cannot be created, written,
+ * flushed or renamed); AG_ERR_DEVICE. On error the file under path is
+ * unchanged and the table is as before.
+ * ag_frames_load errors: the refusals above; AG_ERR_INVALID_ARG (ctx,
+ * path or out NULL); AG_ERR_IO (the file cannot be opened or read);
+ * AG_ERR_STATE (a step is being recorded); AG_ERR_OUT_OF_MEMORY;
+ * AG_ERR_DEVICE. The caller owns the table. */
+AG_API ag_status ag_frames_save(const ag_frames *t, const char *path);
+AG_API ag_status ag_frames_load(ag_ctx *ctx, const char *path, ag_frames **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,20 +15,8 @@
 #include "base/frames.h"
 #include "core/internal.h"
 #include "graph/graph_internal.h"
+#include "replay/frames_internal.h"
 #include "replay/replay_internal.h"
-
-struct ag_frames {
-  ag_ctx *ctx;
-  ag_replay *r;      /* the fields; its size and position are the ring's */
-  ag_buffer *frames; /* [hwc + 1, capacity] u8 */
-  int64_t h, w, c, hwc, n_envs, capacity, min_size;
-  int stack;
-  uint8_t *first; /* host copy of the flags, capacity bytes */
-  int64_t count;  /* entries that may be sampled */
-  uint8_t *stage; /* an add's frames and flags, interleaved as the buffer holds them */
-  size_t stage_cap;
-  int broken;
-};
 
 void ag_frames_free(ag_frames *t) {
   if (!t) return;
@@ -71,11 +59,7 @@ static ag_status stack_args(ag_frames *t, int64_t B, ag_dtype obs_dtype, const c
   return AG_OK;
 }
 
-ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_field *fields, int n_fields,
-                           ag_dtype storage, ag_frames **out) {
-  static const char fn[] = "ag_frames_create";
-  if (!ctx || !cfg || !fields || !out)
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg, fields and out must not be NULL", fn);
+ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char *fn, ag_frames **out) {
   if (cfg->height < 1 || cfg->width < 1 || cfg->channels < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: a frame of %lld x %lld x %lld; each size must be positive", fn,
                     (long long)cfg->height, (long long)cfg->width, (long long)cfg->channels);
@@ -117,7 +101,6 @@ ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_fi
   }
   t->first = ag__calloc((size_t)t->capacity, 1);
   s = t->first ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  if (!s) s = ag_replay_create(ctx, fields, n_fields, t->capacity, storage, 1, &t->r);
   if (!s) s = ag_buffer_create(ctx, t->hwc + 1, t->capacity, AG_U8, &t->frames);
   if (s) {
     ag_frames_free(t);
@@ -127,7 +110,23 @@ ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_fi
   return AG_OK;
 }
 
-static ag_status check_sound(const ag_frames *t, const char *fn) {
+ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_field *fields, int n_fields,
+                           ag_dtype storage, ag_frames **out) {
+  static const char fn[] = "ag_frames_create";
+  if (!ctx || !cfg || !fields || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg, fields and out must not be NULL", fn);
+  ag_frames *t = NULL;
+  ag_status s = ag__frames_alloc(ctx, cfg, fn, &t);
+  if (!s) s = ag_replay_create(ctx, fields, n_fields, t->capacity, storage, 1, &t->r);
+  if (s) {
+    ag_frames_free(t);
+    return s;
+  }
+  *out = t;
+  return AG_OK;
+}
+
+ag_status ag__frames_check_sound(const ag_frames *t, const char *fn) {
   if (t->broken)
     return ag__fail(AG_ERR_STATE,
                     "%s: a device error interrupted an earlier ag_frames_add, which left the frames partly "
@@ -137,7 +136,7 @@ static ag_status check_sound(const ag_frames *t, const char *fn) {
 }
 
 /* The number of entries that may be sampled among the slots from .. from+n-1 (mod capacity). */
-static int64_t count_in(const ag_frames *t, int64_t from, int64_t n) {
+int64_t ag__frames_count_in(const ag_frames *t, int64_t from, int64_t n) {
   const ag__frames_ring g = ring_of(t);
   int64_t k = 0;
   for (int64_t i = 0; i < n; i++)
@@ -149,7 +148,7 @@ ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *firs
                         int64_t steps) {
   static const char fn[] = "ag_frames_add";
   if (!t) return ag__fail(AG_ERR_INVALID_ARG, "%s: table is NULL", fn);
-  ag_status s = check_sound(t, fn);
+  ag_status s = ag__frames_check_sound(t, fn);
   if (s) return s;
   if (steps < 0)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: steps = %lld must not be negative", fn, (long long)steps);
@@ -177,7 +176,7 @@ ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *firs
    * (whose stacks may now reach overwritten frames) */
   const int64_t pos = t->r->pos, span = k + (int64_t)t->stack * t->n_envs;
   const int whole = span >= t->capacity;
-  const int64_t before = whole ? 0 : count_in(t, pos - t->n_envs, span);
+  const int64_t before = whole ? 0 : ag__frames_count_in(t, pos - t->n_envs, span);
   /* the fields first: their add checks everything and changes nothing on error */
   if ((s = ag_replay_add(t->r, data, k))) return s;
   const int64_t first_part = k < t->capacity - pos ? k : t->capacity - pos;
@@ -189,7 +188,8 @@ ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *firs
     return s;
   }
   for (int64_t j = 0; j < k; j++) t->first[(pos + j) % t->capacity] = first[j] != 0;
-  t->count = whole ? count_in(t, 0, t->capacity) : t->count - before + count_in(t, pos - t->n_envs, span);
+  t->count = whole ? ag__frames_count_in(t, 0, t->capacity)
+                   : t->count - before + ag__frames_count_in(t, pos - t->n_envs, span);
   return AG_OK;
 }
 
@@ -218,7 +218,7 @@ ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dt
   static const char fn[] = "ag_frames_sample";
   if (!t || !rng || !obs || !next_obs)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: table, rng, obs and next_obs must not be NULL", fn);
-  ag_status s = check_sound(t, fn);
+  ag_status s = ag__frames_check_sound(t, fn);
   if (s) return s;
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
   if ((s = check_obs_dtype(obs_dtype, fn))) return s;
@@ -245,7 +245,7 @@ ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype
   static const char fn[] = "ag_frames_gather";
   if (!t || !idx || !obs || !next_obs)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: table, idx, obs and next_obs must not be NULL", fn);
-  ag_status s = check_sound(t, fn);
+  ag_status s = ag__frames_check_sound(t, fn);
   if (s) return s;
   if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld; give at least one index", fn, (long long)n);
   if ((s = check_obs_dtype(obs_dtype, fn))) return s;
