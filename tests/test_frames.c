@@ -296,6 +296,54 @@ static void draws_are_uniform_over_the_sampleable(void **state) {
   world_free(&W);
 }
 
+/* A recorded sample reads the ring on the device at each replay: after
+ * more adds, it draws what an eager sample with the same rng state draws,
+ * and the stacks are the reference's. */
+typedef struct rec_step {
+  ag_frames *t;
+  ag_rng *rng;
+  ag_tensor *obs, *next, *idx;
+} rec_step;
+
+static ag_status rec_sample(ag_ctx *ctx, void *user) {
+  (void)ctx;
+  rec_step *r = user;
+  return ag_frames_sample(r->t, r->rng, 16, AG_U8, &r->obs, &r->next, NULL, &r->idx);
+}
+
+static void recorded_sample_follows_the_ring(void **state) {
+  (void)state;
+  world W;
+  if (!world_new(&W, 2, 2, 1, 3, 2, 40)) return;
+  for (int it = 0; it < 20; it++) world_step(&W, 1, 4); /* wrapped */
+  ag_rng *eager;
+  rec_step rs = {W.t, NULL, NULL, NULL, NULL};
+  agt_ok(ag_rng_create(W.ctx, 5, &eager));
+  agt_ok(ag_rng_create(W.ctx, 5, &rs.rng));
+  ag_capture *cap;
+  agt_ok(ag_capture_create(W.ctx, rec_sample, &rs, &cap));
+  for (int it = 0; it < 12; it++) {
+    world_step(&W, 1 + agt_below(&W.g, 2), 4);
+    agt_ok(ag_capture_replay(cap));
+    ag_tensor *obs, *next, *idx;
+    agt_ok(ag_frames_sample(W.t, eager, 16, AG_U8, &obs, &next, NULL, &idx));
+    int64_t a[16], b[16];
+    uint8_t oa[16 * 12], ob[16 * 12];
+    agt_ok(ag_tensor_read(rs.idx, a, sizeof a));
+    agt_ok(ag_tensor_read(idx, b, sizeof b));
+    assert_memory_equal(a, b, sizeof a);
+    agt_ok(ag_tensor_read(rs.obs, oa, sizeof oa));
+    agt_ok(ag_tensor_read(obs, ob, sizeof ob));
+    assert_memory_equal(oa, ob, sizeof oa);
+    check_batch(&W, a, 16, AG_U8, rs.obs, rs.next, NULL);
+    ag_ctx_reset(W.ctx);
+  }
+  ag_capture_free(cap);
+  ag_rng_free(eager);
+  ag_rng_free(rs.rng);
+  world_free(&W);
+}
+
 /* A saved table loads as the same table: the same standing for every
  * slot, the same draws from the same rng state, the reference's stacks,
  * and later adds go on as in the original; damaged files are refused. */
@@ -438,6 +486,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(interleaved_copies_and_channels_match_the_episodes),
       cmocka_unit_test(stacks_longer_than_episodes_and_whole_ring_adds),
       cmocka_unit_test(draws_are_uniform_over_the_sampleable),
+      cmocka_unit_test(recorded_sample_follows_the_ring),
       cmocka_unit_test(saved_and_loaded_tables_match_the_episodes),
       cmocka_unit_test(frames_bad_input_is_refused_and_changes_nothing),
   };

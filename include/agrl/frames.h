@@ -157,8 +157,10 @@ AG_API int64_t ag_frames_position(const ag_frames *t);
 /* Values of one stacked observation: stack * channels * height * width. */
 AG_API int64_t ag_frames_obs_size(const ag_frames *t);
 /* The table of the scalar fields (owned by the frame table): its field
- * rows (ag_replay_field), n-step walks (ag_replay_nstep with stride =
- * n_envs). Do not add to it directly. */
+ * rows in a batch (ag_replay_field), its size and position tensors. Do not
+ * add to it directly. Prioritized sampling and n-step returns over frame
+ * tables are not provided yet (ag_replay_nstep on this table knows nothing
+ * of frames: its walk may end at an entry whose next frame is not written). */
 AG_API ag_replay *ag_frames_replay(const ag_frames *t);
 
 /* ---- files ----
