@@ -130,7 +130,9 @@ AG_API ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_
  * that may be sampled after the last try. The draws are exactly uniform
  * over the sampleable transitions unless 64 tries in a row fail
  * (probability f^64, f the fraction of excluded entries). Queued, and
- * recordable: the ring is read on the device at each replay.
+ * recordable: the ring is read on the device at each replay (a replay at
+ * a moment when no entry may be sampled returns entries that may not be;
+ * their stacks still read only the table's memory).
  * Errors: AG_ERR_INVALID_ARG: t, rng, obs or next_obs NULL, B < 1,
  * obs_dtype not AG_U8 / AG_F32, rng of another context; AG_ERR_STATE:
  * fewer than min_size transitions may be sampled (and none: always), or
