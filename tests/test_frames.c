@@ -18,7 +18,7 @@ typedef struct ref_entry {
   int64_t copy, episode, ep_start; /* ep_start: the global number of its episode's first entry */
   int last;                        /* its episode's last observation (no transition) */
   int64_t action;
-  float reward;
+  float reward, term, trunc;
 } ref_entry;
 
 typedef struct world {
@@ -39,13 +39,14 @@ static int world_new(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n
   W->h = h, W->w = w, W->c = c, W->hwc = h * w * c, W->k = k, W->n = n, W->cap = cap;
   W->g.s = 77 + (uint64_t)cap;
   const ag_frames_config cfg = {h, w, c, k, n, cap, 0};
-  const ag_field f[2] = {{"action", 1, AG_I64}, {"reward", 1, AG_F32}};
+  const ag_field f[4] = {
+      {"action", 1, AG_I64}, {"reward", 1, AG_F32}, {"terminated", 1, AG_F32}, {"truncated", 1, AG_F32}};
   if (agt_kind == AG_DEVICE_VULKAN) { /* documented: no stacking gather there */
-    agt_err(ag_frames_create(W->ctx, &cfg, f, 2, AG_F32, &W->t), AG_ERR_UNSUPPORTED, "stacking gather");
+    agt_err(ag_frames_create(W->ctx, &cfg, f, 4, AG_F32, &W->t), AG_ERR_UNSUPPORTED, "stacking gather");
     ag_ctx_free(W->ctx);
     return 0;
   }
-  agt_ok(ag_frames_create(W->ctx, &cfg, f, 2, AG_F32, &W->t));
+  agt_ok(ag_frames_create(W->ctx, &cfg, f, 4, AG_F32, &W->t));
   W->pix = malloc((size_t)MAX_ENTRIES * (size_t)W->hwc);
   W->e = calloc(MAX_ENTRIES, sizeof *W->e);
   assert_non_null(W->pix);
@@ -71,7 +72,8 @@ static void world_step(world *W, int64_t steps, int64_t max_len) {
   assert_true(W->total + k <= MAX_ENTRIES);
   uint8_t *first = malloc((size_t)k);
   int64_t *act = malloc((size_t)k * sizeof *act);
-  float *rew = malloc((size_t)k * sizeof *rew);
+  float *rew = malloc((size_t)k * sizeof *rew), *term = malloc((size_t)k * sizeof *term),
+        *trunc = malloc((size_t)k * sizeof *trunc);
   for (int64_t s = 0; s < steps; s++)
     for (int64_t i = 0; i < W->n; i++) {
       const int64_t g = W->total + s * W->n + i, j = s * W->n + i;
@@ -89,20 +91,26 @@ static void world_step(world *W, int64_t steps, int64_t max_len) {
       if (W->left[i] == -1) { /* the episode's last observation: no transition */
         e->last = 1;
         W->left[i] = 0;
-      } else if (--W->left[i] == 0) {
+      } else if (--W->left[i] == 0) { /* the episode's last transition: terminated or truncated */
         W->left[i] = -1;
+        if (agt_below(&W->g, 3))
+          e->term = 1.0f;
+        else
+          e->trunc = 1.0f;
       }
       e->action = (int64_t)agt_below(&W->g, 1000);
       e->reward = (float)agt_below(&W->g, 64) * 0.25f;
       act[j] = e->action;
       rew[j] = e->reward;
+      term[j] = e->term;
+      trunc[j] = e->trunc;
       for (int64_t b = 0; b < W->hwc; b++)
         W->pix[(size_t)g * (size_t)W->hwc + (size_t)b] = (uint8_t)agt_next(&W->g);
     }
-  const void *data[2] = {act, rew};
+  const void *data[4] = {act, rew, term, trunc};
   agt_ok(ag_frames_add(W->t, W->pix + (size_t)W->total * (size_t)W->hwc, first, data, steps));
   W->total += k;
-  free(first), free(act), free(rew);
+  free(first), free(act), free(rew), free(term), free(trunc);
 }
 
 /* The global entry that slot x holds now, or -1. */
@@ -174,11 +182,49 @@ static void check_batch(const world *W, const int64_t *cols, int64_t n, ag_dtype
       }
     }
     if (b) {
-      assert_true(b[j * 2] == (float)W->e[g].action);
-      assert_true(b[j * 2 + 1] == W->e[g].reward);
+      assert_true(b[j * 4] == (float)W->e[g].action);
+      assert_true(b[j * 4 + 1] == W->e[g].reward);
+      assert_true(b[j * 4 + 2] == W->e[g].term);
+      assert_true(b[j * 4 + 3] == W->e[g].trunc);
     }
   }
   free(o), free(no), free(b);
+}
+
+/* The n-step returns (n = 3, gamma = 0.5) of the sampled entries cols
+ * against the episodes: walked by global entry, going on only to a
+ * transition whose stacks can be built; the bootstrap entries' stacks
+ * gathered from the device indices `last`. */
+static void check_nstep(const world *W, ag_tensor *idx, const int64_t *cols, int64_t B, ag_dtype dt) {
+  ag_tensor *ret, *disc, *last, *obs, *next;
+  agt_ok(ag_frames_nstep(W->t, idx, 3, 0.5f, "reward", "terminated", "truncated", &ret, &disc, &last));
+  float r[64], d[64];
+  int64_t l[64];
+  assert_true(B <= 64);
+  agt_ok(ag_tensor_read(ret, r, (size_t)B * sizeof *r));
+  agt_ok(ag_tensor_read(disc, d, (size_t)B * sizeof *d));
+  agt_ok(ag_tensor_read(last, l, (size_t)B * sizeof *l));
+  for (int64_t j = 0; j < B; j++) {
+    int64_t g = held_at(W, cols[j]);
+    float want = 0.0f, gk = 1.0f, wd = 0.0f;
+    for (int k = 0;; k++) {
+      const ref_entry *e = &W->e[g];
+      want = want + gk * e->reward;
+      if (e->term != 0.0f) break;
+      if (e->trunc != 0.0f || k == 2 || !ref_valid(W, g + W->n)) {
+        wd = gk * 0.5f;
+        break;
+      }
+      gk = gk * 0.5f;
+      g += W->n;
+    }
+    if (r[j] != want || d[j] != wd || l[j] != g % W->cap)
+      fail_msg("transition %lld: ret %g discount %g last %lld, want %g %g %lld", (long long)cols[j],
+               (double)r[j], (double)d[j], (long long)l[j], (double)want, (double)wd,
+               (long long)(g % W->cap));
+  }
+  agt_ok(ag_frames_gather_dev(W->t, last, dt, &obs, &next, NULL));
+  check_batch(W, l, B, dt, obs, next, NULL);
 }
 
 /* Every slot's standing and the count against the reference; every valid
@@ -204,6 +250,7 @@ static void check_all(world *W, ag_rng *rng, ag_dtype dt) {
     int64_t cols[48];
     agt_ok(ag_tensor_read(idx, cols, sizeof cols));
     check_batch(W, cols, B, dt, obs, next, batch);
+    check_nstep(W, idx, cols, B, dt);
   } else {
     ag_tensor *obs, *next;
     agt_err(ag_frames_sample(W->t, rng, 4, dt, &obs, &next, NULL, NULL), AG_ERR_STATE, "may be sampled");
@@ -421,7 +468,7 @@ static void device_memory_is_the_headers_formula(void **state) {
     agt_err(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t), AG_ERR_UNSUPPORTED, "stacking gather");
   } else {
     agt_ok(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t));
-    const uint64_t bytes = agt_live_bytes(ctx) - before, want = 1000 * (84 * 84 + 1) + 1000 * 4 * 4 + 16;
+    const uint64_t bytes = agt_live_bytes(ctx) - before, want = 1000 * (84 * 84 + 1) + 1000 * 4 * 4 + 32;
     if (bytes != want)
       fail_msg("the table holds %llu bytes; the header says %llu", (unsigned long long)bytes,
                (unsigned long long)want);

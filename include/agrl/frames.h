@@ -53,7 +53,8 @@
  *
  * Memory (device): capacity * (h*w*c + 1) bytes of frames and first flags,
  * plus capacity * rows * size(storage) of fields (rows = the sum of their
- * widths), plus 16 bytes (size and position); host: capacity bytes (a copy
+ * widths), plus 32 bytes (size and position, and the ring n-step walks
+ * see); host: capacity bytes (a copy
  * of the first flags) and a staging area as large as the largest add. For
  * 84 x 84 x 1 frames and action, reward, terminated and truncated stored
  * as f32: 1e6 * (7057 + 16) bytes = 7.07 GB per million transitions.
@@ -147,6 +148,17 @@ AG_API ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype
  * step is being recorded); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
 AG_API ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype obs_dtype,
                                   ag_tensor **obs, ag_tensor **next_obs, ag_tensor **batch);
+/* The same at indices on the device: idx an i32 or i64 tensor of B packed
+ * values ([1, B] or [B, 1]) on the table's context, e.g. ag_frames_nstep's
+ * last. Unchecked (they are on the device): each is clamped to
+ * 0 .. capacity-1, and an entry that may not be sampled gives stacks read
+ * inside the table by the same rule. Queued and recordable.
+ * Errors: AG_ERR_INVALID_ARG: t, idx, obs or next_obs NULL, obs_dtype not
+ * AG_U8 / AG_F32, idx of another context; AG_ERR_SHAPE: idx not i32 / i64,
+ * not a row or column, or a row with gaps; AG_ERR_FREED; AG_ERR_STATE (a
+ * broken table); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_gather_dev(ag_frames *t, const ag_tensor *idx, ag_dtype obs_dtype, ag_tensor **obs,
+                                      ag_tensor **next_obs, ag_tensor **batch);
 
 /* Whether entry x may be sampled now (0 for t NULL or x outside
  * 0 .. capacity-1). */
@@ -160,10 +172,28 @@ AG_API int64_t ag_frames_position(const ag_frames *t);
 AG_API int64_t ag_frames_obs_size(const ag_frames *t);
 /* The table of the scalar fields (owned by the frame table): its field
  * rows in a batch (ag_replay_field), its size and position tensors. Do not
- * add to it directly. Prioritized sampling and n-step returns over frame
- * tables are not provided yet (ag_replay_nstep on this table knows nothing
- * of frames: its walk may end at an entry whose next frame is not written). */
+ * add to it directly (and walk it with ag_frames_nstep, not
+ * ag_replay_nstep, whose walks know nothing of frames). Prioritized
+ * sampling over frame tables is not provided yet. */
 AG_API ag_replay *ag_frames_replay(const ag_frames *t);
+
+/* The n-step returns of the transitions idx (entries, as ag_frames_sample
+ * draws them), as ag_replay_nstep computes them over the fields' table
+ * with stride = n_envs (agrl/replay.h: reward and flags by name, the same
+ * arithmetic, ret [1, B] f32, discount [1, B] f32, last [1, B] i64), except
+ * that the walk goes on from entry c only to an entry that may be sampled
+ * now: it stops before c + n_envs when that entry's own next entry is not
+ * written yet (the bootstrap's next_obs stack could not be built). The
+ * transition whose next observation is an episode's last must carry
+ * terminated or truncated (as Gymnasium sets them), so that no walk steps
+ * onto an episode's last observation. last[j] is the entry whose next_obs
+ * the target bootstraps from: ag_frames_gather_dev(last) gives its
+ * next_obs. Queued and recordable; errors those of
+ * ag_replay_nstep (AG_ERR_INVALID_ARG for t NULL; AG_ERR_STATE for a
+ * broken table). */
+AG_API ag_status ag_frames_nstep(ag_frames *t, ag_tensor *idx, int n, float gamma, const char *reward,
+                                 const char *terminated, const char *truncated, ag_tensor **ret,
+                                 ag_tensor **discount, ag_tensor **last);
 
 /* ---- files ----
  * ag_frames_save writes the table to `path` as an agrl container

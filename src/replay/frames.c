@@ -22,6 +22,8 @@ void ag_frames_free(ag_frames *t) {
   if (!t) return;
   ag_replay_free(t->r);
   ag_buffer_free(t->frames);
+  ag_tensor_free(t->nsize_dev);
+  ag_tensor_free(t->npos_dev);
   free(t->first);
   free(t->stage);
   free(t);
@@ -102,6 +104,9 @@ ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char 
   t->first = ag__calloc((size_t)t->capacity, 1);
   s = t->first ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (!s) s = ag_buffer_create(ctx, t->hwc + 1, t->capacity, AG_U8, &t->frames);
+  const int64_t zero = 0, back = (t->capacity - t->n_envs) % t->capacity; /* an empty ring's */
+  if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, &zero, &t->nsize_dev);
+  if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, &back, &t->npos_dev);
   if (s) {
     ag_frames_free(t);
     return s;
@@ -183,8 +188,9 @@ ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *firs
   s = ag_buffer_write(t->frames, t->stage, AG_U8, fr, first_part, pos);
   if (!s && k > first_part)
     s = ag_buffer_write(t->frames, t->stage + (size_t)first_part * (size_t)fr, AG_U8, fr, k - first_part, 0);
+  if (!s) s = ag__frames_set_walk_ring(t);
   if (s) {
-    t->broken = 1; /* the fields moved on, the frames did not all follow */
+    t->broken = 1; /* the fields moved on, the frames (or the walks' ring) did not all follow */
     return s;
   }
   for (int64_t j = 0; j < k; j++) t->first[(pos + j) % t->capacity] = first[j] != 0;
@@ -261,6 +267,60 @@ ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype
   if ((s = ag__mem_upload_copy(t->ctx, fn, cols->data, idx, (size_t)n * sizeof *idx))) return s;
   a.idx = cols->data;
   a.idx_dtype = AG_I64;
+  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a))) return s;
+  return finish(t, cols, o, no, obs, next_obs, batch);
+}
+
+ag_status ag__frames_set_walk_ring(ag_frames *t) {
+  const int64_t v[2] = {t->r->size > t->n_envs ? t->r->size - t->n_envs : 0,
+                        ((t->r->pos - t->n_envs) % t->capacity + t->capacity) % t->capacity};
+  ag_tensor *at[2] = {t->nsize_dev, t->npos_dev};
+  ag_status s = AG_OK;
+  for (int i = 0; i < 2 && !s; i++) {
+    void *p = NULL;
+    if (!(s = ag__tensor_ptr(at[i], &p))) {
+      ag__set_i64_args a = {(int64_t *)p, v[i]};
+      s = ag__run(t->ctx, AG__K_SET_I64, &a, sizeof a);
+    }
+  }
+  return s;
+}
+
+ag_status ag_frames_nstep(ag_frames *t, ag_tensor *idx, int n, float gamma, const char *reward,
+                          const char *terminated, const char *truncated, ag_tensor **ret,
+                          ag_tensor **discount, ag_tensor **last) {
+  static const char fn[] = "ag_frames_nstep";
+  if (!t) return ag__fail(AG_ERR_INVALID_ARG, "%s: table is NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s) return s;
+  return ag__replay_nstep_on(t->r, t->nsize_dev, t->npos_dev, idx, n, gamma, t->n_envs, reward, terminated,
+                             truncated, fn, ret, discount, last);
+}
+
+ag_status ag_frames_gather_dev(ag_frames *t, const ag_tensor *idx, ag_dtype obs_dtype, ag_tensor **obs,
+                               ag_tensor **next_obs, ag_tensor **batch) {
+  static const char fn[] = "ag_frames_gather_dev";
+  if (!t || !idx || !obs || !next_obs)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, idx, obs and next_obs must not be NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s || (s = check_obs_dtype(obs_dtype, fn)) || (s = ag__check_tensor(idx, fn, "idx"))) return s;
+  if (idx->ctx != t->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: idx belongs to another context than the table", fn);
+  const int64_t B = idx->rows * idx->cols;
+  if ((idx->dtype != AG_I32 && idx->dtype != AG_I64) || (idx->rows != 1 && idx->cols != 1) ||
+      (idx->rows == 1 && B > 1 && idx->ld != 1))
+    return ag__fail(
+        AG_ERR_SHAPE,
+        "%s: idx is a %s [%lld, %lld] (ld %lld); give packed i32 or i64 indices, a row or a column", fn,
+        ag_dtype_name(idx->dtype), (long long)idx->rows, (long long)idx->cols, (long long)idx->ld);
+  ag__frame_stack_args a;
+  ag_tensor *o, *no, *cols;
+  void *ip = NULL;
+  if ((s = ag__tensor_ptr((ag_tensor *)idx, &ip)) ||
+      (s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)))
+    return s;
+  a.idx = ip;
+  a.idx_dtype = idx->dtype;
   if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a))) return s;
   return finish(t, cols, o, no, obs, next_obs, batch);
 }

@@ -164,6 +164,7 @@ ag_status ag__frames_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t 
                 (long long)t->capacity);
   if (!s && ag__replay_sampler(t->r, &ag__per_ops))
     s = CORRUPT("%s: %s is corrupt: its fields' table has a prioritized sampler", fn, name);
+  if (!s) s = ag__frames_set_walk_ring(t);
   if (s) {
     ag_frames_free(t);
     return s;

@@ -17,6 +17,7 @@ struct ag_frames {
   int64_t count;  /* entries that may be sampled */
   uint8_t *stage; /* an add's frames and flags, interleaved as the buffer holds them */
   size_t stage_cap;
+  ag_tensor *nsize_dev, *npos_dev; /* 1 x 1 i64: the ring n-step walks see (ag__frames_set_walk_ring) */
   int broken;
 };
 
@@ -24,6 +25,11 @@ struct ag_frames {
  * configuration and the device (errors as ag_frames_create's), the host
  * copy of the flags and the frame buffer. */
 ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char *fn, ag_frames **out);
+/* Sets the ring ag_frames_nstep's walks read on the device: size - n_envs
+ * entries (at least 0) ending at position - n_envs, so that a walk goes on
+ * to an entry only when the entry after it is written too (its next_obs
+ * stack can be built). Only the device can fail. */
+ag_status ag__frames_set_walk_ring(ag_frames *t);
 /* AG_ERR_STATE when a device error left the table (or its fields' table) half written. */
 ag_status ag__frames_check_sound(const ag_frames *t, const char *fn);
 /* The entries that may be sampled among slots from .. from+n-1 (mod capacity). */
