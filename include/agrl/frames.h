@@ -54,13 +54,15 @@
  * Memory (device): capacity * (h*w*c + 1) bytes of frames and first flags,
  * plus capacity * rows * size(storage) of fields (rows = the sum of their
  * widths), plus 32 bytes (size and position, and the ring n-step walks
- * see); host: capacity bytes (a copy
- * of the first flags) and a staging area as large as the largest add. For
- * 84 x 84 x 1 frames and action, reward, terminated and truncated stored
- * as f32: 1e6 * (7057 + 16) bytes = 7.07 GB per million transitions.
+ * see); host: capacity bytes (a copy of the first flags) and a staging
+ * area as large as the largest add. For 84 x 84 x 1 frames and action,
+ * reward, terminated and truncated stored as f32: 1e6 * (7057 + 16) + 32
+ * bytes = 7.07 GB per million entries (a million transitions, plus one
+ * entry per episode for its last observation).
  *
- * Backends: the CPU and CUDA (src/cuda/frames.cu). On Vulkan ag_frames_create returns
- * AG_ERR_UNSUPPORTED (its backend has no stacking gather).
+ * Backends: the CPU and CUDA (src/cuda/frames.cu). On Vulkan
+ * ag_frames_create returns AG_ERR_UNSUPPORTED (its backend has no stacking
+ * gather).
  */
 #ifndef AGRL_FRAMES_H
 #define AGRL_FRAMES_H
@@ -181,9 +183,9 @@ AG_API ag_replay *ag_frames_replay(const ag_frames *t);
  * draws them), as ag_replay_nstep computes them over the fields' table
  * with stride = n_envs (agrl/replay.h: reward and flags by name, the same
  * arithmetic, ret [1, B] f32, discount [1, B] f32, last [1, B] i64), except
- * that the walk goes on from entry c only to an entry that may be sampled
- * now: it stops before c + n_envs when that entry's own next entry is not
- * written yet (the bootstrap's next_obs stack could not be built). The
+ * that the walk goes on from entry c to c + n_envs only when the entry
+ * after c + n_envs is written too: it never ends at an entry whose next_obs
+ * stack could not be built (the ring's newest n_envs entries). The
  * transition whose next observation is an episode's last must carry
  * terminated or truncated (as Gymnasium sets them), so that no walk steps
  * onto an episode's last observation. last[j] is the entry whose next_obs
