@@ -63,6 +63,10 @@ expect "$work/td3.agrl" '^format: agrl container 1$' '^kind: ac$' '^  ac\.versio
 expect "$work/shard.agrl" '^format: agrl container 1$' '^kind: shard$' '^  shard\.version +i64 +2$' \
   '^  shard\.capacity +i64 +16$' '^  shard\.position +i64 +10$' '^  shard\.dtypes +i64\[3\] +0 4 0$' \
   '^then, from byte [0-9]+: its replay table$' '^  replay\.version +i64 +2$' '^  columns +f32 +\[5, 5\] +100 '
+# a frame table (the fuzz corpus's valid seed): its frames, then its fields' table
+expect "$here/fuzz/corpus/load/frames_valid.agrl" '^format: agrl container 1$' '^kind: frames$' \
+  '^  frames\.stack +i64 +4$' '^  frames +u8 +\[7, 7\] +49 ' '^then, from byte [0-9]+: its replay table$' \
+  '^  replay\.field\.1 +string +"reward"$'
 
 # a checkpoint's agent: its run state, a training loop's, printed after its table
 "$agrl" train --env cartpole --steps 600 --seed 1 --quiet --learning-starts 100 --checkpoint-every 500 \

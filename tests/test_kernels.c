@@ -636,6 +636,43 @@ static size_t b_scatter_fields(const kcase *c, layout *L, void *out) {
 }
 
 /* the cases: name, kernel, sizes, builder */
+/* FRAME_STACK. p: h, w, c, stack, capacity, n_envs, B, flags (1: the
+ * columns given, some outside the table; 2: u8 stacks; 4: a table still
+ * filling, else full and wrapped). The frames are random; about one entry
+ * in six is flagged first (prep_frame_stack). Drawn columns, the counter
+ * and both stacks are compared bit for bit. */
+static size_t b_frame_stack(const kcase *c, layout *L, void *out) {
+  ag__frame_stack_args *a = out;
+  a->h = c->p[0], a->w = c->p[1], a->c = c->p[2], a->stack = (int)c->p[3], a->capacity = c->p[4];
+  a->n_envs = c->p[5], a->B = c->p[6];
+  const int64_t flags = c->p[7], fr = a->h * a->w * a->c + 1, D = a->stack * (fr - 1);
+  a->out_dtype = flags & 2 ? AG_U8 : AG_F32;
+  a->seed = 4242;
+  a->frames = reg(L, (size_t)(fr * a->capacity), AG_U8, INIT_INDEX, 0, 256, 0, 0);
+  a->size_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
+  a->pos_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
+  if (flags & 1) {
+    a->idx_dtype = AG_I64;
+    a->idx = reg(L, (size_t)a->B, AG_I64, INIT_INDEX, -3, (double)a->capacity + 3, 0, 0);
+  } else {
+    a->counter = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 1, 0);
+  }
+  a->cols = reg(L, (size_t)a->B, AG_I64, INIT_ZERO, 0, 0, 1, 0);
+  a->obs = reg(L, (size_t)(D * a->B), a->out_dtype, INIT_ZERO, 0, 0, 1, 0);
+  a->next_obs = reg(L, (size_t)(D * a->B), a->out_dtype, INIT_ZERO, 0, 0, 1, 0);
+  return sizeof *a;
+}
+
+static void prep_frame_stack(const kcase *c, layout *L, void *args) {
+  (void)L;
+  ag__frame_stack_args *a = args;
+  const int64_t fr = a->h * a->w * a->c + 1;
+  uint8_t *f = (uint8_t *)a->frames;
+  for (int64_t x = 0; x < a->capacity; x++) f[x * fr + fr - 1] = f[x * fr + fr - 1] < 43;
+  *(int64_t *)a->size_dev = c->p[7] & 4 ? a->capacity * 2 / 3 : a->capacity;
+  *(int64_t *)a->pos_dev = c->p[7] & 4 ? a->capacity * 2 / 3 : a->capacity / 3;
+}
+
 #define K(name, id, build, ...) \
   { name, id, {__VA_ARGS__}, build, NULL }
 #define KP(name, id, build, prep, ...) \
@@ -771,6 +808,14 @@ static const kcase cases[] = {
       AG_I32, AG_I64, 2, 2, 1),
     K("gather_fields i32 beyond 2^24 scaled, idx with gaps", AG__K_GATHER_FIELDS, b_gather_fields, 3, 9, 31,
       AG_I32, AG_I32, 7, 2, 1),
+    KP("frame_stack 84x84x1 stack 4 drawn f32", AG__K_FRAME_STACK, b_frame_stack, prep_frame_stack, 84, 84, 1,
+       4, 500, 1, 32, 0),
+    KP("frame_stack 5x7x3 stack 3, 4 copies, drawn u8, filling", AG__K_FRAME_STACK, b_frame_stack,
+       prep_frame_stack, 5, 7, 3, 3, 101, 4, 300, 6),
+    KP("frame_stack 1x1x1 stack 8, 3 copies, given columns u8", AG__K_FRAME_STACK, b_frame_stack,
+       prep_frame_stack, 1, 1, 1, 8, 64, 3, 1000, 3),
+    KP("frame_stack 9x4x2 stack 1 given f32", AG__K_FRAME_STACK, b_frame_stack, prep_frame_stack, 9, 4, 2, 1,
+       30, 2, 17, 1),
     K("scatter_fields f32 42 rows across the end", AG__K_SCATTER_FIELDS, b_scatter_fields, 42, 300, 250, 100,
       AG_F32, 0, 1),
     K("scatter_fields f16 every dtype, gaps, k = capacity", AG__K_SCATTER_FIELDS, b_scatter_fields, 12, 50,

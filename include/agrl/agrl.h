@@ -14,6 +14,7 @@
 #include "agrl/nn.h"
 #include "agrl/capture.h"
 #include "agrl/replay.h"
+#include "agrl/frames.h"
 #include "agrl/env.h"
 #include "agrl/agent.h"
 #include "agrl/ac.h"

@@ -52,6 +52,7 @@ typedef enum ag__kernel_id {
   AG__K_ACGRAD,
   AG__K_GATHER_FIELDS,
   AG__K_SCATTER_FIELDS,
+  AG__K_FRAME_STACK,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -631,6 +632,36 @@ typedef struct ag__scatter_fields_args {
   int64_t *pos_dev;
   int64_t pos_value;
 } ag__scatter_fields_args;
+
+/* AG__K_FRAME_STACK: the stacked observations of B transitions of a frame
+ * table (agrl/frames.h), rebuilt from its frames as base/frames.h states it.
+ *   frames [fr = h*w*c + 1, capacity] u8: column x holds the frame of entry
+ *   x (h x w x c, c fastest) and, in its last row, the entry's first flag;
+ *   the ring's size = *size_dev and position = *pos_dev read on the device.
+ * First the columns: idx != NULL: cols[j] = clamp(idx[j], 0, capacity-1);
+ * idx NULL: cols[j] drawn (ag__frames_draw: Philox stream seed, draws
+ * *counter + j * AG__FRAMES_TRIES + t), and afterwards *counter +=
+ * B * AG__FRAMES_TRIES. Then, for each j, stack slot i (0 = oldest), channel
+ * ch, pixel (y, x):
+ *   obs[j * D + (i * c + ch) * h * w + y * w + x] = frame(src_i)[(y * w + x) * c + ch]
+ * with D = stack * c * h * w, src_i the walk of ag__frames_walk from cols[j]
+ * (obs) or from cols[j] + n_envs (next_obs), converted to out_dtype: AG_U8
+ * as stored, AG_F32 as v / 255.0f. cols: [B] i64 (written). */
+typedef struct ag__frame_stack_args {
+  const uint8_t *frames;
+  int64_t h, w, c, capacity, n_envs;
+  int stack;
+  const int64_t *size_dev, *pos_dev;
+  const void *idx; /* NULL: drawn */
+  ag_dtype idx_dtype;
+  uint64_t seed;
+  uint64_t *counter;
+  int64_t B;
+  int64_t *cols;
+  void *obs, *next_obs;
+  ag_dtype out_dtype;
+} ag__frame_stack_args;
+#define AG__FRAMES_TRIES 64
 
 #ifdef __cplusplus
 }

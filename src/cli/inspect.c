@@ -4,7 +4,8 @@
  * (base/agfile.h), which checks it whole, and prints its format, its kind,
  * every key with its type and value, and the section table (name, dtype,
  * shape, bytes, offset). An agent's file holds its replay table after its
- * container, as a container of its own, and so does a shard's file: that
+ * container, as a container of its own, and so do a shard's file and a
+ * frame table's (its fields' table after its frames): that
  * one is printed after it. A file of agrl 0.1.0 prints its format's name;
  * those the container's reader parses (models, replay tables, DQN and
  * SAC/TD3 agents, shards) print their keys and sections as their loaders
@@ -159,8 +160,9 @@ int agrl_cmd_inspect(int argc, char **argv) {
   if (!s) s = ag__agf_read_head(&a, f, left, "agrl inspect", path);
   const ag__agf_key *kind = s ? NULL : ag__agf_key_find(&a, "kind");
   const char *kd = kind && kind->type == AG__AGF_STR ? (const char *)kind->data : "";
-  /* an agent's replay table follows its container, and a shard's local table its header */
-  int agent = !strcmp(kd, "dqn") || !strcmp(kd, "ac") || !strcmp(kd, "shard");
+  /* an agent's replay table follows its container, a shard's local table its header, and a
+   * frame table's fields' table its frames */
+  int agent = !strcmp(kd, "dqn") || !strcmp(kd, "ac") || !strcmp(kd, "shard") || !strcmp(kd, "frames");
   if (!s && !agent && a.total != left) { /* the whole-file reader says what follows */
     ag__agf_free(&a);
     s = fseeko(f, 0, SEEK_SET) ? ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek", path)

@@ -13,6 +13,7 @@
 
 #include "base/base.h"
 #include "base/convert.h"
+#include "base/frames.h"
 #include "base/kernels.h"
 #include "base/normal.h"
 #include "base/nstep.h"
@@ -410,6 +411,29 @@ static ag_status k_scatter_fields(const void *args) {
   return AG_OK;
 }
 
+/* AG__K_FRAME_STACK: the columns first (given, clamped, or drawn by
+ * base/frames.h), the counter moved on, then each stack pixel by pixel. */
+static ag_status k_frame_stack(const void *args) {
+  const ag__frame_stack_args *a = args;
+  ag__frames_ring g;
+  ag__frames_ring_of(a, &g);
+  const uint64_t base = a->idx ? 0 : *a->counter;
+  for (int64_t j = 0; j < a->B; j++)
+    a->cols[j] = a->idx ? ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, j), a->capacity)
+                        : ag__frames_draw(&g, a->seed, base, j);
+  if (!a->idx) *a->counter = base + (uint64_t)a->B * AG__FRAMES_TRIES;
+  const int64_t D = (int64_t)a->stack * a->c * a->h * a->w;
+  int64_t src[AG__FRAMES_MAX_STACK];
+  for (int half = 0; half < 2; half++) {
+    void *out = half ? a->next_obs : a->obs;
+    for (int64_t j = 0; j < a->B; j++) {
+      ag__frames_walk(&g, half ? ag__frames_step(&g, a->cols[j], 1) : a->cols[j], src);
+      for (int64_t e = 0; e < D; e++) ag__frames_put(a, out, j * D + e, ag__frames_pixel(a, src, e));
+    }
+  }
+  return AG_OK;
+}
+
 const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_GATHER] = k_gather,
     [AG__K_GEMM] = k_gemm,
@@ -438,6 +462,7 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_ACGRAD] = ag__cpu_acgrad,
     [AG__K_GATHER_FIELDS] = k_gather_fields,
     [AG__K_SCATTER_FIELDS] = k_scatter_fields,
+    [AG__K_FRAME_STACK] = k_frame_stack,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -470,4 +495,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_ACGRAD] = ag__cpu_acgrad,
     [AG__K_GATHER_FIELDS] = ag__cpu_run_gather_fields,
     [AG__K_SCATTER_FIELDS] = ag__cpu_run_scatter_fields,
+    [AG__K_FRAME_STACK] = k_frame_stack,
 };

@@ -612,19 +612,21 @@ static void cuda_host_free(void *p, void *ptr) {
 
 /* ---- kernels ---- */
 
-ag_status ag__cuda_nstep(ag__cuda_state *st, const void *args); /* nstep.cu */
+ag_status ag__cuda_nstep(ag__cuda_state *st, const void *args);       /* nstep.cu */
+ag_status ag__cuda_frame_stack(ag__cuda_state *st, const void *args); /* frames.cu */
 
 /* in the order of ag__kernel_id */
 static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
-    ag__cuda_gather,     ag__cuda_gemm,          ag__cuda_map,
-    ag__cuda_map2,       ag__cuda_reduce,        ag__cuda_pick,
-    ag__cuda_pick_bwd,   ag__cuda_fill,          ag__cuda_copy,
-    ag__cuda_adam_prep,  ag__cuda_adam,          ag__cuda_sumsq,
-    ag__cuda_axpby,      ag__cuda_randint,       ag__cuda_td_target,
-    ag__cuda_loss,       ag__cuda_per_set,       ag__cuda_per_fill,
-    ag__cuda_per_sample, ag__cuda_qgrad,         ag__cuda_convert,
-    ag__cuda_set_i64,    ag__cuda_nstep,         ag__cuda_randn,
-    ag__cuda_acgrad,     ag__cuda_gather_fields, ag__cuda_scatter_fields,
+    ag__cuda_gather,      ag__cuda_gemm,          ag__cuda_map,
+    ag__cuda_map2,        ag__cuda_reduce,        ag__cuda_pick,
+    ag__cuda_pick_bwd,    ag__cuda_fill,          ag__cuda_copy,
+    ag__cuda_adam_prep,   ag__cuda_adam,          ag__cuda_sumsq,
+    ag__cuda_axpby,       ag__cuda_randint,       ag__cuda_td_target,
+    ag__cuda_loss,        ag__cuda_per_set,       ag__cuda_per_fill,
+    ag__cuda_per_sample,  ag__cuda_qgrad,         ag__cuda_convert,
+    ag__cuda_set_i64,     ag__cuda_nstep,         ag__cuda_randn,
+    ag__cuda_acgrad,      ag__cuda_gather_fields, ag__cuda_scatter_fields,
+    ag__cuda_frame_stack,
 };
 
 static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {

@@ -861,7 +861,14 @@ static ag_status flag_field(const ag_replay *r, const char *name, const char *wh
 ag_status ag_replay_nstep(ag_replay *r, ag_tensor *idx, int n, float gamma, int64_t stride,
                           const char *reward, const char *terminated, const char *truncated, ag_tensor **ret,
                           ag_tensor **discount, ag_tensor **last) {
-  static const char fn[] = "ag_replay_nstep";
+  return ag__replay_nstep_on(r, r ? r->size_dev : NULL, r ? r->pos_dev : NULL, idx, n, gamma, stride, reward,
+                             terminated, truncated, "ag_replay_nstep", ret, discount, last);
+}
+
+ag_status ag__replay_nstep_on(ag_replay *r, ag_tensor *size_dev, ag_tensor *pos_dev, ag_tensor *idx, int n,
+                              float gamma, int64_t stride, const char *reward, const char *terminated,
+                              const char *truncated, const char *fn, ag_tensor **ret, ag_tensor **discount,
+                              ag_tensor **last) {
   if (!r || !idx || !reward || !terminated || !ret || !discount || !last)
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: replay, idx, reward, terminated, ret, discount and last must not be NULL", fn);
@@ -895,7 +902,7 @@ ag_status ag_replay_nstep(ag_replay *r, ag_tensor *idx, int n, float gamma, int6
   if ((s = ag__replay_sync_pos(r, fn))) return s;
   void *ip = NULL, *sz = NULL, *ps = NULL;
   if ((s = ag__store_ensure(r->ctx, &r->buf->store)) || (s = ag__tensor_ptr(idx, &ip)) ||
-      (s = ag__tensor_ptr(r->size_dev, &sz)) || (s = ag__tensor_ptr(r->pos_dev, &ps)))
+      (s = ag__tensor_ptr(size_dev, &sz)) || (s = ag__tensor_ptr(pos_dev, &ps)))
     return s;
   ag_tensor *tr, *td, *tl;
   if ((s = ag__tensor_temp(r->ctx, 1, B, AG_F32, &tr)) || (s = ag__tensor_temp(r->ctx, 1, B, AG_F32, &td)) ||

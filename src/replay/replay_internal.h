@@ -74,6 +74,14 @@ ag_status ag__replay_sample_idx(ag_replay *r, ag_rng *rng, int64_t B, const char
  * (when there is something to write); those of the upload. */
 ag_status ag__replay_sync_pos(ag_replay *r, const char *fn);
 
+/* ag_replay_nstep's checks and walk with the ring's size and position
+ * read from the 1 x 1 i64 tensors size_dev and pos_dev (the table's own,
+ * or another ring over its columns: a frame table's). Errors name fn. */
+ag_status ag__replay_nstep_on(ag_replay *r, ag_tensor *size_dev, ag_tensor *pos_dev, ag_tensor *idx, int n,
+                              float gamma, int64_t stride, const char *reward, const char *terminated,
+                              const char *truncated, const char *fn, ag_tensor **ret, ag_tensor **discount,
+                              ag_tensor **last);
+
 /* ---- prioritized replay (per.c) ---- */
 extern const ag__sampler_ops ag__per_ops;
 /* The sum tree and the sampler's state (largest priority seen), for tests

@@ -29,12 +29,15 @@
 #include "fuzz_common.h"
 
 /* The loaders' entries (src/nn/mlp.c, src/replay/replay_file.c,
- * src/agent/dqn_file.c, src/agent/ac_file.c, src/dist/shard.c). */
+ * src/agent/dqn_file.c, src/agent/ac_file.c, src/replay/frames_file.c,
+ * src/dist/shard.c). */
 ag_status ag__mlp_load_stream(ag_ctx *ctx, FILE *f, const char *name, ag_mlp **out);
 ag_status ag__replay_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
                                  ag_replay **out);
 ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_dqn **out);
 ag_status ag__ac_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, ag_ac **out);
+ag_status ag__frames_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
+                                 ag_frames **out);
 ag_status ag__shard_load_limited(ag_ctx *ctx, const char *path, int rank, int world, size_t max_table_bytes,
                                  ag_shard **out);
 
@@ -72,6 +75,17 @@ static ag_status replay_load(const uint8_t *d, size_t n, void **out) {
 }
 static ag_status replay_save(const void *x, const char *p) { return ag_replay_save(x, p); }
 static void replay_free(void *x) { ag_replay_free(x); }
+
+static ag_status frames_load(const uint8_t *d, size_t n, void **out) {
+  FILE *f = input_stream(d, n);
+  ag_frames *t = *out;
+  ag_status s = ag__frames_load_stream(ctx, f, "input", MAX_TABLE, &t);
+  fclose(f);
+  *out = t;
+  return s;
+}
+static ag_status frames_save(const void *x, const char *p) { return ag_frames_save(x, p); }
+static void frames_free(void *x) { ag_frames_free(x); }
 
 static ag_status dqn_load(const uint8_t *d, size_t n, void **out) {
   FILE *f = input_stream(d, n);
@@ -131,7 +145,8 @@ static const kind kinds[] = {{"ag_mlp_load", "mlp", mlp_load, mlp_save, mlp_free
                              {"ag_replay_load", "replay", replay_load, replay_save, replay_free},
                              {"ag_dqn_load", "dqn", dqn_load, dqn_save, dqn_free},
                              {"ag_ac_load", "ac", ac_load, ac_save, ac_free},
-                             {"ag_shard_load", "shard", shard_load, shard_save, shard_free}};
+                             {"ag_shard_load", "shard", shard_load, shard_save, shard_free},
+                             {"ag_frames_load", "frames", frames_load, frames_save, frames_free}};
 
 /* The bytes x saves (malloc'd, *n of them). */
 static uint8_t *saved(const kind *k, const void *x, size_t *n) {

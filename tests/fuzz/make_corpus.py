@@ -5,7 +5,8 @@ SAC/TD3 seeds of the container layout (ac_c_*) made from current_td3.agrl,
 shard seeds of the container layout (shard_c_*) made from
 current_shard.agrl and current_replay_per.agrl, run states of kind "run"
 (run_c_*: the DQN's loop and SAC's and TD3's) and checkpoints' cli states
-of kind "cli" (cli_*), valid and damaged.
+of kind "cli" (cli_*) and frame tables of kind "frames" (frames_*: the
+frames' container, then its fields' table), valid and damaged.
 
 Small model files: agrl containers of kind "mlp" (docs/container.md), and
 the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
@@ -348,6 +349,42 @@ def cli_seeds(seeds):
                                       logs)
 
 
+def frames_seeds(seeds):
+    """Frame tables (kind "frames", docs/container.md): 3 x 2 x 1 frames,
+    stack 4, 2 copies, a ring of 10 holding 7 entries, then the fields'
+    table (action and reward, f32); valid, and with a key changed, the
+    frames' section of another shape, the fields' table of another size,
+    missing, cut, followed by a byte, and another kind."""
+    fr, cap, size = 3 * 2 * 1 + 1, 10, 7
+    frames = bytearray((7 * i + 3) % 251 for i in range(fr * size))
+    for c in range(size):
+        frames[c * fr + fr - 1] = 1 if c in (0, 1, 4) else 0  # first flags
+    def head(size=size, changes=()):
+        keys = [(4, "kind", "frames"), (2, "frames.version", 1), (2, "frames.height", 3), (2, "frames.width", 2),
+                (2, "frames.channels", 1), (2, "frames.stack", 4), (2, "frames.n_envs", 2),
+                (2, "frames.capacity", cap), (2, "frames.min_size", 1), (2, "frames.size", size)]
+        keys = [(t, n, dict(changes).get(n, v)) for t, n, v in keys]
+        return container(keys, [("frames", 3, [fr, size], bytes(frames[:fr * size]))])
+    def table(size=size):
+        keys = [(4, "kind", "replay"), (2, "replay.version", 2), (2, "replay.storage", 0), (2, "replay.capacity", cap),
+                (2, "replay.min_size", 1), (2, "replay.size", size), (2, "replay.position", size % cap),
+                (5, "replay.widths", [1, 1]), (5, "replay.dtypes", [0, 0]), (4, "replay.field.0", "action"),
+                (4, "replay.field.1", "reward"), (4, "replay.sampler", "none")]
+        cols = struct.pack("<%df" % (2 * size), *[float(i % 5) for i in range(2 * size)])
+        return container(keys, [("columns", 0, [2, size], cols)])
+    good = head() + table()
+    seeds["frames_valid"] = good
+    seeds["frames_stack65"] = head(changes=[("frames.stack", 65)]) + table()
+    seeds["frames_envs11"] = head(changes=[("frames.n_envs", 11)]) + table()
+    seeds["frames_huge_frame"] = head(changes=[("frames.height", 1 << 30), ("frames.width", 1 << 30)]) + table()
+    seeds["frames_version2"] = head(changes=[("frames.version", 2)]) + table()
+    seeds["frames_table_size6"] = head() + table(6)
+    seeds["frames_no_table"] = head()
+    seeds["frames_table_cut"] = good[:-9]
+    seeds["frames_trailing"] = good + b"\0"
+    seeds["frames_kind_replay"] = table() + table()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -394,6 +431,7 @@ def main():
     run_seeds(agents)
     run_container_seeds(agents)
     cli_seeds(agents)
+    frames_seeds(agents)
     for name, data in sorted(agents.items()):
         with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
             f.write(data)

@@ -1,0 +1,241 @@
+/* agrl/frames.h — frame tables: pixel observations stored one frame per
+ * environment step, stacks rebuilt on the device when a batch is gathered.
+ *
+ * An Atari-style DQN observes a stack of the last k frames; a table that
+ * stored obs and next_obs stacks would hold every frame 2k times. A frame
+ * table stores each step's newest frame once (u8, h x w x c) beside the
+ * step's scalar fields (action, reward, terminated, truncated ...: an
+ * ag_replay of the same capacity, agrl/replay.h), and the gather rebuilds
+ * both stacks of each sampled transition from frame indices, in one kernel.
+ *
+ * Entries. Each add appends `steps` environment steps of `n_envs` copies,
+ * step by step, copy by copy (entry s * n_envs + e of the call is copy e at
+ * step s). An entry is one frame of a copy, a flag `first` (the frame is an
+ * episode's first observation, as reset returns it), and the fields of the
+ * transition taken from that observation. The copy's next entry holds the
+ * next observation's frame, so transition x is
+ *   obs      = the stack that ends at entry x,
+ *   action, reward, ... = the fields of entry x,
+ *   next_obs = the stack that ends at the copy's next entry (x + n_envs).
+ * An episode's last observation (what step returned with terminated or
+ * truncated set) is an entry of its own, whose fields are stored and never
+ * sampled: the next entry of its copy is flagged first. This is the order
+ * Gymnasium's vector environments give with autoreset_mode NEXT_STEP (the
+ * step after the last returns the reset observation, its action ignored);
+ * with one environment, add the last observation with any fields, then the
+ * reset observation flagged first.
+ *
+ * Stacks. The stack that ends at entry x has slots 0 (oldest) .. k-1
+ * (newest): slot k-1 is x's frame; going back, slot i is the frame of the
+ * copy's entry before slot i+1's, except that an episode's first frame is
+ * repeated into every older slot (Gymnasium's FrameStackObservation with
+ * padding_type="reset"). Layout of one stacked observation (D = k*c*h*w
+ * values): slot i, channel ch, pixel (y, x) at (i*c + ch)*h*w + y*w + x,
+ * i.e. [k*c, h, w] channels first, slots outermost (for c = 1: [k, h, w]).
+ * A batch of B is a [D, B] tensor (sample j's D values contiguous: as a
+ * row-major array it is [B, k*c, h, w]), u8 as stored or f32 as v / 255.
+ *
+ * Which transitions are sampled. Entry x is a transition that may be
+ * sampled (ag_frames_sampleable) when
+ *   - x holds an entry and the copy's next entry x + n_envs (mod capacity)
+ *     was written after it: the newest n_envs entries are never sampled;
+ *   - that next entry is not flagged first (x is not an episode's last
+ *     observation);
+ *   - the stack ending at x reaches an episode's first frame, or has
+ *     k - 1 older entries of its copy still held: the entries just after
+ *     the write head whose stacks would need frames already overwritten are
+ *     never sampled (while the table fills: entries whose stack reaches
+ *     back before the copy's first entry without meeting a first flag).
+ * Nothing sampled ever reads a frame overwritten or not yet written.
+ * (Rank of slot x: (x - pos) mod capacity, as agrl/replay.h's n-step walk
+ * defines it.) The copies' entries keep their places as long as every add
+ * gives whole steps of n_envs entries, which the API makes so.
+ *
+ * Memory (device): capacity * (h*w*c + 1) bytes of frames and first flags,
+ * plus capacity * rows * size(storage) of fields (rows = the sum of their
+ * widths), plus 32 bytes (size and position, and the ring n-step walks
+ * see); host: capacity bytes (a copy of the first flags) and a staging
+ * area as large as the largest add. For 84 x 84 x 1 frames and action,
+ * reward, terminated and truncated stored as f32: 1e6 * (7057 + 16) + 32
+ * bytes = 7.07 GB per million entries (a million transitions, plus one
+ * entry per episode for its last observation).
+ *
+ * Backends: the CPU and CUDA (src/cuda/frames.cu). On Vulkan
+ * ag_frames_create returns AG_ERR_UNSUPPORTED (its backend has no stacking
+ * gather).
+ */
+#ifndef AGRL_FRAMES_H
+#define AGRL_FRAMES_H
+
+#include <stdint.h>
+
+#include "agrl/replay.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_frames ag_frames;
+
+/* The largest stack. */
+#define AG_FRAMES_MAX_STACK 64
+
+typedef struct ag_frames_config {
+  int64_t height, width, channels; /* one frame: h x w x c u8, c fastest (as environments give it) */
+  int stack;                       /* k, 1 .. AG_FRAMES_MAX_STACK; 0 means 4 */
+  int64_t n_envs;                  /* copies written interleaved, 1 .. capacity */
+  int64_t capacity;                /* entries (frames) the ring holds */
+  int64_t min_size;                /* sampling refused while fewer transitions may be sampled; 0 means 1 */
+} ag_frames_config;
+
+/* A frame table with the given scalar fields (as ag_replay_create takes
+ * them: names unique, widths >= 1, stored as `storage`). The caller owns
+ * it; free it before ctx.
+ * Errors: AG_ERR_INVALID_ARG: ctx, cfg, fields or out NULL; height, width
+ * or channels < 1; stack outside 0 .. AG_FRAMES_MAX_STACK; capacity < 1;
+ * n_envs outside 1 .. capacity; min_size outside 0 .. capacity; a frame of
+ * more than 2^31 - 2 bytes; the fields' errors of ag_replay_create;
+ * AG_ERR_UNSUPPORTED: a device without the stacking gather (Vulkan);
+ * AG_ERR_STATE while a step is being recorded; AG_ERR_OUT_OF_MEMORY (as
+ * ag_buffer_create). On error nothing is allocated and *out is not
+ * written. */
+AG_API ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_field *fields,
+                                  int n_fields, ag_dtype storage, ag_frames **out);
+/* Frees the table. NULL is accepted. */
+AG_API void ag_frames_free(ag_frames *t);
+
+/* Appends `steps` steps of every copy: steps * n_envs entries.
+ *   frames: steps * n_envs frames of h*w*c u8 each, entry by entry;
+ *   first:  steps * n_envs flags (non-zero: the frame is an episode's first
+ *           observation);
+ *   data:   the fields as ag_replay_add takes them, for steps * n_envs
+ *           transitions.
+ * The oldest entries are overwritten when the ring is full. All or
+ * nothing: every check (those of ag_replay_add included) comes before the
+ * first change; only a device error while the frames are sent can leave
+ * the table half written, and it then refuses every later call with
+ * AG_ERR_STATE (free it). steps = 0 adds nothing.
+ * Errors: AG_ERR_INVALID_ARG: t NULL, steps < 0, frames, first or data
+ * NULL for steps > 0; AG_ERR_OUT_OF_RANGE: steps * n_envs > capacity;
+ * those of ag_replay_add; AG_ERR_STATE (broken as above, or a step is
+ * being recorded); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *first,
+                               const void *const *data, int64_t steps);
+
+/* B transitions drawn uniformly on the device from those that may be
+ * sampled: obs and next_obs [D, B] of obs_dtype (AG_U8 or AG_F32, as
+ * above), batch [rows, B] f32 (the fields, as ag_replay's batch; may be
+ * NULL: not gathered), idx [B, 1] i64 (the entries; may be NULL), all
+ * temporaries. Each draw takes a rank uniformly among the entries that
+ * could hold a transition and takes it when it may be sampled, up to 64
+ * tries (ag_rng's Philox stream, 64 draws per transition: the rng's
+ * counter moves on by 64 B); after 64 failed tries it takes the next entry
+ * that may be sampled after the last try. The draws are exactly uniform
+ * over the sampleable transitions unless 64 tries in a row fail
+ * (probability f^64, f the fraction of excluded entries). Queued, and
+ * recordable: the ring is read on the device at each replay (a replay at
+ * a moment when no entry may be sampled returns entries that may not be;
+ * their stacks still read only the table's memory).
+ * Errors: AG_ERR_INVALID_ARG: t, rng, obs or next_obs NULL, B < 1,
+ * obs_dtype not AG_U8 / AG_F32, rng of another context; AG_ERR_STATE:
+ * fewer than min_size transitions may be sampled (and none: always), or
+ * the table is broken; AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
+                                  ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx);
+/* The n transitions at host indices idx (each one that may be sampled
+ * now): obs, next_obs and batch as ag_frames_sample gives them (batch may
+ * be NULL). Errors: AG_ERR_INVALID_ARG: t, idx, obs or next_obs NULL,
+ * n < 1, obs_dtype not AG_U8 / AG_F32; AG_ERR_OUT_OF_RANGE: an index that
+ * may not be sampled (the message names it); AG_ERR_STATE (broken, or a
+ * step is being recorded); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype obs_dtype,
+                                  ag_tensor **obs, ag_tensor **next_obs, ag_tensor **batch);
+/* The same at indices on the device: idx an i32 or i64 tensor of B packed
+ * values ([1, B] or [B, 1]) on the table's context, e.g. ag_frames_nstep's
+ * last. Unchecked (they are on the device): each is clamped to
+ * 0 .. capacity-1, and an entry that may not be sampled gives stacks read
+ * inside the table by the same rule. Queued and recordable.
+ * Errors: AG_ERR_INVALID_ARG: t, idx, obs or next_obs NULL, obs_dtype not
+ * AG_U8 / AG_F32, idx of another context; AG_ERR_SHAPE: idx not i32 / i64,
+ * not a row or column, or a row with gaps; AG_ERR_FREED; AG_ERR_STATE (a
+ * broken table); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_gather_dev(ag_frames *t, const ag_tensor *idx, ag_dtype obs_dtype, ag_tensor **obs,
+                                      ag_tensor **next_obs, ag_tensor **batch);
+
+/* Whether entry x may be sampled now (0 for t NULL or x outside
+ * 0 .. capacity-1). */
+AG_API int ag_frames_sampleable(const ag_frames *t, int64_t x);
+/* The number of entries that may be sampled now. */
+AG_API int64_t ag_frames_count(const ag_frames *t);
+/* Entries held (0 .. capacity), and the slot the next entry goes to. */
+AG_API int64_t ag_frames_size(const ag_frames *t);
+AG_API int64_t ag_frames_position(const ag_frames *t);
+/* Values of one stacked observation: stack * channels * height * width. */
+AG_API int64_t ag_frames_obs_size(const ag_frames *t);
+/* The table of the scalar fields (owned by the frame table): its field
+ * rows in a batch (ag_replay_field), its size and position tensors. Do not
+ * add to it directly (and walk it with ag_frames_nstep, not
+ * ag_replay_nstep, whose walks know nothing of frames). Prioritized
+ * sampling over frame tables is not provided yet. */
+AG_API ag_replay *ag_frames_replay(const ag_frames *t);
+
+/* The n-step returns of the transitions idx (entries, as ag_frames_sample
+ * draws them), as ag_replay_nstep computes them over the fields' table
+ * with stride = n_envs (agrl/replay.h: reward and flags by name, the same
+ * arithmetic, ret [1, B] f32, discount [1, B] f32, last [1, B] i64), except
+ * that the walk goes on from entry c to c + n_envs only when the entry
+ * after c + n_envs is written too: it never ends at an entry whose next_obs
+ * stack could not be built (the ring's newest n_envs entries). The
+ * transition whose next observation is an episode's last must carry
+ * terminated or truncated (as Gymnasium sets them), so that no walk steps
+ * onto an episode's last observation. last[j] is the entry whose next_obs
+ * the target bootstraps from: ag_frames_gather_dev(last) gives its
+ * next_obs. Queued and recordable; errors those of
+ * ag_replay_nstep (AG_ERR_INVALID_ARG for t NULL; AG_ERR_STATE for a
+ * broken table). */
+AG_API ag_status ag_frames_nstep(ag_frames *t, ag_tensor *idx, int n, float gamma, const char *reward,
+                                 const char *terminated, const char *truncated, ag_tensor **ret,
+                                 ag_tensor **discount, ag_tensor **last);
+
+/* ---- files ----
+ * ag_frames_save writes the table to `path` as an agrl container
+ * (docs/container.md) of kind "frames", frames.version 1: keys
+ * frames.height, frames.width, frames.channels (1..2^31-1, a frame of at
+ * most 2^31 - 2 bytes), frames.stack (1..64), frames.capacity (1..2^40),
+ * frames.n_envs (1..capacity), frames.min_size (1..capacity), frames.size
+ * (0..capacity); one section "frames", a u8 tensor [h*w*c + 1, size]: the
+ * held columns 0..size-1 of the frame buffer as stored (frame, then the
+ * first flag), whatever the position. The fields' table follows the
+ * container as a replay file's image (agrl/replay.h; its capacity and size
+ * those of the keys, no sampler). Written beside `path`, flushed and
+ * renamed over it, in parts of AG_TRANSFER_PART_BYTES with a CRC-32 each,
+ * never a host copy of the whole table (as ag_replay_save).
+ * ag_frames_load makes a NEW table on ctx from such a file (of the file's
+ * configuration); the same rng state then draws the same transitions.
+ * It checks the header against the container's limits and the file's
+ * length, the keys against the limits above and each other, before it
+ * allocates anything but the header; it refuses with AG_ERR_IO and a
+ * message naming the path and the fault: not an agrl file or not of kind
+ * "frames", a key missing or outside its limits, sections other than
+ * "frames" of the keys' shape, a fields' table that is not a replay image
+ * of the same capacity and size (or one with a sampler), truncated or
+ * trailing bytes, a part failing its CRC-32. A newer container or
+ * frames.version is AG_ERR_UNSUPPORTED, and so is a device without the
+ * stacking gather (Vulkan). Nothing is half-loaded: on failure *out is not
+ * written and nothing stays allocated.
+ * ag_frames_save errors: AG_ERR_INVALID_ARG (t or path NULL, path empty);
+ * AG_ERR_STATE (a step is being recorded, or the table is broken);
+ * AG_ERR_OUT_OF_MEMORY; AG_ERR_IO (the file cannot be created, written,
+ * flushed or renamed); AG_ERR_DEVICE. On error the file under path is
+ * unchanged and the table is as before.
+ * ag_frames_load errors: the refusals above; AG_ERR_INVALID_ARG (ctx,
+ * path or out NULL); AG_ERR_IO (the file cannot be opened or read);
+ * AG_ERR_STATE (a step is being recorded); AG_ERR_OUT_OF_MEMORY;
+ * AG_ERR_DEVICE. The caller owns the table. */
+AG_API ag_status ag_frames_save(const ag_frames *t, const char *path);
+AG_API ag_status ag_frames_load(ag_ctx *ctx, const char *path, ag_frames **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AGRL_FRAMES_H */

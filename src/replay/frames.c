@@ -1,0 +1,338 @@
+/* frames.c — frame tables (agrl/frames.h): one u8 frame per entry in a
+ * buffer of its own, the scalar fields in an ag_replay of the same
+ * capacity, stacks rebuilt by AG__K_FRAME_STACK.
+ *
+ * The frame buffer's column x holds entry x's frame and, in its last row,
+ * the entry's first flag, so the kernel reads the flags where it reads the
+ * frames. The host keeps a copy of the flags and the number of entries that
+ * may be sampled, updated by each add over the few entries an add can
+ * change (base/frames.h decides, on the host as on the device).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agrl/frames.h"
+#include "base/frames.h"
+#include "core/internal.h"
+#include "graph/graph_internal.h"
+#include "replay/frames_internal.h"
+#include "replay/replay_internal.h"
+
+void ag_frames_free(ag_frames *t) {
+  if (!t) return;
+  ag_replay_free(t->r);
+  ag_buffer_free(t->frames);
+  ag_tensor_free(t->nsize_dev);
+  ag_tensor_free(t->npos_dev);
+  free(t->first);
+  free(t->stage);
+  free(t);
+}
+
+/* The ring as the host sees it (ag_frames_ring of base/frames.h). */
+static ag__frames_ring ring_of(const ag_frames *t) {
+  ag__frames_ring g = {t->capacity, t->r->size, t->r->pos, t->n_envs, t->stack, t->first, 1, 0};
+  return g;
+}
+
+/* The kernel's arguments for B columns, the ring read on the device. */
+static ag_status stack_args(ag_frames *t, int64_t B, ag_dtype obs_dtype, const char *fn,
+                            ag__frame_stack_args *a, ag_tensor **obs, ag_tensor **next, ag_tensor **cols) {
+  memset(a, 0, sizeof *a);
+  void *fp = NULL, *sz = NULL, *ps = NULL;
+  ag_status s;
+  if ((s = ag__replay_sync_pos(t->r, fn)) || (s = ag__store_ensure(t->ctx, &t->frames->store)) ||
+      (s = ag__tensor_ptr(t->r->size_dev, &sz)) || (s = ag__tensor_ptr(t->r->pos_dev, &ps)))
+    return s;
+  fp = t->frames->store.ptr;
+  const int64_t D = t->stack * t->hwc;
+  if ((s = ag__tensor_temp(t->ctx, D, B, obs_dtype, obs)) ||
+      (s = ag__tensor_temp(t->ctx, D, B, obs_dtype, next)) ||
+      (s = ag__tensor_temp(t->ctx, B, 1, AG_I64, cols)))
+    return s;
+  a->frames = fp;
+  a->h = t->h, a->w = t->w, a->c = t->c, a->capacity = t->capacity, a->n_envs = t->n_envs;
+  a->stack = t->stack;
+  a->size_dev = sz, a->pos_dev = ps;
+  a->B = B;
+  a->cols = (int64_t *)(*cols)->data;
+  a->obs = (*obs)->data, a->next_obs = (*next)->data;
+  a->out_dtype = obs_dtype;
+  return AG_OK;
+}
+
+ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char *fn, ag_frames **out) {
+  if (cfg->height < 1 || cfg->width < 1 || cfg->channels < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: a frame of %lld x %lld x %lld; each size must be positive", fn,
+                    (long long)cfg->height, (long long)cfg->width, (long long)cfg->channels);
+  if (cfg->height > INT32_MAX || cfg->width > INT32_MAX || cfg->channels > INT32_MAX ||
+      cfg->height * cfg->width > INT32_MAX / cfg->channels ||
+      cfg->height * cfg->width * cfg->channels > INT32_MAX - 2)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: a frame of %lld x %lld x %lld is larger than 2^31 - 2 bytes", fn,
+                    (long long)cfg->height, (long long)cfg->width, (long long)cfg->channels);
+  if (cfg->stack < 0 || cfg->stack > AG_FRAMES_MAX_STACK)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: stack = %d must be in 1..%d (0 for 4)", fn, cfg->stack,
+                    AG_FRAMES_MAX_STACK);
+  if (cfg->capacity < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: capacity = %lld must be positive", fn, (long long)cfg->capacity);
+  if (cfg->n_envs < 1 || cfg->n_envs > cfg->capacity)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_envs = %lld must be in 1..capacity (%lld)", fn,
+                    (long long)cfg->n_envs, (long long)cfg->capacity);
+  if (cfg->min_size < 0 || cfg->min_size > cfg->capacity)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 0..capacity (%lld)", fn,
+                    (long long)cfg->min_size, (long long)cfg->capacity);
+  ag_status s = ag__not_recording(ctx, fn);
+  if (s) return s;
+  ag_frames *t = ag__calloc(1, sizeof *t);
+  if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  t->ctx = ctx;
+  t->h = cfg->height, t->w = cfg->width, t->c = cfg->channels, t->hwc = t->h * t->w * t->c;
+  t->stack = cfg->stack ? cfg->stack : 4;
+  t->n_envs = cfg->n_envs, t->capacity = cfg->capacity;
+  t->min_size = cfg->min_size ? cfg->min_size : 1;
+  /* the device must take the kernel: asked with arguments of the right shape */
+  ag__frame_stack_args probe;
+  memset(&probe, 0, sizeof probe);
+  probe.h = t->h, probe.w = t->w, probe.c = t->c, probe.capacity = t->capacity, probe.n_envs = t->n_envs;
+  probe.stack = t->stack, probe.B = 1, probe.out_dtype = AG_F32;
+  if (!ag__kernel_supported(ctx, AG__K_FRAME_STACK, &probe, sizeof probe)) {
+    free(t);
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: the %s device has no stacking gather (frame tables run on the CPU and CUDA)", fn,
+                    ag_ctx_device_name(ctx));
+  }
+  t->first = ag__calloc((size_t)t->capacity, 1);
+  s = t->first ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!s) s = ag_buffer_create(ctx, t->hwc + 1, t->capacity, AG_U8, &t->frames);
+  const int64_t zero = 0, back = (t->capacity - t->n_envs) % t->capacity; /* an empty ring's */
+  if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, &zero, &t->nsize_dev);
+  if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, &back, &t->npos_dev);
+  if (s) {
+    ag_frames_free(t);
+    return s;
+  }
+  *out = t;
+  return AG_OK;
+}
+
+ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_field *fields, int n_fields,
+                           ag_dtype storage, ag_frames **out) {
+  static const char fn[] = "ag_frames_create";
+  if (!ctx || !cfg || !fields || !out)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: ctx, cfg, fields and out must not be NULL", fn);
+  ag_frames *t = NULL;
+  ag_status s = ag__frames_alloc(ctx, cfg, fn, &t);
+  if (!s) s = ag_replay_create(ctx, fields, n_fields, t->capacity, storage, 1, &t->r);
+  if (s) {
+    ag_frames_free(t);
+    return s;
+  }
+  *out = t;
+  return AG_OK;
+}
+
+ag_status ag__frames_check_sound(const ag_frames *t, const char *fn) {
+  if (t->broken)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: a device error interrupted an earlier ag_frames_add, which left the frames partly "
+                    "written; free the table",
+                    fn);
+  return ag__replay_check_sound(t->r, fn);
+}
+
+/* The number of entries that may be sampled among the slots from .. from+n-1 (mod capacity). */
+int64_t ag__frames_count_in(const ag_frames *t, int64_t from, int64_t n) {
+  const ag__frames_ring g = ring_of(t);
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++)
+    k += ag__frames_valid(&g, ((from + i) % t->capacity + t->capacity) % t->capacity);
+  return k;
+}
+
+ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *first, const void *const *data,
+                        int64_t steps) {
+  static const char fn[] = "ag_frames_add";
+  if (!t) return ag__fail(AG_ERR_INVALID_ARG, "%s: table is NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s) return s;
+  if (steps < 0)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: steps = %lld must not be negative", fn, (long long)steps);
+  if (steps == 0) return AG_OK;
+  if (!frames || !first || !data)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: frames, first and data must not be NULL", fn);
+  if (steps > t->capacity / t->n_envs)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %lld steps of %lld copies do not fit a table of %lld entries",
+                    fn, (long long)steps, (long long)t->n_envs, (long long)t->capacity);
+  if ((s = ag__not_recording(t->ctx, fn))) return s;
+  const int64_t k = steps * t->n_envs, fr = t->hwc + 1;
+  const size_t need = (size_t)k * (size_t)fr;
+  if (need > t->stage_cap) {
+    uint8_t *p = ag__realloc(t->stage, need);
+    if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes of frames", fn, need);
+    t->stage = p;
+    t->stage_cap = need;
+  }
+  for (int64_t j = 0; j < k; j++) {
+    memcpy(t->stage + (size_t)j * (size_t)fr, frames + (size_t)j * (size_t)t->hwc, (size_t)t->hwc);
+    t->stage[(size_t)j * (size_t)fr + (size_t)t->hwc] = first[j] != 0;
+  }
+  /* the entries whose standing an add can change: the copies' newest
+   * (whose next entries come now), the new ones, and the oldest survivors
+   * (whose stacks may now reach overwritten frames) */
+  const int64_t pos = t->r->pos, span = k + (int64_t)t->stack * t->n_envs;
+  const int whole = span >= t->capacity;
+  const int64_t before = whole ? 0 : ag__frames_count_in(t, pos - t->n_envs, span);
+  /* the fields first: their add checks everything and changes nothing on error */
+  if ((s = ag_replay_add(t->r, data, k))) return s;
+  const int64_t first_part = k < t->capacity - pos ? k : t->capacity - pos;
+  s = ag_buffer_write(t->frames, t->stage, AG_U8, fr, first_part, pos);
+  if (!s && k > first_part)
+    s = ag_buffer_write(t->frames, t->stage + (size_t)first_part * (size_t)fr, AG_U8, fr, k - first_part, 0);
+  if (!s) s = ag__frames_set_walk_ring(t);
+  if (s) {
+    t->broken = 1; /* the fields moved on, the frames (or the walks' ring) did not all follow */
+    return s;
+  }
+  for (int64_t j = 0; j < k; j++) t->first[(pos + j) % t->capacity] = first[j] != 0;
+  t->count = whole ? ag__frames_count_in(t, 0, t->capacity)
+                   : t->count - before + ag__frames_count_in(t, pos - t->n_envs, span);
+  return AG_OK;
+}
+
+static ag_status check_obs_dtype(ag_dtype d, const char *fn) {
+  if (d == AG_U8 || d == AG_F32) return AG_OK;
+  return ag__fail(AG_ERR_INVALID_ARG, "%s: obs_dtype %d; stacks come as u8 (AG_U8) or f32 (AG_F32)", fn,
+                  (int)d);
+}
+
+/* The fields of the columns cols (when batch is asked for), then the outputs. */
+static ag_status finish(ag_frames *t, ag_tensor *cols, ag_tensor *o, ag_tensor *no, ag_tensor **obs,
+                        ag_tensor **next_obs, ag_tensor **batch) {
+  ag_tensor *b = NULL;
+  if (batch) {
+    ag_status s = ag_get_rows_dev(t->r->buf, cols, &b);
+    if (s) return s;
+    *batch = b;
+  }
+  *obs = o;
+  *next_obs = no;
+  return AG_OK;
+}
+
+ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
+                           ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx) {
+  static const char fn[] = "ag_frames_sample";
+  if (!t || !rng || !obs || !next_obs)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, rng, obs and next_obs must not be NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s) return s;
+  if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
+  if ((s = check_obs_dtype(obs_dtype, fn))) return s;
+  if (ag__rng_counter_tensor(rng)->ctx != t->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: rng belongs to another context than the table", fn);
+  if (t->count < t->min_size)
+    return ag__fail(AG_ERR_STATE, "%s: %lld transitions may be sampled, fewer than the minimum %lld", fn,
+                    (long long)t->count, (long long)t->min_size);
+  ag__frame_stack_args a;
+  ag_tensor *o, *no, *cols;
+  void *cp = NULL;
+  if ((s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)) || (s = ag__rng_counter(rng, &cp))) return s;
+  a.seed = ag__rng_seed(rng);
+  a.counter = cp;
+  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a)) ||
+      (s = finish(t, cols, o, no, obs, next_obs, batch)))
+    return s;
+  if (idx) *idx = cols;
+  return AG_OK;
+}
+
+ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype obs_dtype, ag_tensor **obs,
+                           ag_tensor **next_obs, ag_tensor **batch) {
+  static const char fn[] = "ag_frames_gather";
+  if (!t || !idx || !obs || !next_obs)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, idx, obs and next_obs must not be NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s) return s;
+  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld; give at least one index", fn, (long long)n);
+  if ((s = check_obs_dtype(obs_dtype, fn))) return s;
+  for (int64_t j = 0; j < n; j++)
+    if (!ag_frames_sampleable(t, idx[j]))
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is not a transition that may be sampled now",
+                      fn, (long long)j, (long long)idx[j]);
+  if ((s = ag__not_recording(t->ctx, fn))) return s;
+  ag__frame_stack_args a;
+  ag_tensor *o, *no, *cols;
+  if ((s = stack_args(t, n, obs_dtype, fn, &a, &o, &no, &cols))) return s;
+  /* the indices go up into the kernel's column list, which it clamps in place */
+  if ((s = ag__mem_upload_copy(t->ctx, fn, cols->data, idx, (size_t)n * sizeof *idx))) return s;
+  a.idx = cols->data;
+  a.idx_dtype = AG_I64;
+  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a))) return s;
+  return finish(t, cols, o, no, obs, next_obs, batch);
+}
+
+ag_status ag__frames_set_walk_ring(ag_frames *t) {
+  const int64_t v[2] = {t->r->size > t->n_envs ? t->r->size - t->n_envs : 0,
+                        ((t->r->pos - t->n_envs) % t->capacity + t->capacity) % t->capacity};
+  ag_tensor *at[2] = {t->nsize_dev, t->npos_dev};
+  ag_status s = AG_OK;
+  for (int i = 0; i < 2 && !s; i++) {
+    void *p = NULL;
+    if (!(s = ag__tensor_ptr(at[i], &p))) {
+      ag__set_i64_args a = {(int64_t *)p, v[i]};
+      s = ag__run(t->ctx, AG__K_SET_I64, &a, sizeof a);
+    }
+  }
+  return s;
+}
+
+ag_status ag_frames_nstep(ag_frames *t, ag_tensor *idx, int n, float gamma, const char *reward,
+                          const char *terminated, const char *truncated, ag_tensor **ret,
+                          ag_tensor **discount, ag_tensor **last) {
+  static const char fn[] = "ag_frames_nstep";
+  if (!t) return ag__fail(AG_ERR_INVALID_ARG, "%s: table is NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s) return s;
+  return ag__replay_nstep_on(t->r, t->nsize_dev, t->npos_dev, idx, n, gamma, t->n_envs, reward, terminated,
+                             truncated, fn, ret, discount, last);
+}
+
+ag_status ag_frames_gather_dev(ag_frames *t, const ag_tensor *idx, ag_dtype obs_dtype, ag_tensor **obs,
+                               ag_tensor **next_obs, ag_tensor **batch) {
+  static const char fn[] = "ag_frames_gather_dev";
+  if (!t || !idx || !obs || !next_obs)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, idx, obs and next_obs must not be NULL", fn);
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s || (s = check_obs_dtype(obs_dtype, fn)) || (s = ag__check_tensor(idx, fn, "idx"))) return s;
+  if (idx->ctx != t->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: idx belongs to another context than the table", fn);
+  const int64_t B = idx->rows * idx->cols;
+  if ((idx->dtype != AG_I32 && idx->dtype != AG_I64) || (idx->rows != 1 && idx->cols != 1) ||
+      (idx->rows == 1 && B > 1 && idx->ld != 1))
+    return ag__fail(
+        AG_ERR_SHAPE,
+        "%s: idx is a %s [%lld, %lld] (ld %lld); give packed i32 or i64 indices, a row or a column", fn,
+        ag_dtype_name(idx->dtype), (long long)idx->rows, (long long)idx->cols, (long long)idx->ld);
+  ag__frame_stack_args a;
+  ag_tensor *o, *no, *cols;
+  void *ip = NULL;
+  if ((s = ag__tensor_ptr((ag_tensor *)idx, &ip)) ||
+      (s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)))
+    return s;
+  a.idx = ip;
+  a.idx_dtype = idx->dtype;
+  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a))) return s;
+  return finish(t, cols, o, no, obs, next_obs, batch);
+}
+
+int ag_frames_sampleable(const ag_frames *t, int64_t x) {
+  if (!t || x < 0 || x >= t->capacity) return 0;
+  const ag__frames_ring g = ring_of(t);
+  return ag__frames_valid(&g, x);
+}
+
+int64_t ag_frames_count(const ag_frames *t) { return t ? t->count : 0; }
+int64_t ag_frames_size(const ag_frames *t) { return t ? t->r->size : 0; }
+int64_t ag_frames_position(const ag_frames *t) { return t ? t->r->pos : 0; }
+int64_t ag_frames_obs_size(const ag_frames *t) { return t ? t->stack * t->hwc : 0; }
+ag_replay *ag_frames_replay(const ag_frames *t) { return t ? t->r : NULL; }

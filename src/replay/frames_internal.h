@@ -1,0 +1,42 @@
+/* frames_internal.h — the frame table, shared by frames.c and its files (frames_file.c). */
+#ifndef AGRL_REPLAY_FRAMES_INTERNAL_H
+#define AGRL_REPLAY_FRAMES_INTERNAL_H
+
+#include <stdio.h>
+
+#include "agrl/frames.h"
+#include "core/internal.h"
+
+struct ag_frames {
+  ag_ctx *ctx;
+  ag_replay *r;      /* the fields; its size and position are the ring's */
+  ag_buffer *frames; /* [hwc + 1, capacity] u8 */
+  int64_t h, w, c, hwc, n_envs, capacity, min_size;
+  int stack;
+  uint8_t *first; /* host copy of the flags, capacity bytes */
+  int64_t count;  /* entries that may be sampled */
+  uint8_t *stage; /* an add's frames and flags, interleaved as the buffer holds them */
+  size_t stage_cap;
+  ag_tensor *nsize_dev, *npos_dev; /* 1 x 1 i64: the ring n-step walks see (ag__frames_set_walk_ring) */
+  int broken;
+};
+
+/* A table without its fields' table (t->r NULL): the checks of the
+ * configuration and the device (errors as ag_frames_create's), the host
+ * copy of the flags and the frame buffer. */
+ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char *fn, ag_frames **out);
+/* Sets the ring ag_frames_nstep's walks read on the device: size - n_envs
+ * entries (at least 0) ending at position - n_envs, so that a walk goes on
+ * to an entry only when the entry after it is written too (its next_obs
+ * stack can be built). Only the device can fail. */
+ag_status ag__frames_set_walk_ring(ag_frames *t);
+/* AG_ERR_STATE when a device error left the table (or its fields' table) half written. */
+ag_status ag__frames_check_sound(const ag_frames *t, const char *fn);
+/* The entries that may be sampled among slots from .. from+n-1 (mod capacity). */
+int64_t ag__frames_count_in(const ag_frames *t, int64_t from, int64_t n);
+/* ag_frames_load of f from its position to its end (the fuzzer's entry);
+ * tables of more than max_table_bytes (0: no limit) are AG_ERR_UNSUPPORTED. */
+ag_status ag__frames_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,
+                                 ag_frames **out);
+
+#endif /* AGRL_REPLAY_FRAMES_INTERNAL_H */
