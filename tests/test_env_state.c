@@ -14,7 +14,7 @@
 #include "agrl/env.h"
 #include "env/env_internal.h"
 
-#define MAX_OBS 8
+#define MAX_OBS 1000 /* MinAtar's Seaquest: 10 x 10 x 10 */
 #define N_COPIES 3
 #define TICKS 2100 /* every task ends two episodes (mountaincar_continuous's random ones run to 999) */
 

@@ -1,14 +1,17 @@
 /* registry.c — the environments agrl has built in, by name: the one place
  * that lists them (ag_env_create, ag_env_builtin_name). An environment of
- * another kind is one more row. */
+ * another kind is one more row. The MinAtar games are listed by their
+ * default task ("breakout-minatar" ...); the variants without sticky actions
+ * or ramping ("breakout-minatar-nosticky" ...) are found by name. */
 #include <stdio.h>
 #include <string.h>
 
 #include "base/base.h"
 #include "env/env_internal.h"
 
-static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum,
-                                           &ag__mountaincar_continuous};
+static const ag__classic *const tasks[] = {
+    &ag__cartpole,        &ag__acrobot, &ag__mountaincar, &ag__pendulum, &ag__mountaincar_continuous,
+    &ag__minatar_tasks[0]};
 enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]) };
 
 const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i] : NULL; }
@@ -16,6 +19,9 @@ const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[
 const ag__classic *ag__classic_find(const char *name) {
   for (int i = 0; i < N_TASKS; i++)
     if (strcmp(name, tasks[i]->name) == 0 || strcmp(name, tasks[i]->spec.id) == 0) return tasks[i];
+  for (int i = 0; i < ag__minatar_n_tasks; i++)
+    if (strcmp(name, ag__minatar_tasks[i].name) == 0 || strcmp(name, ag__minatar_tasks[i].spec.id) == 0)
+      return &ag__minatar_tasks[i];
   return NULL;
 }
 
@@ -27,6 +33,9 @@ void ag__classic_names(char *buf, size_t size) {
     if (k < 0) break;
     used += (size_t)k;
   }
+  if (used < size)
+    snprintf(buf + used, size - used,
+             "; a MinAtar game also as NAME-nosticky, NAME-noramp, NAME-nosticky-noramp");
 }
 
 const char *ag_env_builtin_name(int i) {
@@ -40,7 +49,7 @@ ag_status ag_env_create(const char *name, ag_env **out) {
   if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
   const ag__classic *c = ag__classic_find(name);
   if (!c) {
-    char known[256];
+    char known[1024];
     ag__classic_names(known, sizeof known);
     return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown environment \"%.64s\"; known: %s", fn, name, known);
   }

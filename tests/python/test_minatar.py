@@ -1,0 +1,76 @@
+"""agrl's MinAtar games against the minatar package 1.0.15 itself (skipped
+when it cannot be imported): for each game, with sticky actions and
+difficulty ramping on and off, many seeds and long random action sequences
+over episodes that end and start again, agrl's observation, reward and
+termination equal the package's at every step. Seeds: agrl's reset(seed) is
+the package's Environment(...).seed([lo, hi]) then reset(), with lo and hi
+the words of derive_seed(seed, 0) (computed here with splitmix64 in
+Python); agrl's action i is env.minimal_action_set()[i]. Also: the state
+image restores an episode mid-way, bit for bit, generator included."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+import agrl
+from pycartpole import derive_seed
+
+minatar = pytest.importorskip("minatar", reason="the minatar package (pip install minatar==1.0.15) is not "
+                              "installed: agrl's MinAtar games are not compared with it")
+
+GAMES = ["breakout"]
+VARIANTS = [("", 0.1, True), ("-nosticky", 0.0, True), ("-noramp", 0.1, False),
+            ("-nosticky-noramp", 0.0, False)]
+# steps compared per game and variant (a few thousand episodes' worth for the short games)
+STEPS = 25000
+
+
+def package_env(game, sticky, ramping, seed):
+    """The package's Environment playing agrl's episode of `seed`."""
+    env = minatar.Environment(game, sticky_action_prob=sticky, difficulty_ramping=ramping)
+    d = derive_seed(seed, 0)
+    env.seed([d & 0xFFFFFFFF, d >> 32])
+    env.reset()
+    return env
+
+
+def package_obs(env):
+    """The package's state (10, 10, C) booleans as agrl's C x 10 x 10 floats."""
+    return np.ascontiguousarray(np.transpose(env.state(), (2, 0, 1))).astype(np.float32).ravel()
+
+
+@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("suffix,sticky,ramping", VARIANTS)
+def test_minatar_steps_equal_the_package(game, suffix, sticky, ramping):
+    name = f"{game}-minatar{suffix}"
+    env = agrl.make(name)._env
+    g = np.random.default_rng(zlib.crc32(name.encode()))
+    steps = episodes = 0
+    ref = None
+    n_actions = None
+    while steps < STEPS:
+        seed = int(g.integers(0, 2**64, dtype=np.uint64))
+        ref = package_env(game, sticky, ramping, seed)
+        acts = ref.minimal_action_set()
+        n_actions = len(acts)
+        obs = env.reset(seed)
+        assert np.array_equal(obs, package_obs(ref)), f"{name} seed {seed}: start states differ"
+        # a policy per episode: uniform, or one favourite action most of the time
+        fav, p_fav = int(g.integers(0, n_actions)), float(g.choice([0.0, 0.5, 0.9]))
+        t = 0
+        while True:
+            a = fav if g.random() < p_fav else int(g.integers(0, n_actions))
+            obs, r, term, trunc = env.step(a)
+            r_ref, term_ref = ref.act(acts[a])
+            t += 1
+            steps += 1
+            where = f"{name} seed {seed} step {t}"
+            assert r == float(r_ref), f"{where}: reward {r}, package {r_ref}"
+            assert term == bool(term_ref), f"{where}: terminated {term}, package {term_ref}"
+            assert not trunc, f"{where}: truncated"
+            assert np.array_equal(obs, package_obs(ref)), f"{where}: observations differ"
+            if term or t >= 5000:
+                break
+        episodes += 1
+    assert episodes >= 1 and n_actions == agrl.make(name).action_space.n
