@@ -161,6 +161,7 @@ static const ag__task_ops minatar_ops = {
     {&(game), 0.1, 1}, {&(game), 0.0, 1}, {&(game), 0.1, 0}, { &(game), 0.0, 0 } \
   }
 static const ag__minatar_params p_breakout[4] = PARAMS(ag__minatar_breakout);
+static const ag__minatar_params p_freeway[4] = PARAMS(ag__minatar_freeway);
 
 #define TASK(NAME, ID, CHANNELS, ACTIONS, INTS, PARAMS)                      \
   {                                                                          \
@@ -181,5 +182,6 @@ static const ag__minatar_params p_breakout[4] = PARAMS(ag__minatar_breakout);
 
 const ag__classic ag__minatar_tasks[] = {
     GAME("breakout", "Breakout", 4, 3, AG__MA_BREAKOUT_INTS, p_breakout),
+    GAME("freeway", "Freeway", 7, 3, AG__MA_FREEWAY_INTS, p_freeway),
 };
 const int ag__minatar_n_tasks = (int)(sizeof ag__minatar_tasks / sizeof ag__minatar_tasks[0]);

@@ -9,12 +9,16 @@
 #include "base/base.h"
 #include "env/env_internal.h"
 
-static const ag__classic *const tasks[] = {
-    &ag__cartpole,        &ag__acrobot, &ag__mountaincar, &ag__pendulum, &ag__mountaincar_continuous,
-    &ag__minatar_tasks[0]};
-enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]) };
+static const ag__classic *const tasks[] = {&ag__cartpole, &ag__acrobot, &ag__mountaincar, &ag__pendulum,
+                                           &ag__mountaincar_continuous};
+enum { N_TASKS = (int)(sizeof tasks / sizeof tasks[0]), MINATAR_VARIANTS = 4 };
 
-const ag__classic *ag__classic_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i] : NULL; }
+/* The classic tasks, then each MinAtar game's default task (the first of its four). */
+const ag__classic *ag__classic_at(int i) {
+  if (i >= 0 && i < N_TASKS) return tasks[i];
+  const int m = (i - N_TASKS) * MINATAR_VARIANTS;
+  return i >= N_TASKS && m < ag__minatar_n_tasks ? &ag__minatar_tasks[m] : NULL;
+}
 
 const ag__classic *ag__classic_find(const char *name) {
   for (int i = 0; i < N_TASKS; i++)
@@ -28,8 +32,9 @@ const ag__classic *ag__classic_find(const char *name) {
 void ag__classic_names(char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
-  for (int i = 0; i < N_TASKS && used < size; i++) {
-    int k = snprintf(buf + used, size - used, "%s%s (%s)", i ? ", " : "", tasks[i]->name, tasks[i]->spec.id);
+  for (int i = 0; ag__classic_at(i) && used < size; i++) {
+    const ag__classic *c = ag__classic_at(i);
+    int k = snprintf(buf + used, size - used, "%s%s (%s)", i ? ", " : "", c->name, c->spec.id);
     if (k < 0) break;
     used += (size_t)k;
   }
