@@ -26,10 +26,11 @@
  *   "breakout-minatar"  / "MinAtar/Breakout-v1"  discrete 3 (no-op, left, right), obs 4 x 10 x 10
  *   "freeway-minatar"   / "MinAtar/Freeway-v1"   discrete 3 (no-op, up, down), obs 7 x 10 x 10
  *                         (ends after 2500 frames, on its 2501st step, as the package's does)
+ *   "asterix-minatar"   / "MinAtar/Asterix-v1"   discrete 5 (no-op, left, up, right, down), obs 4 x 10 x 10
  * The observation is the package's 10 x 10 x C boolean state as floats 0/1,
  * channel-major: obs[(c * 10 + y) * 10 + x] is channel c (in the package's
  * order: Breakout paddle, ball, trail, brick; Freeway chicken, car, speed1
- * .. speed5) at row y, column x. Action i
+ * .. speed5; Asterix player, enemy, trail, gold) at row y, column x. Action i
  * is the package's minimal_action_set()[i]. Sticky actions (probability 0.1:
  * the previous action is repeated; the previous action is the no-op at each
  * reset) and difficulty ramping are on, as the package's defaults; the
@@ -207,7 +208,7 @@ AG_API uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
  *           probability and ramping (0 or 1), which must be the
  *           environment's; the generator's position (0..624) and its 624
  *           key words; the previous action (MinAtar's index 0..5); then the
- *           game's own integer fields (Breakout 108, Freeway 36), checked to be a
+ *           game's own integer fields (Breakout 108, Freeway 36, Asterix 50), checked to be a
  *           state the game can go on from
  *  40  i64  steps of the current episode
  *  48  d x f64  the task's state

@@ -71,6 +71,9 @@ ag_status ag__classic_create(const ag__classic *c, const char *fn, ag_env **out)
     return st;
   }
   cs->handle = *out;
+  /* a state of its own is a valid one before the first reset too (its image
+   * round-trips): the start of seed 0, which the phase keeps from stepping */
+  if (c->own) c->own->reset(c, own, 0, (*out)->scratch);
   return AG_OK;
 }
 

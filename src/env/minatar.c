@@ -162,6 +162,7 @@ static const ag__task_ops minatar_ops = {
   }
 static const ag__minatar_params p_breakout[4] = PARAMS(ag__minatar_breakout);
 static const ag__minatar_params p_freeway[4] = PARAMS(ag__minatar_freeway);
+static const ag__minatar_params p_asterix[4] = PARAMS(ag__minatar_asterix);
 
 #define TASK(NAME, ID, CHANNELS, ACTIONS, INTS, PARAMS)                      \
   {                                                                          \
@@ -183,5 +184,6 @@ static const ag__minatar_params p_freeway[4] = PARAMS(ag__minatar_freeway);
 const ag__classic ag__minatar_tasks[] = {
     GAME("breakout", "Breakout", 4, 3, AG__MA_BREAKOUT_INTS, p_breakout),
     GAME("freeway", "Freeway", 7, 3, AG__MA_FREEWAY_INTS, p_freeway),
+    GAME("asterix", "Asterix", 4, 5, AG__MA_ASTERIX_INTS, p_asterix),
 };
 const int ag__minatar_n_tasks = (int)(sizeof ag__minatar_tasks / sizeof ag__minatar_tasks[0]);
