@@ -56,6 +56,12 @@ typedef struct ag__minatar_game {
 extern const ag__minatar_game ag__minatar_breakout, ag__minatar_freeway, ag__minatar_asterix,
     ag__minatar_space_invaders, ag__minatar_seaquest;
 
+/* Sets channel c's cell at row y, column x of an observation (agrl/env.h's
+ * channel-major layout). */
+static inline void ag__ma_set(float *grid, int c, int y, int x) {
+  grid[(c * AG__MA_GRID + y) * AG__MA_GRID + x] = 1.0f;
+}
+
 /* Python's floor division and modulo for ints (rounding toward minus infinity). */
 static inline int32_t ag__floordiv(int32_t a, int32_t b) {
   int32_t q = a / b;

@@ -109,16 +109,14 @@ static int act(void *gp, ag__mt *r, int a, int ramping, int *reward) {
 static void observe(const void *gp, float *grid) {
   const asterix *g = gp;
   enum { PLAYER, ENEMY, TRAIL, GOLD };
-#define CELL(c, y, x) grid[((c)*AG__MA_GRID + (y)) * AG__MA_GRID + (x)]
-  CELL(PLAYER, g->player_y, g->player_x) = 1.0f;
+  ag__ma_set(grid, PLAYER, g->player_y, g->player_x);
   for (int i = 0; i < N_SLOTS; i++) {
     const int32_t *e = g->ent[i];
     if (!e[0]) continue;
-    CELL(e[4] ? GOLD : ENEMY, e[2], e[1]) = 1.0f;
+    ag__ma_set(grid, e[4] ? GOLD : ENEMY, e[2], e[1]);
     const int back = e[3] ? e[1] - 1 : e[1] + 1;
-    if (back >= 0 && back <= 9) CELL(TRAIL, e[2], back) = 1.0f;
+    if (back >= 0 && back <= 9) ag__ma_set(grid, TRAIL, e[2], back);
   }
-#undef CELL
 }
 
 static const char *check(const int32_t *v) {

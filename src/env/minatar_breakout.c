@@ -90,14 +90,12 @@ static int act(void *gp, ag__mt *r, int a, int ramping, int *reward) {
 static void observe(const void *gp, float *grid) {
   const breakout *g = gp;
   enum { PADDLE, BALL, TRAIL, BRICK };
-#define CELL(c, y, x) grid[((c)*AG__MA_GRID + (y)) * AG__MA_GRID + (x)]
-  CELL(BALL, g->ball_y, g->ball_x) = 1.0f;
-  CELL(PADDLE, 9, g->pos) = 1.0f;
-  CELL(TRAIL, g->last_y, g->last_x) = 1.0f;
+  ag__ma_set(grid, BALL, g->ball_y, g->ball_x);
+  ag__ma_set(grid, PADDLE, 9, g->pos);
+  ag__ma_set(grid, TRAIL, g->last_y, g->last_x);
   for (int y = 0; y < AG__MA_GRID; y++)
     for (int x = 0; x < AG__MA_GRID; x++)
-      if (g->brick[y][x]) CELL(BRICK, y, x) = 1.0f;
-#undef CELL
+      if (g->brick[y][x]) ag__ma_set(grid, BRICK, y, x);
 }
 
 static const char *check(const int32_t *v) {

@@ -91,22 +91,20 @@ static int act(void *gp, ag__mt *r, int a, int ramping, int *reward) {
 static void observe(const void *gp, float *grid) {
   const freeway *g = gp;
   enum { CHICKEN, CAR, SPEED1 };
-#define CELL(c, y, x) grid[((c)*AG__MA_GRID + (y)) * AG__MA_GRID + (x)]
-  CELL(CHICKEN, g->pos, 4) = 1.0f;
+  ag__ma_set(grid, CHICKEN, g->pos, 4);
   int trail = -1; /* a speed of 0 (a direction draw of exactly 0.5) has no channel of its own: the
                      package's loop then reuses the previous car's */
   for (int i = 0; i < N_CARS; i++) {
     const int32_t *c = g->car[i];
-    CELL(CAR, c[1], c[0]) = 1.0f;
+    ag__ma_set(grid, CAR, c[1], c[0]);
     int back = c[3] > 0 ? c[0] - 1 : c[0] + 1;
     if (back < 0)
       back = 9;
     else if (back > 9)
       back = 0;
     if (iabs(c[3]) >= 1) trail = SPEED1 + iabs(c[3]) - 1;
-    if (trail >= 0) CELL(trail, c[1], back) = 1.0f;
+    if (trail >= 0) ag__ma_set(grid, trail, c[1], back);
   }
-#undef CELL
 }
 
 static const char *check(const int32_t *v) {
