@@ -14,7 +14,8 @@
 #define MAX_OBS 1000
 #define IMG_GAME (48 + 8 * (3 + 624 + 1)) /* the game's fields in an image (agrl/env.h) */
 
-static const char *const games[] = {"breakout-minatar", "freeway-minatar", "asterix-minatar"};
+static const char *const games[] = {"breakout-minatar", "freeway-minatar", "asterix-minatar",
+                                    "space_invaders-minatar"};
 enum { N_GAMES = (int)(sizeof games / sizeof games[0]) };
 static const char *const variants[] = {"", "-nosticky", "-noramp", "-nosticky-noramp"};
 

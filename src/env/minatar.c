@@ -163,6 +163,7 @@ static const ag__task_ops minatar_ops = {
 static const ag__minatar_params p_breakout[4] = PARAMS(ag__minatar_breakout);
 static const ag__minatar_params p_freeway[4] = PARAMS(ag__minatar_freeway);
 static const ag__minatar_params p_asterix[4] = PARAMS(ag__minatar_asterix);
+static const ag__minatar_params p_space_invaders[4] = PARAMS(ag__minatar_space_invaders);
 
 #define TASK(NAME, ID, CHANNELS, ACTIONS, INTS, PARAMS)                      \
   {                                                                          \
@@ -185,5 +186,6 @@ const ag__classic ag__minatar_tasks[] = {
     GAME("breakout", "Breakout", 4, 3, AG__MA_BREAKOUT_INTS, p_breakout),
     GAME("freeway", "Freeway", 7, 3, AG__MA_FREEWAY_INTS, p_freeway),
     GAME("asterix", "Asterix", 4, 5, AG__MA_ASTERIX_INTS, p_asterix),
+    GAME("space_invaders", "SpaceInvaders", 6, 4, AG__MA_SPACE_INVADERS_INTS, p_space_invaders),
 };
 const int ag__minatar_n_tasks = (int)(sizeof ag__minatar_tasks / sizeof ag__minatar_tasks[0]);

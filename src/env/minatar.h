@@ -27,7 +27,7 @@ enum { AG__MA_NOOP = 0, AG__MA_LEFT, AG__MA_UP, AG__MA_RIGHT, AG__MA_DOWN, AG__M
 
 /* The int32_t fields of each game's state (its file checks the count). */
 #define AG__MA_BREAKOUT_INTS (8 + 100)
-#define AG__MA_SPACE_INVADERS_INTS 1
+#define AG__MA_SPACE_INVADERS_INTS (1 + 300 + 7)
 #define AG__MA_ASTERIX_INTS (2 + 40 + 8)
 #define AG__MA_FREEWAY_INTS (32 + 4)
 #define AG__MA_SEAQUEST_INTS 1

@@ -19,7 +19,7 @@ from pycartpole import derive_seed
 minatar = pytest.importorskip("minatar", reason="the minatar package (pip install minatar==1.0.15) is not "
                               "installed: agrl's MinAtar games are not compared with it")
 
-GAMES = ["breakout", "freeway", "asterix"]
+GAMES = ["breakout", "freeway", "asterix", "space_invaders"]
 VARIANTS = [("", 0.1, True), ("-nosticky", 0.0, True), ("-noramp", 0.1, False),
             ("-nosticky-noramp", 0.0, False)]
 # steps compared per game and variant (a few thousand episodes' worth for the short games)
