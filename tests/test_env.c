@@ -123,7 +123,7 @@ static void builtin_specs_match_gymnasium_registry(void **state) {
   }
   /* then the MinAtar games (tests/test_minatar.c) */
   static const char *const minatar[] = {"breakout-minatar", "freeway-minatar", "asterix-minatar",
-                                        "space_invaders-minatar"};
+                                        "space_invaders-minatar", "seaquest-minatar"};
   for (int k = 0; k < (int)(sizeof minatar / sizeof minatar[0]); k++)
     assert_string_equal(ag_env_builtin_name(N_REF_SPECS + k), minatar[k]);
   assert_null(ag_env_builtin_name(N_REF_SPECS + (int)(sizeof minatar / sizeof minatar[0])));

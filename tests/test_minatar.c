@@ -15,7 +15,7 @@
 #define IMG_GAME (48 + 8 * (3 + 624 + 1)) /* the game's fields in an image (agrl/env.h) */
 
 static const char *const games[] = {"breakout-minatar", "freeway-minatar", "asterix-minatar",
-                                    "space_invaders-minatar"};
+                                    "space_invaders-minatar", "seaquest-minatar"};
 enum { N_GAMES = (int)(sizeof games / sizeof games[0]) };
 static const char *const variants[] = {"", "-nosticky", "-noramp", "-nosticky-noramp"};
 
@@ -165,8 +165,8 @@ static void bad_images_are_refused_and_change_nothing(void **state) {
         {48 + 8 * 100, -1.0, "key word 97"},
         {48 + 8 * 627, 6.0, "previous action"},
         {IMG_GAME, 2147483648.0, "not a 32-bit integer"},
-        {IMG_GAME, 10.0, "not a state of MinAtar"},
-        {IMG_GAME + 8 * 1, -1.0, "not a state of MinAtar"},
+        {IMG_GAME, 1000.0, "not a state of MinAtar"},
+        {IMG_GAME, -5.0, "not a state of MinAtar"},
     };
     unsigned char *bad = malloc(n);
     assert_non_null(bad);

@@ -29,12 +29,15 @@
  *   "asterix-minatar"   / "MinAtar/Asterix-v1"   discrete 5 (no-op, left, up, right, down), obs 4 x 10 x 10
  *   "space_invaders-minatar" / "MinAtar/SpaceInvaders-v1"
  *                                                discrete 4 (no-op, left, right, fire), obs 6 x 10 x 10
+ *   "seaquest-minatar"  / "MinAtar/Seaquest-v1"  discrete 6 (no-op, left, up, right, down, fire),
+ *                                                obs 10 x 10 x 10
  * The observation is the package's 10 x 10 x C boolean state as floats 0/1,
  * channel-major: obs[(c * 10 + y) * 10 + x] is channel c (in the package's
  * order: Breakout paddle, ball, trail, brick; Freeway chicken, car, speed1
  * .. speed5; Asterix player, enemy, trail, gold;
  * SpaceInvaders cannon, alien, alien_left, alien_right, friendly_bullet,
- * enemy_bullet) at row y, column x. Action i
+ * enemy_bullet; Seaquest sub_front, sub_back, friendly_bullet, trail,
+ * enemy_bullet, enemy_fish, enemy_sub, oxygen_guage, diver_guage, diver) at row y, column x. Action i
  * is the package's minimal_action_set()[i]. Sticky actions (probability 0.1:
  * the previous action is repeated; the previous action is the no-op at each
  * reset) and difficulty ramping are on, as the package's defaults; the
@@ -213,7 +216,8 @@ AG_API uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
  *           environment's; the generator's position (0..624) and its 624
  *           key words; the previous action (MinAtar's index 0..5); then the
  *           game's own integer fields (Breakout 108, Freeway 36, Asterix 50,
- *           SpaceInvaders 308), checked to be a
+ *           SpaceInvaders 308, Seaquest 1618: its scalars, then five
+ *           lists of entities, each a length and 64 slots of 5 fields), checked to be a
  *           state the game can go on from
  *  40  i64  steps of the current episode
  *  48  d x f64  the task's state

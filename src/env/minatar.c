@@ -164,6 +164,7 @@ static const ag__minatar_params p_breakout[4] = PARAMS(ag__minatar_breakout);
 static const ag__minatar_params p_freeway[4] = PARAMS(ag__minatar_freeway);
 static const ag__minatar_params p_asterix[4] = PARAMS(ag__minatar_asterix);
 static const ag__minatar_params p_space_invaders[4] = PARAMS(ag__minatar_space_invaders);
+static const ag__minatar_params p_seaquest[4] = PARAMS(ag__minatar_seaquest);
 
 #define TASK(NAME, ID, CHANNELS, ACTIONS, INTS, PARAMS)                      \
   {                                                                          \
@@ -187,5 +188,6 @@ const ag__classic ag__minatar_tasks[] = {
     GAME("freeway", "Freeway", 7, 3, AG__MA_FREEWAY_INTS, p_freeway),
     GAME("asterix", "Asterix", 4, 5, AG__MA_ASTERIX_INTS, p_asterix),
     GAME("space_invaders", "SpaceInvaders", 6, 4, AG__MA_SPACE_INVADERS_INTS, p_space_invaders),
+    GAME("seaquest", "Seaquest", 10, 6, AG__MA_SEAQUEST_INTS, p_seaquest),
 };
 const int ag__minatar_n_tasks = (int)(sizeof ag__minatar_tasks / sizeof ag__minatar_tasks[0]);

@@ -30,8 +30,8 @@ enum { AG__MA_NOOP = 0, AG__MA_LEFT, AG__MA_UP, AG__MA_RIGHT, AG__MA_DOWN, AG__M
 #define AG__MA_SPACE_INVADERS_INTS (1 + 300 + 7)
 #define AG__MA_ASTERIX_INTS (2 + 40 + 8)
 #define AG__MA_FREEWAY_INTS (32 + 4)
-#define AG__MA_SEAQUEST_INTS 1
-#define AG__MA_MAX_INTS 1024
+#define AG__MA_SEAQUEST_INTS (13 + 5 * (1 + 64 * 5))
+#define AG__MA_MAX_INTS 2048
 
 typedef struct ag__minatar_game {
   const char *name; /* the package's module: "breakout" */

@@ -19,7 +19,7 @@ from pycartpole import derive_seed
 minatar = pytest.importorskip("minatar", reason="the minatar package (pip install minatar==1.0.15) is not "
                               "installed: agrl's MinAtar games are not compared with it")
 
-GAMES = ["breakout", "freeway", "asterix", "space_invaders"]
+GAMES = ["breakout", "freeway", "asterix", "space_invaders", "seaquest"]
 VARIANTS = [("", 0.1, True), ("-nosticky", 0.0, True), ("-noramp", 0.1, False),
             ("-nosticky-noramp", 0.0, False)]
 # steps compared per game and variant (a few thousand episodes' worth for the short games)
@@ -55,7 +55,8 @@ def toward(x, target, left, right, stay):
 def scripted(game, obs, acts, g):
     """A playing policy for the game (agrl's action index), to reach what
     random play rarely does: Breakout's cleared walls, SpaceInvaders'
-    cleared waves, Freeway's crossings."""
+    cleared waves, Seaquest's surfacing with six divers, Freeway's
+    crossings."""
     a = {m: i for i, m in enumerate(acts)}  # MinAtar's index -> agrl's
     n, left, up, right, down, fire = 0, 1, 2, 3, 4, 5
     if game == "breakout":
@@ -72,6 +73,18 @@ def scripted(game, obs, acts, g):
         if g.random() < 0.5 or not len(aliens):
             return a[fire]
         return a[toward(cannon, aliens[np.argmin(abs(aliens - cannon))], left, right, fire)]
+    if game == "seaquest":
+        sub = np.argwhere(channel(obs, 0))[0]
+        oxygen, divers = channel(obs, 7)[9].sum(), channel(obs, 8)[9].sum()
+        if divers == 6 or (divers >= 1 and oxygen <= 3):
+            return a[up]
+        found = np.argwhere(channel(obs, 9))
+        if len(found) and g.random() < 0.8:
+            y, x = found[np.argmin(abs(found - sub).sum(axis=1))]
+            if y != sub[0]:
+                return a[up if y < sub[0] else down]
+            return a[toward(sub[1], x, left, right, fire)]
+        return a[fire] if sub[0] > 0 else a[down]
     return int(g.integers(0, len(acts)))
 
 
