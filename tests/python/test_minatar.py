@@ -126,3 +126,41 @@ def test_minatar_steps_equal_the_package(game, suffix, sticky, ramping):
                 break
         episodes += 1
     assert episodes >= 1 and n_actions == agrl.make(name).action_space.n
+    print(f"{name}: {steps} steps of {episodes} episodes equal to the package's")
+
+
+@pytest.mark.parametrize("game,title", [("breakout", "Breakout"), ("freeway", "Freeway"), ("asterix", "Asterix"),
+                                        ("space_invaders", "SpaceInvaders"), ("seaquest", "Seaquest")])
+def test_minatar_names_spaces_and_state_round_trip(game, title):
+    ref = minatar.Environment(game)
+    env = agrl.make(f"MinAtar/{title}-v1")
+    assert env.spec.id == f"MinAtar/{title}-v1" and agrl.make(f"{game}-minatar").spec.id == env.spec.id
+    assert f"{game}-minatar" in agrl._agrl.builtin_envs()
+    channels = ref.state_shape()[2]
+    assert env.observation_space.shape == (channels * 100,) and env.action_space.n == len(ref.minimal_action_set())
+    assert env.spec.max_episode_steps is None
+    g = np.random.default_rng(5)
+    env.reset(seed=11)
+    for _ in range(60):  # into the episode (or the next ones)
+        _, _, term, _, _ = env.step(int(g.integers(0, env.action_space.n)))
+        if term:
+            env.reset()
+    saved = env.get_state()
+    acts = [int(g.integers(0, env.action_space.n)) for _ in range(300)]
+
+    def play():
+        out = []
+        for a in acts:
+            obs, r, term, trunc, _ = env.step(a)
+            assert obs in env.observation_space
+            out.append((obs.tobytes(), r, term, trunc))
+            if term:
+                out.append(env.reset()[0].tobytes())
+        return out
+
+    first = play()
+    env.set_state(saved)
+    assert play() == first
+    other = agrl.make(f"{game}-minatar-nosticky")
+    with pytest.raises(agrl.ShapeError):
+        other.set_state(saved)
