@@ -1,5 +1,6 @@
-/* agrl/env.h — environments on the host: Gymnasium's classic-control tasks
- * and the interface for your own, one at a time or N copies stepped at once.
+/* agrl/env.h — environments on the host: Gymnasium's classic-control tasks,
+ * MinAtar's five games, and the interface for your own, one at a time or N
+ * copies stepped at once.
  *
  * An environment is a handle (ag_env) around a table of three functions
  * (ag_env_ops: reset with a seed, step, free) and a spec (ag_env_spec). The
