@@ -14,7 +14,7 @@
 #include "agrl/env.h"
 #include "env/env_internal.h"
 
-#define MAX_OBS 8
+#define MAX_OBS 1000 /* MinAtar's Seaquest: 10 x 10 x 10 */
 #define N_COPIES 3
 #define TICKS 2100 /* every task ends two episodes (mountaincar_continuous's random ones run to 999) */
 
@@ -101,6 +101,7 @@ static void restored_env_replays_uninterrupted_run_bit_for_bit(void **state) {
   (void)state;
   for (int k = 0; ag_env_builtin_name(k); k++) {
     const char *name = ag_env_builtin_name(k);
+    if (strcmp(name, "freeway-minatar") == 0) continue; /* 2501-step episodes, beyond TICKS: test_minatar.c */
     ag_env *a = make_env(name);
     const ag_env_spec *spec = ag_env_get_spec(a);
     const size_t sb = env_bytes(a);
@@ -182,6 +183,7 @@ static void restored_vec_env_replays_uninterrupted_run_bit_for_bit(void **state)
   const uint64_t seed = 42;
   for (int k = 0; ag_env_builtin_name(k); k++) {
     const char *name = ag_env_builtin_name(k);
+    if (strcmp(name, "freeway-minatar") == 0) continue; /* 2501-step episodes, beyond TICKS: test_minatar.c */
     ag_vec_env *a = make_vec(name, N_COPIES, seed);
     const ag_env_spec *spec = ag_vec_env_get_spec(a);
     const size_t sb = vec_bytes(a);

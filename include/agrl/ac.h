@@ -281,7 +281,8 @@ AG_API ag_status ag_ac_evaluate(ag_ac *a, ag_env *env, int episodes, uint64_t se
  * SAC, of which the first act_dim): low + (tanh(out) + 1) (high - low) / 2.
  * Errors: those of ag_q_evaluate; AG_ERR_SHAPE: the network's inputs are
  * not env's observations, or its outputs neither act_dim nor 2 act_dim;
- * AG_ERR_INVALID_ARG: an environment without finite bounds. */
+ * AG_ERR_INVALID_ARG: an environment without finite bounds;
+ * AG_ERR_UNSUPPORTED: act_dim > 64. */
 AG_API ag_status ag_policy_evaluate(ag_mlp *policy, ag_env *env, int episodes, uint64_t seed, double *mean,
                                     double *returns);
 

@@ -405,8 +405,7 @@ AG_API ag_status ag_learn_latest(const char *dir, char *buf, size_t size, int64_
  * hold `episodes` values (each episode's return). Resets q's context's
  * workspace at every step. Errors: AG_ERR_INVALID_ARG: q, env or mean NULL,
  * episodes < 1; AG_ERR_SHAPE: env's obs_dim or n_actions are not q's inputs
- * and outputs (a continuous env); AG_ERR_UNSUPPORTED: obs_dim > 64;
- * AG_ERR_STATE while a step is recorded; AG_ERR_OUT_OF_MEMORY; those of
+ * and outputs (a continuous env); AG_ERR_STATE while a step is recorded; AG_ERR_OUT_OF_MEMORY; those of
  * ag_env_reset and ag_env_step. On error mean and returns are not written,
  * and env stays where the failing episode left it. */
 AG_API ag_status ag_q_evaluate(ag_mlp *q, ag_env *env, int episodes, uint64_t seed, double *mean,

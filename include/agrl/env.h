@@ -1,5 +1,6 @@
-/* agrl/env.h — environments on the host: Gymnasium's classic-control tasks
- * and the interface for your own, one at a time or N copies stepped at once.
+/* agrl/env.h — environments on the host: Gymnasium's classic-control tasks,
+ * MinAtar's five games, and the interface for your own, one at a time or N
+ * copies stepped at once.
  *
  * An environment is a handle (ag_env) around a table of three functions
  * (ag_env_ops: reset with a seed, step, free) and a spec (ag_env_spec). The
@@ -21,6 +22,33 @@
  * Only the start states differ from Gymnasium's: they are drawn from the
  * documented generator below instead of numpy's, from the same ranges.
  *
+ * MinAtar (Young & Tian 2019), bit for bit as the minatar package 1.0.15
+ * plays it, numpy's RandomState included (see Seeds):
+ *   "breakout-minatar"  / "MinAtar/Breakout-v1"  discrete 3 (no-op, left, right), obs 4 x 10 x 10
+ *   "freeway-minatar"   / "MinAtar/Freeway-v1"   discrete 3 (no-op, up, down), obs 7 x 10 x 10
+ *                         (ends after 2500 frames, on its 2501st step, as the package's does)
+ *   "asterix-minatar"   / "MinAtar/Asterix-v1"   discrete 5 (no-op, left, up, right, down), obs 4 x 10 x 10
+ *   "space_invaders-minatar" / "MinAtar/SpaceInvaders-v1"
+ *                                                discrete 4 (no-op, left, right, fire), obs 6 x 10 x 10
+ *   "seaquest-minatar"  / "MinAtar/Seaquest-v1"  discrete 6 (no-op, left, up, right, down, fire),
+ *                                                obs 10 x 10 x 10
+ * The observation is the package's 10 x 10 x C boolean state as floats 0/1,
+ * channel-major: obs[(c * 10 + y) * 10 + x] is channel c (in the package's
+ * order: Breakout paddle, ball, trail, brick; Freeway chicken, car, speed1
+ * .. speed5; Asterix player, enemy, trail, gold;
+ * SpaceInvaders cannon, alien, alien_left, alien_right, friendly_bullet,
+ * enemy_bullet; Seaquest sub_front, sub_back, friendly_bullet, trail,
+ * enemy_bullet, enemy_fish, enemy_sub, oxygen_guage, diver_guage, diver) at row y, column x. Action i
+ * is the package's minimal_action_set()[i]. Sticky actions (probability 0.1:
+ * the previous action is repeated; the previous action is the no-op at each
+ * reset) and difficulty ramping are on, as the package's defaults; the
+ * same games without them are "NAME-nosticky", "NAME-noramp" and
+ * "NAME-nosticky-noramp" ("breakout-minatar-nosticky" ...: found by
+ * ag_env_create, not listed by ag_env_builtin_name; their id is their
+ * name). Rewards and termination are the package's; there is no time limit
+ * (max_episode_steps 0, reward_threshold NAN): an episode ends when the
+ * game does.
+ *
  * Seeds. ag_env_reset(env, seed, obs) draws the start state from `seed`
  * alone: the same seed always gives the same start state, on every platform
  * (the generator uses integer arithmetic and one multiply-add), and, the
@@ -32,6 +60,12 @@
  * sequence of episodes, seed episode k with ag_env_derive_seed(base, k)
  * (k = 0, 1, 2 ...) rather than base + k; the vector environment does exactly
  * this for each copy (see ag_vec_env_create).
+ * A MinAtar game seeds numpy's legacy RandomState (MT19937) with the array
+ * [lo, hi] of the two 32-bit words of s = ag_env_derive_seed(seed, 0)
+ * (lo = s mod 2^32, hi = s >> 32): the package's
+ *   env = minatar.Environment(game, sticky_action_prob, difficulty_ramping)
+ *   env.seed([lo, hi]); env.reset()
+ * then plays the same episode for the same actions.
  *
  * Actions are floats. A discrete action (spec.n_actions > 0) is one float
  * holding the whole index 0 .. n_actions-1; any other value is refused. A
@@ -177,7 +211,15 @@ AG_API uint64_t ag_env_derive_seed(uint64_t seed, uint64_t index);
  *  36  u32  d, the number of doubles (cartpole 4, acrobot 4, mountaincar 2,
  *           pendulum 2, mountaincar_continuous 2: Gymnasium's state vector,
  *           in its order; MountainCarContinuous's is float64 at step 0 and
- *           float32 after, which the step count tells)
+ *           float32 after, which the step count tells). A MinAtar game's
+ *           doubles, all whole numbers but the first: its sticky-action
+ *           probability and ramping (0 or 1), which must be the
+ *           environment's; the generator's position (0..624) and its 624
+ *           key words; the previous action (MinAtar's index 0..5); then the
+ *           game's own integer fields (Breakout 108, Freeway 36, Asterix 50,
+ *           SpaceInvaders 308, Seaquest 1618: its scalars, then five
+ *           lists of entities, each a length and 64 slots of 5 fields), checked to be a
+ *           state the game can go on from
  *  40  i64  steps of the current episode
  *  48  d x f64  the task's state
  * 48 + 8 d bytes in all. */

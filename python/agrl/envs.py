@@ -3,7 +3,11 @@
 ``make("CartPole-v1")`` (or a short name: "cartpole", "acrobot",
 "mountaincar", "pendulum", "mountaincar_continuous") returns an :class:`Env`
 for one of CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1 and
-MountainCarContinuous-v0, simulated by the C library. ``reset(seed=None,
+MountainCarContinuous-v0, simulated by the C library; MinAtar's games too
+("breakout-minatar" or "MinAtar/Breakout-v1", and the variants
+"NAME-nosticky", "NAME-noramp", "NAME-nosticky-noramp"), bit for bit as the
+minatar package plays them, with observations of C x 10 x 10 floats 0/1
+flattened channel-major (agrl/env.h). ``reset(seed=None,
 options=None)`` returns ``(obs, info)`` and ``step(action)`` returns ``(obs,
 reward, terminated, truncated, info)``.
 
@@ -385,6 +389,8 @@ _OBSERVATION_BOUNDS: Dict[str, Tuple[NDArray[np.float32], NDArray[np.float32]]] 
 
 
 def _observation_space(d: _agrl._EnvSpec) -> Box[np.float32]:
+    if d["id"].startswith("MinAtar/") or "-minatar" in d["id"]:  # cells 0 or 1
+        return Box(0.0, 1.0, (d["obs_dim"],), np.float32)
     bounds = _OBSERVATION_BOUNDS.get(d["id"])
     if bounds is None or bounds[0].shape != (d["obs_dim"],):
         return Box(-np.inf, np.inf, (d["obs_dim"],), np.float32)

@@ -14,11 +14,16 @@ ag_status ag__play(ag_mlp *net, ag_env *env, int episodes, uint64_t seed,
                    ag_status (*act)(ag_mlp *net, ag_tensor *in, const ag_env_spec *spec, float *action),
                    const char *fn, double *mean, double *returns) {
   const ag_env_spec *spec = ag_env_get_spec(env);
-  if (spec->obs_dim > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: observations wider than 64", fn);
+  if (spec->act_dim > 64) return ag__fail(AG_ERR_UNSUPPORTED, "%s: actions wider than 64", fn);
   ag_ctx *ctx = ag_tensor_ctx(ag_mlp_params(net)[0]);
-  float obs[64], action[64];
+  float action[64];
+  float *obs = ag__malloc((size_t)spec->obs_dim * sizeof *obs); /* MinAtar's are 400 to 1000 wide */
   double *rets = returns ? ag__malloc((size_t)episodes * sizeof *rets) : NULL; /* returns: only on success */
-  if (returns && !rets) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!obs || (returns && !rets)) {
+    free(obs);
+    free(rets);
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
   ag_tensor *in = NULL;
   ag_status s = ag_tensor_create(ctx, spec->obs_dim, 1, AG_F32, NULL, &in);
   double total = 0;
@@ -45,5 +50,6 @@ ag_status ag__play(ag_mlp *net, ag_env *env, int episodes, uint64_t seed,
     *mean = total / episodes;
   }
   free(rets);
+  free(obs);
   return s;
 }

@@ -109,7 +109,30 @@ float ag__pow2f(float x);
 
 #define AG__MAX_STATE 4
 
-/* One classic-control task: its spec and its dynamics on a double state. */
+struct ag__classic;
+
+/* A task whose state is its own (the MinAtar games): a block of `size`
+ * bytes allocated with the handle, which these functions keep; its state
+ * image is the task's state_dim doubles that put writes. */
+typedef struct ag__task_ops {
+  size_t size;
+  /* Puts s in the start state of `seed`; writes the observation. */
+  void (*reset)(const struct ag__classic *c, void *s, uint64_t seed, float *obs);
+  /* Advances s by one step under a checked action; writes the observation
+   * and the reward; returns terminated. */
+  int (*step)(const struct ag__classic *c, void *s, const float *action, float *obs, double *reward);
+  /* Writes the state_dim doubles of s's image at p (little-endian). */
+  void (*put)(const struct ag__classic *c, const void *s, unsigned char *p);
+  /* Checks the state_dim doubles at p (finite already) as an image of task
+   * c: AG_ERR_SHAPE (image of another variant of the game) or
+   * AG_ERR_INVALID_ARG with a message beginning with `who`. */
+  ag_status (*check)(const struct ag__classic *c, const unsigned char *p, const char *who);
+  /* Puts s in the state of an image that check accepted. */
+  void (*load)(const struct ag__classic *c, void *s, const unsigned char *p);
+} ag__task_ops;
+
+/* One built-in task: its spec and its dynamics on a double state (the
+ * classic-control tasks) or on a state of its own (`own`). */
 typedef struct ag__classic {
   const char *name; /* short name: "cartpole" */
   ag_env_spec spec;
@@ -123,9 +146,19 @@ typedef struct ag__classic {
    * (or ag__env_set_state), for a task whose Gymnasium state changes type on
    * its first step. */
   int (*advance)(double *s, const float *action, int64_t step, double *reward);
+  /* Non-NULL: the task keeps a state of its own (sample, observe, advance
+   * unused); `params` is the task's, for those functions. */
+  const ag__task_ops *own;
+  const void *params;
 } ag__classic;
 
 extern const ag__classic ag__cartpole, ag__acrobot, ag__mountaincar, ag__pendulum, ag__mountaincar_continuous;
+
+/* MinAtar (minatar.c): for each game, the default task (listed among the
+ * built-in ones) and the three others without sticky actions and/or
+ * difficulty ramping (found by name, not listed). */
+extern const ag__classic ag__minatar_tasks[];
+extern const int ag__minatar_n_tasks;
 
 /* The built-in task called `name` (short name or id), or NULL. */
 const ag__classic *ag__classic_find(const char *name);
@@ -149,6 +182,8 @@ ag_status ag__env_get_state(const ag_env *env, double *s, int *dim);
 /* The task of a built-in environment, and in *s its double state (state_dim
  * values, writable); NULL (and *s untouched) for a user environment. */
 const ag__classic *ag__env_classic(const ag_env *env, double **s);
+/* The state of a built-in task that keeps its own (c->own), else NULL. */
+void *ag__env_own_state(const ag_env *env);
 
 /* ---- state images (env_state.c; the layout is in agrl/env.h) ---- */
 

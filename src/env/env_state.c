@@ -74,6 +74,10 @@ void ag__env_state_put(const ag_env *env, unsigned char *p) {
   ag__put32(p + OFF_TRUNCATED, (uint32_t)env->ended_truncated);
   ag__put32(p + OFF_DIM, (uint32_t)c->state_dim);
   ag__put64(p + OFF_STEPS, (uint64_t)env->steps);
+  if (c->own) {
+    c->own->put(c, ag__env_own_state(env), p + OFF_DOUBLES);
+    return;
+  }
   for (int i = 0; i < c->state_dim; i++) ag__put64(p + OFF_DOUBLES + 8 * (size_t)i, ag__double_bits(s[i]));
 }
 
@@ -131,13 +135,16 @@ ag_status ag__env_state_check(const ag_env *env, const unsigned char *p, size_t 
     double x = ag__bits_double(ag__get64(p + OFF_DOUBLES + 8 * (size_t)i));
     if (!isfinite(x)) return ag__fail(AG_ERR_INVALID_ARG, "%s: state value %d = %g is not finite", w.s, i, x);
   }
-  return AG_OK;
+  return c->own ? c->own->check(c, p + OFF_DOUBLES, w.s) : AG_OK;
 }
 
 void ag__env_state_load(ag_env *env, const unsigned char *p) {
   double *s;
   const ag__classic *c = ag__env_classic(env, &s);
-  for (int i = 0; i < c->state_dim; i++) s[i] = ag__bits_double(ag__get64(p + OFF_DOUBLES + 8 * (size_t)i));
+  if (c->own)
+    c->own->load(c, ag__env_own_state(env), p + OFF_DOUBLES);
+  else
+    for (int i = 0; i < c->state_dim; i++) s[i] = ag__bits_double(ag__get64(p + OFF_DOUBLES + 8 * (size_t)i));
   env->phase = (ag__env_phase)ag__get32(p + OFF_PHASE);
   env->steps = ag__env_state_steps(p);
   env->ended_terminated = (int)ag__get32(p + OFF_TERMINATED);

@@ -72,7 +72,7 @@ ag_status ag_vec_env_create(const char *name, int n, uint64_t seed, ag_vec_env *
   if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %d copies must be positive", fn, n);
   const ag__classic *c = ag__classic_find(name);
   if (!c) {
-    char known[256];
+    char known[1024];
     ag__classic_names(known, sizeof known);
     return ag__fail(AG_ERR_INVALID_ARG, "%s: unknown environment \"%.64s\"; known: %s", fn, name, known);
   }
