@@ -542,5 +542,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_ACGRAD] = ag__cpu_acgrad,
     [AG__K_GATHER_FIELDS] = ag__cpu_run_gather_fields,
     [AG__K_SCATTER_FIELDS] = ag__cpu_run_scatter_fields,
-    [AG__K_CONV2D] = k_conv2d,
+    [AG__K_CONV2D] = ag__cpu_run_conv2d,
 };
