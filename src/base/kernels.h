@@ -671,6 +671,21 @@ static inline int64_t ag__conv_out(int64_t n, int64_t k, int64_t stride, int64_t
   return (n + 2 * pad - k) / stride + 1;
 }
 
+/* A convolution's output image Ho x Wo, its P = Ho*Wo pixels and the Q =
+ * C*kh*kw taps of a filter (the sizes of a sample's patch matrix). */
+typedef struct ag__conv_dims {
+  int64_t Ho, Wo, P, Q;
+} ag__conv_dims;
+
+static inline ag__conv_dims ag__conv_dims_of(const ag__conv2d_args *a) {
+  ag__conv_dims d;
+  d.Ho = ag__conv_out(a->H, a->kh, a->stride, a->pad);
+  d.Wo = ag__conv_out(a->W, a->kw, a->stride, a->pad);
+  d.P = d.Ho * d.Wo;
+  d.Q = a->C * a->kh * a->kw;
+  return d;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,29 +22,16 @@
 #include "cpu/cpu_blas.h"
 #include "cpu/cpu_internal.h"
 
-typedef struct conv_dims {
-  int64_t Ho, Wo, P, Q; /* P = Ho*Wo output pixels, Q = C*kh*kw taps */
-} conv_dims;
-
-static conv_dims dims_of(const ag__conv2d_args *a) {
-  conv_dims d;
-  d.Ho = ag__conv_out(a->H, a->kh, a->stride, a->pad);
-  d.Wo = ag__conv_out(a->W, a->kw, a->stride, a->pad);
-  d.P = d.Ho * d.Wo;
-  d.Q = a->C * a->kh * a->kw;
-  return d;
-}
-
 size_t ag__cpu_conv2d_scratch(const void *args) {
   const ag__conv2d_args *a = args;
   if (a->mode == AG__CONV_BWD_B) return 0;
-  const conv_dims d = dims_of(a);
+  const ag__conv_dims d = ag__conv_dims_of(a);
   return (size_t)d.P * (size_t)d.Q * sizeof(float);
 }
 
 /* Patches of one sample x (C*H*W floats) into col [P, Q] (back = 0), or
  * col's values added back onto x (back = 1). */
-static void patches(const ag__conv2d_args *a, const conv_dims *d, float *x, float *col, int back) {
+static void patches(const ag__conv2d_args *a, const ag__conv_dims *d, float *x, float *col, int back) {
   const int64_t s = a->stride, H = a->H, W = a->W;
   for (int64_t c = 0; c < a->C; c++)
     for (int64_t u = 0; u < a->kh; u++)
@@ -89,7 +76,7 @@ static void gemm(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t m, in
 ag_status ag__cpu_fast_conv2d(const void *args) {
   const ag__conv2d_args *a = args;
   if (a->mode == AG__CONV_BWD_B || !a->ws) return ag__cpu_ref_kernels[AG__K_CONV2D](args);
-  const conv_dims d = dims_of(a);
+  const ag__conv_dims d = ag__conv_dims_of(a);
   const int64_t B = a->y.cols, K = a->K;
   float *col = a->ws;
   for (int64_t n = 0; n < B; n++) {
