@@ -2,8 +2,8 @@
  * (scattered from each input pixel, not gathered as the kernels do), its
  * gradients for x, w and b against central finite differences of that
  * sum, its use inside a recording, and its errors. The kernels' backends
- * against the CPU reference are in test_kernels.c. On Vulkan, which has no
- * convolution kernel, the op must refuse with AG_ERR_UNSUPPORTED. */
+ * against the CPU reference are in test_kernels.c; a backend without the
+ * kernel is test_backend_caps.c's. */
 #include <math.h>
 
 #include "agt.h"
@@ -93,11 +93,7 @@ static void conv2d_matches_direct_sum_and_finite_differences(void **state) {
     agt_ok(ag_tensor_set_requires_grad(x, 1));
     agt_ok(ag_tensor_set_requires_grad(w, 1));
     if (b) agt_ok(ag_tensor_set_requires_grad(b, 1));
-    if (agt_kind == AG_DEVICE_VULKAN) { /* no kernel: refused, nothing made */
-      y = NULL;
-      agt_err(ag_conv2d(x, g, w, b, &y), AG_ERR_UNSUPPORTED, "has no convolution kernel");
-      assert_null(y);
-    } else {
+    {
       agt_ok(ag_conv2d(x, g, w, b, &y));
       assert_int_equal(ag_tensor_rows(y), yr);
       assert_int_equal(ag_tensor_cols(y), c->B);
@@ -140,7 +136,6 @@ static void conv2d_matches_direct_sum_and_finite_differences(void **state) {
  * its gradient reaches the first layer's weights. */
 static void conv2d_stacks_with_relu_in_nature_shapes(void **state) {
   (void)state;
-  if (agt_kind == AG_DEVICE_VULKAN) skip();
   ag_ctx *ctx = agt_ctx();
   const ag_conv2d_geom g1 = {4, 84, 84, 8, 8, 4, 0}, g2 = {32, 20, 20, 4, 4, 2, 0},
                        g3 = {64, 9, 9, 3, 3, 1, 0};
@@ -201,7 +196,6 @@ static ag_status rec_step(ag_ctx *ctx, void *user) {
  * replay, and gives the gradients that the same step run eagerly gives. */
 static void conv2d_in_a_recording_replays_with_new_inputs(void **state) {
   (void)state;
-  if (agt_kind == AG_DEVICE_VULKAN) skip();
   ag_ctx *ctx = agt_ctx();
   enum { XR = 3 * 8 * 7, B = 3, WR = 27, K = 4 };
   float xv[XR * B], wv[WR * K], bv[K], g_rec[WR * K + K], g_eager[WR * K + K];
@@ -268,11 +262,9 @@ static void conv2d_bad_inputs_are_errors(void **state) {
   e = (ag_conv2d_geom){1, 2, 20, 3, 6, 1, 0}; /* x's 40 rows, w's 18 rows; a 3-row filter on 2 rows */
   agt_err(ag_conv2d(x, &e, w, b, &o), AG_ERR_SHAPE, "the 3x6 filter is larger than the 2x20 image");
   e = (ag_conv2d_geom){1, 2, 20, 3, 6, 1, 1}; /* padded, it fits */
-  if (agt_kind != AG_DEVICE_VULKAN) {
-    agt_ok(ag_conv2d(x, &e, w, NULL, &o));
-    assert_int_equal(ag_tensor_rows(o), 6 * 2 * 17);
-    o = NULL;
-  }
+  agt_ok(ag_conv2d(x, &e, w, NULL, &o));
+  assert_int_equal(ag_tensor_rows(o), 6 * 2 * 17);
+  o = NULL;
   e = g, e.pad = 70000;
   agt_err(ag_conv2d(x, &e, w, b, &o), AG_ERR_UNSUPPORTED, "at most 65535");
   e = (ag_conv2d_geom){(int64_t)1 << 40, (int64_t)1 << 40, 40, 1, 1, 1, 0};

@@ -115,8 +115,9 @@ typedef struct ag_conv2d_geom {
  * pad < 0; AG_ERR_SHAPE: x has not C*H*W rows, w not C*kh*kw rows, b not
  * [K, 1], or a filter larger than the padded image (kh > H + 2 pad, kw > W
  * + 2 pad); AG_ERR_UNSUPPORTED: C*H*W, C*kh*kw, K*Ho*Wo or Ho*Wo*C*kh*kw
- * beyond 2^31 - 1, kh, kw, stride or pad beyond 65535, or a device without
- * a convolution kernel (Vulkan has none: the message says so). */
+ * beyond 2^31 - 1, kh, kw, stride or pad beyond 65535, or a backend
+ * without a convolution kernel (the CPU, CUDA and Vulkan backends have
+ * one; the message names the backend). */
 AG_API ag_status ag_conv2d(ag_tensor *x, const ag_conv2d_geom *geom, ag_tensor *w, ag_tensor *b,
                            ag_tensor **out);
 
