@@ -4,7 +4,8 @@
  * The context's backend is replaced by a copy whose supports() refuses
  * AG__K_QGRAD (the fused DQN update), as a new backend without that kernel
  * would. The DQN must then choose its composed ops by itself and train
- * exactly as a DQN configured without the fused update does. */
+ * exactly as a DQN configured without the fused update does. An op with
+ * nothing to compose (ag_conv2d without AG__K_CONV2D) refuses instead. */
 #include <math.h>
 
 #include "agt.h"
@@ -14,9 +15,12 @@
 static ag__backend masked;
 static int (*real_supports)(void *, ag__kernel_id, const void *, size_t);
 
-/* Every kernel the real backend has, except AG__K_QGRAD. */
+/* The kernel the masked backend refuses. */
+static ag__kernel_id refused = AG__K_QGRAD;
+
+/* Every kernel the real backend has, except `refused`. */
 static int no_qgrad(void *st, ag__kernel_id id, const void *args, size_t size) {
-  if (id == AG__K_QGRAD) return 0;
+  if (id == refused) return 0;
   return real_supports ? real_supports(st, id, args, size) : 1;
 }
 
@@ -142,8 +146,29 @@ static void a_backend_change_drops_the_fused_update(void **state) {
   ag_ctx_free(rc);
 }
 
+/* A backend without AG__K_CONV2D: ag_conv2d refuses with a message and
+ * makes nothing. */
+static void without_the_convolution_kernel_conv2d_refuses(void **state) {
+  (void)state;
+  refused = AG__K_CONV2D;
+  ag_ctx *ctx = masked_ctx();
+  ag_tensor *x, *w, *y = NULL;
+  agt_ok(ag_tensor_create(ctx, 2 * 4 * 4, 3, AG_F32, NULL, &x));
+  agt_ok(ag_tensor_create(ctx, 2 * 3 * 3, 5, AG_F32, NULL, &w));
+  const ag_conv2d_geom g = {2, 4, 4, 3, 3, 1, 1};
+  const uint64_t before = agt_live_bytes(ctx);
+  agt_err(ag_conv2d(x, &g, w, NULL, &y), AG_ERR_UNSUPPORTED, "has no convolution kernel");
+  assert_null(y);
+  assert_int_equal(agt_live_bytes(ctx), before);
+  ag_tensor_free(x);
+  ag_tensor_free(w);
+  ag_ctx_free(ctx);
+  refused = AG__K_QGRAD;
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(without_the_fused_kernel_the_dqn_composes_its_update),
-                                     cmocka_unit_test(a_backend_change_drops_the_fused_update)};
+                                     cmocka_unit_test(a_backend_change_drops_the_fused_update),
+                                     cmocka_unit_test(without_the_convolution_kernel_conv2d_refuses)};
   return agt_run(argc, argv, "backend_caps", tests, sizeof tests / sizeof tests[0]);
 }

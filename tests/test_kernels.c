@@ -677,6 +677,33 @@ static void prep_frame_stack(const kcase *c, layout *L, void *args) {
   { name, id, {__VA_ARGS__}, build, NULL }
 #define KP(name, id, build, prep, ...) \
   { name, id, {__VA_ARGS__}, build, prep }
+/* CONV2D: p[0] mode, p[1] B, p[2] C, p[3] H * 1000 + W, p[4] K, p[5] kh * 1000 + kw,
+ * p[6] stride * 100 + pad, p[7] bits: 1 accumulate, 2 views with gaps (ld > rows), 4 no bias */
+static size_t b_conv2d(const kcase *c, layout *L, void *out) {
+  ag__conv2d_args *a = out;
+  a->mode = (ag__conv_mode)c->p[0];
+  const int64_t B = c->p[1];
+  a->C = c->p[2], a->H = c->p[3] / 1000, a->W = c->p[3] % 1000, a->K = c->p[4];
+  a->kh = c->p[5] / 1000, a->kw = c->p[5] % 1000, a->stride = c->p[6] / 100, a->pad = c->p[6] % 100;
+  a->accumulate = (int)(c->p[7] & 1);
+  const int64_t gap = c->p[7] & 2 ? 3 : 0;
+  const int64_t Ho = ag__conv_out(a->H, a->kh, a->stride, a->pad),
+                Wo = ag__conv_out(a->W, a->kw, a->stride, a->pad);
+  const int64_t xr = a->C * a->H * a->W, wr = a->C * a->kh * a->kw, yr = a->K * Ho * Wo;
+  a->x = mat(L, xr, B, xr + gap, INIT_UNIFORM, a->mode == AG__CONV_BWD_X, 1e-4);
+  a->w = mat(L, wr, a->K, wr + gap, INIT_UNIFORM, a->mode == AG__CONV_BWD_W, 1e-4);
+  a->y = mat(L, yr, B, yr + gap, INIT_UNIFORM, a->mode == AG__CONV_FWD, 1e-4);
+  if (a->mode == AG__CONV_BWD_B || (a->mode == AG__CONV_FWD && !(c->p[7] & 4)))
+    a->b = reg(L, (size_t)a->K, AG_F32, INIT_UNIFORM, -1, 1, a->mode == AG__CONV_BWD_B, 1e-4);
+  a->ws = reg(L, (ag__kernel_scratch_max(AG__K_CONV2D, a, sizeof *a) + 3) / 4, AG_F32, INIT_ZERO, 0, 0, 0, 0);
+  return sizeof *a;
+}
+
+#define CONV(name, B, C, HW, NK, khw, sp, bits)                                              \
+  K(name " fwd", AG__K_CONV2D, b_conv2d, AG__CONV_FWD, B, C, HW, NK, khw, sp, bits),         \
+      K(name " bwd x", AG__K_CONV2D, b_conv2d, AG__CONV_BWD_X, B, C, HW, NK, khw, sp, bits), \
+      K(name " bwd w", AG__K_CONV2D, b_conv2d, AG__CONV_BWD_W, B, C, HW, NK, khw, sp, bits), \
+      K(name " bwd b", AG__K_CONV2D, b_conv2d, AG__CONV_BWD_B, B, C, HW, NK, khw, sp, bits)
 static const kcase cases[] = {
     K("gather f32 i32 11x1000 n256", AG__K_GATHER, b_gather, 11, 1000, 256, AG_F32, AG_I32, 0),
     K("gather f32 i64 1x7 n1", AG__K_GATHER, b_gather, 1, 7, 1, AG_F32, AG_I64, 0),
@@ -828,6 +855,15 @@ static const kcase cases[] = {
       0, AG_F32, 0, 1),
     K("scatter_fields bf16 2500 across the end", AG__K_SCATTER_FIELDS, b_scatter_fields, 42, 3000, 1000, 2500,
       AG_BF16, 0, 1),
+    CONV("conv2d 3x5x7 k3 s1 p1 B2 K4", 2, 3, 5007, 4, 3003, 101, 0),
+    CONV("conv2d 1x1x1 k1 B1 K1 acc", 1, 1, 1001, 1, 1001, 100, 1),
+    CONV("conv2d 5x9x6 k4 s2 p2 B3 K7 gaps", 3, 5, 9006, 7, 4004, 202, 2),
+    CONV("conv2d 2x17x13 k3x2 s4 B1 K3 no bias", 1, 2, 17013, 3, 3002, 400, 4),
+    CONV("conv2d 7x6x10 k1 s2 B5 K6 acc gaps", 5, 7, 6010, 6, 1001, 200, 3),
+    CONV("conv2d 3x11x11 k8 s1 p2 B2 K5", 2, 3, 11011, 5, 8008, 102, 0),
+    CONV("conv2d 3x4x3 k5x4 p1 B2 K2", 2, 3, 4003, 2, 5004, 101, 0),
+    CONV("conv2d Nature 4x84x84 k8 s4 B2 K32", 2, 4, 84084, 32, 8008, 400, 0),
+    CONV("conv2d Nature 64x7x7 k3 s1 B3 K64", 3, 64, 7007, 64, 3003, 100, 0),
 };
 
 /* ---- running a case ---- */

@@ -85,6 +85,42 @@ AG_API ag_status ag_detach(ag_tensor *x, ag_tensor **out);
  * or k beyond 2^31. */
 AG_API ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_tensor **out);
 
+/* ---- convolution ---- */
+
+/* The geometry of a 2-D convolution: an input image of C channels of H
+ * rows by W columns, filters of kh x kw taps, the same stride and zero
+ * padding (pad zeros on each side) on both axes. */
+typedef struct ag_conv2d_geom {
+  int64_t C, H, W;
+  int64_t kh, kw;
+  int64_t stride, pad;
+} ag_conv2d_geom;
+
+/* out [K*Ho*Wo, B] = the 2-D convolution (cross-correlation, as PyTorch's
+ * conv2d) of each sample of x by K filters, plus b:
+ *   out[(k*Ho + i)*Wo + j, n] = b[k] + sum over c < C, u < kh, v < kw of
+ *     w[(c*kh + u)*kw + v, k] * x[(c*H + i*stride + u - pad)*W + j*stride + v - pad, n]
+ * with the taps that fall outside the image (into the padding) reading 0;
+ *   Ho = (H + 2 pad - kh) / stride + 1,  Wo = (W + 2 pad - kw) / stride + 1.
+ * x [C*H*W, B] f32: one column a sample, channel by channel, each channel's
+ *   image row by row (the bytes of a [B, C, H, W] array in C order, e.g. a
+ *   PyTorch NCHW batch);
+ * w [C*kh*kw, K] f32: one column a filter (the bytes of PyTorch's weight
+ *   [K, C, kh, kw]);
+ * b [K, 1] f32, or NULL for no bias;
+ * out: one column a sample, channel by channel, row by row: flat already,
+ *   and an input to the next convolution with geometry {K, Ho, Wo, ...}.
+ * Activations are separate ops (ag_relu). Gradients flow to x, w and b.
+ * Errors: AG_ERR_INVALID_ARG: geom NULL; C, H, W, kh, kw or stride < 1, or
+ * pad < 0; AG_ERR_SHAPE: x has not C*H*W rows, w not C*kh*kw rows, b not
+ * [K, 1], or a filter larger than the padded image (kh > H + 2 pad, kw > W
+ * + 2 pad); AG_ERR_UNSUPPORTED: C*H*W, C*kh*kw, K*Ho*Wo or Ho*Wo*C*kh*kw
+ * beyond 2^31 - 1, kh, kw, stride or pad beyond 65535, or a backend
+ * without a convolution kernel (the CPU, CUDA and Vulkan backends have
+ * one; the message names the backend). */
+AG_API ag_status ag_conv2d(ag_tensor *x, const ag_conv2d_geom *geom, ag_tensor *w, ag_tensor *b,
+                           ag_tensor **out);
+
 /* ---- elementwise (broadcasting b, or a) ----
  * Errors: AG_ERR_SHAPE: the shapes do not broadcast; AG_ERR_INVALID_ARG: a
  * factor (s, a, b of ag_scale and ag_affine) that is not finite. */

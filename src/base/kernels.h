@@ -53,6 +53,7 @@ typedef enum ag__kernel_id {
   AG__K_GATHER_FIELDS,
   AG__K_SCATTER_FIELDS,
   AG__K_FRAME_STACK,
+  AG__K_CONV2D,
   AG__K_COUNT
 } ag__kernel_id;
 
@@ -662,6 +663,59 @@ typedef struct ag__frame_stack_args {
   ag_dtype out_dtype;
 } ag__frame_stack_args;
 #define AG__FRAMES_TRIES 64
+
+/* ---- 2-D convolution of a batch (cross-correlation, as deep learning has it) ----
+ * AG__K_CONV2D over B = y.cols samples. A sample is a column of C*H*W
+ * values: channel c's H x W image row by row, pixel (c, h, v) at row
+ * (c * H + h) * W + v. The K filters are the columns of w [C*kh*kw, K]:
+ * tap (c, u, v) of filter k at w[(c * kh + u) * kw + v, k] (the bytes of a
+ * [K, C, kh, kw] array in C order). The output of a sample is a column of
+ * K*Ho*Wo values, Ho = (H + 2 pad - kh) / stride + 1, Wo = (W + 2 pad -
+ * kw) / stride + 1, output (k, i, j) at row (k * Ho + i) * Wo + j:
+ *   y[k, i, j] = b[k] + sum_{c, u, v} w[(c, u, v), k] x[c, i*stride + u - pad, j*stride + v - pad]
+ * (taps outside the image read 0). Each mode writes one output, (+)= by
+ * accumulate, and reads the others:
+ *   AG__CONV_FWD:   y (+)= the sum above, + b[k] when b is not NULL (x, w read)
+ *   AG__CONV_BWD_X: x (+)= d sum / d x of the sum weighted by y (y holds
+ *                   the output's gradient; w read; b unused)
+ *   AG__CONV_BWD_W: w (+)= d sum / d w weighted by y, over the whole
+ *                   batch (x and y read; b unused)
+ *   AG__CONV_BWD_B: b[k] (+)= the sum of y's rows of filter k over the
+ *                   batch (y read; x, w unused, b not NULL)
+ * x [C*H*W, B], w [C*kh*kw, K], y [K*Ho*Wo, B] with any ld >= rows; b: K
+ * floats, contiguous. ws: the scratch the backend's query asks for (bytes),
+ * or NULL when it asks for none. Sizes positive, pad >= 0, Ho, Wo >= 1;
+ * each product of sizes fits in 31 bits (a BLAS int). */
+typedef enum ag__conv_mode { AG__CONV_FWD = 0, AG__CONV_BWD_X, AG__CONV_BWD_W, AG__CONV_BWD_B } ag__conv_mode;
+
+typedef struct ag__conv2d_args {
+  ag__conv_mode mode;
+  int accumulate;
+  int64_t C, H, W, K, kh, kw, stride, pad;
+  ag__mat x, w, y;
+  float *b;
+  float *ws;
+} ag__conv2d_args;
+
+/* The output sizes of a convolution along one axis: (n + 2 pad - k) / stride + 1. */
+static inline int64_t ag__conv_out(int64_t n, int64_t k, int64_t stride, int64_t pad) {
+  return (n + 2 * pad - k) / stride + 1;
+}
+
+/* A convolution's output image Ho x Wo, its P = Ho*Wo pixels and the Q =
+ * C*kh*kw taps of a filter (the sizes of a sample's patch matrix). */
+typedef struct ag__conv_dims {
+  int64_t Ho, Wo, P, Q;
+} ag__conv_dims;
+
+static inline ag__conv_dims ag__conv_dims_of(const ag__conv2d_args *a) {
+  ag__conv_dims d;
+  d.Ho = ag__conv_out(a->H, a->kh, a->stride, a->pad);
+  d.Wo = ag__conv_out(a->W, a->kw, a->stride, a->pad);
+  d.P = d.Ho * d.Wo;
+  d.Q = a->C * a->kh * a->kw;
+  return d;
+}
 
 #ifdef __cplusplus
 }

@@ -315,6 +315,7 @@ static size_t cpu_scratch(void *st, ag__kernel_id id, const void *args, size_t s
   (void)st, (void)size;
   return id == AG__K_QGRAD    ? ag__cpu_qgrad_scratch(args)
          : id == AG__K_ACGRAD ? ag__cpu_acgrad_scratch(args)
+         : id == AG__K_CONV2D ? ag__cpu_conv2d_scratch(args)
                               : 0;
 }
 

@@ -1,7 +1,7 @@
 /* cpu_fast.c — the fast paths of the CPU backend, and the switch that
  * forces the reference (cpu_kernels.c) instead.
  *
- * Nine kernels have one; the backend runs it unless the reference is
+ * Ten kernels have one; the backend runs it unless the reference is
  * forced. Each is the reference's result computed faster, and each is
  * checked against the reference by tests/test_cpu_paths.c (GATHER_FIELDS
  * and SCATTER_FIELDS by the cases of tests/test_kernels.c, which run the
@@ -39,6 +39,8 @@
  *               of 1) copied with memcpy, a column at a time, the gather's
  *               columns asked for ahead; the other fields by the
  *               reference. The same bits.
+ *   CONV2D      im2col and a CBLAS product per sample (cpu_conv.c):
+ *               the reference's sums in another order, in float.
  *
  * Within them, ag__cpu_vector_paths = 0 makes the vector paths take their
  * portable C ones (the same bits), and ag__cpu_gather_threads caps the
@@ -623,6 +625,7 @@ const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT] = {
     [AG__K_PER_SAMPLE] = fast_per_sample,
     [AG__K_GATHER_FIELDS] = fast_gather_fields,
     [AG__K_SCATTER_FIELDS] = fast_scatter_fields,
+    [AG__K_CONV2D] = ag__cpu_fast_conv2d,
 };
 
 #define DISPATCH(name, id)                                                                 \
@@ -639,3 +642,7 @@ DISPATCH(per_sample, AG__K_PER_SAMPLE)
 DISPATCH(gather_fields, AG__K_GATHER_FIELDS)
 DISPATCH(scatter_fields, AG__K_SCATTER_FIELDS)
 #undef DISPATCH
+
+ag_status ag__cpu_run_conv2d(const void *args) {
+  return ag__cpu_reference_forced() ? ag__cpu_ref_kernels[AG__K_CONV2D](args) : ag__cpu_fast_conv2d(args);
+}

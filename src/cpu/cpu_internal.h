@@ -22,7 +22,8 @@ extern const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT];
 extern const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT];
 /* The fast paths (cpu_fast.c), NULL for a kernel that has none. Each gives
  * its reference's bits, except PER_SAMPLE's weights, which are within
- * 4e-7 of the reference's relative to the weight (cpu_fast.c says why). */
+ * 4e-7 of the reference's relative to the weight (cpu_fast.c says why),
+ * and CONV2D's sums, in float and in another order (cpu_conv.c). */
 extern const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT];
 
 /* The dispatchers of the kernels with a fast path (cpu_fast.c): the fast
@@ -36,6 +37,7 @@ ag_status ag__cpu_run_per_set(const void *args);
 ag_status ag__cpu_run_per_sample(const void *args);
 ag_status ag__cpu_run_gather_fields(const void *args);
 ag_status ag__cpu_run_scatter_fields(const void *args);
+ag_status ag__cpu_run_conv2d(const void *args);
 
 /* 1: every kernel runs its reference; 0: the fast paths where there are
  * some. Until set, AGRL_CPU_REFERENCE decides (set and not "0": forced),
@@ -59,5 +61,10 @@ size_t ag__cpu_qgrad_scratch(const void *args);
 /* AG__K_ACGRAD (cpu_acgrad.c) and its scratch bytes. */
 ag_status ag__cpu_acgrad(const void *args);
 size_t ag__cpu_acgrad_scratch(const void *args);
+
+/* AG__K_CONV2D's fast path (cpu_conv.c: im2col and CBLAS) and the scratch
+ * bytes it needs (the reference needs none). */
+ag_status ag__cpu_fast_conv2d(const void *args);
+size_t ag__cpu_conv2d_scratch(const void *args);
 
 #endif /* AGRL_CPU_INTERNAL_H */

@@ -434,6 +434,77 @@ static ag_status k_frame_stack(const void *args) {
   return AG_OK;
 }
 
+/* AG__K_CONV2D: each output element as the sum kernels.h states, in
+ * double; the backward modes gather their sums (BWD_X walks the taps that
+ * reach a pixel, BWD_W the pixels a tap reads), so that every element is
+ * written once. */
+static ag_status k_conv2d(const void *args) {
+  const ag__conv2d_args *a = args;
+  const int64_t B = a->y.cols, C = a->C, H = a->H, W = a->W, K = a->K, kh = a->kh, kw = a->kw;
+  const int64_t s = a->stride, pad = a->pad;
+  const int64_t Ho = ag__conv_out(H, kh, s, pad), Wo = ag__conv_out(W, kw, s, pad);
+  switch (a->mode) {
+    case AG__CONV_FWD:
+      for (int64_t n = 0; n < B; n++)
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t i = 0; i < Ho; i++)
+            for (int64_t j = 0; j < Wo; j++) {
+              double sum = a->b ? a->b[k] : 0.0;
+              for (int64_t c = 0; c < C; c++)
+                for (int64_t u = 0; u < kh; u++)
+                  for (int64_t v = 0; v < kw; v++) {
+                    const int64_t h = i * s + u - pad, q = j * s + v - pad;
+                    if (h < 0 || h >= H || q < 0 || q >= W) continue;
+                    sum += (double)at(&a->w, (c * kh + u) * kw + v, k) * at(&a->x, (c * H + h) * W + q, n);
+                  }
+              put(&a->y, (k * Ho + i) * Wo + j, n, (float)sum, a->accumulate);
+            }
+      return AG_OK;
+    case AG__CONV_BWD_X:
+      for (int64_t n = 0; n < B; n++)
+        for (int64_t c = 0; c < C; c++)
+          for (int64_t h = 0; h < H; h++)
+            for (int64_t q = 0; q < W; q++) {
+              double sum = 0.0;
+              for (int64_t u = 0; u < kh; u++)
+                for (int64_t v = 0; v < kw; v++) {
+                  const int64_t ti = h + pad - u, tj = q + pad - v; /* = i * s, j * s */
+                  if (ti < 0 || tj < 0 || ti % s || tj % s || ti / s >= Ho || tj / s >= Wo) continue;
+                  for (int64_t k = 0; k < K; k++)
+                    sum += (double)at(&a->w, (c * kh + u) * kw + v, k) *
+                           at(&a->y, (k * Ho + ti / s) * Wo + tj / s, n);
+                }
+              put(&a->x, (c * H + h) * W + q, n, (float)sum, a->accumulate);
+            }
+      return AG_OK;
+    case AG__CONV_BWD_W:
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t c = 0; c < C; c++)
+          for (int64_t u = 0; u < kh; u++)
+            for (int64_t v = 0; v < kw; v++) {
+              double sum = 0.0;
+              for (int64_t n = 0; n < B; n++)
+                for (int64_t i = 0; i < Ho; i++)
+                  for (int64_t j = 0; j < Wo; j++) {
+                    const int64_t h = i * s + u - pad, q = j * s + v - pad;
+                    if (h < 0 || h >= H || q < 0 || q >= W) continue;
+                    sum += (double)at(&a->y, (k * Ho + i) * Wo + j, n) * at(&a->x, (c * H + h) * W + q, n);
+                  }
+              put(&a->w, (c * kh + u) * kw + v, k, (float)sum, a->accumulate);
+            }
+      return AG_OK;
+    case AG__CONV_BWD_B:
+      for (int64_t k = 0; k < K; k++) {
+        double sum = 0.0;
+        for (int64_t n = 0; n < B; n++)
+          for (int64_t p = 0; p < Ho * Wo; p++) sum += at(&a->y, k * Ho * Wo + p, n);
+        a->b[k] = a->accumulate ? a->b[k] + (float)sum : (float)sum;
+      }
+      return AG_OK;
+  }
+  return ag__fail(AG_ERR_INVALID_ARG, "cpu: convolution mode %d is unknown", (int)a->mode);
+}
+
 const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_GATHER] = k_gather,
     [AG__K_GEMM] = k_gemm,
@@ -463,6 +534,7 @@ const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT] = {
     [AG__K_GATHER_FIELDS] = k_gather_fields,
     [AG__K_SCATTER_FIELDS] = k_scatter_fields,
     [AG__K_FRAME_STACK] = k_frame_stack,
+    [AG__K_CONV2D] = k_conv2d,
 };
 
 /* What the backend runs: the reference, except for the kernels with a fast
@@ -496,4 +568,5 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_GATHER_FIELDS] = ag__cpu_run_gather_fields,
     [AG__K_SCATTER_FIELDS] = ag__cpu_run_scatter_fields,
     [AG__K_FRAME_STACK] = k_frame_stack,
+    [AG__K_CONV2D] = ag__cpu_run_conv2d,
 };

@@ -626,7 +626,7 @@ static const ag__cuda_launch_fn launchers[AG__K_COUNT] = {
     ag__cuda_per_sample,  ag__cuda_qgrad,         ag__cuda_convert,
     ag__cuda_set_i64,     ag__cuda_nstep,         ag__cuda_randn,
     ag__cuda_acgrad,      ag__cuda_gather_fields, ag__cuda_scatter_fields,
-    ag__cuda_frame_stack,
+    ag__cuda_frame_stack, ag__cuda_conv2d,
 };
 
 static ag_status cuda_run(void *p, ag__kernel_id id, const void *args, size_t size) {
@@ -641,6 +641,7 @@ static size_t cuda_scratch(void *p, ag__kernel_id id, const void *args, size_t s
   return id == AG__K_ADAM     ? ag__cuda_adam_scratch(args)
          : id == AG__K_QGRAD  ? ag__cuda_qgrad_scratch(args)
          : id == AG__K_ACGRAD ? ag__cuda_acgrad_scratch(args)
+         : id == AG__K_CONV2D ? ag__cuda_conv2d_scratch(args)
                               : 0;
 }
 

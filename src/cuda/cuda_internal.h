@@ -203,6 +203,9 @@ ag_status ag__cuda_qgrad(ag__cuda_state *st, const void *args);
 /* AG__K_ACGRAD and its scratch bytes (acgrad.cu) */
 ag_status ag__cuda_acgrad(ag__cuda_state *st, const void *args);
 size_t ag__cuda_acgrad_scratch(const void *args);
+/* AG__K_CONV2D and its scratch bytes (conv.cu) */
+ag_status ag__cuda_conv2d(ag__cuda_state *st, const void *args);
+size_t ag__cuda_conv2d_scratch(const void *args);
 ag_status ag__cuda_convert(ag__cuda_state *st, const void *args);
 ag_status ag__cuda_set_i64(ag__cuda_state *st, const void *args);
 /* AG__K_GATHER_FIELDS and AG__K_SCATTER_FIELDS (gather_fields.cu) */

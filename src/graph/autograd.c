@@ -298,6 +298,34 @@ static ag_status pick_backward(ag_tensor *x, int axis, const void *idx, ag_dtype
   return s;
 }
 
+/* The gradients of a convolution: one kernel call for each input that
+ * needs one, each adding into that input's gradient (kernels.h's modes). */
+static ag_status conv_backward(ag__node *n, ag__mat g) {
+  ag_tensor *x = n->in[0], *w = n->in[1];
+  ag__mat mx, mw;
+  ag_status s = ag__operand(x, "ag_backward", "x", &mx);
+  if (s || (s = ag__operand(w, "ag_backward", "w", &mw))) return s;
+  ag__conv2d_args a;
+  memset(&a, 0, sizeof a);
+  ag__conv_unpack(n->i, x->rows, w->cols, &a);
+  const ag__conv_mode modes[3] = {AG__CONV_BWD_X, AG__CONV_BWD_W, AG__CONV_BWD_B};
+  for (int k = 0; k < 3; k++) {
+    ag_tensor *t = n->in[k];
+    if (!t || !ag__needs_grad(t)) continue;
+    gdst d;
+    if ((s = grad_dst(t, &d))) return s;
+    a.mode = modes[k], a.accumulate = d.acc, a.y = g;
+    a.x = k == 0 ? d.m : mx, a.w = k == 1 ? d.m : mw, a.b = k == 2 ? d.m.p : NULL;
+    const size_t scratch = ag__kernel_scratch(t->ctx, AG__K_CONV2D, &a, sizeof a);
+    void *ws = NULL;
+    if (scratch && (s = ag__ws_alloc(t->ctx, scratch, &ws))) return s;
+    a.ws = ws;
+    if ((s = ag__run(t->ctx, AG__K_CONV2D, &a, sizeof a))) return s;
+    grad_written(t);
+  }
+  return AG_OK;
+}
+
 static ag_status node_backward(ag__node *n) {
   ag__mat g;
   ag_status s = ag__operand(n->out->grad, "ag_backward", "a gradient", &g);
@@ -312,6 +340,7 @@ static ag_status node_backward(ag__node *n) {
     case AG__OP_MINIMUM:
     case AG__OP_MAXIMUM: return binary_backward(n, g);
     case AG__OP_MATMUL: return matmul_backward(n, g);
+    case AG__OP_CONV2D: return conv_backward(n, g);
     case AG__OP_SUM: return grad_map(x, AG__MAP_AFFINE, n->f[0], 0.0f, g);
     case AG__OP_MAX: return pick_backward(x, n->i[0] == AG_AXIS_ROWS ? 0 : 1, n->aux, AG_I32, 1, g);
     case AG__OP_PICK: {

@@ -41,14 +41,15 @@ int ag__needs_grad(const ag_tensor *t) { return t && (t->flags & AG__T_REQUIRES_
 
 /* Tapes an op whose result `out` depends on in0..in2 when any of them needs a
  * gradient and no no-grad scope is open. */
-ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, const float f[2],
-                   const int64_t i[2], void *aux) {
-  if (ctx->no_grad || !(ag__needs_grad(in0) || ag__needs_grad(in1))) return AG_OK;
+ag_status ag__tape3(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, ag_tensor *in2,
+                    const float f[2], const int64_t i[2], void *aux) {
+  if (ctx->no_grad || !(ag__needs_grad(in0) || ag__needs_grad(in1) || ag__needs_grad(in2))) return AG_OK;
   ag__node n;
   memset(&n, 0, sizeof n);
   n.op = op;
   n.in[0] = in0;
   n.in[1] = in1;
+  n.in[2] = in2;
   n.out = out;
   if (f) n.f[0] = f[0], n.f[1] = f[1];
   if (i) n.i[0] = i[0], n.i[1] = i[1];
@@ -57,9 +58,15 @@ ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tenso
   if (k < 0) return ag__fail(AG_ERR_OUT_OF_MEMORY, "autograd: out of host memory for the tape");
   if (in0) in0->uses++;
   if (in1) in1->uses++; /* a + a: two uses */
+  if (in2) in2->uses++;
   out->node = k;
   out->flags |= AG__T_REQUIRES_GRAD;
   return AG_OK;
+}
+
+ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, const float f[2],
+                   const int64_t i[2], void *aux) {
+  return ag__tape3(ctx, op, out, in0, in1, NULL, f, i, aux);
 }
 
 /* The shape two operands broadcast to. */
@@ -192,6 +199,91 @@ ag_status ag_matmul(ag_tensor *a, int trans_a, ag_tensor *b, int trans_b, ag_ten
   if ((s = ag__run(a->ctx, AG__K_GEMM, &g, sizeof g))) return s;
   const int64_t i[2] = {trans_a != 0, trans_b != 0};
   if ((s = ag__tape(a->ctx, AG__OP_MATMUL, y, a, b, NULL, i, NULL))) return s;
+  *out = y;
+  return AG_OK;
+}
+
+/* ---- convolution ---- */
+
+/* The kernel's arguments of a convolution of x by w (geometry checked,
+ * sizes in range), without its pointers; *rows: the output's rows. */
+static ag_status conv_geometry(const ag_conv2d_geom *g, const ag_tensor *x, const ag_tensor *w,
+                               const char *fn, ag__conv2d_args *a, int64_t *rows) {
+  if (!g) return ag__fail(AG_ERR_INVALID_ARG, "%s: geom is NULL", fn);
+  if (g->C < 1 || g->H < 1 || g->W < 1 || g->kh < 1 || g->kw < 1 || g->stride < 1 || g->pad < 0)
+    return ag__fail(
+        AG_ERR_INVALID_ARG,
+        "%s: C = %lld, H = %lld, W = %lld, kh = %lld, kw = %lld and stride = %lld must be positive "
+        "and pad = %lld not negative",
+        fn, (long long)g->C, (long long)g->H, (long long)g->W, (long long)g->kh, (long long)g->kw,
+        (long long)g->stride, (long long)g->pad);
+  const int64_t small = 65535, big = INT32_MAX;
+  if (g->kh > small || g->kw > small || g->stride > small || g->pad > small)
+    return ag__fail(
+        AG_ERR_UNSUPPORTED, "%s: kh = %lld, kw = %lld, stride = %lld, pad = %lld: each must be at most %lld",
+        fn, (long long)g->kh, (long long)g->kw, (long long)g->stride, (long long)g->pad, (long long)small);
+  size_t chw = 0, ckk = 0;
+  if (!ag__mul3((uint64_t)g->C, (uint64_t)g->H, (uint64_t)g->W, &chw) || chw > (size_t)big ||
+      !ag__mul3((uint64_t)g->C, (uint64_t)g->kh, (uint64_t)g->kw, &ckk) || ckk > (size_t)big)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: C*H*W or C*kh*kw of C = %lld, H = %lld, W = %lld, kh = %lld, kw = %lld "
+                    "is beyond 2^31 - 1",
+                    fn, (long long)g->C, (long long)g->H, (long long)g->W, (long long)g->kh,
+                    (long long)g->kw);
+  if ((int64_t)chw != x->rows)
+    return ag__fail(AG_ERR_SHAPE, "%s: x has %lld rows; C*H*W = %lld*%lld*%lld = %lld", fn,
+                    (long long)x->rows, (long long)g->C, (long long)g->H, (long long)g->W, (long long)chw);
+  if ((int64_t)ckk != w->rows)
+    return ag__fail(AG_ERR_SHAPE, "%s: w has %lld rows; C*kh*kw = %lld*%lld*%lld = %lld", fn,
+                    (long long)w->rows, (long long)g->C, (long long)g->kh, (long long)g->kw, (long long)ckk);
+  if (g->kh > g->H + 2 * g->pad || g->kw > g->W + 2 * g->pad)
+    return ag__fail(AG_ERR_SHAPE,
+                    "%s: the %lldx%lld filter is larger than the %lldx%lld image padded by %lld", fn,
+                    (long long)g->kh, (long long)g->kw, (long long)g->H, (long long)g->W, (long long)g->pad);
+  const int64_t Ho = ag__conv_out(g->H, g->kh, g->stride, g->pad),
+                Wo = ag__conv_out(g->W, g->kw, g->stride, g->pad);
+  size_t kout = 0, cols = 0;
+  if (!ag__mul3((uint64_t)w->cols, (uint64_t)Ho, (uint64_t)Wo, &kout) || kout > (size_t)big ||
+      !ag__mul3((uint64_t)Ho, (uint64_t)Wo, ckk, &cols) || cols > (size_t)big)
+    return ag__fail(AG_ERR_UNSUPPORTED,
+                    "%s: K*Ho*Wo or Ho*Wo*C*kh*kw of K = %lld, Ho = %lld, Wo = %lld, C*kh*kw = %zu "
+                    "is beyond 2^31 - 1",
+                    fn, (long long)w->cols, (long long)Ho, (long long)Wo, ckk);
+  memset(a, 0, sizeof *a);
+  a->C = g->C, a->H = g->H, a->W = g->W, a->K = w->cols, a->kh = g->kh, a->kw = g->kw;
+  a->stride = g->stride, a->pad = g->pad;
+  *rows = (int64_t)kout;
+  return AG_OK;
+}
+
+ag_status ag_conv2d(ag_tensor *x, const ag_conv2d_geom *geom, ag_tensor *w, ag_tensor *b, ag_tensor **out) {
+  static const char fn[] = "ag_conv2d";
+  ag__mat mx, mw, mb = {NULL, 0, 0, 0};
+  ag_status s = ag__operand(x, fn, "x", &mx);
+  if (s || (s = ag__operand(w, fn, "w", &mw)) || (s = same_ctx(x, w, fn))) return s;
+  if (b && ((s = ag__operand(b, fn, "b", &mb)) || (s = same_ctx(x, b, fn)))) return s;
+  if (!out) return ag__fail(AG_ERR_INVALID_ARG, "%s: out is NULL", fn);
+  ag__conv2d_args a;
+  int64_t rows = 0;
+  if ((s = conv_geometry(geom, x, w, fn, &a, &rows))) return s;
+  if (b && (b->rows != w->cols || b->cols != 1))
+    return ag__fail(AG_ERR_SHAPE, "%s: b is [%lld, %lld]; the bias of %lld filters is [%lld, 1]", fn,
+                    (long long)b->rows, (long long)b->cols, (long long)w->cols, (long long)w->cols);
+  ag_ctx *ctx = x->ctx;
+  a.mode = AG__CONV_FWD, a.x = mx, a.w = mw, a.b = mb.p;
+  a.y = (ag__mat){NULL, rows, x->cols, rows};
+  if (!ag__kernel_supported(ctx, AG__K_CONV2D, &a, sizeof a))
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the %s backend has no convolution kernel", fn, ctx->be->name);
+  const size_t scratch = ag__kernel_scratch(ctx, AG__K_CONV2D, &a, sizeof a);
+  void *ws = NULL;
+  if (scratch && (s = ag__ws_alloc(ctx, scratch, &ws))) return s;
+  ag_tensor *y;
+  if ((s = ag__tensor_temp(ctx, rows, x->cols, AG_F32, &y))) return s;
+  a.y = ag__mat_of_temp(y), a.ws = ws;
+  if ((s = ag__run(ctx, AG__K_CONV2D, &a, sizeof a))) return s;
+  int64_t i[2];
+  ag__conv_pack(&a, i);
+  if ((s = ag__tape3(ctx, AG__OP_CONV2D, y, x, w, b, NULL, i, NULL))) return s;
   *out = y;
   return AG_OK;
 }

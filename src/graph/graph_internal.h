@@ -23,7 +23,8 @@ enum {
   AG__OP_BIAS_ACT, /* i[0]: ag_bias_act_kind */
   AG__OP_LOSS,     /* aux: d loss / d pred */
   AG__OP_MINIMUM,
-  AG__OP_MAXIMUM
+  AG__OP_MAXIMUM,
+  AG__OP_CONV2D /* in[2]: b or NULL; i: the geometry (ag__conv_pack) */
 };
 
 /* An f32 operand as a kernel matrix (persistent tensors made resident). */
@@ -33,10 +34,29 @@ ag__mat ag__mat_of_temp(ag_tensor *t);
 int ag__needs_grad(const ag_tensor *t);
 ag_status ag__tape(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, const float f[2],
                    const int64_t i[2], void *aux);
+/* The same for an op of three inputs (in2 may be NULL). */
+ag_status ag__tape3(ag_ctx *ctx, int op, ag_tensor *out, ag_tensor *in0, ag_tensor *in1, ag_tensor *in2,
+                    const float f[2], const int64_t i[2], void *aux);
 ag_status ag__unary(ag_tensor *x, ag__map_op op, float p0, float p1, const char *fn, ag_tensor **out);
 /* Writes the zeros that ag_zero_grad deferred, when nothing else did. */
 ag_status ag__grad_materialize(ag_tensor *t);
 ag_status ag__index_operand(ag_tensor *idx, int64_t n, const char *fn, const void **p, int64_t *stride);
+
+/* A convolution's geometry in a tape node's two integers (H, W < 2^31;
+ * kh, kw, stride, pad < 2^16, as ag_conv2d checks), and back into a
+ * kernel's arguments, with C = the rows of x / (H W) and K = w's columns. */
+static inline void ag__conv_pack(const ag__conv2d_args *a, int64_t i[2]) {
+  i[0] = (int64_t)((uint64_t)a->H << 32 | (uint64_t)a->W);
+  i[1] =
+      (int64_t)((uint64_t)a->kh | (uint64_t)a->kw << 16 | (uint64_t)a->stride << 32 | (uint64_t)a->pad << 48);
+}
+static inline void ag__conv_unpack(const int64_t i[2], int64_t x_rows, int64_t K, ag__conv2d_args *a) {
+  const uint64_t g0 = (uint64_t)i[0], g1 = (uint64_t)i[1];
+  a->H = (int64_t)(g0 >> 32), a->W = (int64_t)(g0 & 0xffffffffu);
+  a->kh = (int64_t)(g1 & 0xffff), a->kw = (int64_t)(g1 >> 16 & 0xffff);
+  a->stride = (int64_t)(g1 >> 32 & 0xffff), a->pad = (int64_t)(g1 >> 48);
+  a->C = x_rows / (a->H * a->W), a->K = K;
+}
 
 /* ---- the graph layer's state of a context (ctx->graph) ---- */
 

@@ -1,5 +1,5 @@
-/* k_linalg.c — the Vulkan kernels GEMM, REDUCE, PICK, PICK_BWD, TD_TARGET and
- * LOSS (shaders linalg_*.comp). Every sum runs in an order fixed by the
+/* k_linalg.c — the Vulkan kernels GEMM, REDUCE, PICK, PICK_BWD, TD_TARGET,
+ * LOSS and CONV2D (shaders linalg_*.comp). Every sum runs in an order fixed by the
  * shape alone (no float atomics): the same inputs give the same bits on
  * every run and every replay. */
 #include "base/base.h"
@@ -309,9 +309,48 @@ static ag_status run_loss(vk_state *s, const void *args) {
   return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
 }
 
+/* CONV2D: one invocation per output element of the mode (linalg_conv2d.comp). */
+static ag_status run_conv2d(vk_state *s, const void *args) {
+  const ag__conv2d_args *a = args;
+  const ag__conv_dims d = ag__conv_dims_of(a);
+  struct {
+    uint64_t x, w, y, b;
+    int64_t x_ld, w_ld, y_ld;
+    int32_t C, H, W, K, kh, kw, stride, pad, Ho, Wo, B;
+    int32_t mode, accumulate, has_b;
+  } pc = {ag__vk_addr(a->x.p),
+          ag__vk_addr(a->w.p),
+          ag__vk_addr(a->y.p),
+          ag__vk_addr(a->b),
+          a->x.ld,
+          a->w.ld,
+          a->y.ld,
+          (int32_t)a->C,
+          (int32_t)a->H,
+          (int32_t)a->W,
+          (int32_t)a->K,
+          (int32_t)a->kh,
+          (int32_t)a->kw,
+          (int32_t)a->stride,
+          (int32_t)a->pad,
+          (int32_t)d.Ho,
+          (int32_t)d.Wo,
+          (int32_t)a->y.cols,
+          (int32_t)a->mode,
+          a->accumulate,
+          a->b != NULL};
+  const int64_t total = a->mode == AG__CONV_FWD     ? a->y.cols * a->K * d.P
+                        : a->mode == AG__CONV_BWD_X ? a->y.cols * a->C * a->H * a->W
+                        : a->mode == AG__CONV_BWD_W ? d.Q * a->K
+                                                    : a->K;
+  return ag__vk_dispatch(s, ag__vk_pipe(s, "linalg_conv2d"), &pc, sizeof pc,
+                         clamp_groups((total + LOCAL - 1) / LOCAL), 1, 1);
+}
+
 const ag__vk_kernel ag__vk_k_linalg[] = {
     {AG__K_GEMM, run_gemm, gemm_ok, NULL},  {AG__K_REDUCE, run_reduce, reduce_ok, NULL},
     {AG__K_PICK, run_pick, pick_ok, NULL},  {AG__K_PICK_BWD, run_pick_bwd, pick_bwd_ok, NULL},
     {AG__K_TD_TARGET, run_td, td_ok, NULL}, {AG__K_LOSS, run_loss, NULL, NULL},
+    {AG__K_CONV2D, run_conv2d, NULL, NULL},
 };
 const int ag__vk_n_linalg = (int)(sizeof ag__vk_k_linalg / sizeof ag__vk_k_linalg[0]);
