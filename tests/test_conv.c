@@ -5,6 +5,7 @@
  * against the CPU reference are in test_kernels.c; a backend without the
  * kernel is test_backend_caps.c's. */
 #include <math.h>
+#include <string.h>
 
 #include "agt.h"
 
@@ -286,12 +287,348 @@ static void conv2d_bad_inputs_are_errors(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ---- networks with convolutions (ag_mlp_create_conv) ---- */
+
+/* A network as the host reference sees it: in_shape, layers, activations,
+ * and every parameter's values in double (ag_mlp_params' order). */
+typedef struct cnet {
+  int64_t in[3];
+  int n_conv;
+  ag_conv_layer conv[4];
+  int n_fc;
+  int64_t fc[4];
+  ag_act hidden, last;
+  double *p[16];
+  int64_t np[16];
+} cnet;
+
+static double act_of(ag_act a, double v) {
+  return a == AG_ACT_RELU      ? (v > 0 ? v : 0)
+         : a == AG_ACT_TANH    ? tanh(v)
+         : a == AG_ACT_SIGMOID ? 1 / (1 + exp(-v))
+                               : v;
+}
+
+/* The network's output for one sample x (C*H*W values), gathered tap by
+ * tap with the padding read as zeros; y gets fc[n_fc-1] values. */
+static void cnet_forward(const cnet *m, const double *x, double *y) {
+  int64_t C = m->in[0], H = m->in[1], W = m->in[2];
+  double *h = malloc((size_t)(C * H * W) * 8);
+  assert_non_null(h);
+  memcpy(h, x, (size_t)(C * H * W) * 8);
+  for (int l = 0; l < m->n_conv; l++) {
+    const ag_conv_layer *c = &m->conv[l];
+    const int64_t K = c->channels, k = c->kernel, Ho = out_len(H, k, c->stride, c->pad),
+                  Wo = out_len(W, k, c->stride, c->pad);
+    const double *w = m->p[2 * l], *b = m->p[2 * l + 1];
+    double *o = malloc((size_t)(K * Ho * Wo) * 8);
+    assert_non_null(o);
+    for (int64_t f = 0; f < K; f++)
+      for (int64_t i = 0; i < Ho; i++)
+        for (int64_t j = 0; j < Wo; j++) {
+          double s = b[f];
+          for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t u = 0; u < k; u++)
+              for (int64_t v = 0; v < k; v++) {
+                const int64_t r = i * c->stride + u - c->pad, q = j * c->stride + v - c->pad;
+                if (r < 0 || q < 0 || r >= H || q >= W) continue;
+                s += w[f * C * k * k + (ch * k + u) * k + v] * h[(ch * H + r) * W + q];
+              }
+          o[(f * Ho + i) * Wo + j] = act_of(m->hidden, s);
+        }
+    free(h);
+    h = o, C = K, H = Ho, W = Wo;
+  }
+  int64_t in = C * H * W;
+  for (int l = 0; l < m->n_fc; l++) {
+    const int64_t out = m->fc[l];
+    const double *w = m->p[2 * (m->n_conv + l)], *b = m->p[2 * (m->n_conv + l) + 1];
+    double *o = malloc((size_t)out * 8);
+    assert_non_null(o);
+    for (int64_t r = 0; r < out; r++) {
+      double s = b[r];
+      for (int64_t c = 0; c < in; c++) s += w[c * out + r] * h[c]; /* W [out, in], column-major */
+      o[r] = act_of(l + 1 < m->n_fc ? m->hidden : m->last, s);
+    }
+    free(h);
+    h = o, in = out;
+  }
+  memcpy(y, h, (size_t)in * 8);
+  free(h);
+}
+
+/* The reference of an ag_mlp made by ag_mlp_create_conv with this description. */
+static cnet cnet_read(const ag_mlp *a, const int64_t in[3], const ag_conv_layer *conv, int n_conv,
+                      const int64_t *fc, int n_fc, ag_act hidden, ag_act last) {
+  cnet m;
+  memset(&m, 0, sizeof m);
+  memcpy(m.in, in, sizeof m.in);
+  m.n_conv = n_conv, m.n_fc = n_fc, m.hidden = hidden, m.last = last;
+  memcpy(m.conv, conv, (size_t)n_conv * sizeof *conv);
+  memcpy(m.fc, fc, (size_t)n_fc * sizeof *fc);
+  assert_int_equal(ag_mlp_n_params(a), 2 * (n_conv + n_fc));
+  for (int k = 0; k < 2 * (n_conv + n_fc); k++) {
+    ag_tensor *t = ag_mlp_params(a)[k];
+    m.np[k] = ag_tensor_rows(t) * ag_tensor_cols(t);
+    float *v = agt_read_f32(t);
+    m.p[k] = malloc((size_t)m.np[k] * 8);
+    assert_non_null(m.p[k]);
+    for (int64_t i = 0; i < m.np[k]; i++) m.p[k][i] = v[i];
+    free(v);
+  }
+  return m;
+}
+
+static void cnet_free(cnet *m) {
+  for (int k = 0; k < 16; k++) free(m->p[k]);
+}
+
+/* sum over the batch of out .* R, in double */
+static double cnet_weighted(const cnet *m, const double *x, int64_t B, const double *R) {
+  const int64_t xr = m->in[0] * m->in[1] * m->in[2], yr = m->fc[m->n_fc - 1];
+  double y[16], s = 0;
+  for (int64_t n = 0; n < B; n++) {
+    cnet_forward(m, x + n * xr, y);
+    for (int64_t r = 0; r < yr; r++) s += y[r] * R[n * yr + r];
+  }
+  return s;
+}
+
+static const int64_t net_in[3] = {2, 7, 6};
+static const ag_conv_layer net_conv[2] = {{3, 3, 2, 1}, {4, 2, 1, 0}};
+static const int64_t net_fc[2] = {5, 3};
+
+/* The forward values of a ReLU network with two convolutions (padding,
+ * strides) and two linear layers, against the host reference; its shapes. */
+static void conv_network_forward_matches_the_host_reference(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_mlp *m;
+  agt_ok(ag_mlp_create_conv(ctx, net_in, net_conv, 2, net_fc, 2, AG_ACT_RELU, AG_ACT_NONE, 9, &m));
+  assert_int_equal(ag_mlp_in(m), 2 * 7 * 6);
+  assert_int_equal(ag_mlp_out(m), 3);
+  assert_int_equal(ag_mlp_n_conv(m), 2);
+  ag_conv_layer l;
+  int64_t sh[3];
+  assert_int_equal(ag_mlp_conv(m, 1, &l, sh), 0);
+  assert_int_equal(l.channels, 4), assert_int_equal(l.kernel, 2);
+  assert_int_equal(sh[0], 3), assert_int_equal(sh[1], 4),
+      assert_int_equal(sh[2], 3); /* (7+2-3)/2+1, (6+2-3)/2+1 */
+  assert_int_equal(ag_mlp_conv(m, 2, &l, sh), -1);
+  assert_int_equal(ag_mlp_conv(NULL, 0, &l, sh), -1);
+  /* conv0 w [2*3*3, 3], b [3, 1]; conv1 w [3*2*2, 4]; W0 [5, 4*3*2] */
+  const int64_t dims[8][2] = {{18, 3}, {3, 1}, {12, 4}, {4, 1}, {5, 24}, {5, 1}, {3, 5}, {3, 1}};
+  for (int k = 0; k < 8; k++) {
+    assert_int_equal(ag_tensor_rows(ag_mlp_params(m)[k]), dims[k][0]);
+    assert_int_equal(ag_tensor_cols(ag_mlp_params(m)[k]), dims[k][1]);
+  }
+  cnet ref = cnet_read(m, net_in, net_conv, 2, net_fc, 2, AG_ACT_RELU, AG_ACT_NONE);
+  enum { B = 5, XR = 84 };
+  float xf[XR * B], got[3 * B];
+  double xd[XR * B], want[3];
+  agt_rng r = {3};
+  for (int i = 0; i < XR * B; i++) xd[i] = xf[i] = agt_uniform(&r, -2, 2);
+  ag_tensor *x, *y;
+  agt_ok(ag_tensor_create(ctx, XR, B, AG_F32, xf, &x));
+  agt_ok(ag_mlp_forward(m, x, &y));
+  assert_int_equal(ag_tensor_rows(y), 3);
+  assert_int_equal(ag_tensor_cols(y), B);
+  agt_ok(ag_tensor_read(y, got, sizeof got));
+  for (int n = 0; n < B; n++) {
+    cnet_forward(&ref, xd + n * XR, want);
+    for (int k = 0; k < 3; k++)
+      if (!(fabs(got[n * 3 + k] - want[k]) <= 1e-5 * (1 + fabs(want[k]))))
+        fail_msg("sample %d output %d is %.7g, want %.7g", n, k, (double)got[n * 3 + k], want[k]);
+  }
+  /* a plain MLP's input check applies: x must have C*H*W rows */
+  ag_tensor *xb;
+  agt_ok(ag_tensor_create(ctx, XR - 1, B, AG_F32, NULL, &xb));
+  agt_err(ag_mlp_forward(m, xb, &y), AG_ERR_SHAPE, "takes 84 inputs");
+  ag_tensor_free(x), ag_tensor_free(xb);
+  cnet_free(&ref);
+  ag_mlp_free(m);
+  ag_ctx_free(ctx);
+}
+
+/* The gradients of sum(out .* R) for every parameter and for the input,
+ * through a tanh network (smooth, so central differences of the double
+ * reference are exact to O(h^2)). */
+static void conv_network_gradients_match_finite_differences(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_mlp *m;
+  agt_ok(ag_mlp_create_conv(ctx, net_in, net_conv, 2, net_fc, 2, AG_ACT_TANH, AG_ACT_TANH, 21, &m));
+  cnet ref = cnet_read(m, net_in, net_conv, 2, net_fc, 2, AG_ACT_TANH, AG_ACT_TANH);
+  enum { B = 3, XR = 84, YR = 3 };
+  float xf[XR * B], Rf[YR * B];
+  double xd[XR * B], Rd[YR * B];
+  agt_rng r = {11};
+  for (int i = 0; i < XR * B; i++) xd[i] = xf[i] = agt_uniform(&r, -1, 1);
+  for (int i = 0; i < YR * B; i++) Rd[i] = Rf[i] = agt_uniform(&r, -1, 1);
+  ag_tensor *x, *R, *y, *prod, *loss;
+  agt_ok(ag_tensor_create(ctx, XR, B, AG_F32, xf, &x));
+  agt_ok(ag_tensor_set_requires_grad(x, 1));
+  agt_ok(ag_tensor_create(ctx, YR, B, AG_F32, Rf, &R));
+  agt_ok(ag_mlp_forward(m, x, &y));
+  agt_ok(ag_mul(y, R, &prod));
+  agt_ok(ag_sum(prod, AG_AXIS_ALL, &loss));
+  agt_ok(ag_backward(loss));
+  const double h = 1e-4;
+  for (int k = -1; k < ag_mlp_n_params(m); k++) { /* -1: the input */
+    ag_tensor *t = k < 0 ? x : ag_mlp_params(m)[k];
+    double *v = k < 0 ? xd : ref.p[k];
+    const int64_t n = ag_tensor_rows(t) * ag_tensor_cols(t);
+    float *g = agt_read_f32(ag_tensor_grad(t));
+    for (int64_t i = 0; i < n; i++) {
+      const double keep = v[i];
+      v[i] = keep + h;
+      const double up = cnet_weighted(&ref, xd, B, Rd);
+      v[i] = keep - h;
+      const double down = cnet_weighted(&ref, xd, B, Rd);
+      v[i] = keep;
+      const double want = (up - down) / (2 * h);
+      if (!(fabs(g[i] - want) <= 2e-4 * (1 + fabs(want))))
+        fail_msg("gradient of %s%d element %lld is %.7g, want %.7g", k < 0 ? "x" : "param ", k, (long long)i,
+                 (double)g[i], want);
+    }
+    free(g);
+  }
+  ag_tensor_free(x), ag_tensor_free(R);
+  cnet_free(&ref);
+  ag_mlp_free(m);
+  ag_ctx_free(ctx);
+}
+
+/* Initial values: each layer uniform within 1/sqrt(fan_in) (conv: C*k*k),
+ * spread over that range, the same for the same seed and not for another;
+ * copy and Polyak averaging between two such networks, and a plain MLP of
+ * the same linear sizes refused as a different shape. */
+static void conv_network_init_copy_and_polyak(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_mlp *a, *a2, *b, *plain;
+  agt_ok(ag_mlp_create_conv(ctx, net_in, net_conv, 2, net_fc, 2, AG_ACT_RELU, AG_ACT_NONE, 5, &a));
+  agt_ok(ag_mlp_create_conv(ctx, net_in, net_conv, 2, net_fc, 2, AG_ACT_RELU, AG_ACT_NONE, 5, &a2));
+  agt_ok(ag_mlp_create_conv(ctx, net_in, net_conv, 2, net_fc, 2, AG_ACT_RELU, AG_ACT_NONE, 6, &b));
+  const double fan[8] = {18, 18, 12, 12, 24, 24, 5, 5};
+  for (int k = 0; k < 8; k++) {
+    ag_tensor *t = ag_mlp_params(a)[k];
+    const int64_t n = ag_tensor_rows(t) * ag_tensor_cols(t);
+    float *va = agt_read_f32(t), *va2 = agt_read_f32(ag_mlp_params(a2)[k]),
+          *vb = agt_read_f32(ag_mlp_params(b)[k]);
+    const double bound = 1 / sqrt(fan[k]);
+    double lo = 1, hi = -1;
+    int differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+      assert_true(fabs(va[i]) <= bound);
+      lo = va[i] < lo ? va[i] : lo, hi = va[i] > hi ? va[i] : hi;
+      differ += va[i] != vb[i];
+    }
+    assert_memory_equal(va, va2, (size_t)n * 4);
+    assert_true(differ > 0);
+    if (n >= 12) assert_true(hi - lo > bound); /* spread over the range, not clustered */
+    free(va), free(va2), free(vb);
+  }
+  /* b = 0.25 a + 0.75 b, then a copy */
+  float *before[8];
+  for (int k = 0; k < 8; k++) before[k] = agt_read_f32(ag_mlp_params(b)[k]);
+  agt_ok(ag_mlp_polyak(b, a, 0.25f));
+  for (int k = 0; k < 8; k++) {
+    ag_tensor *t = ag_mlp_params(b)[k];
+    const int64_t n = ag_tensor_rows(t) * ag_tensor_cols(t);
+    float *vb = agt_read_f32(t), *va = agt_read_f32(ag_mlp_params(a)[k]);
+    for (int64_t i = 0; i < n; i++) assert_true(fabs(vb[i] - (0.25 * va[i] + 0.75 * before[k][i])) <= 1e-6);
+    free(vb), free(va), free(before[k]);
+  }
+  agt_ok(ag_mlp_copy(b, a));
+  for (int k = 0; k < 8; k++) {
+    ag_tensor *t = ag_mlp_params(b)[k];
+    const int64_t n = ag_tensor_rows(t) * ag_tensor_cols(t);
+    float *vb = agt_read_f32(t), *va = agt_read_f32(ag_mlp_params(a)[k]);
+    assert_memory_equal(vb, va, (size_t)n * 4);
+    free(vb), free(va);
+  }
+  const int64_t sizes[3] = {24, 5, 3};
+  agt_ok(ag_mlp_create(ctx, sizes, 3, AG_ACT_RELU, AG_ACT_NONE, 5, &plain));
+  agt_err(ag_mlp_copy(plain, a), AG_ERR_SHAPE, "different sizes or convolutions");
+  ag_conv_layer other[2] = {net_conv[0], {4, 2, 1, 0}};
+  other[0].pad = 0; /* unpadded, the first layer gives a 3x2 image and the second 2x1 */
+  ag_mlp *c;
+  agt_ok(ag_mlp_create_conv(ctx, net_in, other, 2, net_fc, 2, AG_ACT_RELU, AG_ACT_NONE, 5, &c));
+  agt_err(ag_mlp_polyak(c, a, 0.5f), AG_ERR_SHAPE, "different sizes or convolutions");
+  ag_mlp_free(a), ag_mlp_free(a2), ag_mlp_free(b), ag_mlp_free(plain), ag_mlp_free(c);
+  ag_ctx_free(ctx);
+}
+
+/* Every bad description is refused with its status and a message naming
+ * the fault, before anything is allocated. */
+static void conv_network_bad_descriptions_are_errors(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_ctx_stats st0, st1;
+  ag_ctx_get_stats(ctx, &st0);
+  ag_mlp *m = NULL;
+  ag_conv_layer c[9];
+  for (int i = 0; i < 9; i++) c[i] = (ag_conv_layer){2, 1, 1, 0};
+  const int64_t fc[1] = {3}, in[3] = {1, 8, 8};
+  agt_err(ag_mlp_create_conv(NULL, in, c, 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_mlp_create_conv(ctx, NULL, c, 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_mlp_create_conv(ctx, in, NULL, 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 1, NULL, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, NULL), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 0, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "n_conv = 0 must be in 1..8");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 9, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "n_conv = 9");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 1, fc, 0, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "n_fc = 0");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 1, fc, 64, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "n_fc = 64");
+  agt_err(ag_mlp_create_conv(ctx, (const int64_t[3]){1, 0, 8}, c, 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m),
+          AG_ERR_INVALID_ARG, "in_shape = {1, 0, 8}");
+  agt_err(ag_mlp_create_conv(ctx, (const int64_t[3]){1, 8, (int64_t)1 << 31}, c, 1, fc, 1, AG_ACT_RELU,
+                             AG_ACT_NONE, 0, &m),
+          AG_ERR_INVALID_ARG, "in_shape");
+  const ag_conv_layer bad[5] = {{0, 3, 1, 0}, {2, 0, 1, 0}, {2, 3, 0, 0}, {2, 3, 1, -1}, {2, 70000, 1, 0}};
+  for (int i = 0; i < 5; i++)
+    agt_err(ag_mlp_create_conv(ctx, in, &bad[i], 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m),
+            AG_ERR_INVALID_ARG, "conv[0] = {channels");
+  /* the second layer meets a 3x3 image: a 4x4 kernel there is refused, padded by 1 it is not */
+  ag_conv_layer two[2] = {{2, 3, 2, 0}, {2, 4, 1, 0}};
+  agt_err(ag_mlp_create_conv(ctx, in, two, 2, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "conv[1]'s 4x4 kernel is larger than the 3x3 image it meets, padded by 0");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 1, (const int64_t[1]){0}, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m),
+          AG_ERR_INVALID_ARG, "sizes[1] = 0");
+  agt_err(ag_mlp_create_conv(ctx, in, c, 1, fc, 1, (ag_act)7, AG_ACT_NONE, 0, &m), AG_ERR_INVALID_ARG,
+          "activation 7 is unknown");
+  agt_err(ag_mlp_create_conv(ctx, (const int64_t[3]){1, 65536, 65536}, c, 1, fc, 1, AG_ACT_RELU, AG_ACT_NONE,
+                             0, &m),
+          AG_ERR_UNSUPPORTED, "beyond 2^31 - 1 values");
+  assert_null(m);
+  ag_ctx_get_stats(ctx, &st1);
+  assert_int_equal(st1.allocs, st0.allocs);
+  two[1].pad = 1;
+  agt_ok(ag_mlp_create_conv(ctx, in, two, 2, fc, 1, AG_ACT_RELU, AG_ACT_NONE, 0, &m));
+  assert_int_equal(ag_mlp_in(m), 64);
+  ag_mlp_free(m);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(conv2d_matches_direct_sum_and_finite_differences),
       cmocka_unit_test(conv2d_stacks_with_relu_in_nature_shapes),
       cmocka_unit_test(conv2d_in_a_recording_replays_with_new_inputs),
       cmocka_unit_test(conv2d_bad_inputs_are_errors),
+      cmocka_unit_test(conv_network_forward_matches_the_host_reference),
+      cmocka_unit_test(conv_network_gradients_match_finite_differences),
+      cmocka_unit_test(conv_network_init_copy_and_polyak),
+      cmocka_unit_test(conv_network_bad_descriptions_are_errors),
   };
   return agt_run(argc, argv, "conv", tests, sizeof tests / sizeof tests[0]);
 }

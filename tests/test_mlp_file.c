@@ -71,12 +71,34 @@ typedef struct net {
   int n;
   int64_t sizes[64];
   int32_t hidden, last;
-  float *vals[128]; /* W0, b0, W1, b1, ... */
+  float *vals[128]; /* W0, b0, W1, b1, ... (after the convolutions' w0, b0, ...) */
+  int n_conv;       /* a network with convolutions (mlp.version 4) */
+  int64_t version;  /* written as mlp.version when not 0 */
+  int conv_values;  /* written as mlp.conv's count when not 0 (the first values) */
+  int64_t in[3];    /* its input {C, H, W} */
+  int64_t conv[8][4];
+  int64_t chans[8]; /* each convolution's input channels */
 } net;
 
-static size_t param_count(const net *m, int k) {
-  return (size_t)(m->sizes[k / 2 + 1] * (k % 2 ? 1 : m->sizes[k / 2]));
+/* Parameter k's rows and columns (the convolutions' first). */
+static void param_dims(const net *m, int k, int64_t *rows, int64_t *cols) {
+  if (k < 2 * m->n_conv) {
+    const int64_t *c = m->conv[k / 2];
+    *rows = k % 2 ? c[0] : m->chans[k / 2] * c[1] * c[1];
+    *cols = k % 2 ? 1 : c[0];
+    return;
+  }
+  k -= 2 * m->n_conv;
+  *rows = m->sizes[k / 2 + 1];
+  *cols = k % 2 ? 1 : m->sizes[k / 2];
 }
+
+static size_t param_count(const net *m, int k) {
+  int64_t r, c;
+  param_dims(m, k, &r, &c);
+  return (size_t)(r * c);
+}
+static int n_params(const net *m) { return 2 * (m->n_conv + m->n - 1); }
 
 /* Version 2: magic, n, hidden, last, reserved 0, sizes, header CRC, then
  * each parameter's values and their CRC. */
@@ -99,7 +121,9 @@ static bytes ref_v2(const net *m) {
 
 /* The container (docs/container.md) as ag_mlp_save writes it: keys kind,
  * mlp.version = 3, mlp.sizes, mlp.hidden, mlp.last; f32 tensor sections
- * W0, b0, ... of [rows, cols]; parts of 1 MB each followed by its CRC-32. */
+ * W0, b0, ... of [rows, cols]; parts of 1 MB each followed by its CRC-32.
+ * A network with convolutions: mlp.version = 4, the keys mlp.in_shape and
+ * mlp.conv after those, and the sections conv0.w, conv0.b, ... first. */
 static void b_u16(bytes *b, unsigned v) {
   unsigned char c[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
   b_put(b, c, 2);
@@ -113,32 +137,47 @@ static void b_key(bytes *b, int type, const char *name, uint32_t count) {
 }
 static bytes ref_v3(const net *m) {
   const size_t part = (size_t)1 << 20;
-  int L = m->n - 1;
+  const int P = n_params(m);
   bytes keys = {0}, secs = {0}, data = {0};
   b_key(&keys, 4, "kind", 3);
   b_put(&keys, "mlp", 3);
   b_key(&keys, 2, "mlp.version", 1);
-  b_u64(&keys, 3);
+  b_u64(&keys, m->version ? (uint64_t)m->version : m->n_conv ? 4 : 3);
   b_key(&keys, 5, "mlp.sizes", (uint32_t)m->n);
   for (int i = 0; i < m->n; i++) b_u64(&keys, (uint64_t)m->sizes[i]);
   b_key(&keys, 2, "mlp.hidden", 1);
   b_u64(&keys, (uint64_t)(int64_t)m->hidden);
   b_key(&keys, 2, "mlp.last", 1);
   b_u64(&keys, (uint64_t)(int64_t)m->last);
+  if (m->n_conv) {
+    b_key(&keys, 5, "mlp.in_shape", 3);
+    for (int i = 0; i < 3; i++) b_u64(&keys, (uint64_t)m->in[i]);
+    const int nv = m->conv_values ? m->conv_values : 4 * m->n_conv;
+    b_key(&keys, 5, "mlp.conv", (uint32_t)nv);
+    for (int i = 0; i < nv; i++) b_u64(&keys, (uint64_t)m->conv[i / 4][i % 4]);
+  }
+  char names[128][24];
   size_t H = 48 + keys.n + 4;
-  for (int k = 0; k < 2 * L; k++) H += 24 + 16 + (k / 2 >= 10 ? 3 : 2);
-  for (int k = 0; k < 2 * L; k++) {
-    char name[16];
-    snprintf(name, sizeof name, "%c%d", k % 2 ? 'b' : 'W', k / 2);
+  for (int k = 0; k < P; k++) {
+    if (k < 2 * m->n_conv)
+      snprintf(names[k], 24, "conv%d.%c", k / 2, k % 2 ? 'b' : 'w');
+    else
+      snprintf(names[k], 24, "%c%d", k % 2 ? 'b' : 'W', (k - 2 * m->n_conv) / 2);
+    H += 24 + 16 + strlen(names[k]);
+  }
+  for (int k = 0; k < P; k++) {
+    const char *name = names[k];
     size_t n = param_count(m, k);
+    int64_t rows, cols;
+    param_dims(m, k, &rows, &cols);
     b_u16(&secs, (unsigned)strlen(name));
     unsigned char kd[2] = {2, 0}; /* a tensor of f32 */
     b_put(&secs, kd, 2);
     b_u32(&secs, 2);
     b_u64(&secs, H + data.n);
     b_u64(&secs, 4 * n);
-    b_u64(&secs, (uint64_t)m->sizes[k / 2 + 1]);
-    b_u64(&secs, k % 2 ? 1 : (uint64_t)m->sizes[k / 2]);
+    b_u64(&secs, (uint64_t)rows);
+    b_u64(&secs, (uint64_t)cols);
     b_put(&secs, name, strlen(name));
     bytes v = {0};
     b_f32s(&v, m->vals[k], n);
@@ -153,8 +192,8 @@ static bytes ref_v3(const net *m) {
   b_put(&b, "AGRLFILE", 8);
   b_u32(&b, 1);
   b_u32(&b, (uint32_t)H);
-  b_u32(&b, 5);
-  b_u32(&b, (uint32_t)(2 * L));
+  b_u32(&b, m->n_conv ? 7 : 5);
+  b_u32(&b, (uint32_t)P);
   b_u64(&b, part);
   b_u64(&b, H + data.n);
   b_u64(&b, 0);
@@ -896,6 +935,151 @@ static void nan_network_not_saved(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* A network with convolutions of known values, as make_net makes them. */
+static net make_conv_net(const int64_t in[3], const int64_t (*conv)[4], int n_conv, const int64_t *fc,
+                         int n_fc) {
+  net m;
+  memset(&m, 0, sizeof m);
+  memcpy(m.in, in, sizeof m.in);
+  m.n_conv = n_conv;
+  int64_t C = in[0], H = in[1], W = in[2];
+  for (int i = 0; i < n_conv; i++) {
+    memcpy(m.conv[i], conv[i], sizeof m.conv[i]);
+    m.chans[i] = C;
+    C = conv[i][0];
+    H = (H + 2 * conv[i][3] - conv[i][1]) / conv[i][2] + 1;
+    W = (W + 2 * conv[i][3] - conv[i][1]) / conv[i][2] + 1;
+  }
+  m.n = n_fc + 1;
+  m.sizes[0] = C * H * W;
+  memcpy(m.sizes + 1, fc, (size_t)n_fc * sizeof *fc);
+  m.hidden = AG_ACT_RELU;
+  m.last = AG_ACT_NONE;
+  for (int k = 0; k < n_params(&m); k++) {
+    size_t c = param_count(&m, k);
+    m.vals[k] = malloc(c * sizeof(float));
+    assert_non_null(m.vals[k]);
+    for (size_t i = 0; i < c; i++) m.vals[k][i] = (float)((int)((i * 7 + (size_t)k * 13) % 23) - 11) / 16.0f;
+  }
+  return m;
+}
+
+static const int64_t cnn_in[3] = {2, 9, 8};
+static const int64_t cnn_conv[2][4] = {{3, 3, 2, 1}, {4, 2, 1, 0}};
+static const int64_t cnn_fc[2] = {6, 3};
+
+/* A network with convolutions is saved as the documented version-4 bytes
+ * and loads back with its convolutions, values and outputs, bit for bit. */
+static void conv_network_round_trip(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  tdir t;
+  tdir_make(&t);
+  ag_conv_layer conv[2];
+  for (int i = 0; i < 2; i++)
+    conv[i] = (ag_conv_layer){cnn_conv[i][0], cnn_conv[i][1], cnn_conv[i][2], cnn_conv[i][3]};
+  ag_mlp *a, *b = SENTINEL;
+  agt_ok(ag_mlp_create_conv(ctx, cnn_in, conv, 2, cnn_fc, 2, AG_ACT_RELU, AG_ACT_NONE, 17, &a));
+  net ref = make_conv_net(cnn_in, cnn_conv, 2, cnn_fc, 2);
+  for (int k = 0; k < n_params(&ref); k++) {
+    free(ref.vals[k]);
+    ref.vals[k] = agt_read_f32(ag_mlp_params(a)[k]);
+  }
+  agt_ok(ag_mlp_save(a, t.path));
+  bytes want = ref_v3(&ref), got = read_bytes(t.path);
+  assert_int_equal(got.n, want.n);
+  assert_memory_equal(got.p, want.p, want.n);
+  agt_ok(ag_mlp_load(ctx, t.path, &b));
+  assert_int_equal(ag_mlp_n_conv(b), 2);
+  for (int i = 0; i < 2; i++) {
+    ag_conv_layer l;
+    int64_t sh[3], sa[3];
+    assert_int_equal(ag_mlp_conv(b, i, &l, sh), 0);
+    assert_memory_equal(&l, &conv[i], sizeof l);
+    assert_int_equal(ag_mlp_conv(a, i, NULL, sa), 0);
+    assert_memory_equal(sh, sa, sizeof sh);
+  }
+  for (int k = 0; k < n_params(&ref); k++) {
+    float *v = agt_read_f32(ag_mlp_params(b)[k]);
+    assert_memory_equal(v, ref.vals[k], param_count(&ref, k) * sizeof(float));
+    free(v);
+  }
+  const int64_t xr = 2 * 9 * 8, cols = 4;
+  float *x = malloc((size_t)(xr * cols) * sizeof *x);
+  assert_non_null(x);
+  agt_rng r = {29};
+  for (int64_t i = 0; i < xr * cols; i++) x[i] = agt_uniform(&r, -3, 3);
+  ag_tensor *tx, *ya, *yb;
+  agt_ok(ag_tensor_create(ctx, xr, cols, AG_F32, x, &tx));
+  agt_ok(ag_mlp_forward(a, tx, &ya));
+  agt_ok(ag_mlp_forward(b, tx, &yb));
+  float *va = agt_read_f32(ya), *vb = agt_read_f32(yb);
+  assert_memory_equal(va, vb, (size_t)(3 * cols) * sizeof(float));
+  free(va), free(vb), free(x);
+  ag_tensor_free(tx);
+  free(want.p), free(got.p);
+  free_net(&ref);
+  ag_mlp_free(a), ag_mlp_free(b);
+  tdir_remove(&t);
+  ag_ctx_free(ctx);
+}
+
+/* Files whose convolutions are not valid, or disagree with the version,
+ * the linear sizes or the sections, are refused before anything is
+ * allocated. */
+static void conv_network_files_refused(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  tdir t;
+  tdir_make(&t);
+  net m = make_conv_net(cnn_in, cnn_conv, 2, cnn_fc, 2);
+  bytes b = ref_v3(&m);
+  ag_mlp *ok;
+  write_bytes(t.path, b.p, b.n);
+  agt_ok(ag_mlp_load(ctx, t.path, &ok)); /* the reference itself loads */
+  ag_mlp_free(ok);
+  free(b.p);
+  /* a kernel larger than the image it meets */
+  m.conv[1][1] = 9;
+  b = ref_v3(&m);
+  expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "its convolutions are not valid", 1);
+  free(b.p);
+  m.conv[1][1] = 2;
+  /* the linear layers' input is not the convolutions' output */
+  m.sizes[0] += 1;
+  b = ref_v3(&m);
+  expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "sizes[0] = 49, where the convolutions give 48", 1);
+  free(b.p);
+  m.sizes[0] -= 1;
+  /* mlp.conv not whole layers */
+  m.conv_values = 7;
+  b = ref_v3(&m);
+  expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "mlp.conv 7", 1);
+  free(b.p);
+  m.conv_values = 0;
+  /* version 3 with the keys of convolutions */
+  m.version = 3;
+  b = ref_v3(&m);
+  expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "mlp.version 3 with the keys of convolutions", 1);
+  free(b.p);
+  /* version 5: newer than this library */
+  m.version = 5;
+  b = ref_v3(&m);
+  expect_refused(ctx, t.path, &b, b.n, AG_ERR_UNSUPPORTED, "reads versions up to 4", 1);
+  free(b.p);
+  free_net(&m);
+  /* version 4 without them */
+  const int64_t sizes[3] = {4, 5, 2};
+  m = make_net(sizes, 3, AG_ACT_RELU, AG_ACT_NONE);
+  m.version = 4;
+  b = ref_v3(&m);
+  expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "mlp.in_shape", 1);
+  free(b.p);
+  free_net(&m);
+  tdir_remove(&t);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reference_crc_is_crc32),
@@ -909,6 +1093,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(stream_from_position),
       cmocka_unit_test(failed_saves_leave_the_old_file),
       cmocka_unit_test(nan_network_not_saved),
+      cmocka_unit_test(conv_network_round_trip),
+      cmocka_unit_test(conv_network_files_refused),
   };
   return agt_run(argc, argv, "mlp_file", tests, sizeof tests / sizeof tests[0]);
 }

@@ -56,10 +56,56 @@ AG_API ag_tensor *const *ag_mlp_params(const ag_mlp *m);
 AG_API int64_t ag_mlp_in(const ag_mlp *m);
 AG_API int64_t ag_mlp_out(const ag_mlp *m);
 
+/* ---- convolutional networks: conv layers in front of an MLP ----
+ * A network over image observations: x [C*H*W, n] (one column a sample,
+ * channels first, each channel row by row: the bytes of a [n, C, H, W]
+ * array in C order, as ag_conv2d takes it) goes through n_conv
+ * convolutions, each followed by the `hidden` activation, and the last
+ * one's output (flat already, [K*Ho*Wo, n]) through the linear layers of
+ * sizes {K*Ho*Wo, fc[0], ..., fc[n_fc-1]} as an MLP's (hidden activations,
+ * then `last`). Convolution i has conv[i].channels filters of
+ * kernel x kernel taps, stride and zero padding pad on both axes (the
+ * geometry and arithmetic of ag_conv2d); its weight is [C_i*k*k, K_i] (the
+ * bytes of PyTorch's Conv2d weight [K_i, C_i, k, k]) and its bias [K_i, 1],
+ * both uniform in [-1/sqrt(C_i*k*k), 1/sqrt(C_i*k*k)] (PyTorch's Conv2d
+ * default), drawn from the same Philox stream of `seed` as the linear
+ * layers, before them. The result is an ag_mlp: every ag_mlp_* call takes
+ * it, ag_mlp_in is C*H*W, and ag_mlp_params lists the convolutions'
+ * parameters (w0, b0, w1, b1, ...) before the linear layers'.
+ * E.g. the Nature DQN: in_shape {4, 84, 84}, conv {{32, 8, 4, 0}, {64, 4,
+ * 2, 0}, {64, 3, 1, 0}}, fc {512, n_actions}. */
+#define AG_MAX_CONV 8
+
+typedef struct ag_conv_layer {
+  int64_t channels; /* K: filters, 1..2^31-1 */
+  int64_t kernel;   /* k x k taps, 1..65535 */
+  int64_t stride;   /* 1..65535 */
+  int64_t pad;      /* zeros on each side, 0..65535 */
+} ag_conv_layer;
+
+/* in_shape {C, H, W}; conv: n_conv layers (copied); fc: n_fc sizes (copied).
+ * Errors: AG_ERR_INVALID_ARG: ctx, in_shape, conv, fc or out NULL; n_conv
+ * outside 1..AG_MAX_CONV; n_fc < 1 or n_fc + 1 > 64; C, H, W or an fc size
+ * outside 1..2^31-1; a layer's channels, kernel, stride or pad outside its
+ * range above; a kernel larger than the padded image it meets (the message
+ * names the layer and the image); an unknown activation;
+ * AG_ERR_UNSUPPORTED: a layer's image or im2col matrix beyond ag_conv2d's
+ * limits (2^31 - 1 values). Nothing is allocated before the checks. */
+AG_API ag_status ag_mlp_create_conv(ag_ctx *ctx, const int64_t in_shape[3], const ag_conv_layer *conv,
+                                    int n_conv, const int64_t *fc, int n_fc, ag_act hidden, ag_act last,
+                                    uint64_t seed, ag_mlp **out);
+/* The network's convolutions: their count (0 for an MLP or m NULL), and
+ * layer i's description (i in 0 .. n_conv-1; returns 0, or -1 leaving *out
+ * untouched for m NULL or i out of range) and its input shape {C, H, W}
+ * (in_shape of layer 0 is the network's). */
+AG_API int ag_mlp_n_conv(const ag_mlp *m);
+AG_API int ag_mlp_conv(const ag_mlp *m, int i, ag_conv_layer *out, int64_t in_shape[3]);
+
 /* Target networks: dst = src (hard copy), or dst = tau * src + (1 - tau) * dst
- * (Polyak averaging). The MLPs must have the same sizes. Queued; recordable.
+ * (Polyak averaging). The networks must have the same sizes (and the same
+ * convolutions over the same input shape). Queued; recordable.
  * Errors: AG_ERR_INVALID_ARG: dst or src NULL, MLPs of different contexts,
- * tau outside [0, 1]; AG_ERR_SHAPE: different sizes. */
+ * tau outside [0, 1]; AG_ERR_SHAPE: different sizes or convolutions. */
 AG_API ag_status ag_mlp_copy(ag_mlp *dst, const ag_mlp *src);
 AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
 
@@ -81,7 +127,12 @@ AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
  * 2..64 of them, each 1..2^31-1), mlp.hidden and mlp.last (ag_act: 0 none,
  * 1 relu, 2 tanh, 3 sigmoid); sections W0, b0, W1, b1, ..., in that order,
  * f32 tensors W_l [sizes[l+1], sizes[l]] (column-major: element (r, c) at
- * value c * sizes[l+1] + r) and b_l [sizes[l+1], 1].
+ * value c * sizes[l+1] + r) and b_l [sizes[l+1], 1]. A network with
+ * convolutions (ag_mlp_create_conv) is mlp.version = 4, with two more keys,
+ * mlp.in_shape (i64 array {C, H, W}) and mlp.conv (i64 array of 4 values a
+ * layer, 1..AG_MAX_CONV layers: channels, kernel, stride, pad), and the
+ * sections conv0.w [C_0*k*k, K_0], conv0.b [K_0, 1], conv1.w, ... before
+ * W0; mlp.sizes[0] is then the last convolution's output K*Ho*Wo.
  * Files of agrl 0.1.0 ("AGRLMLP2", and the older "AGRLMLP1" without CRCs)
  * are still read.
  *
@@ -97,6 +148,8 @@ AG_API ag_status ag_mlp_polyak(ag_mlp *dst, const ag_mlp *src, float tau);
  *     ("truncated", "trailing bytes");
  *   - n_sizes outside 2..64, an activation code outside 0..3, a size outside
  *     1..2^31-1, sections that are not the parameters the sizes describe;
+ *   - convolutions that ag_mlp_create_conv would refuse, or whose output is
+ *     not mlp.sizes[0], or their keys in a file of version 3 or below;
  *   - a part (old files: a parameter) that fails its CRC-32;
  *   - a NaN or an infinity among the values.
  * Version-1 files get every check but the CRCs, which they do not have.

@@ -31,7 +31,8 @@ static ag_status net_of(const ag_mlp *m, int L, int grads, const char *fn, ag__a
 /* Whether m is in -> hidden[0..L-2] -> out with ReLU hidden layers and a
  * linear output. */
 static int shaped(const ag_mlp *m, int L, int64_t in, const int64_t *hidden, int64_t out) {
-  if (!m || ag_mlp_n_params(m) != 2 * L || ag_mlp_in(m) != in || ag_mlp_out(m) != out) return 0;
+  if (!m || ag_mlp_n_conv(m) || ag_mlp_n_params(m) != 2 * L || ag_mlp_in(m) != in || ag_mlp_out(m) != out)
+    return 0;
   ag_act h, last;
   ag__mlp_acts(m, &h, &last);
   if (h != AG_ACT_RELU || last != AG_ACT_NONE) return 0;

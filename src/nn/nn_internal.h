@@ -113,6 +113,16 @@ int ag__acstep_fusable(const ag__acstep *u);
 /* Queues the call (AG_ERR_UNSUPPORTED when not fusable). */
 ag_status ag__acstep_run(const ag__acstep *u, ag_tensor **closs, ag_tensor **aloss);
 
+/* The shapes of the convolutions of a network over in_shape, checked as
+ * ag_mlp_create_conv checks them (its errors, named for fn): shape[i] the
+ * input {C, H, W} of layer i, shape[n_conv] the last one's output. */
+ag_status ag__conv_shapes(const int64_t in_shape[3], const ag_conv_layer *conv, int n_conv,
+                          int64_t (*shape)[3], const char *fn);
+/* The [rows, cols] of each parameter of a network (ag_mlp_params' order)
+ * of n_conv convolutions of shapes `shape` and linear layers of sizes;
+ * writes the first max and returns how many there are. */
+int ag__net_dims(const ag_conv_layer *conv, const int64_t (*shape)[3], int n_conv, const int64_t *sizes,
+                 int n_sizes, int64_t (*dims)[2], int max);
 /* An MLP's activations (hidden layers, last layer). */
 void ag__mlp_acts(const ag_mlp *m, ag_act *hidden, ag_act *last);
 

@@ -72,6 +72,8 @@ static ag_status args_of(const ag__qlearn *u, const char *fn, ag__qgrad_args *a)
   ag_act hidden, last, th, tl;
   ag__mlp_acts(u->q, &hidden, &last);
   ag__mlp_acts(u->target, &th, &tl);
+  if (ag_mlp_n_conv(u->q) || ag_mlp_n_conv(u->target))
+    return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update takes networks without convolutions", fn);
   const int L = ag_mlp_n_params(u->q) / 2;
   if ((L > 1 && (hidden != AG_ACT_RELU || th != AG_ACT_RELU)) || last != AG_ACT_NONE || tl != AG_ACT_NONE)
     return ag__fail(AG_ERR_UNSUPPORTED, "%s: the fused update takes ReLU hidden layers and a linear output",

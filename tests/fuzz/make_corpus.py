@@ -94,6 +94,31 @@ def v3(sizes, hidden, last, params, crc=True):
     return container(keys, secs, crc=crc)
 
 
+def conv_net(in_shape, conv, fc, hidden, last, seed, crc=True, version=4, conv_values=None):
+    """A network with convolutions (mlp.version 4): conv [(channels, kernel,
+    stride, pad)], fc the linear sizes after the flattened output."""
+    c, h, w = in_shape
+    dims = []
+    for ch, k, st, pd in conv:
+        dims += [[c * k * k, ch], [ch, 1]]
+        c, h, w = ch, (h + 2 * pd - k) // st + 1, (w + 2 * pd - k) // st + 1
+    sizes = [c * h * w] + list(fc)
+    for l in range(len(sizes) - 1):
+        dims += [[sizes[l + 1], sizes[l]], [sizes[l + 1], 1]]
+    flat = [v for layer in conv for v in layer]
+    keys = [(4, "kind", "mlp"), (2, "mlp.version", version), (5, "mlp.sizes", sizes), (2, "mlp.hidden", hidden),
+            (2, "mlp.last", last), (5, "mlp.in_shape", list(in_shape)),
+            (5, "mlp.conv", flat if conv_values is None else flat[:conv_values])]
+    secs = []
+    for k, d in enumerate(dims):
+        n = d[0] * d[1]
+        name = ("conv%d.%s" % (k // 2, "b" if k % 2 else "w") if k < 2 * len(conv) else
+                "%s%d" % ("b" if k % 2 else "W", (k - 2 * len(conv)) // 2))
+        vals = [((i * 7 + seed * 13 + k) % 23 - 11) / 16.0 for i in range(n)]
+        secs.append((name, 0, d, struct.pack("<%df" % n, *vals)))
+    return container(keys, secs, crc=crc)
+
+
 def key_value_at(f, name):
     """The offset of key `name`'s value in the container f."""
     nkeys = struct.unpack_from("<I", f, 16)[0]
@@ -418,6 +443,14 @@ def main():
     seeds["container_crc0"] = v3([2, 3, 1], 1, 0, values([2, 3, 1], 0), crc=False)
     seeds["container_bad_act_crc0"] = v3([2, 3, 1], 9, 0, values([2, 3, 1], 0), crc=False)
     seeds["container_nan_crc0"] = v3([2, 3, 1], 1, 0, p, crc=False)
+    seeds["conv_valid_0"] = conv_net((2, 9, 8), [(3, 3, 2, 1), (4, 2, 1, 0)], [6, 3], 1, 0, 0)
+    seeds["conv_valid_1"] = conv_net((1, 5, 5), [(2, 5, 1, 0)], [2], 2, 0, 1)
+    seeds["conv_crc0"] = conv_net((2, 9, 8), [(3, 3, 2, 1), (4, 2, 1, 0)], [6, 3], 1, 0, 0, crc=False)
+    seeds["conv_kernel_too_large_crc0"] = conv_net((2, 3, 3), [(3, 3, 1, 0), (4, 2, 1, 0)], [3], 1, 0, 0,
+                                                   crc=False)
+    seeds["conv_values7_crc0"] = conv_net((2, 9, 8), [(3, 3, 2, 1), (4, 2, 1, 0)], [6, 3], 1, 0, 0, crc=False,
+                                          conv_values=7)
+    seeds["conv_version3_crc0"] = conv_net((1, 5, 5), [(2, 5, 1, 0)], [2], 2, 0, 1, crc=False, version=3)
     seeds["not_a_model"] = b"PK\x03\x04 this is not a model file"
     seeds["empty"] = b""
     for name, data in sorted(seeds.items()):
