@@ -111,13 +111,39 @@ static void replay_u8_storage_refuses_values_that_do_not_fit(void **state) {
 
 /* ---- DQN ---- */
 
-/* Host forward of an MLP (ReLU hidden, linear last) in double. */
+/* Host forward of an MLP (ReLU hidden, linear last) in double, after its
+ * convolutions (ReLU after each; taps in the padding read 0). */
 static void host_forward(ag_mlp *m, const double *x, int64_t in, double *out) {
   double h[512], z[512];
   int64_t n = in;
   for (int64_t i = 0; i < n; i++) h[i] = x[i];
+  const int nc = ag_mlp_n_conv(m);
+  for (int l = 0; l < nc; l++) {
+    ag_conv_layer c;
+    int64_t sh[3];
+    assert_int_equal(ag_mlp_conv(m, l, &c, sh), 0);
+    const int64_t C = sh[0], H = sh[1], W = sh[2], k = c.kernel;
+    const int64_t Ho = (H + 2 * c.pad - k) / c.stride + 1, Wo = (W + 2 * c.pad - k) / c.stride + 1;
+    float *w = agt_read_f32(ag_mlp_params(m)[2 * l]), *bb = agt_read_f32(ag_mlp_params(m)[2 * l + 1]);
+    for (int64_t f = 0; f < c.channels; f++)
+      for (int64_t i = 0; i < Ho; i++)
+        for (int64_t j = 0; j < Wo; j++) {
+          double acc = bb[f];
+          for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t u = 0; u < k; u++)
+              for (int64_t v = 0; v < k; v++) {
+                const int64_t r = i * c.stride + u - c.pad, q = j * c.stride + v - c.pad;
+                if (r >= 0 && q >= 0 && r < H && q < W)
+                  acc += (double)w[f * C * k * k + (ch * k + u) * k + v] * h[(ch * H + r) * W + q];
+              }
+          z[(f * Ho + i) * Wo + j] = acc > 0 ? acc : 0;
+        }
+    n = c.channels * Ho * Wo;
+    for (int64_t r = 0; r < n; r++) h[r] = z[r];
+    free(w), free(bb);
+  }
   int L = ag_mlp_n_params(m) / 2;
-  for (int l = 0; l < L; l++) {
+  for (int l = nc; l < L; l++) {
     ag_tensor *W = ag_mlp_params(m)[2 * l], *b = ag_mlp_params(m)[2 * l + 1];
     int64_t o = ag_tensor_rows(W);
     float *w = agt_read_f32(W), *bb = agt_read_f32(b);
@@ -204,6 +230,74 @@ static void dqn_loss_matches_host_reference(void **state) {
     ag_dqn_free(d);
     ag_ctx_free(ctx);
   }
+}
+
+/* A DQN with convolutions over 2x5x4 images: the loss of gathered
+ * transitions equals the host's Double-DQN Huber target, and the update,
+ * which composes ops whatever cfg.fused says, moves Q towards it. */
+static void dqn_with_convolutions_matches_host_reference(void **state) {
+  (void)state;
+  enum { C = 2, H = 5, W = 4, OD = C * H * W, NA = 3, N = 24 };
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn_config cfg = small_config(1, 1);
+  cfg.n_conv = 2;
+  cfg.conv[0] = (ag_conv_layer){3, 3, 1, 1};
+  cfg.conv[1] = (ag_conv_layer){2, 2, 2, 0};
+  cfg.obs_shape[0] = C, cfg.obs_shape[1] = H, cfg.obs_shape[2] = W;
+  cfg.n_hidden = 1;
+  cfg.hidden[0] = 6;
+  ag_dqn *d;
+  agt_err(ag_dqn_create(ctx, OD + 1, NA, 1000, &cfg, &d), AG_ERR_INVALID_ARG, "does not hold obs_dim = 41");
+  agt_ok(ag_dqn_create(ctx, OD, NA, 1000, &cfg, &d));
+  assert_int_equal(ag_dqn_fused(d), 0);
+  assert_int_equal(ag_mlp_in(ag_dqn_q(d)), OD);
+  assert_int_equal(ag_mlp_n_conv(ag_dqn_target(d)), 2);
+  agt_rng g = {23};
+  float *obs = malloc(sizeof(float) * N * OD), *next = malloc(sizeof(float) * N * OD), rew[N];
+  assert_true(obs && next);
+  int32_t act[N];
+  int term[N];
+  for (int j = 0; j < N; j++) {
+    for (int e = 0; e < OD; e++)
+      obs[j * OD + e] = agt_uniform(&g, -2, 2), next[j * OD + e] = agt_uniform(&g, -2, 2);
+    act[j] = (int32_t)agt_below(&g, NA);
+    rew[j] = agt_uniform(&g, -1, 1) * 3;
+    term[j] = j % 4 == 0;
+  }
+  agt_ok(ag_dqn_store(d, obs, act, rew, next, term, N));
+  agt_ok(ag_dqn_train(d, 4, NULL));
+  const int64_t idx[5] = {1, 4, 9, 17, 23};
+  double host_loss[2];
+  for (int round = 0; round < 2; round++) {
+    ag_tensor *batch, *loss;
+    agt_ok(ag_replay_gather(ag_dqn_replay(d), idx, 5, &batch));
+    agt_ok(ag_dqn_loss(d, batch, &loss));
+    float lv;
+    agt_ok(ag_tensor_read(loss, &lv, sizeof lv));
+    double acc = 0;
+    for (int j = 0; j < 5; j++) {
+      const int64_t t = idx[j];
+      double x[OD], xn[OD], q[NA], qn[NA], qo[NA];
+      for (int e = 0; e < OD; e++) x[e] = obs[t * OD + e], xn[e] = next[t * OD + e];
+      host_forward(ag_dqn_q(d), x, OD, q);
+      host_forward(ag_dqn_target(d), xn, OD, qn);
+      host_forward(ag_dqn_q(d), xn, OD, qo);
+      int best = 0;
+      for (int a = 1; a < NA; a++) best = qo[a] > qo[best] ? a : best;
+      const double y = rew[t] + 0.99 * (1 - term[t]) * qn[best], diff = q[act[t]] - y, ad = fabs(diff);
+      acc += ad <= 1 ? 0.5 * diff * diff : ad - 0.5;
+    }
+    acc /= 5;
+    if (!(fabs(lv - acc) <= 1e-4 * (1 + fabs(acc))))
+      fail_msg("round %d: loss %.7g, host %.7g", round, (double)lv, acc);
+    host_loss[round] = acc;
+    ag_ctx_reset(ctx);
+    if (round == 0) agt_ok(ag_dqn_train(d, 40, NULL)); /* batches of the 24 transitions */
+  }
+  assert_true(host_loss[1] < host_loss[0]); /* the target network stayed: the updates fit Q to it */
+  free(obs), free(next);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
 }
 
 /* Two DQNs of one configuration but for cfg.fused: d[0] fused, d[1] on
@@ -795,6 +889,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(replay_fields_map_onto_rows_and_wrap),
       cmocka_unit_test(replay_u8_storage_refuses_values_that_do_not_fit),
       cmocka_unit_test(dqn_loss_matches_host_reference),
+      cmocka_unit_test(dqn_with_convolutions_matches_host_reference),
       cmocka_unit_test(dqn_fused_update_matches_composed_ops),
       cmocka_unit_test(dqn_fused_update_applies_adam_itself),
       cmocka_unit_test(dqn_train_many_equals_one_at_a_time),

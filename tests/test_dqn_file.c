@@ -46,10 +46,20 @@ static void store_random(ag_dqn *d, agt_rng *g, int n) {
   }
 }
 
-static ag_dqn *make_dqn(ag_ctx *ctx, int fused, int64_t buffer) {
+/* With conv, the observations are 1x2x2 images seen through a 2x2
+ * convolution of 3 filters and a 2x2 one of 2 filters padded by 1, in
+ * front of one hidden layer. */
+static ag_dqn *make_dqn_of(ag_ctx *ctx, int fused, int64_t buffer, int conv) {
   ag_dqn_config c = agt_dqn_config(16, 32, buffer, 11, fused);
   c.n_hidden = 2;
   c.hidden[1] = 8;
+  if (conv) {
+    c.n_conv = 2;
+    c.conv[0] = (ag_conv_layer){3, 2, 1, 0};
+    c.conv[1] = (ag_conv_layer){2, 2, 1, 1};
+    c.obs_shape[0] = 1, c.obs_shape[1] = 2, c.obs_shape[2] = 2;
+    c.n_hidden = 1;
+  }
   ag_dqn *d;
   agt_ok(ag_dqn_create(ctx, OBS, ACTS, 5000, &c, &d));
   agt_rng g = {0x1234};
@@ -65,6 +75,8 @@ static ag_dqn *make_dqn(ag_ctx *ctx, int fused, int64_t buffer) {
   agt_ok(ag_dqn_set_run_state(d, "run state", 9));
   return d;
 }
+
+static ag_dqn *make_dqn(ag_ctx *ctx, int fused, int64_t buffer) { return make_dqn_of(ctx, fused, buffer, 0); }
 
 /* Every tensor of both networks, bytes in a new array. */
 static float *params_of(const ag_dqn *d, size_t *n) {
@@ -197,12 +209,62 @@ static void damaged_files_refused(void **state) {
   agt_fix_crc(g);
   agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "'dqn.lr' is missing");
   memcpy(g, f, n);
-  ag__put64(g + key_value(f, "dqn.version"), 3);
+  ag__put64(g + key_value(f, "dqn.version"), 4);
   agt_fix_crc(g);
   agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_UNSUPPORTED, "version");
+  /* version 3 is a DQN with convolutions: without their keys it is refused */
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "dqn.version"), 3);
+  agt_fix_crc(g);
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "'dqn.conv' is missing");
   /* a large network: refused before it is made */
   agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.sizes") + 8, 8, (uint64_t)1 << 23, "section");
   agt_refuse_bad_args(&dqn_kind, ctx, d);
+  free(f);
+  free(g);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
+/* A DQN with convolutions (which updates through the composed ops,
+ * whatever cfg.fused says) keeps its convolutions and trains on the same. */
+static void conv_round_trip_trains_on_identically(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn *d = make_dqn_of(ctx, 1, 120, 1);
+  assert_int_equal(ag_dqn_fused(d), 0);
+  assert_int_equal(ag_mlp_n_conv(ag_dqn_q(d)), 2);
+  ag_dqn *l = agt_round_trip(&dqn_kind, ctx, d);
+  const ag_dqn_config *cd = ag_dqn_get_config(d), *cl = ag_dqn_get_config(l);
+  assert_int_equal(cl->n_conv, 2);
+  assert_memory_equal(cl->conv, cd->conv, 2 * sizeof cd->conv[0]);
+  assert_memory_equal(cl->obs_shape, cd->obs_shape, sizeof cd->obs_shape);
+  assert_int_equal(ag_mlp_n_conv(ag_dqn_target(l)), 2);
+  assert_same_future(d, l);
+  ag_dqn_free(l);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
+/* The keys of convolutions are checked: a shape that is not the
+ * observation's, layers that do not fit it, a count not of whole layers,
+ * and those keys in a version-2 file. */
+static void conv_damaged_files_refused(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn *d = make_dqn_of(ctx, 0, 40, 1);
+  agt_ok(ag_dqn_save(d, agt_path_a));
+  size_t n;
+  unsigned char *f = agt_slurp(agt_path_a, &n), *g = malloc(n + 8);
+  assert_non_null(g);
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.obs_shape"), 8, 2, "does not hold");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.obs_shape") + 8, 8, 0, "out of range");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.conv") + 8, 8, 3, "configuration");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.conv") + 4 * 8, 8, 0, "configuration");
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "dqn.version"), 2);
+  agt_fix_crc(g);
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "the keys of convolutions in a version-2 file");
   free(f);
   free(g);
   ag_dqn_free(d);
@@ -285,6 +347,8 @@ static void resumed_runs_equal_the_uninterrupted_one(void **state) {
 int main(int argc, char **argv) {
 #define TEST(f) cmocka_unit_test_setup_teardown(f, agt_dir_setup, agt_dir_teardown)
   const struct CMUnitTest tests[] = {TEST(round_trip_trains_on_identically),
+                                     TEST(conv_round_trip_trains_on_identically),
+                                     TEST(conv_damaged_files_refused),
                                      TEST(saved_here_loads_on_the_cpu),
                                      TEST(damaged_files_refused),
                                      TEST(unwritable_places),

@@ -33,7 +33,10 @@ extern "C" {
  * eps_start or eps_end outside [0, 1], max_grad_norm < 0 or not finite,
  * per_alpha or per_beta outside [0, 1], per_eps outside (0, 1], per not 0
  * or 1, n_step outside 1..64, n_envs outside 1..2^20 (NaN is outside every
- * range); with AG_ERR_UNSUPPORTED, also before anything is allocated, per
+ * range), n_conv outside 0..AG_MAX_CONV, with n_conv > 0 an obs_shape
+ * whose product is not obs_dim or convolutions that ag_mlp_create_conv
+ * refuses over obs_shape (with its status: AG_ERR_UNSUPPORTED for those
+ * beyond its limits); with AG_ERR_UNSUPPORTED, also before anything is allocated, per
  * = 1 with buffer_size > 2^31 - 1 (the prioritized sampler's limit,
  * ag_per_create), and per or n_step > 1 with a group of GPUs. double_dqn,
  * huber and fused are flags (nonzero: on). */
@@ -79,6 +82,17 @@ typedef struct ag_dqn_config {
    * size when n_step > 1). */
   int n_step;     /* 5 */
   int64_t n_envs; /* 1 */
+  /* image observations: n_conv convolutions (ag_mlp_create_conv, each
+   * followed by ReLU) in front of the hidden layers, over observations of
+   * shape obs_shape {C, H, W} (channels first, C*H*W = obs_dim). n_conv 0
+   * (the default) is an MLP over the flat observation, and conv and
+   * obs_shape are not read. With convolutions the update always runs as
+   * composed ops (fused is not used). E.g. MinAtar's DQN: conv {{16, 3, 1,
+   * 0}}, hidden {128}; the Nature DQN: conv {{32, 8, 4, 0}, {64, 4, 2, 0},
+   * {64, 3, 1, 0}}, hidden {512}. */
+  int n_conv;                      /* 0 */
+  ag_conv_layer conv[AG_MAX_CONV]; /* (none) */
+  int64_t obs_shape[3];            /* (none) */
 } ag_dqn_config;
 
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256

@@ -101,6 +101,13 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per = %d must be 0 or 1", fn, c->per);
   if (!(c->per_eps > 0.0f && c->per_eps <= 1.0f))
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per_eps = %g must be in (0, 1]", fn, (double)c->per_eps);
+  if (c->n_conv < 0 || c->n_conv > AG_MAX_CONV)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: n_conv = %d must be in 0..%d", fn, c->n_conv, AG_MAX_CONV);
+  if (c->n_conv) {
+    int64_t shape[AG_MAX_CONV + 1][3];
+    ag_status s = ag__conv_shapes(c->obs_shape, c->conv, c->n_conv, shape, fn);
+    if (s) return s;
+  }
   if (c->n_step < 1 || c->n_step > AG__MAX_N_STEP)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..%d", fn, c->n_step, AG__MAX_N_STEP);
   if (c->n_envs < 1 || c->n_envs > AG__MAX_N_ENVS)
@@ -147,6 +154,11 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
   ag_status s = ag__dqn_check_config(cfg, fn);
   if (s) return s;
+  if (cfg->n_conv && cfg->obs_shape[0] * cfg->obs_shape[1] * cfg->obs_shape[2] != obs_dim)
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: obs_shape = {%lld, %lld, %lld} does not hold obs_dim = %lld values", fn,
+                    (long long)cfg->obs_shape[0], (long long)cfg->obs_shape[1], (long long)cfg->obs_shape[2],
+                    (long long)obs_dim);
   if (g && (cfg->per || cfg->n_step > 1))
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "%s: prioritized replay and n-step returns over a group of GPUs are not supported", fn);
@@ -175,11 +187,13 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   const ag_field fields[6] = {{"obs", obs_dim, AG_F32},  {"action", 1, AG_I32},
                               {"reward", 1, AG_F32},     {"next_obs", obs_dim, AG_F32},
                               {"terminated", 1, AG_I32}, {"truncated", 1, AG_I32}};
-  s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE,
-                    ag__seed_stream(AG__SEED_DQN_NETS, cfg->seed, 1), &d->q);
-  if (!s)
-    s = ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE,
-                      ag__seed_stream(AG__SEED_DQN_NETS, cfg->seed, 2), &d->target);
+  for (int k = 1; k <= 2 && !s; k++) {
+    const uint64_t seed = ag__seed_stream(AG__SEED_DQN_NETS, cfg->seed, (uint64_t)k);
+    ag_mlp **net = k == 1 ? &d->q : &d->target;
+    s = cfg->n_conv ? ag_mlp_create_conv(ctx, cfg->obs_shape, cfg->conv, cfg->n_conv, sizes + 1,
+                                         cfg->n_hidden + 1, AG_ACT_RELU, AG_ACT_NONE, seed, net)
+                    : ag_mlp_create(ctx, sizes, cfg->n_hidden + 2, AG_ACT_RELU, AG_ACT_NONE, seed, net);
+  }
   if (!s && g) s = ag_dist_broadcast(g, ag_mlp_params(d->q), ag_mlp_n_params(d->q), 0);
   if (!s) s = ag_mlp_copy(d->target, d->q);
   ag_adam_config ac = ag_adam_defaults();
@@ -556,7 +570,7 @@ ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss) {
   /* 2. with a loss to read back, what the updates change is kept first, so
    * that a failed read can be undone */
   if (last_loss) {
-    ag_tensor *keep[4 * (AG_DQN_MAX_HIDDEN + 1) * 4 + 8];
+    ag_tensor *keep[4 * (AG_DQN_MAX_HIDDEN + 1 + AG_MAX_CONV) * 4 + 8];
     const int room = (int)(sizeof keep / sizeof *keep) - 2;
     int m = ag__dqn_update_state(d, keep, room);
     if (m > room) return ag__fail(AG_ERR_STATE, "%s: too many tensors to keep", fn);

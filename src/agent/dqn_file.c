@@ -14,9 +14,10 @@
 
 #include "agrl/agrl.h"
 #include "agent/agent_internal.h"
+#include "nn/nn_internal.h"
 #include "replay/replay_internal.h"
 
-enum { DQN_VERSION = 2, DQN_MAX_TENSORS = 256 };
+enum { DQN_VERSION = 2, DQN_VERSION_CONV = 3, DQN_MAX_TENSORS = 256 };
 
 /* The tensors of the file, in its order (ag__agf_dqn_section's names); how many there are. */
 static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
@@ -83,9 +84,18 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
   ag__agf a;
   ag__agf_init(&a);
   ag__agf_set_str(&a, "kind", "dqn");
-  ag__agf_set_i64(&a, "dqn.version", DQN_VERSION);
+  ag__agf_set_i64(&a, "dqn.version", c->n_conv ? DQN_VERSION_CONV : DQN_VERSION);
   ag__agf_set_str(&a, "dqn.library", ag_version());
   ag__agf_set_i64s(&a, "dqn.sizes", sizes, (uint32_t)(L + 1));
+  if (c->n_conv) { /* the convolutions in front (DQN_VERSION_CONV) */
+    int64_t conv[4 * AG_MAX_CONV];
+    for (int i = 0; i < c->n_conv; i++) {
+      conv[4 * i] = c->conv[i].channels, conv[4 * i + 1] = c->conv[i].kernel;
+      conv[4 * i + 2] = c->conv[i].stride, conv[4 * i + 3] = c->conv[i].pad;
+    }
+    ag__agf_set_i64s(&a, "dqn.conv", conv, (uint32_t)(4 * c->n_conv));
+    ag__agf_set_i64s(&a, "dqn.obs_shape", c->obs_shape, 3);
+  }
   for (int i = 0; i < 4; i++) ag__agf_set_i64(&a, dqn_flags[i], flags[i] ? 1 : 0);
   for (int i = 0; i < 11; i++) ag__agf_set_f64(&a, dqn_f32s[i], (double)fs[i]);
   for (int i = 0; i < 11; i++) ag__agf_set_i64(&a, dqn_i64s[i], is[i]);
@@ -94,8 +104,8 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
   for (int i = 0; i < T; i++) {
     char nm[32];
     const int64_t dims[2] = {ag_tensor_rows(ts[i]), ag_tensor_cols(ts[i])};
-    ag__agf_add_tensor(&a, ag__agf_dqn_section(i, L, nm), ag_tensor_dtype(ts[i]), 2, dims, tensor_fill,
-                       ts[i]);
+    ag__agf_add_tensor(&a, ag__agf_dqn_section(i, c->n_conv + L, nm), ag_tensor_dtype(ts[i]), 2, dims,
+                       tensor_fill, ts[i]);
   }
   ag__agf_add_blob(&a, "run_state", d->run_state_n, ag__agf_fill_host, d->run_state);
   ag__afile af;
@@ -141,7 +151,7 @@ static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag
   int64_t version;
   const int64_t *sz;
   uint32_t n = 0;
-  ag_status s = ag__agf_check_kind(a, "dqn", DQN_VERSION, &version, fn, path);
+  ag_status s = ag__agf_check_kind(a, "dqn", DQN_VERSION_CONV, &version, fn, path);
   if (!s) s = ag__agf_get_i64s(a, "dqn.sizes", AG_DQN_MAX_HIDDEN + 2, &sz, &n, fn, path);
   if (!s && n < 2) s = bad(fn, path, "dqn.sizes has fewer than 2 sizes");
   for (uint32_t i = 0; !s && i < n; i++)
@@ -150,6 +160,26 @@ static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag
   c->n_hidden = (int)n - 2;
   for (int i = 0; i < c->n_hidden; i++) c->hidden[i] = sz[i + 1];
   k[0] = sz[0], k[1] = sz[n - 1];
+  const int has_conv = ag__agf_key_find(a, "dqn.conv") || ag__agf_key_find(a, "dqn.obs_shape");
+  if (version < DQN_VERSION_CONV && has_conv)
+    return bad(fn, path, "the keys of convolutions in a version-2 file");
+  if (version >= DQN_VERSION_CONV) {
+    const int64_t *cv, *sh;
+    uint32_t ncv = 0, nsh = 0;
+    s = ag__agf_get_i64s(a, "dqn.conv", 4 * AG_MAX_CONV, &cv, &ncv, fn, path);
+    if (!s) s = ag__agf_get_i64s(a, "dqn.obs_shape", 3, &sh, &nsh, fn, path);
+    if (!s && (ncv < 4 || ncv % 4 || nsh != 3))
+      s = bad(fn, path, "dqn.conv is not 1..8 layers of 4 values, or dqn.obs_shape not 3 values");
+    if (s) return s;
+    c->n_conv = (int)(ncv / 4);
+    for (int i = 0; i < c->n_conv; i++)
+      c->conv[i] = (ag_conv_layer){cv[4 * i], cv[4 * i + 1], cv[4 * i + 2], cv[4 * i + 3]};
+    memcpy(c->obs_shape, sh, sizeof c->obs_shape);
+    for (int i = 0; i < 3; i++)
+      if (sh[i] < 1 || sh[i] > ((int64_t)1 << 24)) return bad(fn, path, "dqn.obs_shape out of range");
+    if (sh[0] * sh[1] * sh[2] != k[0])
+      return bad(fn, path, "dqn.obs_shape does not hold the observation's size");
+  }
   int64_t fl[4];
   for (int i = 0; !s && i < 4; i++) s = ag__agf_get_i64(a, dqn_flags[i], 0, 1, &fl[i], fn, path);
   if (s) return s;
@@ -187,32 +217,35 @@ static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag
  * file's order (dqn_tensors'); how many there are. */
 static int expected_entries(const ag_dqn_config *c, int64_t obs_dim, int64_t n_actions, int64_t (*e)[3],
                             int max) {
-  int64_t sizes[AG_DQN_MAX_HIDDEN + 2];
+  int64_t sizes[AG_DQN_MAX_HIDDEN + 2], shape[AG_MAX_CONV + 1][3];
   int L = c->n_hidden + 1, n = 0;
   sizes[0] = obs_dim;
+  if (c->n_conv) { /* checked by ag__dqn_check_config */
+    ag__conv_shapes(c->obs_shape, c->conv, c->n_conv, shape, "ag_dqn_load");
+    sizes[0] = shape[c->n_conv][0] * shape[c->n_conv][1] * shape[c->n_conv][2];
+  }
   for (int i = 0; i < c->n_hidden; i++) sizes[i + 1] = c->hidden[i];
   sizes[L] = n_actions;
+  /* each parameter's [rows, cols]: the convolutions', then the linear layers' */
+  int64_t d[2 * (AG_MAX_CONV + AG_DQN_MAX_HIDDEN + 1)][2];
+  const int P = ag__net_dims(c->conv, (const int64_t(*)[3])shape, c->n_conv, sizes, L + 1, d,
+                             2 * (AG_MAX_CONV + AG_DQN_MAX_HIDDEN + 1));
 #define ENTRY(r, cl, dt)                                        \
   do {                                                          \
     if (n < max) e[n][0] = (r), e[n][1] = (cl), e[n][2] = (dt); \
     n++;                                                        \
   } while (0)
-  for (int l = 0; l < L; l++) { /* each parameter and its gradient */
-    ENTRY(sizes[l + 1], sizes[l], AG_F32);
-    ENTRY(sizes[l + 1], sizes[l], AG_F32);
-    ENTRY(sizes[l + 1], 1, AG_F32);
-    ENTRY(sizes[l + 1], 1, AG_F32);
+  for (int p = 0; p < P; p++) { /* each parameter and its gradient */
+    ENTRY(d[p][0], d[p][1], AG_F32);
+    ENTRY(d[p][0], d[p][1], AG_F32);
   }
   ENTRY(1, 1, AG_I64);               /* the sampling counter */
   ENTRY(AG__OPT_STATE_N, 1, AG_F32); /* Adam's state, then each parameter's moments */
-  for (int l = 0; l < L; l++) {
-    for (int k = 0; k < 2; k++) ENTRY(sizes[l + 1], sizes[l], AG_F32);
-    for (int k = 0; k < 2; k++) ENTRY(sizes[l + 1], 1, AG_F32);
+  for (int p = 0; p < P; p++) {
+    ENTRY(d[p][0], d[p][1], AG_F32);
+    ENTRY(d[p][0], d[p][1], AG_F32);
   }
-  for (int l = 0; l < L; l++) { /* the target network */
-    ENTRY(sizes[l + 1], sizes[l], AG_F32);
-    ENTRY(sizes[l + 1], 1, AG_F32);
-  }
+  for (int p = 0; p < P; p++) ENTRY(d[p][0], d[p][1], AG_F32); /* the target network */
 #undef ENTRY
   return n;
 }
@@ -280,8 +313,8 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   for (int i = 0; !s && i < T; i++) {
     char nm[32];
     int at = -1;
-    s = ag__agf_want_section(&a, ag__agf_dqn_section(i, c.n_hidden + 1, nm), (int)want[i][2], 2, want[i], &at,
-                             fn, path);
+    s = ag__agf_want_section(&a, ag__agf_dqn_section(i, c.n_conv + c.n_hidden + 1, nm), (int)want[i][2], 2,
+                             want[i], &at, fn, path);
     if (!s && at != i) s = bad(fn, path, "its sections are not in the order of its tensors");
     if (!s) params += a.sections[i].bytes;
   }
