@@ -364,7 +364,7 @@ static void q_evaluate_writes_nothing_on_error(void **state) {
   agt_ok(ag_mlp_create(ctx, sizes, 2, AG_ACT_RELU, AG_ACT_NONE, 1, &q));
   count_env st = {0};
   const ag_env_ops ops = {count_reset, count_step, NULL};
-  const ag_env_spec spec = {"count", 1, 2, 0, NULL, NULL, 1, NAN};
+  const ag_env_spec spec = {"count", 1, 2, 0, NULL, NULL, 1, NAN, {0, 0, 0}};
   ag_env *env;
   agt_ok(ag_env_create_custom(&ops, &st, &spec, &env));
   double mean = -7.0, returns[3] = {-7.0, -7.0, -7.0};

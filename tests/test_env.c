@@ -77,7 +77,7 @@ static void counter_free(void *state) {
 }
 
 static const ag_env_ops counter_ops = {counter_reset, counter_step, counter_free};
-static const ag_env_spec counter_spec = {"Counter-v0", 2, 3, 0, NULL, NULL, 5, 10.0f};
+static const ag_env_spec counter_spec = {"Counter-v0", 2, 3, 0, NULL, NULL, 5, 10.0f, {0, 0, 0}};
 
 static ag_env *make_counter(int *frees, counter_env **state_out) {
   counter_env *c = calloc(1, sizeof *c);
@@ -589,6 +589,14 @@ F(custom_obs_dim_zero) {
   f->spec.obs_dim = 0;
   return ag_env_create_custom(&f->ops, &f->custom_state, &f->spec, &f->eout);
 }
+F(custom_obs_shape_not_obs_dim) { /* the counter's obs_dim is 2 */
+  f->spec.obs_shape[0] = 1, f->spec.obs_shape[1] = 1, f->spec.obs_shape[2] = 3;
+  return ag_env_create_custom(&f->ops, &f->custom_state, &f->spec, &f->eout);
+}
+F(custom_obs_shape_zero_size) {
+  f->spec.obs_shape[0] = 2, f->spec.obs_shape[1] = 0, f->spec.obs_shape[2] = 1;
+  return ag_env_create_custom(&f->ops, &f->custom_state, &f->spec, &f->eout);
+}
 F(custom_both_kinds) {
   f->spec.act_dim = 2;
   return ag_env_create_custom(&f->ops, &f->custom_state, &f->spec, &f->eout);
@@ -736,6 +744,12 @@ static const bad_call calls[] = {
     {"custom: spec NULL", AG_ERR_INVALID_ARG, "spec is NULL", custom_spec_null},
     {"custom: out NULL", AG_ERR_INVALID_ARG, "out is NULL", custom_out_null},
     {"custom: obs_dim 0", AG_ERR_INVALID_ARG, "spec->obs_dim = 0 must be positive", custom_obs_dim_zero},
+    {"custom: obs_shape of 3 values, obs_dim 2", AG_ERR_INVALID_ARG,
+     "spec->obs_shape = {1, 1, 3} must be {0, 0, 0} (a flat observation) or positive sizes whose product is "
+     "obs_dim = 2",
+     custom_obs_shape_not_obs_dim},
+    {"custom: obs_shape with a 0", AG_ERR_INVALID_ARG, "spec->obs_shape = {2, 0, 1}",
+     custom_obs_shape_zero_size},
     {"custom: discrete and continuous", AG_ERR_INVALID_ARG,
      "n_actions = 3 and spec->act_dim = 2: exactly one", custom_both_kinds},
     {"custom: neither", AG_ERR_INVALID_ARG, "n_actions = 0 and spec->act_dim = 0", custom_no_kind},

@@ -662,7 +662,7 @@ static ag_status user_step(void *state, const float *action, float *obs, float *
 
 static ag_env *make_user_env(void) {
   static const ag_env_ops ops = {user_reset, user_step, NULL};
-  static const ag_env_spec spec = {"User-v0", 4, 2, 0, NULL, NULL, 10, 5.0f};
+  static const ag_env_spec spec = {"User-v0", 4, 2, 0, NULL, NULL, 10, 5.0f, {0, 0, 0}};
   ag_env *e = NULL;
   agt_ok(ag_env_create_custom(&ops, NULL, &spec, &e));
   return e;

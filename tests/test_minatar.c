@@ -98,6 +98,8 @@ static void restored_state_replays_the_same_steps(void **state) {
       ag_env *e = make_env(name), *f = make_env(name);
       const int na = ag_env_get_spec(e)->n_actions, od = ag_env_get_spec(e)->obs_dim;
       assert_true(od <= MAX_OBS);
+      const int *sh = ag_env_get_spec(e)->obs_shape; /* C x 10 x 10, channels first */
+      assert_true(sh[1] == 10 && sh[2] == 10 && sh[0] * 100 == od);
       agt_rng g = {77 + (uint64_t)k * 4 + (uint64_t)v};
       float obs[MAX_OBS], acts[MORE], ref_r[MORE], r;
       int ref_flags[MORE], te, tr;

@@ -109,6 +109,8 @@ typedef struct ag_env_spec {
   const float *act_high;  /* continuous: act_dim upper bounds, or NULL (none) */
   int max_episode_steps;  /* truncation after this many steps; 0: no limit */
   float reward_threshold; /* return at which the task counts as solved; NAN if none */
+  int obs_shape[3];       /* an image observation: {C, H, W}, channels first (C*H*W = obs_dim);
+                             {0, 0, 0}: a flat vector (the MinAtar games: {C, 10, 10}) */
 } ag_env_spec;
 
 /* The functions of a user-defined environment. `state` is the pointer given
@@ -149,7 +151,8 @@ AG_API ag_status ag_env_create(const char *name, ag_env **out);
  * spec->id may be NULL ("custom"); obs_dim >= 1; exactly one of n_actions
  * (at most 2^24) and act_dim positive; act_low and act_high are both NULL
  * (always so for a discrete one) or both set with low <= high;
- * max_episode_steps >= 0.
+ * max_episode_steps >= 0; obs_shape {0, 0, 0} or three positive sizes
+ * whose product is obs_dim.
  * Errors: AG_ERR_INVALID_ARG for ops, ops->reset, ops->step, spec or out
  * NULL or a bad spec field (named in the message); AG_ERR_OUT_OF_MEMORY. On
  * error the caller still owns `state` and *out is untouched. */

@@ -28,6 +28,13 @@ static ag_status check_spec(const ag_env_spec *spec, const char *fn) {
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: spec->n_actions = %d is more than 2^24 (indices travel as floats)", fn,
                     spec->n_actions);
+  const int *sh = spec->obs_shape;
+  if ((sh[0] || sh[1] || sh[2]) &&
+      (sh[0] < 1 || sh[1] < 1 || sh[2] < 1 || (int64_t)sh[0] * sh[1] * sh[2] != spec->obs_dim))
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "%s: spec->obs_shape = {%d, %d, %d} must be {0, 0, 0} (a flat observation) or positive "
+                    "sizes whose product is obs_dim = %d",
+                    fn, sh[0], sh[1], sh[2], spec->obs_dim);
   if (spec->max_episode_steps < 0)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: spec->max_episode_steps = %d must not be negative (0: no limit)",
                     fn, spec->max_episode_steps);

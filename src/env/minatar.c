@@ -173,7 +173,8 @@ static const ag__minatar_params p_seaquest[4] = PARAMS(ag__minatar_seaquest);
              .obs_dim = (CHANNELS)*AG__MA_GRID * AG__MA_GRID,                \
              .n_actions = ACTIONS,                                           \
              .max_episode_steps = 0,                                         \
-             .reward_threshold = NAN},                                       \
+             .reward_threshold = NAN,                                        \
+             .obs_shape = {CHANNELS, AG__MA_GRID, AG__MA_GRID}},             \
     .state_dim = IMG_GAME + (INTS), .own = &minatar_ops, .params = &(PARAMS) \
   }
 #define GAME(SHORT, TITLE, CHANNELS, ACTIONS, INTS, P)                                                  \
