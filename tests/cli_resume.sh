@@ -16,6 +16,7 @@
 #      cli_ckpt_tool.py) resumes to the same logs; a damaged cli.agrl (cut,
 #      a byte flipped, a key missing) is refused with a message, exit 1,
 #      and the run's files stay as they were.
+#   7. case 2 for a DQN with a convolution on breakout-minatar.
 # usage: cli_resume.sh AGRL [cpu|cuda|vulkan]
 set -uo pipefail
 agrl=$1
@@ -198,4 +199,13 @@ for algo in sac td3; do
   check "$algo: --resume of a damaged agent file: exit 1" [ $? = 1 ]
   check "$algo:   ... saying why" grep -q "ag_ac_load" "$tmp/e3"
 done
+# 7. a DQN with a convolution on a MinAtar game (its defaults: one 16x3
+#    convolution, one update a step): interrupted and resumed alike
+mrun=("$agrl" train --env breakout-minatar --steps 4000 --seed 3 --quiet --learning-starts 500 --stop-at none
+  --eval-every 1000 --eval-episodes 2 --device "$dev")
+"${mrun[@]}" --out "$tmp/m" >"$tmp/m.log" 2>&1
+check "minatar: the reference run exits 0" [ $? = 0 ]
+check "minatar: the run's network has a convolution" grep -q "mlp.conv" <("$agrl" inspect "$tmp/m/q_network.agrl")
+interrupt_resume minatar "$tmp/m" "$tmp/m2" 20 "${mrun[@]}" --checkpoint-every 1500
+
 exit $fail

@@ -188,6 +188,37 @@ static void dqn_settings_read_back_as_the_same_bits(void **state) {
   assert_int_equal(p.n, 15);
 }
 
+/* --conv: layers read with their defaults (stride 1, no padding), written
+ * back whole, "none" for no convolution, and every malformed value refused
+ * (exit status 2, the settings as they were). */
+static void conv_layers_read_back_and_bad_ones_are_refused(void **state) {
+  (void)state;
+  static const char *const flags[] = {"--conv", "32x8s4,64x4s2p1,7x3", NULL};
+  cli_settings s, b;
+  pairs p;
+  round_trip(CLI_TRAIN, flags, &s, &p, &b);
+  assert_int_equal(b.dqn.n_conv, 3);
+  const ag_conv_layer want[3] = {{32, 8, 4, 0}, {64, 4, 2, 1}, {7, 3, 1, 0}};
+  assert_memory_equal(b.dqn.conv, want, sizeof want);
+  assert_string_equal(pair(&p, "conv"), "32x8s4p0,64x4s2p1,7x3s1p0");
+  static const char *const none[] = {"--conv", "none", NULL};
+  round_trip(CLI_TRAIN, none, &s, &p, &b);
+  assert_int_equal(b.dqn.n_conv, 0);
+  assert_string_equal(pair(&p, "conv"), "none");
+  static const char *const bad[] = {
+      "",      "32",      "32x",       "x8",      "0x3",  "3x0",
+      "3x3s0", "3x3s",    "3x3p",      "3x3p1s1", "3x3,", ",3x3",
+      "3x3q1", "70000x3", "3x3s70000", "3x3 ",    "-3x3", "1x1,1x1,1x1,1x1,1x1,1x1,1x1,1x1,1x1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[4] = {(char *)"train", (char *)"--conv", (char *)bad[i], NULL};
+    int rc = cli_opts_parse(CLI_TRAIN, 3, argv, &s);
+    if (rc != 2) fail_msg("--conv \"%s\" gave %d, not the usage error 2", bad[i], rc);
+  }
+  /* sac and td3 take no convolutions */
+  char *argv[6] = {(char *)"train", (char *)"--algo", (char *)"sac", (char *)"--conv", (char *)"8x3", NULL};
+  assert_int_equal(cli_opts_parse(CLI_TRAIN, 5, argv, &s), 2);
+}
+
 static void the_last_of_two_flags_on_one_field_is_the_one_given(void **state) {
   (void)state;
   static const char *const on[] = {"--no-double", "--double", NULL};
@@ -342,6 +373,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(every_row_is_in_the_help_of_its_subcommands_only),
       cmocka_unit_test(dqn_settings_read_back_as_the_same_bits),
       cmocka_unit_test(the_last_of_two_flags_on_one_field_is_the_one_given),
+      cmocka_unit_test(conv_layers_read_back_and_bad_ones_are_refused),
       cmocka_unit_test(sac_takes_the_dqn_flags_it_shares_from_the_table),
       cmocka_unit_test(float_values_read_back_as_the_same_float),
       cmocka_unit_test(other_subcommands_read_back_too),

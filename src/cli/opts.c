@@ -29,6 +29,8 @@ typedef enum cli_kind {
   K_DEVICE, /* cli_device, as ag_device_parse reads it */
   K_SIZES,  /* "N,N,...": 1 to AG_DQN_MAX_HIDDEN sizes in [lo, hi]; to[0] the count (int), to[1] the
                int64_t array */
+  K_CONV,   /* "KxN[sS][pP],..." or "none": 0 to AG_MAX_CONV convolutions; to[0] the count (int), to[1]
+               the ag_conv_layer array */
   K_HELP    /* prints the help */
 } cli_kind;
 
@@ -165,6 +167,10 @@ static const cli_opt rows[] = {
     {.name = "--hidden", .arg = "N,N,...", .kind = K_SIZES, .cmds = TRAIN, .algos = ALGOS, .lo = 1,
      .hi = 65536, .to = {AT(dqn.n_hidden), AT(dqn.hidden)}, .ac = {AT(ac.n_hidden), AT(ac.hidden)},
      .need = "sizes like 256,256 (1 to 8 of 1..65536)", .help = "hidden layers (ReLU), 1 to 8 of 1..65536"},
+    {.name = "--conv", .arg = "KxN[sS][pP],...", .kind = K_CONV, .cmds = TRAIN, .algos = DQN,
+     .to = {AT(dqn.n_conv), AT(dqn.conv)}, .defhelp = "none; 16x3 with --hidden 128 for MinAtar",
+     .need = "convolutions like 32x8s4,64x4s2,64x3s1 (K filters of NxN, stride S, padding P; 1 to 8 of them) or none",
+     .help = "convolutions (ReLU) in front of the hidden layers, for image observations"},
     {.name = "--n-step", .arg = "N", .kind = K_INT, .cmds = TRAIN, .algos = ALGOS, .lo = 1, .hi = 64,
      .to = {AT(dqn.n_step)}, .ac = {AT(ac.n_step)}, .need = "a number of steps in 1..64",
      .help = "n-step returns, at most 64 (1 with --gpus)"},
@@ -405,6 +411,45 @@ static int parse_sizes(const char *s, int64_t lo, int64_t hi, int *count, int64_
   return 0;
 }
 
+/* A decimal number in 1..65535 (lo 0: 0..65535) at *p, which moves past it; -1 when there is none. */
+static int64_t conv_number(const char **p, int64_t lo) {
+  int64_t v = 0;
+  const char *q = *p;
+  for (; *q >= '0' && *q <= '9'; q++) {
+    v = v * 10 + (*q - '0');
+    if (v > 65535) return -1;
+  }
+  if (q == *p || v < lo) return -1;
+  *p = q;
+  return v;
+}
+
+/* "none", or "KxN[sS][pP],...": 1 to AG_MAX_CONV convolutions of K filters
+ * (1..65535) of NxN taps, stride S (1) and padding P (0), each 1..65535
+ * (P 0..65535); anything else is an error. */
+static int parse_conv(const char *s, int *count, ag_conv_layer *conv) {
+  if (!strcmp(s, "none")) {
+    *count = 0;
+    return 0;
+  }
+  ag_conv_layer c[AG_MAX_CONV];
+  int n = 0;
+  for (const char *p = s;;) {
+    if (n == AG_MAX_CONV) return -1;
+    ag_conv_layer l = {0, 0, 1, 0};
+    if ((l.channels = conv_number(&p, 1)) < 0 || *p++ != 'x' || (l.kernel = conv_number(&p, 1)) < 0)
+      return -1;
+    if (*p == 's' && (p++, (l.stride = conv_number(&p, 1)) < 0)) return -1;
+    if (*p == 'p' && (p++, (l.pad = conv_number(&p, 0)) < 0)) return -1;
+    c[n++] = l;
+    if (!*p) break;
+    if (*p++ != ',') return -1;
+  }
+  memcpy(conv, c, (size_t)n * sizeof *c);
+  *count = n;
+  return 0;
+}
+
 /* Reads v (NULL: none given) into the row's place in s; -1 when it is not a
  * value of the row (s unchanged). */
 static int set_value(const cli_opt *o, const char *v, cli_settings *s) {
@@ -450,6 +495,7 @@ static int set_value(const cli_opt *o, const char *v, cli_settings *s) {
       return cli_parse_device(v, &dev->kind, &dev->index);
     }
     case K_SIZES: return parse_sizes(v, o->lo, o->hi, (int *)at(s, o->to[0]), (int64_t *)at(s, o->to[1]));
+    case K_CONV: return parse_conv(v, (int *)at(s, o->to[0]), (ag_conv_layer *)at(s, o->to[1]));
     default: return -1;
   }
 }
@@ -501,6 +547,17 @@ static void value_text(const cli_opt *o, const cli_settings *s, const uint16_t t
         snprintf(buf, size, "%s", d->kind == AG_DEVICE_AUTO ? "auto" : "cpu");
       else
         snprintf(buf, size, "%s:%d", d->kind == AG_DEVICE_CUDA ? "cuda" : "vulkan", d->index);
+      break;
+    }
+    case K_CONV: {
+      int n = *(const int *)cat(s, to[0]);
+      const ag_conv_layer *c = cat(s, to[1]);
+      size_t o2 = 0;
+      if (!n) snprintf(buf, size, "none");
+      for (int k = 0; k < n && o2 < size; k++)
+        o2 += (size_t)snprintf(buf + o2, size - o2, "%s%lldx%llds%lldp%lld", k ? "," : "",
+                               (long long)c[k].channels, (long long)c[k].kernel, (long long)c[k].stride,
+                               (long long)c[k].pad);
       break;
     }
     case K_SIZES: {

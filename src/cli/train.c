@@ -355,6 +355,33 @@ typedef struct job {
   char devs[160]; /* the device(s), as the summary names them */
 } job;
 
+/* The MinAtar games (every name of theirs holds "minatar"): the DQN of
+ * Young & Tian (2019) where an option does not say otherwise: one 16x3
+ * convolution and 128 hidden units, batches of 32 from the last 100,000
+ * transitions, one update a step (over all copies), a target copy every
+ * 1,000 steps, training from step 5,000, epsilon down to its end over the
+ * first 100,000 steps; Adam at 2.5e-4 where they used RMSProp. */
+static void minatar_defaults(cli_settings *s) {
+  ag_dqn_config *c = &s->dqn;
+  if (!cli_opts_given(s, "--conv")) {
+    c->n_conv = 1;
+    c->conv[0] = (ag_conv_layer){16, 3, 1, 0};
+  }
+  if (!cli_opts_given(s, "--hidden")) {
+    c->n_hidden = 1;
+    c->hidden[0] = 128;
+  }
+  if (!cli_opts_given(s, "--batch")) c->batch_size = 32;
+  if (!cli_opts_given(s, "--buffer")) c->buffer_size = 100000;
+  if (!cli_opts_given(s, "--lr")) c->lr = 2.5e-4f;
+  if (!cli_opts_given(s, "--train-freq")) c->train_freq = s->n_envs;
+  if (!cli_opts_given(s, "--gradient-steps")) c->gradient_steps = s->n_envs;
+  if (!cli_opts_given(s, "--target-update")) c->target_update_interval = 1000;
+  if (!cli_opts_given(s, "--learning-starts")) c->learning_starts = 5000;
+  if (!cli_opts_given(s, "--eps-fraction"))
+    c->exploration_fraction = s->steps > 100000 ? 100000.0f / (float)s->steps : 1.0f;
+}
+
 /* The settings of a run: the table's, then those that follow from others
  * and the checks of one option against another. Returns -1 when the run
  * goes on, else the exit status (2: a usage error, printed). */
@@ -372,6 +399,7 @@ static int train_settings(int argc, char **argv, cli_settings *s) {
   if (s->algo == CLI_DQN && !cli_opts_given(s, "--n-envs") && s->gpus == 1 && s->world == 0) s->n_envs = 8;
   cfg->seed = (uint64_t)s->seed;
   cfg->n_envs = s->n_envs; /* the copies whose transitions each step stores side by side */
+  if (s->algo == CLI_DQN && strstr(s->env, "minatar")) minatar_defaults(s);
   if (s->algo != CLI_DQN) {
     acfg->seed = (uint64_t)s->seed;
     acfg->n_envs = s->n_envs;
@@ -435,6 +463,13 @@ static int job_setup(job *j) {
   if (j->acm && (spec->n_actions > 0 || !spec->act_low || !spec->act_high))
     return cli_bad_usage(cmd, usage, "--env %s: %s needs bounded continuous actions; %s has %s", s->env, algo,
                          spec->id, spec->n_actions > 0 ? "discrete ones" : "unbounded ones");
+  if (!j->acm && s->dqn.n_conv) { /* the convolutions see the observation as the image it is */
+    if (!spec->obs_shape[0])
+      return cli_bad_usage(cmd, usage,
+                           "--conv needs image observations; those of %s are a vector of %d values", spec->id,
+                           spec->obs_dim);
+    for (int i = 0; i < 3; i++) j->s.dqn.obs_shape[i] = spec->obs_shape[i];
+  }
   j->stop_at = cli_opts_given(s, "--stop-at")  ? s->stop_at
                : isnan(spec->reward_threshold) ? INFINITY
                                                : spec->reward_threshold;
