@@ -33,7 +33,7 @@ typedef struct world {
   agt_rng g;
 } world;
 
-static int world_new(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n, int64_t cap) {
+static void world_new(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n, int64_t cap) {
   memset(W, 0, sizeof *W);
   W->ctx = agt_ctx();
   W->h = h, W->w = w, W->c = c, W->hwc = h * w * c, W->k = k, W->n = n, W->cap = cap;
@@ -41,18 +41,12 @@ static int world_new(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n
   const ag_frames_config cfg = {h, w, c, k, n, cap, 0};
   const ag_field f[4] = {
       {"action", 1, AG_I64}, {"reward", 1, AG_F32}, {"terminated", 1, AG_F32}, {"truncated", 1, AG_F32}};
-  if (agt_kind == AG_DEVICE_VULKAN) { /* documented: no stacking gather there */
-    agt_err(ag_frames_create(W->ctx, &cfg, f, 4, AG_F32, &W->t), AG_ERR_UNSUPPORTED, "stacking gather");
-    ag_ctx_free(W->ctx);
-    return 0;
-  }
   agt_ok(ag_frames_create(W->ctx, &cfg, f, 4, AG_F32, &W->t));
   W->pix = malloc((size_t)MAX_ENTRIES * (size_t)W->hwc);
   W->e = calloc(MAX_ENTRIES, sizeof *W->e);
   assert_non_null(W->pix);
   assert_non_null(W->e);
   for (int64_t i = 0; i < n; i++) W->left[i] = 0; /* every copy starts an episode */
-  return 1;
 }
 
 static void world_free(world *W) {
@@ -273,7 +267,7 @@ typedef struct run_spec {
 
 static void run_episodes(const run_spec *sp) {
   world W;
-  if (!world_new(&W, sp->h, sp->w, sp->c, sp->k, sp->n, sp->cap)) return;
+  world_new(&W, sp->h, sp->w, sp->c, sp->k, sp->n, sp->cap);
   ag_rng *rng;
   agt_ok(ag_rng_create(W.ctx, (uint64_t)sp->cap, &rng));
   for (int it = 0; it < sp->iters; it++) {
@@ -314,7 +308,7 @@ static void stacks_longer_than_episodes_and_whole_ring_adds(void **state) {
 static void draws_are_uniform_over_the_sampleable(void **state) {
   (void)state;
   world W;
-  if (!world_new(&W, 1, 1, 1, 4, 2, 90)) return;
+  world_new(&W, 1, 1, 1, 4, 2, 90);
   for (int it = 0; it < 70; it++) world_step(&W, 1, 5); /* wrapped, with episode ends */
   const int64_t nv = ag_frames_count(W.t);
   assert_true(nv > 20);
@@ -361,7 +355,7 @@ static ag_status rec_sample(ag_ctx *ctx, void *user) {
 static void recorded_sample_follows_the_ring(void **state) {
   (void)state;
   world W;
-  if (!world_new(&W, 2, 2, 1, 3, 2, 40)) return;
+  world_new(&W, 2, 2, 1, 3, 2, 40);
   for (int it = 0; it < 20; it++) world_step(&W, 1, 4); /* wrapped */
   ag_rng *eager;
   rec_step rs = {W.t, NULL, NULL, NULL, NULL};
@@ -397,7 +391,7 @@ static void recorded_sample_follows_the_ring(void **state) {
 static void saved_and_loaded_tables_match_the_episodes(void **state) {
   (void)state;
   world W;
-  if (!world_new(&W, 3, 4, 2, 4, 2, 61)) return;
+  world_new(&W, 3, 4, 2, 4, 2, 61);
   for (int it = 0; it < 45; it++) world_step(&W, 1 + agt_below(&W.g, 2), 5); /* wrapped */
   char path[] = "/tmp/agrl_framesXXXXXX";
   int fd = mkstemp(path);
@@ -464,16 +458,12 @@ static void device_memory_is_the_headers_formula(void **state) {
       {"action", 1, AG_I64}, {"reward", 1, AG_F32}, {"terminated", 1, AG_F32}, {"truncated", 1, AG_F32}};
   ag_frames *t = NULL;
   const uint64_t before = agt_live_bytes(ctx);
-  if (agt_kind == AG_DEVICE_VULKAN) {
-    agt_err(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t), AG_ERR_UNSUPPORTED, "stacking gather");
-  } else {
-    agt_ok(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t));
-    const uint64_t bytes = agt_live_bytes(ctx) - before, want = 1000 * (84 * 84 + 1) + 1000 * 4 * 4 + 32;
-    if (bytes != want)
-      fail_msg("the table holds %llu bytes; the header says %llu", (unsigned long long)bytes,
-               (unsigned long long)want);
-    assert_true((double)want / 1000.0 * 1e6 <= 7.2e9);
-  }
+  agt_ok(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t));
+  const uint64_t bytes = agt_live_bytes(ctx) - before, want = 1000 * (84 * 84 + 1) + 1000 * 4 * 4 + 32;
+  if (bytes != want)
+    fail_msg("the table holds %llu bytes; the header says %llu", (unsigned long long)bytes,
+             (unsigned long long)want);
+  assert_true((double)want / 1000.0 * 1e6 <= 7.2e9);
   ag_frames_free(t);
   ag_ctx_free(ctx);
 }
@@ -484,12 +474,6 @@ static void frames_bad_input_is_refused_and_changes_nothing(void **state) {
   const ag_field f[2] = {{"action", 1, AG_I64}, {"reward", 1, AG_F32}};
   ag_frames *t = NULL;
   ag_frames_config cfg = {4, 4, 1, 0, 2, 40, 0};
-  if (agt_kind == AG_DEVICE_VULKAN) {
-    agt_err(ag_frames_create(ctx, &cfg, f, 2, AG_F32, &t), AG_ERR_UNSUPPORTED, "stacking gather");
-    assert_null(t);
-    ag_ctx_free(ctx);
-    return;
-  }
   agt_err(ag_frames_create(NULL, &cfg, f, 2, AG_F32, &t), AG_ERR_INVALID_ARG, "must not be NULL");
   ag_frames_config bad = cfg;
   bad.height = 0;

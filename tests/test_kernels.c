@@ -638,7 +638,7 @@ static size_t b_scatter_fields(const kcase *c, layout *L, void *out) {
 /* the cases: name, kernel, sizes, builder */
 /* FRAME_STACK. p: h, w, c, stack, capacity, n_envs, B, flags (1: the
  * columns given, some outside the table; 2: u8 stacks; 4: a table still
- * filling, else full and wrapped). The frames are random; about one entry
+ * filling, else full and wrapped; 8: the given columns i32). The frames are random; about one entry
  * in six is flagged first (prep_frame_stack). Drawn columns, the counter
  * and both stacks are compared bit for bit. */
 static size_t b_frame_stack(const kcase *c, layout *L, void *out) {
@@ -652,8 +652,8 @@ static size_t b_frame_stack(const kcase *c, layout *L, void *out) {
   a->size_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
   a->pos_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
   if (flags & 1) {
-    a->idx_dtype = AG_I64;
-    a->idx = reg(L, (size_t)a->B, AG_I64, INIT_INDEX, -3, (double)a->capacity + 3, 0, 0);
+    a->idx_dtype = flags & 8 ? AG_I32 : AG_I64;
+    a->idx = reg(L, (size_t)a->B, a->idx_dtype, INIT_INDEX, -3, (double)a->capacity + 3, 0, 0);
   } else {
     a->counter = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 1, 0);
   }
@@ -864,6 +864,10 @@ static const kcase cases[] = {
     CONV("conv2d 3x4x3 k5x4 p1 B2 K2", 2, 3, 4003, 2, 5004, 101, 0),
     CONV("conv2d Nature 4x84x84 k8 s4 B2 K32", 2, 4, 84084, 32, 8008, 400, 0),
     CONV("conv2d Nature 64x7x7 k3 s1 B3 K64", 3, 64, 7007, 64, 3003, 100, 0),
+    KP("frame_stack 3x3x1 stack 2, 2 copies, given i32 columns u8", AG__K_FRAME_STACK, b_frame_stack,
+       prep_frame_stack, 3, 3, 1, 2, 50, 2, 77, 11),
+    KP("frame_stack 1x3x1 stack 2 drawn u8, more transitions than work groups", AG__K_FRAME_STACK,
+       b_frame_stack, prep_frame_stack, 1, 3, 1, 2, 90, 1, 40000, 2),
 };
 
 /* ---- running a case ---- */

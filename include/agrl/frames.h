@@ -60,9 +60,11 @@
  * bytes = 7.07 GB per million entries (a million transitions, plus one
  * entry per episode for its last observation).
  *
- * Backends: the CPU and CUDA (src/cuda/frames.cu). On Vulkan
- * ag_frames_create returns AG_ERR_UNSUPPORTED (its backend has no stacking
- * gather).
+ * Backends: every one, with the same ring arithmetic (src/base/frames.h;
+ * in GLSL src/vulkan/shaders/frames_ring.glsl): the CPU, CUDA
+ * (src/cuda/frames.cu) and Vulkan (src/vulkan/k_frames.c) draw the same
+ * transitions from the same rng state and give the same bytes (u8) and
+ * bits (f32) of every stack.
  */
 #ifndef AGRL_FRAMES_H
 #define AGRL_FRAMES_H
@@ -95,7 +97,6 @@ typedef struct ag_frames_config {
  * or channels < 1; stack outside 0 .. AG_FRAMES_MAX_STACK; capacity < 1;
  * n_envs outside 1 .. capacity; min_size outside 0 .. capacity; a frame of
  * more than 2^31 - 2 bytes; the fields' errors of ag_replay_create;
- * AG_ERR_UNSUPPORTED: a device without the stacking gather (Vulkan);
  * AG_ERR_STATE while a step is being recorded; AG_ERR_OUT_OF_MEMORY (as
  * ag_buffer_create). On error nothing is allocated and *out is not
  * written. */
@@ -220,9 +221,8 @@ AG_API ag_status ag_frames_nstep(ag_frames *t, ag_tensor *idx, int n, float gamm
  * "frames" of the keys' shape, a fields' table that is not a replay image
  * of the same capacity and size (or one with a sampler), truncated or
  * trailing bytes, a part failing its CRC-32. A newer container or
- * frames.version is AG_ERR_UNSUPPORTED, and so is a device without the
- * stacking gather (Vulkan). Nothing is half-loaded: on failure *out is not
- * written and nothing stays allocated.
+ * frames.version is AG_ERR_UNSUPPORTED. Nothing is half-loaded: on
+ * failure *out is not written and nothing stays allocated.
  * ag_frames_save errors: AG_ERR_INVALID_ARG (t or path NULL, path empty);
  * AG_ERR_STATE (a step is being recorded, or the table is broken);
  * AG_ERR_OUT_OF_MEMORY; AG_ERR_IO (the file cannot be created, written,

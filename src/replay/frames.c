@@ -90,17 +90,6 @@ ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char 
   t->stack = cfg->stack ? cfg->stack : 4;
   t->n_envs = cfg->n_envs, t->capacity = cfg->capacity;
   t->min_size = cfg->min_size ? cfg->min_size : 1;
-  /* the device must take the kernel: asked with arguments of the right shape */
-  ag__frame_stack_args probe;
-  memset(&probe, 0, sizeof probe);
-  probe.h = t->h, probe.w = t->w, probe.c = t->c, probe.capacity = t->capacity, probe.n_envs = t->n_envs;
-  probe.stack = t->stack, probe.B = 1, probe.out_dtype = AG_F32;
-  if (!ag__kernel_supported(ctx, AG__K_FRAME_STACK, &probe, sizeof probe)) {
-    free(t);
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: the %s device has no stacking gather (frame tables run on the CPU and CUDA)", fn,
-                    ag_ctx_device_name(ctx));
-  }
   t->first = ag__calloc((size_t)t->capacity, 1);
   s = t->first ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (!s) s = ag_buffer_create(ctx, t->hwc + 1, t->capacity, AG_U8, &t->frames);

@@ -28,7 +28,7 @@
 #define PER_SAMPLE_ONE_GROUP 1024
 #endif
 
-static ag_status advance(vk_state *s, uint64_t *counter, int64_t n) {
+ag_status ag__vk_advance(vk_state *s, uint64_t *counter, int64_t n) {
   struct {
     uint64_t counter;
     int64_t n;
@@ -64,7 +64,7 @@ static ag_status run_randint(vk_state *s, const void *args) {
           one};
   ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, "random_randint"), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
-  return st || one ? st : advance(s, a->counter, a->n);
+  return st || one ? st : ag__vk_advance(s, a->counter, a->n);
 }
 
 /* ---- RANDN (doubles) ---- */
@@ -87,7 +87,7 @@ static ag_status run_randn(vk_state *s, const void *args) {
   } pc = {a->seed, ag__vk_addr(a->counter), ag__vk_addr(a->out), a->n, one, 0};
   ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, "random_randn"), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
-  return st || one ? st : advance(s, a->counter, a->n);
+  return st || one ? st : ag__vk_advance(s, a->counter, a->n);
 }
 
 /* ---- NSTEP ---- */
