@@ -120,7 +120,7 @@ static ag_status per_added(void *self, int64_t pos, int64_t k) {
   float *state;
   ag_status s = ptrs(p, &tree, &state);
   if (s || k <= 0) return s;
-  ag__per_fill_args a = {tree, p->depth, p->alpha, state, pos, k};
+  ag__per_fill_args a = {tree, p->depth, p->alpha, state, pos, k, NULL};
   return ag__run(p->ctx, AG__K_PER_FILL, &a, sizeof a);
 }
 
@@ -203,8 +203,8 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   float *state;
   void *ip;
   if ((s = ptrs(p, &tree, &state)) || (s = ag__tensor_ptr(idx, &ip))) return s;
-  ag__per_set_args a = {tree,       p->depth, p->alpha, state,  ip,
-                        idx->dtype, n,        pp,       stride, ag_replay_capacity(p->r)};
+  ag__per_set_args a = {
+      tree, p->depth, p->alpha, state, ip, idx->dtype, n, pp, stride, ag_replay_capacity(p->r), NULL};
   return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
 }
 

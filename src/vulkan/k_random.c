@@ -160,12 +160,12 @@ static ag_status run_per_set(vk_state *s, const void *args) {
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_set needs shaderFloat64, i32 / i64 indices, n < 2^31");
   const int64_t n = a->n > 0 ? a->n : 0;
   struct {
-    uint64_t tree, state, idx, prio;
+    uint64_t tree, state, idx, prio, mask;
     int64_t n, prio_stride, limit;
     float alpha;
     int32_t depth, idx_dtype, s_begin, s_end;
-  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio), n,
-          a->prio_stride,
+  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio),
+          ag__vk_addr(a->mask), n, a->prio_stride,
           /* indices at or past the table's columns are skipped, and past the tree's leaves too */
           a->cols < per_leaves(a->depth) ? a->cols : per_leaves(a->depth), a->alpha, a->depth,
           (int32_t)a->idx_dtype, 0, 0};
@@ -199,11 +199,19 @@ static ag_status run_per_fill(vk_state *s, const void *args) {
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: per_fill of leaves %lld + %lld", (long long)a->pos,
                     (long long)a->k);
   struct {
-    uint64_t tree, state;
+    uint64_t tree, state, mask;
     int64_t pos, k;
     float alpha;
     int32_t depth, s_begin, s_end;
-  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), a->pos, a->k, a->alpha, a->depth, 0, 0};
+  } pc = {ag__vk_addr(a->tree),
+          ag__vk_addr(a->state),
+          ag__vk_addr(a->mask),
+          a->pos,
+          a->k,
+          a->alpha,
+          a->depth,
+          0,
+          0};
   const int pipe = ag__vk_pipe(s, "random_per_fill");
   /* step 0 the k leaves, step d the nodes of level depth-1-d above them, step depth the root; the
    * steps from the first of at most RANDOM_ONE_GROUP nodes on go in one dispatch of one group */
