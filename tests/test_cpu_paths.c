@@ -454,7 +454,8 @@ static double *tree_copy(const tree *tr) {
 /* Batches of 1, odd ones, around 8 lanes, 32 (insertion sort or radix) and
  * 1024 (a chunk), with repeats, indices outside the table, and one batch
  * of those alone; alpha 0, 1 (exact powers) and 0.6; priorities below the
- * clamp, a NaN, an infinity. */
+ * clamp, a NaN, an infinity; every other batch under a mask of the
+ * columns, whose masked leaves stay as they were. */
 static void prioritized_updates_are_the_references_bits(void **state) {
   (void)state;
   static const int64_t ns[] = {1, 7, 8, 9, 31, 32, 33, 100, 1023, 1024, 1025, 3000};
@@ -463,6 +464,7 @@ static void prioritized_updates_are_the_references_bits(void **state) {
   int runs = 0;
   int64_t *idx = xmalloc(3000 * 8);
   float *prio = xmalloc(2 * 3000 * sizeof(float));
+  uint8_t *mask = xmalloc((size_t)1 << 16);
   for (int depth = 1; depth <= 4; depth++)
     for (size_t k = 0; k <= sizeof ns / sizeof ns[0]; k++)
       for (size_t al = 0; al < sizeof alphas / sizeof alphas[0]; al++) {
@@ -470,6 +472,9 @@ static void prioritized_updates_are_the_references_bits(void **state) {
         const int outside = k == sizeof ns / sizeof ns[0]; /* the last batch: every index outside */
         const int64_t n = outside ? 40 : ns[k], stride = 1 + (int64_t)(k % 2);
         const ag_dtype idx_dt = (k + al) % 2 ? AG_I32 : AG_I64;
+        const uint8_t *mk = (k + (size_t)depth) % 2 ? mask : NULL;
+        for (int64_t c = 0; c < tr.cols; c++)
+          mask[c] = (uint8_t)(agt_below(&g, 3) ? 1 + agt_below(&g, 255) : 0);
         int64_t hot[8];
         for (int h = 0; h < 8; h++) hot[h] = agt_below(&g, tr.cols);
         for (int64_t j = 0; j < n; j++) {
@@ -492,7 +497,8 @@ static void prioritized_updates_are_the_references_bits(void **state) {
         for (int p = 0; p < N_PLAIN; p++) {
           got[p] = tree_copy(&tr);
           stv[p] = 3.0f;
-          ag__per_set_args a = {got[p], depth, alphas[al], &stv[p], idx, idx_dt, n, prio, stride, tr.cols};
+          ag__per_set_args a = {got[p], depth, alphas[al], &stv[p], idx, idx_dt,
+                                n,      prio,  stride,     tr.cols, mk};
           run_path(&paths[p], AG__K_PER_SET, &a, sizeof a);
         }
         for (int p = 1; p < N_PLAIN; p++) {
@@ -508,12 +514,18 @@ static void prioritized_updates_are_the_references_bits(void **state) {
                   paths[p].name, (long long)i, got[p][i], got[0][i]);
         }
         if (outside) assert_memory_equal(got[0], tr.t, (size_t)tr.size * sizeof(double));
+        const int64_t lo = ag__per_offset(depth - 1);
+        for (int64_t c = 0; mk && c < tr.cols; c++)
+          if (!mk[c] && memcmp(&got[0][lo + c], &tr.t[lo + c], sizeof(double)) != 0)
+            fail_msg("per_set depth %d batch %lld: masked leaf %lld is %.17g, was %.17g", depth, (long long)n,
+                     (long long)c, got[0][lo + c], tr.t[lo + c]);
         for (int p = 0; p < N_PLAIN; p++) free(got[p]);
         free(tr.t);
         runs++;
       }
   free(idx);
   free(prio);
+  free(mask);
   print_message("%d updates, each on %d paths\n", runs, (int)N_PLAIN);
 }
 

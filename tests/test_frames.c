@@ -7,10 +7,20 @@
  * from what was written and what was overwritten. Every sampled or
  * gathered stack is compared with it bit for bit, across the wrap, with
  * several copies, episodes shorter than the stack, and the write head.
+ *
+ * Prioritized tables are checked against a reference of the priorities
+ * kept by global entry (the largest priority seen when the entry first may
+ * be sampled, then the updates' values): every leaf of the sum tree after
+ * every add and update (p^alpha, or 0 for an entry that may not be
+ * sampled), the draws' frequencies against p^alpha / sum, the importance
+ * weights against their formula.
  */
+#include <math.h>
 #include <unistd.h>
 
 #include "agt.h"
+#include "base/per_tree.h"
+#include "replay/replay_internal.h"
 
 enum { MAX_ENTRIES = 8192 };
 
@@ -31,28 +41,35 @@ typedef struct world {
   int64_t left[64]; /* per copy: transitions left in its episode (-1: the last observation comes next) */
   int64_t episodes; /* episodes started */
   agt_rng g;
+  /* prioritized: each global entry's priority (-1: none yet), the largest seen */
+  int prioritized;
+  float alpha;
+  float *prio, maxp;
 } world;
 
-static int world_new(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n, int64_t cap) {
+static void world_init(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n, int64_t cap,
+                       int prioritized, float alpha) {
   memset(W, 0, sizeof *W);
   W->ctx = agt_ctx();
   W->h = h, W->w = w, W->c = c, W->hwc = h * w * c, W->k = k, W->n = n, W->cap = cap;
   W->g.s = 77 + (uint64_t)cap;
-  const ag_frames_config cfg = {h, w, c, k, n, cap, 0};
+  W->prioritized = prioritized, W->alpha = alpha, W->maxp = 1.0f;
+  W->prio = malloc(MAX_ENTRIES * sizeof *W->prio);
+  assert_non_null(W->prio);
+  for (int64_t g = 0; g < MAX_ENTRIES; g++) W->prio[g] = -1.0f;
+  const ag_frames_config cfg = {h, w, c, k, n, cap, 0, prioritized, alpha};
   const ag_field f[4] = {
       {"action", 1, AG_I64}, {"reward", 1, AG_F32}, {"terminated", 1, AG_F32}, {"truncated", 1, AG_F32}};
-  if (agt_kind == AG_DEVICE_VULKAN) { /* documented: no stacking gather there */
-    agt_err(ag_frames_create(W->ctx, &cfg, f, 4, AG_F32, &W->t), AG_ERR_UNSUPPORTED, "stacking gather");
-    ag_ctx_free(W->ctx);
-    return 0;
-  }
   agt_ok(ag_frames_create(W->ctx, &cfg, f, 4, AG_F32, &W->t));
   W->pix = malloc((size_t)MAX_ENTRIES * (size_t)W->hwc);
   W->e = calloc(MAX_ENTRIES, sizeof *W->e);
   assert_non_null(W->pix);
   assert_non_null(W->e);
   for (int64_t i = 0; i < n; i++) W->left[i] = 0; /* every copy starts an episode */
-  return 1;
+}
+
+static void world_new(world *W, int64_t h, int64_t w, int64_t c, int k, int64_t n, int64_t cap) {
+  world_init(W, h, w, c, k, n, cap, 0, 0.0f);
 }
 
 static void world_free(world *W) {
@@ -60,6 +77,19 @@ static void world_free(world *W) {
   ag_ctx_free(W->ctx);
   free(W->pix);
   free(W->e);
+  free(W->prio);
+}
+
+static int held(const world *W, int64_t g);
+static int64_t held_at(const world *W, int64_t x);
+static int ref_valid(const world *W, int64_t g);
+
+/* After an add: the entries that may be sampled for the first time get the largest priority seen. */
+static void ref_priorities_after_add(world *W) {
+  for (int64_t x = 0; x < W->cap; x++) {
+    const int64_t g = held_at(W, x);
+    if (g >= 0 && ref_valid(W, g) && W->prio[g] < 0.0f) W->prio[g] = W->maxp;
+  }
 }
 
 /* The copy's previous entry in time (global number), or -1. */
@@ -110,6 +140,7 @@ static void world_step(world *W, int64_t steps, int64_t max_len) {
   const void *data[4] = {act, rew, term, trunc};
   agt_ok(ag_frames_add(W->t, W->pix + (size_t)W->total * (size_t)W->hwc, first, data, steps));
   W->total += k;
+  if (W->prioritized) ref_priorities_after_add(W);
   free(first), free(act), free(rew), free(term), free(trunc);
 }
 
@@ -273,7 +304,7 @@ typedef struct run_spec {
 
 static void run_episodes(const run_spec *sp) {
   world W;
-  if (!world_new(&W, sp->h, sp->w, sp->c, sp->k, sp->n, sp->cap)) return;
+  world_new(&W, sp->h, sp->w, sp->c, sp->k, sp->n, sp->cap);
   ag_rng *rng;
   agt_ok(ag_rng_create(W.ctx, (uint64_t)sp->cap, &rng));
   for (int it = 0; it < sp->iters; it++) {
@@ -314,7 +345,7 @@ static void stacks_longer_than_episodes_and_whole_ring_adds(void **state) {
 static void draws_are_uniform_over_the_sampleable(void **state) {
   (void)state;
   world W;
-  if (!world_new(&W, 1, 1, 1, 4, 2, 90)) return;
+  world_new(&W, 1, 1, 1, 4, 2, 90);
   for (int it = 0; it < 70; it++) world_step(&W, 1, 5); /* wrapped, with episode ends */
   const int64_t nv = ag_frames_count(W.t);
   assert_true(nv > 20);
@@ -343,52 +374,14 @@ static void draws_are_uniform_over_the_sampleable(void **state) {
   world_free(&W);
 }
 
-/* A recorded sample reads the ring on the device at each replay: after
- * more adds, it draws what an eager sample with the same rng state draws,
- * and the stacks are the reference's. */
-typedef struct rec_step {
-  ag_frames *t;
-  ag_rng *rng;
-  ag_tensor *obs, *next, *idx;
-} rec_step;
-
-static ag_status rec_sample(ag_ctx *ctx, void *user) {
-  (void)ctx;
-  rec_step *r = user;
-  return ag_frames_sample(r->t, r->rng, 16, AG_U8, &r->obs, &r->next, NULL, &r->idx);
-}
-
-static void recorded_sample_follows_the_ring(void **state) {
-  (void)state;
-  world W;
-  if (!world_new(&W, 2, 2, 1, 3, 2, 40)) return;
-  for (int it = 0; it < 20; it++) world_step(&W, 1, 4); /* wrapped */
-  ag_rng *eager;
-  rec_step rs = {W.t, NULL, NULL, NULL, NULL};
-  agt_ok(ag_rng_create(W.ctx, 5, &eager));
-  agt_ok(ag_rng_create(W.ctx, 5, &rs.rng));
-  ag_capture *cap;
-  agt_ok(ag_capture_create(W.ctx, rec_sample, &rs, &cap));
-  for (int it = 0; it < 12; it++) {
-    world_step(&W, 1 + agt_below(&W.g, 2), 4);
-    agt_ok(ag_capture_replay(cap));
-    ag_tensor *obs, *next, *idx;
-    agt_ok(ag_frames_sample(W.t, eager, 16, AG_U8, &obs, &next, NULL, &idx));
-    int64_t a[16], b[16];
-    uint8_t oa[16 * 12], ob[16 * 12];
-    agt_ok(ag_tensor_read(rs.idx, a, sizeof a));
-    agt_ok(ag_tensor_read(idx, b, sizeof b));
-    assert_memory_equal(a, b, sizeof a);
-    agt_ok(ag_tensor_read(rs.obs, oa, sizeof oa));
-    agt_ok(ag_tensor_read(obs, ob, sizeof ob));
-    assert_memory_equal(oa, ob, sizeof oa);
-    check_batch(&W, a, 16, AG_U8, rs.obs, rs.next, NULL);
-    ag_ctx_reset(W.ctx);
-  }
-  ag_capture_free(cap);
-  ag_rng_free(eager);
-  ag_rng_free(rs.rng);
-  world_free(&W);
+/* The first `bytes` of two tensors are the same. */
+static void same_bytes(const ag_tensor *a, const ag_tensor *b, size_t bytes) {
+  unsigned char *x = malloc(bytes), *y = malloc(bytes);
+  assert_true(x && y);
+  agt_ok(ag_tensor_read(a, x, bytes));
+  agt_ok(ag_tensor_read(b, y, bytes));
+  assert_memory_equal(x, y, bytes);
+  free(x), free(y);
 }
 
 /* A saved table loads as the same table: the same standing for every
@@ -397,7 +390,7 @@ static void recorded_sample_follows_the_ring(void **state) {
 static void saved_and_loaded_tables_match_the_episodes(void **state) {
   (void)state;
   world W;
-  if (!world_new(&W, 3, 4, 2, 4, 2, 61)) return;
+  world_new(&W, 3, 4, 2, 4, 2, 61);
   for (int it = 0; it < 45; it++) world_step(&W, 1 + agt_below(&W.g, 2), 5); /* wrapped */
   char path[] = "/tmp/agrl_framesXXXXXX";
   int fd = mkstemp(path);
@@ -415,17 +408,9 @@ static void saved_and_loaded_tables_match_the_episodes(void **state) {
     agt_ok(ag_rng_create(W.ctx, 7, &r[i]));
     agt_ok(ag_frames_sample(i ? L : W.t, r[i], B, AG_U8, &obs[i], &next[i], NULL, &idx[i]));
   }
-  int64_t c0[40], c1[40];
-  agt_ok(ag_tensor_read(idx[0], c0, sizeof c0));
-  agt_ok(ag_tensor_read(idx[1], c1, sizeof c1));
-  assert_memory_equal(c0, c1, sizeof c0);
-  uint8_t *o0 = malloc((size_t)(B * D)), *o1 = malloc((size_t)(B * D));
-  for (int h = 0; h < 2; h++) {
-    agt_ok(ag_tensor_read(h ? next[0] : obs[0], o0, (size_t)(B * D)));
-    agt_ok(ag_tensor_read(h ? next[1] : obs[1], o1, (size_t)(B * D)));
-    assert_memory_equal(o0, o1, (size_t)(B * D));
-  }
-  free(o0), free(o1);
+  same_bytes(idx[0], idx[1], (size_t)B * sizeof(int64_t));
+  same_bytes(obs[0], obs[1], (size_t)(B * D));
+  same_bytes(next[0], next[1], (size_t)(B * D));
   ag_frames_free(W.t);
   W.t = L;
   for (int it = 0; it < 30; it++) {
@@ -455,26 +440,33 @@ static void saved_and_loaded_tables_match_the_episodes(void **state) {
 
 /* The device memory of agrl/frames.h's formula: 84 x 84 frames, four f32
  * fields, measured on a small table (no add, so no staging area), at most
- * 7.2 GB per million transitions. */
+ * 7.2 GB per million transitions; prioritized, the mask, the sum tree of
+ * 16^3 leaves (the least power of 16 past 1000) and the largest priority
+ * more, 9.95 MB more per million entries. */
 static void device_memory_is_the_headers_formula(void **state) {
   (void)state;
   ag_ctx *ctx = agt_ctx();
-  const ag_frames_config cfg = {84, 84, 1, 4, 1, 1000, 0};
+  ag_frames_config cfg = {84, 84, 1, 4, 1, 1000, 0, 0, 0.0f};
   const ag_field f[4] = {
       {"action", 1, AG_I64}, {"reward", 1, AG_F32}, {"terminated", 1, AG_F32}, {"truncated", 1, AG_F32}};
-  ag_frames *t = NULL;
-  const uint64_t before = agt_live_bytes(ctx);
-  if (agt_kind == AG_DEVICE_VULKAN) {
-    agt_err(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t), AG_ERR_UNSUPPORTED, "stacking gather");
-  } else {
+  for (int prioritized = 0; prioritized < 2; prioritized++) {
+    cfg.prioritized = prioritized, cfg.alpha = 0.6f;
+    ag_frames *t = NULL;
+    const uint64_t before = agt_live_bytes(ctx);
     agt_ok(ag_frames_create(ctx, &cfg, f, 4, AG_F32, &t));
-    const uint64_t bytes = agt_live_bytes(ctx) - before, want = 1000 * (84 * 84 + 1) + 1000 * 4 * 4 + 32;
+    const uint64_t bytes = agt_live_bytes(ctx) - before,
+                   want = 1000 * (84 * 84 + 1) + 1000 * 4 * 4 + 32 +
+                          (prioritized ? 1000 + 8 * (16 + 256 + 4096 + 1) + 4 : 0);
     if (bytes != want)
-      fail_msg("the table holds %llu bytes; the header says %llu", (unsigned long long)bytes,
-               (unsigned long long)want);
+      fail_msg("the table (prioritized %d) holds %llu bytes; the header says %llu", prioritized,
+               (unsigned long long)bytes, (unsigned long long)want);
     assert_true((double)want / 1000.0 * 1e6 <= 7.2e9);
+    ag_frames_free(t);
+    assert_int_equal(agt_live_bytes(ctx), before);
   }
-  ag_frames_free(t);
+  /* a million entries: 1e6 bytes of mask, 16 + ... + 16^5 + 1 doubles of tree, 4 bytes */
+  const double more = 1e6 + 8.0 * (16 + 256 + 4096 + 65536 + 1048576 + 1) + 4;
+  assert_true(more > 9.94e6 && more < 9.96e6);
   ag_ctx_free(ctx);
 }
 
@@ -483,13 +475,7 @@ static void frames_bad_input_is_refused_and_changes_nothing(void **state) {
   ag_ctx *ctx = agt_ctx();
   const ag_field f[2] = {{"action", 1, AG_I64}, {"reward", 1, AG_F32}};
   ag_frames *t = NULL;
-  ag_frames_config cfg = {4, 4, 1, 0, 2, 40, 0};
-  if (agt_kind == AG_DEVICE_VULKAN) {
-    agt_err(ag_frames_create(ctx, &cfg, f, 2, AG_F32, &t), AG_ERR_UNSUPPORTED, "stacking gather");
-    assert_null(t);
-    ag_ctx_free(ctx);
-    return;
-  }
+  ag_frames_config cfg = {4, 4, 1, 0, 2, 40, 0, 0, 0.0f};
   agt_err(ag_frames_create(NULL, &cfg, f, 2, AG_F32, &t), AG_ERR_INVALID_ARG, "must not be NULL");
   ag_frames_config bad = cfg;
   bad.height = 0;
@@ -552,6 +538,500 @@ static void frames_bad_input_is_refused_and_changes_nothing(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ---- prioritized tables ---- */
+
+static ag_per *sampler_of(const world *W) {
+  ag_per *p = ag_replay_per(ag_frames_replay(W->t));
+  assert_non_null(p);
+  return p;
+}
+
+/* The reference leaf of slot x: its entry's priority ^ alpha when it may be sampled, else 0. */
+static double ref_leaf(const world *W, int64_t x) {
+  const int64_t g = held_at(W, x);
+  if (g < 0 || !ref_valid(W, g)) return 0.0;
+  if (W->prio[g] < 0.0f) fail_msg("entry %lld may be sampled but has no reference priority", (long long)g);
+  return pow((double)W->prio[g], (double)W->alpha);
+}
+
+/* The sum tree's doubles (the caller frees them), and its depth. */
+static double *read_tree(const ag_frames *t, int *depth) {
+  ag_per *per = ag_replay_per(ag_frames_replay(t));
+  assert_non_null(per);
+  *depth = ag__per_depth(per);
+  const size_t n = (size_t)ag__per_offset(*depth) + 1;
+  double *tree = malloc(n * sizeof *tree);
+  assert_non_null(tree);
+  agt_ok(ag_tensor_read(ag__per_tree(per), tree, n * sizeof *tree));
+  return tree;
+}
+
+/* Every leaf of the sum tree (and past the capacity: 0), its root and the
+ * largest priority seen against the reference. */
+static void check_tree(const world *W) {
+  int depth;
+  double *tree = read_tree(W->t, &depth);
+  const double *leaf = tree + ag__per_offset(depth - 1);
+  const int64_t leaves = ag__per_offset(depth) - ag__per_offset(depth - 1);
+  double sum = 0.0;
+  for (int64_t x = 0; x < leaves; x++) {
+    const double want = x < W->cap ? ref_leaf(W, x) : 0.0;
+    if (want == 0.0 ? leaf[x] != 0.0 : !(fabs(leaf[x] - want) <= 1e-12 * want))
+      fail_msg("slot %lld (entry %lld of %lld): leaf %.17g, the reference %.17g", (long long)x,
+               (long long)(x < W->cap ? held_at(W, x) : -1), (long long)W->total, leaf[x], want);
+    sum += want;
+  }
+  const double root = tree[ag__per_offset(depth)];
+  if (!(fabs(root - sum) <= 1e-9 * sum)) fail_msg("the root is %.17g, the leaves' sum %.17g", root, sum);
+  double total = 0.0;
+  agt_ok(ag_per_total(sampler_of(W), &total));
+  assert_true(total == root);
+  float st;
+  agt_ok(ag_tensor_read(ag__per_state(sampler_of(W)), &st, sizeof st));
+  if (st != W->maxp) fail_msg("the largest priority is %g, the reference's %g", (double)st, (double)W->maxp);
+  free(tree);
+}
+
+/* The importance weights of the batch cols against (P_min / P(x_j))^beta,
+ * P from the reference leaves (P_min the least of the batch). */
+static void check_weights(const world *W, const int64_t *cols, int64_t B, ag_tensor *weights, float beta) {
+  assert_int_equal(ag_tensor_rows(weights), 1);
+  assert_int_equal(ag_tensor_cols(weights), B);
+  float *w = agt_read_f32(weights);
+  double least = INFINITY;
+  for (int64_t j = 0; j < B; j++) {
+    const double l = ref_leaf(W, cols[j]);
+    assert_true(l > 0.0);
+    least = l < least ? l : least;
+  }
+  for (int64_t j = 0; j < B; j++) {
+    const double want = pow(least / ref_leaf(W, cols[j]), (double)beta);
+    if (!(fabs((double)w[j] - want) <= 1e-5 * want))
+      fail_msg("weight %lld (slot %lld) is %.9g, the formula's %.9g", (long long)j, (long long)cols[j],
+               (double)w[j], want);
+  }
+  free(w);
+}
+
+/* The reference's side of an update of slot x to p (which the table takes
+ * only when x may be sampled). */
+static void ref_update(world *W, int64_t x, float p) {
+  const int64_t g = x >= 0 && x < W->cap ? held_at(W, x) : -1;
+  if (g < 0 || !ref_valid(W, g)) return;
+  W->prio[g] = p;
+  W->maxp = p > W->maxp ? p : W->maxp;
+}
+
+static void update_host(world *W, const int64_t *cols, const float *p, int64_t n) {
+  agt_ok(ag_frames_update_priorities_host(W->t, cols, p, n));
+  for (int64_t j = 0; j < n; j++) ref_update(W, cols[j], p[j]);
+}
+
+/* Through device tensors: idx i64 or i32 (a row), the priorities a column. */
+static void update_dev(world *W, const int64_t *cols, const float *p, int64_t n, ag_dtype dt) {
+  ag_tensor *ti, *tp;
+  int32_t c32[256];
+  assert_true(n <= 256);
+  for (int64_t j = 0; j < n; j++) c32[j] = (int32_t)cols[j];
+  agt_ok(ag_tensor_create(W->ctx, 1, n, dt, dt == AG_I32 ? (const void *)c32 : (const void *)cols, &ti));
+  agt_ok(ag_tensor_create(W->ctx, n, 1, AG_F32, p, &tp));
+  agt_ok(ag_frames_update_priorities(W->t, ti, tp));
+  ag_tensor_free(ti);
+  ag_tensor_free(tp);
+  for (int64_t j = 0; j < n; j++) ref_update(W, cols[j], p[j]);
+}
+
+/* The slots that may be sampled (by the reference) and those that may not. */
+static void split_slots(const world *W, int64_t *ok, int64_t *nok, int64_t *bad, int64_t *nbad) {
+  *nok = *nbad = 0;
+  for (int64_t x = 0; x < W->cap; x++) {
+    const int64_t g = held_at(W, x);
+    if (g >= 0 && ref_valid(W, g))
+      ok[(*nok)++] = x;
+    else
+      bad[(*nbad)++] = x;
+  }
+}
+
+/* A prioritized batch of B: every entry one that may be sampled (check_batch),
+ * stacks and fields the reference's, the weights the formula's; its slots into cols. */
+static void sample_per_checked(world *W, ag_rng *rng, int64_t B, float beta, ag_dtype dt, int64_t *cols) {
+  ag_tensor *obs, *next, *batch, *idx, *w;
+  agt_ok(ag_frames_sample_per(W->t, rng, B, beta, dt, &obs, &next, &batch, &idx, &w));
+  assert_int_equal(ag_tensor_rows(idx), B);
+  agt_ok(ag_tensor_read(idx, cols, (size_t)B * sizeof *cols));
+  check_batch(W, cols, B, dt, obs, next, batch);
+  check_weights(W, cols, B, w, beta);
+}
+
+/* A run of adds (several copies, short episodes, the ring wrapping, whole-
+ * ring adds) with updates between them from the host and the device,
+ * indices of entries that may not be sampled among the device's (skipped)
+ * and refused from the host (nothing changed): after each, every leaf is
+ * the reference's; each batch drawn is of entries that may be sampled,
+ * with the reference's stacks and weights. */
+static void prioritized_leaves_follow_the_episodes(void **state) {
+  (void)state;
+  world W;
+  world_init(&W, 2, 3, 1, 3, 3, 70, 1, 0.7f);
+  ag_rng *rng;
+  agt_ok(ag_rng_create(W.ctx, 3, &rng));
+  check_tree(&W);
+  int64_t ok[70], bad[70], nok, nbad, cols[32];
+  for (int it = 0; it < 60; it++) {
+    const int64_t steps = it % 9 == 8 ? W.cap / W.n : 1 + agt_below(&W.g, 3);
+    world_step(&W, steps, it < 30 ? 6 : 2);
+    check_tree(&W);
+    split_slots(&W, ok, &nok, bad, &nbad);
+    if (nok == 0) continue;
+    int64_t sel[12];
+    float p[12];
+    const int64_t m = nok < 5 ? nok : 5;
+    for (int64_t j = 0; j < m; j++) {
+      sel[j] = ok[agt_below(&W.g, nok)];
+      p[j] = agt_uniform(&W.g, 0.05f, 1.0f + 0.05f * (float)it); /* the largest grows now and then */
+    }
+    update_host(&W, sel, p, m);
+    check_tree(&W);
+    if (nbad > 0) { /* one index that may not be sampled: all refused, nothing changed */
+      sel[m] = bad[agt_below(&W.g, nbad)];
+      p[m] = 50.0f;
+      agt_err(ag_frames_update_priorities_host(W.t, sel, p, m + 1), AG_ERR_OUT_OF_RANGE,
+              "may be sampled now");
+      check_tree(&W);
+    }
+    /* the device's: entries that may be sampled, others, and slots outside the table, all mixed */
+    int64_t n = 0;
+    for (int64_t j = 0; j < m; j++)
+      sel[n] = ok[agt_below(&W.g, nok)], p[n++] = agt_uniform(&W.g, 0.05f, 2.0f);
+    for (int64_t j = 0; j < 3 && nbad > 0; j++) sel[n] = bad[agt_below(&W.g, nbad)], p[n++] = 80.0f;
+    sel[n] = -1, p[n++] = 90.0f;
+    sel[n] = W.cap + 5, p[n++] = 90.0f;
+    for (int64_t j = n - 1; j > 0; j--) { /* shuffled */
+      const int64_t r = agt_below(&W.g, j + 1), c = sel[j];
+      const float q = p[j];
+      sel[j] = sel[r], p[j] = p[r], sel[r] = c, p[r] = q;
+    }
+    update_dev(&W, sel, p, n, it % 2 ? AG_I32 : AG_I64);
+    check_tree(&W);
+    sample_per_checked(&W, rng, 32, it % 3 == 0 ? 1.0f : 0.4f, it % 2 ? AG_U8 : AG_F32, cols);
+    ag_ctx_reset(W.ctx);
+  }
+  ag_rng_free(rng);
+  world_free(&W);
+}
+
+/* Draws come with probability p^alpha / sum over the entries that may be
+ * sampled: in each batch of B, stratified, an entry of probability P comes
+ * up B P times give or take 2 (each of B equal slices holds one draw), and
+ * never when P = 0; over all batches the counts pass a chi-square test
+ * against B P. Priorities set over two decades, then two more adds: the
+ * entries that may now be sampled get the largest priority, the stale
+ * ones none. */
+static void prioritized_draws_match_the_probabilities(void **state) {
+  (void)state;
+  world W;
+  world_init(&W, 1, 1, 1, 4, 2, 90, 1, 0.6f);
+  for (int it = 0; it < 70; it++) world_step(&W, 1, 5); /* wrapped, with episode ends */
+  int64_t ok[90], bad[90], nok, nbad;
+  split_slots(&W, ok, &nok, bad, &nbad);
+  assert_true(nok > 20 && nbad > 10);
+  float p[90];
+  for (int64_t j = 0; j < nok; j++) p[j] = 0.1f * powf(100.0f, agt_uniform(&W.g, 0.0f, 1.0f));
+  update_host(&W, ok, p, nok);
+  world_step(&W, 1, 5);
+  world_step(&W, 1, 5);
+  check_tree(&W);
+  double P[90], sum = 0.0;
+  for (int64_t x = 0; x < 90; x++) sum += P[x] = ref_leaf(&W, x);
+  for (int64_t x = 0; x < 90; x++) P[x] /= sum;
+  ag_rng *rng;
+  agt_ok(ag_rng_create(W.ctx, 11, &rng));
+  enum { B = 1000, ROUNDS = 40 };
+  static int64_t cols[B];
+  int64_t hits[90] = {0};
+  for (int r = 0; r < ROUNDS; r++) {
+    ag_tensor *obs, *next, *idx, *w;
+    agt_ok(ag_frames_sample_per(W.t, rng, B, 0.5f, AG_U8, &obs, &next, NULL, &idx, &w));
+    agt_ok(ag_tensor_read(idx, cols, sizeof cols));
+    int64_t c[90] = {0};
+    for (int j = 0; j < B; j++) {
+      assert_true(cols[j] >= 0 && cols[j] < 90);
+      c[cols[j]]++;
+    }
+    for (int64_t x = 0; x < 90; x++) {
+      if (P[x] == 0.0 ? c[x] != 0 : !(fabs((double)c[x] - B * P[x]) <= 2.0 + 1e-6))
+        fail_msg("batch %d: slot %lld drawn %lld times, B P = %.3f", r, (long long)x, (long long)c[x],
+                 B * P[x]);
+      hits[x] += c[x];
+    }
+    if (r < 3) check_weights(&W, cols, B, w, 0.5f);
+    ag_ctx_reset(W.ctx);
+  }
+  double chi2 = 0.0;
+  for (int64_t x = 0; x < 90; x++)
+    if (P[x] > 0.0) chi2 += pow((double)hits[x] - (double)B * ROUNDS * P[x], 2) / ((double)B * ROUNDS * P[x]);
+  const double df = (double)nok - 1.0;
+  if (!(chi2 < df + 6.0 * sqrt(2.0 * df))) fail_msg("chi-square %.1f over %.0f degrees of freedom", chi2, df);
+  ag_rng_free(rng);
+  world_free(&W);
+}
+
+/* A recorded sample reads the ring (and, prioritized, the tree) on the
+ * device at each replay: after more adds (and updates), it draws what an
+ * eager sample with the same rng state draws, weights too, and the stacks
+ * (and weights) are the reference's. */
+typedef struct rec_step {
+  ag_frames *t;
+  ag_rng *rng;
+  int prioritized;
+  ag_tensor *obs, *next, *idx, *w;
+} rec_step;
+
+static ag_status rec_sample(ag_ctx *ctx, void *user) {
+  (void)ctx;
+  rec_step *r = user;
+  if (r->prioritized)
+    return ag_frames_sample_per(r->t, r->rng, 16, 0.4f, AG_U8, &r->obs, &r->next, NULL, &r->idx, &r->w);
+  return ag_frames_sample(r->t, r->rng, 16, AG_U8, &r->obs, &r->next, NULL, &r->idx);
+}
+
+static void recorded_sample_matches_an_eager_one(int prioritized) {
+  world W;
+  world_init(&W, 2, 2, 1, 3, 2, 40, prioritized, 0.5f);
+  for (int it = 0; it < 20; it++) world_step(&W, 1, 4); /* wrapped */
+  rec_step rec = {W.t, NULL, prioritized, NULL, NULL, NULL, NULL}, eager = rec;
+  agt_ok(ag_rng_create(W.ctx, 5, &eager.rng));
+  agt_ok(ag_rng_create(W.ctx, 5, &rec.rng));
+  ag_capture *cap;
+  agt_ok(ag_capture_create(W.ctx, rec_sample, &rec, &cap));
+  for (int it = 0; it < 12; it++) {
+    world_step(&W, 1 + agt_below(&W.g, 2), 4);
+    if (prioritized) {
+      int64_t ok[40], bad[40], nok, nbad;
+      float p[40];
+      split_slots(&W, ok, &nok, bad, &nbad);
+      for (int64_t j = 0; j < nok; j++) p[j] = agt_uniform(&W.g, 0.1f, 5.0f);
+      if (nok) update_host(&W, ok, p, nok < 6 ? nok : 6);
+    }
+    agt_ok(ag_capture_replay(cap));
+    agt_ok(rec_sample(W.ctx, &eager));
+    int64_t a[16];
+    agt_ok(ag_tensor_read(rec.idx, a, sizeof a));
+    same_bytes(rec.idx, eager.idx, sizeof a);
+    same_bytes(rec.obs, eager.obs, 16 * 12);
+    check_batch(&W, a, 16, AG_U8, rec.obs, rec.next, NULL);
+    if (prioritized) {
+      same_bytes(rec.w, eager.w, 16 * sizeof(float));
+      check_weights(&W, a, 16, rec.w, 0.4f);
+    }
+    ag_ctx_reset(W.ctx);
+  }
+  ag_capture_free(cap);
+  ag_rng_free(eager.rng);
+  ag_rng_free(rec.rng);
+  world_free(&W);
+}
+
+static void recorded_sample_follows_the_ring(void **state) {
+  (void)state;
+  recorded_sample_matches_an_eager_one(0);
+}
+
+static void recorded_prioritized_sample_follows_the_table(void **state) {
+  (void)state;
+  recorded_sample_matches_an_eager_one(1);
+}
+
+/* Whether the file holds the bytes of `key`. */
+static int file_has(const char *path, const char *key) {
+  size_t n;
+  unsigned char *b = agt_slurp(path, &n);
+  const size_t k = strlen(key);
+  int found = 0;
+  for (size_t i = 0; i + k <= n && !found; i++) found = memcmp(b + i, key, k) == 0;
+  free(b);
+  return found;
+}
+
+/* A prioritized table saved and loaded: the same leaves bit for bit, the
+ * same largest priority, the same draws and weights from the same rng
+ * state, and later adds and updates go on as the reference's. It is
+ * written as frames.version 2 (frames.alpha); an unprioritized table as
+ * version 1, as before. */
+static void prioritized_tables_save_and_load(void **state) {
+  (void)state;
+  world W;
+  world_init(&W, 3, 2, 2, 4, 2, 61, 1, 0.8f);
+  int64_t ok[61], bad[61], nok, nbad;
+  for (int it = 0; it < 45; it++) {
+    world_step(&W, 1 + agt_below(&W.g, 2), 5);
+    split_slots(&W, ok, &nok, bad, &nbad);
+    float p[61];
+    for (int64_t j = 0; j < nok; j++) p[j] = agt_uniform(&W.g, 0.1f, 3.0f);
+    if (nok) update_host(&W, ok, p, nok < 4 ? nok : 4);
+  }
+  char path[] = "/tmp/agrl_framesXXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  agt_ok(ag_frames_save(W.t, path));
+  assert_true(file_has(path, "frames.alpha"));
+  ag_frames *L = NULL;
+  agt_ok(ag_frames_load(W.ctx, path, &L));
+  assert_int_equal(ag_frames_count(L), ag_frames_count(W.t));
+  assert_true(ag_per_alpha(ag_replay_per(ag_frames_replay(L))) == 0.8f);
+  int d0, d1;
+  double *t0 = read_tree(W.t, &d0), *t1 = read_tree(L, &d1);
+  assert_int_equal(d0, d1);
+  assert_memory_equal(t0, t1, ((size_t)ag__per_offset(d0) + 1) * sizeof *t0);
+  free(t0), free(t1);
+  ag_rng *r[2];
+  ag_tensor *obs[2], *next[2], *idx[2], *w[2];
+  const int64_t B = 40, D = ag_frames_obs_size(W.t);
+  for (int i = 0; i < 2; i++) {
+    agt_ok(ag_rng_create(W.ctx, 7, &r[i]));
+    agt_ok(ag_frames_sample_per(i ? L : W.t, r[i], B, 0.6f, AG_U8, &obs[i], &next[i], NULL, &idx[i], &w[i]));
+  }
+  same_bytes(idx[0], idx[1], (size_t)B * sizeof(int64_t));
+  same_bytes(w[0], w[1], (size_t)B * sizeof(float));
+  same_bytes(next[0], next[1], (size_t)(B * D));
+  ag_frames_free(W.t);
+  W.t = L;
+  check_tree(&W);
+  int64_t cols[24];
+  for (int it = 0; it < 20; it++) {
+    world_step(&W, 1 + agt_below(&W.g, 3), 5);
+    check_tree(&W);
+    split_slots(&W, ok, &nok, bad, &nbad);
+    float p[61];
+    for (int64_t j = 0; j < nok; j++) p[j] = agt_uniform(&W.g, 0.1f, 6.0f);
+    if (nok) update_dev(&W, ok, p, nok, AG_I64);
+    check_tree(&W);
+    sample_per_checked(&W, r[0], 24, 0.5f, it % 2 ? AG_U8 : AG_F32, cols);
+    ag_ctx_reset(W.ctx);
+  }
+  /* the fields' table without its sampler is refused at save, the file left as it was */
+  agt_ok(ag_frames_save(W.t, path));
+  size_t n0;
+  unsigned char *before = agt_slurp(path, &n0);
+  ag_per_free(ag_replay_per(ag_frames_replay(W.t)));
+  agt_err(ag_frames_save(W.t, path), AG_ERR_STATE, "freed");
+  size_t n1;
+  unsigned char *after = agt_slurp(path, &n1);
+  assert_int_equal(n0, n1);
+  assert_memory_equal(before, after, n0);
+  free(before), free(after);
+  /* an unprioritized table: version 1, no frames.alpha, and it loads without a sampler */
+  world U;
+  world_new(&U, 2, 2, 1, 2, 1, 20);
+  for (int it = 0; it < 8; it++) world_step(&U, 1, 4);
+  agt_ok(ag_frames_save(U.t, path));
+  assert_false(file_has(path, "frames.alpha"));
+  agt_ok(ag_frames_load(U.ctx, path, &L));
+  assert_null(ag_replay_per(ag_frames_replay(L)));
+  ag_frames_free(L);
+  world_free(&U);
+  unlink(path);
+  ag_rng_free(r[0]), ag_rng_free(r[1]);
+  world_free(&W);
+}
+
+/* Refusals: the configuration (before anything is allocated), the samplers'
+ * and updates' arguments, an unprioritized table, a sampler freed; none
+ * changes the table or its tree. */
+static void prioritized_bad_input_is_refused_and_changes_nothing(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const ag_field f[2] = {{"action", 1, AG_I64}, {"reward", 1, AG_F32}};
+  ag_frames *t = NULL;
+  ag_frames_config cfg = {4, 4, 1, 2, 2, 40, 0, 1, 0.6f};
+  const uint64_t live = agt_live_bytes(ctx);
+  ag_frames_config bad = cfg;
+  bad.prioritized = 2;
+  agt_err(ag_frames_create(ctx, &bad, f, 2, AG_F32, &t), AG_ERR_INVALID_ARG, "prioritized = 2");
+  bad = cfg, bad.alpha = 1.5f;
+  agt_err(ag_frames_create(ctx, &bad, f, 2, AG_F32, &t), AG_ERR_INVALID_ARG, "alpha = 1.5");
+  bad = cfg, bad.alpha = NAN;
+  agt_err(ag_frames_create(ctx, &bad, f, 2, AG_F32, &t), AG_ERR_INVALID_ARG, "alpha");
+  bad = cfg, bad.alpha = -0.1f;
+  agt_err(ag_frames_create(ctx, &bad, f, 2, AG_F32, &t), AG_ERR_INVALID_ARG, "alpha");
+  bad = cfg, bad.capacity = AG_PER_MAX_CAPACITY + 1, bad.height = 1, bad.width = 1;
+  agt_err(ag_frames_create(ctx, &bad, f, 2, AG_F32, &t), AG_ERR_UNSUPPORTED, "beyond prioritized replay");
+  assert_null(t);
+  assert_int_equal(agt_live_bytes(ctx), live);
+  bad = cfg, bad.prioritized = 0, bad.alpha = 7.0f; /* alpha is not read without prioritized */
+  agt_ok(ag_frames_create(ctx, &bad, f, 2, AG_F32, &t));
+  uint8_t px[6 * 16] = {0}, first[6] = {1, 1, 0, 0, 0, 0};
+  int64_t act[6] = {1, 2, 3, 4, 5, 6};
+  float rew[6] = {0};
+  const void *data[2] = {act, rew};
+  agt_ok(ag_frames_add(t, px, first, data, 3));
+  ag_rng *rng;
+  agt_ok(ag_rng_create(ctx, 1, &rng));
+  ag_tensor *o = NULL, *no = NULL, *w = NULL;
+  const int64_t slots[2] = {0, 1};
+  const float prio[2] = {1.0f, 2.0f};
+  agt_err(ag_frames_sample_per(t, rng, 2, 0.4f, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_STATE,
+          "without prioritized");
+  agt_err(ag_frames_update_priorities_host(t, slots, prio, 2), AG_ERR_STATE, "without prioritized");
+  ag_tensor *ti, *tp;
+  agt_ok(ag_tensor_create(ctx, 2, 1, AG_I64, slots, &ti));
+  agt_ok(ag_tensor_create(ctx, 2, 1, AG_F32, prio, &tp));
+  agt_err(ag_frames_update_priorities(t, ti, tp), AG_ERR_STATE, "without prioritized");
+  ag_frames_free(t);
+  /* a prioritized table */
+  agt_ok(ag_frames_create(ctx, &cfg, f, 2, AG_F32, &t));
+  agt_err(ag_frames_sample_per(t, rng, 2, 0.4f, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_STATE, "fewer than");
+  agt_ok(ag_frames_add(t, px, first, data, 3));
+  assert_int_equal(ag_frames_count(t), 4);
+  int depth;
+  double *tree = read_tree(t, &depth), *now;
+  const size_t tbytes = ((size_t)ag__per_offset(depth) + 1) * sizeof(double);
+  agt_err(ag_frames_sample_per(t, rng, 2, -0.1f, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_INVALID_ARG,
+          "beta = -0.1");
+  agt_err(ag_frames_sample_per(t, rng, 2, NAN, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_INVALID_ARG, "beta");
+  agt_err(ag_frames_sample_per(t, rng, 0, 0.4f, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_INVALID_ARG, "B = 0");
+  agt_err(ag_frames_sample_per(t, rng, 2, 0.4f, AG_I32, &o, &no, NULL, NULL, &w), AG_ERR_INVALID_ARG,
+          "obs_dtype");
+  agt_err(ag_frames_sample_per(t, NULL, 2, 0.4f, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  assert_null(o);
+  assert_null(w);
+  const int64_t stale[3] = {0, 4, 1}, outside[1] = {40};
+  const float neg[2] = {1.0f, -1.0f}, inf[2] = {INFINITY, 1.0f}, nan[2] = {1.0f, NAN};
+  agt_err(ag_frames_update_priorities_host(t, stale, prio, 3), AG_ERR_OUT_OF_RANGE, "idx[1] = 4");
+  agt_err(ag_frames_update_priorities_host(t, outside, prio, 1), AG_ERR_OUT_OF_RANGE, "idx[0] = 40");
+  agt_err(ag_frames_update_priorities_host(t, slots, neg, 2), AG_ERR_INVALID_ARG, "priorities[1]");
+  agt_err(ag_frames_update_priorities_host(t, slots, inf, 2), AG_ERR_INVALID_ARG, "priorities[0]");
+  agt_err(ag_frames_update_priorities_host(t, slots, nan, 2), AG_ERR_INVALID_ARG, "priorities[1]");
+  agt_err(ag_frames_update_priorities_host(t, slots, prio, 0), AG_ERR_INVALID_ARG, "n = 0");
+  agt_err(ag_frames_update_priorities_host(t, NULL, prio, 2), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_frames_update_priorities_host(NULL, slots, prio, 2), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_frames_update_priorities(NULL, ti, tp), AG_ERR_INVALID_ARG, "NULL");
+  agt_err(ag_frames_update_priorities(t, NULL, tp), AG_ERR_INVALID_ARG, "idx");
+  ag_tensor *tf;
+  agt_ok(ag_tensor_create(ctx, 2, 1, AG_F32, prio, &tf));
+  agt_err(ag_frames_update_priorities(t, tf, tp), AG_ERR_SHAPE, "i32 or i64");
+  now = read_tree(t, &depth);
+  assert_memory_equal(now, tree, tbytes);
+  free(now);
+  /* the sampler freed: every call that needs it refused, the table as it was */
+  const int64_t size = ag_frames_size(t), pos = ag_frames_position(t);
+  ag_per_free(ag_replay_per(ag_frames_replay(t)));
+  agt_err(ag_frames_add(t, px, first, data, 1), AG_ERR_STATE, "freed");
+  agt_err(ag_frames_sample_per(t, rng, 2, 0.4f, AG_U8, &o, &no, NULL, NULL, &w), AG_ERR_STATE, "freed");
+  agt_err(ag_frames_update_priorities_host(t, slots, prio, 2), AG_ERR_STATE, "freed");
+  agt_err(ag_frames_update_priorities(t, ti, tp), AG_ERR_STATE, "freed");
+  assert_int_equal(ag_frames_size(t), size);
+  assert_int_equal(ag_frames_position(t), pos);
+  agt_ok(ag_frames_sample(t, rng, 2, AG_U8, &o, &no, NULL, NULL)); /* uniform sampling needs no sampler */
+  free(tree);
+  ag_frames_free(t);
+  ag_rng_free(rng);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(one_copy_stacks_match_the_episodes_across_the_wrap),
@@ -562,6 +1042,11 @@ int main(int argc, char **argv) {
       cmocka_unit_test(saved_and_loaded_tables_match_the_episodes),
       cmocka_unit_test(device_memory_is_the_headers_formula),
       cmocka_unit_test(frames_bad_input_is_refused_and_changes_nothing),
+      cmocka_unit_test(prioritized_leaves_follow_the_episodes),
+      cmocka_unit_test(prioritized_draws_match_the_probabilities),
+      cmocka_unit_test(recorded_prioritized_sample_follows_the_table),
+      cmocka_unit_test(prioritized_tables_save_and_load),
+      cmocka_unit_test(prioritized_bad_input_is_refused_and_changes_nothing),
   };
   return agt_run(argc, argv, "frames", tests, sizeof tests / sizeof tests[0]);
 }

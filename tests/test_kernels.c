@@ -298,7 +298,8 @@ static size_t b_loss(const kcase *c, layout *L, void *out) {
   return sizeof *a;
 }
 
-/* the sum-tree kernels: p[0] columns, p[1] batch, p[2] idx dtype */
+/* the sum-tree kernels: p[0] columns, p[1] batch, p[2] idx dtype; PER_FILL
+ * p[1] pos, p[2] k; p[3] 1: a mask of the columns (about a third 0) */
 static int depth_of(int64_t cols) {
   int d = 1;
   for (int64_t l = AG__PER_FAN; l < cols; l *= AG__PER_FAN) d++;
@@ -311,6 +312,7 @@ static size_t b_per_fill(const kcase *c, layout *L, void *out) {
   a->tree = reg(L, (size_t)ag__per_offset(a->depth) + 1, DT_F64, INIT_ZERO, 0, 0, 1, 1e-12);
   a->state = reg(L, 1, AG_F32, INIT_POSITIVE, 0.5, 3, 0, 0);
   a->pos = c->p[1], a->k = c->p[2];
+  if (c->p[3]) a->mask = reg(L, (size_t)c->p[0], AG_U8, INIT_INDEX, 0, 3, 0, 0);
   return sizeof *a;
 }
 
@@ -323,6 +325,7 @@ static size_t b_per_set(const kcase *c, layout *L, void *out) {
   a->idx = reg(L, (size_t)a->n, a->idx_dtype, INIT_INDEX, -2, (double)c->p[0] + 2, 0, 0); /* some skipped */
   a->prio = reg(L, (size_t)a->n, AG_F32, INIT_POSITIVE, 0, 4, 0, 0);
   a->prio_stride = 1;
+  if (c->p[3]) a->mask = reg(L, (size_t)c->p[0], AG_U8, INIT_INDEX, 0, 3, 0, 0);
   return sizeof *a;
 }
 
@@ -332,11 +335,17 @@ static void per_tree_of(layout *L, double *tree, int depth, int64_t cols, float 
   int64_t *idx = malloc((size_t)cols * sizeof *idx);
   agt_rng g = {77};
   for (int64_t j = 0; j < cols; j++) idx[j] = j, prio[j] = agt_uniform(&g, 0.01f, 5);
-  ag__per_set_args s = {tree, depth, 0.6f, state, idx, AG_I64, cols, prio, 1, cols};
+  ag__per_set_args s = {tree, depth, 0.6f, state, idx, AG_I64, cols, prio, 1, cols, NULL};
   agt_ok(ag__cpu_ref_kernels[AG__K_PER_SET](&s));
   free(prio);
   free(idx);
   (void)L;
+}
+
+/* A masking PER_FILL needs leaves to zero: the tree of random priorities. */
+static void prep_per_fill(const kcase *c, layout *L, void *args) {
+  ag__per_fill_args *a = args;
+  per_tree_of(L, a->tree, a->depth, c->p[0], (float *)(L->base + L->r[1].off));
 }
 
 static size_t b_per_sample(const kcase *c, layout *L, void *out) {
@@ -638,7 +647,7 @@ static size_t b_scatter_fields(const kcase *c, layout *L, void *out) {
 /* the cases: name, kernel, sizes, builder */
 /* FRAME_STACK. p: h, w, c, stack, capacity, n_envs, B, flags (1: the
  * columns given, some outside the table; 2: u8 stacks; 4: a table still
- * filling, else full and wrapped). The frames are random; about one entry
+ * filling, else full and wrapped; 8: the given columns i32). The frames are random; about one entry
  * in six is flagged first (prep_frame_stack). Drawn columns, the counter
  * and both stacks are compared bit for bit. */
 static size_t b_frame_stack(const kcase *c, layout *L, void *out) {
@@ -652,8 +661,8 @@ static size_t b_frame_stack(const kcase *c, layout *L, void *out) {
   a->size_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
   a->pos_dev = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 0, 0);
   if (flags & 1) {
-    a->idx_dtype = AG_I64;
-    a->idx = reg(L, (size_t)a->B, AG_I64, INIT_INDEX, -3, (double)a->capacity + 3, 0, 0);
+    a->idx_dtype = flags & 8 ? AG_I32 : AG_I64;
+    a->idx = reg(L, (size_t)a->B, a->idx_dtype, INIT_INDEX, -3, (double)a->capacity + 3, 0, 0);
   } else {
     a->counter = reg(L, 1, AG_I64, INIT_ZERO, 0, 0, 1, 0);
   }
@@ -864,6 +873,15 @@ static const kcase cases[] = {
     CONV("conv2d 3x4x3 k5x4 p1 B2 K2", 2, 3, 4003, 2, 5004, 101, 0),
     CONV("conv2d Nature 4x84x84 k8 s4 B2 K32", 2, 4, 84084, 32, 8008, 400, 0),
     CONV("conv2d Nature 64x7x7 k3 s1 B3 K64", 3, 64, 7007, 64, 3003, 100, 0),
+    KP("frame_stack 3x3x1 stack 2, 2 copies, given i32 columns u8", AG__K_FRAME_STACK, b_frame_stack,
+       prep_frame_stack, 3, 3, 1, 2, 50, 2, 77, 11),
+    KP("frame_stack 1x3x1 stack 2 drawn u8, more transitions than work groups", AG__K_FRAME_STACK,
+       b_frame_stack, prep_frame_stack, 1, 3, 1, 2, 90, 1, 40000, 2),
+    K("per_set i64 masked, with repeats", AG__K_PER_SET, b_per_set, 300, 256, AG_I64, 1),
+    K("per_set i32 masked deep, past a group", AG__K_PER_SET, b_per_set, 70000, 5000, AG_I32, 1),
+    KP("per_fill masking pass", AG__K_PER_FILL, b_per_fill, prep_per_fill, 1000, 3, 500, 1),
+    KP("per_fill masking pass deep, past a group", AG__K_PER_FILL, b_per_fill, prep_per_fill, 70000, 10,
+       69000, 1),
 };
 
 /* ---- running a case ---- */

@@ -327,7 +327,7 @@ static void bare_new(bare_tree *b, ag_device_kind kind, int depth, float alpha) 
   const float one = 1.0f;
   agt_ok(ag_tensor_create(b->ctx, b->size, 1, AG_I64, NULL, &b->tree));
   agt_ok(ag_tensor_create(b->ctx, 1, 1, AG_F32, &one, &b->state));
-  ag__per_fill_args f = {dev_ptr(b->tree), depth, alpha, dev_ptr(b->state), 0, b->leaves};
+  ag__per_fill_args f = {dev_ptr(b->tree), depth, alpha, dev_ptr(b->state), 0, b->leaves, NULL};
   agt_ok(ag__run(b->ctx, AG__K_PER_FILL, &f, sizeof f));
 }
 
@@ -352,8 +352,8 @@ static void bare_set_cols(bare_tree *b, const int64_t *idx, const float *prio, i
   ag_tensor *ti, *tp;
   agt_ok(ag_tensor_create(b->ctx, n, 1, dt, dt == AG_I32 ? (const void *)i32 : (const void *)idx, &ti));
   agt_ok(ag_tensor_create(b->ctx, n * stride, 1, AG_F32, ps, &tp));
-  ag__per_set_args a = {dev_ptr(b->tree), b->depth, alpha, dev_ptr(b->state), dev_ptr(ti), dt, n,
-                        dev_ptr(tp),      stride,   cols};
+  ag__per_set_args a = {dev_ptr(b->tree), b->depth, alpha, dev_ptr(b->state), dev_ptr(ti), dt, n, dev_ptr(tp),
+                        stride,           cols,     NULL};
   agt_ok(ag__run(b->ctx, AG__K_PER_SET, &a, sizeof a));
   agt_ok(ag_ctx_sync(b->ctx)); /* the kernel was queued outside the tensors' bookkeeping */
   ag_tensor_free(ti);

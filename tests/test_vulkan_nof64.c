@@ -5,13 +5,16 @@
  * tree's PER_SET, PER_FILL and PER_SAMPLE, are refused with
  * AG_ERR_UNSUPPORTED and change nothing: a stream refused a draw gives the
  * CPU's numbers afterwards, a table refused a sampler stays a uniform
- * table. The kernels without doubles still run there and give the CPU's
- * results bit for bit (draws, gathers, uniform sampling).
+ * table, a prioritized frame table is refused before anything is made.
+ * The kernels without doubles still run there and give the CPU's results
+ * bit for bit (draws, gathers, uniform sampling, frame stacks).
  *
  * Runs on the vulkan device only, with the validation layer on as every
  * vulkan run (agt.c). Without a usable Vulkan device it is skipped, or
  * fails with AGRL_REQUIRE_VULKAN=1.
  */
+#include <unistd.h>
+
 #include "agt.h"
 
 static ag_ctx *cpu_ctx(void) {
@@ -252,6 +255,79 @@ static void kernels_without_doubles_give_the_cpus_results(void **state) {
   ag_ctx_free(c);
 }
 
+/* Frame tables: the stacking gather has no doubles, so an unprioritized
+ * table runs and draws the CPU's transitions and stacks; a prioritized one
+ * is refused at creation, and a prioritized table's file at load, with
+ * nothing left allocated. */
+static void frame_tables_run_and_prioritized_ones_are_refused(void **state) {
+  (void)state;
+  ag_ctx *v = agt_ctx(), *c = cpu_ctx();
+  const ag_field f[2] = {{"action", 1, AG_I64}, {"reward", 1, AG_F32}};
+  ag_frames_config cfg = {3, 2, 1, 3, 2, 30, 0, 1, 0.6f};
+  ag_frames *tv = NULL, *tc = NULL;
+  const uint64_t live = agt_live_bytes(v);
+  assert_refused(ag_frames_create(v, &cfg, f, 2, AG_F32, &tv), "ag_frames_create (prioritized)");
+  assert_null(tv);
+  assert_int_equal(agt_live_bytes(v), live);
+  /* a prioritized table's file, written on the CPU, refused at load */
+  agt_ok(ag_frames_create(c, &cfg, f, 2, AG_F32, &tc));
+  uint8_t px[40 * 6], first[40];
+  int64_t act[40];
+  float rew[40];
+  for (int i = 0; i < 40; i++) {
+    first[i] = i < 2 || i % 7 == 0;
+    act[i] = i, rew[i] = 0.5f * (float)i;
+    for (int b = 0; b < 6; b++) px[i * 6 + b] = (uint8_t)(i * 31 + b * 7);
+  }
+  const void *data[2] = {act, rew};
+  agt_ok(ag_frames_add(tc, px, first, data, 12));
+  char path[] = "/tmp/agrl_nof64_framesXXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  agt_ok(ag_frames_save(tc, path));
+  assert_refused(ag_frames_load(v, path, &tv), "ag_frames_load (a prioritized table)");
+  assert_null(tv);
+  assert_int_equal(agt_live_bytes(v), live);
+  unlink(path);
+  ag_frames_free(tc);
+  /* unprioritized: the same adds, the same draws and stacks on both */
+  cfg.prioritized = 0;
+  agt_ok(ag_frames_create(v, &cfg, f, 2, AG_F32, &tv));
+  agt_ok(ag_frames_create(c, &cfg, f, 2, AG_F32, &tc));
+  for (int k = 0; k < 2; k++) {
+    agt_ok(ag_frames_add(tv, px, first, data, 12));
+    agt_ok(ag_frames_add(tc, px, first, data, 12));
+  }
+  ag_rng *rv, *rc;
+  agt_ok(ag_rng_create(v, 8, &rv));
+  agt_ok(ag_rng_create(c, 8, &rc));
+  const ag_dtype dts[2] = {AG_U8, AG_F32};
+  for (int k = 0; k < 2; k++) {
+    ag_tensor *ov, *nv, *iv, *oc, *nc, *ic;
+    agt_ok(ag_frames_sample(tv, rv, 50, dts[k], &ov, &nv, NULL, &iv));
+    agt_ok(ag_frames_sample(tc, rc, 50, dts[k], &oc, &nc, NULL, &ic));
+    int64_t a[50], b[50];
+    agt_ok(ag_tensor_read(iv, a, sizeof a));
+    agt_ok(ag_tensor_read(ic, b, sizeof b));
+    assert_memory_equal(a, b, sizeof a);
+    const size_t bytes = (size_t)(50 * 18) * ag_dtype_size(dts[k]);
+    unsigned char *x = malloc(bytes), *y = malloc(bytes);
+    assert_true(x && y);
+    agt_ok(ag_tensor_read(nv, x, bytes));
+    agt_ok(ag_tensor_read(nc, y, bytes));
+    assert_memory_equal(x, y, bytes);
+    free(x);
+    free(y);
+  }
+  ag_rng_free(rv);
+  ag_rng_free(rc);
+  ag_frames_free(tv);
+  ag_frames_free(tc);
+  ag_ctx_free(v);
+  ag_ctx_free(c);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "vulkan") != 0) {
     fprintf(stderr, "usage: %s vulkan [TEST-NAME-PATTERN] (a test of the Vulkan backend only)\n", argv[0]);
@@ -264,6 +340,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(randn_is_refused_and_the_stream_does_not_move),
       cmocka_unit_test(prioritized_sampling_is_refused),
       cmocka_unit_test(kernels_without_doubles_give_the_cpus_results),
+      cmocka_unit_test(frame_tables_run_and_prioritized_ones_are_refused),
   };
   return agt_run(argc > 2 ? 3 : 2, args, "vulkan_nof64", tests, sizeof tests / sizeof tests[0]);
 }

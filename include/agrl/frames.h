@@ -58,11 +58,32 @@
  * area as large as the largest add. For 84 x 84 x 1 frames and action,
  * reward, terminated and truncated stored as f32: 1e6 * (7057 + 16) + 32
  * bytes = 7.07 GB per million entries (a million transitions, plus one
- * entry per episode for its last observation).
+ * entry per episode for its last observation). A prioritized table adds
+ * on the device capacity bytes (the mask below), 8 * (16 + 16^2 + ... +
+ * 16^d + 1) bytes of sum tree (d >= 1 the least with 16^d >= capacity) and
+ * 4 (the largest priority), on the host capacity bytes (the mask's copy):
+ * 9.95 MB more per million entries.
  *
- * Backends: the CPU and CUDA (src/cuda/frames.cu). On Vulkan
- * ag_frames_create returns AG_ERR_UNSUPPORTED (its backend has no stacking
- * gather).
+ * Prioritized sampling (cfg.prioritized = 1): proportional prioritization
+ * as agrl/replay.h's ag_per, over the transitions that may be sampled.
+ * Each entry x has a priority p_x; ag_frames_sample_per draws x with
+ * probability P(x) = p_x^alpha / (sum of p_y^alpha over the entries y
+ * that may be sampled) when x may be sampled, and never otherwise
+ * (P(x) = 0), by stratified sampling down a sum tree on the device (one
+ * draw in each of B equal slices of the total, as ag_per_sample). An entry
+ * gets the largest priority seen so far (1 at first) when it becomes a
+ * transition that may be sampled (the add that writes its copy's next
+ * entry, or its own add when that one writes both), then what the updates
+ * give it. An entry that may not be sampled holds no priority: its leaf in
+ * the tree is 0 from the add that makes it so until it is overwritten, and
+ * every update skips it. The table keeps a mask on the device, a byte per
+ * entry (1: it may be sampled), as each add leaves the ring.
+ *
+ * Backends: every one, with the same ring arithmetic (src/base/frames.h;
+ * in GLSL src/vulkan/shaders/frames_ring.glsl): the CPU, CUDA
+ * (src/cuda/frames.cu) and Vulkan (src/vulkan/k_frames.c) draw the same
+ * transitions from the same rng state and give the same bytes (u8) and
+ * bits (f32) of every stack.
  */
 #ifndef AGRL_FRAMES_H
 #define AGRL_FRAMES_H
@@ -86,6 +107,8 @@ typedef struct ag_frames_config {
   int64_t n_envs;                  /* copies written interleaved, 1 .. capacity */
   int64_t capacity;                /* entries (frames) the ring holds */
   int64_t min_size;                /* sampling refused while fewer transitions may be sampled; 0 means 1 */
+  int prioritized;                 /* 1: prioritized sampling (ag_frames_sample_per); 0: none */
+  float alpha;                     /* with prioritized: the exponent, in [0, 1]; otherwise not read */
 } ag_frames_config;
 
 /* A frame table with the given scalar fields (as ag_replay_create takes
@@ -94,11 +117,13 @@ typedef struct ag_frames_config {
  * Errors: AG_ERR_INVALID_ARG: ctx, cfg, fields or out NULL; height, width
  * or channels < 1; stack outside 0 .. AG_FRAMES_MAX_STACK; capacity < 1;
  * n_envs outside 1 .. capacity; min_size outside 0 .. capacity; a frame of
- * more than 2^31 - 2 bytes; the fields' errors of ag_replay_create;
- * AG_ERR_UNSUPPORTED: a device without the stacking gather (Vulkan);
- * AG_ERR_STATE while a step is being recorded; AG_ERR_OUT_OF_MEMORY (as
- * ag_buffer_create). On error nothing is allocated and *out is not
- * written. */
+ * more than 2^31 - 2 bytes; prioritized not 0 or 1; with prioritized,
+ * alpha outside [0, 1] (or NaN); the fields' errors of ag_replay_create;
+ * AG_ERR_UNSUPPORTED: with prioritized, a capacity beyond
+ * AG_PER_MAX_CAPACITY or a device without the prioritized sampler's
+ * kernels (a Vulkan device without shaderFloat64); AG_ERR_STATE while a
+ * step is being recorded; AG_ERR_OUT_OF_MEMORY (as ag_buffer_create). On
+ * error nothing is allocated and *out is not written. */
 AG_API ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_field *fields,
                                   int n_fields, ag_dtype storage, ag_frames **out);
 /* Frees the table. NULL is accepted. */
@@ -142,6 +167,47 @@ AG_API ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_
  * the table is broken; AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
 AG_API ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
                                   ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx);
+/* B transitions drawn by priority (a prioritized table; see "Prioritized
+ * sampling" above): obs, next_obs, batch and idx as ag_frames_sample gives
+ * them (batch, idx may be NULL), and weights [1, B] f32 (may be NULL), the
+ * importance weights as ag_per_sample makes them: (N P(x_j))^-beta over
+ * the batch's largest, i.e. (P_min / P(x_j))^beta with P_min the least
+ * P(x_i) of the batch (N, the entries held, cancels). The entries are
+ * ag_per_sample's draws (the rng's counter moves on by B) over the tree
+ * whose leaves of entries that may not be sampled are 0. Queued, and
+ * recordable: the tree and the ring are read on the device at each replay
+ * (a replay at a moment when no entry may be sampled returns entry 0 with
+ * weight 0; its stacks still read only the table's memory).
+ * Errors: those of ag_frames_sample; AG_ERR_INVALID_ARG: beta outside
+ * [0, 1] (or NaN); AG_ERR_STATE: a table made without prioritized, or
+ * whose sampler was freed (ag_per_free on ag_frames_replay's). */
+AG_API ag_status ag_frames_sample_per(ag_frames *t, ag_rng *rng, int64_t B, float beta, ag_dtype obs_dtype,
+                                      ag_tensor **obs, ag_tensor **next_obs, ag_tensor **batch,
+                                      ag_tensor **idx, ag_tensor **weights);
+/* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of
+ * the entries idx (i32 / i64 on the device, as many; e.g.
+ * ag_frames_sample_per's idx) of a prioritized table, as ag_per_update:
+ * values below 1e-12 (and NaN) count as 1e-12, and the largest priority
+ * seen grows with them. Indices on the device are not checked before the
+ * kernel runs: one outside 0 .. capacity-1, or of an entry that may not be
+ * sampled when the kernel runs (as the last add left the ring: an entry
+ * overwritten or gone stale since it was drawn), is skipped: nothing is
+ * written for it. Queued; recordable.
+ * Errors: AG_ERR_INVALID_ARG: t, idx or priorities NULL or of another
+ * context; AG_ERR_FREED; AG_ERR_SHAPE: idx not i32 / i64 or a view with
+ * gaps, priorities not f32, not as many, or a view with gaps that is not a
+ * row; AG_ERR_STATE: not prioritized, its sampler freed, or the table is
+ * broken. */
+AG_API ag_status ag_frames_update_priorities(ag_frames *t, ag_tensor *idx, ag_tensor *priorities);
+/* The same from host arrays of n values, checked before anything changes:
+ * every index an entry that may be sampled now, every priority finite and
+ * >= 0. Errors: AG_ERR_INVALID_ARG: t, idx or priorities NULL, n < 1, a
+ * priority negative or not finite; AG_ERR_OUT_OF_RANGE: an index that may
+ * not be sampled now (the message names it); AG_ERR_STATE: not
+ * prioritized, its sampler freed, the table broken, or a step is being
+ * recorded; AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_update_priorities_host(ag_frames *t, const int64_t *idx, const float *priorities,
+                                                  int64_t n);
 /* The n transitions at host indices idx (each one that may be sampled
  * now): obs, next_obs and batch as ag_frames_sample gives them (batch may
  * be NULL). Errors: AG_ERR_INVALID_ARG: t, idx, obs or next_obs NULL,
@@ -175,8 +241,11 @@ AG_API int64_t ag_frames_obs_size(const ag_frames *t);
 /* The table of the scalar fields (owned by the frame table): its field
  * rows in a batch (ag_replay_field), its size and position tensors. Do not
  * add to it directly (and walk it with ag_frames_nstep, not
- * ag_replay_nstep, whose walks know nothing of frames). Prioritized
- * sampling over frame tables is not provided yet. */
+ * ag_replay_nstep, whose walks know nothing of frames). A prioritized
+ * table's sampler is this table's (ag_replay_per): ag_per_total and
+ * ag_per_alpha read it, and its samples and updates keep to the entries
+ * that may be sampled as the table's do; do not free it, nor attach one
+ * to an unprioritized table's. */
 AG_API ag_replay *ag_frames_replay(const ag_frames *t);
 
 /* The n-step returns of the transitions idx (entries, as ag_frames_sample
@@ -207,24 +276,33 @@ AG_API ag_status ag_frames_nstep(ag_frames *t, ag_tensor *idx, int n, float gamm
  * held columns 0..size-1 of the frame buffer as stored (frame, then the
  * first flag), whatever the position. The fields' table follows the
  * container as a replay file's image (agrl/replay.h; its capacity and size
- * those of the keys, no sampler). Written beside `path`, flushed and
- * renamed over it, in parts of AG_TRANSFER_PART_BYTES with a CRC-32 each,
- * never a host copy of the whole table (as ag_replay_save).
+ * those of the keys, no sampler). A prioritized table is written as
+ * frames.version 2: the same with key frames.alpha (f64, an f32 in
+ * [0, 1]) and its fields' table's image with its sampler (replay.h: that
+ * alpha, the largest priority seen, the leaves bit for bit); an
+ * unprioritized one is written as version 1. Written beside `path`,
+ * flushed and renamed over it, in parts of AG_TRANSFER_PART_BYTES with a
+ * CRC-32 each, never a host copy of the whole table (as ag_replay_save).
  * ag_frames_load makes a NEW table on ctx from such a file (of the file's
- * configuration); the same rng state then draws the same transitions.
+ * configuration, prioritized for version 2); the same rng state then
+ * draws the same transitions (the same priorities: ag_frames_sample_per
+ * too; the leaves of entries that may not be sampled are 0 whatever the
+ * file holds).
  * It checks the header against the container's limits and the file's
  * length, the keys against the limits above and each other, before it
  * allocates anything but the header; it refuses with AG_ERR_IO and a
  * message naming the path and the fault: not an agrl file or not of kind
  * "frames", a key missing or outside its limits, sections other than
  * "frames" of the keys' shape, a fields' table that is not a replay image
- * of the same capacity and size (or one with a sampler), truncated or
- * trailing bytes, a part failing its CRC-32. A newer container or
- * frames.version is AG_ERR_UNSUPPORTED, and so is a device without the
- * stacking gather (Vulkan). Nothing is half-loaded: on failure *out is not
- * written and nothing stays allocated.
+ * of the same capacity and size, one with a sampler (version 1) or without
+ * one of frames.alpha (version 2), truncated or trailing bytes, a part
+ * failing its CRC-32. A newer container or frames.version is
+ * AG_ERR_UNSUPPORTED, and so is a version 2 file on a device without the
+ * prioritized sampler's kernels. Nothing is half-loaded: on failure *out
+ * is not written and nothing stays allocated.
  * ag_frames_save errors: AG_ERR_INVALID_ARG (t or path NULL, path empty);
- * AG_ERR_STATE (a step is being recorded, or the table is broken);
+ * AG_ERR_STATE (a step is being recorded, the table is broken, or its
+ * prioritized sampler was freed);
  * AG_ERR_OUT_OF_MEMORY; AG_ERR_IO (the file cannot be created, written,
  * flushed or renamed); AG_ERR_DEVICE. On error the file under path is
  * unchanged and the table is as before.

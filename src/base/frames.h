@@ -1,6 +1,9 @@
 /* frames.h — the frame table's ring arithmetic (AG__K_FRAME_STACK and the
  * host side of agrl/frames.h), written once for the CPU reference, the CUDA
- * kernel and the table's own checks, so that all three agree.
+ * kernel and the table's own checks, so that all three agree. The Vulkan
+ * shader cannot include C: src/vulkan/shaders/frames_ring.glsl repeats
+ * these functions step for step, each naming its original here; a change
+ * here is a change there (test_kernels compares the two bit for bit).
  *
  * Entries are written in ring order pos, pos + 1, ... (mod capacity); with
  * `size` entries held, the rank of slot x is (x - pos) mod capacity (0: the

@@ -305,10 +305,11 @@ typedef struct ag__loss_args {
 #define AG__PER_FAN 16
 
 /* AG__K_PER_SET: leaf idx_j = prio_j ^ alpha (prio_j at prio[j * prio_stride],
- *   taken as at least 1e-12), for j < n with 0 <= idx_j < cols (others are
- *   skipped); then the ancestors of those leaves, each once;
- *   state[0] = max(state[0], prio_j). With repeated indices the last one's
- *   value is kept (on every device). */
+ *   taken as at least 1e-12), for j < n with 0 <= idx_j < cols and, when
+ *   mask is not NULL, mask[idx_j] != 0 (others are skipped); then the
+ *   ancestors of those leaves, each once; state[0] = max(state[0], prio_j)
+ *   over those j. With repeated indices the last one's value is kept (on
+ *   every device). */
 typedef struct ag__per_set_args {
   double *tree;
   int depth;
@@ -319,16 +320,21 @@ typedef struct ag__per_set_args {
   int64_t n;
   const float *prio;
   int64_t prio_stride;
-  int64_t cols; /* the table's columns: other indices are skipped (memory safety) */
+  int64_t cols;        /* the table's columns: other indices are skipped (memory safety) */
+  const uint8_t *mask; /* NULL, or a byte per column: the columns whose byte is 0 are skipped */
 } ag__per_set_args;
 
-/* AG__K_PER_FILL: leaves pos .. pos+k-1 = state[0] ^ alpha, then their ancestors. */
+/* AG__K_PER_FILL: mask NULL: leaves pos .. pos+k-1 = state[0] ^ alpha;
+ * mask not NULL (a byte per column): those of the leaves whose byte is 0
+ * = 0, the others unchanged (a masking pass; state and alpha unread). Then
+ * their ancestors. */
 typedef struct ag__per_fill_args {
   double *tree;
   int depth;
   float alpha;
   const float *state;
   int64_t pos, k;
+  const uint8_t *mask;
 } ag__per_fill_args;
 
 /* AG__K_PER_SAMPLE: for j < B, u_j = (j + v_j) / B * root with v_j uniform in

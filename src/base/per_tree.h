@@ -45,6 +45,12 @@ AG__HD void ag__per_recompute_root(double *tree, int depth) {
   tree[ag__per_offset(depth)] = ag__per_sum16(tree);
 }
 
+/* Whether PER_SET writes leaf l: inside the table's columns and, with a
+ * mask, one whose byte is not 0. */
+AG__HD int ag__per_takes(const ag__per_set_args *a, int64_t l) {
+  return l >= 0 && l < a->cols && (!a->mask || a->mask[l] != 0);
+}
+
 /* The priority PER_SET keeps: at least 1e-12 (a NaN becomes 1e-12 too). */
 AG__HD float ag__per_clamp(float p) { return p > 1e-12f ? p : 1e-12f; }
 

@@ -423,7 +423,7 @@ static ag_status fast_per_set(const void *args) {
     int kept = 0;
     for (int k = 0; k < m; k++) {
       int64_t l = ag__index_at(a->idx, a->idx_dtype, j0 + k);
-      if (l < 0 || l >= a->cols) continue; /* indices from the device: skipped, never written out of bounds */
+      if (!ag__per_takes(a, l)) continue; /* indices from the device: skipped, never written out of bounds */
       float p = a->prio[(j0 + k) * a->prio_stride];
       __builtin_prefetch(leaves + l, 1);
       leaf[kept] = l;

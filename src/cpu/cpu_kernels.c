@@ -280,9 +280,14 @@ static void per_update_range(double *tree, int depth, int64_t lo, int64_t hi) {
 
 static ag_status k_per_fill(const void *args) {
   const ag__per_fill_args *a = args;
-  double v = pow((double)a->state[0], (double)a->alpha);
   double *leaves = a->tree + ag__per_offset(a->depth - 1);
-  for (int64_t i = 0; i < a->k; i++) leaves[a->pos + i] = v;
+  if (a->mask) { /* a masking pass */
+    for (int64_t i = 0; i < a->k; i++)
+      if (!a->mask[a->pos + i]) leaves[a->pos + i] = 0.0;
+  } else {
+    const double v = pow((double)a->state[0], (double)a->alpha);
+    for (int64_t i = 0; i < a->k; i++) leaves[a->pos + i] = v;
+  }
   per_update_range(a->tree, a->depth, a->pos, a->pos + a->k - 1);
   return AG_OK;
 }
@@ -297,7 +302,7 @@ static ag_status k_per_set(const void *args) {
   double *leaves = a->tree + ag__per_offset(a->depth - 1);
   for (int64_t j = 0; j < a->n; j++) {
     const int64_t l = ag__index_at(a->idx, a->idx_dtype, j);
-    if (l < 0 || l >= a->cols) continue; /* indices from the device: skipped, never written out of bounds */
+    if (!ag__per_takes(a, l)) continue; /* indices from the device: skipped, never written out of bounds */
     const float kept = ag__per_clamp(a->prio[j * a->prio_stride]);
     leaves[l] = ag__per_pow(kept, a->alpha);
     if (kept > a->state[0]) a->state[0] = kept;
@@ -307,7 +312,7 @@ static ag_status k_per_set(const void *args) {
     span *= AG__PER_FAN;
     for (int64_t j = 0; j < a->n; j++) {
       const int64_t l = ag__index_at(a->idx, a->idx_dtype, j);
-      if (l >= 0 && l < a->cols) ag__per_recompute(a->tree, d, l / span);
+      if (ag__per_takes(a, l)) ag__per_recompute(a->tree, d, l / span);
     }
   }
   ag__per_recompute_root(a->tree, a->depth);

@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag__per_set_kernel(ag__per_set_
       if (t < AG__PER_FAN) top0[t] = own0;
       if (top > 1) top1[ag_per_pad(t)] = own1;
     }
-    /* indices outside the table are skipped: a kernel cannot report them */
-    const bool in = li >= 0 && li < a.cols;
+    /* indices outside the table (or masked) are skipped: a kernel cannot report them */
+    const bool in = ag__per_takes(&a, li);
     const uint32_t leaf = in ? (uint32_t)li : AG__PER_FULL; /* < 2^31 columns; invalid lanes match no leaf */
     if (in) pmax = fmaxf(pmax, p);
     /* every lane takes part in the match, valid or not; the highest lane
@@ -136,9 +136,14 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag__per_set_kernel(ag__per_set_
 
 __global__ void ag__per_fill_kernel(ag__per_fill_args a) {
   ag__pdl_wait();
-  const double v = pow((double)a.state[0], (double)a.alpha);
   double *leaves = a.tree + ag__per_offset(a.depth - 1);
-  for (int64_t i = threadIdx.x; i < a.k; i += blockDim.x) leaves[a.pos + i] = v;
+  if (a.mask) { /* a masking pass */
+    for (int64_t i = threadIdx.x; i < a.k; i += blockDim.x)
+      if (!a.mask[a.pos + i]) leaves[a.pos + i] = 0.0;
+  } else {
+    const double v = pow((double)a.state[0], (double)a.alpha);
+    for (int64_t i = threadIdx.x; i < a.k; i += blockDim.x) leaves[a.pos + i] = v;
+  }
   __syncthreads();
   int64_t lo = a.pos, hi = a.pos + a.k - 1;
   for (int d = a.depth - 2; d >= 0; d--) {

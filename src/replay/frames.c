@@ -7,7 +7,17 @@
  * frames. The host keeps a copy of the flags and the number of entries that
  * may be sampled, updated by each add over the few entries an add can
  * change (base/frames.h decides, on the host as on the device).
+ *
+ * A prioritized table's sampler is its fields' table's (ag_per, per.c),
+ * kept so that an entry's leaf is 0 whenever it may not be sampled: each
+ * add gives the largest priority to the entries that may now be sampled
+ * for the first time (the new ones, by the fields' add, and the copies'
+ * previous newest), sends the standing of the entries it can change to a
+ * mask on the device, and zeroes the leaves the mask marks; every update
+ * skips the entries the mask marks (AG__K_PER_SET's mask), so that no
+ * priority reaches an entry that may not be sampled, whenever it runs.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +34,8 @@ void ag_frames_free(ag_frames *t) {
   ag_buffer_free(t->frames);
   ag_tensor_free(t->nsize_dev);
   ag_tensor_free(t->npos_dev);
+  ag_tensor_free(t->mask);
+  free(t->valid);
   free(t->first);
   free(t->stage);
   free(t);
@@ -81,8 +93,10 @@ ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char 
   if (cfg->min_size < 0 || cfg->min_size > cfg->capacity)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: min_size = %lld must be in 0..capacity (%lld)", fn,
                     (long long)cfg->min_size, (long long)cfg->capacity);
+  if (cfg->prioritized != 0 && cfg->prioritized != 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: prioritized = %d must be 0 or 1", fn, cfg->prioritized);
   ag_status s = ag__not_recording(ctx, fn);
-  if (s) return s;
+  if (s || (cfg->prioritized && (s = ag__per_check(ctx, cfg->capacity, cfg->alpha, fn)))) return s;
   ag_frames *t = ag__calloc(1, sizeof *t);
   if (!t) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   t->ctx = ctx;
@@ -90,23 +104,18 @@ ag_status ag__frames_alloc(ag_ctx *ctx, const ag_frames_config *cfg, const char 
   t->stack = cfg->stack ? cfg->stack : 4;
   t->n_envs = cfg->n_envs, t->capacity = cfg->capacity;
   t->min_size = cfg->min_size ? cfg->min_size : 1;
-  /* the device must take the kernel: asked with arguments of the right shape */
-  ag__frame_stack_args probe;
-  memset(&probe, 0, sizeof probe);
-  probe.h = t->h, probe.w = t->w, probe.c = t->c, probe.capacity = t->capacity, probe.n_envs = t->n_envs;
-  probe.stack = t->stack, probe.B = 1, probe.out_dtype = AG_F32;
-  if (!ag__kernel_supported(ctx, AG__K_FRAME_STACK, &probe, sizeof probe)) {
-    free(t);
-    return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: the %s device has no stacking gather (frame tables run on the CPU and CUDA)", fn,
-                    ag_ctx_device_name(ctx));
-  }
+  t->prioritized = cfg->prioritized;
+  t->alpha = cfg->prioritized ? cfg->alpha : 0.0f;
   t->first = ag__calloc((size_t)t->capacity, 1);
-  s = t->first ? AG_OK : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (t->prioritized) t->valid = ag__calloc((size_t)t->capacity, 1);
+  s = t->first && (t->valid || !t->prioritized)
+          ? AG_OK
+          : ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (!s) s = ag_buffer_create(ctx, t->hwc + 1, t->capacity, AG_U8, &t->frames);
   const int64_t zero = 0, back = (t->capacity - t->n_envs) % t->capacity; /* an empty ring's */
   if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, &zero, &t->nsize_dev);
   if (!s) s = ag_tensor_create(ctx, 1, 1, AG_I64, &back, &t->npos_dev);
+  if (!s && t->prioritized) s = ag_tensor_create(ctx, t->capacity, 1, AG_U8, NULL, &t->mask);
   if (s) {
     ag_frames_free(t);
     return s;
@@ -123,6 +132,8 @@ ag_status ag_frames_create(ag_ctx *ctx, const ag_frames_config *cfg, const ag_fi
   ag_frames *t = NULL;
   ag_status s = ag__frames_alloc(ctx, cfg, fn, &t);
   if (!s) s = ag_replay_create(ctx, fields, n_fields, t->capacity, storage, 1, &t->r);
+  ag_per *per = NULL;
+  if (!s && t->prioritized && !(s = ag_per_create(t->r, t->alpha, &per))) s = ag__frames_per_attach(t, fn);
   if (s) {
     ag_frames_free(t);
     return s;
@@ -140,13 +151,68 @@ ag_status ag__frames_check_sound(const ag_frames *t, const char *fn) {
   return ag__replay_check_sound(t->r, fn);
 }
 
-/* The number of entries that may be sampled among the slots from .. from+n-1 (mod capacity). */
-int64_t ag__frames_count_in(const ag_frames *t, int64_t from, int64_t n) {
+/* The number of entries that may be sampled among the slots from .. from+n-1
+ * (mod capacity), each one's standing (0 / 1) into mask[slot] when mask is
+ * not NULL. */
+static int64_t standing(const ag_frames *t, int64_t from, int64_t n, uint8_t *mask) {
   const ag__frames_ring g = ring_of(t);
   int64_t k = 0;
-  for (int64_t i = 0; i < n; i++)
-    k += ag__frames_valid(&g, ((from + i) % t->capacity + t->capacity) % t->capacity);
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t x = ((from + i) % t->capacity + t->capacity) % t->capacity;
+    const int v = ag__frames_valid(&g, x);
+    if (mask) mask[x] = (uint8_t)v;
+    k += v;
+  }
   return k;
+}
+
+int64_t ag__frames_count_in(const ag_frames *t, int64_t from, int64_t n) {
+  return standing(t, from, n, NULL);
+}
+
+/* The slots from .. from+n-1 (mod capacity, n <= capacity) as at most two
+ * runs that do not wrap: at[i], len[i]; returns how many. */
+static int ring_runs(const ag_frames *t, int64_t from, int64_t n, int64_t at[2], int64_t len[2]) {
+  if (n <= 0) return 0;
+  at[0] = (from % t->capacity + t->capacity) % t->capacity;
+  len[0] = n < t->capacity - at[0] ? n : t->capacity - at[0];
+  at[1] = 0, len[1] = n - len[0];
+  return len[1] > 0 ? 2 : 1;
+}
+
+ag_status ag__frames_per(const ag_frames *t, const char *fn, ag_per **out) {
+  if (!t->prioritized)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the table was made without prioritized sampling (ag_frames_config's "
+                    "prioritized)",
+                    fn);
+  *out = ag_replay_per(t->r);
+  if (!*out)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the table's prioritized sampler was freed (by ag_per_free); free the table", fn);
+  return AG_OK;
+}
+
+/* The slots from .. from+n-1: the host's mask (t->valid) sent to the
+ * device, then the leaves of those it marks 0 set to 0. */
+static ag_status send_standing(ag_frames *t, ag_per *per, int64_t from, int64_t n, const char *fn) {
+  int64_t at[2], len[2];
+  void *mp = NULL;
+  ag_status s = ag__tensor_ptr(t->mask, &mp);
+  for (int i = 0, runs = ring_runs(t, from, n, at, len); i < runs && !s; i++) {
+    s = ag__mem_upload_copy(t->ctx, fn, (uint8_t *)mp + at[i], t->valid + at[i], (size_t)len[i]);
+    if (!s) s = ag__per_fill(per, at[i], len[i], 1);
+  }
+  return s;
+}
+
+ag_status ag__frames_per_attach(ag_frames *t, const char *fn) {
+  ag_per *per = NULL;
+  ag_status s = ag__frames_per(t, fn, &per);
+  if (s) return s;
+  ag__per_set_mask(per, t->mask);
+  standing(t, 0, t->capacity, t->valid);
+  return send_standing(t, per, 0, t->capacity, fn);
 }
 
 ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *first, const void *const *data,
@@ -164,6 +230,8 @@ ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *firs
     return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %lld steps of %lld copies do not fit a table of %lld entries",
                     fn, (long long)steps, (long long)t->n_envs, (long long)t->capacity);
   if ((s = ag__not_recording(t->ctx, fn))) return s;
+  ag_per *per = NULL;
+  if (t->prioritized && (s = ag__frames_per(t, fn, &per))) return s;
   const int64_t k = steps * t->n_envs, fr = t->hwc + 1;
   const size_t need = (size_t)k * (size_t)fr;
   if (need > t->stage_cap) {
@@ -194,9 +262,20 @@ ag_status ag_frames_add(ag_frames *t, const uint8_t *frames, const uint8_t *firs
     return s;
   }
   for (int64_t j = 0; j < k; j++) t->first[(pos + j) % t->capacity] = first[j] != 0;
-  t->count = whole ? ag__frames_count_in(t, 0, t->capacity)
-                   : t->count - before + ag__frames_count_in(t, pos - t->n_envs, span);
-  return AG_OK;
+  const int64_t from = whole ? 0 : pos - t->n_envs, n = whole ? t->capacity : span;
+  const int64_t now = standing(t, from, n, per ? t->valid : NULL);
+  t->count = whole ? now : t->count - before + now;
+  if (!per) return AG_OK;
+  /* the copies' previous newest entries may now be sampled for the first
+   * time: the largest priority, as the new ones got it from the fields' add
+   * (those of them the add overwrote are new ones); then the mask of the
+   * entries the add could change, and their leaves by it */
+  int64_t at[2], len[2];
+  for (int i = 0, runs = ring_runs(t, pos - t->n_envs, t->n_envs, at, len); i < runs && !s; i++)
+    s = ag__per_fill(per, at[i], len[i], 0);
+  if (!s) s = send_standing(t, per, from, n, fn);
+  if (s) t->broken = 1; /* the fields and frames moved on, the sampler did not all follow */
+  return s;
 }
 
 static ag_status check_obs_dtype(ag_dtype d, const char *fn) {
@@ -219,9 +298,9 @@ static ag_status finish(ag_frames *t, ag_tensor *cols, ag_tensor *o, ag_tensor *
   return AG_OK;
 }
 
-ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
-                           ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx) {
-  static const char fn[] = "ag_frames_sample";
+/* The checks both samplers make (their beta aside), in their order. */
+static ag_status check_sample(const ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
+                              ag_tensor **next_obs, const char *fn) {
   if (!t || !rng || !obs || !next_obs)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: table, rng, obs and next_obs must not be NULL", fn);
   ag_status s = ag__frames_check_sound(t, fn);
@@ -230,9 +309,21 @@ ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dt
   if ((s = check_obs_dtype(obs_dtype, fn))) return s;
   if (ag__rng_counter_tensor(rng)->ctx != t->ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: rng belongs to another context than the table", fn);
+  return AG_OK;
+}
+
+static ag_status check_min_size(const ag_frames *t, const char *fn) {
   if (t->count < t->min_size)
     return ag__fail(AG_ERR_STATE, "%s: %lld transitions may be sampled, fewer than the minimum %lld", fn,
                     (long long)t->count, (long long)t->min_size);
+  return AG_OK;
+}
+
+ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
+                           ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx) {
+  static const char fn[] = "ag_frames_sample";
+  ag_status s = check_sample(t, rng, B, obs_dtype, obs, next_obs, fn);
+  if (s || (s = check_min_size(t, fn))) return s;
   ag__frame_stack_args a;
   ag_tensor *o, *no, *cols;
   void *cp = NULL;
@@ -269,6 +360,62 @@ ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype
   a.idx_dtype = AG_I64;
   if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a))) return s;
   return finish(t, cols, o, no, obs, next_obs, batch);
+}
+
+ag_status ag_frames_sample_per(ag_frames *t, ag_rng *rng, int64_t B, float beta, ag_dtype obs_dtype,
+                               ag_tensor **obs, ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx,
+                               ag_tensor **weights) {
+  static const char fn[] = "ag_frames_sample_per";
+  ag_status s = check_sample(t, rng, B, obs_dtype, obs, next_obs, fn);
+  if (s) return s;
+  if (!(beta >= 0.0f && beta <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
+  ag_per *per = NULL;
+  if ((s = ag__frames_per(t, fn, &per)) || (s = check_min_size(t, fn))) return s;
+  /* the entries down the sum tree (whose leaves of entries that may not be
+   * sampled are 0), then their stacks as at given columns */
+  ag_tensor *drawn, *w, *o, *no, *cols;
+  ag__frame_stack_args a;
+  if ((s = ag__per_sample(per, rng, B, beta, NULL, fn, &drawn, &w)) ||
+      (s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)))
+    return s;
+  a.idx = drawn->data;
+  a.idx_dtype = AG_I32;
+  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a)) ||
+      (s = finish(t, cols, o, no, obs, next_obs, batch)))
+    return s;
+  if (idx) *idx = cols;
+  if (weights) *weights = w;
+  return AG_OK;
+}
+
+ag_status ag_frames_update_priorities(ag_frames *t, ag_tensor *idx, ag_tensor *priorities) {
+  static const char fn[] = "ag_frames_update_priorities";
+  if (!t) return ag__fail(AG_ERR_INVALID_ARG, "%s: table is NULL", fn);
+  ag_per *per = NULL;
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s || (s = ag__frames_per(t, fn, &per))) return s;
+  return ag__per_update(per, idx, priorities, fn);
+}
+
+ag_status ag_frames_update_priorities_host(ag_frames *t, const int64_t *idx, const float *priorities,
+                                           int64_t n) {
+  static const char fn[] = "ag_frames_update_priorities_host";
+  if (!t || !idx || !priorities)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: table, idx and priorities must not be NULL", fn);
+  if (n < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: n = %lld; give at least one index", fn, (long long)n);
+  ag_per *per = NULL;
+  ag_status s = ag__frames_check_sound(t, fn);
+  if (s || (s = ag__frames_per(t, fn, &per))) return s;
+  for (int64_t j = 0; j < n; j++) {
+    if (!ag_frames_sampleable(t, idx[j]))
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: idx[%lld] = %lld is not a transition that may be sampled now",
+                      fn, (long long)j, (long long)idx[j]);
+    if (!(priorities[j] >= 0.0f) || isinf(priorities[j]))
+      return ag__fail(AG_ERR_INVALID_ARG, "%s: priorities[%lld] = %g must be finite and >= 0", fn,
+                      (long long)j, (double)priorities[j]);
+  }
+  return ag__per_update_host(per, idx, priorities, n, fn);
 }
 
 ag_status ag__frames_set_walk_ring(ag_frames *t) {

@@ -8,7 +8,10 @@
  * as an agent's file carries its table. The frames go device -> file and
  * back in parts through the container's pipeline; the host copy of the
  * flags is taken from the parts as they pass, and the count of sampleable
- * entries recomputed.
+ * entries recomputed. A prioritized table is version 2: key frames.alpha,
+ * and its fields' table's image carries the sampler (leaves and largest
+ * priority); on load the mask of the entries that may be sampled is made
+ * again from the flags and the leaves of the others set to 0.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@
 #include "replay/frames_internal.h"
 #include "replay/replay_internal.h"
 
-#define FRM_VERSION 1
+#define FRM_VERSION 2 /* the newest read; version 1: not prioritized */
 #define FRM_MAX_CAPACITY ((int64_t)1 << 40)
 
 #define CORRUPT(...) ag__fail(AG_ERR_IO, __VA_ARGS__)
@@ -40,11 +43,14 @@ static ag_status frm_fill(void *user, unsigned char *dst, uint64_t off, size_t l
 static ag_status frames_write(ag_frames *t, FILE *f, size_t part, const char *fn, const char *name) {
   ag_status s = ag__not_recording(t->ctx, fn);
   if (s) return s;
-  if ((s = ag__frames_check_sound(t, fn)) || (s = ag__store_ensure(t->ctx, &t->frames->store))) return s;
+  ag_per *per = NULL;
+  if ((s = ag__frames_check_sound(t, fn)) || (t->prioritized && (s = ag__frames_per(t, fn, &per))) ||
+      (s = ag__store_ensure(t->ctx, &t->frames->store)))
+    return s;
   ag__agf a;
   ag__agf_init(&a);
   ag__agf_set_str(&a, "kind", "frames");
-  ag__agf_set_i64(&a, "frames.version", FRM_VERSION);
+  ag__agf_set_i64(&a, "frames.version", t->prioritized ? 2 : 1);
   ag__agf_set_i64(&a, "frames.height", t->h);
   ag__agf_set_i64(&a, "frames.width", t->w);
   ag__agf_set_i64(&a, "frames.channels", t->c);
@@ -53,6 +59,7 @@ static ag_status frames_write(ag_frames *t, FILE *f, size_t part, const char *fn
   ag__agf_set_i64(&a, "frames.capacity", t->capacity);
   ag__agf_set_i64(&a, "frames.min_size", t->min_size);
   ag__agf_set_i64(&a, "frames.size", t->r->size);
+  if (t->prioritized) ag__agf_set_f64(&a, "frames.alpha", (double)t->alpha);
   frm_src src = {t->ctx, fn, t->frames->store.ptr};
   const int64_t dims[2] = {t->hwc + 1, t->r->size};
   ag__agf_add_tensor(&a, "frames", AG_U8, 2, dims, frm_fill, &src);
@@ -94,6 +101,14 @@ static ag_status describe(const ag__agf *a, const char *fn, const char *name, ag
       (s = ag__agf_get_i64(a, "frames.size", 0, c->capacity, size, fn, name)))
     return s;
   c->stack = (int)stack;
+  c->prioritized = version >= 2;
+  if (c->prioritized) {
+    double alpha;
+    if ((s = ag__agf_get_f64(a, "frames.alpha", &alpha, fn, name))) return s;
+    c->alpha = (float)alpha;
+    if (!(alpha >= 0.0 && alpha <= 1.0) || (double)c->alpha != alpha)
+      return CORRUPT("%s: %s is corrupt: frames.alpha = %g, outside [0, 1] or not an f32", fn, name, alpha);
+  }
   const int64_t hw = c->height * c->width; /* < 2^62 */
   if (hw > INT32_MAX / c->channels || hw * c->channels > INT32_MAX - 2)
     return CORRUPT("%s: %s is corrupt: a frame of %lld x %lld x %lld is larger than 2^31 - 2 bytes", fn, name,
@@ -162,9 +177,14 @@ ag_status ag__frames_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t 
     s = CORRUPT("%s: %s is corrupt: its fields' table holds %lld of %lld entries, its frames %lld of %lld",
                 fn, name, (long long)t->r->size, (long long)t->r->capacity, (long long)size,
                 (long long)t->capacity);
-  if (!s && ag__replay_sampler(t->r, &ag__per_ops))
+  ag_per *per = s ? NULL : ag_replay_per(t->r);
+  if (!s && !c.prioritized && per)
     s = CORRUPT("%s: %s is corrupt: its fields' table has a prioritized sampler", fn, name);
+  if (!s && c.prioritized && (!per || ag_per_alpha(per) != c.alpha))
+    s = CORRUPT("%s: %s is corrupt: its fields' table has %s, where frames.alpha is %g", fn, name,
+                per ? "a prioritized sampler of another alpha" : "no prioritized sampler", (double)c.alpha);
   if (!s) s = ag__frames_set_walk_ring(t);
+  if (!s && c.prioritized) s = ag__frames_per_attach(t, fn);
   if (s) {
     ag_frames_free(t);
     return s;

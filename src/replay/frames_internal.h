@@ -19,6 +19,13 @@ struct ag_frames {
   size_t stage_cap;
   ag_tensor *nsize_dev, *npos_dev; /* 1 x 1 i64: the ring n-step walks see (ag__frames_set_walk_ring) */
   int broken;
+  /* prioritized sampling: the sampler is the fields' table's (ag_replay_per),
+   * its updates masked by `mask`, a byte per entry on the device (1: it may
+   * be sampled), of which `valid` is the host's copy */
+  int prioritized;
+  float alpha;
+  ag_tensor *mask; /* capacity x 1 u8 */
+  uint8_t *valid;  /* capacity bytes */
 };
 
 /* A table without its fields' table (t->r NULL): the checks of the
@@ -34,6 +41,16 @@ ag_status ag__frames_set_walk_ring(ag_frames *t);
 ag_status ag__frames_check_sound(const ag_frames *t, const char *fn);
 /* The entries that may be sampled among slots from .. from+n-1 (mod capacity). */
 int64_t ag__frames_count_in(const ag_frames *t, int64_t from, int64_t n);
+/* A prioritized table's sampler made to match the table: the mask of every
+ * entry sent to the device (host copy first), the sampler told of it, and
+ * the leaves of the entries that may not be sampled set to 0 (a table
+ * loaded from a file: its leaves are the file's). AG_ERR_STATE when the
+ * fields' table has no prioritized sampler; only the device can fail
+ * otherwise. */
+ag_status ag__frames_per_attach(ag_frames *t, const char *fn);
+/* A prioritized table's sampler; AG_ERR_STATE for a table made without
+ * prioritized sampling, or whose sampler was freed. */
+ag_status ag__frames_per(const ag_frames *t, const char *fn, ag_per **out);
 /* ag_frames_load of f from its position to its end (the fuzzer's entry);
  * tables of more than max_table_bytes (0: no limit) are AG_ERR_UNSUPPORTED. */
 ag_status ag__frames_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t max_table_bytes,

@@ -19,6 +19,7 @@ struct ag_per {
   int64_t leaves;
   ag_tensor *tree;  /* ag__per_offset(depth) + 1 doubles */
   ag_tensor *state; /* [0]: the largest priority seen */
+  ag_tensor *mask;  /* NULL, or a byte per column (not owned): updates skip the columns whose byte is 0 */
 };
 
 static ag_status per_added(void *self, int64_t pos, int64_t k);
@@ -40,24 +41,19 @@ static ag_status check_args(int64_t capacity, float alpha, const char *fn) {
   return AG_OK;
 }
 
-ag_status ag_per_validate(int64_t capacity, float alpha) {
-  return check_args(capacity, alpha, "ag_per_validate");
+/* The depth of the tree over `capacity` columns: 16^depth leaves cover them. */
+static int depth_for(int64_t capacity) {
+  int depth = 1;
+  for (int64_t leaves = AG__PER_FAN; leaves < capacity; leaves *= AG__PER_FAN) depth++;
+  return depth;
 }
 
-ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
-  static const char fn[] = "ag_per_create";
-  if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and out must not be NULL", fn);
-  ag_status s0 = check_args(ag_replay_capacity(r), alpha, fn);
-  if (s0) return s0;
-  if (ag__replay_sampler(r, &ag__per_ops))
-    return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
-  int64_t cap = ag_replay_capacity(r);
-  ag_ctx *ctx = ag_buffer_ctx(ag_replay_buffer(r));
-  int depth = 1;
-  int64_t leaves = AG__PER_FAN;
-  while (leaves < cap) leaves *= AG__PER_FAN, depth++;
+ag_status ag__per_check(ag_ctx *ctx, int64_t capacity, float alpha, const char *fn) {
+  ag_status s = check_args(capacity, alpha, fn);
+  if (s) return s;
   /* a device without the tree's kernels (a Vulkan device without 64-bit
    * floats) is refused here, before a table comes to depend on them */
+  const int depth = depth_for(capacity);
   const ag__per_set_args sa = {.depth = depth, .idx_dtype = AG_I64};
   const ag__per_fill_args fa = {.depth = depth};
   const ag__per_sample_args pa = {.depth = depth};
@@ -69,13 +65,31 @@ ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
         "%s: %s does not run the prioritized sampler's kernels (a tree of doubles: a Vulkan device "
         "needs shaderFloat64)",
         fn, ag_ctx_device_name(ctx));
+  return AG_OK;
+}
+
+ag_status ag_per_validate(int64_t capacity, float alpha) {
+  return check_args(capacity, alpha, "ag_per_validate");
+}
+
+ag_status ag_per_create(ag_replay *r, float alpha, ag_per **out) {
+  static const char fn[] = "ag_per_create";
+  if (!r || !out) return ag__fail(AG_ERR_INVALID_ARG, "%s: replay and out must not be NULL", fn);
+  const int64_t cap = ag_replay_capacity(r);
+  ag_ctx *ctx = ag_buffer_ctx(ag_replay_buffer(r));
+  ag_status s0 = check_args(cap, alpha, fn);
+  if (s0) return s0;
+  if (ag__replay_sampler(r, &ag__per_ops))
+    return ag__fail(AG_ERR_STATE, "%s: the table already has a prioritized sampler", fn);
+  if ((s0 = ag__per_check(ctx, cap, alpha, fn))) return s0;
+  const int depth = depth_for(cap);
   ag_per *p = ag__calloc(1, sizeof *p);
   if (!p) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   p->r = r;
   p->ctx = ctx;
   p->alpha = alpha;
   p->depth = depth;
-  p->leaves = leaves;
+  p->leaves = (int64_t)1 << (4 * depth);
   const float one = 1.0f;
   ag_status s = ag_tensor_create(p->ctx, ag__per_offset(p->depth) + 1, 1, AG_I64, NULL, &p->tree); /* zeros */
   if (!s) s = ag_tensor_create(p->ctx, 1, 1, AG_F32, &one, &p->state);
@@ -114,22 +128,26 @@ static ag_status per_prepare(void *self) {
   return ptrs(p, &tree, &state);
 }
 
-static ag_status per_added(void *self, int64_t pos, int64_t k) {
-  ag_per *p = self;
+ag_status ag__per_fill(ag_per *p, int64_t pos, int64_t k, int masked) {
   double *tree;
   float *state;
+  void *mp = NULL;
   ag_status s = ptrs(p, &tree, &state);
-  if (s || k <= 0) return s;
-  ag__per_fill_args a = {tree, p->depth, p->alpha, state, pos, k};
+  if (s || k <= 0 || (masked && (s = ag__tensor_ptr(p->mask, &mp)))) return s;
+  ag__per_fill_args a = {tree, p->depth, p->alpha, state, pos, k, mp};
   return ag__run(p->ctx, AG__K_PER_FILL, &a, sizeof a);
 }
+
+void ag__per_set_mask(ag_per *p, ag_tensor *mask) { p->mask = mask; }
+
+static ag_status per_added(void *self, int64_t pos, int64_t k) { return ag__per_fill(self, pos, k, 0); }
 
 static void per_release(void *self) { ag_per_free(self); }
 
 const ag__sampler_ops ag__per_ops = {"prioritized", per_prepare, per_added, per_release};
 
-static ag_status per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor *beta_t, const char *fn,
-                            ag_tensor **idx, ag_tensor **weights) {
+ag_status ag__per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor *beta_t, const char *fn,
+                         ag_tensor **idx, ag_tensor **weights) {
   if (!p || !rng || !idx || !weights)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per, rng, idx and weights must not be NULL", fn);
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
@@ -168,17 +186,20 @@ static ag_status per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_te
 }
 
 ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
-  return per_sample(p, rng, B, beta, NULL, "ag_per_sample", idx, weights);
+  return ag__per_sample(p, rng, B, beta, NULL, "ag_per_sample", idx, weights);
 }
 
 ag_status ag_per_sample_dev(ag_per *p, ag_rng *rng, int64_t B, ag_tensor *beta, ag_tensor **idx,
                             ag_tensor **weights) {
   if (!beta) return ag__fail(AG_ERR_INVALID_ARG, "ag_per_sample_dev: beta must not be NULL");
-  return per_sample(p, rng, B, 0.0f, beta, "ag_per_sample_dev", idx, weights);
+  return ag__per_sample(p, rng, B, 0.0f, beta, "ag_per_sample_dev", idx, weights);
 }
 
 ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
-  static const char fn[] = "ag_per_update";
+  return ag__per_update(p, idx, prio, "ag_per_update");
+}
+
+ag_status ag__per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio, const char *fn) {
   if (!p) return ag__fail(AG_ERR_INVALID_ARG, "%s: per is NULL", fn);
   ag_status s = ag__replay_check_sound(p->r, fn);
   if (s) return s;
@@ -201,20 +222,22 @@ ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {
   if (prio->dtype != AG_F32) return ag__fail(AG_ERR_SHAPE, "%s: priorities must be f32", fn);
   double *tree;
   float *state;
-  void *ip;
-  if ((s = ptrs(p, &tree, &state)) || (s = ag__tensor_ptr(idx, &ip))) return s;
-  ag__per_set_args a = {tree,       p->depth, p->alpha, state,  ip,
-                        idx->dtype, n,        pp,       stride, ag_replay_capacity(p->r)};
+  void *ip, *mp = NULL;
+  if ((s = ptrs(p, &tree, &state)) || (s = ag__tensor_ptr(idx, &ip)) ||
+      (p->mask && (s = ag__tensor_ptr(p->mask, &mp))))
+    return s;
+  ag__per_set_args a = {
+      tree, p->depth, p->alpha, state, ip, idx->dtype, n, pp, stride, ag_replay_capacity(p->r), mp};
   return ag__run(p->ctx, AG__K_PER_SET, &a, sizeof a);
 }
 
 /* ag_per_update of n (i64 index, f32 priority) pairs laid out [n] i64 then
  * [n] f32 from device-readable address `at`. */
-static ag_status update_at(ag_per *p, void *at, int64_t n) {
+static ag_status update_at(ag_per *p, void *at, int64_t n, const char *fn) {
   ag_tensor *ti, *tp;
   ag_status s = ag__tensor_view(p->ctx, n, 1, n, AG_I64, at, &ti);
   if (!s) s = ag__tensor_view(p->ctx, n, 1, n, AG_F32, (char *)at + (size_t)n * sizeof(int64_t), &tp);
-  return s ? s : ag_per_update(p, ti, tp);
+  return s ? s : ag__per_update(p, ti, tp, fn);
 }
 
 /* Two host arrays as one stream of bytes for an upload. */
@@ -238,7 +261,10 @@ static void fill_two(void *dst, size_t off, size_t len, void *user) {
 }
 
 ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, int64_t n) {
-  static const char fn[] = "ag_per_update_host";
+  return ag__per_update_host(p, idx, prio, n, "ag_per_update_host");
+}
+
+ag_status ag__per_update_host(ag_per *p, const int64_t *idx, const float *prio, int64_t n, const char *fn) {
   if (!p || !idx || !prio || n < 1)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per, idx and priorities must be given, n >= 1", fn);
   ag_status sound = ag__replay_check_sound(p->r, fn);
@@ -265,7 +291,7 @@ ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, i
   void *dev;
   s = bi + bp <= AG__STAGE_MAX ? ag__mem_stage(p->ctx, fn, bi + bp, fill_two, &tw, &dev) : AG_ERR_UNSUPPORTED;
   if (s == AG_OK) {
-    s = update_at(p, dev, n);
+    s = update_at(p, dev, n, fn);
     ag_status d = ag__mem_stage_done(p->ctx);
     return s ? s : d;
   }
@@ -273,7 +299,7 @@ ag_status ag_per_update_host(ag_per *p, const int64_t *idx, const float *prio, i
   ag_tensor *all; /* through a temporary of device memory */
   s = ag__tensor_temp(p->ctx, (int64_t)(bi + bp), 1, AG_U8, &all);
   if (!s) s = ag__mem_upload(p->ctx, fn, all->data, bi + bp, fill_two, &tw);
-  return s ? s : update_at(p, all->data, n);
+  return s ? s : update_at(p, all->data, n, fn);
 }
 
 ag_status ag_per_total(ag_per *p, double *total) {

@@ -91,6 +91,26 @@ ag_tensor *ag__per_state(const ag_per *per);
 /* Its exponent and the depth of its tree (leaves at level depth - 1, 16^depth of them). */
 float ag__per_alpha(const ag_per *per);
 int ag__per_depth(const ag_per *per);
+/* What ag_per_create checks of a table of `capacity` columns on ctx before
+ * it allocates anything (alpha, the capacity, the device's kernels), its
+ * errors named fn. */
+ag_status ag__per_check(ag_ctx *ctx, int64_t capacity, float alpha, const char *fn);
+/* A mask (a byte per column, at least capacity of them, owned by the
+ * caller and outliving the sampler; NULL: none) that every later update
+ * of the sampler obeys: a column whose byte is 0 is skipped, as one
+ * outside the table (AG__K_PER_SET's mask). */
+void ag__per_set_mask(ag_per *per, ag_tensor *mask);
+/* Leaves pos .. pos+k-1 (inside the tree's leaves) = the largest priority
+ * seen ^ alpha, or, masked, those of them whose mask byte is 0 = 0 (the
+ * others unchanged; the mask must be set); then their ancestors. Queued. */
+ag_status ag__per_fill(ag_per *per, int64_t pos, int64_t k, int masked);
+/* ag_per_sample (beta_t NULL) or ag_per_sample_dev (beta_t: beta on the
+ * device), and ag_per_update, ag_per_update_host, their errors named fn. */
+ag_status ag__per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor *beta_t, const char *fn,
+                         ag_tensor **idx, ag_tensor **weights);
+ag_status ag__per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities, const char *fn);
+ag_status ag__per_update_host(ag_per *per, const int64_t *idx, const float *priorities, int64_t n,
+                              const char *fn);
 
 /* ---- the file format of agrl/replay.h, inside other files ---- */
 

@@ -1127,9 +1127,10 @@ ag_status ag__vk_args(vk_state *s, const void *data, size_t bytes, uint64_t *add
 
 /* The kernel of id (NULL: not provided), from the kernel files' tables. */
 static const ag__vk_kernel *kernel_of(ag__kernel_id id) {
-  const ag__vk_kernel *tabs[] = {ag__vk_k_elementwise, ag__vk_k_linalg, ag__vk_k_optim, ag__vk_k_random};
-  const int ns[] = {ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random};
-  for (int t = 0; t < 4; t++)
+  const ag__vk_kernel *tabs[] = {ag__vk_k_elementwise, ag__vk_k_linalg, ag__vk_k_optim, ag__vk_k_random,
+                                 ag__vk_k_frames};
+  const int ns[] = {ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random, ag__vk_n_frames};
+  for (int t = 0; t < 5; t++)
     for (int i = 0; i < ns[t]; i++)
       if (tabs[t][i].id == id) return &tabs[t][i];
   return NULL;

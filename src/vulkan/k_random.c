@@ -28,7 +28,7 @@
 #define PER_SAMPLE_ONE_GROUP 1024
 #endif
 
-static ag_status advance(vk_state *s, uint64_t *counter, int64_t n) {
+ag_status ag__vk_advance(vk_state *s, uint64_t *counter, int64_t n) {
   struct {
     uint64_t counter;
     int64_t n;
@@ -64,7 +64,7 @@ static ag_status run_randint(vk_state *s, const void *args) {
           one};
   ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, "random_randint"), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
-  return st || one ? st : advance(s, a->counter, a->n);
+  return st || one ? st : ag__vk_advance(s, a->counter, a->n);
 }
 
 /* ---- RANDN (doubles) ---- */
@@ -87,7 +87,7 @@ static ag_status run_randn(vk_state *s, const void *args) {
   } pc = {a->seed, ag__vk_addr(a->counter), ag__vk_addr(a->out), a->n, one, 0};
   ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, "random_randn"), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
-  return st || one ? st : advance(s, a->counter, a->n);
+  return st || one ? st : ag__vk_advance(s, a->counter, a->n);
 }
 
 /* ---- NSTEP ---- */
@@ -160,12 +160,12 @@ static ag_status run_per_set(vk_state *s, const void *args) {
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_set needs shaderFloat64, i32 / i64 indices, n < 2^31");
   const int64_t n = a->n > 0 ? a->n : 0;
   struct {
-    uint64_t tree, state, idx, prio;
+    uint64_t tree, state, idx, prio, mask;
     int64_t n, prio_stride, limit;
     float alpha;
     int32_t depth, idx_dtype, s_begin, s_end;
-  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio), n,
-          a->prio_stride,
+  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio),
+          ag__vk_addr(a->mask), n, a->prio_stride,
           /* indices at or past the table's columns are skipped, and past the tree's leaves too */
           a->cols < per_leaves(a->depth) ? a->cols : per_leaves(a->depth), a->alpha, a->depth,
           (int32_t)a->idx_dtype, 0, 0};
@@ -199,11 +199,19 @@ static ag_status run_per_fill(vk_state *s, const void *args) {
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: per_fill of leaves %lld + %lld", (long long)a->pos,
                     (long long)a->k);
   struct {
-    uint64_t tree, state;
+    uint64_t tree, state, mask;
     int64_t pos, k;
     float alpha;
     int32_t depth, s_begin, s_end;
-  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), a->pos, a->k, a->alpha, a->depth, 0, 0};
+  } pc = {ag__vk_addr(a->tree),
+          ag__vk_addr(a->state),
+          ag__vk_addr(a->mask),
+          a->pos,
+          a->k,
+          a->alpha,
+          a->depth,
+          0,
+          0};
   const int pipe = ag__vk_pipe(s, "random_per_fill");
   /* step 0 the k leaves, step d the nodes of level depth-1-d above them, step depth the root; the
    * steps from the first of at most RANDOM_ONE_GROUP nodes on go in one dispatch of one group */

@@ -53,6 +53,10 @@ ag_status ag__vk_args(vk_state *s, const void *data, size_t bytes, uint64_t *add
 /* Whether the device runs shaders with 64-bit floats (shaderFloat64). */
 int ag__vk_has_f64(const vk_state *s);
 
+/* *counter += n on the device, by one invocation queued after the dispatches before it (a drawing
+ * kernel of many work groups, all of which read the counter first). */
+ag_status ag__vk_advance(vk_state *s, uint64_t *counter, int64_t n);
+
 /* A kernel of base/kernels.h. supports NULL: it takes every argument the
  * header allows; scratch NULL: it needs none (bytes of device scratch, as
  * the backend vtable's scratch query). */
@@ -64,8 +68,9 @@ typedef struct ag__vk_kernel {
 } ag__vk_kernel;
 
 /* The kernel files' tables. */
-extern const ag__vk_kernel ag__vk_k_elementwise[], ag__vk_k_linalg[], ag__vk_k_optim[], ag__vk_k_random[];
-extern const int ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random;
+extern const ag__vk_kernel ag__vk_k_elementwise[], ag__vk_k_linalg[], ag__vk_k_optim[], ag__vk_k_random[],
+    ag__vk_k_frames[];
+extern const int ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random, ag__vk_n_frames;
 
 /* The address of a device pointer, as the shaders take it. */
 static inline uint64_t ag__vk_addr(const void *p) { return (uint64_t)(uintptr_t)p; }

@@ -379,7 +379,11 @@ def frames_seeds(seeds):
     stack 4, 2 copies, a ring of 10 holding 7 entries, then the fields'
     table (action and reward, f32); valid, and with a key changed, the
     frames' section of another shape, the fields' table of another size,
-    missing, cut, followed by a byte, and another kind."""
+    missing, cut, followed by a byte, and another kind. Prioritized tables
+    (version 2, frames.alpha, the fields' table with its sampler: leaves
+    p^alpha, some of entries that may not be sampled): valid, and with
+    alpha outside [0, 1] or not the sampler's, the sampler missing, a
+    sampler in a version 1 file, a newer version."""
     fr, cap, size = 3 * 2 * 1 + 1, 10, 7
     frames = bytearray((7 * i + 3) % 251 for i in range(fr * size))
     for c in range(size):
@@ -390,13 +394,17 @@ def frames_seeds(seeds):
                 (2, "frames.capacity", cap), (2, "frames.min_size", 1), (2, "frames.size", size)]
         keys = [(t, n, dict(changes).get(n, v)) for t, n, v in keys]
         return container(keys, [("frames", 3, [fr, size], bytes(frames[:fr * size]))])
-    def table(size=size):
+    def table(size=size, alpha=None):
         keys = [(4, "kind", "replay"), (2, "replay.version", 2), (2, "replay.storage", 0), (2, "replay.capacity", cap),
                 (2, "replay.min_size", 1), (2, "replay.size", size), (2, "replay.position", size % cap),
                 (5, "replay.widths", [1, 1]), (5, "replay.dtypes", [0, 0]), (4, "replay.field.0", "action"),
-                (4, "replay.field.1", "reward"), (4, "replay.sampler", "none")]
+                (4, "replay.field.1", "reward"), (4, "replay.sampler", "none" if alpha is None else "per")]
         cols = struct.pack("<%df" % (2 * size), *[float(i % 5) for i in range(2 * size)])
-        return container(keys, [("columns", 0, [2, size], cols)])
+        if alpha is None:
+            return container(keys, [("columns", 0, [2, size], cols)])
+        keys += [(3, "replay.per.alpha", alpha), (3, "replay.per.max_priority", 2.0)]
+        leaves = struct.pack("<%dd" % size, *[(0.5 + c % 3) ** alpha for c in range(size)])
+        return container(keys, [("columns", 0, [2, size], cols), ("leaves", 6, [size], leaves)])
     good = head() + table()
     seeds["frames_valid"] = good
     seeds["frames_stack65"] = head(changes=[("frames.stack", 65)]) + table()
@@ -408,6 +416,17 @@ def frames_seeds(seeds):
     seeds["frames_table_cut"] = good[:-9]
     seeds["frames_trailing"] = good + b"\0"
     seeds["frames_kind_replay"] = table() + table()
+    def per_head(alpha=0.5, version=2):
+        k = [(4, "kind", "frames"), (2, "frames.version", version), (2, "frames.height", 3), (2, "frames.width", 2),
+             (2, "frames.channels", 1), (2, "frames.stack", 4), (2, "frames.n_envs", 2), (2, "frames.capacity", cap),
+             (2, "frames.min_size", 1), (2, "frames.size", size), (3, "frames.alpha", alpha)]
+        return container(k, [("frames", 3, [fr, size], bytes(frames[:fr * size]))])
+    seeds["frames_per_valid"] = per_head() + table(alpha=0.5)
+    seeds["frames_per_alpha_other"] = per_head(0.25) + table(alpha=0.5)
+    seeds["frames_per_alpha_1_5"] = per_head(1.5) + table(alpha=0.5)
+    seeds["frames_per_no_sampler"] = per_head() + table()
+    seeds["frames_v1_with_sampler"] = head() + table(alpha=0.5)
+    seeds["frames_per_version3"] = per_head(version=3) + table(alpha=0.5)
 
 
 def main():

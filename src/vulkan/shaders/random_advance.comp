@@ -1,5 +1,5 @@
 // random_advance.comp — *counter += n by one invocation: the dispatch after
-// a kernel's many groups have all read the counter (RANDINT, RANDN).
+// a kernel's many groups have all read the counter (RANDINT, RANDN, FRAME_STACK).
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"

@@ -31,6 +31,11 @@ void per_recompute(uint64_t tree, int depth, int d, int64_t node) {
     TreeF64(tree + 8ul * uint64_t(per_offset(d) + node)).v = per_sum16(tree, per_offset(d + 1) + node * 16);
 }
 
+// the byte at address b (a mask of PER_SET and PER_FILL), from the aligned
+// word that holds it (each allocation has room past its end for that word)
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer MaskU32 { uint v; };
+uint mask_byte(uint64_t b) { return (MaskU32(b & ~3ul).v >> ((uint(b) & 3u) * 8u)) & 0xffu; }
+
 // the barrier between two steps of a one-group dispatch: the tree's writes
 // before it are seen by every invocation after it
 void step_barrier() {

@@ -1,5 +1,6 @@
 // random_per_fill.comp — AG__K_PER_FILL: leaves pos .. pos+k-1 =
-// state[0] ^ alpha, then their ancestors level by level, then the root.
+// state[0] ^ alpha (without a mask), or those of them whose mask byte is 0
+// = 0 (a masking pass), then their ancestors level by level, then the root.
 // Steps s_begin .. s_end-1 of: 0 the leaves; 1 .. depth-1 the levels
 // depth-2 .. 0 (the nodes above the range, as the CPU's ranges: lo / 16,
 // hi / 16 a level); depth the root. A dispatch of several steps is one work
@@ -16,7 +17,7 @@
 #include "random_per.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform P {
-  uint64_t tree, state;
+  uint64_t tree, state, mask;
   int64_t pos, k;
   float alpha;
   int depth, s_begin, s_end;
@@ -26,7 +27,11 @@ void main() {
   const int64_t first = int64_t(gl_GlobalInvocationID.x), stride = int64_t(gl_NumWorkGroups.x) * 256;
   for (int s = p.s_begin; s < p.s_end; s++) {
     if (s > p.s_begin) step_barrier();
-    if (s == 0) {
+    if (s == 0 && p.mask != 0ul) {
+      const uint64_t leaves = p.tree + 8ul * uint64_t(per_offset(p.depth - 1) + p.pos);
+      for (int64_t i = first; i < p.k; i += stride)
+        if (mask_byte(p.mask + uint64_t(p.pos + i)) == 0u) TreeF64(leaves + 8ul * uint64_t(i)).v = 0.0lf;
+    } else if (s == 0) {
       const float st = at(p.state, 0).v;
       const float a = p.alpha;
       // per_pow's domain: a positive normal state and alpha in [0, 1]; pow's

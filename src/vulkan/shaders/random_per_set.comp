@@ -1,6 +1,8 @@
 // random_per_set.comp — AG__K_PER_SET: leaf idx_j = prio_j ^ alpha (prio at
 // least 1e-12), j < n with 0 <= idx_j < limit (the table's columns, at most
-// the tree's leaves; others skipped), then the ancestors of those leaves,
+// the tree's leaves) and, with a mask, mask[idx_j] != 0 (others skipped; the
+// mask's bytes read from the aligned words that hold them), then the
+// ancestors of those leaves,
 // then the root; state[0] = max(state[0], prio_j).
 //
 // Steps s_begin .. s_end-1 of:
@@ -29,16 +31,17 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v;
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer StateI32 { int v; };
 layout(push_constant) uniform P {
-  uint64_t tree, state, idx, prio;
+  uint64_t tree, state, idx, prio, mask;
   int64_t n, prio_stride, limit;
   float alpha;
   int depth, idx_dtype, s_begin, s_end;
 } p;
 
-// the leaf of entry j, -1 when it is skipped
+// the leaf of entry j, -1 when it is skipped (ag__per_takes)
 int64_t leaf_of(int64_t j) {
   const int64_t l = p.idx_dtype == 4 ? int64_t(I32(p.idx + 4ul * uint64_t(j)).v) : I64(p.idx + 8ul * uint64_t(j)).v;
-  return l >= 0 && l < p.limit ? l : -1l;
+  if (l < 0 || l >= p.limit) return -1l;
+  return p.mask == 0ul || mask_byte(p.mask + uint64_t(l)) != 0u ? l : -1l;
 }
 
 void main() {
