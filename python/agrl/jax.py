@@ -88,11 +88,12 @@ def _importer(device: jax.Device, on_gpu: bool) -> Tuple[Callable[[Any], Any], O
         return (lambda cap: jax.dlpack.from_dlpack(_Capsule(cap, dl))), stream
 
 
-class ReplayBuffer(_ReplayBuffer):
-    """:class:`agrl.ReplayBuffer` whose batches are JAX arrays (see the
-    module's documentation). Same constructor."""
+class _OnJax:
+    """What the JAX tables share: their JAX device and the import of their
+    batches, set up after construction and after load()."""
 
     device: jax.Device
+    ctx: _agrl.Context
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,8 +101,15 @@ class ReplayBuffer(_ReplayBuffer):
 
     def _after_load(self) -> None:
         self.device = device_of(self.ctx)
-        on_gpu = self.device.platform == "gpu"
-        self._import, self._stream = _importer(self.device, on_gpu)
+        self._import, self._stream = _importer(self.device, self.device.platform == "gpu")
+
+
+class ReplayBuffer(_OnJax, _ReplayBuffer):
+    """:class:`agrl.ReplayBuffer` whose batches are JAX arrays (see the
+    module's documentation). Same constructor."""
+
+    def _after_load(self) -> None:
+        super()._after_load()
         x64 = bool(jax.config.read("jax_enable_x64"))  # type: ignore[no-untyped-call, unused-ignore]
         # without 64-bit types JAX narrows int64 itself: narrowed here instead
         self._narrow = not x64
@@ -142,3 +150,4 @@ class ReplayBuffer(_ReplayBuffer):
                 a = jax.lax.bitcast_convert_type(a, dt)
             out[key] = jnp.reshape(a, (b,) + tuple(shape))
         return out
+

@@ -61,11 +61,26 @@ def _from_dlpack() -> Callable[[Any], torch.Tensor]:
     return fn
 
 
-class ReplayBuffer(_ReplayBuffer):
-    """:class:`agrl.ReplayBuffer` whose batches are torch tensors (see the
-    module's documentation). Same constructor."""
+def _stream_query(device: torch.device) -> Callable[[], Optional[int]]:
+    """A function giving torch's current stream on `device` as a raw handle
+    (None on the CPU): the C query where torch has it (the public
+    torch.cuda.current_stream() builds a Stream object each time)."""
+    if device.type != "cuda":
+        return lambda: None
+    raw: Optional[Callable[[int], int]] = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    index = device.index or 0
+    if raw is not None:
+        return lambda: raw(index)
+    return lambda: int(torch.cuda.current_stream(device).cuda_stream)
+
+
+class _OnTorch:
+    """What the torch tables share: their torch device, the import of their
+    batches and torch's current stream there, set up after construction
+    and after load()."""
 
     device: torch.device
+    ctx: _agrl.Context
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,22 +88,20 @@ class ReplayBuffer(_ReplayBuffer):
 
     def _after_load(self) -> None:
         self.device = device_of(self.ctx)
-        self._captured = False
         self._import = _from_dlpack()
-        # the raw handle of torch's current stream (a C call; the public
-        # torch.cuda.current_stream() builds a Stream object each time)
-        raw: Optional[Callable[[int], int]] = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        index = self.device.index or 0
+        self._stream: Callable[[], Optional[int]] = _stream_query(self.device)
+
+
+class ReplayBuffer(_OnTorch, _ReplayBuffer):
+    """:class:`agrl.ReplayBuffer` whose batches are torch tensors (see the
+    module's documentation). Same constructor."""
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        self._captured = False
         capturing: Optional[Callable[[], bool]] = getattr(torch.cuda, "is_current_stream_capturing", None)
         self._capturing: Callable[[], bool] = (
             (lambda: False) if self.device.type != "cuda" or capturing is None else capturing)
-        self._stream: Callable[[], Optional[int]]
-        if self.device.type != "cuda":
-            self._stream = lambda: None
-        elif raw is not None:
-            self._stream = lambda: raw(index)
-        else:
-            self._stream = lambda: int(torch.cuda.current_stream(self.device).cuda_stream)
 
     @overload  # type: ignore[override]
     def sample(
@@ -188,3 +201,4 @@ class ReplayBuffer(_ReplayBuffer):
         if self.prioritized:
             out["weights"] = torch.empty((batch_size,), dtype=torch.float32, device=self.device)
         return out
+
