@@ -25,6 +25,11 @@ jitted update, where it costs nothing::
 default) indices and int64 fields come as int32, as JAX would narrow them
 anyway (int64 values beyond int32 saturate).
 
+:class:`FrameReplayBuffer` is :class:`agrl.FrameReplayBuffer` whose
+batches are JAX arrays, one a key (the stacks are most of a batch's bytes;
+packing the rest would save little), each in the dtype the table gives it
+(int64 indices and fields as JAX's import makes them).
+
 Streams: the import orders JAX's stream for external arrays after agrl's
 draw, so the arrays are ready for any JAX computation.
 """
@@ -37,9 +42,10 @@ import jax
 import jax.numpy as jnp
 
 from . import _agrl
+from .frames import FrameReplayBuffer as _FrameReplayBuffer
 from .replay import ReplayBuffer as _ReplayBuffer
 
-__all__ = ["ReplayBuffer", "device_of"]
+__all__ = ["FrameReplayBuffer", "ReplayBuffer", "device_of"]
 
 _KDL_CPU, _KDL_CUDA = 1, 2
 _JNP = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "u8": "uint8", "i32": "int32", "i64": "int64"}
@@ -151,3 +157,21 @@ class ReplayBuffer(_OnJax, _ReplayBuffer):
             out[key] = jnp.reshape(a, (b,) + tuple(shape))
         return out
 
+
+class FrameReplayBuffer(_OnJax, _FrameReplayBuffer):
+    """:class:`agrl.FrameReplayBuffer` whose batches are JAX arrays on the
+    table's device (see the module's documentation). Same constructor."""
+
+    def sample(  # type: ignore[override]
+        self, batch_size: int, dtype: Any = "u8"
+    ) -> Dict[str, jax.Array]:
+        """``batch_size`` transitions drawn on the device as JAX arrays: "obs",
+        "next_obs" (B, stack * channels, height, width), the fields,
+        "indices"."""
+        batch: Dict[str, jax.Array] = self._sample_import(batch_size, dtype, self._import, self._stream)
+        return batch
+
+    def gather(self, indices: Any, dtype: Any = "u8") -> Dict[str, jax.Array]:  # type: ignore[override]
+        """The transitions at ``indices`` as JAX arrays."""
+        batch: Dict[str, jax.Array] = self._gather_import(indices, dtype, self._import, self._stream)
+        return batch

@@ -26,7 +26,7 @@
 typedef struct agpy_state {
   PyObject *error_base;
   PyObject *errors[AGPY_N_STATUS];
-  PyTypeObject *ctx_type, *tensor_type, *buffer_type, *replay_type, *dqn_type, *ac_type,
+  PyTypeObject *ctx_type, *tensor_type, *buffer_type, *replay_type, *frames_type, *dqn_type, *ac_type,
       *env_type;
   PyObject *numpy_empty; /* numpy.empty, imported at first use */
   /* torch, seen when one of its tensors is first handed in (agrl never
@@ -178,6 +178,12 @@ PyObject *agpy_tensor_of(agpy_ctx *c, ag_block *blk, ag_tensor *t, const int64_t
  * block is reused only after that stream's work queued before the release). */
 PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, const int64_t *shape,
                           const int64_t *strides, int dev_type, int dev_id, void *stream);
+
+/* One array of a batch at `data` in blk: B rows of `width` values of dt,
+ * seen as (B, *inner) ((B,) for n_inner 0): an agrl.Tensor, or, with an
+ * importer, importer(capsule) of a capsule for a consumer on `consumer`. */
+PyObject *agpy_hand_out(agpy_ctx *c, ag_block *blk, void *data, ag_dtype dt, int64_t B, int64_t width,
+                        const int64_t *inner, int n_inner, PyObject *importer, void *consumer);
 
 /* ---- inputs (input.c) ----
  * Any object with __dlpack__ (torch, JAX, CuPy, numpy), the buffer protocol,
@@ -331,10 +337,11 @@ const char *agpy_numpy_name(ag_dtype dt);
 PyObject *agpy_numpy_empty(agpy_state *st, int ndim, const int64_t *shape, ag_dtype dt, Py_buffer *view);
 
 /* ---- the types (each file's spec) ---- */
-extern PyType_Spec agpy_ctx_spec, agpy_tensor_spec, agpy_buffer_spec, agpy_replay_spec, agpy_dqn_spec,
-    agpy_ac_spec, agpy_env_spec;
+extern PyType_Spec agpy_ctx_spec, agpy_tensor_spec, agpy_buffer_spec, agpy_replay_spec, agpy_frames_spec,
+    agpy_dqn_spec, agpy_ac_spec, agpy_env_spec;
 void agpy_buffer_release(PyObject *self);
 void agpy_replay_release(PyObject *self);
+void agpy_frames_release(PyObject *self);
 void agpy_dqn_release(PyObject *self);
 void agpy_ac_release(PyObject *self);
 /* A DQN configuration as the dict agrl.DQN.defaults() returns (dqn.c). */
