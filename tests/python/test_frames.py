@@ -632,3 +632,35 @@ def test_jax_batches(ctx, rng):
         np.testing.assert_array_equal(np.asarray(b["aux"][j]), f["aux"])
     g = buf.gather(ref.valid_slots()[:3], "f32")
     np.testing.assert_array_equal(np.asarray(g["obs"][0]), ref.transition(ref.valid_slots()[0])[0] / np.float32(255))
+
+
+def test_threads_share_the_table(ctx, rng):
+    """Adds on one thread while others sample and gather (the context's
+    lock serializes the calls; the GIL is released in long ones): every
+    batch is of sampleable transitions, and the table ends as the
+    reference built from the same adds."""
+    import threading
+
+    buf = agrl.FrameReplayBuffer(ctx, 96, 8, 8, 1, stack=3, n_envs=2, fields=FIELDS, seed=12)
+    ref = Ref(96, 8, 8, 1, 3, 2)
+    fill(buf, ref, rng, 10)
+    errors = []
+
+    def sampler():
+        try:
+            for _ in range(200):
+                b = buf.sample(16, "f32")
+                obs = np_of(b["obs"])
+                assert obs.shape == (16, 3, 8, 8) and obs.max() <= 1.0
+        except Exception as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=sampler) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(40):
+        fill(buf, ref, np.random.default_rng(100 + i), 3)
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    check_against(buf, ref)
