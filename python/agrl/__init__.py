@@ -8,6 +8,8 @@ The objects mirror the C library's layers:
 - :class:`Buffer` — a rows x capacity table on the device, read by index.
 - :class:`ReplayBuffer` — named fields over one table, uniform or prioritized
   sampling on the device.
+- :class:`FrameReplayBuffer` — pixel observations stored one frame a step,
+  stacks rebuilt on the device when a batch is sampled.
 - :class:`DQN` — acting, storing, and the recorded update; :meth:`DQN.learn`
   trains on any environment with Gymnasium's API.
 - :class:`SAC`, :class:`TD3` — the same for continuous actions (a Box
@@ -51,6 +53,7 @@ from ._agrl import (  # noqa: F401  one exception per status
 )
 from .envs import Box as Box, Discrete as Discrete, Env as Env, make  # noqa: F401
 from .replay import ReplayBuffer  # noqa: F401
+from .frames import FrameReplayBuffer  # noqa: F401
 from .dqn import DQN  # noqa: F401
 from .ac import SAC, TD3  # noqa: F401
 
@@ -59,6 +62,7 @@ __all__ = [
     "Context",
     "DQN",
     "Error",
+    "FrameReplayBuffer",
     "ReplayBuffer",
     "SAC",
     "TD3",

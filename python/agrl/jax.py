@@ -25,6 +25,11 @@ jitted update, where it costs nothing::
 default) indices and int64 fields come as int32, as JAX would narrow them
 anyway (int64 values beyond int32 saturate).
 
+:class:`FrameReplayBuffer` is :class:`agrl.FrameReplayBuffer` whose
+batches are JAX arrays, one a key (the stacks are most of a batch's bytes;
+packing the rest would save little), each in the dtype the table gives it
+(int64 indices and fields as JAX's import makes them).
+
 Streams: the import orders JAX's stream for external arrays after agrl's
 draw, so the arrays are ready for any JAX computation.
 """
@@ -37,9 +42,10 @@ import jax
 import jax.numpy as jnp
 
 from . import _agrl
+from .frames import FrameReplayBuffer as _FrameReplayBuffer
 from .replay import ReplayBuffer as _ReplayBuffer
 
-__all__ = ["ReplayBuffer", "device_of"]
+__all__ = ["FrameReplayBuffer", "ReplayBuffer", "device_of"]
 
 _KDL_CPU, _KDL_CUDA = 1, 2
 _JNP = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "u8": "uint8", "i32": "int32", "i64": "int64"}
@@ -88,11 +94,12 @@ def _importer(device: jax.Device, on_gpu: bool) -> Tuple[Callable[[Any], Any], O
         return (lambda cap: jax.dlpack.from_dlpack(_Capsule(cap, dl))), stream
 
 
-class ReplayBuffer(_ReplayBuffer):
-    """:class:`agrl.ReplayBuffer` whose batches are JAX arrays (see the
-    module's documentation). Same constructor."""
+class _OnJax:
+    """What the JAX tables share: their JAX device and the import of their
+    batches, set up after construction and after load()."""
 
     device: jax.Device
+    ctx: _agrl.Context
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,8 +107,15 @@ class ReplayBuffer(_ReplayBuffer):
 
     def _after_load(self) -> None:
         self.device = device_of(self.ctx)
-        on_gpu = self.device.platform == "gpu"
-        self._import, self._stream = _importer(self.device, on_gpu)
+        self._import, self._stream = _importer(self.device, self.device.platform == "gpu")
+
+
+class ReplayBuffer(_OnJax, _ReplayBuffer):
+    """:class:`agrl.ReplayBuffer` whose batches are JAX arrays (see the
+    module's documentation). Same constructor."""
+
+    def _after_load(self) -> None:
+        super()._after_load()
         x64 = bool(jax.config.read("jax_enable_x64"))  # type: ignore[no-untyped-call, unused-ignore]
         # without 64-bit types JAX narrows int64 itself: narrowed here instead
         self._narrow = not x64
@@ -142,3 +156,22 @@ class ReplayBuffer(_ReplayBuffer):
                 a = jax.lax.bitcast_convert_type(a, dt)
             out[key] = jnp.reshape(a, (b,) + tuple(shape))
         return out
+
+
+class FrameReplayBuffer(_OnJax, _FrameReplayBuffer):
+    """:class:`agrl.FrameReplayBuffer` whose batches are JAX arrays on the
+    table's device (see the module's documentation). Same constructor."""
+
+    def sample(  # type: ignore[override]
+        self, batch_size: int, dtype: Any = "u8"
+    ) -> Dict[str, jax.Array]:
+        """``batch_size`` transitions drawn on the device as JAX arrays: "obs",
+        "next_obs" (B, stack * channels, height, width), the fields,
+        "indices"."""
+        batch: Dict[str, jax.Array] = self._sample_import(batch_size, dtype, self._import, self._stream)
+        return batch
+
+    def gather(self, indices: Any, dtype: Any = "u8") -> Dict[str, jax.Array]:  # type: ignore[override]
+        """The transitions at ``indices`` as JAX arrays."""
+        batch: Dict[str, jax.Array] = self._gather_import(indices, dtype, self._import, self._stream)
+        return batch

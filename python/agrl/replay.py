@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Self, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Self, Tuple, Union
 
 from . import _agrl
 
@@ -32,6 +32,29 @@ def _field_spec(name: Any, spec: Any) -> Tuple[str, Tuple[int, ...], Any]:
         if not isinstance(s, int) or isinstance(s, bool):
             raise TypeError(f"ReplayBuffer: field {name!r}: sizes must be ints, not {s!r}")
     return (name, shape, dtype)
+
+
+def _finish_load(
+    obj: Any,
+    ctx: _agrl.Context,
+    fields: Optional[Mapping[str, FieldSpec]],
+    specs: Callable[[Mapping[str, FieldSpec]], List[Tuple[str, Tuple[int, ...], Any]]],
+) -> None:
+    """A loaded table's context and fields: each of shape (width,) as the file
+    keeps them, or the shapes of `fields` (the constructor's, read by
+    `specs`) when the names agree; then its class's _after_load()."""
+    saved = obj._fields()
+    obj.ctx = ctx
+    obj.fields = {name: ((width,), dtype) for name, width, dtype in saved}
+    if fields is not None:
+        names = [n for n, _, _ in saved]
+        given = specs(fields) if isinstance(fields, Mapping) else None
+        if given is None or [g[0] for g in given] != names:
+            raise _agrl.ShapeError(f"load: the file's fields are {names}, not {list(fields)}")
+        for i, (name, shape, _) in enumerate(given):
+            obj._set_shape(i, shape)
+            obj.fields[name] = (shape, saved[i][2])
+    obj._after_load()
 
 
 class ReplayBuffer(_agrl._Replay):
@@ -117,18 +140,7 @@ class ReplayBuffer(_agrl._Replay):
         if not isinstance(ctx, _agrl.Context):
             ctx = _agrl.Context(ctx)
         obj = cls._load(ctx, path, seed, beta)
-        saved = obj._fields()
-        obj.ctx = ctx
-        obj.fields = {name: ((width,), dtype) for name, width, dtype in saved}
-        if fields is not None:
-            names = [n for n, _, _ in saved]
-            if not isinstance(fields, Mapping) or [_field_spec(n, s)[0] for n, s in fields.items()] != names:
-                raise _agrl.ShapeError(f"load: the file's fields are {names}, not {list(fields)}")
-            for i, (name, spec) in enumerate(fields.items()):
-                shape = _field_spec(name, spec)[1]
-                obj._set_shape(i, shape)
-                obj.fields[name] = (shape, saved[i][2])
-        obj._after_load()
+        _finish_load(obj, ctx, fields, lambda given: [_field_spec(n, s) for n, s in given.items()])
         return obj
 
     def _after_load(self) -> None:

@@ -36,6 +36,25 @@ VecNormalize), a plain VecNormalize's arithmetic runs on the device in
 float64, giving SB3's values bit for bit; a VecNormalize whose
 normalization is overridden is called on host copies, as SB3 calls it.
 
+Stacked image observations (``frame_stack=k``, with
+``optimize_memory_usage=True``): the observations VecFrameStack(n_stack=k)
+gives, a uint8 Box ``[H, W, k*C]`` or ``[k*C, H, W]`` (after
+VecTransposeImage), are kept one frame a step in an agrl frame table
+(:class:`agrl.torch.FrameReplayBuffer`): each ``add`` stores the newest
+``C`` channels of each environment's observation, and a sample rebuilds
+both stacks on the device, the slots before an episode's first frame set
+to zero as VecFrameStack pads them. That is SB3's optimized semantics
+(the next observation of step ``i`` is the observation added at step
+``i + 1``, the reset observation after a done) in about ``1/k`` of the
+memory. ``add`` checks each observation against the frames stored before
+it and refuses one that is not their stack (an observation that
+VecFrameStack did not make). Two differences of the draw: the newest step
+is drawn only once the next one is added (SB3 draws it with the next
+observation ``add`` gave), and frames are kept for ``buffer_size + k - 2``
+steps so that every step SB3 may draw has its stack. Pickling goes
+through the frame table's file; the arrays ``observations``,
+``actions``, ... are not read back in this mode.
+
 Not provided: a prioritized variant. SB3's algorithms neither read
 importance weights nor call ``update_priorities``, so priorities would
 stay equal and the draw uniform.
@@ -58,6 +77,8 @@ Differences from SB3's buffer, all of storage:
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -146,6 +167,29 @@ def _normalizes_on_device(env: Any) -> bool:
     return True
 
 
+def _frame_layout(space: spaces.Space[Any], k: Optional[int], optimize: bool) -> Optional[int]:
+    """frame_stack's k, checked against the observation space: a uint8 Box
+    of stacked images, channels last [H, W, k*C] or first [k*C, H, W] (the
+    smallest dimension first, as SB3 decides), with optimize_memory_usage."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 64:
+        raise ValueError(f"agrl.sb3.ReplayBuffer: frame_stack = {k!r} must be an int in 1 .. 64")
+    if not optimize:
+        raise ValueError(
+            "agrl.sb3.ReplayBuffer: frame_stack needs optimize_memory_usage=True: without it SB3 keeps each "
+            "transition's own next observation (the terminal one at an episode's end), which is not the next "
+            "step's frame")
+    if not isinstance(space, spaces.Box) or space.dtype != np.uint8 or len(space.shape) != 3:
+        raise ValueError(f"agrl.sb3.ReplayBuffer: frame_stack needs a uint8 Box of 3 dimensions, not {space}")
+    shape = tuple(space.shape)
+    stacked = shape[0] if int(np.argmin(shape)) == 0 else shape[2]
+    if stacked % k:
+        raise ValueError(f"agrl.sb3.ReplayBuffer: frame_stack = {k}: the observation's {stacked} channels are not "
+                         f"{k} stacked frames")
+    return int(k)
+
+
 class _Dones:
     """``buffer.dones``: reads return a host copy of SB3's ``dones`` array
     (n_steps, n_envs); ``dones[key] = value`` sets the done flag of those
@@ -202,6 +246,11 @@ class ReplayBuffer(_SB3ReplayBuffer):
         numpy's global generator (which SB3's ``set_random_seed`` seeds).
     :param reuse_batches: return every batch of one size in the same
         tensors (overwritten by the next sample) instead of new ones.
+    :param frame_stack: ``k`` of VecFrameStack(n_stack=k) when the
+        observations are its stacks of uint8 images: each step's newest
+        frame is stored once (an agrl frame table; needs
+        ``optimize_memory_usage=True``). None: the observations are stored
+        whole.
     :param stage_steps: steps that ``add`` keeps in host arrays before it
         sends them to the device in one call (sooner when something reads
         the tables: ``sample``, ``flush()``, ...); 0 sends each step at once.
@@ -232,6 +281,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
         seed: Optional[int] = None,
         reuse_batches: bool = False,
         stage_steps: Optional[int] = None,
+        frame_stack: Optional[int] = None,
     ) -> None:
         if isinstance(observation_space, spaces.Dict):
             raise NotImplementedError("agrl.sb3.ReplayBuffer: Dict observation spaces are not supported")
@@ -249,6 +299,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
         if stage_steps is not None and stage_steps < 0:
             raise ValueError(f"stage_steps = {stage_steps} (give 0 or more)")
         self.stage_steps = stage_steps
+        self.frame_stack = _frame_layout(observation_space, frame_stack, optimize_memory_usage)
         obs_dtype = np.dtype(observation_space.dtype)
         act_dtype = np.dtype(self._maybe_cast_dtype(action_space.dtype))
         self._obs_np = obs_dtype  # SB3's dtypes
@@ -262,6 +313,9 @@ class ReplayBuffer(_SB3ReplayBuffer):
     def _setup(self) -> None:
         """Derives the layout from the configuration and makes empty tables on
         self.device (also after unpickling and on a change of device)."""
+        if self.frame_stack is not None:
+            self._setup_frames()
+            return
         n, bs = self.n_envs, self.buffer_size
         shape = tuple(self.obs_shape)
         self._obs_field = _field_dtype(self._obs_np)
@@ -336,7 +390,7 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
     def _free(self) -> None:
         self._staged = 0
-        for t in (self.__dict__.get("_table"), self.__dict__.get("_obs_table")):
+        for t in (self.__dict__.get("_table"), self.__dict__.get("_obs_table"), self.__dict__.get("_fr")):
             if t is not None:
                 t.free()
         self._outs = {}
@@ -378,6 +432,10 @@ class ReplayBuffer(_SB3ReplayBuffer):
         """One step of the n_envs environments (SB3's ``add``): the arrays'
         first dimension is n_envs; ``infos[i]["TimeLimit.truncated"]`` marks a
         timeout when handle_timeout_termination is on."""
+        if self.frame_stack is not None:
+            self._add_frames(obs, action, reward, done)
+            self._advance()
+            return
         obs = np.asarray(obs).reshape(self._obs_batch)
         action = np.asarray(action).reshape(self._act_batch)
         # done flags go in as they come (bool arrays, converted by the table)
@@ -409,6 +467,13 @@ class ReplayBuffer(_SB3ReplayBuffer):
         if self.optimize_memory_usage:
             np.copyto(self._pending_host, next_obs, casting="unsafe")
             self._pending_dirty = True
+        self._advance()
+        if self._staged == self._stage_cap and self._staged:
+            self.flush()
+
+    def _advance(self) -> None:
+        """One step added: SB3's position moves on (a forced done of the row
+        it overwrites is dropped)."""
         self._steps += 1
         if self._forced:
             base = self.pos * self.n_envs
@@ -418,8 +483,6 @@ class ReplayBuffer(_SB3ReplayBuffer):
         if self.pos == self.buffer_size:
             self.full = True
             self.pos = 0
-        if self._staged == self._stage_cap and self._staged:
-            self.flush()
 
     def _store(self, obs: Dict[str, Any], meta: Dict[str, Any]) -> None:
         """Sends steps to the tables: the observations' fields and the rest."""
@@ -455,16 +518,19 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
     @property
     def table(self) -> _Table:
-        """The f32 table that is sampled (steps kept on the host sent first)."""
+        """The f32 table that is sampled (steps kept on the host sent first;
+        with frame_stack, see frame_table instead)."""
+        if self.frame_stack is not None:
+            raise AttributeError("table: with frame_stack the steps are in frame_table")
         self.flush()
         return self._table
 
     @property
     def obs_table(self) -> Optional[_Table]:
         """The observations' table, or None when ``table`` holds them (steps
-        kept on the host sent first)."""
+        kept on the host sent first; with frame_stack, None: see frame_table)."""
         self.flush()
-        return self._obs_table
+        return self.__dict__.get("_obs_table")
 
     def reset(self) -> None:
         """Empties the buffer (SB3's ``reset``): new, empty tables."""
@@ -588,7 +654,10 @@ class ReplayBuffer(_SB3ReplayBuffer):
         the step row and the environment of each transition."""
         self.flush()
         idx = torch.as_tensor(indices, device=self.device).long()
-        flat = self._locate(idx)[0] if self.optimize_memory_usage else idx
+        if self.frame_stack is not None:
+            flat = self._frame_flat(idx)
+        else:
+            flat = self._locate(idx)[0] if self.optimize_memory_usage else idx
         n = self.n_envs
         return torch.div(flat, n, rounding_mode="floor"), torch.remainder(flat, n)
 
@@ -629,6 +698,8 @@ class ReplayBuffer(_SB3ReplayBuffer):
         ``_get_samples``)."""
         self.flush()
         batch_inds = np.asarray(batch_inds, dtype=np.int64).reshape(-1)
+        if self.frame_stack is not None:
+            return self._get_frames(batch_inds, env)
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
         flat = batch_inds * self.n_envs + env_indices
         if self.optimize_memory_usage:
@@ -683,6 +754,180 @@ class ReplayBuffer(_SB3ReplayBuffer):
             o[pend] = self._pending_host[(flat % n)[pend]]
         return torch.from_numpy(o).to(self.device)
 
+    # ---- frame_stack: the observations in a frame table ----
+
+    def _setup_frames(self) -> None:
+        from .torch import FrameReplayBuffer
+
+        k, n = self.frame_stack, self.n_envs
+        assert k is not None
+        shape = tuple(self.obs_shape)
+        self._channels_first = int(np.argmin(shape)) == 0
+        if self._channels_first:
+            kc, h, w = shape
+        else:
+            h, w, kc = shape
+        self._frame_hwc = (h, w, kc // k)
+        self._act_field = _field_dtype(self._act_np)
+        self._act_torch = _torch_dtype(self._act_np)
+        stored_act = _torch_dtype(np.dtype(_AGRL_TO_NP[self._act_field]))
+        self._act_cast = self._act_torch if stored_act != self._act_torch else None
+        self._obs_cast = None
+        self._act_batch = (n, self.action_dim)
+        self._obs_batch = (n, *shape)
+        self._zeros_n = np.zeros(n, dtype=np.float32)
+        self._ctx = _agrl.Context(_ctx_device(self._device))
+        # SB3 draws the last buffer_size - 1 steps; each keeps its stack (k - 1
+        # steps before it) and the newest its next frame: buffer_size + k - 2 steps
+        self._fr_steps = max(self.buffer_size + k - 2, 2)
+        fields: Dict[str, Any] = {"action": ((self.action_dim,), self._act_field), "reward": ((), "f32"),
+                                  "done": ((), "f32"), "done_raw": ((), "f32"), "timeout": ((), "f32"),
+                                  "age": ((), "u8")}
+        self._fr = FrameReplayBuffer(self._ctx, self._fr_steps * n, h, w, kc // k, stack=k, n_envs=n,
+                                     fields=fields, seed=self.seed)
+        c = kc // k
+        self._hist = np.zeros((n, k, c, h, w), dtype=np.uint8)  # each copy's last k frames, oldest first
+        self._age = np.zeros(n, dtype=np.int64)  # frames of its episode before the newest, at most k - 1
+        self._last_done = np.ones(n, dtype=bool)  # (the first observation starts an episode)
+        self._fresh = True
+        self._stage_cap = self._staged = 0
+        self._outs = {}
+        self.last_indices = None
+        self._draw = self._draw_frames
+
+    def _frame_slots(self, obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Observations (n, *obs_shape) as (n, k, C, H, W): slots oldest first."""
+        k = self.frame_stack
+        assert k is not None
+        h, w, c = self._frame_hwc
+        if self._channels_first:
+            return obs.reshape(len(obs), k, c, h, w)
+        return obs.reshape(len(obs), h, w, k, c).transpose(0, 3, 4, 1, 2)
+
+    def _add_frames(self, obs: Any, action: Any, reward: Any, done: Any) -> None:
+        k, n = self.frame_stack, self.n_envs
+        assert k is not None
+        slots = self._frame_slots(np.asarray(obs).reshape(self._obs_batch))
+        # an episode starts after a done (or a done set through `dones`, as SB3's learn() does)
+        prev = (self.pos - 1) % self.buffer_size
+        reset = self._last_done | np.array([self._forced.get(prev * n + e, 0.0) != 0 for e in range(n)])
+        age = np.where(reset, 0, np.minimum(self._age + 1, k - 1))
+        hist = np.concatenate([self._hist[:, 1:], slots[:, k - 1 :]], axis=1)
+        want = hist.copy()
+        want[np.arange(k)[None, :] < (k - 1 - age)[:, None]] = 0  # VecFrameStack's zero padding
+        if not np.array_equal(want, slots):
+            bad = int(np.argmax([not np.array_equal(a, b) for a, b in zip(want, slots)]))
+            raise ValueError(
+                f"agrl.sb3.ReplayBuffer: frame_stack = {k}: the observation of environment {bad} is not the stack "
+                f"of its last {k} frames (zeros before its episode's first) that the buffer holds; give the "
+                f"observations of VecFrameStack(n_stack={k}) and a done flag at each episode's end")
+        done = np.asarray(done, dtype=np.float32).reshape(n)
+        newest = np.ascontiguousarray(slots[:, k - 1].transpose(0, 2, 3, 1))  # (n, H, W, C)
+        first = np.full(n, self._fresh)
+        self._fr.add(newest, first, action=np.asarray(action).reshape(self._act_batch),
+                     reward=np.asarray(reward, dtype=np.float32).reshape(n), done=done, done_raw=done,
+                     timeout=self._zeros_n, age=age.astype(np.uint8))
+        self._hist, self._age, self._last_done, self._fresh = hist, age, done != 0, False
+
+    @property
+    def frame_table(self) -> Any:
+        """With frame_stack: the :class:`agrl.torch.FrameReplayBuffer` that
+        holds the steps (None otherwise)."""
+        return self.__dict__.get("_fr")
+
+    def _frame_flat(self, idx: torch.Tensor) -> torch.Tensor:
+        """SB3's flat positions (step row * n_envs + env) of frame table entries."""
+        n, m, last = self.n_envs, self._fr_steps, self._steps - 1
+        slot = torch.div(idx, n, rounding_mode="floor")
+        step = last - torch.remainder(last - slot, m)
+        return torch.remainder(step, self.buffer_size) * n + (idx - slot * n)
+
+    def _entries_of(self, flat: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Frame table entries of SB3 flat positions (-1 where the row holds no
+        step that may be drawn)."""
+        n, bs, last = self.n_envs, self.buffer_size, self._steps - 1
+        row, e = flat // n, flat % n
+        step = last - (last - row) % bs
+        ok = (step >= 0) & (step > last - bs + (1 if self.full else 0))  # SB3's rows but `pos` once full
+        return np.where(ok, (step % self._fr_steps) * n + e, -1)
+
+    def _stacks(self, b: Dict[str, torch.Tensor], flat: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The batch's obs and next obs as VecFrameStack gives them: zeros
+        before an episode's first frame, in the observation space's layout."""
+        k = self.frame_stack
+        assert k is not None
+        h, w, c = self._frame_hwc
+        age = b["age"].long()
+        reset = b["done_raw"] != 0
+        if self._forced:
+            found, vals = self._forced_at(flat)
+            reset = torch.where(found, vals != 0, reset)
+        nage = torch.where(reset, torch.zeros_like(age), torch.clamp(age + 1, max=k - 1))
+        slot = torch.arange(k, device=age.device).view(1, k)
+        out = []
+        for stack, a in ((b["obs"], age), (b["next_obs"], nage)):
+            keep = (slot >= (k - 1 - a).view(-1, 1)).to(stack.dtype).view(-1, k, 1, 1, 1)
+            x = (stack.view(-1, k, c, h, w) * keep).view(-1, k * c, h, w)
+            out.append(x if self._channels_first else x.permute(0, 2, 3, 1).contiguous())
+        return out[0], out[1]
+
+    def _draw_frames(self, batch_size: int) -> Tuple[Any, ...]:
+        b = self._fr.sample(batch_size)
+        flat = self._frame_flat(b["indices"])
+        obs, nobs = self._stacks(b, flat)
+        b["done"] = b["done"].view(-1, 1)
+        b["reward"] = b["reward"].view(-1, 1)
+        b["timeout"] = b["timeout"].view(-1, 1)
+        return obs, nobs, b, flat
+
+    def _forced_at(self, flat: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Whether a done was set through `dones` at each flat position, and its value."""
+        keys = torch.tensor(list(self._forced.keys()), dtype=torch.int64, device=flat.device)
+        vals = torch.tensor(list(self._forced.values()), dtype=torch.float32, device=flat.device)
+        hit = flat.view(-1, 1) == keys.view(1, -1)
+        return hit.any(dim=1), vals[hit.to(torch.int8).argmax(dim=1)]
+
+    def _get_frames(self, batch_inds: np.ndarray[Any, Any], env: Optional[VecNormalize]) -> ReplayBufferSamples:
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        flat = batch_inds * self.n_envs + env_indices
+        entries = self._entries_of(flat)
+        if entries.size == 0 or (entries < 0).any() or not all(self._fr.sampleable(int(x)) for x in entries):
+            raise IndexError("_get_samples: a row that holds no step that may be drawn (the newest step is drawn "
+                             "once the next one is added)")
+        b = self._fr.gather(entries)
+        tflat = torch.from_numpy(flat).to(self.device)
+        obs, nobs = self._stacks(b, tflat)
+        done = b["done"].view(-1, 1)
+        if self._forced:
+            done = self._apply_forced(done, b["timeout"].view(-1, 1), tflat)
+        act = b["action"] if self._act_cast is None else b["action"].to(self._act_cast)
+        rew = b["reward"].view(-1, 1)
+        if env is not None:
+            obs, nobs, rew = self._normalize(env, obs, nobs, rew)
+        return ReplayBufferSamples(obs, act, nobs, done, rew)
+
+    def _dump_frames(self) -> Dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "frames.agrl")
+            self._fr.save(path)
+            with open(path, "rb") as f:
+                data = f.read()
+        return {"frames": data, "hist": self._hist.copy(), "age": self._age.copy(),
+                "last_done": self._last_done.copy(), "fresh": self._fresh}
+
+    def _restore_frames(self, dump: Dict[str, Any]) -> None:
+        from .torch import FrameReplayBuffer
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "frames.agrl")
+            with open(path, "wb") as f:
+                f.write(dump["frames"])
+            fields = dict(self._fr.fields)
+            self._fr.free()
+            self._fr = FrameReplayBuffer.load(self._ctx, path, fields=fields, seed=self.seed)
+        self._hist, self._age = dump["hist"], dump["age"]
+        self._last_done, self._fresh = dump["last_done"], dump["fresh"]
+
     # ---- read-back, pickling ----
 
     @staticmethod
@@ -715,6 +960,8 @@ class ReplayBuffer(_SB3ReplayBuffer):
 
     def _dump(self) -> Dict[str, Any]:
         self.flush()
+        if self.frame_stack is not None:
+            return {"frames": self._dump_frames()}
         return {
             "table": self._dump_table(self._table),
             "obs_table": None if self._obs_table is None else self._dump_table(self._obs_table),
@@ -722,6 +969,9 @@ class ReplayBuffer(_SB3ReplayBuffer):
         }
 
     def _restore(self, dump: Dict[str, Any]) -> None:
+        if self.frame_stack is not None:
+            self._restore_frames(dump["frames"])
+            return
         self._restore_table(self._table, dump["table"])
         if self._obs_table is not None and dump["obs_table"] is not None:
             self._restore_table(self._obs_table, dump["obs_table"])
@@ -731,6 +981,10 @@ class ReplayBuffer(_SB3ReplayBuffer):
     def _read_back(self) -> Dict[str, np.ndarray[Any, Any]]:
         """SB3's arrays (n_steps, n_envs, ...) from the device, zeros where no
         valid transition is stored."""
+        if self.frame_stack is not None:
+            raise NotImplementedError(
+                "agrl.sb3.ReplayBuffer: with frame_stack the observations are kept one frame a step in "
+                "frame_table; SB3's arrays are not read back (sample() and _get_samples() give transitions)")
         self.flush()
         bs, n = self.buffer_size, self.n_envs
         total = bs * n

@@ -13,6 +13,9 @@ Imported only by those who have torch (``import agrl`` never imports it).
   runs inside a loop that ``torch.cuda.graph`` captures.
 - ``add``, ``update_priorities`` (and :class:`agrl.DQN` / :class:`agrl.SAC`'s
   ``store``) take torch tensors as they are, CUDA tensors device to device.
+- :class:`FrameReplayBuffer` is :class:`agrl.FrameReplayBuffer` whose
+  batches are torch tensors: stacked ``"obs"`` and ``"next_obs"`` made on
+  the device, the fields, ``"indices"``.
 
 Streams: agrl works on its own CUDA stream. Every call orders it after the
 work torch has queued on its current stream, and torch's current stream
@@ -25,14 +28,15 @@ current stream each call records an event and waits for it, each way.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Literal, Optional, overload
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, overload
 
 import torch
 
 from . import _agrl
+from .frames import FrameReplayBuffer as _FrameReplayBuffer
 from .replay import ReplayBuffer as _ReplayBuffer
 
-__all__ = ["ReplayBuffer", "TORCH_DTYPES", "device_of"]
+__all__ = ["FrameReplayBuffer", "ReplayBuffer", "TORCH_DTYPES", "device_of"]
 
 #: agrl's dtype names and torch's dtypes
 TORCH_DTYPES: Dict[str, torch.dtype] = {
@@ -61,11 +65,26 @@ def _from_dlpack() -> Callable[[Any], torch.Tensor]:
     return fn
 
 
-class ReplayBuffer(_ReplayBuffer):
-    """:class:`agrl.ReplayBuffer` whose batches are torch tensors (see the
-    module's documentation). Same constructor."""
+def _stream_query(device: torch.device) -> Callable[[], Optional[int]]:
+    """A function giving torch's current stream on `device` as a raw handle
+    (None on the CPU): the C query where torch has it (the public
+    torch.cuda.current_stream() builds a Stream object each time)."""
+    if device.type != "cuda":
+        return lambda: None
+    raw: Optional[Callable[[int], int]] = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    index = device.index or 0
+    if raw is not None:
+        return lambda: raw(index)
+    return lambda: int(torch.cuda.current_stream(device).cuda_stream)
+
+
+class _OnTorch:
+    """What the torch tables share: their torch device, the import of their
+    batches and torch's current stream there, set up after construction
+    and after load()."""
 
     device: torch.device
+    ctx: _agrl.Context
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,22 +92,20 @@ class ReplayBuffer(_ReplayBuffer):
 
     def _after_load(self) -> None:
         self.device = device_of(self.ctx)
-        self._captured = False
         self._import = _from_dlpack()
-        # the raw handle of torch's current stream (a C call; the public
-        # torch.cuda.current_stream() builds a Stream object each time)
-        raw: Optional[Callable[[int], int]] = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        index = self.device.index or 0
+        self._stream: Callable[[], Optional[int]] = _stream_query(self.device)
+
+
+class ReplayBuffer(_OnTorch, _ReplayBuffer):
+    """:class:`agrl.ReplayBuffer` whose batches are torch tensors (see the
+    module's documentation). Same constructor."""
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        self._captured = False
         capturing: Optional[Callable[[], bool]] = getattr(torch.cuda, "is_current_stream_capturing", None)
         self._capturing: Callable[[], bool] = (
             (lambda: False) if self.device.type != "cuda" or capturing is None else capturing)
-        self._stream: Callable[[], Optional[int]]
-        if self.device.type != "cuda":
-            self._stream = lambda: None
-        elif raw is not None:
-            self._stream = lambda: raw(index)
-        else:
-            self._stream = lambda: int(torch.cuda.current_stream(self.device).cuda_stream)
 
     @overload  # type: ignore[override]
     def sample(
@@ -187,4 +204,75 @@ class ReplayBuffer(_ReplayBuffer):
         out["indices"] = torch.empty((batch_size,), dtype=torch.int64, device=self.device)
         if self.prioritized:
             out["weights"] = torch.empty((batch_size,), dtype=torch.float32, device=self.device)
+        return out
+
+
+class FrameReplayBuffer(_OnTorch, _FrameReplayBuffer):
+    """:class:`agrl.FrameReplayBuffer` whose batches are torch tensors on the
+    table's device. Same constructor.
+
+    ``add`` takes torch tensors too: CPU tensors as they are, CUDA tensors
+    through a copy to the host (a frame table is written from host memory).
+    ``sample(B, out=batch)`` copies the batch into your tensors
+    (:meth:`empty_batch`) on torch's current stream: one device copy a
+    key, since the stacks are made in agrl's memory first."""
+
+    def add(self, frames: Any, first: Any, fields: Optional[Mapping[str, Any]] = None, /, **arrays: Any) -> None:
+        """:meth:`agrl.FrameReplayBuffer.add`, CUDA tensors copied to the host first."""
+
+        def host(a: Any) -> Any:
+            return a.cpu() if isinstance(a, torch.Tensor) and a.device.type != "cpu" else a
+
+        if fields is not None:
+            super().add(host(frames), host(first), {k: host(v) for k, v in fields.items()})
+        else:
+            super().add(host(frames), host(first), **{k: host(v) for k, v in arrays.items()})
+
+    def sample(  # type: ignore[override]
+        self, batch_size: int, dtype: Any = "u8", *, out: Optional[Dict[str, torch.Tensor]] = None
+    ) -> Dict[str, torch.Tensor]:
+        """``batch_size`` transitions drawn on the device as torch tensors:
+        ``"obs"``, ``"next_obs"`` (B, stack * channels, height, width) uint8
+        or float32 (``dtype="f32"``: v / 255), each field (B, *shape) in its
+        dtype, ``"indices"`` (B,) int64. ``out``: a dict of your tensors
+        (some of those keys), written on torch's current stream and
+        returned."""
+        batch: Dict[str, torch.Tensor] = self._sample_import(batch_size, dtype, self._import, self._stream())
+        if out is None:
+            return batch
+        for key, dst in out.items():
+            if key not in batch:
+                raise _agrl.InvalidArgError(f"sample: out has {key!r}, which is not a key of the batch ({list(batch)})")
+            dst.copy_(batch[key].view(dst.shape) if batch[key].shape != dst.shape else batch[key])
+        return out
+
+    def gather(self, indices: Any, dtype: Any = "u8") -> Dict[str, torch.Tensor]:  # type: ignore[override]
+        """The transitions at ``indices`` (host or device, as
+        :meth:`agrl.FrameReplayBuffer.gather`) as torch tensors."""
+        batch: Dict[str, torch.Tensor] = self._gather_import(indices, dtype, self._import, self._stream())
+        return batch
+
+    def nstep(  # type: ignore[override]
+        self,
+        indices: Any,
+        n: int,
+        gamma: float,
+        reward: str = "reward",
+        terminated: str = "terminated",
+        truncated: Optional[str] = None,
+    ) -> Dict[str, torch.Tensor]:
+        """:meth:`agrl.FrameReplayBuffer.nstep` as torch tensors."""
+        r = super().nstep(indices, n, gamma, reward, terminated, truncated)
+        return {k: self._import(v) for k, v in r.items()}
+
+    def empty_batch(self, batch_size: int, dtype: Any = "u8") -> Dict[str, torch.Tensor]:
+        """Tensors that ``sample(batch_size, dtype, out=...)`` fills."""
+        odt = torch.float32 if dtype in ("f32", "float32", torch.float32) else torch.uint8
+        out: Dict[str, torch.Tensor] = {
+            "obs": torch.empty((batch_size, *self.obs_shape), dtype=odt, device=self.device),
+            "next_obs": torch.empty((batch_size, *self.obs_shape), dtype=odt, device=self.device),
+        }
+        for name, (shape, fdt) in self.fields.items():
+            out[name] = torch.empty((batch_size, *shape), dtype=TORCH_DTYPES[fdt], device=self.device)
+        out["indices"] = torch.empty((batch_size,), dtype=torch.int64, device=self.device)
         return out

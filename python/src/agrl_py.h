@@ -26,7 +26,8 @@
 typedef struct agpy_state {
   PyObject *error_base;
   PyObject *errors[AGPY_N_STATUS];
-  PyTypeObject *ctx_type, *tensor_type, *buffer_type, *replay_type, *dqn_type, *ac_type, *env_type;
+  PyTypeObject *ctx_type, *tensor_type, *buffer_type, *replay_type, *frames_type, *dqn_type, *ac_type,
+      *env_type;
   PyObject *numpy_empty; /* numpy.empty, imported at first use */
   /* torch, seen when one of its tensors is first handed in (agrl never
    * imports it): torch.Tensor, torch._C._cuda_getCurrentRawStream (or
@@ -178,6 +179,12 @@ PyObject *agpy_tensor_of(agpy_ctx *c, ag_block *blk, ag_tensor *t, const int64_t
 PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, const int64_t *shape,
                           const int64_t *strides, int dev_type, int dev_id, void *stream);
 
+/* One array of a batch at `data` in blk: B rows of `width` values of dt,
+ * seen as (B, *inner) ((B,) for n_inner 0): an agrl.Tensor, or, with an
+ * importer, importer(capsule) of a capsule for a consumer on `consumer`. */
+PyObject *agpy_hand_out(agpy_ctx *c, ag_block *blk, void *data, ag_dtype dt, int64_t B, int64_t width,
+                        const int64_t *inner, int n_inner, PyObject *importer, void *consumer);
+
 /* ---- inputs (input.c) ----
  * Any object with __dlpack__ (torch, JAX, CuPy, numpy), the buffer protocol,
  * or Python numbers and (nested) lists; torch tensors are read through
@@ -232,6 +239,16 @@ const void *agpy_in_as(agpy_state *st, const agpy_in *in, ag_dtype dst, void **s
 int agpy_in_wrap(agpy_state *st, ag_ctx *ctx, const agpy_in *in, int64_t rows, int64_t cols, ag_tensor **out,
                  const char *what);
 
+/* Indices handed to a gather: host ones checked by check(obj, h, n, fn)
+ * (0, or -1 with an exception) and sent into *stage (a persistent [1, B]
+ * i64 tensor, made or remade as needed), device ones (i32, i64) wrapped in
+ * place with their producer's stream ordered first: *idx. *in and
+ * *scratch are the caller's to release (also on failure, when *in was
+ * read); returns 0 or -1. */
+typedef int (*agpy_index_check)(void *obj, const int64_t *h, int64_t n, const char *fn);
+int agpy_indices_get(agpy_state *st, ag_ctx *ctx, PyObject *io, agpy_in *in, void **scratch,
+                     ag_tensor **stage, ag_tensor **idx, const char *fn, agpy_index_check check, void *obj);
+
 /* torch (input.c): 1 when obj is a torch.Tensor (torch imported by the
  * caller), 0 otherwise. */
 int agpy_is_torch(agpy_state *st, PyObject *obj);
@@ -247,6 +264,58 @@ int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt
  * *single for the 1-D form; a converted copy in *scratch (free it). */
 const float *agpy_obs_of(agpy_state *st, int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single,
                          const char *what);
+
+/* ---- named fields (fields.c) ----
+ * The fields of agrl.ReplayBuffer and agrl.FrameReplayBuffer: a name, the
+ * shape of one transition's values (width of them), the dtype they are
+ * added and sampled in. `who` names the class in messages. */
+#define AGPY_MAX_FIELDS 32
+
+typedef struct agpy_field {
+  PyObject *name; /* str, interned */
+  char what[80];  /* "<who>.add: field '<name>'", for messages */
+  int64_t width, row0;
+  int n_inner;
+  int64_t inner[5];
+  ag_dtype dtype;
+} agpy_field;
+
+/* Fields from a sequence of (name, shape tuple, dtype): their layout in
+ * out[0 .. *n) and the C library's specs in cf (names borrowed from out). */
+int agpy_fields_parse(agpy_state *st, const char *who, PyObject *fields, agpy_field *out, int *n,
+                      ag_field *cf);
+/* The fields of a loaded table, each of shape (width,). */
+int agpy_fields_of_replay(agpy_state *st, const char *who, const ag_replay *rep, agpy_field *out, int *n);
+void agpy_fields_clear(agpy_field *f, int n);
+/* The field called `key`, or -1. */
+int agpy_field_index(const agpy_field *f, int n, PyObject *key);
+/* The transitions in an array of a field: (k, *shape) or (*shape); -1 when
+ * the shape is neither. */
+int64_t agpy_field_count(const agpy_field *f, const agpy_in *in);
+/* add()'s fields by index into val[0 .. n): from `dict` (when not NULL) or
+ * the keywords kwnames with values kwvals; each field must be given once.
+ * Keywords named in extra[0 .. n_extra) (other arguments of the call) go
+ * to extra_val instead (which the caller set to NULL or a positional value). */
+int agpy_fields_collect(agpy_state *st, const char *who, const agpy_field *f, int n, PyObject *dict,
+                        PyObject *const *kwvals, PyObject *kwnames, PyObject **val, const char *const *extra,
+                        PyObject **extra_val, int n_extra);
+
+/* The arrays of one add, read: k transitions each, all on the host (ptr:
+ * each in its field's dtype) or all on the device. */
+typedef struct agpy_fields_in {
+  agpy_in in[AGPY_MAX_FIELDS];
+  void *scratch[AGPY_MAX_FIELDS];
+  const void *ptr[AGPY_MAX_FIELDS];
+  int64_t k;
+  int device, got;
+} agpy_fields_in;
+int agpy_fields_read(agpy_state *st, ag_ctx *ctx, const char *who, const agpy_field *f, int n,
+                     PyObject *const *val, agpy_fields_in *a);
+void agpy_fields_release(agpy_fields_in *a, ag_ctx *ctx);
+/* [(name, width, dtype name)]: the _fields() of a table. */
+PyObject *agpy_fields_list(const agpy_field *f, int n);
+/* Field i's values take `shape` (a sequence multiplying to its width). */
+int agpy_field_set_shape(agpy_state *st, agpy_field *f, int n, int i, PyObject *shape);
 
 /* ---- configuration dicts (config.c) ----
  * agpy_cfg_keys: cfg is a dict whose keys are all in `known` (NULL-ended);
@@ -268,10 +337,11 @@ const char *agpy_numpy_name(ag_dtype dt);
 PyObject *agpy_numpy_empty(agpy_state *st, int ndim, const int64_t *shape, ag_dtype dt, Py_buffer *view);
 
 /* ---- the types (each file's spec) ---- */
-extern PyType_Spec agpy_ctx_spec, agpy_tensor_spec, agpy_buffer_spec, agpy_replay_spec, agpy_dqn_spec,
-    agpy_ac_spec, agpy_env_spec;
+extern PyType_Spec agpy_ctx_spec, agpy_tensor_spec, agpy_buffer_spec, agpy_replay_spec, agpy_frames_spec,
+    agpy_dqn_spec, agpy_ac_spec, agpy_env_spec;
 void agpy_buffer_release(PyObject *self);
 void agpy_replay_release(PyObject *self);
+void agpy_frames_release(PyObject *self);
 void agpy_dqn_release(PyObject *self);
 void agpy_ac_release(PyObject *self);
 /* A DQN configuration as the dict agrl.DQN.defaults() returns (dqn.c). */

@@ -99,7 +99,7 @@ void agpy_ctx_drop_dep(agpy_ctx *c, PyObject *dep) {
 /* 0: agents (they hold tables), 1: tables, 2: buffers, 3: others */
 static int dep_kind(agpy_state *st, PyObject *o) {
   if (PyObject_TypeCheck(o, st->dqn_type) || PyObject_TypeCheck(o, st->ac_type)) return 0;
-  if (PyObject_TypeCheck(o, st->replay_type)) return 1;
+  if (PyObject_TypeCheck(o, st->replay_type) || PyObject_TypeCheck(o, st->frames_type)) return 1;
   if (PyObject_TypeCheck(o, st->buffer_type)) return 2;
   return 3;
 }
@@ -111,6 +111,8 @@ static void release_dep(agpy_state *st, PyObject *o) {
     agpy_ac_release(o);
   else if (PyObject_TypeCheck(o, st->replay_type))
     agpy_replay_release(o);
+  else if (PyObject_TypeCheck(o, st->frames_type))
+    agpy_frames_release(o);
   else if (PyObject_TypeCheck(o, st->buffer_type))
     agpy_buffer_release(o);
 }

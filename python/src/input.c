@@ -792,3 +792,49 @@ int agpy_in_wrap(agpy_state *st, ag_ctx *ctx, const agpy_in *in, int64_t rows, i
   }
   return 0;
 }
+
+/* ---- indices ---- */
+
+/* The persistent [1, B] i64 tensor *stage that host indices go to the
+ * device in. */
+static ag_status idx_stage(ag_ctx *ctx, ag_tensor **stage, int64_t B, const int64_t *h, ag_tensor **out) {
+  if (!*stage || ag_tensor_cols(*stage) != B) {
+    ag_tensor *t = NULL;
+    ag_status s = ag_tensor_create(ctx, 1, B, AG_I64, NULL, &t);
+    if (s) return s;
+    ag_tensor_free(*stage);
+    *stage = t;
+  }
+  *out = *stage;
+  return ag_tensor_write(*stage, h, (size_t)B * sizeof *h);
+}
+
+int agpy_indices_get(agpy_state *st, ag_ctx *ctx, PyObject *io, agpy_in *in, void **scratch,
+                     ag_tensor **stage, ag_tensor **idx, const char *fn, agpy_index_check check, void *obj) {
+  char what[48];
+  PyOS_snprintf(what, sizeof what, "%s: indices", fn);
+  *scratch = NULL;
+  if (agpy_in_get(st, ctx, io, in, what)) return -1;
+  const int64_t B = in->numel;
+  const int dt = agpy_in_agdtype(in);
+  ag_status s = AG_OK;
+  if (in->ndim > 1) {
+    agpy_raisef(st, AG_ERR_SHAPE, "%s: indices must be one-dimensional, got %d dimensions", fn, in->ndim);
+  } else if (B < 1 || B > INT32_MAX) {
+    agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: %lld indices (give 1 to 2^31-1)", fn, (long long)B);
+  } else if (in->on_device) {
+    if (dt != AG_I32 && dt != AG_I64)
+      PyErr_Format(PyExc_TypeError, "%s: device indices must be int32 or int64", fn);
+    else if (!agpy_in_order(st, ctx, in, 1) &&
+             (s = ag_tensor_wrap(ctx, in->data, 1, B, 1, (ag_dtype)dt, idx)))
+      agpy_raise(st, s);
+  } else {
+    const int64_t *h = agpy_in_as(st, in, AG_I64, scratch, what);
+    if (h && !check(obj, h, B, fn) && (s = idx_stage(ctx, stage, B, h, idx))) agpy_raise(st, s);
+  }
+  if (!PyErr_Occurred()) return 0;
+  free(*scratch);
+  *scratch = NULL;
+  agpy_in_release(in, ctx);
+  return -1;
+}

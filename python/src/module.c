@@ -229,6 +229,7 @@ static int module_exec(PyObject *m) {
       add_type(m, &agpy_tensor_spec, NULL, &st->tensor_type) ||
       add_type(m, &agpy_buffer_spec, NULL, &st->buffer_type) ||
       add_type(m, &agpy_replay_spec, NULL, &st->replay_type) ||
+      add_type(m, &agpy_frames_spec, NULL, &st->frames_type) ||
       add_type(m, &agpy_dqn_spec, NULL, &st->dqn_type) || add_type(m, &agpy_ac_spec, NULL, &st->ac_type) ||
       add_type(m, &agpy_env_spec, NULL, &st->env_type))
     return -1;
@@ -245,8 +246,8 @@ static int module_exec(PyObject *m) {
 /* clang-format does not settle on a layout of this list: left as written */
 // clang-format off
 #define AGPY_STATE_OBJECTS(X) \
-  X(error_base) X(ctx_type) X(tensor_type) X(buffer_type) X(replay_type) X(dqn_type) X(ac_type) \
-  X(env_type) X(numpy_empty) X(torch_tensor) X(torch_raw_stream) X(torch_current_stream) \
+  X(error_base) X(ctx_type) X(tensor_type) X(buffer_type) X(replay_type) X(frames_type) X(dqn_type) \
+  X(ac_type) X(env_type) X(numpy_empty) X(torch_tensor) X(torch_raw_stream) X(torch_current_stream) \
   X(torch_from_dlpack) X(torch_xapi_capsule) X(s_indices) X(s_weights) X(s_data_ptr) X(s_dtype) X(s_shape) \
   X(s_is_contiguous) X(s_get_device) X(s_dlpack) X(s_dlpack_device) X(s_cuda_stream) X(s_stride)
 // clang-format on

@@ -14,20 +14,10 @@
  * host memory (Vulkan memory is agrl's own: no framework maps it). */
 #include "agrl_py.h"
 
-#define AGPY_MAX_FIELDS 32
 #define AGPY_MAX_DST (AGPY_MAX_FIELDS + 2) /* the fields, indices, weights */
 #define AGPY_OUT_SLOTS 4                   /* out= dicts remembered */
 #define AGPY_BLOCK_SLOTS 4                 /* blocks whose draw and gather are recorded */
 #define AGPY_BLOCK_SEEN 8                  /* blocks remembered before one is recorded */
-
-typedef struct agpy_field {
-  PyObject *name; /* str */
-  char what[80];  /* "ReplayBuffer.add: field '<name>'", for messages */
-  int64_t width, row0;
-  int n_inner;
-  int64_t inner[5];
-  ag_dtype dtype;
-} agpy_field;
 
 enum { FW_OTHER = 0, FW_TORCH = 1, FW_CUPY = 2 };
 
@@ -137,7 +127,7 @@ static void rp_dealloc(agpy_replay *r) {
     agpy_unlock(r->ctx);
     Py_DECREF(r->ctx);
   }
-  for (int i = 0; i < r->n_fields; i++) Py_XDECREF(r->fields[i].name);
+  agpy_fields_clear(r->fields, r->n_fields);
   agpy_obj_free((PyObject *)r);
 }
 
@@ -191,70 +181,9 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
     agpy_raise(r->st, s);
     return -1;
   }
-  PyObject *seq = PySequence_Fast(fields, "ReplayBuffer: fields must be a sequence of (name, shape, dtype)");
-  if (!seq) return -1;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   ag_field cf[AGPY_MAX_FIELDS];
-  int ok = 1;
-  if (n < 1 || n > AGPY_MAX_FIELDS) {
-    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer: %zd fields (give 1 to %d)", n, AGPY_MAX_FIELDS);
-    ok = 0;
-  }
-  int64_t row0 = 0;
-  for (Py_ssize_t i = 0; ok && i < n; i++) {
-    PyObject *name, *shape, *dto;
-    agpy_field *f = &r->fields[i];
-    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-    if (!PyTuple_Check(item)) {
-      PyErr_SetString(PyExc_TypeError, "ReplayBuffer: each field must be a tuple (name, shape, dtype)");
-      ok = 0;
-      break;
-    }
-    if (!PyArg_ParseTuple(item, "UOO:field", &name, &shape, &dto) ||
-        agpy_dtype_parse(r->st, dto, &f->dtype, "ReplayBuffer: field dtype")) {
-      ok = 0;
-      break;
-    }
-    PyObject *sh = PySequence_Fast(shape, "ReplayBuffer: a field's shape must be a tuple of sizes");
-    if (!sh) {
-      ok = 0;
-      break;
-    }
-    Py_ssize_t nd = PySequence_Fast_GET_SIZE(sh);
-    f->width = 1;
-    f->n_inner = 0;
-    if (nd > 5) {
-      agpy_raisef(r->st, AG_ERR_SHAPE, "ReplayBuffer: field '%U' has %zd dimensions (at most 5)", name, nd);
-      ok = 0;
-    }
-    for (Py_ssize_t d = 0; ok && d < nd; d++) {
-      int64_t v;
-      if (agpy_convert(r->st, "ReplayBuffer", "a field's size", PySequence_Fast_GET_ITEM(sh, d), "L", &v)) {
-        ok = 0;
-      } else if (v < 1 || v > (INT64_C(1) << 40) / f->width) {
-        agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer: field '%U' has a dimension of size %lld", name,
-                    (long long)v);
-        ok = 0;
-      } else {
-        f->inner[f->n_inner++] = v;
-        f->width *= v;
-      }
-    }
-    Py_DECREF(sh);
-    if (!ok) break;
-    f->name = Py_NewRef(name);
-    PyUnicode_InternInPlace(&f->name);
-    PyOS_snprintf(f->what, sizeof f->what, "ReplayBuffer.add: field '%s'", PyUnicode_AsUTF8(name));
-    f->row0 = row0;
-    row0 += f->width;
-    r->n_fields = (int)i + 1;
-    cf[i].name = PyUnicode_AsUTF8(name);
-    cf[i].width = f->width;
-    cf[i].dtype = f->dtype;
-    if (!cf[i].name) ok = 0;
-  }
-  Py_DECREF(seq);
-  if (!ok || agpy_lock(c)) return -1;
+  if (agpy_fields_parse(r->st, "ReplayBuffer", fields, r->fields, &r->n_fields, cf) || agpy_lock(c))
+    return -1;
   ag_ctx *ctx = agpy_ctx_get(c);
   ag_replay *rep = NULL;
   int ret = -1;
@@ -275,31 +204,8 @@ static int rp_init(agpy_replay *r, PyObject *args, PyObject *kw) {
 
 /* ---- add ---- */
 
-/* The number of transitions in a field's array: (k, *shape) or (*shape). */
-static int64_t transitions(const agpy_field *f, const agpy_in *in) {
-  if (in->ndim == f->n_inner) {
-    for (int d = 0; d < f->n_inner; d++)
-      if (in->shape[d] != f->inner[d]) goto batch;
-    return 1;
-  }
-batch:
-  if (in->ndim == f->n_inner + 1) {
-    for (int d = 0; d < f->n_inner; d++)
-      if (in->shape[d + 1] != f->inner[d]) return -1;
-    return in->shape[0];
-  }
-  if (f->width == 1 && in->ndim == 1 && f->n_inner == 1) return in->shape[0]; /* (k,) for a (1,) field */
-  if (f->width == 1 && in->ndim == 0) return 1;
-  return -1;
-}
-
-/* The field called `key`, or -1 (interned names compare by address first). */
 static int field_of(const agpy_replay *r, PyObject *key) {
-  for (int i = 0; i < r->n_fields; i++)
-    if (r->fields[i].name == key) return i;
-  for (int i = 0; i < r->n_fields; i++)
-    if (PyUnicode_Check(key) && PyUnicode_Compare(r->fields[i].name, key) == 0) return i;
-  return -1;
+  return agpy_field_index(r->fields, r->n_fields, key);
 }
 
 /* add(**fields) or add(fields_dict): one transition or a batch, host or device arrays */
@@ -307,94 +213,41 @@ static PyObject *rp_add(agpy_replay *r, PyObject *const *args, Py_ssize_t nargs,
   ag_replay *rep = rp_get(r);
   if (!rep) return NULL;
   const int n = r->n_fields;
-  PyObject *val[AGPY_MAX_FIELDS] = {NULL};
+  PyObject *val[AGPY_MAX_FIELDS];
   Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   if (nargs > 1 || (nargs == 1 && nk)) {
     PyErr_SetString(PyExc_TypeError, "ReplayBuffer.add: pass the fields as keywords (or one dict)");
     return NULL;
   }
-  if (nargs == 1) {
-    PyObject *d = args[0];
-    if (!PyDict_Check(d)) {
-      PyErr_Format(PyExc_TypeError, "ReplayBuffer.add: pass the fields as keywords or a dict, not %.80s",
-                   Py_TYPE(d)->tp_name);
-      return NULL;
-    }
-    PyObject *key, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(d, &pos, &key, &v)) {
-      int i = field_of(r, key);
-      if (i < 0)
-        return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer.add: the table has no field %R", key);
-      val[i] = v;
-    }
-  } else {
-    for (Py_ssize_t j = 0; j < nk; j++) {
-      PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-      int i = field_of(r, key);
-      if (i < 0)
-        return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer.add: the table has no field %R", key);
-      val[i] = args[j];
-    }
-  }
-  for (int i = 0; i < n; i++)
-    if (!val[i])
-      return agpy_raisef(r->st, AG_ERR_INVALID_ARG, "ReplayBuffer.add: field '%U' is missing",
-                         r->fields[i].name);
+  if (agpy_fields_collect(r->st, "ReplayBuffer", r->fields, n, nargs == 1 ? args[0] : NULL, args, kwnames,
+                          val, NULL, NULL, 0))
+    return NULL;
   ag_ctx *ctx = r->ctx->ctx;
-  agpy_in in[AGPY_MAX_FIELDS];
-  memset(in, 0, sizeof in);
-  void *scratch[AGPY_MAX_FIELDS] = {0};
-  const void *ptr[AGPY_MAX_FIELDS];
-  int device = 0, got = 0;
-  int64_t k = -1;
+  agpy_fields_in a;
   PyObject *ret = NULL;
-  for (int i = 0; i < n; i++) {
-    const agpy_field *f = &r->fields[i];
-    const char *what = f->what;
-    if (agpy_in_get(r->st, ctx, val[i], &in[i], what)) goto done;
-    got = i + 1;
-    int64_t ki = transitions(f, &in[i]);
-    if (ki < 0) {
-      agpy_raisef(r->st, AG_ERR_SHAPE, "%s: shape does not match the field's (k, ...) of width %lld", what,
-                  (long long)f->width);
-      goto done;
-    }
-    if (i == 0) k = ki, device = in[i].on_device;
-    if (ki != k) {
-      agpy_raisef(r->st, AG_ERR_SHAPE, "ReplayBuffer.add: field '%U' has %lld transitions, field '%U' %lld",
-                  f->name, (long long)ki, r->fields[0].name, (long long)k);
-      goto done;
-    }
-    if (in[i].on_device != device) {
-      agpy_raisef(r->st, AG_ERR_INVALID_ARG,
-                  "ReplayBuffer.add: fields must all be on the host or all on the device");
-      goto done;
-    }
-    if (!device && !(ptr[i] = agpy_in_as(r->st, &in[i], f->dtype, &scratch[i], what))) goto done;
-  }
+  if (agpy_fields_read(r->st, ctx, "ReplayBuffer", r->fields, n, val, &a)) goto done;
+  const int64_t k = a.k;
   ag_status s = AG_OK;
-  if (device) {
+  if (a.device) {
     ag_tensor *t[AGPY_MAX_FIELDS];
-    if (agpy_in_order(r->st, ctx, in, n)) goto done;
+    if (agpy_in_order(r->st, ctx, a.in, n)) goto done;
     for (int i = 0; i < n && !s && k > 0; i++)
-      s = ag_tensor_wrap(ctx, in[i].data, r->fields[i].width, k, r->fields[i].width,
-                         (ag_dtype)agpy_in_agdtype(&in[i]), &t[i]);
+      s = ag_tensor_wrap(ctx, a.in[i].data, r->fields[i].width, k, r->fields[i].width,
+                         (ag_dtype)agpy_in_agdtype(&a.in[i]), &t[i]);
     if (!s) s = ag_replay_add_dev(rep, t, k);
     ag_ctx_reset(ctx);
   } else if ((size_t)(k * r->rows) * 4 >= ((size_t)1 << 20)) {
-    Py_BEGIN_ALLOW_THREADS s = ag_replay_add(rep, ptr, k);
+    Py_BEGIN_ALLOW_THREADS s = ag_replay_add(rep, a.ptr, k);
     Py_END_ALLOW_THREADS
   } else {
-    s = ag_replay_add(rep, ptr, k);
+    s = ag_replay_add(rep, a.ptr, k);
   }
   if (s)
     agpy_raise(r->st, s);
   else
     ret = Py_NewRef(Py_None);
 done:
-  agpy_in_release_all(in, got, ctx);
-  for (int i = 0; i < got; i++) free(scratch[i]);
+  agpy_fields_release(&a, ctx);
   return ret;
 }
 
@@ -1218,60 +1071,22 @@ static PyObject *rp_sample(agpy_replay *r, PyObject *const *args, Py_ssize_t nar
   return ag_ctx_device(r->ctx->ctx) == AG_DEVICE_VULKAN ? sample_host(r, B, beta) : sample_block(r, B, beta);
 }
 
-/* The persistent [1, B] i64 tensor that host indices go to the device in. */
-static ag_status idx_stage(agpy_replay *r, int64_t B, const int64_t *h, ag_tensor **out) {
-  if (!r->idx_stage || ag_tensor_cols(r->idx_stage) != B) {
-    ag_tensor *t = NULL;
-    ag_status s = ag_tensor_create(r->ctx->ctx, 1, B, AG_I64, NULL, &t);
-    if (s) return s;
-    ag_tensor_free(r->idx_stage);
-    r->idx_stage = t;
-  }
-  *out = r->idx_stage;
-  return ag_tensor_write(r->idx_stage, h, (size_t)B * sizeof *h);
+/* Host indices must be held transitions: each in 0 .. size-1. */
+static int held(void *obj, const int64_t *h, int64_t n, const char *fn) {
+  agpy_replay *r = obj;
+  const int64_t size = ag_replay_size(r->r);
+  for (int64_t j = 0; j < n; j++)
+    if (h[j] < 0 || h[j] >= size)
+      return agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE,
+                         "%s: indices[%lld] = %lld is outside the %lld valid transitions", fn, (long long)j,
+                         (long long)h[j], (long long)size),
+             -1;
+  return 0;
 }
 
-/* Indices handed to gather: host ones checked against the valid
- * transitions and sent (into idx_stage), device ones wrapped in place with
- * their producer's stream ordered first. *in and *scratch are the caller's
- * to release (also on failure, when *in was read). Returns 0 or -1. */
 static int indices_of(agpy_replay *r, PyObject *io, agpy_in *in, void **scratch, ag_tensor **idx,
                       const char *fn) {
-  ag_ctx *ctx = r->ctx->ctx;
-  char what[48];
-  PyOS_snprintf(what, sizeof what, "%s: indices", fn);
-  *scratch = NULL;
-  if (agpy_in_get(r->st, ctx, io, in, what)) return -1;
-  const int64_t B = in->numel;
-  const int dt = agpy_in_agdtype(in);
-  ag_status s = AG_OK;
-  if (in->ndim > 1) {
-    agpy_raisef(r->st, AG_ERR_SHAPE, "%s: indices must be one-dimensional, got %d dimensions", fn, in->ndim);
-  } else if (B < 1 || B > INT32_MAX) {
-    agpy_raisef(r->st, AG_ERR_INVALID_ARG, "%s: %lld indices (give 1 to 2^31-1)", fn, (long long)B);
-  } else if (in->on_device) {
-    if (dt != AG_I32 && dt != AG_I64)
-      PyErr_Format(PyExc_TypeError, "%s: device indices must be int32 or int64", fn);
-    else if (!agpy_in_order(r->st, ctx, in, 1) &&
-             (s = ag_tensor_wrap(ctx, in->data, 1, B, 1, (ag_dtype)dt, idx)))
-      agpy_raise(r->st, s);
-  } else {
-    const int64_t *h = agpy_in_as(r->st, in, AG_I64, scratch, what);
-    const int64_t size = ag_replay_size(r->r);
-    for (int64_t j = 0; h && j < B; j++)
-      if (h[j] < 0 || h[j] >= size) {
-        agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE,
-                    "%s: indices[%lld] = %lld is outside the %lld valid transitions", fn, (long long)j,
-                    (long long)h[j], (long long)size);
-        h = NULL;
-      }
-    if (h && (s = idx_stage(r, B, h, idx))) agpy_raise(r->st, s);
-  }
-  if (!PyErr_Occurred()) return 0;
-  free(*scratch);
-  *scratch = NULL;
-  agpy_in_release(in, ctx);
-  return -1;
+  return agpy_indices_get(r->st, r->ctx->ctx, io, in, scratch, &r->idx_stage, idx, fn, held, r);
 }
 
 /* _gather_import(indices, importer, stream=None, packed=0,
@@ -1546,32 +1361,13 @@ static PyObject *rp_load(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
   if (!ctx) {
   } else if (s) {
     agpy_raise(st, s);
-  } else if (ag_replay_n_fields(rep) > AGPY_MAX_FIELDS) {
-    ag_replay_free(rep);
-    agpy_raisef(st, AG_ERR_UNSUPPORTED, "ReplayBuffer.load: the table has more than %d fields",
-                AGPY_MAX_FIELDS);
   } else if (!(r = (agpy_replay *)agpy_obj_new((PyTypeObject *)cls, NULL, NULL))) {
     ag_replay_free(rep);
-  } else {
-    int ok = 1;
-    for (int i = 0; ok && i < ag_replay_n_fields(rep); i++) {
-      ag_field f;
-      agpy_field *pf = &r->fields[i];
-      ag_replay_field_at(rep, i, &f);
-      ag_replay_field(rep, f.name, &pf->row0, &pf->width);
-      pf->dtype = f.dtype;
-      pf->n_inner = 1;
-      pf->inner[0] = f.width;
-      ok = (pf->name = PyUnicode_InternFromString(f.name)) != NULL;
-      PyOS_snprintf(pf->what, sizeof pf->what, "ReplayBuffer.add: field '%s'", f.name);
-      r->n_fields = ok ? i + 1 : i;
-    }
-    if (!ok) {
-      ag_replay_free(rep);
-      Py_CLEAR(r);
-    } else if (rp_attach(r, c, rep, seed, beta)) {
-      Py_CLEAR(r);
-    }
+  } else if (agpy_fields_of_replay(st, "ReplayBuffer", rep, r->fields, &r->n_fields)) {
+    ag_replay_free(rep);
+    Py_CLEAR(r);
+  } else if (rp_attach(r, c, rep, seed, beta)) {
+    Py_CLEAR(r);
   }
   agpy_unlock(c);
   return (PyObject *)r;
@@ -1580,17 +1376,7 @@ static PyObject *rp_load(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
 /* _fields(): [(name, width, dtype)] of the table */
 static PyObject *rp_fields(agpy_replay *r, PyObject *a) {
   (void)a;
-  PyObject *l = PyList_New(r->n_fields);
-  for (int i = 0; l && i < r->n_fields; i++) {
-    PyObject *t = Py_BuildValue("(OLs)", r->fields[i].name, (long long)r->fields[i].width,
-                                ag_dtype_name(r->fields[i].dtype));
-    if (!t) {
-      Py_CLEAR(l);
-      break;
-    }
-    PyList_SET_ITEM(l, i, t);
-  }
-  return l;
+  return agpy_fields_list(r->fields, r->n_fields);
 }
 
 /* _set_shape(i, shape): the shape of field i's values (multiplying to its width) */
@@ -1599,26 +1385,8 @@ static PyObject *rp_set_shape(agpy_replay *r, PyObject *const *args, Py_ssize_t 
   PyObject *shape;
   const agpy_arg spec[] = {{"i", "i", &i}, {"shape", "O", &shape}};
   if (agpy_parse(r->st, "_set_shape", args, nargs, kwnames, 2, spec, 2)) return NULL;
-  if (i < 0 || i >= r->n_fields) return agpy_raisef(r->st, AG_ERR_OUT_OF_RANGE, "_set_shape: no field %d", i);
-  PyObject *sh = PySequence_Fast(shape, "_set_shape: shape must be a sequence of sizes");
-  if (!sh) return NULL;
-  Py_ssize_t nd = PySequence_Fast_GET_SIZE(sh);
-  int64_t inner[5], w = 1;
-  int ok = nd <= 5;
-  for (Py_ssize_t d = 0; ok && d < nd; d++) {
-    int64_t v;
-    ok = !agpy_convert(r->st, "_set_shape", "a size", PySequence_Fast_GET_ITEM(sh, d), "L", &v) && v >= 1;
-    inner[d] = v;
-    w *= ok ? v : 1;
-  }
-  Py_DECREF(sh);
-  if (PyErr_Occurred()) return NULL;
-  if (!ok || w != r->fields[i].width)
-    return agpy_raisef(r->st, AG_ERR_SHAPE, "the shape of field '%U' must have %lld values",
-                       r->fields[i].name, (long long)r->fields[i].width);
+  if (agpy_field_set_shape(r->st, r->fields, r->n_fields, i, shape)) return NULL;
   for (int o = 0; o < AGPY_OUT_SLOTS; o++) out_clear(&r->outs[o], r->ctx ? r->ctx->ctx : NULL);
-  memcpy(r->fields[i].inner, inner, sizeof(int64_t) * (size_t)nd);
-  r->fields[i].n_inner = (int)nd;
   Py_RETURN_NONE;
 }
 

@@ -207,6 +207,23 @@ PyObject *agpy_capsule_of(ag_block *blk, void *data, ag_dtype dt, int ndim, cons
   return make_capsule(blk, data, dt, ndim, shape, strides, dev_type, dev_id, 0, stream);
 }
 
+PyObject *agpy_hand_out(agpy_ctx *c, ag_block *blk, void *data, ag_dtype dt, int64_t B, int64_t width,
+                        const int64_t *inner, int n_inner, PyObject *importer, void *consumer) {
+  if (!importer) return agpy_tensor_new(c, blk, data, dt, width, B, width, inner, n_inner);
+  int64_t shape[6], strides[6];
+  int ndim = 1, index = 0;
+  shape[0] = B;
+  for (int d = 0; d < n_inner && d < 5; d++) shape[ndim++] = inner[d];
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) strides[d] = st, st *= shape[d];
+  const int cuda = ag_block_device(blk, &index) == AG_DEVICE_CUDA;
+  PyObject *cap = agpy_capsule_of(blk, data, dt, ndim, shape, strides, cuda ? kDLCUDA : kDLCPU,
+                                  cuda ? index : 0, consumer);
+  PyObject *t = cap ? PyObject_CallOneArg(importer, cap) : NULL;
+  Py_XDECREF(cap);
+  return t;
+}
+
 /* DLPack's device of a tensor: the CPU, CUDA, or Vulkan (which no consumer
  * maps: an export of Vulkan memory is refused) */
 static int dl_device_type(const agpy_tensor *t) {

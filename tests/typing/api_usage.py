@@ -1,9 +1,10 @@
 """Every public call of agrl's Python package, in annotated user code.
 
 A small program that uses the whole API as a user would: a context and its
-counters, a raw buffer and its tensors, a replay table fed by hand, DQN on
-CartPole-v1, SAC and TD3 on Pendulum-v1, the built-in environments, and the
-adapters for PyTorch, JAX, Stable-Baselines3 and TorchRL.
+counters, a raw buffer and its tensors, a replay table fed by hand, a frame
+table of pixel observations, DQN on CartPole-v1, SAC and TD3 on Pendulum-v1,
+the built-in environments, and the adapters for PyTorch, JAX,
+Stable-Baselines3 and TorchRL.
 
 ``mypy --strict`` checks it against the package's annotations and the
 extension's stub (scripts/python_test.sh), so a call whose types drift fails
@@ -199,6 +200,35 @@ def replay_calls(ctx: agrl.Context, rng: np.random.Generator, tmp: Path) -> None
     again.free()
 
 
+def frame_calls(ctx: agrl.Context, rng: np.random.Generator, tmp: Path) -> None:
+    """A frame table: 8 x 8 grey frames, stacks of 4, two copies."""
+    fields: Dict[str, FieldSpec] = {"action": ((), "i64"), "reward": ((), "f32"), "terminated": ((), "u8"),
+                                    "truncated": ((), "u8")}
+    with agrl.FrameReplayBuffer(ctx, 256, 8, 8, 1, stack=4, n_envs=2, fields=fields, seed=1) as fb:
+        n = 2 * 30  # 30 steps of the two copies, step by step
+        first = np.zeros(n, dtype=bool)
+        first[:2] = True
+        fb.add(rng.integers(0, 256, (n, 8, 8), dtype=np.uint8), first, action=rng.integers(0, 4, n),
+               reward=np.ones(n, np.float32), terminated=np.zeros(n, np.uint8), truncated=np.zeros(n, np.uint8))
+        assert (fb.size, fb.position, fb.count, len(fb)) == (60, 60, 58, 58)
+        assert fb.obs_shape == (4, 8, 8) and fb.sampleable(0) and not fb.sampleable(59)
+        batch: Dict[str, agrl.Tensor] = fb.sample(16, "f32")
+        obs: NDArray[Any] = np.from_dlpack(batch["obs"])
+        assert obs.shape == (16, 4, 8, 8) and obs.dtype == np.float32
+        idx = np.from_dlpack(batch["indices"])
+        rows = fb.gather(idx[:4])
+        assert np.array_equal(np.from_dlpack(rows["obs"]), (obs[:4] * 255).round().astype(np.uint8))
+        target = fb.nstep(idx, 3, 0.99)
+        assert np.from_dlpack(target["discount"]).shape == (16,)
+        kept: Dict[str, NDArray[Any]] = {"obs": np.empty((16, 4, 8, 8), np.uint8)}
+        assert fb.sample(16, out=kept) is kept
+        path = tmp / "frames.agrl"
+        fb.save(path)
+    again = agrl.FrameReplayBuffer.load(ctx, path, fields=fields)
+    assert again.count == 58 and again.fields["reward"] == ((), "f32") and "stack 4" in repr(again)
+    again.free()
+
+
 # ---- the built-in environments ----
 
 def env_calls() -> None:
@@ -357,6 +387,7 @@ def core(tmp: Path) -> None:
         buffer_calls(ctx, rng)
         errors(ctx)
         replay_calls(ctx, rng, tmp)
+        frame_calls(ctx, rng, tmp)
         env_calls()
         dqn_calls(ctx, tmp)
         actor_critic_calls(ctx, tmp)
@@ -392,6 +423,13 @@ def with_torch(tmp: Path) -> None:
     if importlib.util.find_spec("tensordict") is not None:
         td = rb.sample(8, tensordict=True)
         assert td.batch_size == torch.Size([8])
+    fb = agrl.torch.FrameReplayBuffer(ctx, 64, 4, 4, stack=2)
+    fb.add(torch.zeros((10, 4, 4), dtype=torch.uint8), torch.tensor([True] + [False] * 9), action=torch.zeros(10),
+           reward=torch.zeros(10), terminated=torch.zeros(10), truncated=torch.zeros(10))
+    frames: Dict[str, torch.Tensor] = fb.sample(8)
+    assert frames["obs"].shape == (8, 2, 4, 4) and frames["obs"].dtype == torch.uint8
+    into = fb.empty_batch(8, "f32")
+    assert fb.sample(8, "f32", out=into) is into
     ctx.free()
 
 
@@ -417,6 +455,11 @@ def with_jax(tmp: Path) -> None:
     assert float(mean_reward(packed)) > 0
     fields = rb.sample_fields(16)
     assert fields["obs"].shape == (16, OBS_DIM)
+    fb = agrl.jax.FrameReplayBuffer(ctx, 64, 4, 4, stack=2)
+    fb.add(np.zeros((10, 4, 4), np.uint8), [True] + [False] * 9, action=np.zeros(10), reward=np.zeros(10),
+           terminated=np.zeros(10), truncated=np.zeros(10))
+    frames: Dict[str, jax.Array] = fb.sample(8)
+    assert frames["obs"].shape == (8, 2, 4, 4)
     ctx.free()
 
 
