@@ -91,8 +91,9 @@ class FrameReplayBuffer(_agrl._Frames):
     ``fields`` are given as to :class:`agrl.ReplayBuffer` (a shape, or
     ``(shape, dtype)``; shape ``()`` is one value a transition, sampled as
     ``(B,)``); ``storage`` is their dtype on the device. Frame tables run on
-    the CPU and CUDA; on a Vulkan context the constructor raises
-    :class:`agrl.UnsupportedError`. Every method takes the context's lock;
+    the CPU, CUDA and Vulkan; on a Vulkan context ``sample`` and ``gather``
+    raise :class:`agrl.UnsupportedError`, as ReplayBuffer's do (a Vulkan
+    device hands no memory out). Every method takes the context's lock;
     ``with FrameReplayBuffer(...) as rb:`` frees the table at the end.
     """
 

@@ -8,7 +8,8 @@
  * was added with and the indices, written by ag_replay_gather_into over
  * the table's fields at the same entries. Its arrays are agrl.Tensors, or
  * the arrays of a framework's importer (_sample_import). Frame tables run
- * on the CPU and CUDA; on Vulkan the constructor raises UnsupportedError. */
+ * on the CPU, CUDA and Vulkan; on Vulkan a batch cannot be handed out (no
+ * block: UnsupportedError), as for ReplayBuffer. */
 #include <stdio.h>
 
 #include "agrl_py.h"

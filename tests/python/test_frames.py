@@ -664,3 +664,18 @@ def test_threads_share_the_table(ctx, rng):
         t.join()
     assert not errors, errors
     check_against(buf, ref)
+
+
+@pytest.mark.skipif(agrl.vulkan_device_count() == 0 and os.environ.get("AGRL_REQUIRE_VULKAN") != "1",
+                    reason="no Vulkan device")
+def test_on_vulkan_tables_fill_and_batches_are_refused_as_replay_buffers_are():
+    vk = agrl.Context("vulkan")
+    rb = agrl.FrameReplayBuffer(vk, 50, 6, 5)
+    n = 12
+    first = np.zeros(n, np.uint8)
+    first[0] = 1
+    rb.add(np.arange(n * 30, dtype=np.uint8).reshape(n, 6, 5), first, action=np.zeros(n, np.int32),
+           reward=np.ones(n, np.float32), terminated=np.zeros(n, bool), truncated=np.zeros(n, bool))
+    assert len(rb) == n - 1 and rb.size == n
+    with pytest.raises(agrl.UnsupportedError, match="cannot hand out memory"):
+        rb.sample(4)
