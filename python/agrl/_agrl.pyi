@@ -416,6 +416,7 @@ class _EnvSpec(TypedDict):
     act_high: Optional[List[float]]
     max_episode_steps: int  # 0: none
     reward_threshold: float  # NaN: none
+    obs_shape: Optional[Tuple[int, int, int]]  # an image's (C, H, W); None: a vector
 
 @disjoint_base
 class _Env:

@@ -41,6 +41,8 @@ class DQNConfig(TypedDict):
     per_eps: float
     n_step: int
     n_envs: int
+    conv: Tuple[Tuple[int, int, int, int], ...]  # (channels, kernel, stride, pad) of each convolution
+    obs_shape: Optional[Tuple[int, int, int]]  # (C, H, W) with convolutions, else None
 
 
 class DQNOptions(TypedDict, total=False):
@@ -71,6 +73,8 @@ class DQNOptions(TypedDict, total=False):
     per_eps: float
     n_step: int
     n_envs: int
+    conv: Sequence[Sequence[int]]
+    obs_shape: Sequence[int]
 
 
 class DQN(_agrl._DQN):
@@ -82,8 +86,13 @@ class DQN(_agrl._DQN):
     ``target_update_interval``, ``tau``, ``exploration_fraction``,
     ``eps_start``, ``eps_end``, ``max_grad_norm``, ``double_dqn``, ``huber``,
     ``seed``, ``fused``, prioritized replay's ``per``, ``per_alpha``,
-    ``per_beta``, ``per_eps``, and n-step returns' ``n_step`` and
-    ``n_envs``); the defaults are ``agrl.DQN.defaults()``.
+    ``per_beta``, ``per_eps``, n-step returns' ``n_step`` and ``n_envs``,
+    and for image observations ``conv``, convolutions in front of the
+    hidden layers (each ``(channels, kernel[, stride[, pad]])``, ReLU after
+    each), over observations of ``obs_shape`` ``(C, H, W)``, channels first,
+    flattened to obs_dim = C*H*W values); the defaults are
+    ``agrl.DQN.defaults()``. E.g. MinAtar's DQN: ``conv=[(16, 3)],
+    hidden=[128]``.
     ``total_steps`` plans the exploration schedule.
     ``DQN.for_env(ctx, env, total_steps, **config)`` takes obs_dim and
     n_actions from an environment's spaces.
@@ -149,6 +158,12 @@ class DQN(_agrl._DQN):
             raise _agrl.InvalidArgError(f"DQN.for_env: {name} {space!r} starts at {start}; DQN's actions are "
                                         f"0 .. n-1")
         obs_dim = obs_dim_of(obs_space, "DQN.for_env")
+        if config.get("conv") and "obs_shape" not in config:  # an agrl environment knows its image's shape
+            shape = getattr(getattr(env, "unwrapped", env), "image_shape", None)
+            if shape is None:
+                raise _agrl.InvalidArgError("DQN.for_env: conv needs obs_shape=(C, H, W): the environment does not "
+                                            "say how its flat observations are an image")
+            config["obs_shape"] = tuple(shape)
         if copies is not None:
             if config.get("n_envs", copies) != copies:
                 raise _agrl.InvalidArgError(f"DQN.for_env: n_envs = {config['n_envs']}, but the vector "

@@ -433,6 +433,8 @@ class Env(_EnvBase):
         self.spec = _env_spec(d)
         self.observation_space = _observation_space(d)
         self.action_space = _action_space(d)
+        # the flat observation as an image (C, H, W), channels first; None for a vector
+        self.image_shape: Optional[Tuple[int, int, int]] = d["obs_shape"]
         self._base: Optional[int] = None
         self._episode = 0
 

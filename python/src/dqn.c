@@ -25,6 +25,68 @@ static ag_dqn *dqn_get(agpy_dqn *d) {
   return d->d;
 }
 
+/* The values of cfg[key], a sequence of lo..hi integers, into out[0..); *n
+ * their count (left as it was when the key is absent). */
+static int cfg_ints(agpy_state *st, PyObject *cfg, const char *key, int lo, int hi, int64_t *out, int *n,
+                    const char *what) {
+  PyObject *v = PyDict_GetItemString(cfg, key);
+  if (!v) return 0;
+  char msg[128];
+  PyOS_snprintf(msg, sizeof msg, "DQN: %s must be %s", key, what);
+  PyObject *seq = PySequence_Fast(v, msg);
+  if (!seq) return -1;
+  Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+  if (k < lo || k > hi) {
+    Py_DECREF(seq);
+    agpy_raisef(st, AG_ERR_INVALID_ARG, "DQN: %s holds %zd values; it must be %s", key, k, what);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < k; i++)
+    if (agpy_convert(st, "DQN", key, PySequence_Fast_GET_ITEM(seq, i), "L", &out[i])) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  Py_DECREF(seq);
+  *n = (int)k;
+  return 0;
+}
+
+/* cfg["conv"]: a sequence of layers (channels, kernel[, stride[, pad]])
+ * (stride 1 and pad 0 when left out); cfg["obs_shape"]: (C, H, W). */
+static int cfg_conv(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
+  PyObject *v = PyDict_GetItemString(cfg, "conv");
+  if (v) {
+    PyObject *seq =
+        PySequence_Fast(v, "DQN: conv must be a sequence of layers (channels, kernel, stride, pad)");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > AG_MAX_CONV) {
+      Py_DECREF(seq);
+      agpy_raisef(st, AG_ERR_INVALID_ARG, "DQN: conv holds %zd layers (at most %d)", n, AG_MAX_CONV);
+      return -1;
+    }
+    ag_conv_layer layers[AG_MAX_CONV];
+    for (Py_ssize_t i = 0; i < n; i++) {
+      int64_t x[4] = {0, 0, 1, 0};
+      int got = 0;
+      PyObject *one = PyDict_New();
+      int bad = !one || PyDict_SetItemString(one, "conv", PySequence_Fast_GET_ITEM(seq, i)) ||
+                cfg_ints(st, one, "conv", 2, 4, x, &got, "a layer (channels, kernel[, stride[, pad]])");
+      Py_XDECREF(one);
+      if (bad) {
+        Py_DECREF(seq);
+        return -1;
+      }
+      layers[i] = (ag_conv_layer){x[0], x[1], x[2], x[3]};
+    }
+    Py_DECREF(seq);
+    c->n_conv = (int)n;
+    memcpy(c->conv, layers, (size_t)n * sizeof *layers);
+  }
+  int n3 = 0;
+  return cfg_ints(st, cfg, "obs_shape", 3, 3, c->obs_shape, &n3, "(C, H, W)");
+}
+
 /* Fills an ag_dqn_config from a dict of the names of its fields. */
 static int parse_config(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
   static const char *const known[] = {"hidden",
@@ -51,6 +113,8 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
                                       "per_eps",
                                       "n_step",
                                       "n_envs",
+                                      "conv",
+                                      "obs_shape",
                                       NULL};
   static const char who[] = "DQN";
   *c = ag_dqn_defaults();
@@ -78,7 +142,7 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
       agpy_cfg_get(st, cfg, "per_alpha", "f", &c->per_alpha, who) ||
       agpy_cfg_get(st, cfg, "per_beta", "f", &c->per_beta, who) ||
       agpy_cfg_get(st, cfg, "per_eps", "f", &c->per_eps, who) ||
-      agpy_cfg_get(st, cfg, "n_envs", "L", &c->n_envs, who))
+      agpy_cfg_get(st, cfg, "n_envs", "L", &c->n_envs, who) || cfg_conv(st, cfg, c))
     return -1;
   return 0;
 }
@@ -547,7 +611,25 @@ PyObject *agpy_config_dict(const ag_dqn_config *cp) {
   const ag_dqn_config c = *cp;
   PyObject *hidden = agpy_hidden_tuple(c.hidden, c.n_hidden);
   if (!hidden) return NULL;
-  return Py_BuildValue(
+  PyObject *conv = PyTuple_New(c.n_conv), *shape = NULL;
+  for (int i = 0; conv && i < c.n_conv; i++) {
+    PyObject *l = Py_BuildValue("(LLLL)", (long long)c.conv[i].channels, (long long)c.conv[i].kernel,
+                                (long long)c.conv[i].stride, (long long)c.conv[i].pad);
+    if (!l)
+      Py_CLEAR(conv);
+    else
+      PyTuple_SET_ITEM(conv, i, l);
+  }
+  if (conv)
+    shape = c.n_conv ? Py_BuildValue("(LLL)", (long long)c.obs_shape[0], (long long)c.obs_shape[1],
+                                     (long long)c.obs_shape[2])
+                     : Py_NewRef(Py_None);
+  if (!shape) {
+    Py_XDECREF(conv);
+    Py_DECREF(hidden);
+    return NULL;
+  }
+  PyObject *d = Py_BuildValue(
       "{s:N,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:O,s:O,s:K,s:O,s:O,s:d,s:d,s:d,s:i,s:L}",
       "hidden", hidden, "lr", (double)c.lr, "gamma", (double)c.gamma, "batch_size", (long long)c.batch_size,
       "buffer_size", (long long)c.buffer_size, "learning_starts", (long long)c.learning_starts, "train_freq",
@@ -558,6 +640,11 @@ PyObject *agpy_config_dict(const ag_dqn_config *cp) {
       c.huber ? Py_True : Py_False, "seed", (unsigned long long)c.seed, "fused", c.fused ? Py_True : Py_False,
       "per", c.per ? Py_True : Py_False, "per_alpha", (double)c.per_alpha, "per_beta", (double)c.per_beta,
       "per_eps", (double)c.per_eps, "n_step", c.n_step, "n_envs", (long long)c.n_envs);
+  if (d && (PyDict_SetItemString(d, "conv", conv) || PyDict_SetItemString(d, "obs_shape", shape)))
+    Py_CLEAR(d);
+  Py_DECREF(conv);
+  Py_DECREF(shape);
+  return d;
 }
 
 /* ---- built-in environments ---- */
@@ -694,10 +781,18 @@ static PyObject *env_spec(agpy_env *e, PyObject *a) {
     Py_INCREF(low);
     Py_INCREF(high);
   }
-  return Py_BuildValue("{s:s,s:i,s:i,s:i,s:N,s:N,s:i,s:d}", "id", sp->id, "obs_dim", sp->obs_dim, "n_actions",
-                       sp->n_actions, "act_dim", sp->act_dim, "act_low", low, "act_high", high,
+  PyObject *shape = sp->obs_shape[0]
+                        ? Py_BuildValue("(iii)", sp->obs_shape[0], sp->obs_shape[1], sp->obs_shape[2])
+                        : Py_NewRef(Py_None);
+  if (!shape) {
+    Py_DECREF(low);
+    Py_DECREF(high);
+    return NULL;
+  }
+  return Py_BuildValue("{s:s,s:i,s:i,s:i,s:N,s:N,s:i,s:d,s:N}", "id", sp->id, "obs_dim", sp->obs_dim,
+                       "n_actions", sp->n_actions, "act_dim", sp->act_dim, "act_low", low, "act_high", high,
                        "max_episode_steps", sp->max_episode_steps, "reward_threshold",
-                       (double)sp->reward_threshold);
+                       (double)sp->reward_threshold, "obs_shape", shape);
 }
 
 static PyObject *env_get_state(agpy_env *e, PyObject *a) {
