@@ -85,6 +85,10 @@ class Ref:
 
 
 def np_of(t):
+    """A host numpy copy of a batch array (numpy imports only host memory:
+    a device tensor comes over through its framework's .cpu())."""
+    if hasattr(t, "cpu"):
+        t = t.cpu()
     return np.from_dlpack(t)
 
 
