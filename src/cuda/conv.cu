@@ -10,8 +10,10 @@
  *   BWD_X: A'_n = dY_n Wm^T in one strided batched product, then a
  *          kernel sums the patch values back into each pixel (a gather:
  *          no atomics, the same sum at every run);
- *   BWD_W: dW (+)= A_n^T dY_n, one product a sample (the samples' sum is
- *          the products' accumulation: dY_n's rows cannot be stacked);
+ *   BWD_W: dW (+)= A^T dY in one product over the chunk: the patches are
+ *          laid out stacked, A [nb*P, Q], and a kernel copies the chunk's
+ *          dY_n below one another into dY [nb*P, K] after them (dY_n's
+ *          rows are not a matrix of one leading dimension where they lie);
  *   BWD_B: one block a filter sums its rows over the batch in a fixed order.
  */
 #include "cuda/cuda_internal.h"
@@ -28,10 +30,15 @@ typedef struct conv_dims {
   int64_t nb; /* the samples a chunk */
 } conv_dims;
 
+/* The scratch floats of one sample: its patches (and for BWD_W its dY). */
+static size_t per_sample(const ag__conv2d_args *a, const ag__conv_dims *g) {
+  return (size_t)g->P * (size_t)(g->Q + (a->mode == AG__CONV_BWD_W ? a->K : 0));
+}
+
 static conv_dims dims_of(const ag__conv2d_args *a) {
   conv_dims d;
   d.g = ag__conv_dims_of(a);
-  const size_t one = (size_t)d.g.P * (size_t)d.g.Q * sizeof(float);
+  const size_t one = per_sample(a, &d.g) * sizeof(float);
   const int64_t fit = (int64_t)(AG__CONV_SCRATCH_MAX / one);
   d.nb = fit < 1 ? 1 : (fit < a->y.cols ? fit : a->y.cols);
   return d;
@@ -41,18 +48,30 @@ size_t ag__cuda_conv2d_scratch(const void *args) {
   const ag__conv2d_args *a = (const ag__conv2d_args *)args;
   if (a->mode == AG__CONV_BWD_B) return 0;
   const conv_dims d = dims_of(a);
-  return (size_t)d.nb * (size_t)d.g.P * (size_t)d.g.Q * sizeof(float);
+  return (size_t)d.nb * per_sample(a, &d.g) * sizeof(float);
 }
 
-/* col[n][q][p] = x of sample n0 + n under tap q of output pixel p, n < nb. */
-__global__ void ag__im2col_kernel(ag__conv2d_args a, ag__conv_dims d, int64_t n0, int64_t nb) {
+/* The value of x of sample n0 + n under tap q of output pixel p, n < nb:
+ * at col[n][q][p] (A_n [P, Q] one after another), or stacked at
+ * col[q][n][p] (A [nb*P, Q]). */
+__global__ void ag__im2col_kernel(ag__conv2d_args a, ag__conv_dims d, int64_t n0, int64_t nb, int stacked) {
   ag__pdl_wait();
   AG_CONV_LOOP(e, nb * d.Q * d.P) {
     const int64_t p = e % d.P, q = (e / d.P) % d.Q, n = e / (d.P * d.Q);
     const int64_t v = q % a.kw, u = (q / a.kw) % a.kh, c = q / (a.kw * a.kh);
     const int64_t h = (p / d.Wo) * a.stride + u - a.pad, w = (p % d.Wo) * a.stride + v - a.pad;
-    a.ws[e] =
+    a.ws[stacked ? (q * nb + n) * d.P + p : e] =
         h < 0 || h >= a.H || w < 0 || w >= a.W ? 0.0f : a.x.p[(n0 + n) * a.x.ld + (c * a.H + h) * a.W + w];
+  }
+}
+
+/* dy of samples n0 .. n0+nb-1 stacked: dys[k][n][p] = y[n0 + n][k P + p] (dY [nb*P, K]). */
+__global__ void ag__conv_stack_dy_kernel(ag__conv2d_args a, ag__conv_dims d, int64_t n0, int64_t nb,
+                                         float *dys) {
+  ag__pdl_wait();
+  AG_CONV_LOOP(e, nb * a.K * d.P) {
+    const int64_t p = e % d.P, n = (e / d.P) % nb, k = e / (d.P * nb);
+    dys[e] = a.y.p[(n0 + n) * a.y.ld + k * d.P + p];
   }
 }
 
@@ -135,9 +154,10 @@ ag_status ag__cuda_conv2d(ag__cuda_state *st, const void *args) {
   const long long PQ = (long long)(d.P * d.Q);
   for (int64_t n0 = 0; n0 < B && !s; n0 += cd.nb) {
     const int64_t nb = B - n0 < cd.nb ? B - n0 : cd.nb;
+    const int stacked = a->mode == AG__CONV_BWD_W;
     if (a->mode != AG__CONV_BWD_X) {
       ag__launch(ag__im2col_kernel, ag__cuda_grid(st, nb * PQ, AG__CONV_BLOCK), dim3(AG__CONV_BLOCK), 0,
-                 st->stream, *a, d, n0, nb);
+                 st->stream, *a, d, n0, nb, stacked);
       if ((s = ag__cuda_check_launch("cuda: conv2d im2col kernel"))) return s;
     }
     float *y = a->y.p + n0 * a->y.ld;
@@ -155,11 +175,16 @@ ag_status ag__cuda_conv2d(ag__cuda_state *st, const void *args) {
           s = ag__cuda_check_launch("cuda: conv2d col2im kernel");
         }
         break;
-      default: /* BWD_W */
-        for (int64_t n = 0; n < nb && !s; n++)
-          s = sgemm(st, CUBLAS_OP_T, CUBLAS_OP_N, d.Q, K, d.P, a->ws + n * PQ, d.P, 0, y + n * a->y.ld, d.P,
-                    0, n0 + n > 0 || a->accumulate ? 1.0f : 0.0f, a->w.p, a->w.ld, 0, 1);
+      default: { /* BWD_W: dW (+)= A^T dY over the chunk, one product */
+        float *dys = a->ws + nb * PQ;
+        const int64_t rows = nb * d.P;
+        ag__launch(ag__conv_stack_dy_kernel, ag__cuda_grid(st, rows * K, AG__CONV_BLOCK), dim3(AG__CONV_BLOCK),
+                   0, st->stream, *a, d, n0, nb, dys);
+        if (!(s = ag__cuda_check_launch("cuda: conv2d dy stacking kernel")))
+          s = sgemm(st, CUBLAS_OP_T, CUBLAS_OP_N, d.Q, K, rows, a->ws, rows, 0, dys, rows, 0,
+                    n0 > 0 || a->accumulate ? 1.0f : 0.0f, a->w.p, a->w.ld, 0, 1);
         break;
+      }
     }
   }
   return s;
