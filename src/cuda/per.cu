@@ -38,6 +38,9 @@ __device__ __forceinline__ int ag_per_pad(uint32_t i) { return (int)(i + (i >> 4
  * - the root is summed once, after the last pass.
  * A node is summed in ag__per_sum16's order everywhere: bit for bit the
  * CPU's tree from the same leaves. */
+/* MASKED: the mask is read (a frame table's sampler); the plain tables'
+ * updates run without its loads. */
+template <bool MASKED>
 __global__ void __launch_bounds__(AG__PER_BLOCK) ag__per_set_kernel(ag__per_set_args a) {
   ag__pdl_wait();
   /* the children of each thread's node, a row a thread (17 doubles, so that
@@ -66,7 +69,7 @@ __global__ void __launch_bounds__(AG__PER_BLOCK) ag__per_set_kernel(ag__per_set_
       if (top > 1) top1[ag_per_pad(t)] = own1;
     }
     /* indices outside the table (or masked) are skipped: a kernel cannot report them */
-    const bool in = ag__per_takes(&a, li);
+    const bool in = li >= 0 && li < a.cols && (!MASKED || a.mask[li] != 0); /* ag__per_takes */
     const uint32_t leaf = in ? (uint32_t)li : AG__PER_FULL; /* < 2^31 columns; invalid lanes match no leaf */
     if (in) pmax = fmaxf(pmax, p);
     /* every lane takes part in the match, valid or not; the highest lane
@@ -184,7 +187,11 @@ __global__ void ag__per_sample_kernel(ag__per_sample_args a) {
 }
 
 ag_status ag__cuda_per_set(ag__cuda_state *st, const void *args) {
-  ag__launch(ag__per_set_kernel, 1, AG__PER_BLOCK, 0, st->stream, *(const ag__per_set_args *)args);
+  const ag__per_set_args *a = (const ag__per_set_args *)args;
+  if (a->mask)
+    ag__launch(ag__per_set_kernel<true>, 1, AG__PER_BLOCK, 0, st->stream, *a);
+  else
+    ag__launch(ag__per_set_kernel<false>, 1, AG__PER_BLOCK, 0, st->stream, *a);
   return ag__cuda_check_launch("cuda: per_set kernel");
 }
 
