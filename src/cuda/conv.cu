@@ -178,8 +178,8 @@ ag_status ag__cuda_conv2d(ag__cuda_state *st, const void *args) {
       default: { /* BWD_W: dW (+)= A^T dY over the chunk, one product */
         float *dys = a->ws + nb * PQ;
         const int64_t rows = nb * d.P;
-        ag__launch(ag__conv_stack_dy_kernel, ag__cuda_grid(st, rows * K, AG__CONV_BLOCK), dim3(AG__CONV_BLOCK),
-                   0, st->stream, *a, d, n0, nb, dys);
+        ag__launch(ag__conv_stack_dy_kernel, ag__cuda_grid(st, rows * K, AG__CONV_BLOCK),
+                   dim3(AG__CONV_BLOCK), 0, st->stream, *a, d, n0, nb, dys);
         if (!(s = ag__cuda_check_launch("cuda: conv2d dy stacking kernel")))
           s = sgemm(st, CUBLAS_OP_T, CUBLAS_OP_N, d.Q, K, rows, a->ws, rows, 0, dys, rows, 0,
                     n0 > 0 || a->accumulate ? 1.0f : 0.0f, a->w.p, a->w.ld, 0, 1);
