@@ -964,6 +964,19 @@ static net make_conv_net(const int64_t in[3], const int64_t (*conv)[4], int n_co
   return m;
 }
 
+/* Values again for the parameters m describes now (after a change of its shapes). */
+static void refill(net *m) {
+  for (int k = 0; k < 128; k++) {
+    free(m->vals[k]);
+    m->vals[k] = NULL;
+  }
+  for (int k = 0; k < n_params(m); k++) {
+    size_t c = param_count(m, k);
+    m->vals[k] = calloc(c ? c : 1, sizeof(float));
+    assert_non_null(m->vals[k]);
+  }
+}
+
 static const int64_t cnn_in[3] = {2, 9, 8};
 static const int64_t cnn_conv[2][4] = {{3, 3, 2, 1}, {4, 2, 1, 0}};
 static const int64_t cnn_fc[2] = {6, 3};
@@ -1041,16 +1054,19 @@ static void conv_network_files_refused(void **state) {
   free(b.p);
   /* a kernel larger than the image it meets */
   m.conv[1][1] = 9;
+  refill(&m);
   b = ref_v3(&m);
   expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "its convolutions are not valid", 1);
   free(b.p);
   m.conv[1][1] = 2;
   /* the linear layers' input is not the convolutions' output */
   m.sizes[0] += 1;
+  refill(&m);
   b = ref_v3(&m);
   expect_refused(ctx, t.path, &b, b.n, AG_ERR_IO, "sizes[0] = 49, where the convolutions give 48", 1);
   free(b.p);
   m.sizes[0] -= 1;
+  refill(&m);
   /* mlp.conv not whole layers */
   m.conv_values = 7;
   b = ref_v3(&m);
