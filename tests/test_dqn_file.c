@@ -259,6 +259,13 @@ static void conv_damaged_files_refused(void **state) {
   assert_non_null(g);
   agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.obs_shape"), 8, 2, "does not hold");
   agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.obs_shape") + 8, 8, 0, "out of range");
+  /* sizes whose product wraps 64 bits (2^24 * 2^24 * 2^16 = 2^64, read as 0 when wrapped) */
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "dqn.obs_shape"), (uint64_t)1 << 24);
+  ag__put64(g + key_value(f, "dqn.obs_shape") + 8, (uint64_t)1 << 24);
+  ag__put64(g + key_value(f, "dqn.obs_shape") + 16, (uint64_t)1 << 16);
+  agt_fix_crc(g);
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "does not hold");
   agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.conv") + 8, 8, 3, "configuration");
   agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.conv") + 4 * 8, 8, 0, "configuration");
   memcpy(g, f, n);

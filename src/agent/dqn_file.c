@@ -177,7 +177,8 @@ static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag
     memcpy(c->obs_shape, sh, sizeof c->obs_shape);
     for (int i = 0; i < 3; i++)
       if (sh[i] < 1 || sh[i] > ((int64_t)1 << 24)) return bad(fn, path, "dqn.obs_shape out of range");
-    if (sh[0] * sh[1] * sh[2] != k[0])
+    size_t n_obs = 0; /* three sizes of up to 2^24: their product in 64 bits, checked */
+    if (!ag__mul3((uint64_t)sh[0], (uint64_t)sh[1], (uint64_t)sh[2], &n_obs) || (int64_t)n_obs != k[0])
       return bad(fn, path, "dqn.obs_shape does not hold the observation's size");
   }
   int64_t fl[4];
