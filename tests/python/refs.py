@@ -1,9 +1,12 @@
-"""References the tests compare agrl with: bfloat16 rounding in numpy, and
-where the command-line tool is."""
+"""References the tests compare agrl with: bfloat16 rounding in numpy, an
+agrl container parsed with numpy and zlib, and where the command-line tool
+is."""
 
 import os
 import shutil
+import struct
 import subprocess
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -57,3 +60,44 @@ def subprocess_env():
     pkg_parent = str(Path(agrl.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([pkg_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
+
+
+def read_container(path):
+    """An agrl container (docs/container.md): its keys and its f32 tensor
+    sections as numpy arrays of the bytes (rows, cols column-major), the
+    header's and every part's CRC-32 checked with zlib's."""
+    raw = open(path, "rb").read()
+    assert raw[:8] == b"AGRLFILE"
+    version, H, n_keys, n_secs, part, total, reserved = struct.unpack_from("<IIIIQQQ", raw, 8)
+    assert version == 1 and reserved == 0 and total == len(raw)
+    assert struct.unpack_from("<I", raw, H - 4)[0] == zlib.crc32(raw[:H - 4])
+    at, keys = 48, {}
+    for _ in range(n_keys):
+        typ, _, nlen, count = struct.unpack_from("<BBHI", raw, at)
+        name = raw[at + 8:at + 8 + nlen].decode()
+        at += 8 + nlen
+        if typ == 4:
+            keys[name] = raw[at:at + count].decode()
+            at += count
+        elif typ == 5:
+            keys[name] = struct.unpack_from(f"<{count}q", raw, at)
+            at += 8 * count
+        else:
+            keys[name] = struct.unpack_from("<q", raw, at)[0]
+            at += 8
+    sections = {}
+    for _ in range(n_secs):
+        nlen, kind, dtype, ndim, off, nbytes = struct.unpack_from("<HBBIQQ", raw, at)
+        dims = struct.unpack_from(f"<{ndim}Q", raw, at + 24)
+        name = raw[at + 24 + 8 * ndim:at + 24 + 8 * ndim + nlen].decode()
+        at += 24 + 8 * ndim + nlen
+        assert kind == 2 and dtype == 0
+        data = b""
+        for p0 in range(0, nbytes, part):
+            block = raw[off:off + min(part, nbytes - p0)]
+            assert struct.unpack_from("<I", raw, off + len(block))[0] == zlib.crc32(block)
+            data += block
+            off += len(block) + 4
+        sections[name] = (dims, np.frombuffer(data, "<f4").copy())
+    assert at == H - 4
+    return keys, sections

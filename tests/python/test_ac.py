@@ -14,15 +14,13 @@ import csv
 import json
 import math
 import os
-import struct
 import subprocess
-import zlib
 
 import numpy as np
 import pytest
 
 import agrl
-from refs import cli_or_skip, find_cli
+from refs import cli_or_skip, find_cli, read_container
 
 REQUIRE = os.environ.get("AGRL_REQUIRE_GPU") == "1"
 REQUIRE_VULKAN = os.environ.get("AGRL_REQUIRE_VULKAN") == "1"
@@ -38,50 +36,19 @@ LOW, HIGH = np.array([-2.0, 0.0, 5.0], np.float32), np.array([2.0, 1.0, 7.0], np
 # ---- references ----
 
 def load_mlp(path):
-    """agrl's model file (the container of docs/container.md, kind "mlp")
-    parsed with numpy: the activations and the (W [out, in], b [out]) of
-    each layer, the header's and every part's CRC-32 checked with zlib's."""
-    raw = open(path, "rb").read()
-    assert raw[:8] == b"AGRLFILE"
-    version, H, n_keys, n_secs, part, total, reserved = struct.unpack_from("<IIIIQQQ", raw, 8)
-    assert version == 1 and reserved == 0 and total == len(raw)
-    assert struct.unpack_from("<I", raw, H - 4)[0] == zlib.crc32(raw[:H - 4])
-    at, keys = 48, {}
-    for _ in range(n_keys):
-        typ, _, nlen, count = struct.unpack_from("<BBHI", raw, at)
-        name = raw[at + 8:at + 8 + nlen].decode()
-        at += 8 + nlen
-        if typ == 4:
-            keys[name] = raw[at:at + count].decode()
-            at += count
-        elif typ == 5:
-            keys[name] = struct.unpack_from(f"<{count}q", raw, at)
-            at += 8 * count
-        else:
-            keys[name] = struct.unpack_from("<q", raw, at)[0]
-            at += 8
+    """agrl's model file (the container of docs/container.md, kind "mlp",
+    refs.read_container: CRCs checked) as the activations and the
+    (W [out, in], b [out]) of each layer, in float64."""
+    keys, secs = read_container(path)
     assert keys["kind"] == "mlp" and keys["mlp.version"] == 3
     sizes = keys["mlp.sizes"]
-    sections = []
-    for _ in range(n_secs):
-        nlen, kind, dtype, ndim, off, nbytes = struct.unpack_from("<HBBIQQ", raw, at)
-        dims = struct.unpack_from(f"<{ndim}Q", raw, at + 24)
-        at += 24 + 8 * ndim + nlen
-        assert kind == 2 and dtype == 0  # f32 tensors
-        data = b""
-        for p0 in range(0, nbytes, part):
-            block = raw[off:off + min(part, nbytes - p0)]
-            assert struct.unpack_from("<I", raw, off + len(block))[0] == zlib.crc32(block)
-            data += block
-            off += len(block) + 4
-        sections.append((dims, np.frombuffer(data, "<f4").astype(np.float64)))
-    assert at == H - 4 and len(sections) == 2 * (len(sizes) - 1)
-
+    assert len(secs) == 2 * (len(sizes) - 1)
     layers = []
     for i in range(len(sizes) - 1):
         fan_in, fan_out = sizes[i], sizes[i + 1]
-        (wd, w), (bd, b) = sections[2 * i], sections[2 * i + 1]
+        (wd, w), (bd, b) = secs[f"W{i}"], secs[f"b{i}"]
         assert wd == (fan_out, fan_in) and bd == (fan_out, 1)
+        w, b = w.astype(np.float64), b.astype(np.float64)
         layers.append((w.reshape(fan_in, fan_out).T, b))  # column-major [out, in]
     return keys["mlp.hidden"], keys["mlp.last"], layers
 

@@ -4,56 +4,13 @@ equal to the argmax of PyTorch's conv2d/linear forward of the saved policy
 file (parsed here with numpy, CRCs checked), and bad settings refused with
 an error naming them."""
 
-import struct
-import zlib
-
 import numpy as np
 import pytest
 
 import agrl
+from refs import read_container
 
 torch = pytest.importorskip("torch")
-
-
-def read_container(path):
-    """An agrl container (docs/container.md): its keys and its f32 tensor
-    sections as numpy arrays of the bytes (rows, cols column-major), the
-    header's and every part's CRC-32 checked with zlib's."""
-    raw = open(path, "rb").read()
-    assert raw[:8] == b"AGRLFILE"
-    version, H, n_keys, n_secs, part, total, reserved = struct.unpack_from("<IIIIQQQ", raw, 8)
-    assert version == 1 and reserved == 0 and total == len(raw)
-    assert struct.unpack_from("<I", raw, H - 4)[0] == zlib.crc32(raw[:H - 4])
-    at, keys = 48, {}
-    for _ in range(n_keys):
-        typ, _, nlen, count = struct.unpack_from("<BBHI", raw, at)
-        name = raw[at + 8:at + 8 + nlen].decode()
-        at += 8 + nlen
-        if typ == 4:
-            keys[name] = raw[at:at + count].decode()
-            at += count
-        elif typ == 5:
-            keys[name] = struct.unpack_from(f"<{count}q", raw, at)
-            at += 8 * count
-        else:
-            keys[name] = struct.unpack_from("<q", raw, at)[0]
-            at += 8
-    sections = {}
-    for _ in range(n_secs):
-        nlen, kind, dtype, ndim, off, nbytes = struct.unpack_from("<HBBIQQ", raw, at)
-        dims = struct.unpack_from(f"<{ndim}Q", raw, at + 24)
-        name = raw[at + 24 + 8 * ndim:at + 24 + 8 * ndim + nlen].decode()
-        at += 24 + 8 * ndim + nlen
-        assert kind == 2 and dtype == 0
-        data = b""
-        for p0 in range(0, nbytes, part):
-            block = raw[off:off + min(part, nbytes - p0)]
-            assert struct.unpack_from("<I", raw, off + len(block))[0] == zlib.crc32(block)
-            data += block
-            off += len(block) + 4
-        sections[name] = (dims, np.frombuffer(data, "<f4").copy())
-    assert at == H - 4
-    return keys, sections
 
 
 def torch_q(path, obs):
@@ -96,7 +53,7 @@ def test_conv_dqn_acts_as_torch_computes_its_network(ctx, tmp_path):
         nxt, r, term, trunc, _ = env.step(a)
         q.store(obs, a, r, nxt, term, trunc)
         obs = nxt if not (term or trunc) else env.reset(seed=2 + t)[0]
-    assert math_finite(q.train(20))
+    assert np.isfinite(q.train(20))
     path = tmp_path / "q.agrl"
     q.save_policy(str(path))
     batch = np.stack([env.reset(seed=100 + i)[0] for i in range(6)] +
@@ -109,10 +66,6 @@ def test_conv_dqn_acts_as_torch_computes_its_network(ctx, tmp_path):
     fresh = agrl.DQN.for_env(ctx, env, 5000, conv=[(8, 3), (4, 2, 2, 1)], hidden=[16], seed=99)
     fresh.load_policy(str(path))
     assert np.array_equal(fresh.act(batch, explore=False), got)
-
-
-def math_finite(x):
-    return np.isfinite(x)
 
 
 def test_conv_dqn_saves_and_loads_whole(ctx, tmp_path):
