@@ -1,11 +1,12 @@
-/* conv_time.c — ag_conv2d on the CPU in the Nature DQN's shapes (B = 32):
+/* conv_time.c — ag_conv2d on a device (the CPU by default) in the Nature DQN's shapes (B = 32):
  * 4x84x84 -> 32 8x8/4 -> 64 4x4/2 -> 64 3x3/1, each layer alone, forward
  * and forward + backward (gradients for x, w and b), median of REPS runs
  * after one warm-up. AGRL_CPU_REFERENCE=1 runs the reference kernels.
  * Build (after a build in build/), from the repository root:
  *   cc -O2 -Iinclude -Idev dev/conv_time/conv_time.c -o build/conv_time -Lbuild -lagrl \
  *      -Wl,-rpath,$PWD/build -lm
- * Run: build/conv_time [REPS]; AGRL_CPU_REFERENCE=1 build/conv_time 3 */
+ * Run: build/conv_time [REPS] [DEVICE (cpu, cuda, vulkan...; default cpu)];
+ *      AGRL_CPU_REFERENCE=1 build/conv_time 3 */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -38,8 +39,11 @@ int main(int argc, char **argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 20;
   const int64_t B = 32, K[3] = {32, 64, 64};
   const ag_conv2d_geom g[3] = {{4, 84, 84, 8, 8, 4, 0}, {32, 20, 20, 4, 4, 2, 0}, {64, 9, 9, 3, 3, 1, 0}};
+  ag_device_kind kind = AG_DEVICE_CPU;
+  int index = 0;
+  if (argc > 2) OK(ag_device_parse(argv[2], &kind, &index));
   ag_ctx *ctx;
-  OK(ag_ctx_create(&ctx, AG_DEVICE_CPU, 0));
+  OK(ag_ctx_create(&ctx, kind, index));
   printf("%s, B = %lld, median of %d\n", ag_ctx_device_name(ctx), (long long)B, reps);
   for (int l = 0; l < 3; l++) {
     const int64_t xr = g[l].C * g[l].H * g[l].W, wr = g[l].C * g[l].kh * g[l].kw;
