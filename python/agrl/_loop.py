@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _agrl
+from ._envstate import state_io
 from .envs import evaluation_start
 
 if TYPE_CHECKING:
@@ -67,6 +68,79 @@ def env_reset(env: EnvLike, *, seed: Optional[int] = None) -> Obs:
     return np.asarray(obs, dtype=np.float32)
 
 
+#: Gymnasium's autoreset modes (gymnasium.vector.AutoresetMode's values)
+NEXT_STEP, SAME_STEP = "NextStep", "SameStep"
+
+
+def autoreset_mode(env: Any, n_step: int) -> str:
+    """The autoreset mode of a vector environment (its metadata's
+    "autoreset_mode"; Gymnasium 1.0's vectors, which say none, reset on the
+    next step), checked before the environment is touched: NEXT_STEP or
+    SAME_STEP, not DISABLED (learn resets no copy itself), and SAME_STEP
+    for n-step returns, whose walks need every copy's transition of every
+    step side by side."""
+    meta = getattr(env, "metadata", None)
+    mode = meta.get("autoreset_mode", NEXT_STEP) if isinstance(meta, dict) else NEXT_STEP
+    value = getattr(mode, "value", mode)
+    if value not in (NEXT_STEP, SAME_STEP):
+        raise _agrl.InvalidArgError(
+            f"learn: the vector environment's autoreset_mode is {value!r}: learn takes NEXT_STEP (Gymnasium's "
+            f"default) or SAME_STEP, where the vector resets a copy whose episode ended "
+            f"(gymnasium.make_vec(..., vector_kwargs={{'autoreset_mode': AutoresetMode.SAME_STEP}}))")
+    if value == NEXT_STEP and n_step > 1:
+        raise _agrl.InvalidArgError(
+            f"learn: n_step = {n_step} with the vector environment's autoreset_mode NEXT_STEP: a copy's reset "
+            f"step holds no transition, and the n-step walks need every copy's transition of every step side by "
+            f"side; make the vector with autoreset_mode SAME_STEP")
+    return str(value)
+
+
+class VectorSteps:
+    """The steps of a vector environment (Gymnasium's VectorEnv API, num_envs
+    copies) as a learn() loop stores them. SAME_STEP: every step holds a
+    transition of every copy, a copy whose episode ended having
+    info["final_obs"][i] as its next observation (and the reset observation
+    in the observations returned). NEXT_STEP: the step after a copy's
+    episode ended resets that copy (its action unused, reward 0): it holds
+    no transition, and `valid` leaves it out."""
+
+    def __init__(self, env: Any, copies: int, mode: str) -> None:
+        self.env, self.copies = env, copies
+        self.next_step = mode == NEXT_STEP
+        self.resetting = np.zeros(copies, np.bool_)  # NEXT_STEP: the copies whose next step resets them
+
+    def reset(self, seed: int) -> Obs:
+        obs, _ = self.env.reset(seed=seed)
+        self.resetting[:] = False
+        return np.asarray(obs, dtype=np.float32)
+
+    def step(self, actions: Any) -> Tuple[Obs, Obs, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_],
+                                          Optional[NDArray[np.bool_]]]:
+        """(the observations to act on next, the next observations to store,
+        rewards as float32, terminated, truncated, valid: the copies whose
+        transition is stored, None for all of them). The episodes that
+        ended are those of terminated | truncated among the valid copies."""
+        nobs, rew, term, trunc, info = self.env.step(actions)
+        obs = np.asarray(nobs, dtype=np.float32)
+        rewards = np.asarray(rew, dtype=np.float32)
+        terminated, truncated = np.asarray(term, dtype=np.bool_), np.asarray(trunc, dtype=np.bool_)
+        done = terminated | truncated
+        if self.next_step:
+            valid = None if not self.resetting.any() else ~self.resetting
+            self.resetting = done
+            return obs, obs, rewards, terminated, truncated, valid
+        stored = obs
+        if done.any():
+            final = info.get("final_obs") if isinstance(info, dict) else None
+            if final is None:
+                raise _agrl.InvalidArgError("learn: a SAME_STEP vector environment ended an episode without "
+                                            "info['final_obs'], the episode's last observation")
+            stored = obs.copy()
+            for i in np.flatnonzero(done):
+                stored[i] = np.asarray(final[i], dtype=np.float32)
+        return obs, stored, rewards, terminated, truncated, None
+
+
 class Episodes:
     """The episode in progress (its return and length), the count of ended
     episodes, the last WINDOW returns, and the returns and lengths of the
@@ -96,6 +170,41 @@ class Episodes:
         self.ret, self.length = 0.0, 0
         return ev
 
+    def state(self) -> Dict[str, Any]:
+        """The fields of the run's record (Run.keep) that Run.resume reads back."""
+        return {"episodes": self.episodes, "ep_ret": self.ret, "ep_len": self.length, "recent": list(self.recent)}
+
+
+class CopyEpisodes(Episodes):
+    """Episodes of the n copies of a vector environment: each copy's episode
+    in progress (rets, lens), and the count, window and lists of Episodes
+    over all copies, in the order the episodes end (copy order within a
+    step)."""
+
+    def __init__(self, copies: int, episodes: int = 0, rets: Optional[Iterable[float]] = None,
+                 lens: Optional[Iterable[int]] = None, recent: Iterable[float] = ()) -> None:
+        super().__init__(episodes, 0.0, 0, recent)
+        self.rets = [float(x) for x in rets] if rets is not None else [0.0] * copies
+        self.lens = [int(x) for x in lens] if lens is not None else [0] * copies
+
+    def add_copies(self, rewards: NDArray[np.float32], valid: Optional[NDArray[np.bool_]]) -> None:
+        """Adds each copy's reward of a step (valid: the copies that took a
+        transition; None: all)."""
+        for i, r in enumerate(rewards.tolist()):
+            if valid is None or valid[i]:
+                self.rets[i] += r
+                self.lens[i] += 1
+
+    def end_copy(self, i: int, step: int, updates: int, truncated: bool, **extra: Any) -> Event:
+        """Ends copy i's episode; its event (with "copy": i)."""
+        self.ret, self.length = self.rets[i], self.lens[i]
+        self.rets[i], self.lens[i] = 0.0, 0
+        return self.end(step, updates, truncated, copy=i, **extra)
+
+    def state(self) -> Dict[str, Any]:
+        return {"episodes": self.episodes, "ep_ret": list(self.rets), "ep_len": list(self.lens),
+                "recent": list(self.recent)}
+
 
 def learn_args(agent: Agent, total_steps: Optional[int], eval_every: int,
                eval_env: Optional[EnvLike]) -> Tuple[int, int]:
@@ -123,24 +232,35 @@ def vector_copies(env: object) -> Optional[int]:
     return int(n)
 
 
-def check_copies(agent: Agent, env: object, what: str) -> None:
-    """learn() plays one environment, one transition per step: refuses a
-    vector environment, and an agent whose n-step returns would walk every
-    n_envs-th stored transition (n_step > 1 with n_envs other than 1: the
-    walk would stride n_envs transitions of that one environment). Called
-    before the environment is touched."""
+def check_copies(agent: Agent, env: object, what: str, vectors: bool = False) -> Optional[int]:
+    """The copies learn() plays: None for a single environment, num_envs
+    for a vector one. Without `vectors` (a loop that plays one environment)
+    refuses a vector environment; with it, refuses one of other than the
+    agent's n_envs copies, or without single_observation_space and
+    single_action_space. Refuses an agent whose n-step returns would walk
+    every n_envs-th stored transition of one environment (n_step > 1 with
+    n_envs other than 1). Called before the environment is touched."""
     cfg = agent.config
     copies = vector_copies(env)
-    if copies is not None:
+    if copies is not None and not vectors:
         raise _agrl.InvalidArgError(
             f"learn: the environment is a vector of {copies} {'copy' if copies == 1 else 'copies'} (num_envs) "
             f"and the {what} has n_envs = {cfg['n_envs']}; learn plays one environment: give it a single one, "
             f"or step the copies with act and store (n_envs = num_envs)")
+    if copies is not None:
+        if copies != cfg["n_envs"]:
+            raise _agrl.InvalidArgError(
+                f"learn: the environment is a vector of {copies} {'copy' if copies == 1 else 'copies'} "
+                f"(num_envs) and the {what} has n_envs = {cfg['n_envs']}: make the {what} with n_envs = "
+                f"num_envs (for_env does), whose transitions each step stores side by side")
+        env_spaces(env, "learn")
+        return copies
     if cfg["n_step"] > 1 and cfg["n_envs"] != 1:
         raise _agrl.InvalidArgError(
             f"learn: n-step returns walk every n_envs-th stored transition: the {what} has n_envs = "
             f"{cfg['n_envs']}, the environment 1 copy (learn plays one environment; make the {what} with "
             f"n_envs=1)")
+    return None
 
 
 def env_spaces(env: Any, who: str) -> Tuple[Any, Any, Optional[int], str]:
@@ -227,51 +347,77 @@ class Run:
     (checked), the run that resume=True continues, the record that save()
     keeps as the run state (agent._run) and the saves to `checkpoint` every
     checkpoint_every steps and at the end. `what` names the agent in
-    messages ("DQN", "agent"), `load` the call that reads its file."""
+    messages ("DQN", "agent"), `load` the call that reads its file; copies
+    is a vector environment's num_envs (None: a single environment).
+
+    The environment's state travels in the record: through its own
+    get_state() -> bytes and set_state(bytes) (agrl's environments), else
+    as _envstate reads a Gymnasium environment (a single one or a
+    SyncVectorEnv of them; see that module for what it holds)."""
 
     def __init__(self, agent: Agent, env: EnvLike, checkpoint: Union[str, "os.PathLike[str]", None],
-                 checkpoint_every: int, what: str, load: str) -> None:
+                 checkpoint_every: int, what: str, load: str, copies: Optional[int] = None) -> None:
         every = int(checkpoint_every)
         if every < 0 or (every and checkpoint is None):
             raise _agrl.InvalidArgError("learn: checkpoint_every must be >= 0, and needs checkpoint=PATH")
         self.agent, self.env, self.path, self.every = agent, env, checkpoint, every
-        self.what, self.load = what, load
-        # agrl's environments' get_state() -> bytes and set_state(bytes)
-        self.get_state: Optional[Callable[[], bytes]] = getattr(env, "get_state", None)
-        self.set_state: Optional[Callable[[bytes], object]] = getattr(env, "set_state", None)
+        self.what, self.load, self.copies = what, load, copies
+        get, put = getattr(env, "get_state", None), getattr(env, "set_state", None)
+        self.why_no_state = ""
+        if not (callable(get) and callable(put)):
+            io, self.why_no_state = state_io(env)
+            get, put = io if io is not None else (None, None)
+        self.get_state: Optional[Callable[[], bytes]] = get
+        self.set_state: Optional[Callable[[bytes], object]] = put
         self.can_state = callable(self.get_state) and callable(self.set_state)
         self.last_saved = 0
 
     def resume(self) -> Tuple[Dict[str, Any], Obs, Episodes]:
         """The record of the agent's run (its environment's state restored):
-        (record, obs, Episodes)."""
+        (record, obs, Episodes, or CopyEpisodes for a vector)."""
         run = getattr(self.agent, "_run", None)
         if run is None:
             raise _agrl.StateError(f"learn: resume=True, but this {self.what} holds no run of learn() "
                                    f"({self.load} a file that learn's checkpoint or save() wrote)")
         if run["env_state"] is None or not self.can_state or self.set_state is None:
-            raise _agrl.StateError("learn: resume needs an environment with get_state/set_state, and a "
-                                   "run saved with one (agrl.make's environments have them)")
+            why = f" ({self.why_no_state})" if self.why_no_state else ""
+            raise _agrl.StateError(f"learn: resume needs an environment whose state can be read and set{why}, and "
+                                   f"a run saved with one (agrl.make's environments, Gymnasium's MuJoCo and "
+                                   f"classic-control tasks and SyncVectorEnv of them)")
+        obs = np.asarray(run["obs"], dtype=np.float32)
+        want = (1,) if self.copies is None else (2,)
+        if obs.ndim != want[0] or (self.copies is not None and obs.shape[0] != self.copies):
+            raise _agrl.InvalidArgError(f"learn: resume: the run played observations of shape {obs.shape}, this "
+                                        f"environment has {self.copies or 1} {'copy' if not self.copies else 'copies'}")
         self.set_state(bytes.fromhex(run["env_state"]))
         self.last_saved = run["step"]
-        eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
-        return run, np.asarray(run["obs"], dtype=np.float32), eps
+        eps: Episodes
+        if self.copies is None:
+            eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
+        else:
+            eps = CopyEpisodes(self.copies, run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
+        return run, obs, eps
 
-    def start(self, seed: int) -> Tuple[Obs, Episodes]:
-        """A new run: (the first observation, reset with derive_seed(seed, 0), Episodes)."""
-        return env_reset(self.env, seed=_agrl.derive_seed(seed, 0)), Episodes()
+    def start(self, seed: int, steps: Optional[VectorSteps] = None) -> Tuple[Obs, Episodes]:
+        """A new run: (the first observation, reset with derive_seed(seed,
+        0), Episodes); of a vector through `steps` (copy i reset with that
+        seed + i, Gymnasium's rule), with CopyEpisodes."""
+        seed0 = _agrl.derive_seed(seed, 0)
+        if steps is None:
+            return env_reset(self.env, seed=seed0), Episodes()
+        return steps.reset(seed0), CopyEpisodes(steps.copies)
 
     def check_obs(self, obs: Obs, obs_dim: int) -> None:
-        if obs.shape != (obs_dim,):
+        want = (obs_dim,) if self.copies is None else (self.copies, obs_dim)
+        if obs.shape != want:
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the {self.what}'s "
-                                   f"({obs_dim},)")
+                                   f"{want}")
 
-    def keep(self, step: int, eps: Episodes, obs: Obs, **fields: int) -> None:
+    def keep(self, step: int, eps: Episodes, obs: Obs, **fields: Any) -> None:
         """The agent's record of the run at `step` (with the loop's own fields)."""
         state = self.get_state().hex() if self.can_state and self.get_state is not None else None
-        self.agent._run = {"kind": self.agent._RUN_KIND, "step": step, **fields, "episodes": eps.episodes,
-                           "ep_ret": eps.ret, "ep_len": eps.length, "recent": list(eps.recent),
-                           "obs": [float(x) for x in obs], "env_state": state}
+        self.agent._run = {"kind": self.agent._RUN_KIND, "step": step, **fields, **eps.state(),
+                           "obs": np.asarray(obs, dtype=np.float64).tolist(), "env_state": state}
 
     def tick(self, step: int, record: Callable[[], None]) -> None:
         """After a step: record() and a save when checkpoint_every steps have passed."""

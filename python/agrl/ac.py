@@ -10,8 +10,9 @@ from typing import Any, ClassVar, Dict, List, Optional, Self, Sequence, Tuple, T
 import numpy as np
 
 from . import _agrl
-from ._loop import (Callback, EnvLike, LearnResult, Run, check_copies, env_reset, env_spaces, env_step,
-                    evaluate_during, finish_load, learn_args, obs_dim_of, play, save_with_run)
+from ._loop import (Callback, CopyEpisodes, EnvLike, LearnResult, Run, VectorSteps, autoreset_mode, check_copies, env_reset,
+                    env_spaces, env_step, evaluate_during, finish_load, learn_args, obs_dim_of, play, save_with_run,
+                    vector_copies)
 from .envs import Env
 
 # ag_ac_learn reports a training phase (its losses read back) at the first
@@ -175,8 +176,11 @@ class _ActorCritic(_agrl._AC):
         return play(env, lambda obs: self.act(obs, False), episodes, seed)
 
     def _check_env(self, env: object, what: str, bounds: bool = True) -> None:
-        """A Box action space of the agent's size (and bounds)."""
+        """A Box action space of the agent's size (and bounds); a vector
+        environment's single_action_space."""
         space = getattr(env, "action_space", None)
+        if vector_copies(env) is not None:
+            space = getattr(env, "single_action_space", None)
         low, high = getattr(space, "low", None), getattr(space, "high", None)
         if low is None or high is None or np.shape(low) != (self.act_dim,):
             raise _agrl.ShapeError(f"{what}: the action space {space!r} is not the agent's Box of "
@@ -193,17 +197,37 @@ class _ActorCritic(_agrl._AC):
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
         step(a) -> (obs, reward, terminated, truncated, info), a Box action
         space with the agent's bounds) for total_steps environment steps, in
-        the order of the C library's ag_ac_learn on one copy: uniform random
-        actions (act_random) for the first learning_starts steps, then
+        the order of the C library's ag_ac_learn: uniform random actions
+        (act_random) for the first learning_starts steps, then
         act(explore=True); step; store (with the true last observation of an
         episode that ended); then, every train_freq steps once more than
         learning_starts steps have been taken and batch_size transitions are
         stored, a training phase of gradient_steps updates. The first reset is
         seeded with derive_seed(config seed, 0), so that agrl's own
         environments replay the episodes of `agrl train --algo sac|td3 --seed
-        S` and the run is the same, step for step. learn plays one
-        environment, and refuses a vector one and n-step returns with n_envs
-        other than 1 as DQN.learn does.
+        S` and the run is the same, step for step.
+
+        A vector environment (gymnasium.vector.SyncVectorEnv,
+        AsyncVectorEnv, gymnasium.make_vec: num_envs copies; the agent made
+        with n_envs = num_envs, as for_env does) is stepped for all copies at
+        once: one act (or act_random(n)) for the n observations, one step,
+        one store of the step's transitions side by side (copy 0 to n-1, the
+        order n-step returns walk), and n environment steps counted, so that
+        total_steps, learning_starts, train_freq and the evaluations'
+        eval_every count the steps of all copies (the run may end up to
+        n - 1 steps past total_steps). A training phase of gradient_steps
+        updates runs when train_freq or more steps have passed since the
+        last: with n copies and train_freq <= n, one phase every vector step,
+        i.e. gradient_steps / n updates per environment step; gradient_steps
+        = n keeps one update per environment step. Gymnasium's autoreset
+        modes: SAME_STEP stores every copy's transition of every step, the
+        next observation of an episode that ended being info["final_obs"];
+        NEXT_STEP (the default) stores none for a copy's reset step (the step
+        after its episode ended, which returns the reset observation; its
+        steps still count), and takes n_step = 1 only; DISABLED is refused.
+        Episodes are kept per copy; their events carry "copy". On a SAME_STEP
+        vector of agrl's environments seeded as agrl's vector is, the run is
+        `agrl train --n-envs n`'s.
 
         callback(event) receives a dict for every ended episode ("episode":
         return, length, truncated, mean of the last 20 returns) and, as
@@ -212,27 +236,35 @@ class _ActorCritic(_agrl._AC):
         alpha; the losses.csv rows of agrl train); a true return stops the
         run after the step in progress.
 
-        eval_env, eval_every and eval_episodes evaluate as DQN.learn's do, at
-        the steps and on the episodes of agrl train --eval-every (its
-        eval.csv), with deterministic actions.
+        eval_env (a single environment), eval_every and eval_episodes
+        evaluate as DQN.learn's do, at the steps and on the episodes of agrl
+        train --eval-every (its eval.csv), with deterministic actions: the
+        mean return of eval_episodes episodes, each reset with its own seed.
 
         Where the loop stands when it returns is kept, and save() writes it:
         with checkpoint=PATH the agent is saved there every checkpoint_every
         steps (and when the run ends), and load(ctx, PATH).learn(env,
         total_steps, resume=True) continues from the last save, as
-        DQN.learn's: for an environment with get_state/set_state (agrl's
-        own) it then takes the steps, updates and episodes of the
-        uninterrupted run, bit for bit.
+        DQN.learn's: the environment's state travels in the file (agrl's
+        environments' get_state; Gymnasium's MuJoCo and classic-control
+        tasks, single or in a SyncVectorEnv, as agrl._envstate reads them),
+        and the run then takes the steps, updates and episodes of the
+        uninterrupted run, bit for bit on the same device. An
+        AsyncVectorEnv's state cannot be read: its run is checkpointed, but
+        resume refuses it.
 
         Returns a dict with the steps taken and the episode returns and
         lengths (and evaluations) of this call."""
         cfg = self.config
         total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
-        check_copies(self, env, "agent")
+        copies = check_copies(self, env, "agent", vectors=True)
+        steps = None if copies is None else VectorSteps(env, copies, autoreset_mode(env, cfg["n_step"]))
         self._check_env(env, "learn")
         if eval_every:
+            if vector_copies(eval_env) is not None:
+                raise _agrl.InvalidArgError("learn: eval_env must be a single environment, not a vector")
             self._check_env(eval_env, "learn: eval_env")
-        run = Run(self, env, checkpoint, checkpoint_every, "agent", "load")
+        run = Run(self, env, checkpoint, checkpoint_every, "agent", "load", copies)
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
         step: int
         since_train: int
@@ -242,32 +274,42 @@ class _ActorCritic(_agrl._AC):
             rec, obs, eps = run.resume()
             step, since_train, last_eval, last_report = (rec["step"], rec["since_train"], rec["last_eval"],
                                                          rec["last_report"])
+            if steps is not None:
+                steps.resetting = np.asarray(rec.get("resetting", [False] * steps.copies), dtype=np.bool_)
         else:
-            obs, eps = run.start(cfg["seed"])
+            obs, eps = run.start(cfg["seed"], steps)
             step = since_train = last_eval = 0
             last_report = -REPORT_EVERY
         run.check_obs(obs, self.obs_dim)
         evals: List[Tuple[int, float]] = []
 
         def record() -> None:
-            run.keep(step, eps, obs, since_train=since_train, last_eval=last_eval, last_report=last_report)
+            extra = {} if steps is None else {"resetting": steps.resetting.tolist()}
+            run.keep(step, eps, obs, since_train=since_train, last_eval=last_eval, last_report=last_report, **extra)
 
         starts, freq, grad, batch = cfg["learning_starts"], cfg["train_freq"], cfg["gradient_steps"], cfg["batch_size"]
+        per = 1 if copies is None else copies
         stop = False
         while not stop and step < total:
-            action = self.act_random() if step < starts else self.act(obs, True)
-            next_obs, reward, terminated, truncated = env_step(env, action)
-            self.store(obs, action, reward, next_obs, int(terminated), int(truncated))
-            eps.add(reward)
-            step += 1
-            since_train += 1
-            if terminated or truncated:
-                ev = eps.end(step, self.updates, truncated and not terminated)
-                if callback is not None:
-                    stop = bool(callback(ev))
-                obs = env_reset(env)
+            if steps is None:
+                action = self.act_random() if step < starts else self.act(obs, True)
+                next_obs, reward, terminated, truncated = env_step(env, action)
+                self.store(obs, action, reward, next_obs, int(terminated), int(truncated))
+                eps.add(reward)
+                step += 1
+                if terminated or truncated:
+                    ev = eps.end(step, self.updates, truncated and not terminated)
+                    if callback is not None:
+                        stop = bool(callback(ev))
+                    obs = env_reset(env)
+                else:
+                    obs = next_obs
             else:
-                obs = next_obs
+                assert isinstance(eps, CopyEpisodes)
+                obs, ended = self._vector_step(steps, obs, step, starts, eps, callback)
+                stop = ended or stop
+                step += per
+            since_train += per
             if since_train >= freq:
                 since_train = 0
                 if step > starts and self.stored >= batch and grad > 0:
@@ -285,6 +327,31 @@ class _ActorCritic(_agrl._AC):
                 stop = evaluate_during(self, eval_env, eval_episodes, eval_seed, step, evals, callback) or stop
             run.tick(step, record)
         return run.finish(step, eps, evals, record)
+
+    def _vector_step(self, steps: VectorSteps, obs: Any, step: int, starts: int, eps: CopyEpisodes,
+                     callback: Optional[Callback]) -> Tuple[Any, bool]:
+        """One step of every copy at `step`: act, step, store the step's
+        transitions side by side, and report the episodes that ended (in
+        copy order, at the step count after this step). Returns (the
+        observations to act on next, whether the callback stops the run)."""
+        n = steps.copies
+        action = self.act_random(n) if step < starts else self.act(obs, True)
+        nobs, stored, rewards, term, trunc, valid = steps.step(action)
+        if valid is None:
+            self.store(obs, action, rewards, stored, term.astype(np.int32), trunc.astype(np.int32))
+        elif valid.any():
+            self.store(obs[valid], action[valid], rewards[valid], stored[valid], term[valid].astype(np.int32),
+                       trunc[valid].astype(np.int32))
+        eps.add_copies(rewards, valid)
+        stop = False
+        done = term | trunc
+        if valid is not None:
+            done &= valid
+        for i in np.flatnonzero(done).tolist():
+            ev = eps.end_copy(i, step + n, self.updates, bool(trunc[i] and not term[i]))
+            if callback is not None:
+                stop = bool(callback(ev)) or stop
+        return nobs, stop
 
     def __repr__(self) -> str:
         name = type(self).__name__

@@ -7,7 +7,8 @@ before a batch is stored, losses, the delayed actor, alpha) and learning a
 known best action; save_policy / load_policy; evaluate() equal to the C
 evaluation and to `agrl eval`; learn() on agrl's pendulum reaching exactly
 the episodes, losses and evaluations of `agrl train --algo sac|td3` with the
-same seed and options, and on Gymnasium's Pendulum-v1. On the CPU, and on
+same seed and options, and on Gymnasium's Pendulum-v1 (vector environments
+and MuJoCo: test_ac_vector.py). On the CPU, and on
 the GPU when there is one (with AGRL_REQUIRE_GPU=1 its absence fails)."""
 
 import csv
@@ -562,9 +563,9 @@ class Counted:
     # n-step returns over one environment's transitions, walked n_envs columns apart
     (3, 8, None, r"n_envs = 8, the environment 1 copy"),
     (2, 2, None, r"n_envs = 2, the environment 1 copy"),
-    # a vector environment, of as many copies as n_envs or not
-    (3, 4, 4, r"a vector of 4 copies \(num_envs\) and the agent has n_envs = 4"),
-    (1, 1, 2, r"a vector of 2 copies \(num_envs\) and the agent has n_envs = 1"),
+    # a vector environment of other than n_envs copies, or one without the spaces of one copy
+    (3, 4, 4, r"a vector environment of 4 copies \(num_envs\) without single_observation_space"),
+    (1, 1, 2, r"a vector of 2 copies \(num_envs\) and the agent has n_envs = 1: make the agent with n_envs"),
 ])
 def test_learn_refuses_copies_it_does_not_play(cls, n_step, n_envs, num_envs, match):
     a = cls("cpu", 3, 1, -2, 2, hidden=[8], batch_size=8, learning_starts=0, buffer_size=500, n_step=n_step,
@@ -601,16 +602,6 @@ def test_for_env_takes_the_sizes_and_bounds_of_the_spaces(cls):
     with pytest.raises(agrl.InvalidArgError, match=r"env.single_action_space Discrete\(2\) is not a 1-D Box"):
         cls.for_env("cpu", cart)
     cart.close()
-
-
-def test_learn_refuses_a_gymnasium_vector_env():
-    gym = pytest.importorskip("gymnasium")
-    vec = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(3)])
-    a = agrl.SAC("cpu", 3, 1, -2, 2, hidden=[8], buffer_size=500, n_envs=3)
-    with pytest.raises(agrl.InvalidArgError, match=r"a vector of 3 copies \(num_envs\) and the agent has n_envs = 3"):
-        a.learn(vec, 50)
-    assert a.stored == 0
-    vec.close()
 
 
 @pytest.mark.parametrize("device", DEVICES)
