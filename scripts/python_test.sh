@@ -3,7 +3,7 @@
 # environment (numpy, pytest, gymnasium, mypy, and torch, JAX, TorchRL and
 # Stable-Baselines3 for the framework modules, from PyPI), then the pytest suite
 # (tests/python; the GPU tests skip without a device; MinAtar 1.0.15 for the
-# MinAtar games' reference) and the Gymnasium
+# MinAtar games' reference, MuJoCo 4.0.1 for Gymnasium's MuJoCo tasks) and the Gymnasium
 # example for a few thousand steps, all from outside the source tree.
 # usage: scripts/python_test.sh [VENV_DIR]   (default build/venv)
 set -euo pipefail
@@ -21,6 +21,8 @@ PY=$VENV/bin/python
 "$PY" -m pip install -q numpy pytest gymnasium mypy==2.4.1  # mypy pinned: a release's new checks could change the verdict
 # the reference that agrl's MinAtar games are compared with, step by step (tests/python/test_minatar.py)
 "$PY" -m pip install -q "minatar==1.0.15"
+# MuJoCo for SAC and TD3 on Gymnasium's MuJoCo tasks (tests/python/test_ac_vector.py), headless
+"$PY" -m pip install -q "mujoco==4.0.1"
 # the frameworks agrl hands batches to and the libraries it drops into, at the
 # versions of the GPU machine (torch 2.11, TorchRL 0.13.3 with tensordict
 # 0.13.0, Stable-Baselines3 2.9.2) and JAX's newest for this Python, all on the
