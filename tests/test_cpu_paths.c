@@ -17,10 +17,12 @@
  * The pool is started with 4 threads (AGRL_THREADS) so that gathers are
  * split on machines of fewer cores too.
  */
+#include <fenv.h>
 #include <math.h>
 
 #include "agt.h"
 #include "base/backend.h"
+#include "base/kernels.h"
 #include "base/per_tree.h"
 #include "base/scalar_ops.h"
 #include "cpu/cpu_internal.h"
@@ -591,6 +593,171 @@ static void prioritized_samples_are_the_references_indices(void **state) {
                 worst);
 }
 
+/* ---- FRAME_STACK ---- */
+
+/* One frame table on the host: cap entries of h*w*c random bytes and a
+ * first flag each (about one in six), size entries held, position pos. */
+typedef struct ftable {
+  int64_t h, w, c, cap, envs, size, pos;
+  int stack;
+  uint8_t *frames;
+} ftable;
+
+static ftable ftable_new(agt_rng *g, int64_t h, int64_t w, int64_t c, int stack, int64_t cap, int64_t envs,
+                         int64_t size, int64_t pos) {
+  ftable t = {h, w, c, cap, envs, size, pos, stack, NULL};
+  const int64_t fr = h * w * c + 1;
+  t.frames = xmalloc((size_t)(fr * cap));
+  for (int64_t i = 0; i < fr * cap; i++) t.frames[i] = (uint8_t)agt_next(g);
+  for (int64_t x = 0; x < cap; x++) t.frames[x * fr + fr - 1] = agt_below(g, 6) == 0;
+  return t;
+}
+
+/* The kernel's arguments over t for B transitions: the columns given (idx
+ * of idx_dt) or, idx NULL, drawn from *counter. */
+static ag__frame_stack_args frame_args(const ftable *t, int64_t B, const void *idx, ag_dtype idx_dt,
+                                       uint64_t *counter, int64_t *cols, void *obs, void *next,
+                                       ag_dtype out) {
+  ag__frame_stack_args a;
+  memset(&a, 0, sizeof a);
+  a.frames = t->frames, a.h = t->h, a.w = t->w, a.c = t->c, a.capacity = t->cap, a.n_envs = t->envs;
+  a.stack = t->stack, a.size_dev = &t->size, a.pos_dev = &t->pos, a.idx = idx, a.idx_dtype = idx_dt;
+  a.seed = 99, a.counter = counter, a.B = B, a.cols = cols, a.obs = obs, a.next_obs = next, a.out_dtype = out;
+  return a;
+}
+
+/* B stacks of t on every path (drawn, or at given i32 / i64 columns, some
+ * outside the table): the columns, the counter and both stacks the
+ * reference's bits. */
+static void check_frame_stack(agt_rng *g, const ftable *t, int64_t B, ag_dtype idx_dt, ag_dtype out) {
+  const int64_t D = t->stack * t->h * t->w * t->c;
+  const size_t bytes = (size_t)(D * B) * ag_dtype_size(out);
+  void *idx = NULL;
+  if (idx_dt != AG_F32) { /* AG_F32: drawn */
+    idx = xmalloc((size_t)B * 8);
+    for (int64_t j = 0; j < B; j++) {
+      const int64_t c =
+          agt_below(g, 10) == 0 ? agt_below(g, 7) - 3 + (agt_below(g, 2) ? t->cap : 0) : agt_below(g, t->cap);
+      if (idx_dt == AG_I32)
+        ((int32_t *)idx)[j] = (int32_t)c;
+      else
+        ((int64_t *)idx)[j] = c;
+    }
+  }
+  int64_t *cols[N_PATHS];
+  uint8_t *obs[N_PATHS], *next[N_PATHS];
+  uint64_t counter[N_PATHS];
+  for (int p = 0; p < N_PATHS; p++) {
+    cols[p] = xmalloc((size_t)B * 8);
+    obs[p] = xmalloc(bytes), next[p] = xmalloc(bytes);
+    memset(obs[p], 0xa5, bytes), memset(next[p], 0x5a, bytes); /* every element must be written */
+    counter[p] = 1000;
+    ag__frame_stack_args a =
+        frame_args(t, B, idx, idx_dt, idx ? NULL : &counter[p], cols[p], obs[p], next[p], out);
+    run_path(&paths[p], AG__K_FRAME_STACK, &a, sizeof a);
+  }
+  for (int p = 1; p < N_PATHS; p++) {
+    char what[160];
+    snprintf(what, sizeof what,
+             "frame stack %lldx%lldx%lld stack %d, %lld copies, B %lld, %s columns, %s, %s", (long long)t->h,
+             (long long)t->w, (long long)t->c, t->stack, (long long)t->envs, (long long)B,
+             idx ? ag_dtype_name(idx_dt) : "drawn", ag_dtype_name(out), paths[p].name);
+    if (counter[p] != counter[0])
+      fail_msg("%s: the counter is %llu, the reference's %llu", what, (unsigned long long)counter[p],
+               (unsigned long long)counter[0]);
+    for (int64_t j = 0; j < B; j++)
+      if (cols[p][j] != cols[0][j])
+        fail_msg("%s: column %lld is %lld, the reference's %lld", what, (long long)j, (long long)cols[p][j],
+                 (long long)cols[0][j]);
+    for (size_t e = 0; e < bytes; e++)
+      if (obs[p][e] != obs[0][e] || next[p][e] != next[0][e])
+        fail_msg("%s: byte %zu of obs / next_obs is %02x / %02x, the reference's %02x / %02x", what, e,
+                 obs[p][e], next[p][e], obs[0][e], next[0][e]);
+  }
+  for (int p = 0; p < N_PATHS; p++) free(cols[p]), free(obs[p]), free(next[p]);
+  free(idx);
+}
+
+/* Frames of 1 and 3 channels, stacks of 1, 4 and 7, 1 and 3 copies, tables
+ * filling and full (wrapped at several positions), batches on each side of
+ * the split (64 KB of stacks). */
+static void frame_stacks_are_the_references_bits_on_every_path(void **state) {
+  (void)state;
+  agt_rng g = {77};
+  static const int64_t shapes[][3] = {{84, 84, 1}, {5, 7, 3}, {1, 1, 1}, {9, 4, 2}};
+  static const int stacks[] = {1, 4, 7};
+  static const int64_t envs[] = {1, 3};
+  static const ag_dtype cols[] = {AG_F32, AG_I32, AG_I64}; /* AG_F32: drawn */
+  int runs = 0;
+  for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+    for (size_t k = 0; k < sizeof stacks / sizeof stacks[0]; k++)
+      for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++)
+        for (int fill = 0; fill < 2; fill++) {
+          const int64_t cap = 60 + 3 * (int64_t)k, size = fill ? cap * 2 / 3 : cap;
+          const int64_t pos = fill ? size : (int64_t)(sh * 17 + k * 5) % cap;
+          ftable t =
+              ftable_new(&g, shapes[sh][0], shapes[sh][1], shapes[sh][2], stacks[k], cap, envs[e], size, pos);
+          const int64_t D = stacks[k] * shapes[sh][0] * shapes[sh][1] * shapes[sh][2];
+          const int64_t split = (int64_t)(65536 / (2 * D)) + 1; /* u8 stacks of 64 KB and more */
+          const int64_t Bs[] = {1, 2, 5, split - 1, split, 33};
+          for (size_t b = 0; b < sizeof Bs / sizeof Bs[0]; b++) {
+            if (Bs[b] < 1 || Bs[b] > 400) continue;
+            check_frame_stack(&g, &t, Bs[b], cols[(b + sh) % 3], b % 2 ? AG_U8 : AG_F32);
+            runs++;
+          }
+          free(t.frames);
+        }
+  print_message("%d frame stacks, each on %d paths\n", runs, (int)N_PATHS);
+}
+
+/* Each f32 value of a stack is the caller's (float)v / 255.0f of the u8
+ * stack's byte v, in the caller's rounding mode (nearest and downward), on
+ * every path: the same division, whatever thread makes it. The frames hold
+ * every byte value. */
+static void frame_stacks_round_as_the_caller(void **state) {
+  (void)state;
+  agt_rng g = {78};
+  ftable t = ftable_new(&g, 84, 84, 1, 4, 40, 2, 40, 11);
+  for (int64_t x = 0; x < t.cap; x++)
+    for (int64_t p = 0; p < 256; p++) t.frames[x * (84 * 84 + 1) + p] = (uint8_t)p;
+  const int64_t B = 32, D = 4 * 84 * 84;
+  int64_t *idx = xmalloc((size_t)B * 8), *cols = xmalloc((size_t)B * 8);
+  for (int64_t j = 0; j < B; j++) idx[j] = agt_below(&g, t.cap);
+  uint8_t *ob = xmalloc((size_t)(D * B)), *nb = xmalloc((size_t)(D * B));
+  float *of = xmalloc((size_t)(D * B) * 4), *nf = xmalloc((size_t)(D * B) * 4);
+  ag__frame_stack_args a = frame_args(&t, B, idx, AG_I64, NULL, cols, ob, nb, AG_U8);
+  run_path(&paths[0], AG__K_FRAME_STACK, &a, sizeof a);
+  static const int modes[] = {FE_TONEAREST, FE_DOWNWARD};
+  static float want[2][256]; /* the caller's v / 255 in each mode */
+  volatile float d = 255.0f; /* read after the mode is set: the divisions are made then */
+  int differ = 0;
+  for (int m = 0; m < 2; m++) {
+    fesetround(modes[m]);
+    const float den = d;
+    for (int v = 0; v < 256; v++) want[m][v] = (float)v / den;
+    fesetround(FE_TONEAREST);
+  }
+  for (int v = 0; v < 256; v++) differ += bits_of(want[0][v]) != bits_of(want[1][v]);
+  assert_true(differ > 0); /* the modes round some values apart */
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+    for (int p = 0; p < N_PATHS; p++) {
+      a = frame_args(&t, B, idx, AG_I64, NULL, cols, of, nf, AG_F32);
+      for (int rep = 0; rep < 8; rep++) { /* back to back: the helpers, awake, take parts */
+        memset(of, 0, (size_t)(D * B) * 4), memset(nf, 0, (size_t)(D * B) * 4);
+        fesetround(modes[m]);
+        run_path(&paths[p], AG__K_FRAME_STACK, &a, sizeof a);
+        fesetround(FE_TONEAREST);
+        for (int64_t e = 0; e < D * B; e++)
+          if (bits_of(of[e]) != bits_of(want[m][ob[e]]) || bits_of(nf[e]) != bits_of(want[m][nb[e]]))
+            fail_msg(
+                "%s, rounding mode %zu: element %lld of obs / next_obs is %.9g / %.9g, v / 255 %.9g / %.9g",
+                paths[p].name, m, (long long)e, (double)of[e], (double)nf[e], (double)want[m][ob[e]],
+                (double)want[m][nb[e]]);
+      }
+    }
+  free(t.frames), free(idx), free(cols), free(ob), free(nb), free(of), free(nf);
+}
+
 int main(int argc, char **argv) {
   setenv("AGRL_THREADS", "4", 1); /* read once, when the pool starts */
   env_forced = ag__cpu_reference_forced();
@@ -603,6 +770,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(draws_are_the_references_integers),
       cmocka_unit_test(prioritized_updates_are_the_references_bits),
       cmocka_unit_test(prioritized_samples_are_the_references_indices),
+      cmocka_unit_test(frame_stacks_are_the_references_bits_on_every_path),
+      cmocka_unit_test(frame_stacks_round_as_the_caller),
   };
   if (argc > 1 && strcmp(argv[1], "cpu") != 0) {
     fprintf(stderr, "usage: %s cpu [TEST-NAME-PATTERN]\n", argv[0]);

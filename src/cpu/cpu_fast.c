@@ -1,7 +1,7 @@
 /* cpu_fast.c — the fast paths of the CPU backend, and the switch that
  * forces the reference (cpu_kernels.c) instead.
  *
- * Ten kernels have one; the backend runs it unless the reference is
+ * Eleven kernels have one; the backend runs it unless the reference is
  * forced. Each is the reference's result computed faster, and each is
  * checked against the reference by tests/test_cpu_paths.c (GATHER_FIELDS
  * and SCATTER_FIELDS by the cases of tests/test_kernels.c, which run the
@@ -41,6 +41,11 @@
  *               reference. The same bits.
  *   CONV2D      im2col and a CBLAS product per sample (cpu_conv.c):
  *               the reference's sums in another order, in float.
+ *   FRAME_STACK each stack's entries walked once, then its frames copied
+ *               whole (u8) or converted by a loop the compiler vectorizes
+ *               (f32: the reference's division, v / 255.0f); large
+ *               batches split over the helper threads, each part in the
+ *               caller's floating-point mode. The same bits.
  *
  * Within them, ag__cpu_vector_paths = 0 makes the vector paths take their
  * portable C ones (the same bits), and ag__cpu_gather_threads caps the
@@ -52,12 +57,19 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/frames.h"
 #include "base/kernels.h"
 #include "base/per_tree.h"
 #include "base/philox.h"
 #include "base/scalar_ops.h"
 #include "cpu/cpu_fast.h"
 #include "cpu/cpu_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#else
+#include <fenv.h>
+#endif
 
 int ag__cpu_vector_paths = 1;
 int ag__cpu_gather_threads = 0; /* 0: as many as the pool has; n > 0: at most n */
@@ -613,6 +625,100 @@ static ag_status fast_scatter_fields(const void *args) {
   return ag__cpu_ref_kernels[AG__K_SCATTER_FIELDS](&rest);
 }
 
+/* ---- FRAME_STACK ----
+ * The columns as the reference picks them (ag__cpu_frame_columns); then
+ * each stack's k entries found once by the ring walk (ag__frames_walk), and
+ * each slot written whole from its frame: a memcpy for u8 frames of one
+ * channel, otherwise a loop over the frame's bytes that the compiler
+ * vectorizes (c > 1: the frame's h x w x c bytes to c planes of h x w); an
+ * f32 value is the reference's (float)v / 255.0f, the same division. Batches
+ * of AG__FRAMES_SPLIT_BYTES of stacks or more are split over the helper
+ * threads, a part of the 2B stacks each, each part run in the caller's
+ * floating-point mode (its MXCSR on x86, its rounding direction elsewhere):
+ * the same bits on every thread. */
+#define AG__FRAMES_SPLIT_BYTES ((size_t)64 << 10)
+
+typedef struct frames_job {
+  const ag__frame_stack_args *a;
+  ag__frames_ring g;
+  int64_t per; /* stacks a part */
+  unsigned fp; /* the caller's floating-point mode */
+} frames_job;
+
+#if defined(__x86_64__) || defined(__i386__)
+static unsigned fp_mode(void) { return _mm_getcsr(); }
+static void fp_set(unsigned m) { _mm_setcsr(m); }
+#else
+static unsigned fp_mode(void) { return (unsigned)fegetround(); }
+static void fp_set(unsigned m) { fesetround((int)m); }
+#endif
+
+/* One slot of a stack, at out, from frame f (h*w*c bytes, c fastest). */
+static void frame_slot(const ag__frame_stack_args *a, const uint8_t *restrict f, void *out) {
+  const int64_t hw = a->h * a->w, c = a->c;
+  if (a->out_dtype == AG_U8) {
+    uint8_t *restrict o = out;
+    if (c == 1)
+      memcpy(o, f, (size_t)hw);
+    else
+      for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t p = 0; p < hw; p++) o[ch * hw + p] = f[p * c + ch];
+    return;
+  }
+  float *restrict o = out;
+  if (c == 1)
+    for (int64_t p = 0; p < hw; p++) o[p] = (float)f[p] / 255.0f;
+  else
+    for (int64_t ch = 0; ch < c; ch++)
+      for (int64_t p = 0; p < hw; p++) o[ch * hw + p] = (float)f[p * c + ch] / 255.0f;
+}
+
+/* Stacks [s0, s1) of the 2B: obs of transition s (s < B), else next_obs of s - B. */
+static void frame_stacks(const frames_job *jb, int64_t s0, int64_t s1) {
+  const ag__frame_stack_args *a = jb->a;
+  const int64_t hwc = a->h * a->w * a->c, D = (int64_t)a->stack * hwc;
+  const size_t es = a->out_dtype == AG_U8 ? 1 : sizeof(float);
+  int64_t src[AG__FRAMES_MAX_STACK];
+  for (int64_t s = s0; s < s1; s++) {
+    const int next = s >= a->B;
+    const int64_t j = next ? s - a->B : s;
+    ag__frames_walk(&jb->g, next ? ag__frames_step(&jb->g, a->cols[j], 1) : a->cols[j], src);
+    char *out = (char *)(next ? a->next_obs : a->obs) + (size_t)(j * D) * es;
+    for (int i = 0; i < a->stack; i++)
+      frame_slot(a, a->frames + (size_t)src[i] * (size_t)(hwc + 1), out + (size_t)(i * hwc) * es);
+  }
+}
+
+static void frames_task(void *arg, int i) {
+  const frames_job *jb = arg;
+  const int64_t s0 = (int64_t)i * jb->per, n = 2 * jb->a->B, s1 = s0 + jb->per < n ? s0 + jb->per : n;
+  const unsigned mine = fp_mode();
+  if (mine != jb->fp) fp_set(jb->fp);
+  if (s0 < s1) frame_stacks(jb, s0, s1);
+  if (mine != jb->fp) fp_set(mine);
+}
+
+static ag_status fast_frame_stack(const void *args) {
+  const ag__frame_stack_args *a = args;
+  frames_job jb = {a, {0}, 0, fp_mode()};
+  ag__frames_ring_of(a, &jb.g);
+  ag__cpu_frame_columns(a, &jb.g);
+  const int64_t n = 2 * a->B;
+  const size_t bytes = (size_t)n * (size_t)(a->stack * a->h * a->w * a->c) * (a->out_dtype == AG_U8 ? 1 : 4);
+  int64_t parts = 1;
+  if (bytes >= AG__FRAMES_SPLIT_BYTES && ag__cpu_gather_threads != 1) {
+    parts = ag__pool_threads();
+    if (ag__cpu_gather_threads > 1 && parts > ag__cpu_gather_threads) parts = ag__cpu_gather_threads;
+    if (parts > n) parts = n;
+  }
+  jb.per = (n + parts - 1) / parts;
+  if (parts > 1)
+    ag__pool_run((int)parts, frames_task, &jb);
+  else
+    frame_stacks(&jb, 0, n);
+  return AG_OK;
+}
+
 /* ---- the tables ---- */
 
 const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT] = {
@@ -626,6 +732,7 @@ const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT] = {
     [AG__K_GATHER_FIELDS] = fast_gather_fields,
     [AG__K_SCATTER_FIELDS] = fast_scatter_fields,
     [AG__K_CONV2D] = ag__cpu_fast_conv2d,
+    [AG__K_FRAME_STACK] = fast_frame_stack,
 };
 
 #define DISPATCH(name, id)                                                                 \
@@ -641,6 +748,7 @@ DISPATCH(per_set, AG__K_PER_SET)
 DISPATCH(per_sample, AG__K_PER_SAMPLE)
 DISPATCH(gather_fields, AG__K_GATHER_FIELDS)
 DISPATCH(scatter_fields, AG__K_SCATTER_FIELDS)
+DISPATCH(frame_stack, AG__K_FRAME_STACK)
 #undef DISPATCH
 
 ag_status ag__cpu_run_conv2d(const void *args) {

@@ -38,6 +38,7 @@ ag_status ag__cpu_run_per_sample(const void *args);
 ag_status ag__cpu_run_gather_fields(const void *args);
 ag_status ag__cpu_run_scatter_fields(const void *args);
 ag_status ag__cpu_run_conv2d(const void *args);
+ag_status ag__cpu_run_frame_stack(const void *args);
 
 /* 1: every kernel runs its reference; 0: the fast paths where there are
  * some. Until set, AGRL_CPU_REFERENCE decides (set and not "0": forced),
@@ -50,7 +51,8 @@ int ag__cpu_reference_forced(void);
  * replay) take it where the processor has the instructions; 0: their
  * portable C path everywhere. Both give the same bits; tests run both. */
 extern int ag__cpu_vector_paths;
-/* Threads a fast-path gather may split over: 0, the pool's; n > 0, at most n. */
+/* Threads a fast-path gather (GATHER, FRAME_STACK) may split over: 0, the
+ * pool's; n > 0, at most n. */
 extern int ag__cpu_gather_threads;
 
 /* AG__K_QGRAD (cpu_qgrad.c): matrix products by CBLAS and plain loops, the
@@ -66,5 +68,11 @@ size_t ag__cpu_acgrad_scratch(const void *args);
  * bytes it needs (the reference needs none). */
 ag_status ag__cpu_fast_conv2d(const void *args);
 size_t ag__cpu_conv2d_scratch(const void *args);
+
+/* AG__K_FRAME_STACK's first part, on both paths (cpu_kernels.c): the
+ * columns a->cols (the given ones clamped, or drawn by base/frames.h from
+ * the ring g) and the counter moved on. */
+struct ag__frames_ring;
+void ag__cpu_frame_columns(const ag__frame_stack_args *a, const struct ag__frames_ring *g);
 
 #endif /* AGRL_CPU_INTERNAL_H */

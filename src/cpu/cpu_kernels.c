@@ -416,17 +416,21 @@ static ag_status k_scatter_fields(const void *args) {
   return AG_OK;
 }
 
-/* AG__K_FRAME_STACK: the columns first (given, clamped, or drawn by
- * base/frames.h), the counter moved on, then each stack pixel by pixel. */
+void ag__cpu_frame_columns(const ag__frame_stack_args *a, const ag__frames_ring *g) {
+  const uint64_t base = a->idx ? 0 : *a->counter;
+  for (int64_t j = 0; j < a->B; j++)
+    a->cols[j] = a->idx ? ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, j), a->capacity)
+                        : ag__frames_draw(g, a->seed, base, j);
+  if (!a->idx) *a->counter = base + (uint64_t)a->B * AG__FRAMES_TRIES;
+}
+
+/* AG__K_FRAME_STACK: the columns first (ag__cpu_frame_columns), then each
+ * stack pixel by pixel. */
 static ag_status k_frame_stack(const void *args) {
   const ag__frame_stack_args *a = args;
   ag__frames_ring g;
   ag__frames_ring_of(a, &g);
-  const uint64_t base = a->idx ? 0 : *a->counter;
-  for (int64_t j = 0; j < a->B; j++)
-    a->cols[j] = a->idx ? ag__clamp_index(ag__index_at(a->idx, a->idx_dtype, j), a->capacity)
-                        : ag__frames_draw(&g, a->seed, base, j);
-  if (!a->idx) *a->counter = base + (uint64_t)a->B * AG__FRAMES_TRIES;
+  ag__cpu_frame_columns(a, &g);
   const int64_t D = (int64_t)a->stack * a->c * a->h * a->w;
   int64_t src[AG__FRAMES_MAX_STACK];
   for (int half = 0; half < 2; half++) {
@@ -572,6 +576,6 @@ const ag__cpu_kernel_fn ag__cpu_kernels[AG__K_COUNT] = {
     [AG__K_ACGRAD] = ag__cpu_acgrad,
     [AG__K_GATHER_FIELDS] = ag__cpu_run_gather_fields,
     [AG__K_SCATTER_FIELDS] = ag__cpu_run_scatter_fields,
-    [AG__K_FRAME_STACK] = k_frame_stack,
+    [AG__K_FRAME_STACK] = ag__cpu_run_frame_stack,
     [AG__K_CONV2D] = ag__cpu_run_conv2d,
 };
