@@ -1,7 +1,18 @@
-/* probe_time.h — the clock and the sort of the dev probes' medians. */
+/* probe_time.h — the clock and the sort of the dev probes' medians, and
+ * OK(call): the probe stops with agrl's message when an agrl call fails. */
 #ifndef AGRL_DEV_PROBE_TIME_H
 #define AGRL_DEV_PROBE_TIME_H
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+
+#define OK(e)                                                  \
+  do {                                                         \
+    if ((e) != AG_OK) {                                        \
+      fprintf(stderr, "%s failed: %s\n", #e, ag_last_error()); \
+      exit(1);                                                 \
+    }                                                          \
+  } while (0)
 
 static double now(void) {
   struct timespec t;

@@ -13,14 +13,6 @@
 #include "agrl/agrl.h"
 #include "probe_time.h"
 
-#define OK(e)                                                  \
-  do {                                                         \
-    if ((e) != AG_OK) {                                        \
-      fprintf(stderr, "%s failed: %s\n", #e, ag_last_error()); \
-      exit(1);                                                 \
-    }                                                          \
-  } while (0)
-
 static double run(ag_ctx *ctx, ag_tensor *x, const ag_conv2d_geom *g, ag_tensor *w, ag_tensor *b, int bwd) {
   ag_tensor *y, *loss;
   const double t0 = now();
