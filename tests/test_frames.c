@@ -1032,6 +1032,220 @@ static void prioritized_bad_input_is_refused_and_changes_nothing(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* ---- samples into the caller's tensors ---- */
+
+/* The bytes of a tensor, read. */
+static unsigned char *bytes_of(const ag_tensor *t) {
+  const size_t n = (size_t)ag_tensor_numel(t) * ag_dtype_size(ag_tensor_dtype(t));
+  unsigned char *b = malloc(n);
+  assert_non_null(b);
+  agt_ok(ag_tensor_read(t, b, n));
+  return b;
+}
+
+/* Persistent outputs of a batch of B: obs and next_obs [D, B] of dt,
+ * batch [rows, B] f32, idx and weights B values as a row or a column. */
+typedef struct outs {
+  ag_tensor *obs, *next, *batch, *idx, *w;
+} outs;
+
+static outs outs_new(const world *W, int64_t B, ag_dtype dt, int row) {
+  outs o;
+  const int64_t D = ag_frames_obs_size(W->t), rows = ag_replay_rows(ag_frames_replay(W->t));
+  agt_ok(ag_tensor_create(W->ctx, D, B, dt, NULL, &o.obs));
+  agt_ok(ag_tensor_create(W->ctx, D, B, dt, NULL, &o.next));
+  agt_ok(ag_tensor_create(W->ctx, rows, B, AG_F32, NULL, &o.batch));
+  agt_ok(ag_tensor_create(W->ctx, row ? 1 : B, row ? B : 1, AG_I64, NULL, &o.idx));
+  agt_ok(ag_tensor_create(W->ctx, row ? B : 1, row ? 1 : B, AG_F32, NULL, &o.w));
+  return o;
+}
+
+static void outs_free(outs *o) {
+  ag_tensor_free(o->obs), ag_tensor_free(o->next), ag_tensor_free(o->batch), ag_tensor_free(o->idx);
+  ag_tensor_free(o->w);
+}
+
+/* Uniform and prioritized batches written into the caller's tensors are the
+ * copying samples' bits from the same rng state (stacks in both dtypes,
+ * fields, entries, weights), the rng moved on alike; they are the
+ * episodes' stacks; the optional outputs may be left out. */
+static void samples_into_the_callers_tensors_are_the_copying_samples(void **state) {
+  (void)state;
+  for (int prioritized = 0; prioritized < 2; prioritized++) {
+    world W;
+    world_init(&W, 3, 4, 2, 3, 3, 70, prioritized, 0.6f);
+    for (int it = 0; it < 40; it++) world_step(&W, 1 + agt_below(&W.g, 3), 5); /* wrapped */
+    ag_rng *r[2];
+    agt_ok(ag_rng_create(W.ctx, 11, &r[0]));
+    agt_ok(ag_rng_create(W.ctx, 11, &r[1]));
+    for (int round = 0; round < 4; round++) {
+      const ag_dtype dt = round % 2 ? AG_F32 : AG_U8;
+      const int64_t B = 20 + round;
+      const int partial = round == 3; /* batch, idx and weights left out */
+      outs o = outs_new(&W, B, dt, round % 2);
+      ag_tensor *obs, *next, *batch, *idx, *w = NULL;
+      if (prioritized) {
+        agt_ok(ag_frames_sample_per(W.t, r[0], B, 0.4f, dt, &obs, &next, &batch, &idx, &w));
+        agt_ok(ag_frames_sample_per_into(W.t, r[1], 0.4f, o.obs, o.next, partial ? NULL : o.batch,
+                                         partial ? NULL : o.idx, partial ? NULL : o.w));
+      } else {
+        agt_ok(ag_frames_sample(W.t, r[0], B, dt, &obs, &next, &batch, &idx));
+        agt_ok(ag_frames_sample_into(W.t, r[1], o.obs, o.next, partial ? NULL : o.batch,
+                                     partial ? NULL : o.idx));
+      }
+      same_bytes(obs, o.obs, (size_t)ag_tensor_numel(obs) * ag_dtype_size(dt));
+      same_bytes(next, o.next, (size_t)ag_tensor_numel(next) * ag_dtype_size(dt));
+      int64_t cols[32];
+      agt_ok(ag_tensor_read(idx, cols, (size_t)B * sizeof *cols));
+      check_batch(&W, cols, B, dt, o.obs, o.next, partial ? NULL : o.batch);
+      if (!partial) {
+        same_bytes(batch, o.batch, (size_t)ag_tensor_numel(batch) * sizeof(float));
+        same_bytes(idx, o.idx, (size_t)B * sizeof(int64_t));
+        if (prioritized) {
+          same_bytes(w, o.w, (size_t)B * sizeof(float));
+          check_weights(&W, cols, B, w, 0.4f);
+        }
+      }
+      outs_free(&o);
+      ag_ctx_reset(W.ctx);
+    }
+    ag_rng_free(r[0]), ag_rng_free(r[1]);
+    world_free(&W);
+  }
+}
+
+/* Outputs of the wrong shape, dtype, context or layout, overlapping ones,
+ * NULL handles, a bad beta and an unprioritized table are refused with the
+ * argument named; the outputs keep their bytes and the rng its state (the
+ * next draw is a fresh rng's of the same seed). */
+static void samples_into_bad_outputs_are_refused_and_change_nothing(void **state) {
+  (void)state;
+  world W;
+  world_init(&W, 2, 3, 1, 2, 1, 30, 1, 0.5f);
+  world_step(&W, 12, 4);
+  ag_ctx *other = agt_ctx();
+  ag_rng *rng, *fresh;
+  agt_ok(ag_rng_create(W.ctx, 5, &rng));
+  agt_ok(ag_rng_create(W.ctx, 5, &fresh));
+  const int64_t B = 4, D = ag_frames_obs_size(W.t);
+  outs o = outs_new(&W, B, AG_F32, 0);
+  ag_tensor *obs_u8, *short_obs, *ld_obs, *i32, *foreign, *big;
+  agt_ok(ag_tensor_create(W.ctx, D, B, AG_U8, NULL, &obs_u8));
+  agt_ok(ag_tensor_create(W.ctx, D - 1, B, AG_F32, NULL, &short_obs));
+  agt_ok(ag_tensor_create(W.ctx, 2 * D, 2 * B, AG_F32, NULL, &big));
+  agt_ok(ag_tensor_create(W.ctx, B, 1, AG_I32, NULL, &i32));
+  agt_ok(ag_tensor_create(other, D, B, AG_F32, NULL, &foreign));
+  void *bp = NULL;
+  int64_t bld = 0;
+  agt_ok(ag_tensor_data(big, &bp, &bld));
+  agt_ok(ag_tensor_wrap(W.ctx, bp, D, B, bld, AG_F32, &ld_obs)); /* columns 2D apart */
+  ag_tensor *half, *tail;                                        /* two views of big sharing bytes */
+  agt_ok(ag_tensor_wrap(W.ctx, bp, D, B, D, AG_F32, &half));
+  agt_ok(ag_tensor_wrap(W.ctx, (float *)bp + D, D, B, D, AG_F32, &tail));
+  unsigned char *before[5];
+  ag_tensor *const all[5] = {o.obs, o.next, o.batch, o.idx, o.w};
+  for (int i = 0; i < 5; i++) before[i] = bytes_of(all[i]);
+  agt_err(ag_frames_sample_into(NULL, rng, o.obs, o.next, NULL, NULL), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_frames_sample_into(W.t, NULL, o.obs, o.next, NULL, NULL), AG_ERR_INVALID_ARG,
+          "must not be NULL");
+  agt_err(ag_frames_sample_into(W.t, rng, NULL, o.next, NULL, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, NULL, NULL, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
+  agt_err(ag_frames_sample_into(W.t, rng, i32, o.next, NULL, NULL), AG_ERR_SHAPE, "obs is a i32");
+  agt_err(ag_frames_sample_into(W.t, rng, short_obs, o.next, NULL, NULL), AG_ERR_SHAPE, "obs is a f32");
+  agt_err(ag_frames_sample_into(W.t, rng, ld_obs, o.next, NULL, NULL), AG_ERR_SHAPE, "obs is a f32");
+  agt_err(ag_frames_sample_into(W.t, rng, foreign, o.next, NULL, NULL), AG_ERR_INVALID_ARG, "obs belongs");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, obs_u8, NULL, NULL), AG_ERR_SHAPE, "next_obs is a u8");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, short_obs, NULL, NULL), AG_ERR_SHAPE, "next_obs");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, o.next, o.idx, NULL), AG_ERR_SHAPE, "batch is a i64");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, o.next, o.batch, i32), AG_ERR_SHAPE, "idx is a i32");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, o.next, o.batch, o.w), AG_ERR_SHAPE, "idx is a f32");
+  agt_err(ag_frames_sample_into(W.t, rng, o.obs, o.obs, NULL, NULL), AG_ERR_INVALID_ARG,
+          "obs and next_obs overlap");
+  agt_err(ag_frames_sample_into(W.t, rng, half, tail, NULL, NULL), AG_ERR_INVALID_ARG, "overlap");
+  agt_err(ag_frames_sample_per_into(W.t, rng, 1.5f, o.obs, o.next, NULL, NULL, NULL), AG_ERR_INVALID_ARG,
+          "beta = 1.5");
+  agt_err(ag_frames_sample_per_into(W.t, rng, 0.4f, o.obs, o.next, o.batch, o.idx, o.idx), AG_ERR_SHAPE,
+          "weights is a i64");
+  agt_err(ag_frames_sample_per_into(W.t, rng, 0.4f, o.obs, o.next, o.batch, o.idx, o.batch), AG_ERR_SHAPE,
+          "weights is a f32");
+  ag_rng *foreign_rng;
+  agt_ok(ag_rng_create(other, 5, &foreign_rng));
+  agt_err(ag_frames_sample_into(W.t, foreign_rng, o.obs, o.next, NULL, NULL), AG_ERR_INVALID_ARG,
+          "rng belongs");
+  for (int i = 0; i < 5; i++) {
+    unsigned char *now = bytes_of(all[i]);
+    assert_memory_equal(now, before[i],
+                        (size_t)ag_tensor_numel(all[i]) * ag_dtype_size(ag_tensor_dtype(all[i])));
+    free(now);
+    free(before[i]);
+  }
+  /* the rng as it was: its next batch is a fresh rng's */
+  agt_ok(ag_frames_sample_per_into(W.t, rng, 0.4f, o.obs, o.next, o.batch, o.idx, o.w));
+  ag_tensor *obs, *next, *idx, *w;
+  agt_ok(ag_frames_sample_per(W.t, fresh, B, 0.4f, AG_F32, &obs, &next, NULL, &idx, &w));
+  same_bytes(idx, o.idx, (size_t)B * sizeof(int64_t));
+  same_bytes(obs, o.obs, (size_t)(D * B) * sizeof(float));
+  ag_ctx_reset(W.ctx); /* the wrapped views are freed with the workspace */
+  agt_err(ag_frames_sample_into(W.t, rng, half, o.next, NULL, NULL), AG_ERR_FREED, "obs has been freed");
+  /* a table without prioritized sampling; too few transitions */
+  ag_frames *u = NULL;
+  const ag_frames_config cfg = {2, 3, 1, 2, 1, 30, 0, 0, 0.0f};
+  const ag_field f[4] = {
+      {"action", 1, AG_I64}, {"reward", 1, AG_F32}, {"terminated", 1, AG_F32}, {"truncated", 1, AG_F32}};
+  agt_ok(ag_frames_create(W.ctx, &cfg, f, 4, AG_F32, &u));
+  agt_err(ag_frames_sample_into(u, rng, o.obs, o.next, NULL, NULL), AG_ERR_STATE, "fewer than the minimum");
+  agt_err(ag_frames_sample_per_into(u, rng, 0.4f, o.obs, o.next, NULL, NULL, NULL), AG_ERR_STATE,
+          "without prioritized");
+  ag_frames_free(u);
+  ag_rng_free(rng), ag_rng_free(fresh), ag_rng_free(foreign_rng);
+  ag_tensor_free(obs_u8), ag_tensor_free(short_obs), ag_tensor_free(big), ag_tensor_free(i32);
+  ag_tensor_free(foreign);
+  outs_free(&o);
+  ag_ctx_free(other);
+  world_free(&W);
+}
+
+/* The configuration as made (the defaults resolved) and as loaded. */
+static void config_is_the_tables_own(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  const ag_field f[1] = {{"reward", 1, AG_F32}};
+  const ag_frames_config made[2] = {{5, 6, 2, 0, 3, 50, 0, 0, 0.9f}, {1, 2, 3, 7, 2, 40, 9, 1, 0.25f}};
+  const ag_frames_config want[2] = {{5, 6, 2, 4, 3, 50, 1, 0, 0.0f}, {1, 2, 3, 7, 2, 40, 9, 1, 0.25f}};
+  char path[] = "/tmp/agrl_framescfgXXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  for (int i = 0; i < 2; i++) {
+    ag_frames *t = NULL, *l = NULL;
+    agt_ok(ag_frames_create(ctx, &made[i], f, 1, AG_F32, &t));
+    agt_ok(ag_frames_save(t, path));
+    agt_ok(ag_frames_load(ctx, path, &l));
+    ag_frames *const both[2] = {t, l};
+    for (int k = 0; k < 2; k++) {
+      ag_frames_config c;
+      memset(&c, 0xff, sizeof c);
+      agt_ok(ag_frames_get_config(both[k], &c));
+      assert_int_equal(c.height, want[i].height);
+      assert_int_equal(c.width, want[i].width);
+      assert_int_equal(c.channels, want[i].channels);
+      assert_int_equal(c.stack, want[i].stack);
+      assert_int_equal(c.n_envs, want[i].n_envs);
+      assert_int_equal(c.capacity, want[i].capacity);
+      assert_int_equal(c.min_size, want[i].min_size);
+      assert_int_equal(c.prioritized, want[i].prioritized);
+      assert_true(c.alpha == want[i].alpha);
+    }
+    ag_frames_config c = want[i];
+    agt_err(ag_frames_get_config(NULL, &c), AG_ERR_INVALID_ARG, "must not be NULL");
+    agt_err(ag_frames_get_config(t, NULL), AG_ERR_INVALID_ARG, "must not be NULL");
+    ag_frames_free(t), ag_frames_free(l);
+  }
+  unlink(path);
+  ag_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(one_copy_stacks_match_the_episodes_across_the_wrap),
@@ -1047,6 +1261,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(recorded_prioritized_sample_follows_the_table),
       cmocka_unit_test(prioritized_tables_save_and_load),
       cmocka_unit_test(prioritized_bad_input_is_refused_and_changes_nothing),
+      cmocka_unit_test(samples_into_the_callers_tensors_are_the_copying_samples),
+      cmocka_unit_test(samples_into_bad_outputs_are_refused_and_change_nothing),
+      cmocka_unit_test(config_is_the_tables_own),
   };
   return agt_run(argc, argv, "frames", tests, sizeof tests / sizeof tests[0]);
 }

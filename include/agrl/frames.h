@@ -184,6 +184,45 @@ AG_API ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype
 AG_API ag_status ag_frames_sample_per(ag_frames *t, ag_rng *rng, int64_t B, float beta, ag_dtype obs_dtype,
                                       ag_tensor **obs, ag_tensor **next_obs, ag_tensor **batch,
                                       ag_tensor **idx, ag_tensor **weights);
+/* ---- a sample into the caller's tensors ----
+ * ag_frames_sample_into draws as ag_frames_sample and writes the batch
+ * into tensors the caller gives (persistent tensors, or another
+ * framework's memory through ag_tensor_wrap, agrl/export.h): no
+ * temporaries for the outputs and no copy after the call.
+ *   obs:      [D, B] u8 or f32, packed (ld = D): B and the stacks' dtype
+ *             are obs's (D = ag_frames_obs_size);
+ *   next_obs: [D, B] of obs's dtype, packed;
+ *   batch:    NULL, or [rows, B] f32 packed (rows: the fields' rows, as
+ *             ag_replay's batch): the fields of the transitions;
+ *   idx:      NULL, or B i64 values, [B, 1] or [1, B] packed: the entries.
+ * The values, the draws and the rng's counter are those ag_frames_sample
+ * gives from the same state (the same bits). All are tensors of the
+ * table's context; no two may overlap (checked), nor may any overlap the
+ * table (not checked); the caller keeps wrapped memory valid until the
+ * queued work has finished (see ag_ctx_defer). Queued, and recordable, as
+ * ag_frames_sample. Every check comes before anything is queued: on error
+ * nothing is written and the rng is unchanged.
+ * Errors: AG_ERR_INVALID_ARG: t, rng, obs or next_obs NULL, an output or
+ * the rng of another context, two outputs overlapping; AG_ERR_FREED: an
+ * output freed (or its workspace reset); AG_ERR_SHAPE: obs not a packed
+ * [D, B] u8 or f32 tensor, next_obs not packed [D, B] of obs's dtype,
+ * batch not packed [rows, B] f32, idx not B packed i64 values as a row or
+ * a column; AG_ERR_STATE: fewer than min_size transitions may be sampled,
+ * or the table is broken; AG_ERR_OUT_OF_MEMORY (the temporaries of the
+ * columns: idx NULL, or a prioritized draw); AG_ERR_DEVICE. */
+AG_API ag_status ag_frames_sample_into(ag_frames *t, ag_rng *rng, ag_tensor *obs, ag_tensor *next_obs,
+                                       ag_tensor *batch, ag_tensor *idx);
+/* The same drawn by priority, as ag_frames_sample_per (same state, same
+ * draws and bits): obs, next_obs, batch and idx as ag_frames_sample_into
+ * takes them, and weights: NULL, or B f32 values, [1, B] or [B, 1]
+ * packed, the importance weights. Errors: those of ag_frames_sample_into
+ * (weights checked as idx, f32); AG_ERR_INVALID_ARG: beta outside [0, 1]
+ * (or NaN); AG_ERR_STATE: a table made without prioritized, or whose
+ * sampler was freed. */
+AG_API ag_status ag_frames_sample_per_into(ag_frames *t, ag_rng *rng, float beta, ag_tensor *obs,
+                                           ag_tensor *next_obs, ag_tensor *batch, ag_tensor *idx,
+                                           ag_tensor *weights);
+
 /* Sets the priorities (n f32 values, any shape, e.g. |TD error| + eps) of
  * the entries idx (i32 / i64 on the device, as many; e.g.
  * ag_frames_sample_per's idx) of a prioritized table, as ag_per_update:
@@ -238,6 +277,11 @@ AG_API int64_t ag_frames_size(const ag_frames *t);
 AG_API int64_t ag_frames_position(const ag_frames *t);
 /* Values of one stacked observation: stack * channels * height * width. */
 AG_API int64_t ag_frames_obs_size(const ag_frames *t);
+/* The table's configuration (a loaded table's: its file's) with the
+ * defaults resolved: stack as used (4 for 0), min_size as used (1 for 0),
+ * alpha 0 for a table without prioritized sampling. Errors:
+ * AG_ERR_INVALID_ARG: t or out NULL (*out unchanged). */
+AG_API ag_status ag_frames_get_config(const ag_frames *t, ag_frames_config *out);
 /* The table of the scalar fields (owned by the frame table): its field
  * rows in a batch (ag_replay_field), its size and position tensors. Do not
  * add to it directly (and walk it with ag_frames_nstep, not

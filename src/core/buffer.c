@@ -202,13 +202,18 @@ ag_status ag_buffer_read(ag_buffer *buf, int64_t col_offset, int64_t k, ag_dtype
 
 /* ---- gather ---- */
 
+ag_status ag__buffer_gather(ag_buffer *buf, const void *dev_idx, ag_dtype idx_dt, int64_t n, float *dst) {
+  ag_status s = ag__store_ensure(buf->ctx, &buf->store);
+  if (s) return s;
+  ag__gather_args a = {buf->store.ptr, buf->dtype, buf->rows, buf->capacity, dev_idx, idx_dt, n,
+                       buf->scale,     dst};
+  return ag__run(buf->ctx, AG__K_GATHER, &a, sizeof a);
+}
+
 static ag_status gather(ag_buffer *buf, const void *dev_idx, ag_dtype idx_dt, int64_t n, ag_tensor **out) {
   ag_tensor *res = NULL;
   ag_status s = ag__tensor_temp(buf->ctx, buf->rows, n, AG_F32, &res);
-  if (s) return s;
-  ag__gather_args a = {buf->store.ptr, buf->dtype, buf->rows,  buf->capacity,     dev_idx,
-                       idx_dt,         n,          buf->scale, (float *)res->data};
-  if ((s = ag__run(buf->ctx, AG__K_GATHER, &a, sizeof a))) return s;
+  if (s || (s = ag__buffer_gather(buf, dev_idx, idx_dt, n, (float *)res->data))) return s;
   *out = res;
   return AG_OK;
 }

@@ -190,6 +190,11 @@ ag_status ag__mem_upload_parts(ag_ctx *ctx, const char *op, const ag__upload_par
  * ag_buffer_write; the buffer is made resident. Nothing is sent. */
 ag_status ag__buffer_part(ag_buffer *buf, const void *data, int64_t k, int64_t col_offset, const char *fn,
                           ag__upload_part *out);
+/* Queues the gather of ag_get_rows_dev into dst (buf->rows x n f32,
+ * packed, on the device): the columns dev_idx[0 .. n-1] (idx_dt, clamped
+ * in the kernel) times the buffer's scale; the buffer is made resident.
+ * The caller has checked the buffer and the indices. */
+ag_status ag__buffer_gather(ag_buffer *buf, const void *dev_idx, ag_dtype idx_dt, int64_t n, float *dst);
 /* The part that replaces the whole of persistent or temporary tensor t
  * with `src` (its bytes); t is made resident. Nothing is sent. */
 ag_status ag__tensor_part(ag_tensor *t, const void *src, const char *fn, ag__upload_part *out);

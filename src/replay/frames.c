@@ -47,28 +47,31 @@ static ag__frames_ring ring_of(const ag_frames *t) {
   return g;
 }
 
-/* The kernel's arguments for B columns, the ring read on the device. */
+/* The kernel's arguments for B columns, the ring read on the device. obs,
+ * next and cols: the caller's tensors (checked by check_into) where they
+ * are not NULL on entry, otherwise temporaries made here. */
 static ag_status stack_args(ag_frames *t, int64_t B, ag_dtype obs_dtype, const char *fn,
                             ag__frame_stack_args *a, ag_tensor **obs, ag_tensor **next, ag_tensor **cols) {
   memset(a, 0, sizeof *a);
-  void *fp = NULL, *sz = NULL, *ps = NULL;
+  void *fp = NULL, *sz = NULL, *ps = NULL, *po = NULL, *pn = NULL, *pc = NULL;
   ag_status s;
   if ((s = ag__replay_sync_pos(t->r, fn)) || (s = ag__store_ensure(t->ctx, &t->frames->store)) ||
       (s = ag__tensor_ptr(t->r->size_dev, &sz)) || (s = ag__tensor_ptr(t->r->pos_dev, &ps)))
     return s;
   fp = t->frames->store.ptr;
   const int64_t D = t->stack * t->hwc;
-  if ((s = ag__tensor_temp(t->ctx, D, B, obs_dtype, obs)) ||
-      (s = ag__tensor_temp(t->ctx, D, B, obs_dtype, next)) ||
-      (s = ag__tensor_temp(t->ctx, B, 1, AG_I64, cols)))
+  if ((!*obs && (s = ag__tensor_temp(t->ctx, D, B, obs_dtype, obs))) ||
+      (!*next && (s = ag__tensor_temp(t->ctx, D, B, obs_dtype, next))) ||
+      (!*cols && (s = ag__tensor_temp(t->ctx, B, 1, AG_I64, cols))) || (s = ag__tensor_ptr(*obs, &po)) ||
+      (s = ag__tensor_ptr(*next, &pn)) || (s = ag__tensor_ptr(*cols, &pc)))
     return s;
   a->frames = fp;
   a->h = t->h, a->w = t->w, a->c = t->c, a->capacity = t->capacity, a->n_envs = t->n_envs;
   a->stack = t->stack;
   a->size_dev = sz, a->pos_dev = ps;
   a->B = B;
-  a->cols = (int64_t *)(*cols)->data;
-  a->obs = (*obs)->data, a->next_obs = (*next)->data;
+  a->cols = pc;
+  a->obs = po, a->next_obs = pn;
   a->out_dtype = obs_dtype;
   return AG_OK;
 }
@@ -298,17 +301,27 @@ static ag_status finish(ag_frames *t, ag_tensor *cols, ag_tensor *o, ag_tensor *
   return AG_OK;
 }
 
-/* The checks both samplers make (their beta aside), in their order. */
-static ag_status check_sample(const ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
-                              ag_tensor **next_obs, const char *fn) {
-  if (!t || !rng || !obs || !next_obs)
+/* The first checks of every sampler: its handles, and the table sound. */
+static ag_status check_sample(const ag_frames *t, ag_rng *rng, int outs_given, const char *fn) {
+  if (!t || !rng || !outs_given)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: table, rng, obs and next_obs must not be NULL", fn);
-  ag_status s = ag__frames_check_sound(t, fn);
-  if (s) return s;
-  if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
-  if ((s = check_obs_dtype(obs_dtype, fn))) return s;
+  return ag__frames_check_sound(t, fn);
+}
+
+static ag_status check_rng(const ag_frames *t, ag_rng *rng, const char *fn) {
   if (ag__rng_counter_tensor(rng)->ctx != t->ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: rng belongs to another context than the table", fn);
+  return AG_OK;
+}
+
+static ag_status check_b(int64_t B, const char *fn) {
+  if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
+  return AG_OK;
+}
+
+static ag_status check_beta(float beta, const char *fn) {
+  if (!(beta >= 0.0f && beta <= 1.0f))
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
   return AG_OK;
 }
 
@@ -319,22 +332,150 @@ static ag_status check_min_size(const ag_frames *t, const char *fn) {
   return AG_OK;
 }
 
+/* The caller's outputs of a sample: obs, next_obs and (where not NULL)
+ * batch, idx, weights. */
+typedef struct frames_into {
+  ag_tensor *obs, *next, *batch, *idx, *weights;
+} frames_into;
+
+/* One output of an _into call: a live tensor of the table's context, of
+ * `dtype`, packed; a matrix rows x cols (cols = 0: any number, B), or
+ * (vector) n = cols values as a row or a column. */
+static ag_status check_out(const ag_frames *t, const ag_tensor *x, const char *fn, const char *what,
+                           ag_dtype dtype, int64_t rows, int64_t cols, int vector) {
+  ag_status s = ag__check_tensor(x, fn, what);
+  if (s) return s;
+  if (x->ctx != t->ctx)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: %s belongs to another context than the table", fn, what);
+  const int packed = x->ld == x->rows || x->cols == 1;
+  if (vector && (x->dtype != dtype || x->rows * x->cols != cols || (x->rows != 1 && x->cols != 1) || !packed))
+    return ag__fail(AG_ERR_SHAPE,
+                    "%s: %s is a %s [%lld, %lld] (ld %lld); give %lld packed %s values ([B, 1] or "
+                    "[1, B])",
+                    fn, what, ag_dtype_name(x->dtype), (long long)x->rows, (long long)x->cols,
+                    (long long)x->ld, (long long)cols, ag_dtype_name(dtype));
+  if (!vector && (x->dtype != dtype || x->rows != rows || (cols && x->cols != cols) || !packed)) {
+    char want[48];
+    if (cols)
+      snprintf(want, sizeof want, "[%lld, %lld]", (long long)rows, (long long)cols);
+    else
+      snprintf(want, sizeof want, "[%lld, B]", (long long)rows);
+    return ag__fail(AG_ERR_SHAPE, "%s: %s is a %s [%lld, %lld] (ld %lld); give a packed %s tensor %s", fn,
+                    what, ag_dtype_name(x->dtype), (long long)x->rows, (long long)x->cols, (long long)x->ld,
+                    ag_dtype_name(dtype), want);
+  }
+  return AG_OK;
+}
+
+/* The bytes [lo, hi) an output spans on the device. */
+static ag_status span_of(ag_tensor *x, uintptr_t *lo, uintptr_t *hi) {
+  void *p = NULL;
+  ag_status s = ag__tensor_ptr(x, &p);
+  if (s) return s;
+  *lo = (uintptr_t)p;
+  *hi = *lo + (size_t)(x->ld * (x->cols - 1) + x->rows) * ag_dtype_size(x->dtype);
+  return AG_OK;
+}
+
+/* The checks of an _into call's outputs, in the order of the arguments,
+ * then that no two overlap: B and the stacks' dtype from obs. */
+static ag_status check_into(const ag_frames *t, const frames_into *o, const char *fn, int64_t *B,
+                            ag_dtype *odt) {
+  const int64_t D = t->stack * t->hwc;
+  ag_status s = ag__check_tensor(o->obs, fn, "obs");
+  if (s) return s;
+  if (o->obs->dtype != AG_U8 && o->obs->dtype != AG_F32)
+    return ag__fail(AG_ERR_SHAPE, "%s: obs is a %s tensor; stacks come as u8 or f32", fn,
+                    ag_dtype_name(o->obs->dtype));
+  *odt = o->obs->dtype;
+  if ((s = check_out(t, o->obs, fn, "obs", *odt, D, 0, 0))) return s;
+  *B = o->obs->cols;
+  if ((s = check_out(t, o->next, fn, "next_obs", *odt, D, *B, 0)) ||
+      (o->batch && (s = check_out(t, o->batch, fn, "batch", AG_F32, t->r->rows, *B, 0))) ||
+      (o->idx && (s = check_out(t, o->idx, fn, "idx", AG_I64, 1, *B, 1))) ||
+      (o->weights && (s = check_out(t, o->weights, fn, "weights", AG_F32, 1, *B, 1))))
+    return s;
+  ag_tensor *const xs[5] = {o->obs, o->next, o->batch, o->idx, o->weights};
+  static const char *const names[5] = {"obs", "next_obs", "batch", "idx", "weights"};
+  uintptr_t lo[5] = {0}, hi[5] = {0};
+  for (int i = 0; i < 5; i++)
+    if (xs[i] && (s = span_of(xs[i], &lo[i], &hi[i]))) return s;
+  for (int i = 0; i < 5; i++)
+    for (int k = i + 1; k < 5; k++)
+      if (xs[i] && xs[k] && lo[i] < hi[k] && lo[k] < hi[i])
+        return ag__fail(AG_ERR_INVALID_ARG, "%s: %s and %s overlap; give each output memory of its own", fn,
+                        names[i], names[k]);
+  return AG_OK;
+}
+
+/* A uniform draw of B stacks into o->obs, o->next and the columns *cols
+ * (each the caller's where not NULL on entry, a temporary otherwise). */
+static ag_status draw_uniform(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype odt, const char *fn,
+                              ag_tensor **o, ag_tensor **no, ag_tensor **cols) {
+  ag__frame_stack_args a;
+  void *cp = NULL;
+  ag_status s = stack_args(t, B, odt, fn, &a, o, no, cols);
+  if (s || (s = ag__rng_counter(rng, &cp))) return s;
+  a.seed = ag__rng_seed(rng);
+  a.counter = cp;
+  return ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a);
+}
+
+/* A prioritized draw of B stacks, as draw_uniform, and the weights: into
+ * w_into (the caller's B f32) or a temporary *w. */
+static ag_status draw_per(ag_frames *t, ag_per *per, ag_rng *rng, int64_t B, float beta, ag_dtype odt,
+                          const char *fn, ag_tensor **o, ag_tensor **no, ag_tensor **cols, ag_tensor *w_into,
+                          ag_tensor **w) {
+  /* the entries down the sum tree (whose leaves of entries that may not be
+   * sampled are 0), then their stacks as at given columns */
+  ag_tensor *drawn;
+  ag__frame_stack_args a;
+  void *wp = NULL;
+  ag_status s = w_into ? ag__tensor_ptr(w_into, &wp) : AG_OK;
+  if (s || (s = ag__per_sample(per, rng, B, beta, NULL, fn, wp, &drawn, w)) ||
+      (s = stack_args(t, B, odt, fn, &a, o, no, cols)))
+    return s;
+  a.idx = drawn->data;
+  a.idx_dtype = AG_I32;
+  return ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a);
+}
+
+/* The fields of the columns cols into the caller's batch. */
+static ag_status batch_into(ag_frames *t, ag_tensor *cols, ag_tensor *batch) {
+  void *ip = NULL, *bp = NULL;
+  ag_status s = ag__tensor_ptr(cols, &ip);
+  if (s || (s = ag__tensor_ptr(batch, &bp))) return s;
+  return ag__buffer_gather(t->r->buf, ip, AG_I64, cols->rows * cols->cols, bp);
+}
+
 ag_status ag_frames_sample(ag_frames *t, ag_rng *rng, int64_t B, ag_dtype obs_dtype, ag_tensor **obs,
                            ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx) {
   static const char fn[] = "ag_frames_sample";
-  ag_status s = check_sample(t, rng, B, obs_dtype, obs, next_obs, fn);
-  if (s || (s = check_min_size(t, fn))) return s;
-  ag__frame_stack_args a;
-  ag_tensor *o, *no, *cols;
-  void *cp = NULL;
-  if ((s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)) || (s = ag__rng_counter(rng, &cp))) return s;
-  a.seed = ag__rng_seed(rng);
-  a.counter = cp;
-  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a)) ||
+  ag_status s = check_sample(t, rng, obs && next_obs, fn);
+  if (s || (s = check_b(B, fn)) || (s = check_obs_dtype(obs_dtype, fn)) || (s = check_rng(t, rng, fn)) ||
+      (s = check_min_size(t, fn)))
+    return s;
+  ag_tensor *o = NULL, *no = NULL, *cols = NULL;
+  if ((s = draw_uniform(t, rng, B, obs_dtype, fn, &o, &no, &cols)) ||
       (s = finish(t, cols, o, no, obs, next_obs, batch)))
     return s;
   if (idx) *idx = cols;
   return AG_OK;
+}
+
+ag_status ag_frames_sample_into(ag_frames *t, ag_rng *rng, ag_tensor *obs, ag_tensor *next_obs,
+                                ag_tensor *batch, ag_tensor *idx) {
+  static const char fn[] = "ag_frames_sample_into";
+  const frames_into o = {obs, next_obs, batch, idx, NULL};
+  int64_t B = 0;
+  ag_dtype odt = AG_U8;
+  ag_status s = check_sample(t, rng, obs && next_obs, fn);
+  if (s || (s = check_into(t, &o, fn, &B, &odt)) || (s = check_rng(t, rng, fn)) ||
+      (s = check_min_size(t, fn)))
+    return s;
+  ag_tensor *ob = obs, *nb = next_obs, *cols = idx;
+  if ((s = draw_uniform(t, rng, B, odt, fn, &ob, &nb, &cols))) return s;
+  return batch ? batch_into(t, cols, batch) : AG_OK;
 }
 
 ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype obs_dtype, ag_tensor **obs,
@@ -352,7 +493,7 @@ ag_status ag_frames_gather(ag_frames *t, const int64_t *idx, int64_t n, ag_dtype
                       fn, (long long)j, (long long)idx[j]);
   if ((s = ag__not_recording(t->ctx, fn))) return s;
   ag__frame_stack_args a;
-  ag_tensor *o, *no, *cols;
+  ag_tensor *o = NULL, *no = NULL, *cols = NULL;
   if ((s = stack_args(t, n, obs_dtype, fn, &a, &o, &no, &cols))) return s;
   /* the indices go up into the kernel's column list, which it clamps in place */
   if ((s = ag__mem_upload_copy(t->ctx, fn, cols->data, idx, (size_t)n * sizeof *idx))) return s;
@@ -366,27 +507,36 @@ ag_status ag_frames_sample_per(ag_frames *t, ag_rng *rng, int64_t B, float beta,
                                ag_tensor **obs, ag_tensor **next_obs, ag_tensor **batch, ag_tensor **idx,
                                ag_tensor **weights) {
   static const char fn[] = "ag_frames_sample_per";
-  ag_status s = check_sample(t, rng, B, obs_dtype, obs, next_obs, fn);
-  if (s) return s;
-  if (!(beta >= 0.0f && beta <= 1.0f))
-    return ag__fail(AG_ERR_INVALID_ARG, "%s: beta = %g must be in [0, 1]", fn, (double)beta);
+  ag_status s = check_sample(t, rng, obs && next_obs, fn);
+  if (s || (s = check_b(B, fn)) || (s = check_obs_dtype(obs_dtype, fn)) || (s = check_rng(t, rng, fn)) ||
+      (s = check_beta(beta, fn)))
+    return s;
   ag_per *per = NULL;
   if ((s = ag__frames_per(t, fn, &per)) || (s = check_min_size(t, fn))) return s;
-  /* the entries down the sum tree (whose leaves of entries that may not be
-   * sampled are 0), then their stacks as at given columns */
-  ag_tensor *drawn, *w, *o, *no, *cols;
-  ag__frame_stack_args a;
-  if ((s = ag__per_sample(per, rng, B, beta, NULL, fn, &drawn, &w)) ||
-      (s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)))
-    return s;
-  a.idx = drawn->data;
-  a.idx_dtype = AG_I32;
-  if ((s = ag__run(t->ctx, AG__K_FRAME_STACK, &a, sizeof a)) ||
+  ag_tensor *w = NULL, *o = NULL, *no = NULL, *cols = NULL;
+  if ((s = draw_per(t, per, rng, B, beta, obs_dtype, fn, &o, &no, &cols, NULL, &w)) ||
       (s = finish(t, cols, o, no, obs, next_obs, batch)))
     return s;
   if (idx) *idx = cols;
   if (weights) *weights = w;
   return AG_OK;
+}
+
+ag_status ag_frames_sample_per_into(ag_frames *t, ag_rng *rng, float beta, ag_tensor *obs,
+                                    ag_tensor *next_obs, ag_tensor *batch, ag_tensor *idx,
+                                    ag_tensor *weights) {
+  static const char fn[] = "ag_frames_sample_per_into";
+  const frames_into o = {obs, next_obs, batch, idx, weights};
+  int64_t B = 0;
+  ag_dtype odt = AG_U8;
+  ag_per *per = NULL;
+  ag_status s = check_sample(t, rng, obs && next_obs, fn);
+  if (s || (s = check_into(t, &o, fn, &B, &odt)) || (s = check_rng(t, rng, fn)) ||
+      (s = check_beta(beta, fn)) || (s = ag__frames_per(t, fn, &per)) || (s = check_min_size(t, fn)))
+    return s;
+  ag_tensor *ob = obs, *nb = next_obs, *cols = idx, *w = NULL;
+  if ((s = draw_per(t, per, rng, B, beta, odt, fn, &ob, &nb, &cols, weights, &w))) return s;
+  return batch ? batch_into(t, cols, batch) : AG_OK;
 }
 
 ag_status ag_frames_update_priorities(ag_frames *t, ag_tensor *idx, ag_tensor *priorities) {
@@ -461,7 +611,7 @@ ag_status ag_frames_gather_dev(ag_frames *t, const ag_tensor *idx, ag_dtype obs_
         "%s: idx is a %s [%lld, %lld] (ld %lld); give packed i32 or i64 indices, a row or a column", fn,
         ag_dtype_name(idx->dtype), (long long)idx->rows, (long long)idx->cols, (long long)idx->ld);
   ag__frame_stack_args a;
-  ag_tensor *o, *no, *cols;
+  ag_tensor *o = NULL, *no = NULL, *cols = NULL;
   void *ip = NULL;
   if ((s = ag__tensor_ptr((ag_tensor *)idx, &ip)) ||
       (s = stack_args(t, B, obs_dtype, fn, &a, &o, &no, &cols)))
@@ -482,4 +632,12 @@ int64_t ag_frames_count(const ag_frames *t) { return t ? t->count : 0; }
 int64_t ag_frames_size(const ag_frames *t) { return t ? t->r->size : 0; }
 int64_t ag_frames_position(const ag_frames *t) { return t ? t->r->pos : 0; }
 int64_t ag_frames_obs_size(const ag_frames *t) { return t ? t->stack * t->hwc : 0; }
+
+ag_status ag_frames_get_config(const ag_frames *t, ag_frames_config *out) {
+  if (!t || !out) return ag__fail(AG_ERR_INVALID_ARG, "ag_frames_get_config: table and out must not be NULL");
+  const ag_frames_config c = {t->h,        t->w,        t->c,           t->stack, t->n_envs,
+                              t->capacity, t->min_size, t->prioritized, t->alpha};
+  *out = c;
+  return AG_OK;
+}
 ag_replay *ag_frames_replay(const ag_frames *t) { return t ? t->r : NULL; }

@@ -147,7 +147,7 @@ static void per_release(void *self) { ag_per_free(self); }
 const ag__sampler_ops ag__per_ops = {"prioritized", per_prepare, per_added, per_release};
 
 ag_status ag__per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor *beta_t, const char *fn,
-                         ag_tensor **idx, ag_tensor **weights) {
+                         float *w_into, ag_tensor **idx, ag_tensor **weights) {
   if (!p || !rng || !idx || !weights)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: per, rng, idx and weights must not be NULL", fn);
   if (B < 1) return ag__fail(AG_ERR_INVALID_ARG, "%s: B = %lld must be positive", fn, (long long)B);
@@ -175,10 +175,12 @@ ag_status ag__per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tenso
   if (!s) s = ag__tensor_ptr(ag_replay_size_tensor(p->r), &sz);
   if (!s) s = ag__rng_counter(rng, &ctr);
   if (s) return s;
-  ag_tensor *ti, *tw;
-  if ((s = ag__tensor_temp(p->ctx, B, 1, AG_I32, &ti)) || (s = ag__tensor_temp(p->ctx, 1, B, AG_F32, &tw)))
+  ag_tensor *ti, *tw = NULL;
+  if ((s = ag__tensor_temp(p->ctx, B, 1, AG_I32, &ti)) ||
+      (!w_into && (s = ag__tensor_temp(p->ctx, 1, B, AG_F32, &tw))))
     return s;
-  ag__per_sample_args a = {tree, p->depth, beta, ag__rng_seed(rng), ctr, sz, B, ti->data, tw->data, bp};
+  ag__per_sample_args a = {
+      tree, p->depth, beta, ag__rng_seed(rng), ctr, sz, B, ti->data, w_into ? w_into : (float *)tw->data, bp};
   if ((s = ag__run(p->ctx, AG__K_PER_SAMPLE, &a, sizeof a))) return s;
   *idx = ti;
   *weights = tw;
@@ -186,13 +188,13 @@ ag_status ag__per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tenso
 }
 
 ag_status ag_per_sample(ag_per *p, ag_rng *rng, int64_t B, float beta, ag_tensor **idx, ag_tensor **weights) {
-  return ag__per_sample(p, rng, B, beta, NULL, "ag_per_sample", idx, weights);
+  return ag__per_sample(p, rng, B, beta, NULL, "ag_per_sample", NULL, idx, weights);
 }
 
 ag_status ag_per_sample_dev(ag_per *p, ag_rng *rng, int64_t B, ag_tensor *beta, ag_tensor **idx,
                             ag_tensor **weights) {
   if (!beta) return ag__fail(AG_ERR_INVALID_ARG, "ag_per_sample_dev: beta must not be NULL");
-  return ag__per_sample(p, rng, B, 0.0f, beta, "ag_per_sample_dev", idx, weights);
+  return ag__per_sample(p, rng, B, 0.0f, beta, "ag_per_sample_dev", NULL, idx, weights);
 }
 
 ag_status ag_per_update(ag_per *p, ag_tensor *idx, ag_tensor *prio) {

@@ -105,9 +105,11 @@ void ag__per_set_mask(ag_per *per, ag_tensor *mask);
  * others unchanged; the mask must be set); then their ancestors. Queued. */
 ag_status ag__per_fill(ag_per *per, int64_t pos, int64_t k, int masked);
 /* ag_per_sample (beta_t NULL) or ag_per_sample_dev (beta_t: beta on the
- * device), and ag_per_update, ag_per_update_host, their errors named fn. */
+ * device), and ag_per_update, ag_per_update_host, their errors named fn.
+ * ag__per_sample writes the weights at w_into (B f32 on the device, the
+ * caller's; *weights is then NULL) or, w_into NULL, into a temporary. */
 ag_status ag__per_sample(ag_per *per, ag_rng *rng, int64_t B, float beta, ag_tensor *beta_t, const char *fn,
-                         ag_tensor **idx, ag_tensor **weights);
+                         float *w_into, ag_tensor **idx, ag_tensor **weights);
 ag_status ag__per_update(ag_per *per, ag_tensor *idx, ag_tensor *priorities, const char *fn);
 ag_status ag__per_update_host(ag_per *per, const int64_t *idx, const float *priorities, int64_t n,
                               const char *fn);
