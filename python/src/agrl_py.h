@@ -217,6 +217,8 @@ int agpy_in_get(agpy_state *st, ag_ctx *ctx, PyObject *obj, agpy_in *in, const c
  * DLTensor, or NULL with an exception. */
 DLTensor *agpy_dlpack_take(agpy_state *st, PyObject *obj, PyObject *stream, void **managed, int *versioned,
                            int *readonly, const char *what);
+/* Calls a managed tensor's deleter (managed NULL: nothing). */
+void agpy_dlpack_release(void *managed, int versioned);
 /* Lets go of the input: at once (host data, or nothing queued reads it),
  * or after the work queued on ctx so far (device data). */
 void agpy_in_release(agpy_in *in, ag_ctx *ctx_or_null);
@@ -248,6 +250,36 @@ int agpy_in_wrap(agpy_state *st, ag_ctx *ctx, const agpy_in *in, int64_t rows, i
 typedef int (*agpy_index_check)(void *obj, const int64_t *h, int64_t n, const char *fn);
 int agpy_indices_get(agpy_state *st, ag_ctx *ctx, PyObject *io, agpy_in *in, void **scratch,
                      ag_tensor **stage, ag_tensor **idx, const char *fn, agpy_index_check check, void *obj);
+
+/* ---- arrays given as a batch's outputs (outarray.c) ---- */
+
+/* The framework of an output array: its stream is the one a batch is handed on. */
+enum { AGPY_FW_OTHER = 0, AGPY_FW_TORCH = 1, AGPY_FW_CUPY = 2 };
+typedef struct agpy_out {
+  void *data;
+  ag_dtype dtype;
+  int64_t ld;    /* elements from one transition to the next */
+  void *managed; /* a DLPack import (agpy_out_release lets it go) */
+  int versioned;
+  int framework; /* AGPY_FW_* */
+  int dev_index;
+} agpy_out;
+/* Reads array v (torch in place, others through DLPack) as the destination
+ * of B transitions of `width` values of shape inner[0 .. n_inner) (n_inner
+ * 0: a (B,) vector, width 1): writable, in the context's memory, of a dtype
+ * agrl writes, each transition's values contiguous, the transitions ld
+ * apart. `what` names it in messages. 0, or -1 with an exception (*o then
+ * holds what must still be released). */
+int agpy_out_read(agpy_state *st, ag_ctx *ctx, PyObject *v, const char *what, int64_t B, int n_inner,
+                  const int64_t *inner, int64_t width, agpy_out *o);
+void agpy_out_release(agpy_out *o);
+/* The consumer's stream of a call that writes output arrays: the `stream`
+ * argument as DLPack numbers streams (None: the arrays' framework's current
+ * stream, CuPy's through stream_fn, the legacy default for others; -1: no
+ * hand-off). *sync: whether the context and the stream must be ordered (a
+ * CUDA context). 0, or -1 with an exception. */
+int agpy_out_stream(agpy_state *st, ag_ctx *ctx, int framework, int dev_index, PyObject *stream_fn,
+                    PyObject *stream, void **out, int *sync);
 
 /* torch (input.c): 1 when obj is a torch.Tensor (torch imported by the
  * caller), 0 otherwise. */

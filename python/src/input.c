@@ -34,19 +34,20 @@ typedef struct deferred_deleter {
   int versioned;
 } deferred_deleter;
 
-static void call_deleter(void *m, int versioned) {
+void agpy_dlpack_release(void *managed, int versioned) {
+  if (!managed) return;
   if (versioned) {
-    DLManagedTensorVersioned *v = m;
+    DLManagedTensorVersioned *v = managed;
     if (v->deleter) v->deleter(v);
   } else {
-    DLManagedTensor *l = m;
+    DLManagedTensor *l = managed;
     if (l->deleter) l->deleter(l);
   }
 }
 
 static void run_deferred(void *arg) {
   deferred_deleter *d = arg;
-  call_deleter(d->managed, d->versioned);
+  agpy_dlpack_release(d->managed, d->versioned);
   free(d);
 }
 
@@ -79,7 +80,7 @@ void agpy_in_release(agpy_in *in, ag_ctx *ctx) {
       ag_ctx_defer(ctx, run_deferred, d);
     } else {
       if (in->on_device && ctx) ag_ctx_sync(ctx); /* no memory for the wait: wait now */
-      call_deleter(in->managed, in->versioned);
+      agpy_dlpack_release(in->managed, in->versioned);
     }
     in->managed = NULL;
   }

@@ -19,8 +19,6 @@
 #define AGPY_BLOCK_SLOTS 4                 /* blocks whose draw and gather are recorded */
 #define AGPY_BLOCK_SEEN 8                  /* blocks remembered before one is recorded */
 
-enum { FW_OTHER = 0, FW_TORCH = 1, FW_CUPY = 2 };
-
 struct agpy_replay;
 
 /* One remembered out= dict: its arrays as read, and the recorded step. */
@@ -76,15 +74,7 @@ static void out_clear(agpy_outset *o, ag_ctx *ctx) {
     ag_ctx_sync(ctx);
   }
   for (int i = 0; i < o->n; i++) {
-    if (o->managed[i]) {
-      if (o->versioned[i]) {
-        DLManagedTensorVersioned *m = o->managed[i];
-        if (m->deleter) m->deleter(m);
-      } else {
-        DLManagedTensor *m = o->managed[i];
-        if (m->deleter) m->deleter(m);
-      }
-    }
+    agpy_dlpack_release(o->managed[i], o->versioned[i]);
     o->managed[i] = NULL;
     Py_CLEAR(o->vals[i]);
   }
@@ -697,118 +687,25 @@ static PyObject *rp_sample_import(agpy_replay *r, PyObject *const *args, Py_ssiz
 
 /* ---- sample(out=...) ---- */
 
-static int framework_of(PyObject *v) {
-  PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(v), "__module__");
-  const char *ms = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
-  int fw = FW_OTHER;
-  if (ms && !strncmp(ms, "cupy", 4)) fw = FW_CUPY;
-  Py_XDECREF(mod);
-  PyErr_Clear();
-  return fw;
-}
-
-/* Reads array v (DLPack, torch) as a destination of B transitions of
- * `width` values with the inner shape of field f (NULL: a (B,) vector). */
+/* Reads array v as the destination k of B transitions of field f (NULL: a
+ * (B,) vector), remembering it in o. */
 static int out_read(agpy_replay *r, agpy_outset *o, int k, PyObject *v, const agpy_field *f, int64_t B,
                     const char *key) {
-  agpy_state *st = r->st;
-  ag_ctx *ctx = r->ctx->ctx;
   char what[96];
   PyOS_snprintf(what, sizeof what, "sample: out['%s']", key);
-  void *data = NULL;
-  DLDataType dt;
-  int ndim = 0, dev_type, dev_id;
-  int64_t shape[8], strides[8];
-  int have_strides = 1, readonly = 0;
-  if (agpy_is_torch(st, v)) {
-    int device;
-    if (agpy_torch_layout(st, v, &data, &dt, &ndim, shape, strides, &device, what)) return -1;
-    dev_type = device >= 0 ? kDLCUDA : kDLCPU;
-    dev_id = device >= 0 ? device : 0;
-    o->framework = FW_TORCH;
-  } else {
-    /* the device first: a host array takes stream=None only, a device
-     * array -1 (no synchronisation: each call orders the streams) */
-    PyObject *devt =
-        PyObject_HasAttr(v, st->s_dlpack) ? PyObject_CallMethodNoArgs(v, st->s_dlpack_device) : NULL;
-    int host = 0;
-    if (!devt && !PyErr_Occurred())
-      PyErr_Format(PyExc_TypeError, "%s: expected an array of a framework (DLPack), got %.80s", what,
-                   Py_TYPE(v)->tp_name);
-    if (devt) {
-      host = PyTuple_Check(devt) && PyTuple_GET_SIZE(devt) == 2 &&
-             PyLong_AsLong(PyTuple_GET_ITEM(devt, 0)) != kDLCUDA && !PyErr_Occurred();
-      Py_DECREF(devt);
-    }
-    if (!devt) return -1;
-    PyObject *m1 = host ? NULL : PyLong_FromLong(-1);
-    if (!host && !m1) return -1;
-    DLTensor *dl = agpy_dlpack_take(st, v, m1, &o->managed[k], &o->versioned[k], &readonly, what);
-    Py_XDECREF(m1);
-    if (!dl) return -1;
-    if (dl->ndim > 8) return agpy_raisef(st, AG_ERR_SHAPE, "%s: more than 8 dimensions", what), -1;
-    data = (char *)dl->data + dl->byte_offset;
-    dt = dl->dtype;
-    ndim = dl->ndim;
-    dev_type = dl->device.device_type;
-    dev_id = dl->device.device_id;
-    for (int i = 0; i < ndim; i++) shape[i] = dl->shape[i];
-    have_strides = dl->strides != NULL;
-    for (int i = 0; have_strides && i < ndim; i++) strides[i] = dl->strides[i];
-    if (o->framework == FW_OTHER) o->framework = framework_of(v);
+  agpy_out a;
+  if (agpy_out_read(r->st, r->ctx->ctx, v, what, B, f ? f->n_inner : 0, f ? f->inner : NULL, f ? f->width : 1,
+                    &a)) {
+    agpy_out_release(&a);
+    return -1;
   }
-  if (readonly) return agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the array is read-only", what), -1;
-  /* the device: the context's (CUDA), or host memory for a CPU context */
-  const ag_device_kind kind = ag_ctx_device(ctx);
-  if (!((kind == AG_DEVICE_CUDA && dev_type == kDLCUDA && dev_id == ag_ctx_device_index(ctx)) ||
-        (kind == AG_DEVICE_CPU && (dev_type == kDLCPU || dev_type == kDLCUDAHost))))
-    return agpy_raisef(st, AG_ERR_INVALID_ARG,
-                       "%s: the array is on DLPack device (%d, %d), not in the memory of the context (%s)",
-                       what, dev_type, dev_id, ag_ctx_device_name(ctx)),
-           -1;
-  o->dev_index = dev_id;
-  agpy_in tmp;
-  memset(&tmp, 0, sizeof tmp);
-  tmp.dt = dt;
-  const int agdt = agpy_in_agdtype(&tmp);
-  if (agdt < 0 || (dt.code == kDLBool))
-    return agpy_raisef(st, AG_ERR_INVALID_ARG,
-                       "%s: the array's dtype is not one agrl writes (f32, f16, bf16, u8, "
-                       "i32, i64)",
-                       what),
-           -1;
-  /* shape (B, *inner) (or (B,) for a width-1 field), inner dimensions contiguous */
-  const int n_inner = f ? f->n_inner : 0;
-  const int64_t width = f ? f->width : 1;
-  int ok = ndim >= 1 && shape[0] == B;
-  if (ok && ndim == n_inner + 1) {
-    for (int d = 0; d < n_inner; d++) ok &= shape[d + 1] == f->inner[d];
-  } else if (ok) {
-    ok = width == 1 && ndim == 1;
-  }
-  if (!ok)
-    return agpy_raisef(st, AG_ERR_SHAPE, "%s: the array must be (%lld%s) for a batch of %lld", what,
-                       (long long)B, f && f->n_inner ? ", *the field's shape" : ",", (long long)B),
-           -1;
-  int64_t ld = width;
-  if (have_strides) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 1; d--) {
-      if (shape[d] > 1 && strides[d] != expect)
-        return agpy_raisef(st, AG_ERR_SHAPE, "%s: the values of one transition must be contiguous", what), -1;
-      expect *= shape[d];
-    }
-    ld = B > 1 ? strides[0] : width;
-    if (ld < width)
-      return agpy_raisef(st, AG_ERR_SHAPE, "%s: transitions overlap (stride %lld < %lld values)", what,
-                         (long long)ld, (long long)width),
-             -1;
-  }
-  if ((uintptr_t)data % ag_dtype_size((ag_dtype)agdt))
-    return agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the data is not aligned to its dtype", what), -1;
-  o->dst[k].data = data;
-  o->dst[k].dtype = (ag_dtype)agdt;
-  o->dst[k].ld = ld;
+  o->managed[k] = a.managed;
+  o->versioned[k] = a.versioned;
+  if (a.framework == AGPY_FW_TORCH || o->framework == AGPY_FW_OTHER) o->framework = a.framework;
+  o->dev_index = a.dev_index;
+  o->dst[k].data = a.data;
+  o->dst[k].dtype = a.dtype;
+  o->dst[k].ld = a.ld;
   o->vals[k] = Py_NewRef(v);
   return 0;
 }
@@ -857,7 +754,7 @@ static agpy_outset *out_find(agpy_replay *r, PyObject *out, int64_t B) {
   out_clear(o, r->ctx->ctx);
   o->owner = r;
   o->B = B;
-  o->framework = FW_OTHER;
+  o->framework = AGPY_FW_OTHER;
   o->kind = ag_ctx_device(r->ctx->ctx);
   o->ctx_index = ag_ctx_device_index(r->ctx->ctx);
   int k = 0;
@@ -897,7 +794,7 @@ static agpy_outset *out_find(agpy_replay *r, PyObject *out, int64_t B) {
       goto fail;
     }
   }
-  if (o->framework == FW_CUPY) {
+  if (o->framework == AGPY_FW_CUPY) {
     PyObject *cp = PyImport_ImportModule("cupy.cuda");
     o->stream_fn = cp ? PyObject_GetAttrString(cp, "get_current_stream") : NULL;
     Py_XDECREF(cp);
@@ -911,46 +808,8 @@ fail:
   return NULL;
 }
 
-/* The consumer's stream of a call: the `stream` argument as DLPack numbers
- * streams (None: the arrays' framework's current stream, the legacy default
- * for others; -1: no hand-off). Returns 0 with *sync set, or -1. */
 static int out_stream(agpy_replay *r, agpy_outset *o, PyObject *stream, void **out, int *sync) {
-  *out = NULL;
-  *sync = ag_ctx_device(r->ctx->ctx) == AG_DEVICE_CUDA;
-  if (!*sync) return 0;
-  if (stream != Py_None) {
-    int64_t v;
-    if (agpy_convert(r->st, "sample", "stream", stream, "L", &v)) return -1;
-    if (v == -1) {
-      *sync = 0;
-      return 0;
-    }
-    if (v == 0 || v < -1) {
-      agpy_raisef(r->st, AG_ERR_INVALID_ARG,
-                  "sample: stream %lld is not a stream (1: legacy default, 2: per-thread "
-                  "default, a handle, or -1 for no hand-off)",
-                  (long long)v);
-      return -1;
-    }
-    *out = (void *)(uintptr_t)v;
-    return 0;
-  }
-  if (o->framework == FW_TORCH) {
-    void *p = agpy_torch_stream(r->st, o->dev_index);
-    if (p == (void *)-1) return -1;
-    *out = p;
-  } else if (o->framework == FW_CUPY) {
-    PyObject *s = PyObject_CallNoArgs(o->stream_fn);
-    PyObject *ptr = s ? PyObject_GetAttrString(s, "ptr") : NULL;
-    Py_XDECREF(s);
-    if (!ptr) return -1;
-    *out = PyLong_AsVoidPtr(ptr);
-    Py_DECREF(ptr);
-    if (PyErr_Occurred()) return -1;
-  } else {
-    *out = NULL; /* the legacy default stream */
-  }
-  return 0;
+  return agpy_out_stream(r->st, r->ctx->ctx, o->framework, o->dev_index, o->stream_fn, stream, out, sync);
 }
 
 /* Beta where recorded prioritized draws read it, made or written when it
