@@ -267,7 +267,22 @@ class _Frames:
     def add(
         self, frames: _Array, first: _Array, fields: Optional[Mapping[str, _Array]] = None, /, **arrays: _Array
     ) -> None: ...
-    def sample(self, batch_size: int, dtype: _Dtype = "u8") -> _Batch: ...
+    @overload
+    def sample(self, batch_size: int, dtype: Optional[_Dtype] = "u8", out: None = None, stream: None = None) -> _Batch: ...
+    @overload
+    def sample(self, batch_size: int, dtype: Optional[_Dtype], out: _Out, stream: Optional[int] = None) -> _Out: ...
+    @overload
+    def sample(
+        self, batch_size: int, dtype: Optional[_Dtype] = "u8", *, out: _Out, stream: Optional[int] = None
+    ) -> _Out: ...
+    @overload
+    def sample(
+        self,
+        batch_size: int,
+        dtype: Optional[_Dtype] = "u8",
+        out: Optional[Dict[str, Any]] = None,
+        stream: Optional[int] = None,
+    ) -> Dict[str, Any]: ...
     def gather(self, indices: _Array, dtype: _Dtype = "u8") -> _Batch: ...
     def nstep(
         self,

@@ -85,8 +85,8 @@ class FrameReplayBuffer(_agrl._Frames):
     it was added with, and ``"indices"`` ``(B,)`` int64, the entries, as
     :class:`agrl.Tensor` objects on the context's device that DLPack hands
     to any framework (:class:`agrl.torch.FrameReplayBuffer` returns torch
-    tensors). ``sample(B, out=arrays)`` copies the batch into numpy arrays
-    you keep (a CPU context).
+    tensors). ``sample(B, out=arrays)`` writes the batch into arrays you
+    keep (numpy, torch, CuPy in the context's memory), in place.
 
     ``fields`` are given as to :class:`agrl.ReplayBuffer` (a shape, or
     ``(shape, dtype)``; shape ``()`` is one value a transition, sampled as
@@ -165,15 +165,31 @@ class FrameReplayBuffer(_agrl._Frames):
         """One stacked observation's shape: (stack * channels, height, width)."""
         return (self.stack * self.channels, self.height, self.width)
 
-    def sample(
-        self, batch_size: int, dtype: Any = "u8", *, out: Optional[Dict[str, Any]] = None
+    def sample(  # type: ignore[override]
+        self,
+        batch_size: int,
+        dtype: Any = "u8",
+        out: Optional[Dict[str, Any]] = None,
+        stream: Optional[int] = None,
     ) -> Dict[str, Any]:
         """``batch_size`` transitions drawn uniformly on the device (see the
-        class's documentation). ``out``: a dict of numpy arrays (a CPU
-        context) whose keys are some of the batch's, filled with the batch
-        and returned."""
-        batch = super().sample(batch_size, dtype)
-        return batch if out is None else _copy_out(batch, out)
+        class's documentation).
+
+        ``out``: a dict of your arrays (numpy or torch on a CPU context,
+        torch or CuPy on CUDA: the context's memory), written in place with
+        no copy and returned: ``"obs"`` and ``"next_obs"``, each one
+        contiguous ``(B, stack * channels, height, width)`` array of the
+        stacks' dtype (uint8 for ``"u8"``, float32 for ``"f32"``), every
+        field ``(B, *shape)`` (its values contiguous, any dtype agrl writes:
+        float32, float16, bfloat16, uint8, int32, int64), optionally
+        ``"indices"`` ``(B,)`` int32 or int64. The draws are those of a
+        sample without ``out`` from the same state. On CUDA the batch is
+        handed over between two waits of ``stream`` (None: the arrays'
+        framework's current stream; -1: none), as
+        :meth:`agrl.ReplayBuffer.sample` hands its ``out=`` batch over. A
+        Vulkan context raises :class:`agrl.UnsupportedError` (no framework
+        maps its memory)."""
+        return super().sample(batch_size, dtype, out, stream)
 
     def __repr__(self) -> str:
         try:
@@ -183,15 +199,3 @@ class FrameReplayBuffer(_agrl._Frames):
         return (f"<agrl.FrameReplayBuffer {self.height}x{self.width}x{self.channels} stack {self.stack}, "
                 f"{size}/{self.capacity} entries ({n} sampleable), {self.n_envs} envs on {self.ctx.device}>")
 
-
-def _copy_out(batch: Dict[str, Any], out: Dict[str, Any]) -> Dict[str, Any]:
-    if not isinstance(out, dict):
-        raise TypeError(f"sample: out must be a dict of arrays, not {type(out).__name__}")
-    for key, dst in out.items():
-        if key not in batch:
-            raise _agrl.InvalidArgError(f"sample: out has {key!r}, which is not a key of the batch ({list(batch)})")
-        src = np.from_dlpack(batch[key])
-        if not isinstance(dst, np.ndarray) or dst.shape != src.shape:
-            raise _agrl.ShapeError(f"sample: out[{key!r}] must be a numpy array of shape {src.shape}")
-        np.copyto(dst, src, casting="same_kind")
-    return out

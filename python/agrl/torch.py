@@ -213,9 +213,9 @@ class FrameReplayBuffer(_OnTorch, _FrameReplayBuffer):
 
     ``add`` takes torch tensors too: CPU tensors as they are, CUDA tensors
     through a copy to the host (a frame table is written from host memory).
-    ``sample(B, out=batch)`` copies the batch into your tensors
-    (:meth:`empty_batch`) on torch's current stream: one device copy a
-    key, since the stacks are made in agrl's memory first."""
+    ``sample(B, out=batch)`` writes the batch into your tensors
+    (:meth:`empty_batch`) in place, handed over on torch's current
+    stream."""
 
     def add(self, frames: Any, first: Any, fields: Optional[Mapping[str, Any]] = None, /, **arrays: Any) -> None:
         """:meth:`agrl.FrameReplayBuffer.add`, CUDA tensors copied to the host first."""
@@ -229,22 +229,26 @@ class FrameReplayBuffer(_OnTorch, _FrameReplayBuffer):
             super().add(host(frames), host(first), **{k: host(v) for k, v in arrays.items()})
 
     def sample(  # type: ignore[override]
-        self, batch_size: int, dtype: Any = "u8", *, out: Optional[Dict[str, torch.Tensor]] = None
+        self,
+        batch_size: int,
+        dtype: Any = "u8",
+        *,
+        out: Optional[Dict[str, torch.Tensor]] = None,
+        stream: Optional[int] = None,
     ) -> Dict[str, torch.Tensor]:
         """``batch_size`` transitions drawn on the device as torch tensors:
         ``"obs"``, ``"next_obs"`` (B, stack * channels, height, width) uint8
         or float32 (``dtype="f32"``: v / 255), each field (B, *shape) in its
         dtype, ``"indices"`` (B,) int64. ``out``: a dict of your tensors
-        (some of those keys), written on torch's current stream and
-        returned."""
+        (:meth:`empty_batch`; "indices" optional), written in place as
+        :meth:`agrl.FrameReplayBuffer.sample` writes ``out`` (on torch's
+        current stream unless ``stream`` says) and returned."""
+        if out is not None:
+            return _FrameReplayBuffer.sample(self, batch_size, dtype, out=out, stream=stream)
+        if stream is not None:
+            raise _agrl.InvalidArgError("sample: stream is taken with out= only")
         batch: Dict[str, torch.Tensor] = self._sample_import(batch_size, dtype, self._import, self._stream())
-        if out is None:
-            return batch
-        for key, dst in out.items():
-            if key not in batch:
-                raise _agrl.InvalidArgError(f"sample: out has {key!r}, which is not a key of the batch ({list(batch)})")
-            dst.copy_(batch[key].view(dst.shape) if batch[key].shape != dst.shape else batch[key])
-        return out
+        return batch
 
     def gather(self, indices: Any, dtype: Any = "u8") -> Dict[str, torch.Tensor]:  # type: ignore[override]
         """The transitions at ``indices`` (host or device, as

@@ -25,6 +25,7 @@ typedef struct agpy_frames {
   int64_t h, w, c, capacity, n_envs, obs_size;
   int stack;
   ag_tensor *idx_stage; /* host indices on the device */
+  ag_tensor *cols;      /* sample(out=)'s entries: a persistent column of at least B i64 */
 } agpy_frames;
 
 static const char WHO[] = "FrameReplayBuffer";
@@ -34,7 +35,8 @@ static const char WHO[] = "FrameReplayBuffer";
 void agpy_frames_release(PyObject *self) {
   agpy_frames *f = (agpy_frames *)self;
   ag_tensor_free(f->idx_stage);
-  f->idx_stage = NULL;
+  ag_tensor_free(f->cols);
+  f->idx_stage = f->cols = NULL;
   if (f->rng) ag_rng_free(f->rng);
   if (f->t) ag_frames_free(f->t);
   f->rng = NULL;
@@ -321,15 +323,156 @@ static int consumer_of(PyObject *stream, void **out) {
   return PyErr_Occurred() ? -1 : 0;
 }
 
-/* sample(batch_size, dtype="u8") */
+/* ---- sample(out=...) ---- */
+
+enum { OUT_MAX = AGPY_MAX_FIELDS + 3 }; /* obs, next_obs, the fields, indices */
+
+/* Reads out[key] = v into a[k]: the stacks (B, stack*c, h, w) of odt, one
+ * packed array each, or a field or the indices as destination dst of a
+ * gather. */
+static int out_entry(agpy_frames *f, PyObject *key, PyObject *v, int64_t B, ag_dtype odt, agpy_out *a,
+                     ag_replay_dst *dst, int *is_stack) {
+  agpy_state *st = f->st;
+  const char *ks = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+  const int fi = agpy_field_index(f->fields, f->n_fields, key);
+  *is_stack = ks && (!strcmp(ks, "obs") || !strcmp(ks, "next_obs"));
+  if (!*is_stack && fi < 0 && !(ks && !strcmp(ks, "indices"))) {
+    PyErr_Clear();
+    return agpy_raisef(st, AG_ERR_INVALID_ARG,
+                       "sample: out has %R, which is neither 'obs', 'next_obs', a field nor 'indices'", key),
+           -1;
+  }
+  char what[96];
+  PyOS_snprintf(what, sizeof what, "sample: out['%s']", ks);
+  if (*is_stack) {
+    const int64_t inner[3] = {f->stack * f->c, f->h, f->w};
+    if (agpy_out_read(st, f->ctx->ctx, v, what, B, 3, inner, f->obs_size, a)) return -1;
+    if (a->dtype != odt)
+      return agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the array is %s; dtype='%s' stacks are %s", what,
+                         agpy_numpy_name(a->dtype), odt == AG_U8 ? "u8" : "f32", agpy_numpy_name(odt)),
+             -1;
+    if (B > 1 && a->ld != f->obs_size)
+      return agpy_raisef(st, AG_ERR_SHAPE,
+                         "%s: the stacks must be one contiguous array (stride %lld, not %lld)", what,
+                         (long long)a->ld, (long long)f->obs_size),
+             -1;
+    return 0;
+  }
+  const agpy_field *fd = fi >= 0 ? &f->fields[fi] : NULL;
+  if (agpy_out_read(st, f->ctx->ctx, v, what, B, fd ? fd->n_inner : 0, fd ? fd->inner : NULL,
+                    fd ? fd->width : 1, a))
+    return -1;
+  if (!fd && a->dtype != AG_I32 && a->dtype != AG_I64)
+    return agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: the indices must be int32 or int64", what), -1;
+  *dst = (ag_replay_dst){fd ? fi : AG_REPLAY_DST_INDICES, a->data, a->dtype, a->ld};
+  return 0;
+}
+
+/* The entries' column, a view of B values of f->cols (made or remade when
+ * shorter). */
+static ag_status cols_view(agpy_frames *f, int64_t B, ag_tensor **out) {
+  ag_ctx *ctx = f->ctx->ctx;
+  if (f->cols && ag_tensor_rows(f->cols) < B) {
+    ag_tensor_free(f->cols);
+    f->cols = NULL;
+  }
+  void *p = NULL;
+  ag_status s = f->cols ? AG_OK : ag_tensor_create(ctx, B, 1, AG_I64, NULL, &f->cols);
+  if (!s) s = ag_tensor_data(f->cols, &p, NULL);
+  return s ? s : ag_tensor_wrap(ctx, p, B, 1, B, AG_I64, out);
+}
+
+/* The batch written into the caller's arrays: the stacks by
+ * ag_frames_sample_into, the fields and the indices by
+ * ag_replay_gather_into at the same entries, between two hand-offs of the
+ * arrays' stream. */
+static PyObject *sample_out(agpy_frames *f, int64_t B, ag_dtype odt, PyObject *out, PyObject *stream) {
+  agpy_state *st = f->st;
+  ag_ctx *ctx = f->ctx->ctx;
+  if (!PyDict_Check(out))
+    return PyErr_Format(PyExc_TypeError, "sample: out must be a dict of arrays, not %.80s",
+                        Py_TYPE(out)->tp_name);
+  if (ag_ctx_device(ctx) == AG_DEVICE_VULKAN)
+    return agpy_raisef(st, AG_ERR_UNSUPPORTED,
+                       "sample: out= arrays must be in the context's memory, and no framework maps Vulkan's");
+  if (PyDict_GET_SIZE(out) > OUT_MAX)
+    return agpy_raisef(st, AG_ERR_INVALID_ARG, "sample: out has %zd arrays; a batch has at most %d keys",
+                       PyDict_GET_SIZE(out), OUT_MAX);
+  agpy_out a[OUT_MAX];
+  ag_replay_dst dst[OUT_MAX];
+  int n = 0, nd = 0, stacks[2] = {-1, -1}, framework = AGPY_FW_OTHER, dev_index = 0, sync = 0;
+  PyObject *key, *v, *stream_fn = NULL, *ret = NULL;
+  Py_ssize_t pos = 0;
+  void *consumer = NULL;
+  memset(a, 0, sizeof a);
+  while (PyDict_Next(out, &pos, &key, &v)) {
+    int is_stack = 0;
+    const int r = out_entry(f, key, v, B, odt, &a[n], &dst[nd], &is_stack);
+    n++;
+    if (r) goto done;
+    if (is_stack)
+      stacks[strcmp(PyUnicode_AsUTF8(key), "obs") != 0] = n - 1;
+    else
+      nd++;
+    if (a[n - 1].framework == AGPY_FW_TORCH || framework == AGPY_FW_OTHER) framework = a[n - 1].framework;
+    dev_index = a[n - 1].dev_index;
+  }
+  if (stacks[0] < 0 || stacks[1] < 0) {
+    agpy_raisef(st, AG_ERR_INVALID_ARG, "sample: out has no array for '%s'",
+                stacks[0] < 0 ? "obs" : "next_obs");
+    goto done;
+  }
+  for (int i = 0; i < f->n_fields; i++) {
+    int have = 0;
+    for (int j = 0; j < nd; j++) have |= dst[j].field == i;
+    if (!have) {
+      agpy_raisef(st, AG_ERR_INVALID_ARG, "sample: out has no array for field '%U'", f->fields[i].name);
+      goto done;
+    }
+  }
+  if (framework == AGPY_FW_CUPY) {
+    PyObject *cp = PyImport_ImportModule("cupy.cuda");
+    stream_fn = cp ? PyObject_GetAttrString(cp, "get_current_stream") : NULL;
+    Py_XDECREF(cp);
+    if (!stream_fn) goto done;
+  }
+  if (agpy_out_stream(st, ctx, framework, dev_index, stream_fn, stream, &consumer, &sync)) goto done;
+  ag_tensor *to = NULL, *tn = NULL, *cols = NULL;
+  const int64_t D = f->obs_size;
+  ag_status s = sync ? ag_ctx_wait_stream(ctx, consumer) : AG_OK; /* the consumer is done with the arrays */
+  if (!s) s = ag_tensor_wrap(ctx, a[stacks[0]].data, D, B, D, odt, &to);
+  if (!s) s = ag_tensor_wrap(ctx, a[stacks[1]].data, D, B, D, odt, &tn);
+  if (!s) s = cols_view(f, B, &cols);
+  if (!s) s = ag_frames_sample_into(f->t, f->rng, to, tn, NULL, cols);
+  if (!s && nd) s = ag_replay_gather_into(ag_frames_replay(f->t), cols, NULL, dst, nd);
+  ag_ctx_reset(ctx);
+  if (!s && sync) s = ag_stream_wait_ctx(ctx, consumer); /* and waits for this batch */
+  if (s)
+    agpy_raise(st, s);
+  else
+    ret = Py_NewRef(out);
+done:
+  for (int i = 0; i < n; i++) agpy_out_release(&a[i]);
+  Py_XDECREF(stream_fn);
+  return ret;
+}
+
+/* sample(batch_size, dtype="u8", out=None, stream=None) */
 static PyObject *fr_sample(agpy_frames *f, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   int64_t B;
-  PyObject *dto = NULL;
-  const agpy_arg spec[] = {{"batch_size", "L", &B}, {"dtype", "O", &dto}};
-  if (agpy_parse(f->st, "sample", args, nargs, kwnames, 1, spec, 2)) return NULL;
+  PyObject *dto = NULL, *out = Py_None, *stream = Py_None;
+  const agpy_arg spec[] = {
+      {"batch_size", "L", &B}, {"dtype", "O", &dto}, {"out", "O", &out}, {"stream", "O", &stream}};
+  if (agpy_parse(f->st, "sample", args, nargs, kwnames, 1, spec, 4)) return NULL;
   ag_dtype odt = AG_U8;
-  if (!fr_get(f) || (dto && parse_obs_dtype(f, dto, "sample", &odt)) || check_batch(f, B, "sample"))
+  if (!fr_get(f) || (dto && dto != Py_None && parse_obs_dtype(f, dto, "sample", &odt)) ||
+      check_batch(f, B, "sample"))
     return NULL;
+  if (out != Py_None) return sample_out(f, B, odt, out, stream);
+  if (stream != Py_None)
+    return agpy_raisef(f->st, AG_ERR_INVALID_ARG,
+                       "sample: stream is taken with out= only (a result's consumer passes its stream to "
+                       "__dlpack__)");
   return fr_batch(f, B, odt, NULL, NULL, NULL, 0);
 }
 
@@ -597,10 +740,14 @@ static PyMethodDef fr_methods[] = {
            "frame (h, w, c) when n_envs is 1), first (N,) flags (the frame is an episode's first "
            "observation), and each field (N, *shape), as keywords or one dict; host arrays."),
     AGPY_M("sample", fr_sample, AGPY_FAST,
-           "sample($self, /, batch_size, dtype='u8')\n--\n\n"
+           "sample($self, /, batch_size, dtype='u8', out=None, stream=None)\n--\n\n"
            "B transitions drawn uniformly on the device from those that may be sampled: a dict of "
            "agrl.Tensor, 'obs' and 'next_obs' (B, stack*c, h, w) of dtype ('u8' as stored, 'f32' v / 255), "
-           "each field (B, *shape) in the dtype it was added with, 'indices' (B,) int64 (the entries)."),
+           "each field (B, *shape) in the dtype it was added with, 'indices' (B,) int64 (the entries). "
+           "With out= (a dict of the caller's arrays in the context's memory: 'obs' and 'next_obs' of "
+           "dtype, contiguous, every field in any dtype agrl writes, optionally 'indices' int32 or int64), "
+           "the batch is written into them in place and `out` is returned; on CUDA between two hand-offs "
+           "of `stream` (None: the arrays' framework's current stream; -1: none)."),
     AGPY_M("_sample_import", fr_sample_import, AGPY_FAST,
            "_sample_import($self, /, batch_size, dtype, importer, stream=None)\n--\n\n"
            "sample's batch, each array made by importer(capsule) once `stream` waits for it."),

@@ -8,8 +8,9 @@ as float32 v / 255; the Gymnasium wrapper FrameStackObservation(padding_type=
 "reset") over a small environment of known frames is a second reference.
 
 The CUDA tests skip without a device, unless AGRL_REQUIRE_GPU=1 (the GPU
-script sets it), where a missing device or torch is a failure. Frame tables
-refuse Vulkan contexts today: nothing here runs on Vulkan."""
+script sets it), where a missing device or torch is a failure. On Vulkan
+(where a device is found) only the refusal of sample(out=) runs here; the C
+tests check Vulkan's stacks."""
 
 import math
 import os
@@ -390,23 +391,124 @@ def test_lifetime_and_repr(ctx, rng):
         len(other)
 
 
-def test_out_into_numpy(ctx, rng):
-    buf = agrl.FrameReplayBuffer(ctx, 32, 2, 3, 1, stack=2, fields={"reward": ((), "f32")}, seed=5)
-    ref = Ref(32, 2, 3, 1, 2, 1)
-    frames = rng.integers(0, 256, (20, 2, 3), dtype=np.uint8)
-    first = np.zeros(20, bool)
-    first[0] = True
-    r = rng.standard_normal(20).astype(np.float32)
-    buf.add(frames, first, reward=r)
-    ref.add(frames[..., None], first, {"reward": r})
-    out = {"obs": np.zeros((8, 2, 2, 3), np.float32), "indices": np.zeros(8, np.int64)}
-    assert buf.sample(8, "f32", out=out) is out
-    for j, x in enumerate(out["indices"]):
-        np.testing.assert_array_equal(out["obs"][j], ref.transition(int(x))[0] / np.float32(255))
-    with pytest.raises(agrl.InvalidArgError, match="out has 'nope'"):
-        buf.sample(8, out={"nope": np.zeros(8)})
-    with pytest.raises(agrl.ShapeError, match=r"out\['obs'\]"):
-        buf.sample(8, out={"obs": np.zeros((8, 2, 2), np.uint8)})
+def _twins(ctx, rng, n_envs=2, c=2):
+    """Two tables of one seed given the same adds: the same draws, one
+    sampled with out=, the other without."""
+    bufs = [agrl.FrameReplayBuffer(ctx, 40, 3, 4, c, stack=3, n_envs=n_envs, fields=FIELDS, seed=8) for _ in range(2)]
+    ref = Ref(40, 3, 4, c, 3, n_envs)
+    state = rng.bit_generator.state
+    fill(bufs[0], ref, rng, 30, chunks=3)
+    rng.bit_generator.state = state
+    fill(bufs[1], Ref(40, 3, 4, c, 3, n_envs), rng, 30, chunks=3)
+    return bufs, ref
+
+
+def _numpy_out(B, buf, odt, action=np.int64, reward=np.float32, indices=np.int64):
+    shape = (B, *buf.obs_shape)
+    out = {"obs": np.full(shape, 7, odt), "next_obs": np.full(shape, 7, odt),
+           "action": np.zeros(B, action), "reward": np.zeros(B, reward), "aux": np.zeros((B, 2), np.float32)}
+    if indices is not None:
+        out["indices"] = np.zeros(B, indices)
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["u8", "f32"])
+def test_out_is_written_in_place_as_the_copying_sample(ctx, rng, dtype):
+    (copying, inplace), ref = _twins(ctx, rng)
+    odt = np.uint8 if dtype == "u8" else np.float32
+    for B, idt in ((16, np.int64), (5, np.int32), (1, None)):
+        out = _numpy_out(B, inplace, odt, action=np.int32, reward=np.float16, indices=idt)
+        keep = {k: v for k, v in out.items()}
+        got = inplace.sample(B, dtype, out=out)
+        assert got is out and all(out[k] is keep[k] for k in keep)  # the caller's arrays themselves
+        want = copying.sample(B, dtype)
+        for key in ("obs", "next_obs", "aux"):
+            np.testing.assert_array_equal(out[key], np_of(want[key]))
+        np.testing.assert_array_equal(out["action"], np_of(want["action"]).astype(np.int32))
+        np.testing.assert_array_equal(out["reward"], np_of(want["reward"]).astype(np.float16))
+        idx = np_of(want["indices"])
+        if idt is not None:
+            assert out["indices"].dtype == idt
+            np.testing.assert_array_equal(out["indices"], idx)
+        for j, x in enumerate(idx.tolist()):  # and the episodes' stacks
+            o, no, f = ref.transition(x)
+            scale = 1 if dtype == "u8" else np.float32(255)
+            np.testing.assert_array_equal(out["obs"][j], o / scale if dtype == "f32" else o)
+            np.testing.assert_array_equal(out["next_obs"][j], no / scale if dtype == "f32" else no)
+            assert out["action"][j] == f["action"]
+
+
+def test_out_takes_torch_tensors_in_place(ctx, rng):
+    torch = pytest.importorskip("torch")
+    import agrl.torch
+
+    (copying, _), ref = _twins(ctx, rng, n_envs=1, c=1)
+    buf = agrl.torch.FrameReplayBuffer(ctx, 40, 3, 4, 1, stack=3, n_envs=1, fields=FIELDS, seed=8)
+    frames = np.stack(ref.frames)[..., 0]
+    buf.add(frames, np.array(ref.first), action=np.array([f["action"] for f in ref.fields]),
+            reward=np.array([f["reward"] for f in ref.fields]), aux=np.stack([f["aux"] for f in ref.fields]))
+    out = buf.empty_batch(12, "f32")
+    ptrs = {k: v.data_ptr() for k, v in out.items()}
+    assert buf.sample(12, "f32", out=out) is out
+    assert {k: v.data_ptr() for k, v in out.items()} == ptrs
+    want = copying.sample(12, "f32")
+    for key in out:
+        np.testing.assert_array_equal(out[key].numpy(), np_of(want[key]))
+
+
+def test_out_bad_arrays_are_refused_naming_them_and_change_nothing(ctx, rng):
+    (copying, inplace), _ = _twins(ctx, rng)
+    B = 6
+    good = _numpy_out(B, inplace, np.uint8)
+    before = {k: v.copy() for k, v in good.items()}
+
+    def bad(key, value):
+        out = dict(good)
+        out[key] = value
+        return out
+
+    no_next = {k: v for k, v in good.items() if k != "next_obs"}
+    no_aux = {k: v for k, v in good.items() if k != "aux"}
+    wide = np.zeros((B, 2 * inplace.obs_shape[0], 3, 4), np.uint8)[:, ::2]  # every other plane: not contiguous
+    ro = np.zeros((B, *inplace.obs_shape), np.uint8)
+    ro.flags.writeable = False
+    cases = [
+        (bad("obs", np.zeros((B, 5, 3, 4), np.uint8)), agrl.ShapeError, r"out\['obs'\].*\(6, 6, 3, 4\)"),
+        (bad("obs", np.zeros((B + 1, *inplace.obs_shape), np.uint8)), agrl.ShapeError, r"out\['obs'\]"),
+        (bad("next_obs", np.zeros((B, *inplace.obs_shape), np.float32)), agrl.InvalidArgError,
+         r"out\['next_obs'\].*float32.*dtype='u8'"),
+        (bad("obs", wide), agrl.ShapeError, r"out\['obs'\]"),
+        (bad("obs", ro), agrl.InvalidArgError, r"out\['obs'\].*read-only"),
+        (bad("aux", np.zeros((B, 3), np.float32)), agrl.ShapeError, r"out\['aux'\]"),
+        (bad("reward", np.zeros(B, np.float64)), agrl.InvalidArgError, r"out\['reward'\].*dtype"),
+        (bad("indices", np.zeros(B, np.float32)), agrl.InvalidArgError, r"out\['indices'\].*int32 or int64"),
+        (bad("nope", np.zeros(B)), agrl.InvalidArgError, "out has 'nope'"),
+        (no_next, agrl.InvalidArgError, "no array for 'next_obs'"),
+        (no_aux, agrl.InvalidArgError, "no array for field 'aux'"),
+        (bad("obs", [[0]]), TypeError, r"out\['obs'\]"),
+    ]
+    for out, exc, match in cases:
+        with pytest.raises(exc, match=match):
+            inplace.sample(B, out=out)
+    with pytest.raises(TypeError, match="out must be a dict"):
+        inplace.sample(B, out=[good["obs"]])
+    with pytest.raises(agrl.InvalidArgError, match="stream is taken with out= only"):
+        inplace.sample(B, stream=-1)
+    for k, v in good.items():  # nothing written
+        np.testing.assert_array_equal(v, before[k])
+    # nothing drawn: the next batch is the twin's next
+    inplace.sample(B, out=good)
+    np.testing.assert_array_equal(good["indices"], np_of(copying.sample(B)["indices"]))
+
+
+@pytest.mark.skipif(agrl.vulkan_device_count() == 0, reason="no Vulkan device")
+def test_out_on_vulkan_is_unsupported(rng):
+    ctx = agrl.Context("vulkan")
+    buf = agrl.FrameReplayBuffer(ctx, 40, 3, 4, 2, stack=3, n_envs=2, fields=FIELDS, seed=8)
+    fill(buf, Ref(40, 3, 4, 2, 3, 2), rng, 30, chunks=3)
+    with pytest.raises(agrl.UnsupportedError, match="out= arrays"):
+        buf.sample(4, out=_numpy_out(4, buf, np.uint8))
+    ctx.free()
 
 
 # ---- bad arguments: each refused naming the argument, before anything is made ----
@@ -614,6 +716,8 @@ def test_cuda_matches_the_reference(rng, dtype):
             for j, x in enumerate(idx):
                 o = ref.transition(x)[0]
                 np.testing.assert_array_equal(obs[j], o if dtype == "u8" else o / np.float32(255))
+    with pytest.raises(agrl.InvalidArgError, match=r"out\['obs'\].*not in the memory of the context"):
+        buf.sample(64, dtype, out={k: v.cpu().numpy() for k, v in out.items()})  # host arrays, a CUDA table
     g = buf.gather(torch.tensor(sorted(valid)[:7], device="cuda"), dtype)
     assert g["next_obs"].device.type == "cuda"
     np.testing.assert_array_equal(g["indices"].cpu().numpy(), sorted(valid)[:7])
