@@ -1,6 +1,8 @@
 /* agt.c — the shared test runner (see agt.h). */
 #include "agt.h"
 #include "base/backend.h"
+#include "base/per_tree.h"
+#include "replay/replay_internal.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -69,6 +71,15 @@ float *agt_read_f32(const ag_tensor *t) {
   assert_non_null(v);
   agt_ok(ag_tensor_read(t, v, n * sizeof *v));
   return v;
+}
+
+double *agt_per_tree(ag_per *per, const double **leaves) {
+  size_t nt = (size_t)ag_tensor_numel(ag__per_tree(per));
+  double *tree = malloc(nt * sizeof *tree);
+  assert_non_null(tree);
+  agt_ok(ag_tensor_read(ag__per_tree(per), tree, nt * sizeof *tree));
+  *leaves = tree + ag__per_offset(ag__per_depth(per) - 1);
+  return tree;
 }
 
 ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint64_t seed, int fused) {

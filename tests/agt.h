@@ -64,6 +64,10 @@ static inline float agt_uniform(agt_rng *r, float lo, float hi) {
 }
 static inline int64_t agt_below(agt_rng *r, int64_t n) { return (int64_t)(agt_next(r) % (uint64_t)n); }
 
+/* A prioritized sampler's sum tree read back (a new array, to free), and
+ * in *leaves where its leaves (one per column) begin in it. */
+double *agt_per_tree(ag_per *per, const double **leaves);
+
 /* A small DQN's configuration: one hidden layer of `hidden`, batches of
  * `batch` from a table of `buffer`, training from the first step. */
 ag_dqn_config agt_dqn_config(int64_t hidden, int64_t batch, int64_t buffer, uint64_t seed, int fused);

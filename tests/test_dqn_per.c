@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "agt.h"
-#include "base/per_tree.h"
 #include "replay/replay_internal.h"
 
 enum { OBS = 4, ACTS = 3, H = 16, N = 64, B = 32 };
@@ -125,11 +124,8 @@ static void priorities_case(int n_step) {
   agt_ok(ag_dqn_train(d, 1, &loss));
   assert_true(isfinite(loss) && loss > 0);
   ag_per *per = ag_dqn_per(d);
-  size_t nt = (size_t)ag_tensor_numel(ag__per_tree(per));
-  double *tree = malloc(nt * sizeof *tree);
-  assert_non_null(tree);
-  agt_ok(ag_tensor_read(ag__per_tree(per), tree, nt * sizeof *tree));
-  const double *leaves = tree + ag__per_offset(ag__per_depth(per) - 1);
+  const double *leaves;
+  double *tree = agt_per_tree(per, &leaves);
   int drawn = 0;
   for (int i = 0; i < N; i++) {
     if (leaves[i] == 1.0) continue; /* not drawn: the first transitions' priority, 1^alpha */
