@@ -209,9 +209,14 @@ static void damaged_files_refused(void **state) {
   agt_fix_crc(g);
   agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "'dqn.lr' is missing");
   memcpy(g, f, n);
-  ag__put64(g + key_value(f, "dqn.version"), 4);
+  ag__put64(g + key_value(f, "dqn.version"), 5);
   agt_fix_crc(g);
   agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_UNSUPPORTED, "version");
+  /* version 4 is a DQN of a frame table: without its key it is refused */
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "dqn.version"), 4);
+  agt_fix_crc(g);
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "'dqn.frame_stack' is missing");
   /* version 3 is a DQN with convolutions: without their keys it is refused */
   memcpy(g, f, n);
   ag__put64(g + key_value(f, "dqn.version"), 3);
@@ -272,6 +277,72 @@ static void conv_damaged_files_refused(void **state) {
   ag__put64(g + key_value(f, "dqn.version"), 2);
   agt_fix_crc(g);
   agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "the keys of convolutions in a version-2 file");
+  free(f);
+  free(g);
+  ag_dqn_free(d);
+  ag_ctx_free(ctx);
+}
+
+/* A DQN of a frame table (frames of 2 x 2 x 1, stacks of 2, two copies,
+ * prioritized) with a ring that wrapped and some updates. */
+static ag_dqn *make_frame_dqn(ag_ctx *ctx) {
+  ag_dqn_config c = agt_dqn_config(8, 4, 24, 5, 0);
+  c.frame_stack = 2;
+  c.obs_shape[0] = 2, c.obs_shape[1] = 2, c.obs_shape[2] = 2;
+  c.n_envs = 2;
+  c.per = 1;
+  c.n_step = 2;
+  ag_dqn *d;
+  agt_ok(ag_dqn_create(ctx, 8, ACTS, 5000, &c, &d));
+  agt_rng g = {0x77};
+  for (int step = 0; step < 17; step++) { /* episodes of 5 steps, then the last observation */
+    uint8_t fr[2 * 4], first[2];
+    int32_t act[2];
+    float rew[2];
+    int term[2], trn[2];
+    for (int e = 0; e < 2; e++) {
+      const int t = (step + e) % 6;
+      for (int i = 0; i < 4; i++) fr[e * 4 + i] = (uint8_t)agt_below(&g, 256);
+      first[e] = t == 0, act[e] = t == 5 ? 0 : (int32_t)agt_below(&g, ACTS);
+      rew[e] = t == 5 ? 0.0f : agt_uniform(&g, -1, 1), term[e] = t == 4 && e == 0, trn[e] = t == 4 && e == 1;
+    }
+    agt_ok(ag_dqn_store_frames(d, fr, first, act, rew, term, trn, 1));
+  }
+  agt_ok(ag_dqn_train(d, 5, NULL));
+  agt_ok(ag_dqn_set_run_state(d, "run state", 9));
+  return d;
+}
+
+/* A frame DQN's file: loaded, it saves the same bytes, trains on as the
+ * saved one and takes the same draws; damaged copies, its keys out of
+ * range and its key in an older version are refused; faults at every step
+ * of a save and a load leave nothing behind. */
+static void frames_round_trip_and_damaged_files(void **state) {
+  (void)state;
+  ag_ctx *ctx = agt_ctx();
+  ag_dqn *d = make_frame_dqn(ctx);
+  ag_dqn *l = agt_round_trip(&dqn_kind, ctx, d);
+  assert_int_equal(ag_frames_count(ag_dqn_frames(l)), ag_frames_count(ag_dqn_frames(d)));
+  assert_int_equal(ag_frames_position(ag_dqn_frames(l)), ag_frames_position(ag_dqn_frames(d)));
+  float la, lb;
+  agt_ok(ag_dqn_train(d, 3, &la));
+  agt_ok(ag_dqn_train(l, 3, &lb));
+  assert_true(la == lb);
+  assert_same_params(d, l);
+  ag_dqn_free(l);
+  agt_ok(ag_dqn_save(d, agt_path_a));
+  size_t n;
+  unsigned char *f = agt_slurp(agt_path_a, &n), *g = malloc(n + 8);
+  assert_non_null(g);
+  agt_refuse_damaged(&dqn_kind, ctx, f, g, n, ag__get32(f + 12) + 64, 7, 0x40);
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.frame_stack"), 8, 0, "dqn.frame_stack");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.frame_stack"), 8, 4, "configuration");
+  agt_refuse_field(&dqn_kind, ctx, f, g, n, key_value(f, "dqn.obs_shape") + 8, 8, 1, "does not hold");
+  memcpy(g, f, n);
+  ag__put64(g + key_value(f, "dqn.version"), 3);
+  agt_fix_crc(g);
+  agt_refuse(&dqn_kind, ctx, g, n, AG_ERR_IO, "the key of a frame table in a file of version 2 or 3");
+  agt_faults_at_every_step(&dqn_kind, ctx, d);
   free(f);
   free(g);
   ag_dqn_free(d);
@@ -356,6 +427,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {TEST(round_trip_trains_on_identically),
                                      TEST(conv_round_trip_trains_on_identically),
                                      TEST(conv_damaged_files_refused),
+                                     TEST(frames_round_trip_and_damaged_files),
                                      TEST(saved_here_loads_on_the_cpu),
                                      TEST(damaged_files_refused),
                                      TEST(unwritable_places),

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "agrl/env.h"
+#include "agrl/frames.h"
 #include "agrl/nn.h"
 #include "agrl/replay.h"
 
@@ -36,10 +37,15 @@ extern "C" {
  * range), n_conv outside 0..AG_MAX_CONV, with n_conv > 0 an obs_shape
  * whose product is not obs_dim or convolutions that ag_mlp_create_conv
  * refuses over obs_shape (with its status: AG_ERR_UNSUPPORTED for those
- * beyond its limits); with AG_ERR_UNSUPPORTED, also before anything is allocated, per
- * = 1 with buffer_size > 2^31 - 1 (the prioritized sampler's limit,
- * ag_per_create), and per or n_step > 1 with a group of GPUs. double_dqn,
- * huber and fused are flags (nonzero: on). */
+ * beyond its limits), frame_stack outside 0..AG_FRAMES_MAX_STACK, with
+ * frame_stack = k > 0 an obs_shape whose sizes are not positive, whose
+ * first is not a multiple of k, whose product is not obs_dim or whose
+ * frame (obs_shape[0] / k * h * w bytes) is larger than 2^31 - 2 bytes,
+ * or n_envs > buffer_size; with AG_ERR_UNSUPPORTED, also before anything
+ * is allocated, per = 1 with buffer_size > 2^31 - 1 (the prioritized
+ * sampler's limit, ag_per_create), and per, n_step > 1 or frame_stack > 0
+ * with a group of GPUs. double_dqn, huber and fused are flags (nonzero:
+ * on). */
 typedef struct ag_dqn_config {
   int n_hidden;                      /* 2 */
   int64_t hidden[AG_DQN_MAX_HIDDEN]; /* 256, 256 (ReLU) */
@@ -93,6 +99,21 @@ typedef struct ag_dqn_config {
   int n_conv;                      /* 0 */
   ag_conv_layer conv[AG_MAX_CONV]; /* (none) */
   int64_t obs_shape[3];            /* (none) */
+  /* pixel observations in a frame table (agrl/frames.h): frame_stack = k
+   * (1..AG_FRAMES_MAX_STACK) keeps the replay as a frame table of
+   * buffer_size entries, each environment step's newest frame stored once
+   * as u8, and the update rebuilds the f32 stacks (v / 255) of its batch
+   * from it. The network sees a stack as frames.h lays it out: obs_shape =
+   * {k*c, h, w} for frames of h x w x c u8 (c fastest, as environments
+   * give them), slots outermost (slot i, channel ch at row i*c + ch),
+   * obs_dim = k*c*h*w; obs_shape is then read with or without
+   * convolutions. Transitions are stored with ag_dqn_store_frames (not
+   * ag_dqn_store), the caller acts on stacks of its own (ag_dqn_act with
+   * f32 values v / 255, or ag_dqn_act_u8), and ag_dqn_learn is not used
+   * (its environments give flat f32 observations). Not over a group of
+   * GPUs; the update runs as composed ops (fused is not used). 0 (the
+   * default): the table of full f32 observations. */
+  int frame_stack; /* 0 */
 } ag_dqn_config;
 
 /* The defaults above: Stable-Baselines3 zoo's CartPole-v1 DQN (256-256
@@ -119,7 +140,12 @@ typedef struct ag_dqn ag_dqn;
  * Adam and its replay table of cfg->buffer_size transitions (fields obs
  * [obs_dim], action [1] i32, reward [1], next_obs [obs_dim], terminated [1]
  * i32, truncated [1] i32; f32 storage; sampling from batch_size on), with
- * cfg.per its prioritized sampler. Free it before ctx.
+ * cfg.per its prioritized sampler. With cfg.frame_stack = k the table is a
+ * frame table (agrl/frames.h) instead: capacity buffer_size entries,
+ * frames of obs_shape[0] / k x obs_shape[1] x obs_shape[2] (c, h, w), stack
+ * k, n_envs copies, min_size batch_size, prioritized (alpha per_alpha)
+ * with cfg.per, and fields action [1] i32, reward [1], terminated [1] i32,
+ * truncated [1] i32 (f32 storage). Free it before ctx.
  * Errors: AG_ERR_INVALID_ARG: ctx, cfg or out NULL, obs_dim < 1,
  * n_actions < 2, total_steps < 1, a cfg field outside its range (see
  * ag_dqn_config; the message names it); AG_ERR_STATE while a step is
@@ -147,6 +173,13 @@ AG_API float ag_dqn_epsilon(const ag_dqn *d, int64_t step);
  * and the exploration stream has not moved. */
 AG_API ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explore, int32_t *actions);
 
+/* ag_dqn_act on observations of n * obs_dim bytes, each value v seen as
+ * v / 255 in f32 (the values a frame table's gather gives the update).
+ * Errors: those of ag_dqn_act; AG_ERR_OUT_OF_MEMORY (host memory for the
+ * converted values). */
+AG_API ag_status ag_dqn_act_u8(ag_dqn *d, const uint8_t *obs, int n, int64_t step, int explore,
+                               int32_t *actions);
+
 /* Stores n transitions: obs and next_obs n * obs_dim floats (next_obs: the
  * true last observation of an episode that ended, see ag_vec_env_step's
  * final_obs), actions, rewards and terminated n values each; n = 0 stores
@@ -159,28 +192,51 @@ AG_API ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *action
                               const float *next_obs, const int *terminated, int n);
 /* ag_dqn_store with the episodes' truncations (n values 0 or 1; NULL: none),
  * which n-step returns stop at (and bootstrap from). Errors: those of
- * ag_dqn_store; AG_ERR_OUT_OF_RANGE: a truncated flag other than 0 or 1. */
+ * ag_dqn_store; AG_ERR_OUT_OF_RANGE: a truncated flag other than 0 or 1.
+ * Both refuse a DQN of a frame table (cfg.frame_stack) with AG_ERR_STATE:
+ * its transitions go in through ag_dqn_store_frames. */
 AG_API ag_status ag_dqn_store_ex(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
                                  const float *next_obs, const int *terminated, const int *truncated, int n);
+
+/* A frame-table DQN's store (cfg.frame_stack = k; agrl/frames.h's
+ * entries): appends `steps` environment steps of the n_envs copies, entry
+ * s * n_envs + e being copy e at step s: frames[steps * n_envs] frames of
+ * h*w*c u8 (c fastest), first[] their flags (non-zero: the frame is an
+ * episode's first observation, as reset gives it), and the fields of the
+ * transition taken from that observation: actions (0..n_actions-1),
+ * rewards, terminated and truncated (0 or 1; truncated NULL: none) of
+ * steps * n_envs values each. An episode's last observation (what step
+ * gave with terminated or truncated) is an entry of its own, whose fields
+ * are stored and never read (give any that pass the checks, e.g. 0s); the
+ * copy's next entry, its next episode's first observation, is flagged
+ * first. The transition whose next observation is an episode's last must
+ * carry its terminated or truncated flag (as the environment gives them):
+ * the target and the n-step walks stop there. steps = 0 stores nothing.
+ * All or nothing, as ag_frames_add.
+ * Errors: AG_ERR_INVALID_ARG: d NULL, steps < 0, frames, first, actions,
+ * rewards or terminated NULL for steps > 0; AG_ERR_STATE: the DQN has no
+ * frame table (store with ag_dqn_store_ex), or is broken;
+ * AG_ERR_OUT_OF_RANGE: an action outside 0..n_actions-1, a flag other
+ * than 0 or 1 (the message names it), steps * n_envs > buffer_size; the
+ * other errors of ag_frames_add. */
+AG_API ag_status ag_dqn_store_frames(ag_dqn *d, const uint8_t *frames, const uint8_t *first,
+                                     const int32_t *actions, const float *rewards, const int *terminated,
+                                     const int *truncated, int64_t steps);
 
 /* Runs n recorded updates: a recording of 8 updates (on the GPU one graph)
  * while 8 or more are left, then a recording of one (each made at its first
  * use). With last_loss, waits and reports the loss of the last update.
  * n = 0 runs nothing (last_loss untouched).
  * Errors: AG_ERR_INVALID_ARG: d NULL, n < 0; AG_ERR_STATE: a step is being
- * recorded, fewer than batch_size transitions are stored when an update is
- * recorded, or the DQN is broken; AG_ERR_INVALIDATED: an object the update
- * reads was freed (e.g. the table's buffer); AG_ERR_OUT_OF_MEMORY;
- * AG_ERR_DEVICE.
- * All or nothing: the recordings are made (or made again) before any update
- * runs, and with last_loss what the updates change (parameters, gradients,
- * Adam's moments and step count, the sampling stream, with cfg.per the
- * priorities) is copied on the
- * device first, so a failed read-back puts it back: on error the DQN is as
- * before the call and ag_dqn_updates has not moved. Only a device error
- * while the updates run without last_loss (or while the copy is put back)
- * cannot be undone: the call then says so, and every later call on the DQN
- * returns AG_ERR_STATE. */
+ * recorded, fewer than batch_size transitions are stored (with a frame
+ * table: may be sampled) when an update is recorded, or the DQN is broken; AG_ERR_INVALIDATED: an object the
+ * update reads was freed (e.g. the table's buffer); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. All or nothing: the
+ * recordings are made (or made again) before any update runs, and with last_loss what the updates change
+ * (parameters, gradients, Adam's moments and step count, the sampling stream, with cfg.per the priorities) is
+ * copied on the device first, so a failed read-back puts it back: on error the DQN is as before the call and
+ * ag_dqn_updates has not moved. Only a device error while the updates run without last_loss (or while the
+ * copy is put back) cannot be undone: the call then says so, and every later call on the DQN returns
+ * AG_ERR_STATE. */
 AG_API ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
 
 /* The loss of the current networks on a gathered batch [ag_replay_rows, B]
@@ -192,8 +248,19 @@ AG_API ag_status ag_dqn_train(ag_dqn *d, int64_t n, float *last_loss);
  * Errors: AG_ERR_INVALID_ARG: d, batch or loss NULL, batch of another
  * context; AG_ERR_FREED: batch released by ag_ctx_reset; AG_ERR_SHAPE:
  * batch has another number of rows, or is not f32; AG_ERR_OUT_OF_MEMORY.
+ * A DQN of a frame table has no such batch: AG_ERR_STATE (see
+ * ag_dqn_loss_frames).
  * On error the temporaries made so far stay in the workspace. */
 AG_API ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss);
+/* The same for a DQN of a frame table, on its n transitions at the host
+ * indices idx (entries that may be sampled now, as ag_frames_gather takes
+ * them): the one-step target, the plain mean, on the f32 stacks the
+ * update's gather builds. Not while a step is recorded.
+ * Errors: AG_ERR_INVALID_ARG: d, idx or loss NULL, n < 1; AG_ERR_STATE:
+ * the DQN has no frame table, is broken, or a step is being recorded;
+ * AG_ERR_OUT_OF_RANGE: an index that may not be sampled (the message
+ * names it); AG_ERR_OUT_OF_MEMORY; AG_ERR_DEVICE. */
+AG_API ag_status ag_dqn_loss_frames(ag_dqn *d, const int64_t *idx, int64_t n, ag_tensor **loss);
 
 /* Target network update: a copy (tau = 1) or Polyak averaging (queued;
  * recordable). Errors: AG_ERR_INVALID_ARG: d NULL; those of ag_mlp_copy
@@ -203,7 +270,9 @@ AG_API ag_status ag_dqn_update_target(ag_dqn *d);
 /* The DQN's own objects (freed with it; NULL for d NULL). */
 AG_API ag_mlp *ag_dqn_q(const ag_dqn *d);         /* the online network */
 AG_API ag_mlp *ag_dqn_target(const ag_dqn *d);    /* the target network */
-AG_API ag_replay *ag_dqn_replay(const ag_dqn *d); /* in a group: this rank's shard's table */
+AG_API ag_replay *ag_dqn_replay(const ag_dqn *d); /* in a group: this rank's shard's table; with
+                                                     frame_stack: the frame table's fields' table */
+AG_API ag_frames *ag_dqn_frames(const ag_dqn *d); /* the frame table (NULL without frame_stack) */
 AG_API int64_t ag_dqn_updates(const ag_dqn *d);
 /* The configuration the DQN was made (or loaded) with, and the
  * environment steps its exploration schedule plans for (NULL and 0 for d
@@ -287,6 +356,8 @@ typedef int (*ag_train_callback)(const ag_train_event *ev, void *user);
  * (the environments have moved, transitions are stored, updates applied),
  * and the status is that of the call that failed. Errors: AG_ERR_INVALID_ARG:
  * d or env NULL; AG_ERR_SHAPE: env's spec differs (a continuous env);
+ * AG_ERR_UNSUPPORTED: a DQN of a frame table (cfg.frame_stack; its loop
+ * is the caller's, storing with ag_dqn_store_frames);
  * AG_ERR_OUT_OF_MEMORY; those of ag_vec_env_reset, ag_dqn_act,
  * ag_vec_env_step, ag_dqn_store, ag_dqn_train, ag_dqn_update_target (and in
  * a group of the collectives). */
@@ -308,15 +379,19 @@ AG_API ag_status ag_dqn_learn(ag_dqn *d, ag_vec_env *env, int64_t total_steps, a
  * trains as the saved one would have: the same seed of draws, the same
  * updates, bit for bit on the same device.
  *
- * Layout: an agrl container of kind "dqn", version 2 (docs/container.md
- * gives its keys and sections): the configuration and counters as keys,
- * every tensor and the run state as sections in CRC-checked parts, then
- * the replay table's own container to the end of the file (with per, its
- * prioritized sampler in it). Files of agrl 0.1.0 (AGRLDQN1) still load.
+ * Layout: an agrl container of kind "dqn", version 2 (3 with
+ * convolutions, 4 with a frame table; docs/container.md gives its keys
+ * and sections): the configuration and counters as keys, every tensor and
+ * the run state as sections in CRC-checked parts, then the replay table's
+ * own container to the end of the file (with per, its prioritized sampler
+ * in it), or with cfg.frame_stack the frame table's image (agrl/frames.h's
+ * format: its frames, then its fields' table). Files of agrl 0.1.0
+ * (AGRLDQN1) and of the earlier versions still load.
  * The loader checks the header (CRC, the configuration as ag_dqn_create
  * does, every size against the DQN the configuration makes) before it
  * makes the DQN, then every part's CRC, and the table's fields, storage
- * and capacity against the DQN's; it refuses with AG_ERR_IO naming the
+ * and capacity (a frame table: its frame, stack, copies and sampler too)
+ * against the DQN's; it refuses with AG_ERR_IO naming the
  * path and what is wrong (truncated, trailing bytes, a CRC, a shape), and
  * a newer version with AG_ERR_UNSUPPORTED. Nothing is half-loaded: on
  * any failure what was made is freed and *out is not written.

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "replay/frames_internal.h"
 #include "replay/replay_internal.h"
 
 /* AG_ERR_IO: the table in path is not the agent's. */
@@ -18,9 +19,24 @@ static ag_status not_mine(const char *fn, const char *path, const char *own) {
                   path, own);
 }
 
+/* Whether table r is the one the agent makes (`mine`: fields, storage,
+ * minimum, sampler and its alpha), of `capacity` columns. */
+static int same_table(const ag_replay *r, const ag_replay *mine, int64_t capacity) {
+  ag_per *rp = ag_replay_per(r), *mp = ag_replay_per(mine);
+  int same = ag_replay_n_fields(r) == ag_replay_n_fields(mine) &&
+             ag_replay_storage(r) == ag_replay_storage(mine) && ag_replay_capacity(r) == capacity &&
+             ag_replay_min_size(r) == ag_replay_min_size(mine) && (rp != NULL) == (mp != NULL) &&
+             (!rp || ag__per_alpha(rp) == ag__per_alpha(mp));
+  for (int i = 0; same && i < ag_replay_n_fields(r); i++) {
+    ag_field a, b;
+    same = !ag_replay_field_at(r, i, &a) && !ag_replay_field_at(mine, i, &b) && a.width == b.width &&
+           a.dtype == b.dtype && !strcmp(a.name, b.name);
+  }
+  return same;
+}
+
 ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, const char *fn,
                                const char *own, const ag_replay *mine, int64_t capacity, ag_replay **out) {
-  ag_per *mp = ag_replay_per(mine);
   uint64_t left = 0;
   ag_status s = ag__stream_left(f, fn, path, "an agent's file", &left);
   /* the image's header against the agent's table before anything is made for it */
@@ -32,22 +48,37 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
     return ag__fail(s, "%s: the replay table in %s: %s", fn, path, why);
   }
   if (s) return s;
-  /* the table must be the one the agent makes, of the file's capacity */
-  ag_per *rp = ag_replay_per(r);
-  int same = ag_replay_n_fields(r) == ag_replay_n_fields(mine) &&
-             ag_replay_storage(r) == ag_replay_storage(mine) && ag_replay_capacity(r) == capacity &&
-             ag_replay_min_size(r) == ag_replay_min_size(mine) && (rp != NULL) == (mp != NULL) &&
-             (!rp || ag__per_alpha(rp) == ag__per_alpha(mp));
-  for (int i = 0; same && i < ag_replay_n_fields(r); i++) {
-    ag_field a, b;
-    same = !ag_replay_field_at(r, i, &a) && !ag_replay_field_at(mine, i, &b) && a.width == b.width &&
-           a.dtype == b.dtype && !strcmp(a.name, b.name);
-  }
-  if (!same) {
+  if (!same_table(r, mine, capacity)) {
     ag_replay_free(r);
     return not_mine(fn, path, own);
   }
   *out = r;
+  return AG_OK;
+}
+
+ag_status ag__agent_frames_read(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, const char *fn,
+                                const char *own, const ag_frames_config *want, const ag_replay *mine,
+                                ag_frames **out) {
+  uint64_t left = 0;
+  ag_status s = ag__stream_left(f, fn, path, "an agent's file", &left);
+  /* the image's header against the agent's table before anything is made for it */
+  if (!s && ag__frames_image_differs(f, left, want))
+    s = ag__fail(AG_ERR_IO,
+                 "%s: %s is corrupt: its frame table is not %s (frame, stack, copies, capacity or "
+                 "sampler)",
+                 fn, path, own);
+  ag_frames *t = NULL;
+  if (!s && (s = ag__frames_load_stream(ctx, f, path, max_bytes, &t))) {
+    char why[512]; /* the table's refusal, as this call's */
+    snprintf(why, sizeof why, "%s", ag_last_error());
+    return ag__fail(s, "%s: the frame table in %s: %s", fn, path, why);
+  }
+  if (s) return s;
+  if (!same_table(ag_frames_replay(t), mine, want->capacity)) {
+    ag_frames_free(t);
+    return not_mine(fn, path, own);
+  }
+  *out = t;
   return AG_OK;
 }
 

@@ -38,7 +38,10 @@ struct ag_dqn {
   ag_per *per;     /* cfg.per: the table's prioritized sampler (the table owns it) */
   ag_tensor *beta; /* cfg.per: [1, 1] f32, the beta the recorded update draws with */
   int *zeros;      /* truncated flags of 0 for ag_dqn_store, zeros_n of them */
-  int zeros_n;
+  int64_t zeros_n;
+  ag_frames *frames; /* cfg.frame_stack: the frame table (owns replay, and per with cfg.per) */
+  float *act_u8;     /* ag_dqn_act_u8's observations as f32, act_u8_n values */
+  size_t act_u8_n;
   /* the caller's record of a run in progress, saved with the DQN (ag_dqn_set_run_state) */
   void *run_state;
   size_t run_state_n;
@@ -55,6 +58,9 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn);
 /* ag_dqn_create's body, also for ag_dqn_load (g NULL: one GPU). */
 ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                          const ag_dqn_config *cfg, const char *fn, ag_dqn **out);
+/* The configuration of the frame table a DQN of cfg.frame_stack > 0 makes
+ * (all zeros for frame_stack 0). */
+ag_frames_config ag__dqn_frames_config(const ag_dqn_config *c);
 /* The tensors an update changes (parameters and gradients of the online
  * network, the sampling stream's counter, the optimizer's state): writes up
  * to max of them into out and returns how many there are. */
@@ -112,6 +118,15 @@ struct ag_ac {
 
 /* The checks of ag_ac_create on a configuration; `fn` names the call. */
 ag_status ag__ac_check_config(const ag_ac_config *c, const char *fn);
+
+/* The same for a frame table (frames.h's image, agrl/frames.h) of
+ * configuration `want` whose fields' table is as `mine` (of
+ * want->capacity columns): AG_ERR_IO "fn: path is corrupt: its frame
+ * table is not <own> ..." otherwise, the header checked before anything
+ * is made; the table's own refusals name fn and path. */
+ag_status ag__agent_frames_read(ag_ctx *ctx, FILE *f, const char *path, size_t max_bytes, const char *fn,
+                                const char *own, const ag_frames_config *want, const ag_replay *mine,
+                                ag_frames **out);
 
 /* The caller's record of a run (ag_dqn_set_run_state, ag_ac_set_run_state):
  * *state (malloc'd, *len bytes) becomes a copy of data's n bytes (n = 0: none);

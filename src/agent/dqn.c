@@ -108,6 +108,29 @@ ag_status ag__dqn_check_config(const ag_dqn_config *c, const char *fn) {
     ag_status s = ag__conv_shapes(c->obs_shape, c->conv, c->n_conv, shape, fn);
     if (s) return s;
   }
+  if (c->frame_stack < 0 || c->frame_stack > AG_FRAMES_MAX_STACK)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: frame_stack = %d must be in 0..%d (0: no frame table)", fn,
+                    c->frame_stack, AG_FRAMES_MAX_STACK);
+  if (c->frame_stack) {
+    const int64_t *sh = c->obs_shape, k = c->frame_stack;
+    if (sh[0] < 1 || sh[1] < 1 || sh[2] < 1 || sh[0] % k)
+      return ag__fail(
+          AG_ERR_INVALID_ARG,
+          "%s: obs_shape = {%lld, %lld, %lld} with frame_stack = %lld: the stack's shape {k*c, h, w} "
+          "needs positive sizes, the first a multiple of k",
+          fn, (long long)sh[0], (long long)sh[1], (long long)sh[2], (long long)k);
+    size_t frame = 0;
+    if (!ag__mul3((uint64_t)(sh[0] / k), (uint64_t)sh[1], (uint64_t)sh[2], &frame) ||
+        frame > (size_t)INT32_MAX - 2)
+      return ag__fail(AG_ERR_INVALID_ARG,
+                      "%s: obs_shape = {%lld, %lld, %lld} with frame_stack = %lld: a frame is larger than "
+                      "2^31 - 2 bytes",
+                      fn, (long long)sh[0], (long long)sh[1], (long long)sh[2], (long long)k);
+    if (c->n_envs > c->buffer_size)
+      return ag__fail(AG_ERR_INVALID_ARG,
+                      "%s: n_envs = %lld copies do not fit a frame table of buffer_size = %lld", fn,
+                      (long long)c->n_envs, (long long)c->buffer_size);
+  }
   if (c->n_step < 1 || c->n_step > AG__MAX_N_STEP)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: n_step = %d must be in 1..%d", fn, c->n_step, AG__MAX_N_STEP);
   if (c->n_envs < 1 || c->n_envs > AG__MAX_N_ENVS)
@@ -129,6 +152,8 @@ void ag_dqn_free(ag_dqn *d) {
   ag_mlp_free(d->target);
   if (d->shard)
     ag_shard_free(d->shard); /* owns d->replay */
+  else if (d->frames)
+    ag_frames_free(d->frames); /* owns d->replay */
   else
     ag_replay_free(d->replay);
   free(d->grads);
@@ -139,11 +164,40 @@ void ag_dqn_free(ag_dqn *d) {
   ag__snapshot_free(&d->snap);
   free(d->run_state);
   free(d->zeros);
+  free(d->act_u8);
   free(d);
 }
 
 static ag__qlearn qlearn_of(const ag_dqn *d, int step);
 static int fused_now(const ag_dqn *d);
+
+/* The fields a frame table keeps beside its frames (agent.h). */
+static const ag_field frame_fields[4] = {
+    {"action", 1, AG_I32}, {"reward", 1, AG_F32}, {"terminated", 1, AG_I32}, {"truncated", 1, AG_I32}};
+
+ag_frames_config ag__dqn_frames_config(const ag_dqn_config *c) {
+  ag_frames_config fc;
+  memset(&fc, 0, sizeof fc);
+  if (!c->frame_stack) return fc;
+  fc.channels = c->obs_shape[0] / c->frame_stack;
+  fc.height = c->obs_shape[1];
+  fc.width = c->obs_shape[2];
+  fc.stack = c->frame_stack;
+  fc.n_envs = c->n_envs;
+  fc.capacity = c->buffer_size;
+  fc.min_size = c->batch_size;
+  fc.prioritized = c->per;
+  fc.alpha = c->per ? c->per_alpha : 0.0f;
+  return fc;
+}
+
+/* The frame table of a DQN with cfg.frame_stack (d->replay its fields'). */
+static ag_status frames_create(ag_dqn *d) {
+  const ag_frames_config fc = ag__dqn_frames_config(&d->cfg);
+  ag_status s = ag_frames_create(d->ctx, &fc, frame_fields, 4, AG_F32, &d->frames);
+  if (!s) d->replay = ag_frames_replay(d->frames);
+  return s;
+}
 
 ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_actions, int64_t total_steps,
                          const ag_dqn_config *cfg, const char *fn, ag_dqn **out) {
@@ -154,14 +208,17 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
                     (long long)obs_dim, (long long)n_actions, (long long)total_steps);
   ag_status s = ag__dqn_check_config(cfg, fn);
   if (s) return s;
-  if (cfg->n_conv && cfg->obs_shape[0] * cfg->obs_shape[1] * cfg->obs_shape[2] != obs_dim)
+  if ((cfg->n_conv || cfg->frame_stack) &&
+      cfg->obs_shape[0] * cfg->obs_shape[1] * cfg->obs_shape[2] != obs_dim)
     return ag__fail(AG_ERR_INVALID_ARG,
                     "%s: obs_shape = {%lld, %lld, %lld} does not hold obs_dim = %lld values", fn,
                     (long long)cfg->obs_shape[0], (long long)cfg->obs_shape[1], (long long)cfg->obs_shape[2],
                     (long long)obs_dim);
-  if (g && (cfg->per || cfg->n_step > 1))
+  if (g && (cfg->per || cfg->n_step > 1 || cfg->frame_stack))
     return ag__fail(AG_ERR_UNSUPPORTED,
-                    "%s: prioritized replay and n-step returns over a group of GPUs are not supported", fn);
+                    "%s: prioritized replay, n-step returns and frame tables over a group of GPUs are not "
+                    "supported",
+                    fn);
   int world = g ? ag_dist_world(g) : 1, rank = g ? ag_dist_rank(g) : 0;
   if (g && ag_dist_ctx(g) != ctx)
     return ag__fail(AG_ERR_INVALID_ARG, "%s: the group computes on another context", fn);
@@ -200,7 +257,9 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
   ac.lr = cfg->lr;
   ac.max_grad_norm = cfg->max_grad_norm;
   if (!s) s = ag_adam_create(ctx, ag_mlp_params(d->q), ag_mlp_n_params(d->q), &ac, &d->opt);
-  if (!s && !g) s = ag_replay_create(ctx, fields, 6, cfg->buffer_size, AG_F32, cfg->batch_size, &d->replay);
+  if (!s && cfg->frame_stack) s = frames_create(d);
+  if (!s && !g && !cfg->frame_stack)
+    s = ag_replay_create(ctx, fields, 6, cfg->buffer_size, AG_F32, cfg->batch_size, &d->replay);
   if (!s && g) {
     int64_t cap = (cfg->buffer_size + world - 1) / world * world;
     s = ag_shard_create(ctx, fields, 6, cap, AG_F32, cfg->batch_size, rank, world, &d->shard);
@@ -213,7 +272,10 @@ ag_status ag__dqn_create(ag_ctx *ctx, ag_dist *g, int64_t obs_dim, int64_t n_act
     if (!d->grads) s = ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   if (!s && cfg->per) {
-    s = ag_per_create(d->replay, cfg->per_alpha, &d->per);
+    if (d->frames) /* the frame table's sampler, made with it */
+      d->per = ag_replay_per(d->replay);
+    else
+      s = ag_per_create(d->replay, cfg->per_alpha, &d->per);
     if (!s) s = ag_tensor_create(ctx, 1, 1, AG_F32, &cfg->per_beta, &d->beta);
   }
   if (!s) d->fused = fused_now(d);
@@ -311,23 +373,37 @@ ag_status ag_dqn_act(ag_dqn *d, const float *obs, int n, int64_t step, int explo
   return AG_OK;
 }
 
-static ag_status store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
-                       const float *next_obs, const int *terminated, const int *truncated, int n,
-                       const char *fn) {
-  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL", fn);
-  ag_status s = check_sound(d, fn);
-  if (s) return s;
-  for (int i = 0; actions && i < n; i++)
+ag_status ag_dqn_act_u8(ag_dqn *d, const uint8_t *obs, int n, int64_t step, int explore, int32_t *actions) {
+  static const char fn[] = "ag_dqn_act_u8";
+  if (!d || !obs || !actions || n < 1)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, obs and actions must be given for n >= 1", fn);
+  const size_t k = (size_t)d->obs_dim * (size_t)n;
+  if (d->act_u8_n < k) {
+    float *f = ag__realloc(d->act_u8, k * sizeof *f);
+    if (!f) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu values", fn, k);
+    d->act_u8 = f;
+    d->act_u8_n = k;
+  }
+  for (size_t i = 0; i < k; i++) d->act_u8[i] = (float)obs[i] / 255.0f; /* as the frame gather */
+  return ag_dqn_act(d, d->act_u8, n, step, explore, actions);
+}
+
+/* The checks of a store's actions and flags (n values each; terminated and
+ * truncated may be NULL), and truncated NULL made a column of zeros. */
+static ag_status check_fields(ag_dqn *d, const int32_t *actions, const int *terminated, const int **truncated,
+                              int64_t n, const char *fn) {
+  for (int64_t i = 0; actions && i < n; i++)
     if (actions[i] < 0 || actions[i] >= d->n_actions)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: actions[%d] = %d is outside 0..%lld", fn, i, actions[i],
-                      (long long)(d->n_actions - 1));
-  for (int i = 0; terminated && i < n; i++) /* the target takes 1 - terminated */
-    if (terminated[i] != 0 && terminated[i] != 1)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: terminated[%d] = %d is not 0 or 1", fn, i, terminated[i]);
-  for (int i = 0; truncated && i < n; i++)
-    if (truncated[i] != 0 && truncated[i] != 1)
-      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: truncated[%d] = %d is not 0 or 1", fn, i, truncated[i]);
-  if (!truncated && n > 0) { /* none: a column of zeros */
+      return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: actions[%lld] = %d is outside 0..%lld", fn, (long long)i,
+                      actions[i], (long long)(d->n_actions - 1));
+  const int *flags[2] = {terminated, *truncated}; /* the target takes 1 - terminated */
+  static const char *const names[2] = {"terminated", "truncated"};
+  for (int f = 0; f < 2; f++)
+    for (int64_t i = 0; flags[f] && i < n; i++)
+      if (flags[f][i] != 0 && flags[f][i] != 1)
+        return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %s[%lld] = %d is not 0 or 1", fn, names[f], (long long)i,
+                        flags[f][i]);
+  if (!*truncated && n > 0) { /* none: a column of zeros */
     if (d->zeros_n < n) {
       int *z = ag__calloc((size_t)n, sizeof *z);
       if (!z) return ag__fail(AG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -335,10 +411,49 @@ static ag_status store(ag_dqn *d, const float *obs, const int32_t *actions, cons
       d->zeros = z;
       d->zeros_n = n;
     }
-    truncated = d->zeros;
+    *truncated = d->zeros;
   }
+  return AG_OK;
+}
+
+static ag_status store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
+                       const float *next_obs, const int *terminated, const int *truncated, int n,
+                       const char *fn) {
+  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL", fn);
+  ag_status s = check_sound(d, fn);
+  if (s) return s;
+  if (d->frames)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the DQN keeps a frame table (frame_stack = %d): store its frames with "
+                    "ag_dqn_store_frames",
+                    fn, d->cfg.frame_stack);
+  if ((s = check_fields(d, actions, terminated, &truncated, n, fn))) return s;
   const void *data[6] = {obs, actions, rewards, next_obs, terminated, truncated};
   return d->shard ? ag_shard_add_local(d->shard, data, n) : ag_replay_add(d->replay, data, n);
+}
+
+ag_status ag_dqn_store_frames(ag_dqn *d, const uint8_t *frames, const uint8_t *first, const int32_t *actions,
+                              const float *rewards, const int *terminated, const int *truncated,
+                              int64_t steps) {
+  static const char fn[] = "ag_dqn_store_frames";
+  if (!d) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn is NULL", fn);
+  ag_status s = check_sound(d, fn);
+  if (s) return s;
+  if (!d->frames)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the DQN keeps full observations (frame_stack = 0): store with ag_dqn_store_ex", fn);
+  if (steps < 0)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: steps = %lld must not be negative", fn, (long long)steps);
+  if (steps == 0) return AG_OK;
+  if (!frames || !first || !actions || !rewards || !terminated)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: frames, first, actions, rewards and terminated must not be NULL",
+                    fn);
+  if (steps > d->cfg.buffer_size / d->cfg.n_envs)
+    return ag__fail(AG_ERR_OUT_OF_RANGE, "%s: %lld steps of %lld copies do not fit a table of %lld entries",
+                    fn, (long long)steps, (long long)d->cfg.n_envs, (long long)d->cfg.buffer_size);
+  if ((s = check_fields(d, actions, terminated, &truncated, steps * d->cfg.n_envs, fn))) return s;
+  const void *data[4] = {actions, rewards, terminated, truncated};
+  return ag_frames_add(d->frames, frames, first, data, steps);
 }
 
 ag_status ag_dqn_store(ag_dqn *d, const float *obs, const int32_t *actions, const float *rewards,
@@ -351,71 +466,155 @@ ag_status ag_dqn_store_ex(ag_dqn *d, const float *obs, const int32_t *actions, c
   return store(d, obs, actions, rewards, next_obs, terminated, truncated, n, "ag_dqn_store_ex");
 }
 
-/* Q(s, a) of a gathered batch ([1, B], with gradients) and its target y
- * ([1, B], without). */
-/* With idx (the batch's columns) and n_step > 1, the n-step target
- * y = R + discount * V(s'_last) of ag_replay_nstep, V as below at the
- * next_obs of the walk's last column. */
-static ag_status q_and_target(ag_dqn *d, ag_tensor *batch, ag_tensor *idx, ag_tensor **qa_out,
-                              ag_tensor **y_out) {
-  ag_tensor *obs, *act, *rew, *next, *term, *qn, *y, *q, *qa;
+/* One batch as the loss reads it: obs and next [obs_dim, B] f32 (next_obs
+ * of each transition), act [1, B] i32, rew and term [1, B]; with n-step
+ * returns ret and disc [1, B] (else NULL) and next the next_obs of each
+ * walk's last entry: the target is then ret + disc * V(next). */
+typedef struct dqn_batch {
+  ag_tensor *obs, *act, *rew, *next, *term, *ret, *disc;
+} dqn_batch;
+
+/* The fields of a gathered batch of table r (obs and next_obs too with
+ * `obs`: a table of full observations). */
+static ag_status batch_views(ag_replay *r, ag_tensor *batch, int obs, dqn_batch *b) {
   ag_status s;
-  if ((s = ag_replay_view(d->replay, batch, "obs", &obs)) ||
-      (s = ag_replay_view(d->replay, batch, "action", &act)) ||
-      (s = ag_replay_view(d->replay, batch, "reward", &rew)) ||
-      (s = ag_replay_view(d->replay, batch, "next_obs", &next)) ||
-      (s = ag_replay_view(d->replay, batch, "terminated", &term)))
+  if ((obs && ((s = ag_replay_view(r, batch, "obs", &b->obs)) ||
+               (s = ag_replay_view(r, batch, "next_obs", &b->next)))) ||
+      (s = ag_replay_view(r, batch, "action", &b->act)) ||
+      (s = ag_replay_view(r, batch, "reward", &b->rew)) ||
+      (s = ag_replay_view(r, batch, "terminated", &b->term)))
     return s;
-  const int nstep = idx && d->cfg.n_step > 1;
-  ag_tensor *ret = NULL, *disc = NULL;
+  b->ret = b->disc = NULL;
+  return AG_OK;
+}
+
+/* With n_step > 1, the n-step walks of the drawn entries idx: b's returns,
+ * discounts and the next_obs of each walk's last entry (agrl/replay.h's
+ * ag_replay_nstep over the table of full observations, frames.h's
+ * ag_frames_nstep and the stacks of its last entries over a frame table). */
+static ag_status nstep_walks(ag_dqn *d, ag_tensor *idx, dqn_batch *b) {
+  if (d->cfg.n_step <= 1) return AG_OK;
+  ag_tensor *last, *lb, *lo;
+  ag_status s;
   ag_no_grad_begin(d->ctx);
-  if (nstep) {
-    ag_tensor *last, *lb;
+  if (d->frames) {
+    s = ag_frames_nstep(d->frames, idx, d->cfg.n_step, d->cfg.gamma, "reward", "terminated", "truncated",
+                        &b->ret, &b->disc, &last);
+    if (!s) s = ag_frames_gather_dev(d->frames, last, AG_F32, &lo, &b->next, NULL);
+  } else {
     s = ag_replay_nstep(d->replay, idx, d->cfg.n_step, d->cfg.gamma, d->cfg.n_envs, "reward", "terminated",
-                        "truncated", &ret, &disc, &last);
+                        "truncated", &b->ret, &b->disc, &last);
     if (!s) s = ag_get_rows_dev(ag_replay_buffer(d->replay), last, &lb);
-    if (!s) s = ag_replay_view(d->replay, lb, "next_obs", &next);
+    if (!s) s = ag_replay_view(d->replay, lb, "next_obs", &b->next);
   }
-  /* y = r + gamma * (1 - terminated) * max_a Q'(s', a)   (Double DQN: Q'(s', argmax_a Q(s', a))) */
-  ag_tensor *am = NULL;
-  if (!s) s = ag_mlp_forward(d->target, next, &qn);
+  ag_no_grad_end(d->ctx);
+  return s;
+}
+
+/* An update's B transitions, drawn on the device (recordable): uniformly,
+ * or by priority (idx and *w, the importance weights, with beta from
+ * d->beta); from the table of full observations or, with a frame table,
+ * their stacks rebuilt as f32; then their n-step walks. *idx: the entries. */
+static ag_status draw(ag_dqn *d, dqn_batch *b, ag_tensor **idx, ag_tensor **w) {
+  ag_tensor *batch;
+  ag_status s = AG_OK;
+  *w = NULL;
+  if (d->frames && ag_frames_count(d->frames) < d->batch) /* the prioritized draw does not check it */
+    return ag__fail(AG_ERR_STATE,
+                    "ag_dqn_train: %lld transitions may be sampled, fewer than batch_size = %lld",
+                    (long long)ag_frames_count(d->frames), (long long)d->batch);
+  if (d->per) s = ag_per_sample_dev(d->per, d->rng, d->batch, d->beta, idx, w);
+  if (!s && d->frames && d->per)
+    s = ag_frames_gather_dev(d->frames, *idx, AG_F32, &b->obs, &b->next, &batch);
+  else if (!s && d->frames)
+    s = ag_frames_sample(d->frames, d->rng, d->batch, AG_F32, &b->obs, &b->next, &batch, idx);
+  else if (!s && d->per)
+    s = ag_get_rows_dev(ag_replay_buffer(d->replay), *idx, &batch);
+  else if (!s)
+    s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, idx);
+  if (!s) s = batch_views(d->replay, batch, !d->frames, b);
+  return s ? s : nstep_walks(d, *idx, b);
+}
+
+/* Q(s, a) of a batch ([1, B], with gradients) and its target y ([1, B],
+ * without): r + gamma (1 - terminated) V(s'), or with n-step returns
+ * ret + disc V(s'_last), V(s') = max_a Q'(s', a) (Double DQN:
+ * Q'(s', argmax_a Q(s', a))). */
+static ag_status q_and_target(ag_dqn *d, const dqn_batch *b, ag_tensor **qa_out, ag_tensor **y_out) {
+  ag_tensor *qn, *y, *q, *qa, *am = NULL;
+  ag_status s;
+  ag_no_grad_begin(d->ctx);
+  s = ag_mlp_forward(d->target, b->next, &qn);
   if (!s && d->cfg.double_dqn) {
     ag_tensor *qo;
-    s = ag_mlp_forward(d->q, next, &qo);
+    s = ag_mlp_forward(d->q, b->next, &qo);
     if (!s) s = ag_argmax(qo, AG_AXIS_ROWS, AG_I32, &am);
   }
-  if (!s && !nstep) s = ag_td_target(qn, am, rew, term, d->cfg.gamma, &y);
-  if (!s && nstep) { /* y = R + discount * V */
+  if (!s && !b->ret) s = ag_td_target(qn, am, b->rew, b->term, d->cfg.gamma, &y);
+  if (!s && b->ret) { /* y = R + discount * V */
     ag_tensor *v, *dv;
     s = am ? ag_pick(qn, am, &v) : ag_max(qn, AG_AXIS_ROWS, &v);
-    if (!s) s = ag_mul(disc, v, &dv);
-    if (!s) s = ag_add(ret, dv, &y);
+    if (!s) s = ag_mul(b->disc, v, &dv);
+    if (!s) s = ag_add(b->ret, dv, &y);
   }
   ag_no_grad_end(d->ctx);
   if (s) return s;
-  if ((s = ag_mlp_forward(d->q, obs, &q)) || (s = ag_pick(q, act, &qa))) return s;
+  if ((s = ag_mlp_forward(d->q, b->obs, &q)) || (s = ag_pick(q, b->act, &qa))) return s;
   *qa_out = qa;
   *y_out = y;
   return AG_OK;
 }
 
-ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
+/* The plain loss of a batch: mean_j f(Q(s_j, a_j) - y_j), f Huber or the square. */
+static ag_status batch_loss(ag_dqn *d, const dqn_batch *b, ag_tensor **loss) {
   ag_tensor *qa, *y;
-  ag_status s;
-  if (!d || !batch || !loss)
-    return ag__fail(AG_ERR_INVALID_ARG, "ag_dqn_loss: dqn, batch and loss must not be NULL");
-  if ((s = check_sound(d, "ag_dqn_loss")) || (s = q_and_target(d, batch, NULL, &qa, &y))) return s;
+  ag_status s = q_and_target(d, b, &qa, &y);
+  if (s) return s;
   return d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, loss) : ag_mse_loss(qa, y, loss);
 }
 
-/* The prioritized update's loss: B transitions drawn by priority (beta from
- * d->beta on the device), mean_j w_j f(Q(s_j, a_j) - y_j), and the drawn
- * columns' priorities set to |Q - y| + per_eps, all on the device. */
-static ag_status per_loss(ag_dqn *d, ag_tensor **loss) {
-  ag_tensor *idx, *w, *batch, *qa, *y, *td, *l, *lw, *a, *p;
-  ag_status s = ag_per_sample_dev(d->per, d->rng, d->batch, d->beta, &idx, &w);
-  if (!s) s = ag_get_rows_dev(ag_replay_buffer(d->replay), idx, &batch);
-  if (!s) s = q_and_target(d, batch, idx, &qa, &y);
+ag_status ag_dqn_loss(ag_dqn *d, ag_tensor *batch, ag_tensor **loss) {
+  static const char fn[] = "ag_dqn_loss";
+  dqn_batch b;
+  ag_status s;
+  if (!d || !batch || !loss)
+    return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, batch and loss must not be NULL", fn);
+  if ((s = check_sound(d, fn))) return s;
+  if (d->frames)
+    return ag__fail(AG_ERR_STATE,
+                    "%s: the DQN keeps a frame table, whose batches hold no observations: use "
+                    "ag_dqn_loss_frames",
+                    fn);
+  if ((s = batch_views(d->replay, batch, 1, &b))) return s;
+  return batch_loss(d, &b, loss);
+}
+
+ag_status ag_dqn_loss_frames(ag_dqn *d, const int64_t *idx, int64_t n, ag_tensor **loss) {
+  static const char fn[] = "ag_dqn_loss_frames";
+  dqn_batch b;
+  ag_tensor *batch;
+  ag_status s;
+  if (!d || !idx || !loss) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn, idx and loss must not be NULL", fn);
+  if ((s = check_sound(d, fn))) return s;
+  if (!d->frames)
+    return ag__fail(AG_ERR_STATE, "%s: the DQN keeps full observations (frame_stack = 0): use ag_dqn_loss",
+                    fn);
+  if ((s = ag_frames_gather(d->frames, idx, n, AG_F32, &b.obs, &b.next, &batch)) ||
+      (s = batch_views(d->replay, batch, 0, &b)))
+    return s;
+  return batch_loss(d, &b, loss);
+}
+
+/* The update's loss: a batch drawn on the device and its loss; with
+ * prioritized replay mean_j w_j f(Q(s_j, a_j) - y_j) with the importance
+ * weights, and the drawn entries' priorities set to |Q - y| + per_eps. */
+static ag_status update_loss(ag_dqn *d, ag_tensor **loss) {
+  dqn_batch b;
+  ag_tensor *idx, *w, *qa, *y, *td, *l, *lw, *a, *p;
+  ag_status s = draw(d, &b, &idx, &w);
+  if (!s && !d->per) s = batch_loss(d, &b, loss);
+  if (s || !d->per) return s;
+  s = q_and_target(d, &b, &qa, &y);
   if (!s) s = ag_sub(qa, y, &td);
   if (!s) s = d->cfg.huber ? ag_huber(td, 1.0f, &l) : ag_square(td, &l);
   if (!s) s = ag_mul(l, w, &lw);
@@ -425,7 +624,8 @@ static ag_status per_loss(ag_dqn *d, ag_tensor **loss) {
   s = ag_abs(td, &a);
   if (!s) s = ag_affine(a, 1.0f, d->cfg.per_eps, &p);
   ag_no_grad_end(d->ctx);
-  return s ? s : ag_per_update(d->per, idx, p);
+  if (s) return s;
+  return d->frames ? ag_frames_update_priorities(d->frames, idx, p) : ag_per_update(d->per, idx, p);
 }
 
 /* The fused update's description: the table, its fields, the networks and,
@@ -448,7 +648,7 @@ static ag__qlearn qlearn_of(const ag_dqn *d, int step) {
  * replay (the kernel weighs no loss), the one-step target over a group of
  * GPUs, and a backend that takes the kernel; else the composed ops. */
 static int fused_now(const ag_dqn *d) {
-  if (!d->cfg.fused || d->per || (d->cfg.n_step > 1 && d->dist)) return 0;
+  if (!d->cfg.fused || d->per || d->frames || (d->cfg.n_step > 1 && d->dist)) return 0;
   const ag__qlearn u = qlearn_of(d, 0);
   return ag__qlearn_fusable(&u);
 }
@@ -470,7 +670,6 @@ static ag_status fused_grad(ag_dqn *d, int step) {
 
 static ag_status update_step(ag_ctx *ctx, void *user) {
   ag_dqn *d = user;
-  ag_tensor *batch;
   ag_status s = AG_OK;
   /* decided at every recording: after a device switch the backend may not
    * take the fused kernel, and the composed ops then do the same work */
@@ -482,15 +681,8 @@ static ag_status update_step(ag_ctx *ctx, void *user) {
     s = ag_optim_zero_grad(d->opt);
     if (!s) s = fused_grad(d, step);
     if (!s && step) return AG_OK;
-  } else if (d->per) {
-    s = per_loss(d, &d->loss);
-    if (!s) s = ag_optim_zero_grad(d->opt);
-    if (!s) s = ag_backward(d->loss);
   } else {
-    ag_tensor *idx, *qa, *y;
-    s = ag_replay_sample(d->replay, d->rng, d->batch, &batch, &idx);
-    if (!s) s = q_and_target(d, batch, idx, &qa, &y);
-    if (!s) s = d->cfg.huber ? ag_huber_loss(qa, y, 1.0f, &d->loss) : ag_mse_loss(qa, y, &d->loss);
+    s = update_loss(d, &d->loss);
     if (!s) s = ag_optim_zero_grad(d->opt);
     if (!s) s = ag_backward(d->loss);
   }
@@ -609,6 +801,7 @@ ag_status ag_dqn_update_target(ag_dqn *d) {
 ag_mlp *ag_dqn_q(const ag_dqn *d) { return d ? d->q : NULL; }
 ag_mlp *ag_dqn_target(const ag_dqn *d) { return d ? d->target : NULL; }
 ag_replay *ag_dqn_replay(const ag_dqn *d) { return d ? d->replay : NULL; }
+ag_frames *ag_dqn_frames(const ag_dqn *d) { return d ? d->frames : NULL; }
 int64_t ag_dqn_updates(const ag_dqn *d) { return d ? d->updates : 0; }
 const ag_dqn_config *ag_dqn_get_config(const ag_dqn *d) { return d ? &d->cfg : NULL; }
 ag_per *ag_dqn_per(const ag_dqn *d) { return d ? d->per : NULL; }

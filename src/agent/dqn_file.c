@@ -15,9 +15,11 @@
 #include "agrl/agrl.h"
 #include "agent/agent_internal.h"
 #include "nn/nn_internal.h"
+#include "replay/frames_internal.h"
 #include "replay/replay_internal.h"
 
-enum { DQN_VERSION = 2, DQN_VERSION_CONV = 3, DQN_MAX_TENSORS = 256 };
+/* version 3: convolutions in front; 4: a frame table (with or without them) */
+enum { DQN_VERSION = 2, DQN_VERSION_CONV = 3, DQN_VERSION_FRAMES = 4, DQN_MAX_TENSORS = 256 };
 
 /* The tensors of the file, in its order (ag__agf_dqn_section's names); how many there are. */
 static int dqn_tensors(const ag_dqn *d, ag_tensor **out, int max) {
@@ -84,7 +86,10 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
   ag__agf a;
   ag__agf_init(&a);
   ag__agf_set_str(&a, "kind", "dqn");
-  ag__agf_set_i64(&a, "dqn.version", c->n_conv ? DQN_VERSION_CONV : DQN_VERSION);
+  ag__agf_set_i64(&a, "dqn.version",
+                  c->frame_stack ? DQN_VERSION_FRAMES
+                  : c->n_conv    ? DQN_VERSION_CONV
+                                 : DQN_VERSION);
   ag__agf_set_str(&a, "dqn.library", ag_version());
   ag__agf_set_i64s(&a, "dqn.sizes", sizes, (uint32_t)(L + 1));
   if (c->n_conv) { /* the convolutions in front (DQN_VERSION_CONV) */
@@ -94,8 +99,9 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
       conv[4 * i + 2] = c->conv[i].stride, conv[4 * i + 3] = c->conv[i].pad;
     }
     ag__agf_set_i64s(&a, "dqn.conv", conv, (uint32_t)(4 * c->n_conv));
-    ag__agf_set_i64s(&a, "dqn.obs_shape", c->obs_shape, 3);
   }
+  if (c->n_conv || c->frame_stack) ag__agf_set_i64s(&a, "dqn.obs_shape", c->obs_shape, 3);
+  if (c->frame_stack) ag__agf_set_i64(&a, "dqn.frame_stack", c->frame_stack); /* DQN_VERSION_FRAMES */
   for (int i = 0; i < 4; i++) ag__agf_set_i64(&a, dqn_flags[i], flags[i] ? 1 : 0);
   for (int i = 0; i < 11; i++) ag__agf_set_f64(&a, dqn_f32s[i], (double)fs[i]);
   for (int i = 0; i < 11; i++) ag__agf_set_i64(&a, dqn_i64s[i], is[i]);
@@ -111,7 +117,9 @@ ag_status ag_dqn_save(const ag_dqn *cd, const char *path) {
   ag__afile af;
   if (!(s = ag__afile_open(&af, path, fn))) {
     s = ag__agf_write(&a, af.f, AG_TRANSFER_PART_BYTES, fn, path);
-    if (!s) s = ag__replay_write(d->replay, af.f, AG_TRANSFER_PART_BYTES, fn, path);
+    if (!s)
+      s = d->frames ? ag__frames_write(d->frames, af.f, AG_TRANSFER_PART_BYTES, fn, path)
+                    : ag__replay_write(d->replay, af.f, AG_TRANSFER_PART_BYTES, fn, path);
     s = ag__afile_finish(&af, s, 1, fn);
   }
   ag__agf_free(&a);
@@ -151,7 +159,7 @@ static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag
   int64_t version;
   const int64_t *sz;
   uint32_t n = 0;
-  ag_status s = ag__agf_check_kind(a, "dqn", DQN_VERSION_CONV, &version, fn, path);
+  ag_status s = ag__agf_check_kind(a, "dqn", DQN_VERSION_FRAMES, &version, fn, path);
   if (!s) s = ag__agf_get_i64s(a, "dqn.sizes", AG_DQN_MAX_HIDDEN + 2, &sz, &n, fn, path);
   if (!s && n < 2) s = bad(fn, path, "dqn.sizes has fewer than 2 sizes");
   for (uint32_t i = 0; !s && i < n; i++)
@@ -160,16 +168,25 @@ static ag_status keys_get(const ag__agf *a, const char *fn, const char *path, ag
   c->n_hidden = (int)n - 2;
   for (int i = 0; i < c->n_hidden; i++) c->hidden[i] = sz[i + 1];
   k[0] = sz[0], k[1] = sz[n - 1];
-  const int has_conv = ag__agf_key_find(a, "dqn.conv") || ag__agf_key_find(a, "dqn.obs_shape");
-  if (version < DQN_VERSION_CONV && has_conv)
+  const int has_conv = ag__agf_key_find(a, "dqn.conv") != NULL;
+  if (version < DQN_VERSION_CONV && (has_conv || ag__agf_key_find(a, "dqn.obs_shape")))
     return bad(fn, path, "the keys of convolutions in a version-2 file");
-  if (version >= DQN_VERSION_CONV) {
-    const int64_t *cv, *sh;
+  if (version < DQN_VERSION_FRAMES && ag__agf_key_find(a, "dqn.frame_stack"))
+    return bad(fn, path, "the key of a frame table in a file of version 2 or 3");
+  if (version == DQN_VERSION_FRAMES) {
+    int64_t k = 0;
+    if ((s = ag__agf_get_i64(a, "dqn.frame_stack", 1, AG_FRAMES_MAX_STACK, &k, fn, path))) return s;
+    c->frame_stack = (int)k;
+  }
+  if (version >= DQN_VERSION_CONV) { /* version 3 has convolutions; 4 may */
+    const int64_t *cv = NULL, *sh;
     uint32_t ncv = 0, nsh = 0;
-    s = ag__agf_get_i64s(a, "dqn.conv", 4 * AG_MAX_CONV, &cv, &ncv, fn, path);
+    if (version == DQN_VERSION_CONV || has_conv) {
+      s = ag__agf_get_i64s(a, "dqn.conv", 4 * AG_MAX_CONV, &cv, &ncv, fn, path);
+      if (!s && (ncv < 4 || ncv % 4)) s = bad(fn, path, "dqn.conv is not 1..8 layers of 4 values");
+    }
     if (!s) s = ag__agf_get_i64s(a, "dqn.obs_shape", 3, &sh, &nsh, fn, path);
-    if (!s && (ncv < 4 || ncv % 4 || nsh != 3))
-      s = bad(fn, path, "dqn.conv is not 1..8 layers of 4 values, or dqn.obs_shape not 3 values");
+    if (!s && nsh != 3) s = bad(fn, path, "dqn.obs_shape is not 3 values");
     if (s) return s;
     c->n_conv = (int)(ncv / 4);
     for (int i = 0; i < c->n_conv; i++)
@@ -326,14 +343,15 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
     else if ((R = rs->bytes) > AG__MAX_RUN_STATE)
       s = bad(fn, path, "the run state is longer than 2^30 bytes");
   }
-  uint64_t rows = 2 * (uint64_t)k[0] + 3;
-  if (!s && max_bytes && (params > max_bytes || (uint64_t)c.buffer_size * rows * 4 > max_bytes))
+  uint64_t rows = 2 * (uint64_t)k[0] + 3; /* a frame table's size is checked by its loader */
+  if (!s && max_bytes &&
+      (params > max_bytes || (!c.frame_stack && (uint64_t)c.buffer_size * rows * 4 > max_bytes)))
     s = ag__fail(AG_ERR_UNSUPPORTED, "%s: the DQN of %s is larger than the limit of %zu bytes", fn, path,
                  max_bytes);
   ag_dqn *d = NULL;
-  if (!s) { /* made with a table of one batch: the file's table replaces it */
+  if (!s) { /* made with a table of one batch (or of the copies): the file's table replaces it */
     ag_dqn_config small = c;
-    small.buffer_size = c.batch_size;
+    small.buffer_size = c.frame_stack && c.n_envs > c.batch_size ? c.n_envs : c.batch_size;
     s = ag__dqn_create(ctx, NULL, k[0], k[1], k[2], &small, fn, &d);
   }
   ag_tensor *ts[DQN_MAX_TENSORS];
@@ -358,14 +376,25 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
     s = ag__fail(AG_ERR_IO, "%s: %s: cannot seek to its replay table: %s", fn, path, strerror(errno));
   ag__agf_free(&a);
   ag_replay *r = NULL;
-  if (!s) s = ag__agent_table_read(ctx, f, path, max_bytes, fn, "the DQN's", d->replay, c.buffer_size, &r);
+  ag_frames *t = NULL;
+  const ag_frames_config fc = ag__dqn_frames_config(&c);
+  if (!s && c.frame_stack)
+    s = ag__agent_frames_read(ctx, f, path, max_bytes, fn, "the DQN's", &fc, d->replay, &t);
+  else if (!s)
+    s = ag__agent_table_read(ctx, f, path, max_bytes, fn, "the DQN's", d->replay, c.buffer_size, &r);
   if (!s && d->per) s = ag_tensor_write(d->beta, &beta_now, sizeof beta_now);
   if (s) {
     ag_replay_free(r);
+    ag_frames_free(t);
     ag_dqn_free(d);
     return s;
   }
-  ag_replay_free(d->replay); /* and the small table's sampler */
+  if (t) { /* the small frame table (and its sampler) for the file's */
+    ag_frames_free(d->frames);
+    d->frames = t;
+    r = ag_frames_replay(t);
+  } else
+    ag_replay_free(d->replay); /* and the small table's sampler */
   d->replay = r;
   d->per = ag_replay_per(r);
   d->cfg.buffer_size = c.buffer_size;

@@ -117,6 +117,12 @@ ag_status ag_dqn_learn_ex(ag_dqn *d, ag_vec_env *env, int64_t total_steps, ag_le
                           ag_train_callback cb, void *user) {
   static const char fn[] = "ag_dqn_learn";
   if (!d || !env) return ag__fail(AG_ERR_INVALID_ARG, "%s: dqn and env must not be NULL", fn);
+  if (d->frames)
+    return ag__fail(
+        AG_ERR_UNSUPPORTED,
+        "%s: the DQN keeps a frame table (frame_stack = %d): train it with a loop that stacks the "
+        "frames and stores them with ag_dqn_store_frames (agrl.DQN.learn in Python)",
+        fn, d->cfg.frame_stack);
   const ag_env_spec *spec = ag_vec_env_get_spec(env);
   if (spec->obs_dim != d->obs_dim || spec->n_actions != d->n_actions)
     return ag__fail(AG_ERR_SHAPE,

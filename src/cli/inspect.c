@@ -6,7 +6,8 @@
  * shape, bytes, offset). An agent's file holds its replay table after its
  * container, as a container of its own, and so do a shard's file and a
  * frame table's (its fields' table after its frames): that
- * one is printed after it. A file of agrl 0.1.0 prints its format's name;
+ * one is printed after it; a DQN's frame table is followed by its fields'
+ * table, printed last. A file of agrl 0.1.0 prints its format's name;
  * those the container's reader parses (models, replay tables, DQN and
  * SAC/TD3 agents, shards) print their keys and sections as their loaders
  * see them. An agent's run state (the section run_state) that is a
@@ -169,16 +170,30 @@ int agrl_cmd_inspect(int argc, char **argv) {
                                : ag__agf_read(&a, f, left, "agrl inspect", path);
   }
   if (!s && agent) s = read_run_state(&a, f, path, &run, &run_bytes, run_why, sizeof run_why);
+  /* a DQN's frame table is itself a frame table's image: its frames, then its fields' table */
+  ag__agf u;
+  ag__agf_init(&u);
+  int nested = 0;
   if (!s && agent) {
     if (fseeko(f, a.base + (off_t)a.total, SEEK_SET))
       s = ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek to its replay table", path);
     else
-      s = ag__agf_read(&t, f, left - a.total, "agrl inspect", path);
+      s = ag__agf_read_head(&t, f, left - a.total, "agrl inspect", path);
+    const ag__agf_key *tk = s ? NULL : ag__agf_key_find(&t, "kind");
+    nested = !strcmp(kd, "dqn") && tk && tk->type == AG__AGF_STR && !strcmp((const char *)tk->data, "frames");
+    const uint64_t rest = s ? 0 : left - a.total - t.total;
+    if (!s && nested && fseeko(f, t.base + (off_t)t.total, SEEK_SET))
+      s = ag__fail(AG_ERR_IO, "agrl inspect: %s: cannot seek to its frame table's fields", path);
+    else if (!s && nested)
+      s = ag__agf_read(&u, f, rest, "agrl inspect", path);
+    else if (!s) /* the whole rest of the file */
+      s = ag__agf_check_length(left - a.total, t.total, 0, "agrl inspect", path);
   }
   fclose(f);
   if (s) {
     ag__agf_free(&a);
     ag__agf_free(&t);
+    ag__agf_free(&u);
     ag__agf_free(&run);
     fprintf(stderr, "%s\n", ag_last_error());
     return 1;
@@ -186,8 +201,12 @@ int agrl_cmd_inspect(int argc, char **argv) {
   printf("file: %s\n", path);
   print_form(&a);
   if (agent) {
-    printf("then, from byte %llu: its replay table\n", (unsigned long long)a.total);
+    printf("then, from byte %llu: its %s table\n", (unsigned long long)a.total, nested ? "frame" : "replay");
     print_form(&t);
+  }
+  if (nested) {
+    printf("then, from byte %llu: its frame table's fields\n", (unsigned long long)(a.total + t.total));
+    print_form(&u);
   }
   if (run.n_keys) {
     printf("and, in its section run_state: a training loop's run state\n");
@@ -201,6 +220,7 @@ int agrl_cmd_inspect(int argc, char **argv) {
   }
   ag__agf_free(&a);
   ag__agf_free(&t);
+  ag__agf_free(&u);
   ag__agf_free(&run);
   return 0;
 }

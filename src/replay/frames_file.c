@@ -40,7 +40,7 @@ static ag_status frm_fill(void *user, unsigned char *dst, uint64_t off, size_t l
   return ag__mem_download_copy(s->ctx, s->fn, dst, s->dev + off, len);
 }
 
-static ag_status frames_write(ag_frames *t, FILE *f, size_t part, const char *fn, const char *name) {
+ag_status ag__frames_write(ag_frames *t, FILE *f, size_t part, const char *fn, const char *name) {
   ag_status s = ag__not_recording(t->ctx, fn);
   if (s) return s;
   ag_per *per = NULL;
@@ -76,7 +76,7 @@ ag_status ag_frames_save(const ag_frames *ct, const char *path) {
   ag__afile a;
   ag_status s = ag__afile_open(&a, path, fn);
   if (s) return s;
-  if ((s = frames_write((ag_frames *)ct, a.f, AG_TRANSFER_PART_BYTES, fn, path))) {
+  if ((s = ag__frames_write((ag_frames *)ct, a.f, AG_TRANSFER_PART_BYTES, fn, path))) {
     ag__afile_abort(&a);
     return s;
   }
@@ -118,6 +118,24 @@ static ag_status describe(const ag__agf *a, const char *fn, const char *name, ag
   const int64_t dims[2] = {hw * c->channels + 1, *size};
   int at;
   return ag__agf_want_section(a, "frames", AG_U8, 2, dims, &at, fn, name);
+}
+
+int ag__frames_image_differs(FILE *f, uint64_t left, const ag_frames_config *want) {
+  ag__agf a;
+  ag_frames_config c;
+  int64_t size = 0;
+  const off_t at = ftello(f);
+  int differs = 1;
+  memset(&c, 0, sizeof c);
+  if (at >= 0 && !ag__agf_read_head(&a, f, left, "ag_frames_load", "the table")) {
+    differs = describe(&a, "ag_frames_load", "the table", &c, &size) || c.height != want->height ||
+              c.width != want->width || c.channels != want->channels || c.stack != want->stack ||
+              c.n_envs != want->n_envs || c.capacity != want->capacity || c.min_size != want->min_size ||
+              c.prioritized != want->prioritized || (c.prioritized && c.alpha != want->alpha);
+    ag__agf_free(&a);
+  }
+  if (at >= 0) (void)fseeko(f, at, SEEK_SET);
+  return differs;
 }
 
 /* The load's sink: the frames to the device, the flags (every fr-th byte,
