@@ -326,6 +326,8 @@ class _DQN:
     @property
     def stored(self) -> int: ...
     @property
+    def sampleable(self) -> int: ...
+    @property
     def obs_dim(self) -> int: ...
     @property
     def n_actions(self) -> int: ...
@@ -334,6 +336,17 @@ class _DQN:
     # an int for one observation (obs_dim,), an int32 array for (n, obs_dim):
     # the shape decides, which the type of an array-like does not tell
     def act(self, obs: _Array, explore: bool = True, step: int = 0) -> Any: ...
+    # the same on uint8 observations, each value v seen as v / 255
+    def act_u8(self, obs: _Array, explore: bool = True, step: int = 0) -> Any: ...
+    def store_frames(
+        self,
+        frames: _Array,
+        first: _Array,
+        action: _Array,
+        reward: _Array,
+        terminated: _Array,
+        truncated: Optional[_Array] = None,
+    ) -> None: ...
     def store(
         self,
         obs: _Array,

@@ -295,19 +295,27 @@ def evaluate_during(agent: Agent, eval_env: EnvLike, episodes: int, seed: int, s
     return callback is not None and bool(callback({"kind": "eval", "step": step, "mean": mean, "returns": rets}))
 
 
-def play(env: EnvLike, policy: Callable[[Obs], Any], episodes: int, seed: int) -> Tuple[float, List[float]]:
+def play(env: EnvLike, policy: Callable[[Any], Any], episodes: int, seed: int,
+         start: Optional[Callable[[Any], None]] = None) -> Tuple[float, List[float]]:
     """Returns (mean, [returns]) of `episodes` episodes of policy(obs) ->
-    action on env, episode k started by evaluation_start(env, seed, k)."""
+    action on env, episode k started by evaluation_start(env, seed, k).
+    policy sees float32 observations; with start, start(first observation)
+    is called as each episode begins and policy sees the observations as
+    the environment gives them (a policy that keeps its own stack of
+    frames)."""
     if int(episodes) < 1:
         raise _agrl.InvalidArgError(f"evaluate: episodes = {episodes} must be at least 1")
     returns: List[float] = []
     for k in range(int(episodes)):
         obs = evaluation_start(env, seed, k)
+        if start is not None:
+            start(obs)
         ret, done = 0.0, False
         while not done:
-            obs, reward, terminated, truncated = env_step(env, policy(np.asarray(obs, np.float32)))
-            ret += reward
-            done = terminated or truncated
+            obs, reward, terminated, truncated, _ = env.step(
+                policy(obs if start is not None else np.asarray(obs, np.float32)))
+            ret += float(np.float32(reward))
+            done = bool(terminated) or bool(truncated)
         returns.append(ret)
     return sum(returns) / len(returns), returns
 
@@ -371,26 +379,45 @@ class Run:
         self.set_state: Optional[Callable[[bytes], object]] = put
         self.can_state = callable(self.get_state) and callable(self.set_state)
         self.last_saved = 0
+        self.new_obs: Any = None  # resume="new_episode": the reset's observation
 
-    def resume(self) -> Tuple[Dict[str, Any], Obs, Episodes]:
-        """The record of the agent's run (its environment's state restored):
-        (record, obs, Episodes, or CopyEpisodes for a vector)."""
+    def resume(self, mode: Union[bool, str], seed: int) -> Tuple[Dict[str, Any], Optional[Obs], Episodes]:
+        """The record of the agent's run: (record, obs, Episodes, or
+        CopyEpisodes for a vector). resume=True restores its environment's
+        state (obs: the observation in hand, None for a loop that kept it in
+        its own fields); "new_episode" (one environment) resets the
+        environment instead, seeded with derive_seed(seed, episodes + 1), and
+        drops the episode in progress (obs: None; the caller takes the
+        reset's observation, self.new_obs)."""
+        if mode not in (True, "new_episode"):
+            raise _agrl.InvalidArgError(f"learn: resume = {mode!r}; give False, True or \"new_episode\"")
+        if mode == "new_episode" and self.copies is not None:
+            raise _agrl.InvalidArgError("learn: resume=\"new_episode\" plays one environment, this one is a "
+                                        f"vector of {self.copies} copies")
         run = getattr(self.agent, "_run", None)
         if run is None:
             raise _agrl.StateError(f"learn: resume=True, but this {self.what} holds no run of learn() "
                                    f"({self.load} a file that learn's checkpoint or save() wrote)")
+        self.last_saved = run["step"]
+        if mode == "new_episode":
+            if self.agent.config.get("n_step", 1) > 1:
+                raise _agrl.InvalidArgError(
+                    "learn: resume=\"new_episode\" with n_step > 1: the dropped episode's last stored "
+                    "transition carries no truncation, and n-step walks would run on into the next episode")
+            self.new_obs = self.env.reset(seed=_agrl.derive_seed(seed, run["episodes"] + 1))[0]
+            return run, None, Episodes(run["episodes"], 0.0, 0, run["recent"])
         if run["env_state"] is None or not self.can_state or self.set_state is None:
             why = f" ({self.why_no_state})" if self.why_no_state else ""
             raise _agrl.StateError(f"learn: resume needs an environment whose state can be read and set{why}, and "
                                    f"a run saved with one (agrl.make's environments, Gymnasium's MuJoCo and "
-                                   f"classic-control tasks and SyncVectorEnv of them)")
-        obs = np.asarray(run["obs"], dtype=np.float32)
-        want = (1,) if self.copies is None else (2,)
-        if obs.ndim != want[0] or (self.copies is not None and obs.shape[0] != self.copies):
+                                   f"classic-control tasks and SyncVectorEnv of them); resume=\"new_episode\" "
+                                   f"continues without them from a new episode")
+        obs = None if run.get("obs") is None else np.asarray(run["obs"], dtype=np.float32)
+        want = 1 if self.copies is None else 2
+        if obs is not None and (obs.ndim != want or (self.copies is not None and obs.shape[0] != self.copies)):
             raise _agrl.InvalidArgError(f"learn: resume: the run played observations of shape {obs.shape}, this "
                                         f"environment has {self.copies or 1} {'copy' if not self.copies else 'copies'}")
         self.set_state(bytes.fromhex(run["env_state"]))
-        self.last_saved = run["step"]
         eps: Episodes
         if self.copies is None:
             eps = Episodes(run["episodes"], run["ep_ret"], run["ep_len"], run["recent"])
@@ -407,17 +434,23 @@ class Run:
             return env_reset(self.env, seed=seed0), Episodes()
         return steps.reset(seed0), CopyEpisodes(steps.copies)
 
+    def start_raw(self, seed: int) -> Tuple[Any, Episodes]:
+        """start() with the observation as the environment gives it."""
+        return self.env.reset(seed=_agrl.derive_seed(seed, 0))[0], Episodes()
+
     def check_obs(self, obs: Obs, obs_dim: int) -> None:
         want = (obs_dim,) if self.copies is None else (self.copies, obs_dim)
         if obs.shape != want:
             raise _agrl.ShapeError(f"learn: the environment's observations are {obs.shape}, the {self.what}'s "
                                    f"{want}")
 
-    def keep(self, step: int, eps: Episodes, obs: Obs, **fields: Any) -> None:
-        """The agent's record of the run at `step` (with the loop's own fields)."""
+    def keep(self, step: int, eps: Episodes, obs: Optional[Obs], **fields: Any) -> None:
+        """The agent's record of the run at `step` (with the loop's own
+        fields; obs None for a loop that keeps its observation in them)."""
         state = self.get_state().hex() if self.can_state and self.get_state is not None else None
         self.agent._run = {"kind": self.agent._RUN_KIND, "step": step, **fields, **eps.state(),
-                           "obs": np.asarray(obs, dtype=np.float64).tolist(), "env_state": state}
+                           "obs": None if obs is None else np.asarray(obs, dtype=np.float64).tolist(),
+                           "env_state": state}
 
     def tick(self, step: int, record: Callable[[], None]) -> None:
         """After a step: record() and a save when checkpoint_every steps have passed."""

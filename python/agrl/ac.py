@@ -271,7 +271,9 @@ class _ActorCritic(_agrl._AC):
         last_eval: int
         last_report: int
         if resume:
-            rec, obs, eps = run.resume()
+            rec, held, eps = run.resume(True, cfg["seed"])
+            assert held is not None  # resume=True: the observation in hand
+            obs = held
             step, since_train, last_eval, last_report = (rec["step"], rec["since_train"], rec["last_eval"],
                                                          rec["last_report"])
             if steps is not None:

@@ -4,13 +4,15 @@ recorded update, with a training loop for any Gymnasium-style environment."""
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import Any, Dict, List, Optional, Self, Sequence, Tuple, TypedDict, Union, Unpack
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _agrl
-from ._loop import (Callback, EnvLike, LearnResult, Run, check_copies, env_reset, env_spaces, env_step,
-                    evaluate_during, finish_load, learn_args, obs_dim_of, play, save_with_run)
+from ._loop import (Callback, EnvLike, LearnResult, Run, check_copies, env_spaces, evaluate_during, finish_load,
+                    learn_args, obs_dim_of, play, save_with_run)
 
 
 class DQNConfig(TypedDict):
@@ -42,7 +44,8 @@ class DQNConfig(TypedDict):
     n_step: int
     n_envs: int
     conv: Tuple[Tuple[int, int, int, int], ...]  # (channels, kernel, stride, pad) of each convolution
-    obs_shape: Optional[Tuple[int, int, int]]  # (C, H, W) with convolutions, else None
+    obs_shape: Optional[Tuple[int, int, int]]  # (C, H, W) with convolutions or frames, else None
+    frame_stack: int  # k > 0: the replay is a frame table of stacks of k frames (0: full observations)
 
 
 class DQNOptions(TypedDict, total=False):
@@ -75,6 +78,162 @@ class DQNOptions(TypedDict, total=False):
     n_envs: int
     conv: Sequence[Sequence[int]]
     obs_shape: Sequence[int]
+    frame_stack: int
+
+
+class FrameStack:
+    """The stack of one environment's last k frames as a frame table
+    rebuilds it (agrl/frames.h): slots oldest to newest, an episode's first
+    frame repeated into the older slots (Gymnasium's
+    FrameStackObservation(padding_type="reset")), each frame of (h, w, c)
+    laid out channels first, so that ``obs()`` is the [k*c, h, w] stack
+    flattened (k*c*h*w uint8 values), what DQN.act_u8 takes.
+    ``frame(obs)`` checks an environment's observation ((h, w) or (h, w, c)
+    uint8) and gives it as (h, w, c)."""
+
+    def __init__(self, k: int, h: int, w: int, c: int) -> None:
+        self.k, self.h, self.w, self.c = k, h, w, c
+        self.slots: NDArray[np.uint8] = np.zeros((k, c, h, w), np.uint8)
+
+    def frame(self, obs: Any, who: str) -> NDArray[np.uint8]:
+        a = np.asarray(obs)
+        want = (self.h, self.w, self.c)
+        if a.dtype != np.uint8:
+            raise _agrl.InvalidArgError(f"{who}: observations of dtype {a.dtype}; a frame table takes uint8 images "
+                                        f"(h, w) or (h, w, c)")
+        if a.shape == want[:2] and self.c == 1:
+            a = a[:, :, None]
+        if a.shape != want:
+            raise _agrl.ShapeError(f"{who}: an observation of shape {a.shape}; the DQN's frames are {want} "
+                                   f"(h, w, c)")
+        return np.ascontiguousarray(a)
+
+    def reset(self, frame: NDArray[np.uint8]) -> None:
+        """An episode's first frame, in every slot."""
+        self.slots[:] = frame.transpose(2, 0, 1)
+
+    def push(self, frame: NDArray[np.uint8]) -> None:
+        """The next frame: the oldest slot drops out."""
+        self.slots[:-1] = self.slots[1:]
+        self.slots[-1] = frame.transpose(2, 0, 1)
+
+    def obs(self) -> NDArray[np.uint8]:
+        return self.slots.reshape(-1)
+
+
+def image_shape(space: Any) -> Optional[Tuple[int, int, int]]:
+    """(h, w, c) of an image observation space (a uint8 Box of shape (h,
+    w) or (h, w, c)), else None."""
+    shape = tuple(getattr(space, "shape", None) or ())
+    if np.dtype(getattr(space, "dtype", np.float32)) != np.uint8 or len(shape) not in (2, 3):
+        return None
+    return (int(shape[0]), int(shape[1]), int(shape[2]) if len(shape) == 3 else 1)
+
+
+class _Side(ABC):
+    """What learn() holds of the environment between steps and how it acts
+    and stores: the observation in hand (_Full) or the stack of frames
+    (_Frames)."""
+
+    @abstractmethod
+    def act(self, step: int) -> int: ...
+
+    @abstractmethod
+    def store(self, action: int, next_raw: Any, reward: float, terminated: bool, truncated: bool) -> None: ...
+
+    @abstractmethod
+    def advance(self, next_raw: Any) -> None: ...
+
+    @abstractmethod
+    def restart(self, first_raw: Any) -> None: ...
+
+    @abstractmethod
+    def resume(self, rec: Dict[str, Any], held: Optional[NDArray[np.float32]], new_obs: Any) -> None: ...
+
+    def held(self) -> Optional[NDArray[np.float32]]:
+        return None
+
+    def fields(self) -> Dict[str, Any]:
+        return {}
+
+
+class _Full(_Side):
+    """The observation in hand, stored with its transition in full."""
+
+    def __init__(self, dqn: "DQN") -> None:
+        self.dqn = dqn
+        self.obs: NDArray[np.float32] = np.zeros(0, np.float32)
+        self.next: NDArray[np.float32] = self.obs
+
+    def _set(self, raw: Any) -> None:
+        self.obs = np.asarray(raw, dtype=np.float32)
+        if self.obs.shape != (self.dqn.obs_dim,):
+            raise _agrl.ShapeError(f"learn: the environment's observations are {self.obs.shape}, the DQN's "
+                                   f"({self.dqn.obs_dim},)")
+
+    def act(self, step: int) -> int:
+        return int(self.dqn.act(self.obs, True, step))
+
+    def store(self, action: int, next_raw: Any, reward: float, terminated: bool, truncated: bool) -> None:
+        self.next = np.asarray(next_raw, dtype=np.float32)
+        self.dqn.store(self.obs, action, reward, self.next, int(terminated), int(truncated))
+
+    def advance(self, next_raw: Any) -> None:
+        self.obs = self.next
+
+    def restart(self, first_raw: Any) -> None:
+        self._set(first_raw)
+
+    def resume(self, rec: Dict[str, Any], held: Optional[NDArray[np.float32]], new_obs: Any) -> None:
+        self._set(held if held is not None else new_obs)
+
+    def held(self) -> Optional[NDArray[np.float32]]:
+        return self.obs
+
+
+class _Frames(_Side):
+    """The stack of frames in hand (FrameStack) and its newest frame, stored
+    with its step's fields (flagged first at an episode's start); an ended
+    episode's last observation is stored as an entry of its own. The run's
+    record keeps the stack's k frames and the flag."""
+
+    def __init__(self, dqn: "DQN") -> None:
+        self.dqn = dqn
+        self.st = dqn.frame_stack_of()
+        self.frame: NDArray[np.uint8] = np.zeros((self.st.h, self.st.w, self.st.c), np.uint8)
+        self.next = self.frame
+        self.first = True
+        self.zero_i, self.zero_f = np.zeros(1, np.int32), np.zeros(1, np.float32)
+
+    def act(self, step: int) -> int:
+        return int(self.dqn.act_u8(self.st.obs(), True, step))
+
+    def store(self, action: int, next_raw: Any, reward: float, terminated: bool, truncated: bool) -> None:
+        self.next = self.st.frame(next_raw, "learn")
+        self.dqn.store_frames(self.frame, np.uint8(self.first), np.int32(action), np.float32(reward),
+                              np.int32(terminated), np.int32(truncated))
+        if terminated or truncated:  # the last observation (its fields never read)
+            z, f = self.zero_i, self.zero_f
+            self.dqn.store_frames(self.next, np.zeros(1, np.uint8), z, f, z, z)
+
+    def advance(self, next_raw: Any) -> None:
+        self.frame, self.first = self.next, False
+        self.st.push(self.frame)
+
+    def restart(self, first_raw: Any) -> None:
+        self.frame, self.first = self.st.frame(first_raw, "learn"), True
+        self.st.reset(self.frame)
+
+    def resume(self, rec: Dict[str, Any], held: Optional[NDArray[np.float32]], new_obs: Any) -> None:
+        if new_obs is not None:  # resume="new_episode"
+            self.restart(new_obs)
+            return
+        self.st.slots[:] = np.frombuffer(bytes.fromhex(rec["frames"]), np.uint8).reshape(self.st.slots.shape)
+        self.frame = np.ascontiguousarray(self.st.slots[-1].transpose(1, 2, 0))
+        self.first = bool(rec["first"])
+
+    def fields(self) -> Dict[str, Any]:
+        return {"frames": self.st.obs().tobytes().hex(), "first": int(self.first)}
 
 
 class DQN(_agrl._DQN):
@@ -90,9 +249,16 @@ class DQN(_agrl._DQN):
     and for image observations ``conv``, convolutions in front of the
     hidden layers (each ``(channels, kernel[, stride[, pad]])``, ReLU after
     each), over observations of ``obs_shape`` ``(C, H, W)``, channels first,
-    flattened to obs_dim = C*H*W values); the defaults are
-    ``agrl.DQN.defaults()``. E.g. MinAtar's DQN: ``conv=[(16, 3)],
-    hidden=[128]``.
+    flattened to obs_dim = C*H*W values), and for pixel observations
+    ``frame_stack`` (k >= 1: the replay is a frame table, each step's frame
+    stored once as uint8 and the stacks of a batch rebuilt on the device;
+    obs_shape is then ``(k*c, h, w)`` for frames of (h, w, c) and obs_dim =
+    k*c*h*w: the network sees the stack channels first, oldest frame first,
+    each value v as v / 255); the defaults are ``agrl.DQN.defaults()``.
+    E.g. MinAtar's DQN: ``conv=[(16, 3)], hidden=[128]``; the Nature DQN on
+    Atari: ``frame_stack=4, conv=[(32, 8, 4), (64, 4, 2), (64, 3, 1)],
+    hidden=[512]`` (``DQN.for_env`` fills obs_shape from the environment's
+    images).
     ``total_steps`` plans the exploration schedule.
     ``DQN.for_env(ctx, env, total_steps, **config)`` takes obs_dim and
     n_actions from an environment's spaces.
@@ -102,6 +268,11 @@ class DQN(_agrl._DQN):
     - ``store(obs, action, reward, next_obs, terminated, truncated=None)``:
       one transition or a batch; next_obs is the true last observation of an
       episode that ended (n-step returns stop at a truncation).
+    - with frame_stack: ``store_frames(frames, first, action, reward,
+      terminated, truncated=None)`` stores entries of the frame table (an
+      episode's last observation an entry of its own, the next one flagged
+      first: agrl/frames.h), ``act_u8(stack)`` acts on uint8 stacks, and
+      ``FrameStack`` keeps one environment's stack as the table does.
     - ``train(gradient_steps)``: runs the recorded updates, returns the loss.
     - ``update_target()``.
     - ``save(path)`` writes the whole DQN (both networks, Adam's moments
@@ -137,7 +308,9 @@ class DQN(_agrl._DQN):
     def for_env(cls, ctx: Union[_agrl.Context, str, None], env: Any, total_steps: int = 100000,
                 **config: Unpack[DQNOptions]) -> Self:
         """A DQN for `env` (Gymnasium's or agrl's spaces): obs_dim from
-        env.observation_space (a 1-D Box), n_actions from env.action_space,
+        env.observation_space (a 1-D Box; or uint8 images of (h, w) or (h,
+        w, c), which need frame_stack=k: obs_shape is then (k*c, h, w)),
+        n_actions from env.action_space,
         which must be Discrete (actions 0 .. n-1). Of a vector environment
         (num_envs copies, e.g. gymnasium.vector.VectorEnv) it takes
         single_observation_space and single_action_space, and n_envs =
@@ -157,6 +330,22 @@ class DQN(_agrl._DQN):
         if start != 0:
             raise _agrl.InvalidArgError(f"DQN.for_env: {name} {space!r} starts at {start}; DQN's actions are "
                                         f"0 .. n-1")
+        image = image_shape(obs_space)
+        k = int(config.get("frame_stack", 0))
+        if k and image is None:
+            raise _agrl.InvalidArgError(f"DQN.for_env: frame_stack = {k} needs image observations, a uint8 Box of "
+                                        f"shape (h, w) or (h, w, c); the environment's are {obs_space!r}")
+        if image is not None and not k:
+            raise _agrl.InvalidArgError(f"DQN.for_env: the observations are uint8 images {obs_space!r}: give "
+                                        f"frame_stack=k (4 for the Nature DQN) to keep them in a frame table")
+        if image is not None:
+            h, w, c = image
+            stack = (k * c, h, w)
+            if "obs_shape" in config and tuple(config["obs_shape"]) != stack:
+                raise _agrl.InvalidArgError(f"DQN.for_env: obs_shape = {tuple(config['obs_shape'])}, but a stack "
+                                            f"of {k} frames of {image} (h, w, c) is {stack} (k*c, h, w)")
+            config["obs_shape"] = stack
+            return cls(ctx, k * c * h * w, int(n), total_steps, **config)
         obs_dim = obs_dim_of(obs_space, "DQN.for_env")
         if config.get("conv") and "obs_shape" not in config:  # an agrl environment knows its image's shape
             shape = getattr(getattr(env, "unwrapped", env), "image_shape", None)
@@ -203,10 +392,35 @@ class DQN(_agrl._DQN):
         derive_seed(seed, k), the episodes of `agrl eval --seed SEED`;
         another environment's episode k is reset with seed=derive_seed(seed,
         k). Returns (mean, [returns])."""
-        return play(env, lambda obs: self.act(obs, False), episodes, seed)
+        if not self.config["frame_stack"]:
+            return play(env, lambda obs: self.act(obs, False), episodes, seed)
+        st = self.frame_stack_of()
+        fresh = [True]
+
+        def start(obs: Any) -> None:
+            st.reset(st.frame(obs, "evaluate"))
+            fresh[0] = True
+
+        def policy(obs: Any) -> int:
+            if not fresh[0]:
+                st.push(st.frame(obs, "evaluate"))
+            fresh[0] = False
+            return int(self.act_u8(st.obs(), False))
+
+        return play(env, policy, episodes, seed, start)
+
+    def frame_stack_of(self) -> FrameStack:
+        """A new FrameStack of this frame-table DQN's stack and frame (raises
+        StateError for a DQN of full observations)."""
+        cfg = self.config
+        shape = cfg["obs_shape"]
+        if not cfg["frame_stack"] or shape is None:
+            raise _agrl.StateError("DQN.frame_stack_of: the DQN keeps full observations (frame_stack = 0)")
+        k = cfg["frame_stack"]
+        return FrameStack(k, shape[1], shape[2], shape[0] // k)
 
     def learn(self, env: EnvLike, total_steps: Optional[int] = None, callback: Optional[Callback] = None, *,
-              resume: bool = False, checkpoint: Union[str, "os.PathLike[str]", None] = None,
+              resume: Union[bool, str] = False, checkpoint: Union[str, "os.PathLike[str]", None] = None,
               checkpoint_every: int = 0, eval_env: Optional[EnvLike] = None, eval_every: int = 0,
               eval_episodes: int = 10) -> LearnResult:
         """Trains on `env` (Gymnasium's API: reset(seed=) -> (obs, info),
@@ -238,7 +452,21 @@ class DQN(_agrl._DQN):
         from the last save: for an environment with get_state/set_state
         (agrl's own), it then takes the steps, updates and episodes of the
         uninterrupted run, bit for bit; an environment without them cannot
-        resume (the run would not be the same).
+        resume so (the run would not be the same). resume="new_episode"
+        continues the run (its steps, schedules, networks, table and
+        returns) on any environment, but not the episode in progress: env
+        is reset with seed derive_seed(config seed, episodes + 1), and the
+        dropped episode is neither reported nor counted (refused with
+        n_step > 1, whose walks would run from its last stored transition
+        into the next episode).
+
+        With frame_stack (a frame table), env gives uint8 images of the
+        DQN's frames ((h, w) or (h, w, c); e.g. Gymnasium's
+        AtariPreprocessing over ale-py): learn keeps the stack of the last
+        k frames itself (FrameStack: the table's stacks, an episode's first
+        frame repeated), acts on it (act_u8) and stores each step's frame
+        once (store_frames), an episode's last observation as an entry of
+        its own. The DQN must have n_envs = 1.
 
         With eval_env and eval_every, every eval_every steps the policy plays
         eval_episodes greedy episodes there (evaluate(), the same seeds each
@@ -251,36 +479,42 @@ class DQN(_agrl._DQN):
         cfg = self.config
         total, eval_every = learn_args(self, total_steps, eval_every, eval_env)
         check_copies(self, env, "DQN")
+        if cfg["frame_stack"] and cfg["n_envs"] != 1:
+            raise _agrl.InvalidArgError(f"learn: the DQN's frame table interleaves n_envs = {cfg['n_envs']} "
+                                        f"copies; learn plays one environment (make the DQN with n_envs=1)")
         run = Run(self, env, checkpoint, checkpoint_every, "DQN", "DQN.load")
         eval_seed = _agrl.derive_seed(cfg["seed"], 0xE7A15EED)  # agrl train's evaluation seed
+        side: _Side = _Frames(self) if cfg["frame_stack"] else _Full(self)
         step: int
         since_train: int
         since_target: int
         updates_at_target: int
         last_eval: int
         if resume:
-            rec, obs, eps = run.resume()
+            rec, held, eps = run.resume(resume, cfg["seed"])
+            side.resume(rec, held, run.new_obs)
             step = rec["step"]
             since_train, since_target = rec["since_train"], rec["since_target"]
             updates_at_target = rec["updates_at_target"]
             last_eval = rec.get("last_eval", 0)
         else:
-            obs, eps = run.start(cfg["seed"])
+            obs, eps = run.start_raw(cfg["seed"])
+            side.restart(obs)
             step = since_train = since_target = 0
             updates_at_target = self.updates
             last_eval = 0
-        run.check_obs(obs, self.obs_dim)
         evals: List[Tuple[int, float]] = []
 
         def record() -> None:
-            run.keep(step, eps, obs, since_train=since_train, since_target=since_target,
-                     updates_at_target=updates_at_target, last_eval=last_eval)
+            run.keep(step, eps, side.held(), since_train=since_train, since_target=since_target,
+                     updates_at_target=updates_at_target, last_eval=last_eval, **side.fields())
 
         stop = False
         while not stop and step < total:
-            action = self.act(obs, True, step)
-            next_obs, reward, terminated, truncated = env_step(env, action)
-            self.store(obs, action, reward, next_obs, int(terminated), int(truncated))
+            action = side.act(step)
+            next_raw, r, term, trunc, _ = env.step(action)
+            reward, terminated, truncated = float(np.float32(r)), bool(term), bool(trunc)
+            side.store(action, next_raw, reward, terminated, truncated)
             eps.add(reward)
             step += 1
             since_train += 1
@@ -289,9 +523,9 @@ class DQN(_agrl._DQN):
                 ev = eps.end(step, self.updates, truncated and not terminated, epsilon=self.epsilon(step))
                 if callback is not None:
                     stop = bool(callback(ev))
-                obs = env_reset(env)
+                side.restart(env.reset()[0])
             else:
-                obs = next_obs
+                side.advance(next_raw)
             if since_target >= cfg["target_update_interval"]:
                 since_target = 0
                 if cfg["tau"] < 1.0 or self.updates != updates_at_target:
@@ -299,7 +533,7 @@ class DQN(_agrl._DQN):
                     self.update_target()
             if since_train >= cfg["train_freq"]:
                 since_train = 0
-                if step > cfg["learning_starts"] and self.stored >= cfg["batch_size"] and cfg["gradient_steps"] > 0:
+                if step > cfg["learning_starts"] and self.sampleable >= cfg["batch_size"] and cfg["gradient_steps"] > 0:
                     if cfg["per"]:
                         self.set_beta(self.per_beta(step))
                     loss = self.train(cfg["gradient_steps"])

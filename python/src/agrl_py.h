@@ -296,6 +296,9 @@ int agpy_torch_layout(agpy_state *st, PyObject *obj, void **data, DLDataType *dt
  * *single for the 1-D form; a converted copy in *scratch (free it). */
 const float *agpy_obs_of(agpy_state *st, int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single,
                          const char *what);
+/* The same as any dtype (AG_F32, or AG_U8 for ag_dqn_act_u8). */
+const void *agpy_obs_as(agpy_state *st, int64_t obs_dim, agpy_in *in, ag_dtype dtype, void **scratch, int *n,
+                        int *single, const char *what);
 
 /* ---- named fields (fields.c) ----
  * The fields of agrl.ReplayBuffer and agrl.FrameReplayBuffer: a name, the

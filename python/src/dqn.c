@@ -115,6 +115,7 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
                                       "n_envs",
                                       "conv",
                                       "obs_shape",
+                                      "frame_stack",
                                       NULL};
   static const char who[] = "DQN";
   *c = ag_dqn_defaults();
@@ -142,7 +143,8 @@ static int parse_config(agpy_state *st, PyObject *cfg, ag_dqn_config *c) {
       agpy_cfg_get(st, cfg, "per_alpha", "f", &c->per_alpha, who) ||
       agpy_cfg_get(st, cfg, "per_beta", "f", &c->per_beta, who) ||
       agpy_cfg_get(st, cfg, "per_eps", "f", &c->per_eps, who) ||
-      agpy_cfg_get(st, cfg, "n_envs", "L", &c->n_envs, who) || cfg_conv(st, cfg, c))
+      agpy_cfg_get(st, cfg, "n_envs", "L", &c->n_envs, who) ||
+      agpy_cfg_get(st, cfg, "frame_stack", "i", &c->frame_stack, who) || cfg_conv(st, cfg, c))
     return -1;
   return 0;
 }
@@ -203,6 +205,11 @@ static void dqn_dealloc(agpy_dqn *d) {
 
 const float *agpy_obs_of(agpy_state *st, int64_t obs_dim, agpy_in *in, void **scratch, int *n, int *single,
                          const char *what) {
+  return agpy_obs_as(st, obs_dim, in, AG_F32, scratch, n, single, what);
+}
+
+const void *agpy_obs_as(agpy_state *st, int64_t obs_dim, agpy_in *in, ag_dtype dtype, void **scratch, int *n,
+                        int *single, const char *what) {
   *scratch = NULL;
   if (in->on_device) {
     agpy_raisef(st, AG_ERR_INVALID_ARG, "%s: pass host arrays", what);
@@ -217,32 +224,36 @@ const float *agpy_obs_of(agpy_state *st, int64_t obs_dim, agpy_in *in, void **sc
                 (long long)obs_dim);
     return NULL;
   }
-  return agpy_in_as(st, in, AG_F32, scratch, what);
+  return agpy_in_as(st, in, dtype, scratch, what);
 }
 
-static PyObject *dqn_act(agpy_dqn *d, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+/* act (f32 observations) and act_u8 (u8 ones, seen as v / 255): `fn` the
+ * method's name, `what` its observations' in messages. */
+static PyObject *act_as(agpy_dqn *d, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                        ag_dtype dtype, const char *fn, const char *what) {
   PyObject *obs;
   int explore = 1;
   int64_t step = 0;
   const agpy_arg spec[] = {{"obs", "O", &obs}, {"explore", "p", &explore}, {"step", "L", &step}};
-  if (agpy_parse(d->st, "DQN.act", args, nargs, kwnames, 1, spec, 3)) return NULL;
+  if (agpy_parse(d->st, fn, args, nargs, kwnames, 1, spec, 3)) return NULL;
   ag_dqn *dq = dqn_get(d);
   if (!dq) return NULL;
   agpy_in in;
-  if (agpy_in_get(d->st, NULL, obs, &in, "DQN.act: obs")) return NULL;
+  if (agpy_in_get(d->st, NULL, obs, &in, what)) return NULL;
   void *scratch;
   int n = 0, single = 0;
   PyObject *ret = NULL;
-  const float *o = agpy_obs_of(d->st, d->obs_dim, &in, &scratch, &n, &single, "DQN.act: obs");
+  const void *o = agpy_obs_as(d->st, d->obs_dim, &in, dtype, &scratch, &n, &single, what);
   if (o && n == 0) {
-    agpy_raisef(d->st, AG_ERR_INVALID_ARG, "DQN.act: no observations");
+    agpy_raisef(d->st, AG_ERR_INVALID_ARG, "%s: no observations", fn);
   } else if (o) {
     int32_t one;
     int32_t *acts = single ? &one : malloc(sizeof(int32_t) * (size_t)n);
     if (!acts) {
       PyErr_NoMemory();
     } else {
-      ag_status s = ag_dqn_act(dq, o, n, step, explore, acts);
+      ag_status s = dtype == AG_U8 ? ag_dqn_act_u8(dq, o, n, step, explore, acts)
+                                   : ag_dqn_act(dq, o, n, step, explore, acts);
       if (s) {
         agpy_raise(d->st, s);
       } else if (single) {
@@ -261,6 +272,82 @@ static PyObject *dqn_act(agpy_dqn *d, PyObject *const *args, Py_ssize_t nargs, P
   }
   free(scratch);
   agpy_in_release(&in, NULL);
+  return ret;
+}
+
+static PyObject *dqn_act(agpy_dqn *d, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return act_as(d, args, nargs, kwnames, AG_F32, "DQN.act", "DQN.act: obs");
+}
+
+static PyObject *dqn_act_u8(agpy_dqn *d, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  return act_as(d, args, nargs, kwnames, AG_U8, "DQN.act_u8", "DQN.act_u8: obs");
+}
+
+/* store_frames(frames, first, action, reward, terminated, truncated=None):
+ * n entries (steps of the DQN's n_envs copies, entry by entry) of
+ * h*w*c bytes each, any shape of n * h*w*c values whose first dimension
+ * is n (one entry: any shape of h*w*c values). */
+static PyObject *dqn_store_frames(agpy_dqn *d, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *o[6] = {NULL, NULL, NULL, NULL, NULL, Py_None};
+  const agpy_arg spec[] = {{"frames", "O", &o[0]}, {"first", "O", &o[1]},      {"action", "O", &o[2]},
+                           {"reward", "O", &o[3]}, {"terminated", "O", &o[4]}, {"truncated", "O", &o[5]}};
+  if (agpy_parse(d->st, "DQN.store_frames", args, nargs, kwnames, 5, spec, 6)) return NULL;
+  ag_dqn *dq = dqn_get(d);
+  if (!dq) return NULL;
+  const ag_dqn_config *c = ag_dqn_get_config(dq);
+  if (!c->frame_stack)
+    return agpy_raisef(d->st, AG_ERR_STATE,
+                       "DQN.store_frames: the DQN keeps full observations (frame_stack = 0): use store");
+  const int64_t frame = c->obs_shape[0] / c->frame_stack * c->obs_shape[1] * c->obs_shape[2];
+  static const char *const what[6] = {"DQN.store_frames: frames",     "DQN.store_frames: first",
+                                      "DQN.store_frames: action",     "DQN.store_frames: reward",
+                                      "DQN.store_frames: terminated", "DQN.store_frames: truncated"};
+  static const ag_dtype dts[6] = {AG_U8, AG_U8, AG_I32, AG_F32, AG_I32, AG_I32};
+  agpy_in in[6];
+  memset(in, 0, sizeof in);
+  void *scratch[6] = {0};
+  const void *p[6] = {0};
+  const int k = o[5] == Py_None ? 5 : 6;
+  int64_t n = 0;
+  PyObject *ret = NULL;
+  for (int i = 0; i < k; i++) {
+    if (agpy_in_get(d->st, NULL, o[i], &in[i], what[i])) goto done;
+    if (in[i].on_device) {
+      agpy_raisef(d->st, AG_ERR_INVALID_ARG, "%s: pass host arrays", what[i]);
+      goto done;
+    }
+    if (i == 0) {
+      if (in[0].numel % frame || in[0].numel == 0 ||
+          (in[0].numel != frame && (in[0].ndim < 1 || in[0].shape[0] * frame != in[0].numel))) {
+        agpy_raisef(d->st, AG_ERR_SHAPE,
+                    "%s: %lld values are not n frames of %lld x %lld x %lld (h, w, c) with n first", what[0],
+                    (long long)in[0].numel, (long long)c->obs_shape[1], (long long)c->obs_shape[2],
+                    (long long)(c->obs_shape[0] / c->frame_stack));
+        goto done;
+      }
+      n = in[0].numel / frame;
+      if (n % c->n_envs) {
+        agpy_raisef(d->st, AG_ERR_SHAPE,
+                    "%s: %lld frames are not whole steps of the DQN's %lld copies (n_envs)", what[0],
+                    (long long)n, (long long)c->n_envs);
+        goto done;
+      }
+    } else if (in[i].numel != n || in[i].ndim > 2 || (in[i].ndim == 2 && in[i].shape[1] != 1)) {
+      agpy_raisef(d->st, AG_ERR_SHAPE, "%s: %lld values for %lld frames", what[i], (long long)in[i].numel,
+                  (long long)n);
+      goto done;
+    }
+    if (!(p[i] = agpy_in_as(d->st, &in[i], dts[i], &scratch[i], what[i]))) goto done;
+  }
+  ag_status s;
+  Py_BEGIN_ALLOW_THREADS s = ag_dqn_store_frames(dq, p[0], p[1], p[2], p[3], p[4], p[5], n / c->n_envs);
+  Py_END_ALLOW_THREADS if (s) agpy_raise(d->st, s);
+  else ret = Py_NewRef(Py_None);
+done:
+  for (int i = 0; i < 6; i++) {
+    free(scratch[i]);
+    agpy_in_release(&in[i], NULL);
+  }
   return ret;
 }
 
@@ -495,6 +582,13 @@ static PyObject *dqn_get_stored(agpy_dqn *d, void *x) {
   return dqn_get(d) ? PyLong_FromLongLong(ag_replay_size(ag_dqn_replay(d->d))) : NULL;
 }
 
+static PyObject *dqn_get_sampleable(agpy_dqn *d, void *x) {
+  (void)x;
+  if (!dqn_get(d)) return NULL;
+  ag_frames *t = ag_dqn_frames(d->d);
+  return PyLong_FromLongLong(t ? ag_frames_count(t) : ag_replay_size(ag_dqn_replay(d->d)));
+}
+
 static PyObject *dqn_get_total_steps(agpy_dqn *d, void *x) {
   (void)x;
   return dqn_get(d) ? PyLong_FromLongLong(ag_dqn_total_steps(d->d)) : NULL;
@@ -517,6 +611,8 @@ static PyObject *dqn_exit(agpy_dqn *d, PyObject *a) {
 }
 
 AGPY_WRAP_FAST(agpy_dqn, dqn_act)
+AGPY_WRAP_FAST(agpy_dqn, dqn_act_u8)
+AGPY_WRAP_FAST(agpy_dqn, dqn_store_frames)
 AGPY_WRAP_FAST(agpy_dqn, dqn_store)
 AGPY_WRAP_FAST(agpy_dqn, dqn_train)
 AGPY_WRAP_O(agpy_dqn, dqn_update_target)
@@ -533,6 +629,7 @@ AGPY_WRAP_O(agpy_dqn, dqn_exit)
 AGPY_WRAP_GET(agpy_dqn, dqn_get_updates)
 AGPY_WRAP_GET(agpy_dqn, dqn_get_fused)
 AGPY_WRAP_GET(agpy_dqn, dqn_get_stored)
+AGPY_WRAP_GET(agpy_dqn, dqn_get_sampleable)
 AGPY_WRAP_GET(agpy_dqn, dqn_get_total_steps)
 
 /* _load_from locks the context it is given (the object has none yet) */
@@ -544,6 +641,13 @@ static PyMethodDef dqn_methods[] = {
     AGPY_M("act", dqn_act, AGPY_FAST,
            "act($self, /, obs, explore=True, step=0)\n--\n\n"
            "Epsilon-greedy actions for (n, obs_dim) observations (an int for one (obs_dim,) observation)."),
+    AGPY_M("act_u8", dqn_act_u8, AGPY_FAST,
+           "act_u8($self, /, obs, explore=True, step=0)\n--\n\n"
+           "act on (n, obs_dim) or (obs_dim,) uint8 observations, each value v seen as v / 255."),
+    AGPY_M(
+        "store_frames", dqn_store_frames, AGPY_FAST,
+        "store_frames($self, /, frames, first, action, reward, terminated, truncated=None)\n--\n\n"
+        "Entries of a frame-table DQN (frame_stack): n frames of (h, w, c) uint8, n a multiple of n_envs."),
     AGPY_M("store", dqn_store, AGPY_FAST,
            "store($self, /, obs, action, reward, next_obs, terminated, truncated=None)\n--\n\n"
            "One transition or a batch."),
@@ -580,7 +684,8 @@ static PyMethodDef dqn_methods[] = {
 static PyGetSetDef dqn_getset[] = {
     {"updates", dqn_get_updates_w, NULL, "gradient steps so far", NULL},
     {"fused", dqn_get_fused_w, NULL, "whether the update runs the fused kernel", NULL},
-    {"stored", dqn_get_stored_w, NULL, "transitions in the replay table", NULL},
+    {"stored", dqn_get_stored_w, NULL, "transitions in the replay table (a frame table: entries)", NULL},
+    {"sampleable", dqn_get_sampleable_w, NULL, "transitions that updates may draw now", NULL},
     {"obs_dim", (getter)dqn_get_obs_dim, NULL, "the observation's size", NULL},
     {"_total_steps", dqn_get_total_steps_w, NULL, "the steps the exploration schedule plans for", NULL},
     {"n_actions", (getter)dqn_get_n_actions, NULL, "the number of actions", NULL},
@@ -621,9 +726,9 @@ PyObject *agpy_config_dict(const ag_dqn_config *cp) {
       PyTuple_SET_ITEM(conv, i, l);
   }
   if (conv)
-    shape = c.n_conv ? Py_BuildValue("(LLL)", (long long)c.obs_shape[0], (long long)c.obs_shape[1],
-                                     (long long)c.obs_shape[2])
-                     : Py_NewRef(Py_None);
+    shape = c.n_conv || c.frame_stack ? Py_BuildValue("(LLL)", (long long)c.obs_shape[0],
+                                                      (long long)c.obs_shape[1], (long long)c.obs_shape[2])
+                                      : Py_NewRef(Py_None);
   if (!shape) {
     Py_XDECREF(conv);
     Py_DECREF(hidden);
@@ -640,8 +745,11 @@ PyObject *agpy_config_dict(const ag_dqn_config *cp) {
       c.huber ? Py_True : Py_False, "seed", (unsigned long long)c.seed, "fused", c.fused ? Py_True : Py_False,
       "per", c.per ? Py_True : Py_False, "per_alpha", (double)c.per_alpha, "per_beta", (double)c.per_beta,
       "per_eps", (double)c.per_eps, "n_step", c.n_step, "n_envs", (long long)c.n_envs);
-  if (d && (PyDict_SetItemString(d, "conv", conv) || PyDict_SetItemString(d, "obs_shape", shape)))
+  PyObject *k = PyLong_FromLong(c.frame_stack);
+  if (d && (!k || PyDict_SetItemString(d, "conv", conv) || PyDict_SetItemString(d, "obs_shape", shape) ||
+            PyDict_SetItemString(d, "frame_stack", k)))
     Py_CLEAR(d);
+  Py_XDECREF(k);
   Py_DECREF(conv);
   Py_DECREF(shape);
   return d;

@@ -62,16 +62,16 @@ def subprocess_env():
     return env
 
 
-def read_container(path):
-    """An agrl container (docs/container.md): its keys and its f32 tensor
-    sections as numpy arrays of the bytes (rows, cols column-major), the
-    header's and every part's CRC-32 checked with zlib's."""
-    raw = open(path, "rb").read()
-    assert raw[:8] == b"AGRLFILE"
-    version, H, n_keys, n_secs, part, total, reserved = struct.unpack_from("<IIIIQQQ", raw, 8)
-    assert version == 1 and reserved == 0 and total == len(raw)
-    assert struct.unpack_from("<I", raw, H - 4)[0] == zlib.crc32(raw[:H - 4])
-    at, keys = 48, {}
+def container_keys(raw, base=0):
+    """The keys of the agrl container whose header begins at byte `base`
+    of raw (the header's CRC-32 checked with zlib's), the container's
+    length (other bytes may follow it: an agent's table) and where its
+    section table begins: (keys, total, at)."""
+    assert raw[base:base + 8] == b"AGRLFILE"
+    version, H, n_keys, n_secs, part, total, reserved = struct.unpack_from("<IIIIQQQ", raw, base + 8)
+    assert version == 1 and reserved == 0 and base + total <= len(raw)
+    assert struct.unpack_from("<I", raw, base + H - 4)[0] == zlib.crc32(raw[base:base + H - 4])
+    at, keys = base + 48, {}
     for _ in range(n_keys):
         typ, _, nlen, count = struct.unpack_from("<BBHI", raw, at)
         name = raw[at + 8:at + 8 + nlen].decode()
@@ -85,6 +85,17 @@ def read_container(path):
         else:
             keys[name] = struct.unpack_from("<q", raw, at)[0]
             at += 8
+    return keys, total, at
+
+
+def read_container(path):
+    """An agrl container (docs/container.md): its keys and its f32 tensor
+    sections as numpy arrays of the bytes (rows, cols column-major), the
+    header's and every part's CRC-32 checked with zlib's."""
+    raw = open(path, "rb").read()
+    keys, total, at = container_keys(raw)
+    assert total == len(raw)
+    _, H, _, n_secs, part, _, _ = struct.unpack_from("<IIIIQQQ", raw, 8)
     sections = {}
     for _ in range(n_secs):
         nlen, kind, dtype, ndim, off, nbytes = struct.unpack_from("<HBBIQQ", raw, at)
