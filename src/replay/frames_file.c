@@ -125,15 +125,15 @@ int ag__frames_image_differs(FILE *f, uint64_t left, const ag_frames_config *wan
   ag_frames_config c;
   int64_t size = 0;
   const off_t at = ftello(f);
-  int differs = 1;
+  int differs = 0; /* a header that cannot be read is the loader's to refuse */
   memset(&c, 0, sizeof c);
-  if (at >= 0 && !ag__agf_read_head(&a, f, left, "ag_frames_load", "the table")) {
+  ag__agf_init(&a);
+  if (at >= 0 && !ag__agf_read_head(&a, f, left, "ag_frames_load", "the table"))
     differs = describe(&a, "ag_frames_load", "the table", &c, &size) || c.height != want->height ||
               c.width != want->width || c.channels != want->channels || c.stack != want->stack ||
               c.n_envs != want->n_envs || c.capacity != want->capacity || c.min_size != want->min_size ||
               c.prioritized != want->prioritized || (c.prioritized && c.alpha != want->alpha);
-    ag__agf_free(&a);
-  }
+  ag__agf_free(&a); /* a failed read may leave a part of the form */
   if (at >= 0) (void)fseeko(f, at, SEEK_SET);
   return differs;
 }

@@ -61,8 +61,8 @@ ag_status ag__frames_load_stream(ag_ctx *ctx, FILE *f, const char *name, size_t 
 ag_status ag__frames_write(ag_frames *t, FILE *f, size_t part, const char *fn, const char *name);
 /* Whether the frame table image at f's position (left bytes to the end)
  * is not one of configuration `want` (every field of ag_frames_config; a
- * header that cannot be read differs). Reads the header only and puts f
- * back where it was. */
+ * header that cannot be read does not differ: the load then refuses it).
+ * Reads the header only and puts f back where it was. */
 int ag__frames_image_differs(FILE *f, uint64_t left, const ag_frames_config *want);
 
 #endif /* AGRL_REPLAY_FRAMES_INTERNAL_H */
