@@ -11,7 +11,9 @@ The objects mirror the C library's layers:
 - :class:`FrameReplayBuffer` — pixel observations stored one frame a step,
   stacks rebuilt on the device when a batch is sampled.
 - :class:`DQN` — acting, storing, and the recorded update; :meth:`DQN.learn`
-  trains on any environment with Gymnasium's API.
+  trains on any environment with Gymnasium's API (pixels through a frame
+  table with ``frame_stack=k``; :class:`FrameStack` keeps one environment's
+  stack as the table does).
 - :class:`SAC`, :class:`TD3` — the same for continuous actions (a Box
   action space), actor-critic updates recorded on the device.
 - :func:`make` — the built-in environments with Gymnasium's signatures.
@@ -54,7 +56,7 @@ from ._agrl import (  # noqa: F401  one exception per status
 from .envs import Box as Box, Discrete as Discrete, Env as Env, make  # noqa: F401
 from .replay import ReplayBuffer  # noqa: F401
 from .frames import FrameReplayBuffer  # noqa: F401
-from .dqn import DQN  # noqa: F401
+from .dqn import DQN, FrameStack  # noqa: F401
 from .ac import SAC, TD3  # noqa: F401
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "DQN",
     "Error",
     "FrameReplayBuffer",
+    "FrameStack",
     "ReplayBuffer",
     "SAC",
     "TD3",

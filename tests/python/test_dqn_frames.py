@@ -6,11 +6,13 @@ through AtariPreprocessing that saves (a version-4 DQN file read here with
 numpy), loads and resumes; a resumed run on an environment with state that
 equals the uninterrupted one; bad arguments refused naming them."""
 
+import subprocess
+
 import numpy as np
 import pytest
 
 import agrl
-from refs import container_keys
+from refs import cli_or_skip, container_keys
 
 gym = pytest.importorskip("gymnasium")
 ale_py = pytest.importorskip("ale_py")
@@ -180,6 +182,22 @@ def test_resume_continues_the_uninterrupted_run(tmp_path):
     b.learn(Images(), 600, rest.append, resume=True)  # its state from the checkpoint
     assert part + rest == ref
     assert any(ev["kind"] == "phase" for ev in rest) and any(ev["kind"] == "episode" for ev in rest)
+
+
+def test_agrl_inspect_prints_the_three_parts_of_a_frame_dqn(tmp_path):
+    cli = cli_or_skip()
+    d = agrl.DQN.for_env("cpu", Images(), 100, frame_stack=2, hidden=[8], batch_size=4, buffer_size=50)
+    d.learn(Images(), 30)
+    d.save(tmp_path / "f.agrl")
+    raw = (tmp_path / "f.agrl").read_bytes()
+    _, total, _ = container_keys(raw)
+    _, ft, _ = container_keys(raw, total)
+    out = subprocess.run([cli, "inspect", str(tmp_path / "f.agrl")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    for want in ("kind: dqn", "  dqn.frame_stack    i64       2", f"then, from byte {total}: its frame table",
+                 "kind: frames", f"then, from byte {total + ft}: its frame table's fields", "kind: replay"):
+        assert any(line.rstrip() == want.rstrip() or line.split() == want.split() for line in lines), want
 
 
 def test_bad_arguments_are_refused_naming_them(tmp_path):
