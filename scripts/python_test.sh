@@ -3,7 +3,7 @@
 # environment (numpy, pytest, gymnasium, mypy, and torch, JAX, TorchRL and
 # Stable-Baselines3 for the framework modules, from PyPI), then the pytest suite
 # (tests/python; the GPU tests skip without a device; MinAtar 1.0.15 for the
-# MinAtar games' reference, MuJoCo 4.0.1 for Gymnasium's MuJoCo tasks) and the Gymnasium
+# MinAtar games' reference, MuJoCo 4.0.1 for Gymnasium's MuJoCo tasks, ale-py and OpenCV for Atari) and the Gymnasium
 # example for a few thousand steps, all from outside the source tree.
 # usage: scripts/python_test.sh [VENV_DIR]   (default build/venv)
 set -euo pipefail
@@ -23,6 +23,9 @@ PY=$VENV/bin/python
 "$PY" -m pip install -q "minatar==1.0.15"
 # MuJoCo for SAC and TD3 on Gymnasium's MuJoCo tasks (tests/python/test_ac_vector.py), headless
 "$PY" -m pip install -q "mujoco==4.0.1"
+# Atari for the frame-table DQN (tests/python/test_dqn_frames.py): ale-py (ROMs included) and the
+# OpenCV that Gymnasium's AtariPreprocessing resizes with
+"$PY" -m pip install -q "ale-py==0.12.1" "opencv-python-headless==5.1.0.95"
 # the frameworks agrl hands batches to and the libraries it drops into, at the
 # versions of the GPU machine (torch 2.11, TorchRL 0.13.3 with tensordict
 # 0.13.0, Stable-Baselines3 2.9.2) and JAX's newest for this Python, all on the
