@@ -220,8 +220,11 @@ def frame_calls(ctx: agrl.Context, rng: np.random.Generator, tmp: Path) -> None:
         assert np.array_equal(np.from_dlpack(rows["obs"]), (obs[:4] * 255).round().astype(np.uint8))
         target = fb.nstep(idx, 3, 0.99)
         assert np.from_dlpack(target["discount"]).shape == (16,)
-        kept: Dict[str, NDArray[Any]] = {"obs": np.empty((16, 4, 8, 8), np.uint8)}
-        assert fb.sample(16, out=kept) is kept
+        kept: Dict[str, NDArray[Any]] = {"obs": np.empty((16, 4, 8, 8), np.uint8),
+                                         "next_obs": np.empty((16, 4, 8, 8), np.uint8),
+                                         "action": np.empty(16, np.int64), "reward": np.empty(16, np.float32),
+                                         "terminated": np.empty(16, np.uint8), "truncated": np.empty(16, np.uint8)}
+        assert fb.sample(16, out=kept) is kept  # written in place
         path = tmp / "frames.agrl"
         fb.save(path)
     again = agrl.FrameReplayBuffer.load(ctx, path, fields=fields)
