@@ -14,7 +14,9 @@ renderers) are taken to stay as the environment was made. An attribute
 that a layer changes while it runs and that is none of these (an object,
 a list) is not read, and the resumed run may then differ: the promise is
 made for Gymnasium's MuJoCo and classic-control tasks under its own
-wrappers. An AsyncVectorEnv's copies live in other processes, and have no
+wrappers, and an environment with a layer of any other class (whose
+state may live in an emulator or an object: ale-py's Atari) is refused.
+An AsyncVectorEnv's copies live in other processes, and have no
 state readable here."""
 
 from __future__ import annotations
@@ -187,11 +189,22 @@ def _plan(env: Any, tree: Any, where: str, out: List[Tuple[Any, Dict[str, Any]]]
         out.append((layer, st))
 
 
+#: the modules whose environments and wrappers keep their state in what
+#: _layer_state reads (any other class may hold state elsewhere: an
+#: emulator's, a simulator's, an object's, which a resumed run would lose)
+_KNOWN = ("gymnasium.core", "gymnasium.wrappers.", "gymnasium.vector.", "gymnasium.envs.classic_control.",
+          "gymnasium.envs.mujoco.")
+
+
 def _unreadable(env: Any) -> Optional[str]:
     """Why env's state cannot be read here, or None."""
     for layer in _layers(env):
         if type(layer).__name__ == "AsyncVectorEnv":
             return "an AsyncVectorEnv's copies run in other processes (use SyncVectorEnv for resumable runs)"
+        module = type(layer).__module__ or ""
+        if not _own(layer) and not (module in _KNOWN or module.startswith(_KNOWN)):
+            return (f"{type(layer).__qualname__} of {module} may hold state that is not read: neither a Gymnasium "
+                    f"MuJoCo or classic-control task or wrapper, nor get_state/set_state of its own")
         for e in _copies_of(layer) or []:
             why = _unreadable(e)
             if why is not None:

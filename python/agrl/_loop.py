@@ -409,9 +409,9 @@ class Run:
         if run["env_state"] is None or not self.can_state or self.set_state is None:
             why = f" ({self.why_no_state})" if self.why_no_state else ""
             raise _agrl.StateError(f"learn: resume needs an environment whose state can be read and set{why}, and "
-                                   f"a run saved with one (agrl.make's environments, Gymnasium's MuJoCo and "
-                                   f"classic-control tasks and SyncVectorEnv of them); resume=\"new_episode\" "
-                                   f"continues without them from a new episode")
+                                   f"a run saved with one (one with get_state/set_state such as agrl.make's, "
+                                   f"Gymnasium's MuJoCo and classic-control tasks and SyncVectorEnv of them); "
+                                   f"resume=\"new_episode\" continues without them from a new episode")
         obs = None if run.get("obs") is None else np.asarray(run["obs"], dtype=np.float32)
         want = 1 if self.copies is None else 2
         if obs is not None and (obs.ndim != want or (self.copies is not None and obs.shape[0] != self.copies)):
