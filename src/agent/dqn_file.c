@@ -377,10 +377,10 @@ ag_status ag__dqn_load_stream(ag_ctx *ctx, FILE *f, const char *path, size_t max
   ag__agf_free(&a);
   ag_replay *r = NULL;
   ag_frames *t = NULL;
-  const ag_frames_config fc = ag__dqn_frames_config(&c);
-  if (!s && c.frame_stack)
+  if (!s && c.frame_stack) { /* c is read only once its keys were (a failed read leaves it partly set) */
+    const ag_frames_config fc = ag__dqn_frames_config(&c);
     s = ag__agent_frames_read(ctx, f, path, max_bytes, fn, "the DQN's", &fc, d->replay, &t);
-  else if (!s)
+  } else if (!s)
     s = ag__agent_table_read(ctx, f, path, max_bytes, fn, "the DQN's", d->replay, c.buffer_size, &r);
   if (!s && d->per) s = ag_tensor_write(d->beta, &beta_now, sizeof beta_now);
   if (s) {
