@@ -738,8 +738,12 @@ static void frame_stacks_round_as_the_caller(void **state) {
     fesetround(FE_TONEAREST);
   }
   for (int v = 0; v < 256; v++) differ += bits_of(want[0][v]) != bits_of(want[1][v]);
-  assert_true(differ > 0); /* the modes round some values apart */
-  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+  /* the modes round some values apart, unless the processor's rounding
+   * mode is not honoured where this runs (valgrind's emulation keeps
+   * rounding to nearest): then only the nearest mode can be checked */
+  const size_t n_modes = differ > 0 ? 2 : 1;
+  if (!differ) print_message("the rounding mode is not honoured here: only round-to-nearest checked\n");
+  for (size_t m = 0; m < n_modes; m++)
     for (int p = 0; p < N_PATHS; p++) {
       a = frame_args(&t, B, idx, AG_I64, NULL, cols, of, nf, AG_F32);
       for (int rep = 0; rep < 8; rep++) { /* back to back: the helpers, awake, take parts */
