@@ -22,7 +22,7 @@ PY=$VENV/bin/python
 # the reference that agrl's MinAtar games are compared with, step by step (tests/python/test_minatar.py)
 "$PY" -m pip install -q "minatar==1.0.15"
 # MuJoCo for SAC and TD3 on Gymnasium's MuJoCo tasks (tests/python/test_ac_vector.py), headless
-"$PY" -m pip install -q "mujoco==4.0.1"
+"$PY" -m pip install -q "gymnasium[mujoco]" "mujoco==4.0.1"  # the extra brings imageio, which its MuJoCo tasks import
 # Atari for the frame-table DQN (tests/python/test_dqn_frames.py): ale-py (ROMs included) and the
 # OpenCV that Gymnasium's AtariPreprocessing resizes with
 "$PY" -m pip install -q "ale-py==0.12.1" "opencv-python-headless==5.1.0.95"
