@@ -6,7 +6,9 @@ shard seeds of the container layout (shard_c_*) made from
 current_shard.agrl and current_replay_per.agrl, run states of kind "run"
 (run_c_*: the DQN's loop and SAC's and TD3's) and checkpoints' cli states
 of kind "cli" (cli_*) and frame tables of kind "frames" (frames_*: the
-frames' container, then its fields' table), valid and damaged.
+frames' container, then its fields' table), valid and damaged, and DQNs
+over a frame table (dqn_f_*) made from current_dqn_frames.agrl
+(make_frame_dqn.py).
 
 Small model files: agrl containers of kind "mlp" (docs/container.md), and
 the layouts of agrl 0.1.0: valid version-2 and version-1 files of a few shapes, and broken ones (truncated, a changed
@@ -137,6 +139,14 @@ def fix_crc(f):
     return bytes(f)
 
 
+def valid_and_crc0(seeds, prefix, good):
+    """The container good as it is, and with its header's CRC 0."""
+    seeds[prefix + "valid"] = good
+    crc0 = bytearray(good)
+    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
+    seeds[prefix + "crc0"] = bytes(crc0)
+
+
 def dqn_seeds(seeds):
     """Variants of the DQN container that tests/make_legacy writes: its
     keys changed under a sound CRC, a CRC of 0, its table cut or missing."""
@@ -144,10 +154,7 @@ def dqn_seeds(seeds):
     with open(path, "rb") as fh:
         good = fh.read()
     total = struct.unpack_from("<Q", good, 32)[0]
-    seeds["dqn_c_valid"] = good
-    crc0 = bytearray(good)
-    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
-    seeds["dqn_c_crc0"] = bytes(crc0)
+    valid_and_crc0(seeds, "dqn_c_", good)
     for name, key, value in [("version3", "dqn.version", 3), ("obs_dim5", "dqn.sizes", 5),
                              ("batch0", "dqn.batch_size", 0), ("per2", "dqn.per", 2),
                              ("updates_at_target", "dqn.updates_at_target", 99),
@@ -176,10 +183,7 @@ def shard_seeds(seeds):
     with open(os.path.join(OUT, "current_shard.agrl"), "rb") as fh:
         good = fh.read()
     total = struct.unpack_from("<Q", good, 32)[0]
-    seeds["shard_c_valid"] = good
-    crc0 = bytearray(good)
-    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
-    seeds["shard_c_crc0"] = bytes(crc0)
+    valid_and_crc0(seeds, "shard_c_", good)
     for name, key, value, elem in [("version3", "shard.version", 3, 0), ("version0", "shard.version", 0, 0),
                                    ("rank2", "shard.rank", 2, 0), ("world3", "shard.world", 3, 0),
                                    ("world1", "shard.world", 1, 0),
@@ -225,10 +229,7 @@ def ac_seeds(seeds):
     with open(path, "rb") as fh:
         good = fh.read()
     total = struct.unpack_from("<Q", good, 32)[0]
-    seeds["ac_c_valid"] = good
-    crc0 = bytearray(good)
-    struct.pack_into("<I", crc0, struct.unpack_from("<I", good, 12)[0] - 4, 0)
-    seeds["ac_c_crc0"] = bytes(crc0)
+    valid_and_crc0(seeds, "ac_c_", good)
     for name, key, extra, value in [("version3", "ac.version", 0, 3), ("obs_dim4", "ac.sizes", 0, 4),
                                     ("hidden_huge", "ac.sizes", 8, 1 << 23), ("act_dim65", "ac.sizes", 24, 65),
                                     ("batch0", "ac.batch_size", 0, 0), ("actor_updates0", "ac.actor_updates", 0, 0),
@@ -429,6 +430,41 @@ def frames_seeds(seeds):
     seeds["frames_per_version3"] = per_head(version=3) + table(alpha=0.5)
 
 
+def dqn_frames_seeds(seeds):
+    """Variants of the frame-table DQN (dqn.version 4) that make_frame_dqn.py
+    writes: the DQN's keys changed under a sound CRC (a stack that is not
+    the network's, no stack in a version-4 file, an image of another shape),
+    the frame table's keys changed under its own sound CRC (another stack,
+    another frame), a CRC of 0, the frame table or its fields' table cut,
+    missing or followed by a byte."""
+    path = os.path.join(OUT, "current_dqn_frames.agrl")
+    if not os.path.exists(path):
+        return
+    with open(path, "rb") as fh:
+        good = fh.read()
+    total = struct.unpack_from("<Q", good, 32)[0]
+    ft = struct.unpack_from("<Q", good, total + 32)[0]
+    valid_and_crc0(seeds, "dqn_f_", good)
+    for name, key, elem, value in [("stack3", "dqn.frame_stack", 0, 3), ("stack0", "dqn.frame_stack", 0, 0),
+                                   ("stack65", "dqn.frame_stack", 0, 65), ("version3", "dqn.version", 0, 3),
+                                   ("obs_channels3", "dqn.obs_shape", 0, 3),
+                                   ("obs_height_huge", "dqn.obs_shape", 1, 1 << 40)]:
+        g = bytearray(good)
+        struct.pack_into("<q", g, key_value_at(good, key) + 8 * elem, value)
+        seeds["dqn_f_" + name] = fix_crc(g)
+    inner = good[total:total + ft]
+    for name, key, value in [("table_stack3", "frames.stack", 3), ("table_height2", "frames.height", 2),
+                             ("table_envs2", "frames.n_envs", 2), ("table_size25", "frames.size", 25)]:
+        g = bytearray(inner)
+        struct.pack_into("<q", g, key_value_at(inner, key), value)
+        seeds["dqn_f_" + name] = good[:total] + fix_crc(g) + good[total + ft:]
+    seeds["dqn_f_no_table"] = good[:total]
+    seeds["dqn_f_table_cut"] = good[:total + ft // 2]
+    seeds["dqn_f_no_fields"] = good[:total + ft]
+    seeds["dqn_f_fields_cut"] = good[:-7]
+    seeds["dqn_f_trailing"] = good + b"\0"
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {}
@@ -484,6 +520,7 @@ def main():
     run_container_seeds(agents)
     cli_seeds(agents)
     frames_seeds(agents)
+    dqn_frames_seeds(agents)
     for name, data in sorted(agents.items()):
         with open(os.path.join(OUT, name + ".agrl"), "wb") as f:
             f.write(data)
