@@ -733,6 +733,7 @@ const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT] = {
     [AG__K_SCATTER_FIELDS] = fast_scatter_fields,
     [AG__K_CONV2D] = ag__cpu_fast_conv2d,
     [AG__K_FRAME_STACK] = fast_frame_stack,
+    [AG__K_ACGRAD] = ag__cpu_fast_acgrad,
 };
 
 #define DISPATCH(name, id)                                                                 \

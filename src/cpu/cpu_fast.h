@@ -56,6 +56,15 @@ static inline int ag__cpu_per_rpow_ok(double root, double lmin, double lmax) {
 void ag__cpu_per_weights(const double *leaves, const int32_t *idx, int64_t B, double root, int64_t size,
                          float beta, float *w);
 
+/* ---- the fused SAC / TD3 update's optimizer steps (cpu_acgrad_fast.c) ---- */
+
+/* One optimizer's constants for this call: ag__adam_elem's arguments, and
+ * tau for the target's Polyak step. */
+typedef struct ag__cpu_adam_c {
+  int sgd;
+  float lr, b1, b2, eps, wd, bc1, bc2, coef, tau;
+} ag__cpu_adam_c;
+
 /* ---- the vector code (cpu_fast_x86.c); the callers check the processor ---- */
 #ifdef AG__CPU_X86
 /* Columns [j0, j1) of a gather of f32 columns of 16 to 256 rows, scale 1
@@ -71,6 +80,16 @@ int ag__cpu_per_pows_avx512(const float *p, int n, double alpha, double *v);
 /* PER_SAMPLE's descents and weights (AVX-512F, DQ, VL); the caller moves
  * the counter. */
 void ag__cpu_per_sample_avx512(const ag__per_sample_args *a, double root, uint64_t base);
+/* The step of values 0 .. 16 floor(n / 16) - 1 (AVX-512F) or 8 floor(n / 8)
+ * - 1 (AVX2, FMA) of p (moments m, v; NULL with sgd) by the gradient g, as
+ * ag__adam_elem takes it, and with t the target's t = tau p + (1 - tau) t
+ * after it; returns how many it did (the caller does the rest). The same
+ * operations in the same order as the portable loop, each rounded once
+ * except where FMA fuses a product and a sum. */
+int64_t ag__cpu_adam_avx512(const ag__cpu_adam_c *c, int64_t n, const float *g, float *p, float *m, float *v,
+                            float *t);
+int64_t ag__cpu_adam_avx2(const ag__cpu_adam_c *c, int64_t n, const float *g, float *p, float *m, float *v,
+                          float *t);
 #endif
 
 #endif /* AGRL_CPU_FAST_H */

@@ -2,7 +2,9 @@
  * (cpu_fast.c calls it after checking the processor and
  * ag__cpu_vector_paths). Each function gives the bits of the portable code
  * it stands in for, which cpu_fast.c also has: column copies, Philox
- * draws, ag__per_pow, the sum-tree descent and the weights' polynomial.
+ * draws, ag__per_pow, the sum-tree descent and the weights' polynomial;
+ * the fused update's optimizer steps are ag__adam_elem's operations in
+ * its order, with FMA where cpu_fast.h says (cpu_acgrad_fast.c).
  * Compiled on x86-64 with GNU C only; each function carries the target of
  * its instructions, so the file builds without -march=native too.
  */
@@ -354,4 +356,45 @@ PER_AVX512 void ag__cpu_per_sample_avx512(const ag__per_sample_args *a, double r
   per_weights8(a->tree + ag__per_offset(a->depth - 1), a->idx, a->B, root, *a->size_dev,
                ag__per_beta_of(a->beta, a->beta_dev), a->w);
 }
+
+/* ---- the fused SAC / TD3 update's optimizer steps ---- */
+
+/* ag__adam_elem's steps, W lanes at once: V is the vector type, the other
+ * arguments the width's intrinsics (AVX-512 and AVX2 below). */
+#define ADAM_BODY(W, V, SET1, LOAD, STORE, ADD, SUB, MUL, DIV, SQRT, FMADD)           \
+  const V lr = SET1(c->lr), wd = SET1(c->wd), coef = SET1(c->coef), b1 = SET1(c->b1); \
+  const V b2 = SET1(c->b2), ob1 = SET1(1.0f - c->b1), ob2 = SET1(1.0f - c->b2);       \
+  const V bc1 = SET1(c->bc1), bc2 = SET1(c->bc2), eps = SET1(c->eps);                 \
+  const V tau = SET1(c->tau), otau = SET1(1.0f - c->tau);                             \
+  int64_t q = 0;                                                                      \
+  for (; q + (W) <= n; q += (W)) {                                                    \
+    V pp = LOAD(p + q);                                                               \
+    const V gr = FMADD(coef, LOAD(g + q), MUL(wd, pp));                               \
+    if (c->sgd) {                                                                     \
+      pp = SUB(pp, MUL(lr, gr));                                                      \
+    } else {                                                                          \
+      const V mm = FMADD(b1, LOAD(m + q), MUL(ob1, gr));                              \
+      const V vv = FMADD(b2, LOAD(v + q), MUL(MUL(ob2, gr), gr));                     \
+      pp = SUB(pp, DIV(MUL(lr, DIV(mm, bc1)), ADD(SQRT(DIV(vv, bc2)), eps)));         \
+      STORE(m + q, mm), STORE(v + q, vv);                                             \
+    }                                                                                 \
+    STORE(p + q, pp);                                                                 \
+    if (t) STORE(t + q, FMADD(tau, pp, MUL(otau, LOAD(t + q))));                      \
+  }                                                                                   \
+  return q;
+
+__attribute__((target("avx512f"))) int64_t ag__cpu_adam_avx512(const ag__cpu_adam_c *c, int64_t n,
+                                                               const float *g, float *p, float *m, float *v,
+                                                               float *t) {
+  ADAM_BODY(16, __m512, _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps, _mm512_sub_ps,
+            _mm512_mul_ps, _mm512_div_ps, _mm512_sqrt_ps, _mm512_fmadd_ps)
+}
+
+__attribute__((target("avx2,fma"))) int64_t ag__cpu_adam_avx2(const ag__cpu_adam_c *c, int64_t n,
+                                                              const float *g, float *p, float *m, float *v,
+                                                              float *t) {
+  ADAM_BODY(8, __m256, _mm256_set1_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_sub_ps,
+            _mm256_mul_ps, _mm256_div_ps, _mm256_sqrt_ps, _mm256_fmadd_ps)
+}
+#undef ADAM_BODY
 #endif /* AG__CPU_X86 */

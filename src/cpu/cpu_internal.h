@@ -23,7 +23,9 @@ extern const ag__cpu_kernel_fn ag__cpu_ref_kernels[AG__K_COUNT];
 /* The fast paths (cpu_fast.c), NULL for a kernel that has none. Each gives
  * its reference's bits, except PER_SAMPLE's weights, which are within
  * 4e-7 of the reference's relative to the weight (cpu_fast.c says why),
- * and CONV2D's sums, in float and in another order (cpu_conv.c). */
+ * CONV2D's sums, in float and in another order (cpu_conv.c), and ACGRAD's
+ * values, within tests/test_kernels.c's tolerances of the reference's
+ * (other orders of some sums, FMA; cpu_acgrad_fast.c). */
 extern const ag__cpu_kernel_fn ag__cpu_fast_kernels[AG__K_COUNT];
 
 /* The dispatchers of the kernels with a fast path (cpu_fast.c): the fast
@@ -39,6 +41,7 @@ ag_status ag__cpu_run_gather_fields(const void *args);
 ag_status ag__cpu_run_scatter_fields(const void *args);
 ag_status ag__cpu_run_conv2d(const void *args);
 ag_status ag__cpu_run_frame_stack(const void *args);
+ag_status ag__cpu_run_acgrad(const void *args);
 
 /* 1: every kernel runs its reference; 0: the fast paths where there are
  * some. Until set, AGRL_CPU_REFERENCE decides (set and not "0": forced),
@@ -60,9 +63,11 @@ extern int ag__cpu_gather_threads;
 ag_status ag__cpu_qgrad(const void *args);
 /* The scratch bytes it needs for these arguments (the layout cpu_qgrad.c describes). */
 size_t ag__cpu_qgrad_scratch(const void *args);
-/* AG__K_ACGRAD (cpu_acgrad.c) and its scratch bytes. */
+/* AG__K_ACGRAD (cpu_acgrad.c, the reference) and its scratch bytes, which
+ * its fast path (cpu_acgrad_fast.c) lays out the same way. */
 ag_status ag__cpu_acgrad(const void *args);
 size_t ag__cpu_acgrad_scratch(const void *args);
+ag_status ag__cpu_fast_acgrad(const void *args);
 
 /* AG__K_CONV2D's fast path (cpu_conv.c: im2col and CBLAS) and the scratch
  * bytes it needs (the reference needs none). */
