@@ -29,6 +29,16 @@
 #include "cpu/cpu_fast.h"
 #include "cpu/cpu_internal.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+static unsigned fp_mode(void) { return _mm_getcsr(); }
+static void fp_set(unsigned m) { _mm_setcsr(m); }
+#else
+#include <fenv.h>
+static unsigned fp_mode(void) { return (unsigned)fegetround(); }
+static void fp_set(unsigned m) { fesetround((int)m); }
+#endif
+
 #define LOG_STD_MIN (-5.0f)
 #define LOG_STD_MAX 2.0f
 #define LOG_2PI 1.8378770664093453f
@@ -193,6 +203,7 @@ typedef struct job {
   int phase;
   uint64_t normals;
   const float *pv;
+  unsigned fp; /* the caller's floating-point mode (cpu_backend.c flushes subnormals on it) */
 } job;
 
 enum { PH_FIRST, PH_TARGETS, PH_CRITICS, PH_ON_NEW, PH_THROUGH };
@@ -214,8 +225,19 @@ static void critic_back(const ag__acgrad_args *a, int k, const float *dout, floa
     back(a->q[k].w[i], a->hidden[i], a->hidden[i - 1], d[i], h[i - 1], d[i - 1], B);
 }
 
+static void part(const job *jb, int i);
+
+/* A part on a helper thread runs in the caller's floating-point mode: its
+ * values do not depend on the thread that takes it. */
 static void task(void *arg, int i) {
   const job *jb = arg;
+  const unsigned mine = fp_mode();
+  if (mine != jb->fp) fp_set(jb->fp);
+  part(jb, i);
+  if (mine != jb->fp) fp_set(mine);
+}
+
+static void part(const job *jb, int i) {
   const ag__acgrad_args *a = jb->a;
   const ag__ac_layout *y = &jb->y;
   const int H = a->L - 1, td3 = a->td3;
@@ -262,7 +284,7 @@ static void run_phase(job *jb, int phase, int tasks) {
   if (tasks > 1 && ag__pool_threads() > 1)
     ag__pool_run(tasks, task, jb);
   else
-    for (int i = 0; i < tasks; i++) task(jb, i);
+    for (int i = 0; i < tasks; i++) part(jb, i);
 }
 
 static ag_status fast_acgrad(const void *args) {
@@ -272,7 +294,7 @@ static ag_status fast_acgrad(const void *args) {
   if (L < 2 || L > AG__AC_MAX_LAYERS || A < 1 || A > 64 || B < 1)
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "cpu: %d layers and %lld actions are outside the fused SAC/TD3 update", L, (long long)A);
-  job jb = {a, ag__ac_layout_of(a), 0, 0, NULL};
+  job jb = {a, ag__ac_layout_of(a), 0, 0, NULL, fp_mode()};
   const ag__ac_layout y = jb.y;
   const uint64_t counter = *a->src.counter;
   jb.normals = counter + (a->src.idx ? 0 : (uint64_t)B);

@@ -1,11 +1,11 @@
 /* cpu_fast.c — the fast paths of the CPU backend, and the switch that
  * forces the reference (cpu_kernels.c) instead.
  *
- * Eleven kernels have one; the backend runs it unless the reference is
+ * Twelve kernels have one; the backend runs it unless the reference is
  * forced. Each is the reference's result computed faster, and each is
- * checked against the reference by tests/test_cpu_paths.c (GATHER_FIELDS
- * and SCATTER_FIELDS by the cases of tests/test_kernels.c, which run the
- * backend's path):
+ * checked against the reference by tests/test_cpu_paths.c (GATHER_FIELDS,
+ * SCATTER_FIELDS and ACGRAD by the cases of tests/test_kernels.c, which
+ * run the backend's path):
  *
  *   GATHER      prefetches, memcpy or AVX-512 column copies (cpu_fast_x86.c),
  *               large f32 batches split over the helper threads. The same
@@ -46,6 +46,10 @@
  *               (f32: the reference's division, v / 255.0f); large
  *               batches split over the helper threads, each part in the
  *               caller's floating-point mode. The same bits.
+ *   ACGRAD      the fused SAC / TD3 update (cpu_acgrad_fast.c): vector
+ *               optimizer steps, unit-stride loops over the batch, the
+ *               networks' passes as tasks of the helper threads. Within
+ *               the kernel's tolerances (other orders of some sums, FMA).
  *
  * Within them, ag__cpu_vector_paths = 0 makes the vector paths take their
  * portable C ones (the same bits), and ag__cpu_gather_threads caps the
