@@ -469,11 +469,12 @@ static ag__acstep acstep_of(const ag_ac *a, int actor, int targets) {
   return u;
 }
 
-/* Whether the update is the fused call: asked for, a backend that takes
- * the kernel with these networks, and not the CPU, where the composed ops
- * on BLAS are the faster; else the composed ops. */
+/* Whether the update is the fused call: asked for and a backend that takes
+ * the kernel with these networks; else the composed ops. The CPU's fused
+ * call (its fast path, cpu_acgrad_fast.c) was the faster at every size
+ * measured, 2x to 4x the composed ops (dev/ac_time/README.md). */
 static int fused_now(const ag_ac *a) {
-  if (!a->cfg.fused || (ag_ctx_device(a->ctx) == AG_DEVICE_CPU && !a->force_fused)) return 0;
+  if (!a->cfg.fused) return 0;
   const ag__acstep u = acstep_of(a, 1, 1);
   return ag__acstep_fusable(&u);
 }
@@ -733,5 +734,4 @@ const ag_ac_config *ag_ac_get_config(const ag_ac *a) { return a ? &a->cfg : NULL
 int64_t ag_ac_act_dim(const ag_ac *a) { return a ? a->act_dim : 0; }
 ag_rng *ag__ac_rng(const ag_ac *a) { return a->rng; }
 ag_tensor *ag__ac_log_alpha(const ag_ac *a) { return a->log_alpha; }
-void ag__ac_force_fused(ag_ac *a, int on) { a->force_fused = on != 0; }
 ag_mlp *ag__ac_target(const ag_ac *a, int k) { return k < 2 ? a->qt[k] : a->actor_t; }

@@ -79,7 +79,6 @@ ag_status ag__agent_table_read(ag_ctx *ctx, FILE *f, const char *path, size_t ma
 
 /* SAC and TD3 (ac.c; saved and loaded by ac_file.c, driven by learn.c through ac_ops.c). */
 struct ag_ac {
-  int force_fused; /* the fused update on the CPU too (tests: its kernel against the composed ops) */
   ag_ctx *ctx;
   ag_ac_config cfg;
   int64_t obs_dim, act_dim, total_steps;
@@ -276,8 +275,6 @@ ag_status ag__ac_check_sound(const ag_ac *a, const char *fn);
  * actor's, NULL for SAC). */
 ag_rng *ag__ac_rng(const ag_ac *a);
 ag_tensor *ag__ac_log_alpha(const ag_ac *a);
-/* The fused update also where the composed ops are the faster (the CPU). */
-void ag__ac_force_fused(ag_ac *a, int on);
 ag_mlp *ag__ac_target(const ag_ac *a, int k);
 
 /* For tests: marks the DQN as a device error half way through its updates

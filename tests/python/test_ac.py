@@ -124,8 +124,8 @@ def test_config_round_trip(cls):
     assert cls("cpu", 5, 2, -1, 1, target_entropy=None, buffer_size=500).config["target_entropy"] is None
     assert a.low.dtype == np.float32 and a.low.tolist() == [-1, -3] and a.high.tolist() == [1, 3]
     assert a.fused is False  # asked for the composed ops
-    # the fused call where it pays: on the GPU, not on the CPU (kernels.h's AG__K_ACGRAD)
-    assert cls("cpu", 5, 2, -1, 1, buffer_size=500).fused is False
+    # the fused call where the backend has it: the CPU too (kernels.h's AG__K_ACGRAD)
+    assert cls("cpu", 5, 2, -1, 1, buffer_size=500).fused is True
 
 
 BAD = [
