@@ -823,6 +823,12 @@ static const kcase cases[] = {
     KP("acgrad td3 2 layers idx n-step odd", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 2, 37, 3, 45, 1, 0, 1),
     KP("acgrad td3 critic only drawn", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 3, 20, 1, 33, 0, 1, 0),
     KP("acgrad sac critic only idx n-step", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 2, 64, 1, 256, 0, 0, 1),
+    /* odd widths and batches that are no multiple of a vector (the CPU's fast path: 8 and 16 lanes) */
+    KP("acgrad sac 3 layers odd 6 actions", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 3, 37, 6, 45, 1, 1, 0),
+    KP("acgrad td3 3 layers odd idx", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 3, 29, 6, 17, 1, 0, 0),
+    KP("acgrad sac 2 layers B 1", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 2, 7, 2, 1, 1, 1, 0),
+    KP("acgrad sac 3 layers wide", AG__K_ACGRAD, b_acgrad, prep_acgrad, 0, 3, 131, 3, 100, 1, 1, 0),
+    KP("acgrad td3 3 layers wide n-step", AG__K_ACGRAD, b_acgrad, prep_acgrad, 1, 3, 131, 2, 100, 1, 0, 1),
     K("gather f32 rows of 4, copied whole 64x500 n300", AG__K_GATHER, b_gather, 64, 500, 300, AG_F32, AG_I64,
       0),
     K("gather f32 rows of 4, 4x70000 n70000", AG__K_GATHER, b_gather, 4, 70000, 70000, AG_F32, AG_I32, 0),
@@ -1011,7 +1017,62 @@ static void every_kernel_matches_the_reference(void **state) {
   ag_ctx_free(ctx);
 }
 
+/* The CPU's fast ACGRAD (cpu_acgrad_fast.c) on its other ways, on the host,
+ * against the reference within the cases' tolerances: the portable
+ * optimizer steps (no AVX2 / AVX-512) as well as the vector ones, the
+ * parts split over the helper threads where the pool has more than one. */
+static void acgrad_fast_ways_match_the_reference(void **state) {
+  (void)state;
+  if (agt_kind != AG_DEVICE_CPU) skip(); /* host code: once, in the CPU's run */
+  int compared = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const kcase *c = &cases[k];
+    if (c->id != AG__K_ACGRAD) continue;
+    for (int vector = 0; vector < 2; vector++) {
+      unsigned char args_ref[sizeof(ag__qgrad_args) + 4096], args_fast[sizeof args_ref];
+      layout L;
+      memset(&L, 0, sizeof L);
+      memset(args_ref, 0, sizeof args_ref);
+      c->build(c, &L, args_ref);
+      unsigned char *ref = calloc(1, L.used), *got = calloc(1, L.used);
+      assert_true(ref && got);
+      uint64_t g = 5000 + k;
+      for (int i = 0; i < L.n; i++) init_region(ref, &L.r[i], &g);
+      layout H = L, F = L;
+      H.n = 0, H.used = 0, H.base = ref;
+      memset(args_ref, 0, sizeof args_ref);
+      c->build(c, &H, args_ref);
+      if (c->prepare) c->prepare(c, &H, args_ref);
+      memcpy(got, ref, L.used);
+      F.n = 0, F.used = 0, F.base = got;
+      memset(args_fast, 0, sizeof args_fast);
+      c->build(c, &F, args_fast);
+      agt_ok(ag__cpu_ref_kernels[c->id](args_ref));
+      ag__cpu_vector_paths = vector;
+      agt_ok(ag__cpu_fast_acgrad(args_fast));
+      ag__cpu_vector_paths = 1;
+      for (int i = 0; i < L.n; i++) {
+        const region *r = &L.r[i];
+        if (!r->out) continue;
+        for (size_t e = 0; e < r->count; e++) {
+          double want = value_at(ref, r, e), have = value_at(got, r, e);
+          double tol = r->tol * (fabs(want) > 1 ? fabs(want) : 1);
+          if (!(want == have) && !(fabs(want - have) <= tol) && !(isnan(want) && isnan(have)))
+            fail_msg("%s, %s steps: region %d element %zu is %.9g, the reference %.9g (tolerance %.3g)",
+                     c->name, vector ? "vector" : "portable", i, e, have, want, tol);
+          compared++;
+        }
+      }
+      free(ref);
+      free(got);
+    }
+  }
+  assert_true(compared > 0);
+  printf("kernels: the CPU's fast ACGRAD, vector and portable steps: %d values compared\n", compared);
+}
+
 int main(int argc, char **argv) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(every_kernel_matches_the_reference)};
-  return agt_run(argc, argv, "kernels", tests, 1);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(every_kernel_matches_the_reference),
+                                     cmocka_unit_test(acgrad_fast_ways_match_the_reference)};
+  return agt_run(argc, argv, "kernels", tests, sizeof tests / sizeof tests[0]);
 }
