@@ -141,9 +141,11 @@ static float log_std(float th) {
 }
 
 /* The actor's actions from its outputs o [nA, B] into rows S.. of x, with
- * normals from draw `base` on (SAC: log pi into lp, the normals into eps
- * when given; TD3 with noise: the smoothing noise): the reference's. */
-static void actions(const ag__acgrad_args *a, const float *o, uint64_t base, int noise, float *x, float *lp,
+ * normals from draw `base` on (SAC: log pi into lp; with eps, for the way
+ * back, the normals times the standard deviations into eps [A, B] and the
+ * tanh of the raw log standard deviations over them in o's rows A..; TD3
+ * with noise: the smoothing noise): the reference's values. */
+static void actions(const ag__acgrad_args *a, float *o, uint64_t base, int noise, float *x, float *lp,
                     float *eps) {
   const int64_t A = a->A, S = a->S, X = S + A, nA = a->td3 ? A : 2 * A;
   for (int64_t b = 0; b < a->src.B; b++) {
@@ -161,7 +163,7 @@ static void actions(const ag__acgrad_args *a, const float *o, uint64_t base, int
           y = ag__map_f(AG__MAP_CLAMP, y + nc, -1.0f, 1.0f);
         }
       } else {
-        const float ls = log_std(ag__map_f(AG__MAP_TANH, o[A + r + b * nA], 0.0f, 0.0f));
+        const float tl = ag__map_f(AG__MAP_TANH, o[A + r + b * nA], 0.0f, 0.0f), ls = log_std(tl);
         const float sd = ag__map_f(AG__MAP_EXP, ls, 0.0f, 0.0f);
         const float e = ag__normal_of(ag__philox_u64(a->src.seed, base + (uint64_t)(r + b * A)));
         const float se = sd * e;
@@ -170,7 +172,7 @@ static void actions(const ag__acgrad_args *a, const float *o, uint64_t base, int
         const float t1 = ag__map_f(AG__MAP_AFFINE, e2, -0.5f, -0.5f * LOG_2PI);
         const float om = ag__map_f(AG__MAP_AFFINE, y2, -1.0f, 1.0f + 1e-6f);
         lsum += (t1 - ls) - ag__map_f(AG__MAP_LOG, om, 0.0f, 0.0f);
-        if (eps) eps[r + b * A] = e;
+        if (eps) eps[r + b * A] = se, o[A + r + b * nA] = tl;
       }
       x[S + r + b * X] = y;
     }
@@ -382,12 +384,11 @@ static ag_status fast_acgrad(const void *args) {
         y.dah[r + b * nA] = ag__map2_f(AG__MAP2_TANH_BWD, ga, yy, 0.0f, 0.0f);
         continue;
       }
-      const float e = y.eps[r + b * A], th = ag__map_f(AG__MAP_TANH, y.hout[A + r + b * nA], 0.0f, 0.0f);
-      const float ls = log_std(th), sd = ag__map_f(AG__MAP_EXP, ls, 0.0f, 0.0f);
+      const float se = y.eps[r + b * A], th = y.hout[A + r + b * nA];
       const float om = ag__map_f(AG__MAP_AFFINE, yy * yy, -1.0f, 1.0f + 1e-6f);
       const float gy = ga + 2.0f * yy * (ab / om);
       const float gu = ag__map2_f(AG__MAP2_TANH_BWD, gy, yy, 0.0f, 0.0f);
-      const float gls = gu * e * sd - ab;
+      const float gls = gu * se - ab;
       y.dah[r + b * nA] = gu;
       y.dah[A + r + b * nA] =
           ag__map2_f(AG__MAP2_TANH_BWD, 0.5f * (LOG_STD_MAX - LOG_STD_MIN) * gls, th, 0.0f, 0.0f);
