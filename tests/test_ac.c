@@ -962,6 +962,17 @@ static void fused_composed(void **state) {
     assert_int_equal(ag_ac_fused(a), sizes[i].fused && agt_kind != AG_DEVICE_VULKAN);
     ag_ac_free(a);
   }
+  /* on the CPU, networks narrower than 32 units compose (no faster fused there) */
+  for (int w = 31; w <= 32; w++) {
+    ag_ac_config c = ag_ac_defaults(AG_AC_SAC);
+    c.n_hidden = 2;
+    c.hidden[0] = 8, c.hidden[1] = w;
+    ag_ac *a;
+    float lo = -1.0f, hi = 1.0f;
+    agt_ok(ag_ac_create(ctx, 3, 1, &lo, &hi, 10, &c, &a));
+    assert_int_equal(ag_ac_fused(a), agt_kind == AG_DEVICE_CUDA || (agt_kind == AG_DEVICE_CPU && w == 32));
+    ag_ac_free(a);
+  }
   ag_ac_config bad = ag_ac_defaults(AG_AC_SAC);
   bad.fused = 2;
   ag_ac *a;

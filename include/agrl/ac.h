@@ -79,8 +79,8 @@ typedef struct ag_ac_config {
   int n_step;     /* 1 */
   int64_t n_envs; /* 1 */
   uint64_t seed;  /* 0 */
-  /* 1: each update is one fused call where the backend has it
-   * (ag_ac_fused: the CPU, CUDA), the same update as the composed ops up
+  /* 1: each update is one fused call where the backend has it and it
+   * pays (ag_ac_fused says where), the same update as the composed ops up
    * to the order of the sums;
    * 0: always the composed ops */
   int fused; /* 1 */
@@ -163,9 +163,10 @@ AG_API ag_status ag_ac_alpha(ag_ac *a, float *alpha);
  * index and normal draws, both critics' loss, gradient and Adam step, the
  * Polyak steps, and with the actor's turn its loss, gradient and step and
  * the temperature's, in about 8 kernels a layer pair instead of ~170
- * composed ops): cfg.fused is 1, the hidden layers number 1..8 and the
- * context's backend takes the kernel (the CPU, CUDA). Decided again at
- * every recording. 0 for a NULL. */
+ * composed ops): cfg.fused is 1, the hidden layers number 1..8, the
+ * context's backend takes the kernel (the CPU, CUDA) and, on the CPU, the
+ * widest hidden layer has at least 32 units (narrower, the composed ops
+ * were as fast). Decided again at every recording. 0 for a NULL. */
 AG_API int ag_ac_fused(const ag_ac *a);
 
 /* The agent's own objects (NULL for a NULL; targets: NULL where absent). */

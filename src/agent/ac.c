@@ -469,12 +469,22 @@ static ag__acstep acstep_of(const ag_ac *a, int actor, int targets) {
   return u;
 }
 
-/* Whether the update is the fused call: asked for and a backend that takes
- * the kernel with these networks; else the composed ops. The CPU's fused
- * call (its fast path, cpu_acgrad_fast.c) was the faster at every size
- * measured, 2x to 4x the composed ops (dev/ac_time/README.md). */
+/* On the CPU the fused call (its fast path, cpu_acgrad_fast.c) when the
+ * widest hidden layer has at least this many units: there it was the
+ * faster in every SAC and TD3 shape measured, below it the two were
+ * within the machine's noise of each other (dev/ac_time/README.md). */
+#define CPU_FUSED_MIN_WIDTH 32
+
+/* Whether the update is the fused call: asked for, a backend that takes
+ * the kernel with these networks, and on the CPU networks that wide;
+ * else the composed ops. */
 static int fused_now(const ag_ac *a) {
   if (!a->cfg.fused) return 0;
+  if (ag_ctx_device(a->ctx) == AG_DEVICE_CPU) {
+    int64_t widest = 0;
+    for (int i = 0; i < a->cfg.n_hidden; i++) widest = a->cfg.hidden[i] > widest ? a->cfg.hidden[i] : widest;
+    if (widest < CPU_FUSED_MIN_WIDTH) return 0;
+  }
   const ag__acstep u = acstep_of(a, 1, 1);
   return ag__acstep_fusable(&u);
 }
