@@ -15,11 +15,20 @@ The table holds N_FILL random Pendulum-v1 transitions: one row a transition
 of ROW f32, obs[0:3] = (cos th, sin th, th_dot), action[3] in [-1, 1]
 (the torque / 2), reward[4], next_obs[5:8] (gymnasium's Pendulum step),
 terminated[8] = 0 (Pendulum never terminates).
+
+AC_DEFS_DIMS="OBS,ACT" in the environment (e.g. "17,6", a MuJoCo-sized
+row such as HalfCheetah's) changes the observation and action sizes; the
+table then holds N_FILL uniform random transitions of those sizes (obs and
+next_obs in [-1, 1], actions in [LOW, HIGH], rewards in [-1, 0]) instead
+of Pendulum's, and every peer and agrl's rows take the same sizes.
 """
 import argparse
 import math
+import os
 
 OBS, ACT = 3, 1
+if os.environ.get("AC_DEFS_DIMS"):
+    OBS, ACT = (int(v) for v in os.environ["AC_DEFS_DIMS"].split(","))
 HIDDEN = (256, 256)
 BATCH = 256
 N_FILL = 100_000
@@ -53,8 +62,16 @@ def pendulum_transitions(np, n=N_FILL, seed=SEED):
     """n random Pendulum-v1 transitions (gymnasium's dynamics and reward):
     th ~ U(-pi, pi), th_dot ~ U(-8, 8), torque ~ U(-2, 2). Returns a dict of
     f32 arrays obs (n, 3), action (n, 1) in the environment's bounds,
-    reward (n,), next_obs (n, 3) and terminated (n,) int32 (all 0)."""
+    reward (n,), next_obs (n, 3) and terminated (n,) int32 (all 0).
+    With other sizes (AC_DEFS_DIMS): uniform random transitions of them."""
     rng = np.random.default_rng(seed)
+    if (OBS, ACT) != (3, 1):
+        f32 = np.float32
+        return dict(obs=rng.uniform(-1.0, 1.0, (n, OBS)).astype(f32),
+                    action=rng.uniform(LOW, HIGH, (n, ACT)).astype(f32),
+                    reward=rng.uniform(-1.0, 0.0, n).astype(f32),
+                    next_obs=rng.uniform(-1.0, 1.0, (n, OBS)).astype(f32),
+                    terminated=np.zeros(n, np.int32))
     th = rng.uniform(-np.pi, np.pi, n)
     thdot = rng.uniform(-8.0, 8.0, n)
     u = rng.uniform(LOW, HIGH, n)
