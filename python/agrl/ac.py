@@ -372,7 +372,8 @@ _COMMON_DOC = """
     ``target_noise`` and ``noise_clip`` (fractions of the actions' half
     range), ``noise_rho`` (the exploring noise's correlation from one step
     to the next, an AR(1) process per copy; 0: independent), n-step returns' ``n_step`` and ``n_envs``, ``seed``,
-    and ``fused`` (True: each update one fused call where it pays, on the GPU; ``.fused`` says whether it
+    and ``fused`` (True: each update one fused call where it pays, on the GPU and on the CPU from 32
+    hidden units; ``.fused`` says whether it
     does)); the
     defaults are ``{name}.defaults()``. ``low`` and ``high`` are the action
     bounds (act_dim values, or one for all): the networks work in [-1, 1]

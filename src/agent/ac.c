@@ -470,9 +470,10 @@ static ag__acstep acstep_of(const ag_ac *a, int actor, int targets) {
 }
 
 /* On the CPU the fused call (its fast path, cpu_acgrad_fast.c) when the
- * widest hidden layer has at least this many units: there it was the
- * faster in every SAC and TD3 shape measured, below it the two were
- * within the machine's noise of each other (dev/ac_time/README.md). */
+ * widest hidden layer has at least this many units: from there it was the
+ * faster in the SAC and TD3 shapes measured (up to 1.9x) but the smallest
+ * (32 units, B 32: 3-10% slower, some 5 us), below it neither was the
+ * faster consistently (dev/ac_time/README.md). */
 #define CPU_FUSED_MIN_WIDTH 32
 
 /* Whether the update is the fused call: asked for, a backend that takes
