@@ -5,8 +5,12 @@
  * parts and their fences take turns), copies and zeroings at offsets that
  * are not multiples of 4 inside an allocation, the bytes around them left
  * alone, refusals of ranges outside an allocation, and the memory report;
- * every byte compared with the host's pattern. The validation layer must
- * report no error. Without a usable Vulkan device the test exits 77
+ * every byte compared with the host's pattern. The suballocator: its free
+ * ranges against a map of every byte; 10,000 small buffers held in a few
+ * memory objects, each one's bytes read back by a kernel (its device
+ * address) and by a copy (its buffer and offset), after frees in random
+ * order and reuse; and the refusal past the memory-object limit (lowered by
+ * the test hook). The validation layer must report no error. Without a usable Vulkan device the test exits 77
  * (skipped), or fails with AGRL_REQUIRE_VULKAN=1.
  */
 #include <math.h>
@@ -22,6 +26,8 @@
 
 #include "agrl/agrl.h"
 #include "base/backend.h"
+#include "base/kernels.h"
+#include "vulkan/vk_internal.h"
 
 static unsigned char pattern(size_t i) { return (unsigned char)((i * 2654435761u) >> 13); }
 
@@ -39,6 +45,97 @@ static void drain(const void *src, size_t off, size_t len, void *user) {
 
 static const ag__backend *be;
 static void *st;
+
+static uint64_t lcg(uint64_t *x) {
+  *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+  return *x >> 33;
+}
+
+/* The free ranges of r against the map of taken bytes (taken[i] for byte
+ * start + i): sorted, disjoint, not touching, every byte of them free, and
+ * as many bytes as the map has free. */
+static void ranges_match(const ag__vk_ranges *r, const unsigned char *taken, size_t live,
+                         uint64_t live_bytes) {
+  uint64_t free_bytes = 0, map_free = 0;
+  for (uint64_t i = 0; i < r->size; i++) map_free += !taken[i];
+  for (size_t k = 0; k < r->n; k++) {
+    const ag__vk_range f = r->at[k];
+    assert_true(f.len > 0 && f.off >= r->start && f.off + f.len <= r->start + r->size);
+    if (k) assert_true(r->at[k - 1].off + r->at[k - 1].len < f.off); /* apart, in order */
+    for (uint64_t i = f.off; i < f.off + f.len; i++)
+      if (taken[i - r->start]) fail_msg("byte %llu is in a free range and taken", (unsigned long long)i);
+    free_bytes += f.len;
+  }
+  assert_int_equal(free_bytes, map_free);
+  assert_int_equal(r->taken, live);
+  assert_int_equal(r->used, live_bytes);
+}
+
+/* Random takes (sizes 1..3000, alignments 1 to 1024) and gives over a
+ * region that starts off alignment: each take aligned, inside, over free
+ * bytes only; each refusal only where the map has no aligned run that
+ * long; once everything is back, the region is one free range again. */
+static void ranges_against_a_map(void **state) {
+  (void)state;
+  enum { SIZE = 65536, START = 100, LIVE = 512 };
+  ag__vk_ranges r;
+  assert_int_equal(ag__vk_ranges_init(&r, START, SIZE), AG_OK);
+  unsigned char *taken = calloc(SIZE, 1);
+  uint32_t *run = malloc(sizeof *run * (SIZE + 1));
+  uint64_t off[LIVE], len[LIVE], x = 7, live_bytes = 0;
+  size_t live = 0, refused = 0;
+  assert_true(taken && run);
+  uint64_t dummy = 0; /* bad arguments are refused and change nothing */
+  assert_int_equal(ag__vk_ranges_take(&r, 0, 16, &dummy), AG_ERR_INVALID_ARG);
+  assert_int_equal(ag__vk_ranges_take(&r, 64, 48, &dummy), AG_ERR_INVALID_ARG);
+  assert_int_equal(ag__vk_ranges_take(&r, SIZE + 1, 1, &dummy), AG_ERR_OUT_OF_RANGE);
+  ranges_match(&r, taken, 0, 0);
+  for (int step = 0; step < 6000; step++) {
+    const int give = live == LIVE || (live > 0 && lcg(&x) % 100 < (step < 3000 ? 35 : 60));
+    if (give) {
+      const size_t j = lcg(&x) % live;
+      ag__vk_ranges_give(&r, off[j], len[j]);
+      memset(taken + (off[j] - START), 0, len[j]);
+      live_bytes -= len[j];
+      off[j] = off[live - 1], len[j] = len[--live];
+    } else {
+      const uint64_t bytes = 1 + lcg(&x) % 3000, align = (uint64_t)1 << (lcg(&x) % 11);
+      uint64_t o = 0;
+      const ag_status got = ag__vk_ranges_take(&r, bytes, align, &o);
+      if (got == AG_OK) {
+        assert_true(o % align == 0 && o >= START && o + bytes <= START + SIZE);
+        for (uint64_t i = o; i < o + bytes; i++)
+          if (taken[i - START]) fail_msg("step %d: byte %llu handed out twice", step, (unsigned long long)i);
+        memset(taken + (o - START), 1, bytes);
+        off[live] = o, len[live++] = bytes;
+        live_bytes += bytes;
+      } else {
+        assert_int_equal(got, AG_ERR_OUT_OF_RANGE);
+        run[SIZE] = 0; /* the free run from each byte: none may hold an aligned take */
+        for (size_t i = SIZE; i-- > 0;) run[i] = taken[i] ? 0 : run[i + 1] + 1;
+        for (uint64_t a = (START + align - 1) / align * align; a < START + SIZE; a += align)
+          if (run[a - START] >= bytes)
+            fail_msg("step %d: %llu bytes refused, free at %llu", step, (unsigned long long)bytes,
+                     (unsigned long long)a);
+        refused++;
+      }
+    }
+    ranges_match(&r, taken, live, live_bytes);
+  }
+  assert_true(refused > 0); /* the region filled up at times */
+  while (live) {
+    const size_t j = lcg(&x) % live;
+    ag__vk_ranges_give(&r, off[j], len[j]);
+    off[j] = off[live - 1], len[j] = len[--live];
+  }
+  assert_int_equal(r.n, 1);
+  assert_int_equal(r.at[0].off, START);
+  assert_int_equal(r.at[0].len, SIZE);
+  assert_int_equal(r.taken, 0);
+  ag__vk_ranges_free(&r);
+  free(taken);
+  free(run);
+}
 
 static void down(const void *p, size_t n, unsigned char *out) {
   io d = {out};
@@ -178,6 +275,140 @@ static void small_uploads_keep_their_order(void **state) {
   free(want_a);
 }
 
+static int by_address(const void *a, const void *b) {
+  const uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void fill_floats(void *dst, size_t off, size_t len, void *user) {
+  memcpy(dst, (const unsigned char *)user + off, len);
+}
+
+/* 10,000 buffers of 64 bytes (more than the 4,096 memory objects a device
+ * need allow) in a few memory objects, apart and aligned; each one's floats
+ * uploaded, copied by a kernel that reads its device address and by a
+ * buffer copy, and read back. Half are freed in random order and 5,000 of
+ * other sizes made in their room: the survivors keep their bytes. */
+static void many_small_buffers(void **state) {
+  (void)state;
+  enum { N = 10000, K = 16, M = 5000, SLOT = 512 }; /* K floats a buffer; the reused ones up to SLOT */
+  const uint32_t objects0 = ag__vulkan_memory_objects(st, 0);
+  void **p = malloc(sizeof *p * N), **sorted = malloc(sizeof *p * N);
+  size_t *n = malloc(sizeof *n * N); /* each buffer's floats */
+  float *v = malloc(sizeof *v * (size_t)N * SLOT), *got = malloc(sizeof *got * (size_t)N * SLOT);
+  assert_true(p && sorted && n && v && got);
+  for (size_t i = 0; i < N; i++) {
+    assert_int_equal(be->alloc(st, K * sizeof(float), &p[i]), AG_OK);
+    n[i] = K;
+    for (size_t k = 0; k < K; k++) v[i * SLOT + k] = (float)(i * K + k);
+    assert_int_equal(be->upload(st, p[i], K * sizeof(float), fill_floats, &v[i * SLOT]), AG_OK);
+  }
+  const uint32_t objects = ag__vulkan_memory_objects(st, 0);
+  printf("vulkan_mem: %d buffers of %zu bytes in %u more memory objects\n", N, K * sizeof(float),
+         objects - objects0);
+  assert_true(objects <= objects0 + 2);
+  memcpy(sorted, p, sizeof *p * N);
+  qsort(sorted, N, sizeof *sorted, by_address);
+  for (size_t i = 0; i < N; i++) {
+    assert_true((uintptr_t)sorted[i] % 256 == 0);
+    if (i) assert_true((uintptr_t)sorted[i] - (uintptr_t)sorted[i - 1] >= K * sizeof(float));
+  }
+  /* a kernel copies each (by its address) into its slot of one buffer */
+  void *all;
+  const size_t all_bytes = sizeof(float) * (size_t)N * SLOT;
+  assert_int_equal(be->alloc(st, all_bytes, &all), AG_OK);
+  for (size_t i = 0; i < N; i++) {
+    ag__copy_args a = {{p[i], K, 1, K}, {(float *)all + i * SLOT, K, 1, K}, 0};
+    assert_int_equal(be->run(st, AG__K_COPY, &a, sizeof a), AG_OK);
+  }
+  io d = {(unsigned char *)got};
+  assert_int_equal(be->download(st, all, all_bytes, drain, &d), AG_OK);
+  for (size_t i = 0; i < N; i++)
+    for (size_t k = 0; k < K; k++)
+      if (got[i * SLOT + k] != v[i * SLOT + k])
+        fail_msg("buffer %zu float %zu read by the kernel is %g, not %g", i, k, got[i * SLOT + k],
+                 v[i * SLOT + k]);
+  /* half freed in random order, then M of 1 to SLOT floats made and filled */
+  uint64_t x = 12345;
+  size_t *order = malloc(sizeof *order * N);
+  assert_true(order != NULL);
+  for (size_t i = 0; i < N; i++) order[i] = i;
+  for (size_t i = N - 1; i > 0; i--) {
+    const size_t j = lcg(&x) % (i + 1), t = order[i];
+    order[i] = order[j], order[j] = t;
+  }
+  for (size_t i = 0; i < N / 2; i++) be->release(st, p[order[i]]);
+  for (size_t i = 0; i < M; i++) {
+    const size_t j = order[i];
+    n[j] = 1 + lcg(&x) % SLOT;
+    assert_int_equal(be->alloc(st, n[j] * sizeof(float), &p[j]), AG_OK);
+    for (size_t k = 0; k < n[j]; k++) v[j * SLOT + k] = (float)(-(double)(j * SLOT + k));
+    assert_int_equal(be->upload(st, p[j], n[j] * sizeof(float), fill_floats, &v[j * SLOT]), AG_OK);
+  }
+  assert_true(ag__vulkan_memory_objects(st, 0) <= objects0 + 3);
+  /* every buffer, old and new, copied (by buffer and offset) into its slot */
+  assert_int_equal(be->zero(st, all, all_bytes), AG_OK);
+  for (size_t i = 0; i < N; i++)
+    assert_int_equal(be->copy(st, (float *)all + i * SLOT, p[i], n[i] * sizeof(float)), AG_OK);
+  assert_int_equal(be->download(st, all, all_bytes, drain, &d), AG_OK);
+  for (size_t i = 0; i < N; i++)
+    for (size_t k = 0; k < SLOT; k++) {
+      const float want = k < n[i] ? v[i * SLOT + k] : 0.0f;
+      if (got[i * SLOT + k] != want)
+        fail_msg("buffer %zu float %zu after reuse is %g, not %g", i, k, got[i * SLOT + k], want);
+    }
+  for (size_t i = 0; i < N; i++) be->release(st, p[i]);
+  be->release(st, all);
+  assert_int_equal(be->sync(st), AG_OK);
+  /* the blocks left empty are freed but for one */
+  assert_true(ag__vulkan_memory_objects(st, 0) <= objects0 + 1);
+  free(p);
+  free(sorted);
+  free(n);
+  free(v);
+  free(got);
+  free(order);
+}
+
+/* With the limit lowered to what is held plus one: one allocation that
+ * needs a block of its own is made, the next is refused (AG_ERR_OUT_OF_MEMORY,
+ * a message naming the limit, nothing held more), a small one still fits
+ * the block there is; once the first is released (its last use still
+ * queued), the second is made in its room and works. */
+static void memory_object_limit(void **state) {
+  (void)state;
+  void *small0, *small1, *a, *b;
+  assert_int_equal(be->alloc(st, 1000, &small0), AG_OK); /* a block of small ones is held */
+  const uint32_t held = ag__vulkan_memory_objects(st, 0);
+  ag__vulkan_memory_objects(st, held + 1);
+  const size_t big = (size_t)80 << 20; /* above a quarter of the largest block: a block of its own */
+  assert_int_equal(be->alloc(st, big, &a), AG_OK);
+  assert_int_equal(ag__vulkan_memory_objects(st, 0), held + 1);
+  b = NULL;
+  assert_int_equal(be->alloc(st, big, &b), AG_ERR_OUT_OF_MEMORY);
+  assert_null(b);
+  assert_non_null(strstr(ag_last_error(), "maxMemoryAllocationCount"));
+  assert_int_equal(ag__vulkan_memory_objects(st, 0), held + 1);
+  assert_int_equal(be->alloc(st, 4096, &b), AG_OK);
+  small1 = b;
+  assert_int_equal(ag__vulkan_memory_objects(st, 0), held + 1);
+  assert_int_equal(be->zero(st, a, big), AG_OK); /* still queued when a is released */
+  be->release(st, a);
+  assert_int_equal(be->alloc(st, big, &b), AG_OK);
+  assert_int_equal(ag__vulkan_memory_objects(st, 0), held + 1);
+  unsigned char in[4096], out[4096];
+  for (size_t i = 0; i < sizeof in; i++) in[i] = pattern(i + 5);
+  io u = {in}, d = {out};
+  assert_int_equal(be->upload(st, (char *)b + big - sizeof in, sizeof in, fill, &u), AG_OK);
+  assert_int_equal(be->download(st, (char *)b + big - sizeof in, sizeof in, drain, &d), AG_OK);
+  assert_memory_equal(in, out, sizeof in);
+  be->release(st, b);
+  be->release(st, small0);
+  be->release(st, small1);
+  ag__vulkan_memory_objects(st, UINT32_MAX); /* the device's limit again */
+  assert_int_equal(be->sync(st), AG_OK);
+}
+
 /* A context on the device: tensors made and read back, an op on the device,
  * one whose kernel is not provided refused. */
 static void context(void **state) {
@@ -233,8 +464,12 @@ int main(int argc, char **argv) {
   }
   printf("vulkan_mem: %s\n", desc);
   /* the validation layer's errors are counted at the end of transfers */
-  const struct CMUnitTest tests[] = {cmocka_unit_test(small_uploads_keep_their_order),
-                                     cmocka_unit_test(transfers), cmocka_unit_test(context)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(ranges_against_a_map),
+                                     cmocka_unit_test(small_uploads_keep_their_order),
+                                     cmocka_unit_test(many_small_buffers),
+                                     cmocka_unit_test(memory_object_limit),
+                                     cmocka_unit_test(transfers),
+                                     cmocka_unit_test(context)};
   const int r = cmocka_run_group_tests_name("vulkan_mem", tests, NULL, NULL);
   be->close(st);
   return r;

@@ -181,6 +181,10 @@ int ag__vulkan_device_count(void);
  * process so far, the states it checked into *states, and the last error's
  * message into last (0 and 0 without Vulkan). */
 int ag__vulkan_validation_total(int *states, char *last, size_t last_len);
+/* For tests: the VkDeviceMemory objects Vulkan state st holds now; with
+ * limit > 0 it may hold at most limit from now on (never more than the
+ * device's maxMemoryAllocationCount). 0 without Vulkan. */
+uint32_t ag__vulkan_memory_objects(void *st, uint32_t limit);
 
 /* ---- memory handed to other frameworks (agrl/export.h) ----
  * Calls that need no open backend state, so that they work from any thread

@@ -2,12 +2,23 @@
  *
  * Addresses. Device memory is handed to the core as buffer device
  * addresses (Vulkan 1.2's bufferDeviceAddress): every allocation is a
- * VkBuffer of its own memory, and the pointer the core holds is its
- * address (rounded up to 256 bytes), so the core's offsets and views work
- * as on CUDA, and a kernel takes 64-bit addresses in its push constants
- * (GL_EXT_buffer_reference). The backend finds the buffer of an address by
- * a binary search over its allocations (sorted by address), for the copies
- * that take a buffer and an offset.
+ * range of a block (one VkDeviceMemory with one VkBuffer over all of it),
+ * and the pointer the core holds is the range's address (a multiple of 256
+ * bytes), so the core's offsets and views work as on CUDA, and a kernel
+ * takes 64-bit addresses in its push constants (GL_EXT_buffer_reference).
+ * The backend finds the allocation of an address by a binary search over
+ * its allocations (sorted by address), for the copies that take a buffer
+ * and an offset.
+ *
+ * Memory. Blocks of device memory (16 MiB first, doubling to 256 MiB or an
+ * eighth of the heap) and of argument memory (2 to 16 MiB) are handed out
+ * in ranges, first-fit, released ranges merging with their free neighbours
+ * (vk_ranges.c); an allocation above a quarter of the largest block gets a
+ * block of its own, freed with it, and a pool keeps one of its blocks left
+ * empty, freeing the others. So the state holds few VkDeviceMemory objects, and never more than
+ * the device's maxMemoryAllocationCount: past it, once what was released
+ * has been waited for and empty blocks freed, an allocation is refused with
+ * AG_ERR_OUT_OF_MEMORY and a message that says so.
  *
  * Everything is queued, in order, on the one compute queue: dispatches,
  * zeroings, copies between device buffers and the host transfers' copies
@@ -80,12 +91,39 @@
 #define VK_INLINE_UPLOAD ((size_t)64 << 10) /* uploads up to this travel in a slot's argument memory */
 #define VK_PIECE ((size_t)2 << 20)          /* a large upload's pieces: filled while the last one copies */
 #define VK_PIECES ((int)(2 * AG_TRANSFER_PART_BYTES / VK_PIECE))
+#define VK_BLOCK_FIRST ((size_t)16 << 20)    /* a pool's first block of device memory */
+#define VK_BLOCK_MAX ((size_t)256 << 20)     /* the largest it grows to */
+#define VK_ARG_BLOCK_FIRST ((size_t)2 << 20) /* the same for argument memory */
+#define VK_ARG_BLOCK_MAX ((size_t)16 << 20)
 #define VK_SPIN_S 50e-6 /* a fence is polled this long before the host sleeps on it (not on CPU devices) */
 
-/* Host-visible memory for argument blocks, with its device address. */
-typedef struct vk_chunk {
+/* A block of device memory: one VkDeviceMemory, one buffer over all of it
+ * (with its device address) and the free ranges that allocations take. */
+typedef struct vk_block {
   VkBuffer buf;
   VkDeviceMemory mem;
+  unsigned char *map; /* the block seen by the host, where its memory is mapped */
+  uint64_t addr;      /* the buffer's device address (0: a staging buffer has none) */
+  VkDeviceSize size;
+  int kind;             /* BUF_* */
+  int own;              /* made for one allocation, freed with it */
+  ag__vk_ranges ranges; /* from the first VK_ALIGN-aligned address */
+} vk_block;
+
+/* The blocks of one kind of memory; a new one is `next` bytes (doubling up
+ * to `max`), and an allocation above `own` bytes gets a block of its own. */
+typedef struct vk_pool {
+  vk_block **blocks;
+  size_t n, cap;
+  size_t next, max, own;
+} vk_pool;
+
+/* Host-visible memory for argument blocks (a range of a block), with its
+ * device address. */
+typedef struct vk_chunk {
+  VkBuffer buf; /* the block's */
+  vk_block *blk;
+  VkDeviceSize off; /* in the block */
   unsigned char *map;
   uint64_t addr;
   size_t size, used;
@@ -122,22 +160,23 @@ typedef struct vk_rec {
   int n_chunks;
 } vk_rec;
 
+/* An allocation: a range of a block. */
 typedef struct vk_alloc {
-  uint64_t base; /* the buffer's device address */
-  size_t bytes;  /* the buffer's size */
-  uint64_t addr; /* what the core was given: base rounded up to VK_ALIGN */
-  size_t len;    /* what it asked for */
-  VkBuffer buf;
-  VkDeviceMemory mem;
-  unsigned char *map; /* the buffer seen by the host, where its memory is mapped */
+  uint64_t base; /* its device address (a multiple of VK_ALIGN), what the core was given */
+  size_t bytes;  /* the range's size */
+  uint64_t addr; /* = base */
+  size_t len;    /* what the core asked for */
+  VkBuffer buf;  /* the block's */
+  vk_block *blk;
+  VkDeviceSize off;   /* the range's offset in the block */
+  unsigned char *map; /* the block seen by the host (NULL: not mapped) */
 } vk_alloc;
 
-/* Memory released while queued work may still use it: freed once the
- * submission `ticket` has completed. */
+/* A range released while queued work may still use it: given back to its
+ * block once the submission `ticket` has completed. */
 typedef struct vk_dead {
-  VkBuffer buf;
-  VkDeviceMemory mem;
-  size_t bytes; /* counted in allocated until freed (0: an argument chunk) */
+  vk_block *blk;
+  VkDeviceSize off, bytes;
   uint64_t ticket;
 } vk_dead;
 
@@ -162,7 +201,10 @@ typedef struct vk_state {
   int next_piece;
   vk_alloc *allocs; /* sorted by base */
   size_t n_allocs, cap_allocs;
-  size_t allocated;
+  size_t allocated; /* bytes of the device-memory blocks held */
+  vk_pool pools[2]; /* device memory, argument memory */
+  uint32_t n_mem;   /* VkDeviceMemory objects held */
+  uint32_t max_mem; /* the most it may hold: maxMemoryAllocationCount (or less, by a test) */
   vk_dead *dead;
   size_t n_dead, cap_dead;
   VkPipelineLayout layout; /* every kernel's: push constants only */
@@ -338,11 +380,17 @@ static int mem_type(const vk_state *s, uint32_t bits, VkMemoryPropertyFlags want
  * write). */
 enum { BUF_DEVICE = 0, BUF_STAGING, BUF_ARGS };
 
-/* A buffer of `bytes` of kind `kind`, for storage and transfers (the
- * storage kinds with device addresses). */
+/* A buffer of `bytes` of kind `kind` over memory of its own, for storage
+ * and transfers (the storage kinds with device addresses): one more of the
+ * max_mem VkDeviceMemory objects, refused past them. */
 static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf, VkDeviceMemory *mem,
                              int *mappable) {
   const int host = kind != BUF_DEVICE, addressed = kind != BUF_STAGING;
+  if (s->n_mem >= s->max_mem)
+    return ag__fail(AG_ERR_OUT_OF_MEMORY,
+                    "vulkan: %zu bytes need another block of device memory, and all %u memory objects the "
+                    "device allows (maxMemoryAllocationCount) are in use",
+                    bytes, s->max_mem);
   VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = bytes;
   bi.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
@@ -388,39 +436,176 @@ static ag_status make_buffer(vk_state *s, size_t bytes, int kind, VkBuffer *buf,
     *mem = VK_NULL_HANDLE;
     return vk_fail(r, "vkAllocateMemory");
   }
+  s->n_mem++;
   return AG_OK;
+}
+
+/* Frees what make_buffer made. */
+static void free_buffer(vk_state *s, VkBuffer buf, VkDeviceMemory mem) {
+  if (buf) vkDestroyBuffer(s->dev, buf, NULL);
+  if (mem) {
+    vkFreeMemory(s->dev, mem, NULL);
+    s->n_mem--;
+  }
+}
+
+/* ---- blocks: device memory suballocated ----
+ *
+ * Allocations and argument chunks are ranges of blocks, so that a process
+ * holds few VkDeviceMemory objects (a device may allow as few as 4,096,
+ * maxMemoryAllocationCount). Each block is one buffer bound to all of its
+ * memory, so a range's device address is the block's plus its offset, and
+ * copies name the block's buffer at that offset. Ranges start at multiples
+ * of VK_ALIGN bytes of address (the core's alignment). Only buffers are
+ * made, so bufferImageGranularity does not apply. */
+
+static void block_free(vk_state *s, vk_block *b) {
+  if (b->map) vkUnmapMemory(s->dev, b->mem);
+  free_buffer(s, b->buf, b->mem);
+  if (b->kind == BUF_DEVICE) s->allocated -= (size_t)b->size;
+  ag__vk_ranges_free(&b->ranges);
+  free(b);
+}
+
+/* A block of `size` bytes of kind BUF_DEVICE or BUF_ARGS, mapped where the
+ * host can see it, in pool p. */
+static ag_status block_new(vk_state *s, vk_pool *p, int kind, size_t size, int own, vk_block **out) {
+  if (p->n == p->cap) {
+    const size_t cap = p->cap ? 2 * p->cap : 8;
+    vk_block **m = ag__realloc(p->blocks, cap * sizeof *m);
+    if (!m) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+    p->blocks = m, p->cap = cap;
+  }
+  vk_block *b = ag__calloc(1, sizeof *b);
+  if (!b) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+  int mappable = kind == BUF_ARGS;
+  ag_status st = make_buffer(s, size, kind, &b->buf, &b->mem, kind == BUF_DEVICE ? &mappable : NULL);
+  if (st) {
+    free(b);
+    return st;
+  }
+  b->kind = kind, b->own = own, b->size = size;
+  if (kind == BUF_DEVICE) s->allocated += size;
+  void *map = NULL;
+  VkResult r = VK_SUCCESS;
+  if (mappable) r = vkMapMemory(s->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &map);
+  if (r == VK_SUCCESS) {
+    b->map = map; /* device memory not mapped: its uploads are queued */
+  } else if (kind == BUF_ARGS) {
+    block_free(s, b);
+    return vk_fail(r, "vkMapMemory (arguments)");
+  }
+  VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  ai.buffer = b->buf;
+  b->addr = vkGetBufferDeviceAddress(s->dev, &ai);
+  const uint64_t lead = ((b->addr + VK_ALIGN - 1) & ~(uint64_t)(VK_ALIGN - 1)) - b->addr;
+  if ((st = ag__vk_ranges_init(&b->ranges, lead, lead < size ? size - lead : 0))) {
+    block_free(s, b);
+    return st;
+  }
+  p->blocks[p->n++] = b;
+  *out = b;
+  return AG_OK;
+}
+
+static ag_status drain_all(vk_state *s);
+static void bury(vk_state *s);
+
+/* Frees pool p's blocks that hold nothing, but for one (`keep`: that one
+ * too); its blocks may move. */
+static void pool_trim(vk_state *s, vk_pool *p, int keep) {
+  size_t kept = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    vk_block *b = p->blocks[i];
+    if (b->ranges.taken == 0 && (b->own || !keep)) {
+      block_free(s, b);
+    } else {
+      if (b->ranges.taken == 0) keep = 0; /* the one empty block kept */
+      p->blocks[kept++] = b;
+    }
+  }
+  p->n = kept;
+}
+
+/* `bytes` of pool p's memory: *b's range from *off, of *len bytes (bytes
+ * rounded up to VK_ALIGN). At the memory-object limit, memory released
+ * before is waited for and empty blocks are freed before it is refused. */
+static ag_status pool_take(vk_state *s, vk_pool *p, int kind, size_t bytes, vk_block **b, VkDeviceSize *off,
+                           size_t *len) {
+  if (bytes > SIZE_MAX - 2 * VK_ALIGN)
+    return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: %zu bytes of device memory asked for", bytes);
+  const size_t need = bytes ? (bytes + VK_ALIGN - 1) & ~(size_t)(VK_ALIGN - 1) : VK_ALIGN;
+  *len = need;
+  if (need > p->own) { /* a block of its own (room to align its start) */
+    if (s->n_mem >= s->max_mem) {
+      if (s->n_dead && drain_all(s) == AG_OK) bury(s);
+      for (size_t i = 0; i < 2; i++) pool_trim(s, &s->pools[i], 0);
+    }
+    ag_status st = block_new(s, p, kind, need + VK_ALIGN, 1, b);
+    /* the first range of a block: room in it, and in its list (see vk_ranges.c) */
+    return st ? st : ag__vk_ranges_take(&(*b)->ranges, need, VK_ALIGN, off);
+  }
+  for (int round = 0; round < 2; round++) {
+    for (size_t i = 0; i < p->n; i++) {
+      vk_block *k = p->blocks[i];
+      if (k->own) continue;
+      ag_status st = ag__vk_ranges_take(&k->ranges, need, VK_ALIGN, off);
+      if (st == AG_OK) {
+        *b = k;
+        return AG_OK;
+      }
+      if (st != AG_ERR_OUT_OF_RANGE) return st; /* out of host memory */
+    }
+    if (s->n_mem < s->max_mem || round) break;
+    /* at the limit: the memory released so far, once it is free, may hold them */
+    if (s->n_dead && drain_all(s) == AG_OK) bury(s);
+    for (size_t i = 0; i < 2; i++) pool_trim(s, &s->pools[i], 0);
+  }
+  size_t size = p->next;
+  while (size < need + VK_ALIGN) size *= 2;
+  ag_status st;
+  for (;;) { /* a new block, smaller ones when the device has no room for it */
+    st = block_new(s, p, kind, size, 0, b);
+    if (st != AG_ERR_OUT_OF_MEMORY || s->n_mem >= s->max_mem || size / 2 < need + VK_ALIGN) break;
+    size /= 2;
+  }
+  if (st) return st;
+  if (p->next < p->max) p->next = 2 * size < p->max ? 2 * size : p->max;
+  return ag__vk_ranges_take(&(*b)->ranges, need, VK_ALIGN, off);
+}
+
+/* Gives back a range of block b; a block left empty is freed if it was its
+ * allocation's own or its pool keeps another empty one. */
+static void pool_give(vk_state *s, vk_block *b, VkDeviceSize off, VkDeviceSize bytes) {
+  ag__vk_ranges_give(&b->ranges, off, bytes);
+  if (b->ranges.taken) return;
+  vk_pool *p = &s->pools[b->kind == BUF_ARGS];
+  if (b->own) {
+    for (size_t i = 0; i < p->n; i++)
+      if (p->blocks[i] == b) {
+        p->blocks[i] = p->blocks[--p->n];
+        break;
+      }
+    block_free(s, b);
+    return;
+  }
+  pool_trim(s, p, 1);
 }
 
 /* ---- argument blocks ---- */
 
 static ag_status make_chunk(vk_state *s, size_t size, vk_chunk *c) {
   memset(c, 0, sizeof *c);
-  ag_status st = make_buffer(s, size, BUF_ARGS, &c->buf, &c->mem, NULL);
-  if (st) {
-    c->buf = VK_NULL_HANDLE, c->mem = VK_NULL_HANDLE;
-    return st;
-  }
-  void *map = NULL;
-  VkResult r = vkMapMemory(s->dev, c->mem, 0, VK_WHOLE_SIZE, 0, &map);
-  if (r != VK_SUCCESS) {
-    vkDestroyBuffer(s->dev, c->buf, NULL);
-    vkFreeMemory(s->dev, c->mem, NULL);
-    c->buf = VK_NULL_HANDLE, c->mem = VK_NULL_HANDLE;
-    return vk_fail(r, "vkMapMemory (arguments)");
-  }
-  VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
-  ai.buffer = c->buf;
-  c->map = map;
-  c->addr = vkGetBufferDeviceAddress(s->dev, &ai);
-  c->size = size;
+  vk_block *b;
+  VkDeviceSize off;
+  size_t len;
+  ag_status st = pool_take(s, &s->pools[1], BUF_ARGS, size, &b, &off, &len);
+  if (st) return st;
+  c->buf = b->buf, c->blk = b, c->off = off;
+  c->map = b->map + off;
+  c->addr = b->addr + off;
+  c->size = len;
   return AG_OK;
-}
-
-static void free_chunk(vk_state *s, vk_chunk *c) {
-  if (c->map) vkUnmapMemory(s->dev, c->mem);
-  if (c->buf) vkDestroyBuffer(s->dev, c->buf, NULL);
-  if (c->mem) vkFreeMemory(s->dev, c->mem, NULL);
-  memset(c, 0, sizeof *c);
 }
 
 /* ---- opening and closing ---- */
@@ -430,21 +615,12 @@ static void vk_close(void *p) {
   if (!s) return;
   if (s->dev) {
     vkDeviceWaitIdle(s->dev);
-    for (int i = 0; i < VK_SLOTS; i++) {
-      free_chunk(s, &s->slots[i].args);
+    for (int i = 0; i < VK_SLOTS; i++)
       if (s->slots[i].fence) vkDestroyFence(s->dev, s->slots[i].fence, NULL);
-    }
-    for (size_t i = 0; i < s->n_allocs; i++) {
-      vkDestroyBuffer(s->dev, s->allocs[i].buf, NULL);
-      vkFreeMemory(s->dev, s->allocs[i].mem, NULL);
-    }
-    for (size_t i = 0; i < s->n_dead; i++) {
-      vkDestroyBuffer(s->dev, s->dead[i].buf, NULL);
-      vkFreeMemory(s->dev, s->dead[i].mem, NULL);
-    }
+    for (int i = 0; i < 2; i++) /* every allocation's, chunk's and released range's block */
+      for (size_t j = 0; j < s->pools[i].n; j++) block_free(s, s->pools[i].blocks[j]);
     if (s->staging_map) vkUnmapMemory(s->dev, s->staging_mem);
-    if (s->staging) vkDestroyBuffer(s->dev, s->staging, NULL);
-    if (s->staging_mem) vkFreeMemory(s->dev, s->staging_mem, NULL);
+    free_buffer(s, s->staging, s->staging_mem);
     for (int i = 0; i < VK_MAX_SHADERS; i++) {
       if (s->pipes[i]) vkDestroyPipeline(s->dev, s->pipes[i], NULL);
       if (s->mods[i]) vkDestroyShaderModule(s->dev, s->mods[i], NULL);
@@ -453,6 +629,7 @@ static void vk_close(void *p) {
     if (s->pool) vkDestroyCommandPool(s->dev, s->pool, NULL);
     vkDestroyDevice(s->dev, NULL);
   }
+  for (int i = 0; i < 2; i++) free(s->pools[i].blocks);
   free(s->allocs);
   free(s->dead);
   free(s);
@@ -575,6 +752,11 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
     return vk_fail(r, "vkCreateDevice");
   }
   vkGetDeviceQueue(s->dev, s->qfam, 0, &s->queue);
+  {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(s->phys, &p);
+    s->max_mem = p.limits.maxMemoryAllocationCount;
+  }
   VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pi.queueFamilyIndex = s->qfam;
@@ -613,13 +795,21 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
       if ((mp.memoryTypes[i].propertyFlags & want) == want && mp.memoryTypes[i].heapIndex == s->heap_device)
         s->device_type_visible = (int)i;
   }
+  /* blocks: up to an eighth of the heap (device memory), or of the 256 MiB a
+   * host-visible device-local heap may be (argument memory) */
+  {
+    size_t top = VK_BLOCK_MAX;
+    while (top > VK_BLOCK_FIRST && top > mp.memoryHeaps[s->heap_device].size / 8) top /= 2;
+    s->pools[0] = (vk_pool){.next = VK_BLOCK_FIRST, .max = top, .own = top / 4};
+    s->pools[1] = (vk_pool){.next = VK_ARG_BLOCK_FIRST, .max = VK_ARG_BLOCK_MAX, .own = VK_ARG_BLOCK_MAX / 4};
+  }
   for (int i = 0; i < VK_SLOTS && !st; i++) st = make_chunk(s, VK_ARG_CHUNK, &s->slots[i].args);
   if (st) {
     vk_close(s);
     return st;
   }
   if ((st = make_buffer(s, 2 * (size_t)AG_TRANSFER_PART_BYTES, BUF_STAGING, &s->staging, &s->staging_mem,
-                        NULL))) {
+                        NULL))) { /* a block of its own */
     s->staging = VK_NULL_HANDLE, s->staging_mem = VK_NULL_HANDLE;
     vk_close(s);
     return st;
@@ -677,6 +867,7 @@ static const vk_alloc *find(const vk_state *s, uint64_t a) {
   return a < x->base + x->bytes ? x : NULL;
 }
 
+/* A range of a device-memory block (see pool_take). */
 static ag_status vk_alloc_mem(void *p, size_t bytes, void **out) {
   vk_state *s = p;
   if (s->n_allocs == s->cap_allocs) {
@@ -685,25 +876,34 @@ static ag_status vk_alloc_mem(void *p, size_t bytes, void **out) {
     if (!a) return ag__fail(AG_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     s->allocs = a, s->cap_allocs = cap;
   }
-  const size_t size = (bytes ? bytes : 1) + VK_ALIGN; /* room to round the address up */
-  vk_alloc x = {0, size, 0, bytes, VK_NULL_HANDLE, VK_NULL_HANDLE, NULL};
-  int mappable = 0;
-  ag_status st = make_buffer(s, size, BUF_DEVICE, &x.buf, &x.mem, &mappable);
+  vk_alloc x = {.len = bytes};
+  ag_status st = pool_take(s, &s->pools[0], BUF_DEVICE, bytes, &x.blk, &x.off, &x.bytes);
   if (st) return st;
-  void *map = NULL; /* not mapped: its uploads are queued */
-  if (mappable && vkMapMemory(s->dev, x.mem, 0, VK_WHOLE_SIZE, 0, &map) == VK_SUCCESS) x.map = map;
-  VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
-  ai.buffer = x.buf;
-  x.base = vkGetBufferDeviceAddress(s->dev, &ai);
-  x.addr = (x.base + VK_ALIGN - 1) & ~(uint64_t)(VK_ALIGN - 1);
-  size_t at = s->n_allocs;
-  while (at > 0 && s->allocs[at - 1].base > x.base) at--;
-  memmove(&s->allocs[at + 1], &s->allocs[at], (s->n_allocs - at) * sizeof *s->allocs);
-  s->allocs[at] = x;
+  x.buf = x.blk->buf, x.map = x.blk->map;
+  x.base = x.addr = x.blk->addr + x.off;
+  size_t lo = 0, hi = s->n_allocs;
+  while (lo < hi) { /* the first allocation above it */
+    const size_t mid = lo + (hi - lo) / 2;
+    if (s->allocs[mid].base < x.base)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  memmove(&s->allocs[lo + 1], &s->allocs[lo], (s->n_allocs - lo) * sizeof *s->allocs);
+  s->allocs[lo] = x;
   s->n_allocs++;
-  s->allocated += size;
   *out = (void *)(uintptr_t)x.addr;
   return AG_OK;
+}
+
+uint32_t ag__vulkan_memory_objects(void *p, uint32_t limit) {
+  vk_state *s = p;
+  if (limit) {
+    VkPhysicalDeviceProperties d;
+    vkGetPhysicalDeviceProperties(s->phys, &d);
+    s->max_mem = limit < d.limits.maxMemoryAllocationCount ? limit : d.limits.maxMemoryAllocationCount;
+  }
+  return s->n_mem;
 }
 
 /* The allocation, buffer and offset of [a, a + bytes), which must lie in
@@ -716,7 +916,7 @@ static ag_status locate_in(const vk_state *s, uint64_t a, size_t bytes, const vk
                     (unsigned long long)a);
   *in = x;
   *buf = x->buf;
-  *off = a - x->base;
+  *off = x->off + (a - x->base);
   return AG_OK;
 }
 
@@ -755,9 +955,7 @@ static void bury(vk_state *s) {
       s->dead[kept++] = *d;
       continue;
     }
-    vkDestroyBuffer(s->dev, d->buf, NULL);
-    vkFreeMemory(s->dev, d->mem, NULL);
-    s->allocated -= d->bytes;
+    pool_give(s, d->blk, d->off, d->bytes);
   }
   s->n_dead = kept;
 }
@@ -889,8 +1087,8 @@ static ag_status drain_all(vk_state *s) {
 
 static ag_status vk_sync(void *p) { return drain_all(p); }
 
-/* Keeps buf and mem until the work queued so far has run. */
-static void entomb(vk_state *s, VkBuffer buf, VkDeviceMemory mem, size_t bytes) {
+/* Keeps a range of block b until the work queued so far has run. */
+static void entomb(vk_state *s, vk_block *b, VkDeviceSize off, VkDeviceSize bytes) {
   const uint64_t t = open_ticket(s);
   if (t > s->completed && s->n_dead == s->cap_dead) {
     const size_t cap = s->cap_dead ? 2 * s->cap_dead : 16;
@@ -898,14 +1096,12 @@ static void entomb(vk_state *s, VkBuffer buf, VkDeviceMemory mem, size_t bytes) 
     if (m) s->dead = m, s->cap_dead = cap;
   }
   if (t > s->completed && s->n_dead < s->cap_dead) {
-    s->dead[s->n_dead++] = (vk_dead){buf, mem, bytes, t};
+    s->dead[s->n_dead++] = (vk_dead){b, off, bytes, t};
     return;
   }
   /* nothing in flight uses it, or no room to keep it: free it after the queue */
   if (t > s->completed && drain_all(s)) vkDeviceWaitIdle(s->dev);
-  vkDestroyBuffer(s->dev, buf, NULL);
-  vkFreeMemory(s->dev, mem, NULL);
-  s->allocated -= bytes;
+  pool_give(s, b, off, bytes);
 }
 
 static void vk_release(void *p, void *ptr) {
@@ -917,7 +1113,7 @@ static void vk_release(void *p, void *ptr) {
   const size_t at = (size_t)(x - s->allocs);
   memmove(&s->allocs[at], &s->allocs[at + 1], (s->n_allocs - at - 1) * sizeof *s->allocs);
   s->n_allocs--;
-  entomb(s, gone.buf, gone.mem, gone.bytes);
+  entomb(s, gone.blk, gone.off, gone.bytes);
 }
 
 static ag_status vk_zero(void *p, void *dst, size_t bytes) {
@@ -987,7 +1183,7 @@ static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, v
     vk_chunk *c;
     if ((st = slot_bytes(s, (bytes + 15) & ~(size_t)15, &c))) return st;
     fill(c->map + c->used, 0, bytes, user);
-    x.src = c->buf, x.src_off = c->used, x.bytes = bytes;
+    x.src = c->buf, x.src_off = c->off + c->used, x.bytes = bytes;
     c->used += (bytes + 15) & ~(size_t)15;
     return queue_cmd(s, &x);
   }
@@ -1166,8 +1362,7 @@ static void free_rec(vk_state *s, vk_rec *r) {
   if (!r) return;
   for (int i = 0; i < r->n_chunks; i++) {
     vk_chunk *c = &r->chunks[i];
-    if (c->map) vkUnmapMemory(s->dev, c->mem);
-    entomb(s, c->buf, c->mem, 0);
+    entomb(s, c->blk, c->off, c->size);
   }
   free(r->chunks);
   free(r->cmds);

@@ -72,6 +72,33 @@ extern const ag__vk_kernel ag__vk_k_elementwise[], ag__vk_k_linalg[], ag__vk_k_o
     ag__vk_k_frames[];
 extern const int ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random, ag__vk_n_frames;
 
+/* ---- the free ranges of a block of device memory (vk_ranges.c) ----
+ * Ranges of [start, start + size) handed out first-fit and given back in
+ * any order; free neighbours merge, so once every range is back the block
+ * is one free range again. */
+typedef struct ag__vk_range {
+  uint64_t off, len;
+} ag__vk_range;
+typedef struct ag__vk_ranges {
+  ag__vk_range *at; /* the free ranges, by offset, disjoint and not touching */
+  size_t n, cap;
+  size_t taken;  /* ranges handed out and not given back */
+  uint64_t used; /* their bytes */
+  uint64_t start, size;
+} ag__vk_ranges;
+
+/* One free range of size bytes from start (none when size is 0). */
+ag_status ag__vk_ranges_init(ag__vk_ranges *r, uint64_t start, uint64_t size);
+void ag__vk_ranges_free(ag__vk_ranges *r);
+/* *off: the start, a multiple of align (a power of 2), of bytes (> 0) no
+ * range handed out overlaps, now taken. AG_ERR_OUT_OF_RANGE, with no
+ * message, when no free range holds them; AG_ERR_OUT_OF_MEMORY when the
+ * host is out of memory; AG_ERR_INVALID_ARG for 0 bytes or an align that is
+ * not a power of 2. A refusal changes nothing. */
+ag_status ag__vk_ranges_take(ag__vk_ranges *r, uint64_t bytes, uint64_t align, uint64_t *off);
+/* Gives back [off, off + bytes), a range take handed out; never fails. */
+void ag__vk_ranges_give(ag__vk_ranges *r, uint64_t off, uint64_t bytes);
+
 /* The address of a device pointer, as the shaders take it. */
 static inline uint64_t ag__vk_addr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
