@@ -275,6 +275,52 @@ static void small_uploads_keep_their_order(void **state) {
   free(want_a);
 }
 
+/* Every kernel id of base/kernels.h has one entry in the Vulkan kernel
+ * files' tables, or is listed as not provided (and has none); every
+ * pipeline of the enum the shader build emits has its shader's SPIR-V, under
+ * a name of its own. */
+static void every_kernel_has_an_entry(void **state) {
+  (void)state;
+  const ag__vk_kernel *tabs[] = {ag__vk_k_elementwise, ag__vk_k_linalg, ag__vk_k_optim, ag__vk_k_random,
+                                 ag__vk_k_frames};
+  const int ns[] = {ag__vk_n_elementwise, ag__vk_n_linalg, ag__vk_n_optim, ag__vk_n_random, ag__vk_n_frames};
+  int entries = 0;
+  for (int id = 0; id < AG__K_COUNT; id++) {
+    int found = 0, listed = 0;
+    for (int t = 0; t < 5; t++)
+      for (int i = 0; i < ns[t]; i++)
+        if ((int)tabs[t][i].id == id) {
+          found++;
+          assert_non_null(tabs[t][i].run);
+        }
+    for (int i = 0; i < ag__vk_n_not_provided; i++) listed += (int)ag__vk_not_provided[i] == id;
+    if (listed > 1 || (listed && found))
+      fail_msg("kernel %d is listed as not on Vulkan and has %d entries", id, found);
+    if (!listed && found != 1)
+      fail_msg("kernel %d has %d Vulkan entries and is not listed as not on Vulkan", id, found);
+    entries += found;
+  }
+  int all = 0; /* no entry for an id outside the enum */
+  for (int t = 0; t < 5; t++) all += ns[t];
+  assert_int_equal(all, entries);
+  assert_int_equal(ag__vk_n_shaders, AG__VK_N_PIPES);
+  for (int p = 0; p < AG__VK_N_PIPES; p++) {
+    const ag__vk_shader *sh = &ag__vk_shaders[p];
+    assert_non_null(sh->name);
+    assert_true(sh->bytes >= 20 && sh->bytes % 4 == 0);
+    uint32_t magic;
+    memcpy(&magic, sh->spv, 4);
+    assert_int_equal(magic, 0x07230203u); /* SPIR-V's */
+    for (int q = 0; q < p; q++)
+      if (!strcmp(ag__vk_shaders[q].name, sh->name))
+        fail_msg("pipelines %d and %d are both %s", q, p, sh->name);
+  }
+  /* the enum names its shaders: a few by name */
+  assert_string_equal(ag__vk_shaders[AG__VK_PIPE_COPY].name, "copy");
+  assert_string_equal(ag__vk_shaders[AG__VK_PIPE_LINALG_GEMM_16].name, "linalg_gemm_16");
+  assert_string_equal(ag__vk_shaders[AG__VK_PIPE_RANDOM_PER_SAMPLE].name, "random_per_sample");
+}
+
 static int by_address(const void *a, const void *b) {
   const uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
   return x < y ? -1 : x > y;
@@ -465,6 +511,7 @@ int main(int argc, char **argv) {
   printf("vulkan_mem: %s\n", desc);
   /* the validation layer's errors are counted at the end of transfers */
   const struct CMUnitTest tests[] = {cmocka_unit_test(ranges_against_a_map),
+                                     cmocka_unit_test(every_kernel_has_an_entry),
                                      cmocka_unit_test(small_uploads_keep_their_order),
                                      cmocka_unit_test(many_small_buffers),
                                      cmocka_unit_test(memory_object_limit),

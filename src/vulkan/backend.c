@@ -82,8 +82,6 @@
 #include "vulkan/vk_internal.h"
 
 #define VK_ALIGN 256u
-#define VK_MAX_SHADERS 64
-#define VK_PIPE_KEYS 128
 #define VK_PUSH_BYTES AG__VK_PUSH_BYTES
 #define VK_SLOTS 4                          /* command buffers of queued work */
 #define VK_SLOT_DISPATCHES 256              /* commands a slot takes before it is submitted */
@@ -208,11 +206,9 @@ typedef struct vk_state {
   vk_dead *dead;
   size_t n_dead, cap_dead;
   VkPipelineLayout layout; /* every kernel's: push constants only */
-  VkShaderModule mods[VK_MAX_SHADERS];
-  VkPipeline pipes[VK_MAX_SHADERS];
-  unsigned char pipe_failed[VK_MAX_SHADERS]; /* could not be made on this device */
-  const char *pipe_key[VK_PIPE_KEYS];        /* ag__vk_pipe's names, by address */
-  int pipe_of[VK_PIPE_KEYS];
+  VkShaderModule mods[AG__VK_N_PIPES];
+  VkPipeline pipes[AG__VK_N_PIPES];
+  unsigned char pipe_failed[AG__VK_N_PIPES]; /* could not be made on this device */
   vk_slot slots[VK_SLOTS];
   int cur;                       /* the slot that takes the next command */
   uint64_t submitted, completed; /* submissions made, and known to have run */
@@ -621,7 +617,7 @@ static void vk_close(void *p) {
       for (size_t j = 0; j < s->pools[i].n; j++) block_free(s, s->pools[i].blocks[j]);
     if (s->staging_map) vkUnmapMemory(s->dev, s->staging_mem);
     free_buffer(s, s->staging, s->staging_mem);
-    for (int i = 0; i < VK_MAX_SHADERS; i++) {
+    for (int i = 0; i < AG__VK_N_PIPES; i++) {
       if (s->pipes[i]) vkDestroyPipeline(s->dev, s->pipes[i], NULL);
       if (s->mods[i]) vkDestroyShaderModule(s->dev, s->mods[i], NULL);
     }
@@ -1128,7 +1124,7 @@ static ag_status vk_zero(void *p, void *dst, size_t bytes) {
       uint64_t first_word, start, end;
     } pc = {a & ~(uint64_t)3, a & 3, (a & 3) + bytes};
     const int64_t words = (int64_t)((pc.end + 3) / 4);
-    return ag__vk_dispatch(s, ag__vk_pipe(s, "zero"), &pc, sizeof pc, ag__vk_groups(words, 256), 1, 1);
+    return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_ZERO), &pc, sizeof pc, ag__vk_groups(words, 256), 1, 1);
   }
   return emit(s, &x);
 }
@@ -1257,23 +1253,9 @@ static void vk_host_free(void *p, void *ptr) {
 
 /* ---- kernels ---- */
 
-int ag__vk_pipe(vk_state *s, const char *name) {
-  /* the kernels name their shaders by string literals: a table keyed by the
-   * literal's address finds a shader again without comparing names */
-  const size_t h = ((uintptr_t)name >> 3) % VK_PIPE_KEYS;
-  for (size_t k = h, n = 0; n < VK_PIPE_KEYS; k = (k + 1) % VK_PIPE_KEYS, n++) {
-    if (s->pipe_key[k] == name) return make_pipeline(s, s->pipe_of[k]) ? s->pipe_of[k] : -1;
-    if (s->pipe_key[k]) continue;
-    for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++)
-      if (strcmp(ag__vk_shaders[i].name, name) == 0) {
-        s->pipe_key[k] = name, s->pipe_of[k] = i;
-        return make_pipeline(s, i) ? i : -1;
-      }
-    return -1;
-  }
-  for (int i = 0; i < ag__vk_n_shaders && i < VK_MAX_SHADERS; i++) /* the table is full */
-    if (strcmp(ag__vk_shaders[i].name, name) == 0) return make_pipeline(s, i) ? i : -1;
-  return -1;
+int ag__vk_pipe(vk_state *s, ag__vk_pipe_id id) {
+  if ((int)id < 0 || id >= AG__VK_N_PIPES) return -1;
+  return make_pipeline(s, (int)id) ? (int)id : -1;
 }
 
 int ag__vk_has_f64(const vk_state *s) { return s->f64; }
@@ -1285,7 +1267,7 @@ uint32_t ag__vk_groups(int64_t items, int local) {
 
 ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes, uint32_t gx, uint32_t gy,
                           uint32_t gz) {
-  if (pipe < 0 || pipe >= VK_MAX_SHADERS || !s->pipes[pipe])
+  if (pipe < 0 || pipe >= AG__VK_N_PIPES || !s->pipes[pipe])
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: a kernel's shader could not be made on this device");
   if (bytes > VK_PUSH_BYTES)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: %zu bytes of push constants", bytes);
@@ -1332,9 +1314,12 @@ static const ag__vk_kernel *kernel_of(ag__kernel_id id) {
   return NULL;
 }
 
-/* A kernel without a shader here (AG__K_QGRAD, AG__K_ACGRAD, AG__K_GATHER_FIELDS,
- * AG__K_SCATTER_FIELDS: no table has it) is refused: its callers compose
- * the same work from the kernels that are here. */
+const ag__kernel_id ag__vk_not_provided[] = {AG__K_QGRAD, AG__K_ACGRAD, AG__K_GATHER_FIELDS,
+                                             AG__K_SCATTER_FIELDS};
+const int ag__vk_n_not_provided = (int)(sizeof ag__vk_not_provided / sizeof ag__vk_not_provided[0]);
+
+/* A kernel without a shader here (ag__vk_not_provided: no table has it) is
+ * refused: its callers compose the same work from the kernels that are here. */
 static int vk_supports(void *p, ag__kernel_id id, const void *args, size_t size) {
   (void)size;
   const ag__vk_kernel *k = kernel_of(id);

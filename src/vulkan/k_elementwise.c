@@ -13,7 +13,7 @@ static ag_status run_fill(vk_state *s, const void *args) {
     float value, pad;
   } pc = {ag__vk_addr(a->out.p), a->out.rows, a->out.cols, a->out.ld, a->value, 0.0f};
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "fill"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_FILL), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
 }
 
@@ -32,7 +32,7 @@ static ag_status run_copy(vk_state *s, const void *args) {
           a->accumulate,
           0};
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "copy"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_COPY), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
 }
 
@@ -47,7 +47,7 @@ static ag_status run_map(vk_state *s, const void *args) {
           a->out.rows,         a->out.cols,           a->out.ld, a->p0,     a->p1,
           (int32_t)a->op,      a->accumulate};
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "map"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_MAP), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
 }
 
@@ -77,7 +77,7 @@ static ag_status run_map2(vk_state *s, const void *args) {
           a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "MAP2's push constants fit");
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "map2"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_MAP2), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
 }
 
@@ -122,7 +122,7 @@ static ag_status run_gather(vk_state *s, const void *args) {
   const int wide =
       a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows % 4 == 0 && pc.src % 16 == 0 && pc.dst % 16 == 0;
   pc.wide = wide;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "gather"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_GATHER), &pc, sizeof pc,
                          gather_groups((wide ? a->rows / 4 : a->rows) * a->n, wide), 1, 1);
 }
 

@@ -59,7 +59,7 @@ static ag_status run_frame_stack(vk_state *s, const void *args) {
           (int32_t)a->out_dtype,
           0};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "FRAME_STACK's push constants fit");
-  const int pipe = ag__vk_pipe(s, "frames_stack");
+  const int pipe = ag__vk_pipe(s, AG__VK_PIPE_FRAMES_STACK);
   const int one = a->B <= FRAMES_ONE_GROUP;
   pc.phase = one ? 0 : 1;
   ag_status st = ag__vk_dispatch(s, pipe, &pc, sizeof pc, one ? 1 : ag__vk_groups(a->B, LOCAL), 1, 1);

@@ -18,7 +18,7 @@ static int index_dtype_ok(ag_dtype dt, int f32_too) {
 
 /* The output tiles of linalg_gemm_NAME.comp (linalg_gemm.glsl). */
 typedef struct gemm_tile {
-  const char *shader;
+  ag__vk_pipe_id pipe;
   int64_t rows, cols;
 } gemm_tile;
 
@@ -28,11 +28,11 @@ typedef struct gemm_tile {
  * for large layers, 16 for a 256 x 256 one). Each output's sum over k runs
  * in the same order in every tile. */
 static gemm_tile gemm_tile_of(int64_t m, int64_t n) {
-  if (m <= 4 && n > 4) return (gemm_tile){"linalg_gemm_m4", 4, 64};
-  if (n <= 4 && m > 4) return (gemm_tile){"linalg_gemm_n4", 64, 4};
-  if (((m + 63) / 64) * ((n + 63) / 64) >= 128) return (gemm_tile){"linalg_gemm_64", 64, 64};
-  if (((m + 31) / 32) * ((n + 31) / 32) >= 128) return (gemm_tile){"linalg_gemm_32", 32, 32};
-  return (gemm_tile){"linalg_gemm_16", 16, 16};
+  if (m <= 4 && n > 4) return (gemm_tile){AG__VK_PIPE_LINALG_GEMM_M4, 4, 64};
+  if (n <= 4 && m > 4) return (gemm_tile){AG__VK_PIPE_LINALG_GEMM_N4, 64, 4};
+  if (((m + 63) / 64) * ((n + 63) / 64) >= 128) return (gemm_tile){AG__VK_PIPE_LINALG_GEMM_64, 64, 64};
+  if (((m + 31) / 32) * ((n + 31) / 32) >= 128) return (gemm_tile){AG__VK_PIPE_LINALG_GEMM_32, 32, 32};
+  return (gemm_tile){AG__VK_PIPE_LINALG_GEMM_16, 16, 16};
 }
 
 static int gemm_ok(const vk_state *s, const void *args) {
@@ -65,7 +65,7 @@ static ag_status run_gemm(vk_state *s, const void *args) {
           a->trans_b != 0};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "GEMM's push constants fit");
   const gemm_tile t = gemm_tile_of(a->m, a->n);
-  return ag__vk_dispatch(s, ag__vk_pipe(s, t.shader), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, t.pipe), &pc, sizeof pc,
                          clamp_groups((a->m + t.rows - 1) / t.rows),
                          clamp_groups((a->n + t.cols - 1) / t.cols), 1);
 }
@@ -122,7 +122,7 @@ static ag_status run_reduce(vk_state *s, const void *args) {
           (int32_t)a->arg_dtype,
           a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "REDUCE's push constants fit");
-  const int pipe = ag__vk_pipe(s, "linalg_reduce");
+  const int pipe = ag__vk_pipe(s, AG__VK_PIPE_LINALG_REDUCE);
   if (a->axis == 2) { /* one work group walking the elements 256 at a time */
     if (pc.rows <= 0 || pc.cols <= 0) pc.rows = 1, pc.cols = 0; /* no elements: a sum of 0 */
     pc.step_r = LOCAL % pc.rows, pc.step_c = LOCAL / pc.rows;
@@ -179,7 +179,8 @@ static ag_status run_pick(vk_state *s, const void *args) {
           a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "PICK's push constants fit");
   if (pc.n <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "linalg_pick"), &pc, sizeof pc, ag__vk_groups(pc.n, LOCAL), 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_PICK), &pc, sizeof pc,
+                         ag__vk_groups(pc.n, LOCAL), 1, 1);
 }
 
 /* Refused: an axis other than 0 or 1, an index dtype other than i32, i64
@@ -214,7 +215,7 @@ static ag_status run_pick_bwd(vk_state *s, const void *args) {
           a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "PICK_BWD's push constants fit");
   /* the shader's work group: 64 rows by 4 columns */
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "linalg_pick_bwd"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_PICK_BWD), &pc, sizeof pc,
                          clamp_groups((a->dx.rows + 63) / 64), clamp_groups((a->dx.cols + 3) / 4), 1);
 }
 
@@ -256,7 +257,8 @@ static ag_status run_td(vk_state *s, const void *args) {
           (int32_t)a->idx_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "TD_TARGET's push constants fit");
   if (pc.n <= 0) return AG_OK;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "linalg_td"), &pc, sizeof pc, ag__vk_groups(pc.n, LOCAL), 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_TD), &pc, sizeof pc, ag__vk_groups(pc.n, LOCAL),
+                         1, 1);
 }
 
 /* ---- LOSS ---- */
@@ -295,7 +297,7 @@ static ag_status run_loss(vk_state *s, const void *args) {
   const int64_t n = a->pred.rows * a->pred.cols;
   pc.inv = 1.0f / (float)n; /* as the reference: no elements give 0 * inf */
   if (n <= 0) pc.rows = 1, pc.cols = 0, pc.grad = 0;
-  const int pipe = ag__vk_pipe(s, "linalg_loss");
+  const int pipe = ag__vk_pipe(s, AG__VK_PIPE_LINALG_LOSS);
   ag_status st;
   if (pc.grad && n > LOSS_ONE_PASS) {
     const uint32_t groups = ag__vk_groups(n, LOCAL);
@@ -343,7 +345,7 @@ static ag_status run_conv2d(vk_state *s, const void *args) {
                         : a->mode == AG__CONV_BWD_X ? a->y.cols * a->C * a->H * a->W
                         : a->mode == AG__CONV_BWD_W ? d.Q * a->K
                                                     : a->K;
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "linalg_conv2d"), &pc, sizeof pc,
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_CONV2D), &pc, sizeof pc,
                          clamp_groups((total + LOCAL - 1) / LOCAL), 1, 1);
 }
 

@@ -50,7 +50,7 @@ static ag_status prep(vk_state *s, const ag__adam_args *a) {
     uint64_t state;
     float b1, b2, max_norm, pad;
   } pc = {ag__vk_addr(a->state), a->b1, a->b2, a->max_norm, 0.0f};
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_prep"), &pc, sizeof pc, 1, 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_PREP), &pc, sizeof pc, 1, 1, 1);
 }
 
 static ag_status run_adam_prep(vk_state *s, const void *args) { return prep(s, args); }
@@ -69,7 +69,8 @@ static ag_status run_adam(vk_state *s, const void *args) {
     float lr, b1, b2, eps, wd;
     int32_t sgd, count, pad;
   } pc = {addr, ag__vk_addr(a->state), a->lr, a->b1, a->b2, a->eps, a->wd, a->sgd != 0, a->count, 0};
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_adam"), &pc, sizeof pc, ag__vk_groups(chunks, 1), 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_ADAM), &pc, sizeof pc, ag__vk_groups(chunks, 1),
+                         1, 1);
 }
 
 static ag_status run_sumsq(vk_state *s, const void *args) {
@@ -84,7 +85,7 @@ static ag_status run_sumsq(vk_state *s, const void *args) {
     uint64_t args, state;
     int32_t count, pad;
   } pc = {addr, ag__vk_addr(a->state), a->count, 0};
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_sumsq"), &pc, sizeof pc, 1, 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_SUMSQ), &pc, sizeof pc, 1, 1, 1);
 }
 
 static int axpby_ok(const vk_state *s, const void *args) {
@@ -105,7 +106,8 @@ static ag_status run_axpby(vk_state *s, const void *args) {
     float a, b;
     int32_t count, pad;
   } pc = {addr, a->a, a->b, a->count, 0};
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_axpby"), &pc, sizeof pc, ag__vk_groups(chunks, 1), 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_AXPBY), &pc, sizeof pc, ag__vk_groups(chunks, 1),
+                         1, 1);
 }
 
 static int dtype_ok(ag_dtype dt) {
@@ -147,8 +149,8 @@ static ag_status run_convert(vk_state *s, const void *args) {
   } pc = {ag__vk_addr(a->src),   ag__vk_addr(a->dst),  a->src_ld, a->dst_ld, rows, cols, words, items,
           (int32_t)a->src_dtype, (int32_t)a->dst_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "CONVERT's push constants fit");
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_convert"), &pc, sizeof pc, ag__vk_groups(items, LOCAL), 1,
-                         1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_CONVERT), &pc, sizeof pc,
+                         ag__vk_groups(items, LOCAL), 1, 1);
 }
 
 static ag_status run_set_i64(vk_state *s, const void *args) {
@@ -157,7 +159,7 @@ static ag_status run_set_i64(vk_state *s, const void *args) {
     uint64_t dst;
     int64_t value;
   } pc = {ag__vk_addr(a->dst), a->value};
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "optim_set_i64"), &pc, sizeof pc, 1, 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_SET_I64), &pc, sizeof pc, 1, 1, 1);
 }
 
 const ag__vk_kernel ag__vk_k_optim[] = {

@@ -33,7 +33,7 @@ ag_status ag__vk_advance(vk_state *s, uint64_t *counter, int64_t n) {
     uint64_t counter;
     int64_t n;
   } pc = {ag__vk_addr(counter), n};
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "random_advance"), &pc, sizeof pc, 1, 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_ADVANCE), &pc, sizeof pc, 1, 1, 1);
 }
 
 /* ---- RANDINT ---- */
@@ -62,7 +62,7 @@ static ag_status run_randint(vk_state *s, const void *args) {
           a->n,
           (int32_t)a->out_dtype,
           one};
-  ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, "random_randint"), &pc, sizeof pc,
+  ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_RANDINT), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
   return st || one ? st : ag__vk_advance(s, a->counter, a->n);
 }
@@ -85,7 +85,7 @@ static ag_status run_randn(vk_state *s, const void *args) {
     int64_t n;
     int32_t advance, pad;
   } pc = {a->seed, ag__vk_addr(a->counter), ag__vk_addr(a->out), a->n, one, 0};
-  ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, "random_randn"), &pc, sizeof pc,
+  ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_RANDN), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
   return st || one ? st : ag__vk_advance(s, a->counter, a->n);
 }
@@ -137,7 +137,8 @@ static ag_status run_nstep(vk_state *s, const void *args) {
           (int32_t)a->dtype,
           (int32_t)a->idx_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "NSTEP's push constants fit");
-  return ag__vk_dispatch(s, ag__vk_pipe(s, "random_nstep"), &pc, sizeof pc, ag__vk_groups(a->B, LOCAL), 1, 1);
+  return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_NSTEP), &pc, sizeof pc,
+                         ag__vk_groups(a->B, LOCAL), 1, 1);
 }
 
 /* ---- the prioritized-replay tree (doubles) ---- */
@@ -170,7 +171,7 @@ static ag_status run_per_set(vk_state *s, const void *args) {
           a->cols < per_leaves(a->depth) ? a->cols : per_leaves(a->depth), a->alpha, a->depth,
           (int32_t)a->idx_dtype, 0, 0};
   const int steps = a->depth + 3; /* reset, mark, write, depth - 1 levels, the root */
-  const int pipe = ag__vk_pipe(s, "random_per_set");
+  const int pipe = ag__vk_pipe(s, AG__VK_PIPE_RANDOM_PER_SET);
   if (n <= RANDOM_ONE_GROUP) {
     pc.s_end = steps;
     return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
@@ -212,7 +213,7 @@ static ag_status run_per_fill(vk_state *s, const void *args) {
           a->depth,
           0,
           0};
-  const int pipe = ag__vk_pipe(s, "random_per_fill");
+  const int pipe = ag__vk_pipe(s, AG__VK_PIPE_RANDOM_PER_FILL);
   /* step 0 the k leaves, step d the nodes of level depth-1-d above them, step depth the root; the
    * steps from the first of at most RANDOM_ONE_GROUP nodes on go in one dispatch of one group */
   const int steps = a->depth + 1;
@@ -252,7 +253,7 @@ static ag_status run_per_sample(vk_state *s, const void *args) {
           a->depth,
           0,
           a->beta_dev != NULL};
-  const int pipe = ag__vk_pipe(s, "random_per_sample");
+  const int pipe = ag__vk_pipe(s, AG__VK_PIPE_RANDOM_PER_SAMPLE);
   if (a->B <= PER_SAMPLE_ONE_GROUP) return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
   /* the samples over many groups, then one group for the largest weight, the division, the counter */
   pc.phase = 1;
