@@ -321,6 +321,112 @@ static void every_kernel_has_an_entry(void **state) {
   assert_string_equal(ag__vk_shaders[AG__VK_PIPE_RANDOM_PER_SAMPLE].name, "random_per_sample");
 }
 
+/* The push-constant block of SPIR-V module spv (bytes long): its members'
+ * offsets and sizes (the Offset decorations, the widths of their scalar
+ * types), at most max; -1 without one. */
+static int spirv_push_block(const unsigned char *spv, size_t bytes, uint32_t *offset, uint32_t *size,
+                            int max) {
+  const size_t n = bytes / 4;
+  uint32_t *w = malloc(bytes), ptr = 0, block = 0;
+  assert_non_null(w);
+  memcpy(w, spv, bytes);
+  for (size_t i = 5; i < n; i += w[i] >> 16) /* the variable in PushConstant (storage class 9) */
+    if ((w[i] & 0xffff) == 59 && w[i + 3] == 9) ptr = w[i + 1];
+  for (size_t i = 5; i < n && ptr; i += w[i] >> 16) /* OpTypePointer ptr: the block's type */
+    if ((w[i] & 0xffff) == 32 && w[i + 1] == ptr) block = w[i + 3];
+  int members = -1;
+  for (size_t i = 5; i < n && block; i += w[i] >> 16) {
+    const uint32_t op = w[i] & 0xffff, len = w[i] >> 16;
+    if (op == 30 && w[i + 1] == block) { /* OpTypeStruct: each member's scalar width */
+      members = (int)len - 2;
+      assert_true(members <= max);
+      for (int m = 0; m < members; m++)
+        for (size_t j = 5; j < n; j += w[j] >> 16)
+          if (((w[j] & 0xffff) == 21 || (w[j] & 0xffff) == 22) && w[j + 1] == w[i + 2 + m])
+            size[m] = w[j + 2] / 8;
+    }
+    if (op == 72 && w[i + 1] == block && w[i + 3] == 35 && w[i + 2] < (uint32_t)max) /* Offset */
+      offset[w[i + 2]] = w[i + 4];
+  }
+  free(w);
+  return members;
+}
+
+/* The text of shader `name` (src/vulkan/shaders/NAME.comp) and of the files
+ * it includes, one after the other (NULL: not read). */
+static char *shader_text(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.comp", AGRL_VK_SHADER_DIR, name);
+  size_t len = 0, cap = 1 << 16;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  for (int file = 0; file < 8; file++) {
+    FILE *f = fopen(path, "rb");
+    if (!f) break;
+    len += fread(text + len, 1, cap - len - 1, f);
+    fclose(f);
+    text[len] = 0;
+    /* the next file: the file-th #include of the .comp (its first part) */
+    const char *at = text;
+    for (int k = 0; k <= file && at; k++) {
+      at = strstr(at, "#include \"");
+      if (at && k < file) at += 10;
+    }
+    if (!at) break;
+    char inc[128];
+    if (sscanf(at, "#include \"%127[^\"]\"", inc) != 1) break;
+    snprintf(path, sizeof path, "%s/%s", AGRL_VK_SHADER_DIR, inc);
+  }
+  return text;
+}
+
+/* Every pipeline's push-constant block, as its SPIR-V lays it out, is the C
+ * struct of its layout (vk_push.h), member for member: offset and size; its
+ * shader declares it by that layout's list of push.glsl (so members of one
+ * type cannot trade names, which the optimized SPIR-V no longer holds); and
+ * a dispatch with another layout's struct is refused. */
+static void push_layouts_match_the_shaders(void **state) {
+  (void)state;
+  for (int p = 0; p < AG__VK_N_PIPES; p++) {
+    const ag__vk_shader *sh = &ag__vk_shaders[p];
+    const ag__vk_push_layout *l = &ag__vk_push[p];
+    uint32_t offset[64], size[64];
+    memset(offset, 0xff, sizeof offset);
+    memset(size, 0, sizeof size);
+    const int members = spirv_push_block(sh->spv, sh->bytes, offset, size, 64);
+    if (!l->name) fail_msg("pipeline %s has no push-constant layout in vk_push.c", sh->name);
+    if (members != l->n)
+      fail_msg("pipeline %s: the shader's block has %d members, layout %s %d", sh->name, members, l->name,
+               l->n);
+    for (int m = 0; m < members; m++)
+      if (offset[m] != l->offset[m] || size[m] != l->size[m])
+        fail_msg("pipeline %s: member %d at %u (%u bytes) in the shader, at %u (%u bytes) in C's %s",
+                 sh->name, m, offset[m], size[m], l->offset[m], l->size[m], l->name);
+    assert_true(l->bytes >= offset[members - 1] + size[members - 1] && l->bytes <= AG__VK_PUSH_BYTES);
+    char *text = shader_text(sh->name), want[160], upper[64];
+    size_t i = 0;
+    for (; l->name[i] && i + 1 < sizeof upper; i++)
+      upper[i] = (char)(l->name[i] >= 'a' && l->name[i] <= 'z' ? l->name[i] - 32 : l->name[i]);
+    upper[i] = 0;
+    snprintf(want, sizeof want, "layout(push_constant) uniform P { AGPC_%s(AGPC_FIELD) } p;", upper);
+    const char *block = strstr(text, "layout(push_constant)");
+    if (!block) fail_msg("shader %s (and its includes) declares no push constants", sh->name);
+    if (strncmp(block, want, strlen(want)) != 0)
+      fail_msg("shader %s declares its push constants otherwise than by layout %s: %.80s", sh->name, l->name,
+               block);
+    if (strstr(block + 1, "layout(push_constant)"))
+      fail_msg("shader %s has a second push-constant block", sh->name);
+    free(text);
+  }
+  vk_state *s = st;
+  ag__vk_pc_fill fill_pc;
+  memset(&fill_pc, 0, sizeof fill_pc);
+  assert_int_equal(ag__vk_pipe(s, AG__VK_PIPE_COPY), AG__VK_PIPE_COPY);
+  assert_int_equal(ag__vk_dispatch(s, AG__VK_PIPE_COPY, &fill_pc, sizeof fill_pc, 1, 1, 1),
+                   AG_ERR_INVALID_ARG);
+  assert_non_null(strstr(ag_last_error(), "layout copy"));
+}
+
 static int by_address(const void *a, const void *b) {
   const uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
   return x < y ? -1 : x > y;
@@ -512,6 +618,7 @@ int main(int argc, char **argv) {
   /* the validation layer's errors are counted at the end of transfers */
   const struct CMUnitTest tests[] = {cmocka_unit_test(ranges_against_a_map),
                                      cmocka_unit_test(every_kernel_has_an_entry),
+                                     cmocka_unit_test(push_layouts_match_the_shaders),
                                      cmocka_unit_test(small_uploads_keep_their_order),
                                      cmocka_unit_test(many_small_buffers),
                                      cmocka_unit_test(memory_object_limit),

@@ -1120,11 +1120,10 @@ static ag_status vk_zero(void *p, void *dst, size_t bytes) {
   if (st) return st;
   if (x.dst_off % 4 || bytes % 4) { /* fill takes whole words: a shader clears the bytes */
     const uint64_t a = (uint64_t)(uintptr_t)dst;
-    struct {
-      uint64_t first_word, start, end;
-    } pc = {a & ~(uint64_t)3, a & 3, (a & 3) + bytes};
+    ag__vk_pc_zero pc = {a & ~(uint64_t)3, a & 3, (a & 3) + bytes};
     const int64_t words = (int64_t)((pc.end + 3) / 4);
-    return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_ZERO), &pc, sizeof pc, ag__vk_groups(words, 256), 1, 1);
+    return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_ZERO), &pc, sizeof pc, ag__vk_groups(words, 256), 1,
+                           1);
   }
   return emit(s, &x);
 }
@@ -1271,6 +1270,11 @@ ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes,
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: a kernel's shader could not be made on this device");
   if (bytes > VK_PUSH_BYTES)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: %zu bytes of push constants", bytes);
+  if (bytes != ag__vk_push[pipe].bytes) /* another layout's struct: its members would be misread */
+    return ag__fail(AG_ERR_INVALID_ARG,
+                    "vulkan: %zu bytes of push constants for pipeline %s, whose layout %s has %zu", bytes,
+                    ag__vk_shaders[pipe].name, ag__vk_push[pipe].name ? ag__vk_push[pipe].name : "(none)",
+                    ag__vk_push[pipe].bytes);
   vk_cmd x = {.op = OP_DISPATCH, .pipe = pipe, .groups = {gx, gy, gz}, .push_bytes = (uint32_t)bytes};
   if (bytes) memcpy(x.push, push, bytes);
   return emit(s, &x);

@@ -7,11 +7,7 @@
 
 static ag_status run_fill(vk_state *s, const void *args) {
   const ag__fill_args *a = args;
-  struct {
-    uint64_t out;
-    int64_t rows, cols, ld;
-    float value, pad;
-  } pc = {ag__vk_addr(a->out.p), a->out.rows, a->out.cols, a->out.ld, a->value, 0.0f};
+  ag__vk_pc_fill pc = {ag__vk_addr(a->out.p), a->out.rows, a->out.cols, a->out.ld, a->value};
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_FILL), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
@@ -19,18 +15,8 @@ static ag_status run_fill(vk_state *s, const void *args) {
 
 static ag_status run_copy(vk_state *s, const void *args) {
   const ag__copy_args *a = args;
-  struct {
-    uint64_t x, out;
-    int64_t rows, cols, x_ld, out_ld;
-    int32_t accumulate, pad;
-  } pc = {ag__vk_addr(a->x.p),
-          ag__vk_addr(a->out.p),
-          a->out.rows,
-          a->out.cols,
-          a->x.ld,
-          a->out.ld,
-          a->accumulate,
-          0};
+  ag__vk_pc_copy pc = {ag__vk_addr(a->x.p), ag__vk_addr(a->out.p), a->out.rows, a->out.cols, a->x.ld,
+                       a->out.ld,           a->accumulate};
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_COPY), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
@@ -38,14 +24,9 @@ static ag_status run_copy(vk_state *s, const void *args) {
 
 static ag_status run_map(vk_state *s, const void *args) {
   const ag__map_args *a = args;
-  struct {
-    uint64_t x, out;
-    int64_t x_rows, x_cols, x_ld, rows, cols, ld;
-    float p0, p1;
-    int32_t op, accumulate;
-  } pc = {ag__vk_addr(a->x.p), ag__vk_addr(a->out.p), a->x.rows, a->x.cols, a->x.ld,
-          a->out.rows,         a->out.cols,           a->out.ld, a->p0,     a->p1,
-          (int32_t)a->op,      a->accumulate};
+  ag__vk_pc_map pc = {ag__vk_addr(a->x.p), ag__vk_addr(a->out.p), a->x.rows, a->x.cols, a->x.ld,
+                      a->out.rows,         a->out.cols,           a->out.ld, a->p0,     a->p1,
+                      (int32_t)a->op,      a->accumulate};
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_MAP), &pc, sizeof pc,
                          ag__vk_groups(a->out.rows * a->out.cols, LOCAL), 1, 1);
@@ -53,28 +34,23 @@ static ag_status run_map(vk_state *s, const void *args) {
 
 static ag_status run_map2(vk_state *s, const void *args) {
   const ag__map2_args *a = args;
-  struct {
-    uint64_t a, b, out;
-    int64_t a_rows, a_cols, a_ld, b_rows, b_cols, b_ld, rows, cols, ld;
-    float alpha, p0, p1;
-    int32_t op, accumulate;
-  } pc = {ag__vk_addr(a->a.p),
-          ag__vk_addr(a->b.p),
-          ag__vk_addr(a->out.p),
-          a->a.rows,
-          a->a.cols,
-          a->a.ld,
-          a->b.rows,
-          a->b.cols,
-          a->b.ld,
-          a->out.rows,
-          a->out.cols,
-          a->out.ld,
-          a->alpha,
-          a->p0,
-          a->p1,
-          (int32_t)a->op,
-          a->accumulate};
+  ag__vk_pc_map2 pc = {ag__vk_addr(a->a.p),
+                       ag__vk_addr(a->b.p),
+                       ag__vk_addr(a->out.p),
+                       a->a.rows,
+                       a->a.cols,
+                       a->a.ld,
+                       a->b.rows,
+                       a->b.cols,
+                       a->b.ld,
+                       a->out.rows,
+                       a->out.cols,
+                       a->out.ld,
+                       a->alpha,
+                       a->p0,
+                       a->p1,
+                       (int32_t)a->op,
+                       a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "MAP2's push constants fit");
   if (a->out.rows * a->out.cols <= 0) return AG_OK;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_MAP2), &pc, sizeof pc,
@@ -100,27 +76,22 @@ static uint32_t gather_groups(int64_t items, int wide) {
 static ag_status run_gather(vk_state *s, const void *args) {
   const ag__gather_args *a = args;
   if (!gather_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gather indices must be i32 or i64");
-  struct {
-    uint64_t src, idx, dst;
-    int64_t rows, capacity, n;
-    float scale;
-    int32_t src_dtype, idx_dtype, wide;
-  } pc = {ag__vk_addr(a->src),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->dst),
-          a->rows,
-          a->capacity,
-          a->n,
-          a->scale,
-          (int32_t)a->src_dtype,
-          (int32_t)a->idx_dtype,
-          0};
+  ag__vk_pc_gather pc = {ag__vk_addr(a->src),
+                         ag__vk_addr(a->idx),
+                         ag__vk_addr(a->dst),
+                         a->rows,
+                         a->capacity,
+                         a->n,
+                         a->scale,
+                         (int32_t)a->src_dtype,
+                         (int32_t)a->idx_dtype,
+                         0};
   if (a->rows * a->n <= 0) return AG_OK;
   /* the flattened grid's items (four words each when copied whole and both
    * ends are 16-byte aligned), in at most GATHER_GROUPS groups: enough to
    * fill a large device, each invocation striding over the rest */
-  const int wide =
-      a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows % 4 == 0 && pc.src % 16 == 0 && pc.dst % 16 == 0;
+  const int wide = a->src_dtype == AG_F32 && a->scale == 1.0f && a->rows % 4 == 0 && pc.src_p % 16 == 0 &&
+                   pc.dst_p % 16 == 0;
   pc.wide = wide;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_GATHER), &pc, sizeof pc,
                          gather_groups((wide ? a->rows / 4 : a->rows) * a->n, wide), 1, 1);

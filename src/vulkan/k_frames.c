@@ -36,28 +36,24 @@ static ag_status run_frame_stack(vk_state *s, const void *args) {
   if (!frame_stack_ok(s, a))
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: frame_stack's frame, stack, copies or dtypes");
   if (a->B <= 0) return AG_OK;
-  struct {
-    uint64_t frames, size_dev, pos_dev, idx, counter, cols, obs, next_obs, seed;
-    int64_t capacity, n_envs, B;
-    int32_t hw, c, stack, idx_dtype, out_dtype, phase;
-  } pc = {ag__vk_addr(a->frames),
-          ag__vk_addr(a->size_dev),
-          ag__vk_addr(a->pos_dev),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->counter),
-          ag__vk_addr(a->cols),
-          ag__vk_addr(a->obs),
-          ag__vk_addr(a->next_obs),
-          a->seed,
-          a->capacity,
-          a->n_envs,
-          a->B,
-          (int32_t)(a->h * a->w),
-          (int32_t)a->c,
-          a->stack,
-          (int32_t)a->idx_dtype,
-          (int32_t)a->out_dtype,
-          0};
+  ag__vk_pc_frames_stack pc = {ag__vk_addr(a->frames),
+                               ag__vk_addr(a->size_dev),
+                               ag__vk_addr(a->pos_dev),
+                               ag__vk_addr(a->idx),
+                               ag__vk_addr(a->counter),
+                               ag__vk_addr(a->cols),
+                               ag__vk_addr(a->obs),
+                               ag__vk_addr(a->next_obs),
+                               a->seed,
+                               a->capacity,
+                               a->n_envs,
+                               a->B,
+                               (int32_t)(a->h * a->w),
+                               (int32_t)a->c,
+                               a->stack,
+                               (int32_t)a->idx_dtype,
+                               (int32_t)a->out_dtype,
+                               0};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "FRAME_STACK's push constants fit");
   const int pipe = ag__vk_pipe(s, AG__VK_PIPE_FRAMES_STACK);
   const int one = a->B <= FRAMES_ONE_GROUP;

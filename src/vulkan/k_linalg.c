@@ -45,24 +45,19 @@ static ag_status run_gemm(vk_state *s, const void *args) {
   const ag__gemm_args *a = args;
   if (!gemm_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: gemm with k = %lld", (long long)a->k);
   if (a->m <= 0 || a->n <= 0) return AG_OK;
-  struct {
-    uint64_t a, b, c;
-    int64_t m, n, k, lda, ldb, ldc;
-    float alpha, beta;
-    int32_t trans_a, trans_b;
-  } pc = {ag__vk_addr(a->a),
-          ag__vk_addr(a->b),
-          ag__vk_addr(a->c),
-          a->m,
-          a->n,
-          a->k,
-          a->lda,
-          a->ldb,
-          a->ldc,
-          a->alpha,
-          a->beta,
-          a->trans_a != 0,
-          a->trans_b != 0};
+  ag__vk_pc_linalg_gemm pc = {ag__vk_addr(a->a),
+                              ag__vk_addr(a->b),
+                              ag__vk_addr(a->c),
+                              a->m,
+                              a->n,
+                              a->k,
+                              a->lda,
+                              a->ldb,
+                              a->ldc,
+                              a->alpha,
+                              a->beta,
+                              a->trans_a != 0,
+                              a->trans_b != 0};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "GEMM's push constants fit");
   const gemm_tile t = gemm_tile_of(a->m, a->n);
   return ag__vk_dispatch(s, ag__vk_pipe(s, t.pipe), &pc, sizeof pc,
@@ -97,30 +92,23 @@ static ag_status run_reduce(vk_state *s, const void *args) {
   if (!reduce_ok(s, a))
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: reduce op %d over axis %d with these arguments", (int)a->op,
                     a->axis);
-  struct {
-    uint64_t x, out, arg;
-    int64_t rows, cols, ld, out_ld;
-    int64_t outer, inner;
-    int64_t step_r, step_c;
-    float scale;
-    int32_t op, axis, lanes, arg_dtype, accumulate;
-  } pc = {ag__vk_addr(a->x.p),
-          ag__vk_addr(a->out.p),
-          ag__vk_addr(a->arg),
-          a->x.rows,
-          a->x.cols,
-          a->x.ld,
-          a->out.ld,
-          0,
-          0,
-          0,
-          0,
-          a->scale,
-          (int32_t)a->op,
-          a->axis,
-          1,
-          (int32_t)a->arg_dtype,
-          a->accumulate};
+  ag__vk_pc_linalg_reduce pc = {ag__vk_addr(a->x.p),
+                                ag__vk_addr(a->out.p),
+                                ag__vk_addr(a->arg),
+                                a->x.rows,
+                                a->x.cols,
+                                a->x.ld,
+                                a->out.ld,
+                                0,
+                                0,
+                                0,
+                                0,
+                                a->scale,
+                                (int32_t)a->op,
+                                a->axis,
+                                1,
+                                (int32_t)a->arg_dtype,
+                                a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "REDUCE's push constants fit");
   const int pipe = ag__vk_pipe(s, AG__VK_PIPE_LINALG_REDUCE);
   if (a->axis == 2) { /* one work group walking the elements 256 at a time */
@@ -162,21 +150,17 @@ static ag_status run_pick(vk_state *s, const void *args) {
   const ag__pick_args *a = args;
   if (!pick_ok(s, a))
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: pick over axis %d with these arguments", a->axis);
-  struct {
-    uint64_t x, idx, out;
-    int64_t x_ld, out_ld, n, limit, idx_stride;
-    int32_t axis, idx_dtype, accumulate;
-  } pc = {ag__vk_addr(a->x.p),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->out.p),
-          a->x.ld,
-          a->out.ld,
-          a->axis == 0 ? a->x.cols : a->x.rows,
-          a->axis == 0 ? a->x.rows : a->x.cols,
-          a->idx_stride,
-          a->axis,
-          (int32_t)a->idx_dtype,
-          a->accumulate};
+  ag__vk_pc_linalg_pick pc = {ag__vk_addr(a->x.p),
+                              ag__vk_addr(a->idx),
+                              ag__vk_addr(a->out.p),
+                              a->x.ld,
+                              a->out.ld,
+                              a->axis == 0 ? a->x.cols : a->x.rows,
+                              a->axis == 0 ? a->x.rows : a->x.cols,
+                              a->idx_stride,
+                              a->axis,
+                              (int32_t)a->idx_dtype,
+                              a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "PICK's push constants fit");
   if (pc.n <= 0) return AG_OK;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_PICK), &pc, sizeof pc,
@@ -196,23 +180,19 @@ static ag_status run_pick_bwd(vk_state *s, const void *args) {
   if (!pick_bwd_ok(s, a))
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: pick_bwd over axis %d with these arguments", a->axis);
   if (a->dx.rows <= 0 || a->dx.cols <= 0) return AG_OK;
-  struct {
-    uint64_t g, idx, dx;
-    int64_t g_rows, g_cols, g_ld, rows, cols, ld, idx_stride;
-    int32_t axis, idx_dtype, accumulate;
-  } pc = {ag__vk_addr(a->g.p),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->dx.p),
-          a->g.rows,
-          a->g.cols,
-          a->g.ld,
-          a->dx.rows,
-          a->dx.cols,
-          a->dx.ld,
-          a->idx_stride,
-          a->axis,
-          (int32_t)a->idx_dtype,
-          a->accumulate};
+  ag__vk_pc_linalg_pick_bwd pc = {ag__vk_addr(a->g.p),
+                                  ag__vk_addr(a->idx),
+                                  ag__vk_addr(a->dx.p),
+                                  a->g.rows,
+                                  a->g.cols,
+                                  a->g.ld,
+                                  a->dx.rows,
+                                  a->dx.cols,
+                                  a->dx.ld,
+                                  a->idx_stride,
+                                  a->axis,
+                                  (int32_t)a->idx_dtype,
+                                  a->accumulate};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "PICK_BWD's push constants fit");
   /* the shader's work group: 64 rows by 4 columns */
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_PICK_BWD), &pc, sizeof pc,
@@ -233,28 +213,22 @@ static int td_ok(const vk_state *s, const void *args) {
 static ag_status run_td(vk_state *s, const void *args) {
   const ag__td_args *a = args;
   if (!td_ok(s, a)) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: td_target with these arguments");
-  struct {
-    uint64_t q, idx, reward, done, out;
-    int64_t q_rows, q_ld, idx_stride;
-    int64_t r_cols, r_ld, d_cols, d_ld, out_ld, n;
-    float gamma;
-    int32_t idx_dtype;
-  } pc = {ag__vk_addr(a->q.p),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->reward.p),
-          ag__vk_addr(a->done.p),
-          ag__vk_addr(a->out.p),
-          a->q.rows,
-          a->q.ld,
-          a->idx_stride,
-          a->reward.cols,
-          a->reward.ld,
-          a->done.cols,
-          a->done.ld,
-          a->out.ld,
-          a->out.cols,
-          a->gamma,
-          (int32_t)a->idx_dtype};
+  ag__vk_pc_linalg_td pc = {ag__vk_addr(a->q.p),
+                            ag__vk_addr(a->idx),
+                            ag__vk_addr(a->reward.p),
+                            ag__vk_addr(a->done.p),
+                            ag__vk_addr(a->out.p),
+                            a->q.rows,
+                            a->q.ld,
+                            a->idx_stride,
+                            a->reward.cols,
+                            a->reward.ld,
+                            a->done.cols,
+                            a->done.ld,
+                            a->out.ld,
+                            a->out.cols,
+                            a->gamma,
+                            (int32_t)a->idx_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "TD_TARGET's push constants fit");
   if (pc.n <= 0) return AG_OK;
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_LINALG_TD), &pc, sizeof pc, ag__vk_groups(pc.n, LOCAL),
@@ -269,30 +243,24 @@ static ag_status run_td(vk_state *s, const void *args) {
 
 static ag_status run_loss(vk_state *s, const void *args) {
   const ag__loss_args *a = args;
-  struct {
-    uint64_t pred, target, out, dpred;
-    int64_t rows, cols, ld, t_rows, t_cols, t_ld, d_ld;
-    int64_t step_r, step_c;
-    float delta, inv;
-    int32_t kind, pass, grad;
-  } pc = {ag__vk_addr(a->pred.p),
-          ag__vk_addr(a->target.p),
-          ag__vk_addr(a->out),
-          ag__vk_addr(a->dpred.p),
-          a->pred.rows,
-          a->pred.cols,
-          a->pred.ld,
-          a->target.rows,
-          a->target.cols,
-          a->target.ld,
-          a->dpred.ld,
-          0,
-          0,
-          a->delta,
-          0.0f,
-          a->kind,
-          0,
-          a->dpred.p != NULL};
+  ag__vk_pc_linalg_loss pc = {ag__vk_addr(a->pred.p),
+                              ag__vk_addr(a->target.p),
+                              ag__vk_addr(a->out),
+                              ag__vk_addr(a->dpred.p),
+                              a->pred.rows,
+                              a->pred.cols,
+                              a->pred.ld,
+                              a->target.rows,
+                              a->target.cols,
+                              a->target.ld,
+                              a->dpred.ld,
+                              0,
+                              0,
+                              a->delta,
+                              0.0f,
+                              a->kind,
+                              0,
+                              a->dpred.p != NULL};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "LOSS's push constants fit");
   const int64_t n = a->pred.rows * a->pred.cols;
   pc.inv = 1.0f / (float)n; /* as the reference: no elements give 0 * inf */
@@ -315,32 +283,27 @@ static ag_status run_loss(vk_state *s, const void *args) {
 static ag_status run_conv2d(vk_state *s, const void *args) {
   const ag__conv2d_args *a = args;
   const ag__conv_dims d = ag__conv_dims_of(a);
-  struct {
-    uint64_t x, w, y, b;
-    int64_t x_ld, w_ld, y_ld;
-    int32_t C, H, W, K, kh, kw, stride, pad, Ho, Wo, B;
-    int32_t mode, accumulate, has_b;
-  } pc = {ag__vk_addr(a->x.p),
-          ag__vk_addr(a->w.p),
-          ag__vk_addr(a->y.p),
-          ag__vk_addr(a->b),
-          a->x.ld,
-          a->w.ld,
-          a->y.ld,
-          (int32_t)a->C,
-          (int32_t)a->H,
-          (int32_t)a->W,
-          (int32_t)a->K,
-          (int32_t)a->kh,
-          (int32_t)a->kw,
-          (int32_t)a->stride,
-          (int32_t)a->pad,
-          (int32_t)d.Ho,
-          (int32_t)d.Wo,
-          (int32_t)a->y.cols,
-          (int32_t)a->mode,
-          a->accumulate,
-          a->b != NULL};
+  ag__vk_pc_linalg_conv2d pc = {ag__vk_addr(a->x.p),
+                                ag__vk_addr(a->w.p),
+                                ag__vk_addr(a->y.p),
+                                ag__vk_addr(a->b),
+                                a->x.ld,
+                                a->w.ld,
+                                a->y.ld,
+                                (int32_t)a->C,
+                                (int32_t)a->H,
+                                (int32_t)a->W,
+                                (int32_t)a->K,
+                                (int32_t)a->kh,
+                                (int32_t)a->kw,
+                                (int32_t)a->stride,
+                                (int32_t)a->pad,
+                                (int32_t)d.Ho,
+                                (int32_t)d.Wo,
+                                (int32_t)a->y.cols,
+                                (int32_t)a->mode,
+                                a->accumulate,
+                                a->b != NULL};
   const int64_t total = a->mode == AG__CONV_FWD     ? a->y.cols * a->K * d.P
                         : a->mode == AG__CONV_BWD_X ? a->y.cols * a->C * a->H * a->W
                         : a->mode == AG__CONV_BWD_W ? d.Q * a->K

@@ -46,10 +46,7 @@ static int adam_ok(const vk_state *s, const void *args) {
 }
 
 static ag_status prep(vk_state *s, const ag__adam_args *a) {
-  struct {
-    uint64_t state;
-    float b1, b2, max_norm, pad;
-  } pc = {ag__vk_addr(a->state), a->b1, a->b2, a->max_norm, 0.0f};
+  ag__vk_pc_optim_prep pc = {ag__vk_addr(a->state), a->b1, a->b2, a->max_norm};
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_PREP), &pc, sizeof pc, 1, 1, 1);
 }
 
@@ -64,11 +61,8 @@ static ag_status run_adam(vk_state *s, const void *args) {
   int64_t chunks;
   if ((st = mt_args(s, a->count, a->t, &addr, &chunks)) != AG_OK) return st;
   if (chunks == 0) return AG_OK;
-  struct {
-    uint64_t args, state;
-    float lr, b1, b2, eps, wd;
-    int32_t sgd, count, pad;
-  } pc = {addr, ag__vk_addr(a->state), a->lr, a->b1, a->b2, a->eps, a->wd, a->sgd != 0, a->count, 0};
+  ag__vk_pc_optim_adam pc = {addr,  ag__vk_addr(a->state), a->lr,   a->b1, a->b2, a->eps,
+                             a->wd, a->sgd != 0,           a->count};
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_ADAM), &pc, sizeof pc, ag__vk_groups(chunks, 1),
                          1, 1);
 }
@@ -81,10 +75,7 @@ static ag_status run_sumsq(vk_state *s, const void *args) {
   int64_t chunks;
   ag_status st = mt_args(s, a->count, a->t, &addr, &chunks);
   if (st != AG_OK) return st;
-  struct {
-    uint64_t args, state;
-    int32_t count, pad;
-  } pc = {addr, ag__vk_addr(a->state), a->count, 0};
+  ag__vk_pc_optim_sumsq pc = {addr, ag__vk_addr(a->state), a->count};
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_SUMSQ), &pc, sizeof pc, 1, 1, 1);
 }
 
@@ -101,11 +92,7 @@ static ag_status run_axpby(vk_state *s, const void *args) {
   ag_status st = mt_args(s, a->count, a->t, &addr, &chunks);
   if (st != AG_OK) return st;
   if (chunks == 0) return AG_OK;
-  struct {
-    uint64_t args;
-    float a, b;
-    int32_t count, pad;
-  } pc = {addr, a->a, a->b, a->count, 0};
+  ag__vk_pc_optim_axpby pc = {addr, a->a, a->b, a->count};
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_AXPBY), &pc, sizeof pc, ag__vk_groups(chunks, 1),
                          1, 1);
 }
@@ -142,12 +129,9 @@ static ag_status run_convert(vk_state *s, const void *args) {
     words = (rows * es + 3) / 4 + (aligned ? 0 : 1);
     items = words * cols;
   }
-  struct {
-    uint64_t src, dst;
-    int64_t src_ld, dst_ld, rows, cols, words, items;
-    int32_t src_dtype, dst_dtype;
-  } pc = {ag__vk_addr(a->src),   ag__vk_addr(a->dst),  a->src_ld, a->dst_ld, rows, cols, words, items,
-          (int32_t)a->src_dtype, (int32_t)a->dst_dtype};
+  ag__vk_pc_optim_convert pc = {
+      ag__vk_addr(a->src),   ag__vk_addr(a->dst),  a->src_ld, a->dst_ld, rows, cols, words, items,
+      (int32_t)a->src_dtype, (int32_t)a->dst_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "CONVERT's push constants fit");
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_CONVERT), &pc, sizeof pc,
                          ag__vk_groups(items, LOCAL), 1, 1);
@@ -155,10 +139,7 @@ static ag_status run_convert(vk_state *s, const void *args) {
 
 static ag_status run_set_i64(vk_state *s, const void *args) {
   const ag__set_i64_args *a = args;
-  struct {
-    uint64_t dst;
-    int64_t value;
-  } pc = {ag__vk_addr(a->dst), a->value};
+  ag__vk_pc_optim_set_i64 pc = {ag__vk_addr(a->dst), a->value};
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_OPTIM_SET_I64), &pc, sizeof pc, 1, 1, 1);
 }
 

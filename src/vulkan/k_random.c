@@ -29,10 +29,7 @@
 #endif
 
 ag_status ag__vk_advance(vk_state *s, uint64_t *counter, int64_t n) {
-  struct {
-    uint64_t counter;
-    int64_t n;
-  } pc = {ag__vk_addr(counter), n};
+  ag__vk_pc_random_advance pc = {ag__vk_addr(counter), n};
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_ADVANCE), &pc, sizeof pc, 1, 1, 1);
 }
 
@@ -50,18 +47,14 @@ static ag_status run_randint(vk_state *s, const void *args) {
   if (a->n < 0) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: randint of %lld values", (long long)a->n);
   if (a->n == 0) return AG_OK;
   const int one = a->n <= RANDOM_ONE_GROUP;
-  struct {
-    uint64_t seed, counter, bound_dev, out;
-    int64_t bound_const, n;
-    int32_t out_dtype, advance;
-  } pc = {a->seed,
-          ag__vk_addr(a->counter),
-          ag__vk_addr(a->bound_dev),
-          ag__vk_addr(a->out),
-          a->bound_const,
-          a->n,
-          (int32_t)a->out_dtype,
-          one};
+  ag__vk_pc_random_randint pc = {a->seed,
+                                 ag__vk_addr(a->counter),
+                                 ag__vk_addr(a->bound_dev),
+                                 ag__vk_addr(a->out),
+                                 a->bound_const,
+                                 a->n,
+                                 (int32_t)a->out_dtype,
+                                 one};
   ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_RANDINT), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
   return st || one ? st : ag__vk_advance(s, a->counter, a->n);
@@ -80,11 +73,7 @@ static ag_status run_randn(vk_state *s, const void *args) {
   if (a->n < 0) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: randn of %lld values", (long long)a->n);
   if (a->n == 0) return AG_OK;
   const int one = a->n <= RANDN_ONE_GROUP;
-  struct {
-    uint64_t seed, counter, out;
-    int64_t n;
-    int32_t advance, pad;
-  } pc = {a->seed, ag__vk_addr(a->counter), ag__vk_addr(a->out), a->n, one, 0};
+  ag__vk_pc_random_randn pc = {a->seed, ag__vk_addr(a->counter), ag__vk_addr(a->out), a->n, one};
   ag_status st = ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_RANDN), &pc, sizeof pc,
                                  one ? 1 : ag__vk_groups(a->n, LOCAL), 1, 1);
   return st || one ? st : ag__vk_advance(s, a->counter, a->n);
@@ -110,32 +99,26 @@ static ag_status run_nstep(vk_state *s, const void *args) {
   if (a->capacity < 1 || a->stride < 1 || a->stride > a->capacity || a->rew_row < 0 ||
       a->rew_row >= a->rows || a->term_row < 0 || a->term_row >= a->rows || a->trunc_row >= a->rows)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: nstep's capacity, stride or rows");
-  struct {
-    uint64_t table, size_dev, pos_dev, idx, ret, discount, last;
-    int64_t rows, capacity, idx_stride, B, stride;
-    int32_t rew_row, term_row, trunc_row;
-    float scale, gamma;
-    int32_t n, dtype, idx_dtype;
-  } pc = {ag__vk_addr(a->table),
-          ag__vk_addr(a->size_dev),
-          ag__vk_addr(a->pos_dev),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->ret),
-          ag__vk_addr(a->discount),
-          ag__vk_addr(a->last),
-          a->rows,
-          a->capacity,
-          a->idx_stride,
-          a->B,
-          a->stride,
-          (int32_t)a->rew_row,
-          (int32_t)a->term_row,
-          (int32_t)a->trunc_row,
-          a->scale,
-          a->gamma,
-          a->n,
-          (int32_t)a->dtype,
-          (int32_t)a->idx_dtype};
+  ag__vk_pc_random_nstep pc = {ag__vk_addr(a->table),
+                               ag__vk_addr(a->size_dev),
+                               ag__vk_addr(a->pos_dev),
+                               ag__vk_addr(a->idx),
+                               ag__vk_addr(a->ret),
+                               ag__vk_addr(a->discount),
+                               ag__vk_addr(a->last),
+                               a->rows,
+                               a->capacity,
+                               a->idx_stride,
+                               a->B,
+                               a->stride,
+                               (int32_t)a->rew_row,
+                               (int32_t)a->term_row,
+                               (int32_t)a->trunc_row,
+                               a->scale,
+                               a->gamma,
+                               a->n,
+                               (int32_t)a->dtype,
+                               (int32_t)a->idx_dtype};
   _Static_assert(sizeof pc <= AG__VK_PUSH_BYTES, "NSTEP's push constants fit");
   return ag__vk_dispatch(s, ag__vk_pipe(s, AG__VK_PIPE_RANDOM_NSTEP), &pc, sizeof pc,
                          ag__vk_groups(a->B, LOCAL), 1, 1);
@@ -160,16 +143,12 @@ static ag_status run_per_set(vk_state *s, const void *args) {
   if (!per_set_ok(s, a))
     return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_set needs shaderFloat64, i32 / i64 indices, n < 2^31");
   const int64_t n = a->n > 0 ? a->n : 0;
-  struct {
-    uint64_t tree, state, idx, prio, mask;
-    int64_t n, prio_stride, limit;
-    float alpha;
-    int32_t depth, idx_dtype, s_begin, s_end;
-  } pc = {ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio),
-          ag__vk_addr(a->mask), n, a->prio_stride,
-          /* indices at or past the table's columns are skipped, and past the tree's leaves too */
-          a->cols < per_leaves(a->depth) ? a->cols : per_leaves(a->depth), a->alpha, a->depth,
-          (int32_t)a->idx_dtype, 0, 0};
+  ag__vk_pc_random_per_set pc = {
+      ag__vk_addr(a->tree), ag__vk_addr(a->state), ag__vk_addr(a->idx), ag__vk_addr(a->prio),
+      ag__vk_addr(a->mask), n, a->prio_stride,
+      /* indices at or past the table's columns are skipped, and past the tree's leaves too */
+      a->cols < per_leaves(a->depth) ? a->cols : per_leaves(a->depth), a->alpha, a->depth,
+      (int32_t)a->idx_dtype, 0, 0};
   const int steps = a->depth + 3; /* reset, mark, write, depth - 1 levels, the root */
   const int pipe = ag__vk_pipe(s, AG__VK_PIPE_RANDOM_PER_SET);
   if (n <= RANDOM_ONE_GROUP) {
@@ -199,20 +178,15 @@ static ag_status run_per_fill(vk_state *s, const void *args) {
   if (a->pos < 0 || a->k < 0 || a->pos > per_leaves(a->depth) - a->k)
     return ag__fail(AG_ERR_INVALID_ARG, "vulkan: per_fill of leaves %lld + %lld", (long long)a->pos,
                     (long long)a->k);
-  struct {
-    uint64_t tree, state, mask;
-    int64_t pos, k;
-    float alpha;
-    int32_t depth, s_begin, s_end;
-  } pc = {ag__vk_addr(a->tree),
-          ag__vk_addr(a->state),
-          ag__vk_addr(a->mask),
-          a->pos,
-          a->k,
-          a->alpha,
-          a->depth,
-          0,
-          0};
+  ag__vk_pc_random_per_fill pc = {ag__vk_addr(a->tree),
+                                  ag__vk_addr(a->state),
+                                  ag__vk_addr(a->mask),
+                                  a->pos,
+                                  a->k,
+                                  a->alpha,
+                                  a->depth,
+                                  0,
+                                  0};
   const int pipe = ag__vk_pipe(s, AG__VK_PIPE_RANDOM_PER_FILL);
   /* step 0 the k leaves, step d the nodes of level depth-1-d above them, step depth the root; the
    * steps from the first of at most RANDOM_ONE_GROUP nodes on go in one dispatch of one group */
@@ -236,23 +210,18 @@ static ag_status run_per_sample(vk_state *s, const void *args) {
   const ag__per_sample_args *a = args;
   if (!per_sample_ok(s, a)) return ag__fail(AG_ERR_UNSUPPORTED, "vulkan: per_sample needs shaderFloat64");
   if (a->B <= 0) return AG_OK;
-  struct {
-    uint64_t tree, counter, size_dev, idx, w, beta_dev, seed;
-    int64_t B;
-    float beta;
-    int32_t depth, phase, has_beta_dev;
-  } pc = {ag__vk_addr(a->tree),
-          ag__vk_addr(a->counter),
-          ag__vk_addr(a->size_dev),
-          ag__vk_addr(a->idx),
-          ag__vk_addr(a->w),
-          ag__vk_addr(a->beta_dev),
-          a->seed,
-          a->B,
-          a->beta,
-          a->depth,
-          0,
-          a->beta_dev != NULL};
+  ag__vk_pc_random_per_sample pc = {ag__vk_addr(a->tree),
+                                    ag__vk_addr(a->counter),
+                                    ag__vk_addr(a->size_dev),
+                                    ag__vk_addr(a->idx),
+                                    ag__vk_addr(a->w),
+                                    ag__vk_addr(a->beta_dev),
+                                    a->seed,
+                                    a->B,
+                                    a->beta,
+                                    a->depth,
+                                    0,
+                                    a->beta_dev != NULL};
   const int pipe = ag__vk_pipe(s, AG__VK_PIPE_RANDOM_PER_SAMPLE);
   if (a->B <= PER_SAMPLE_ONE_GROUP) return ag__vk_dispatch(s, pipe, &pc, sizeof pc, 1, 1, 1);
   /* the samples over many groups, then one group for the largest weight, the division, the counter */

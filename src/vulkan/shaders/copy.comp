@@ -2,13 +2,11 @@
 #version 460
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float v; };
-layout(push_constant) uniform P {
-  uint64_t x_p, out_p;
-  int64_t rows, cols, x_ld, out_ld;
-  int accumulate;
-} p;
+layout(push_constant) uniform P { AGPC_COPY(AGPC_FIELD) } p;
 void main() {
   const int64_t n = p.rows * p.cols;
   const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;

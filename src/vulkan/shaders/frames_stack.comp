@@ -19,6 +19,7 @@
 // recorded call replayed after more adds reads the ring as it is then.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "random_philox.glsl"
 #include "frames_ring.glsl"
@@ -27,11 +28,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer U64 { uint64_t v; };
-layout(push_constant) uniform P {
-  uint64_t frames, size_dev, pos_dev, idx, counter, cols, obs, next_obs, seed;
-  int64_t capacity, n_envs, B;
-  int hw, c, stack, idx_dtype, out_dtype, phase; // dtypes: 4 i32, 5 i64; 3 u8, 0 f32
-} p;
+layout(push_constant) uniform P { AGPC_FRAMES_STACK(AGPC_FIELD) } p;
 
 shared int64_t src[FRAMES_MAX_STACK];
 

@@ -10,6 +10,7 @@
 // room past its end for that word).
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 256) in;
 // the source and the indices are only read, the destination only written (kernels.h: they
@@ -20,12 +21,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly restrict 
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly restrict buffer W32x4 { uvec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly restrict buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly restrict buffer I64 { int64_t v; };
-layout(push_constant) uniform P {
-  uint64_t src_p, idx_p, dst_p;
-  int64_t rows, capacity, n;
-  float scale;
-  int src_dtype, idx_dtype, wide; // wide: rows % 4 == 0, src and dst 16-byte aligned, copied whole
-} p;
+layout(push_constant) uniform P { AGPC_GATHER(AGPC_FIELD) } p;
 
 uint word_at(uint64_t byte) { return U32(byte & ~3ul).v; }
 

@@ -9,14 +9,11 @@
 #version 460
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float v; };
-layout(push_constant) uniform P {
-  uint64_t x_p, w_p, y_p, b_p;
-  int64_t x_ld, w_ld, y_ld;
-  int C, H, W, K, kh, kw, stride, pad, Ho, Wo, B;
-  int mode, accumulate, has_b;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_CONV2D(AGPC_FIELD) } p;
 float ld(uint64_t base, int64_t i) { return F32(base + 4ul * uint64_t(i)).v; }
 float xat(int n, int c, int h, int q) { return ld(p.x_p, int64_t(n) * p.x_ld + (int64_t(c) * p.H + h) * p.W + q); }
 float wat(int c, int u, int v, int k) { return ld(p.w_p, int64_t(k) * p.w_ld + (c * p.kh + u) * p.kw + v); }

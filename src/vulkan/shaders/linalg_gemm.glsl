@@ -10,6 +10,8 @@
 // the result does not depend on the tile or the schedule. alpha == 0 or
 // k == 0 reads neither A nor B, and beta == 0 never reads C (BLAS's rules).
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 
 #define BK 16
@@ -17,12 +19,7 @@
 #define TX (BM / TM) // invocations along a tile's rows
 #define TY (BN / TN) // and along its columns
 layout(local_size_x = NT) in;
-layout(push_constant) uniform P {
-  uint64_t a, b, c;
-  int64_t m, n, k, lda, ldb, ldc;
-  float alpha, beta;
-  int trans_a, trans_b;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_GEMM(AGPC_FIELD) } p;
 
 shared float As[BK][BM + 1]; // op(A)[i0 + i, k0 + kk] at As[kk][i]
 shared float Bs[BK][BN + 1]; // op(B)[k0 + kk, j0 + j] at Bs[kk][j]

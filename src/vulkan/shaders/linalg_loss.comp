@@ -10,15 +10,10 @@
 // then sums only).
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t pred, target, out_p, dpred;
-  int64_t rows, cols, ld, t_rows, t_cols, t_ld, d_ld;
-  int64_t step_r, step_c; // the walk's step of `stride` elements: step_c columns and step_r rows
-  float delta, inv;
-  int kind, pass, grad;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_LOSS(AGPC_FIELD) } p;
 
 shared float sv[256];
 

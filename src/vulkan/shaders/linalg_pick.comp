@@ -3,14 +3,11 @@
 // clamped to the picked axis (pick_index), before the read it leads to.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "linalg_index.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t x, idx, out_p;
-  int64_t x_ld, out_ld, n, limit, idx_stride;
-  int axis, idx_dtype, accumulate;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_PICK(AGPC_FIELD) } p;
 void main() {
   const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;
   for (int64_t j = int64_t(gl_GlobalInvocationID.x); j < p.n; j += stride) {

@@ -4,14 +4,11 @@
 // dx, over rows (x) and columns (y) of the grid, each striding on.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "linalg_index.glsl"
 layout(local_size_x = 64, local_size_y = 4) in;
-layout(push_constant) uniform P {
-  uint64_t g, idx, dx;
-  int64_t g_rows, g_cols, g_ld, rows, cols, ld, idx_stride;
-  int axis, idx_dtype, accumulate;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_PICK_BWD(AGPC_FIELD) } p;
 void main() {
   const int64_t limit = p.axis == 0 ? p.rows : p.cols;
   const int64_t sr = int64_t(gl_NumWorkGroups.x) * 64, sc = int64_t(gl_NumWorkGroups.y) * 4;

@@ -19,17 +19,11 @@
 // which case the scan keeps NaN at index 0: checked at the end.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "linalg_index.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t x, out_p, arg;
-  int64_t rows, cols, ld, out_ld;
-  int64_t outer, inner;
-  int64_t step_r, step_c; // axis 2: 256 elements on = step_c columns and step_r rows on
-  float scale;
-  int op, axis, lanes, arg_dtype, accumulate;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_REDUCE(AGPC_FIELD) } p;
 
 shared float sv[256];
 shared int64_t si[256];

@@ -3,16 +3,11 @@
 // or, with idx, q[i_j, j] (i_j clamped to q's rows). One invocation per column.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "linalg_index.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t q, idx, reward, done, out_p;
-  int64_t q_rows, q_ld, idx_stride;
-  int64_t r_cols, r_ld, d_cols, d_ld, out_ld, n;
-  float gamma;
-  int idx_dtype;
-} p;
+layout(push_constant) uniform P { AGPC_LINALG_TD(AGPC_FIELD) } p;
 void main() {
   const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;
   for (int64_t j = int64_t(gl_GlobalInvocationID.x); j < p.n; j += stride) {

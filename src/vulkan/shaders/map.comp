@@ -1,14 +1,10 @@
 // map.comp — AG__K_MAP: out (+)= f(x), x broadcast to out's shape.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t x_p, out_p;
-  int64_t x_rows, x_cols, x_ld, rows, cols, ld;
-  float p0, p1;
-  int op, accumulate;
-} p;
+layout(push_constant) uniform P { AGPC_MAP(AGPC_FIELD) } p;
 void main() {
   const int64_t n = p.rows * p.cols;
   const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;

@@ -1,14 +1,10 @@
 // map2.comp — AG__K_MAP2: out (+)= alpha * f(a, b), a and b broadcast to out's shape.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t a_p, b_p, out_p;
-  int64_t a_rows, a_cols, a_ld, b_rows, b_cols, b_ld, rows, cols, ld;
-  float alpha, p0, p1;
-  int op, accumulate;
-} p;
+layout(push_constant) uniform P { AGPC_MAP2(AGPC_FIELD) } p;
 void main() {
   const int64_t n = p.rows * p.cols;
   const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;

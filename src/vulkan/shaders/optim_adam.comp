@@ -5,17 +5,14 @@
 // elements of one tensor and strides over the chunks past the grid.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #define LOCAL 256
 #include "optim_mt.glsl"
 #define PER 4
 #define MT_CHUNK (LOCAL * PER)
 layout(local_size_x = LOCAL) in;
-layout(push_constant) uniform P {
-  uint64_t args, state;
-  float lr, b1, b2, eps, wd;
-  int sgd, count;
-} p;
+layout(push_constant) uniform P { AGPC_OPTIM_ADAM(AGPC_FIELD) } p;
 
 void main() {
   mt_load(p.args, p.count);

@@ -3,16 +3,13 @@
 // 4 * 256 elements of one tensor, striding over the chunks past the grid.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #define LOCAL 256
 #include "optim_mt.glsl"
 #define MT_CHUNK (LOCAL * 4)
 layout(local_size_x = LOCAL) in;
-layout(push_constant) uniform P {
-  uint64_t args;
-  float a, b;
-  int count;
-} p;
+layout(push_constant) uniform P { AGPC_OPTIM_AXPBY(AGPC_FIELD) } p;
 
 void main() {
   mt_load(p.args, p.count);

@@ -14,15 +14,12 @@
 // them (each allocation has room past its end for that word).
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
-layout(push_constant) uniform P {
-  uint64_t src_p, dst_p;
-  int64_t src_ld, dst_ld, rows, cols, words, items;
-  int src_dtype, dst_dtype;
-} p;
+layout(push_constant) uniform P { AGPC_OPTIM_CONVERT(AGPC_FIELD) } p;
 
 uint word_at(uint64_t byte) { return U32(byte & ~3ul).v; }
 

@@ -10,12 +10,10 @@
 // of a rounding boundary.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 1) in;
-layout(push_constant) uniform P {
-  uint64_t state;
-  float b1, b2, max_norm;
-} p;
+layout(push_constant) uniform P { AGPC_OPTIM_PREP(AGPC_FIELD) } p;
 
 // a = hi + lo with hi of 12 bits (Veltkamp)
 void split(float a, out float hi, out float lo) {

@@ -5,14 +5,12 @@
 // with no scratch for partial sums.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #define LOCAL 1024
 #include "optim_mt.glsl"
 layout(local_size_x = LOCAL) in;
-layout(push_constant) uniform P {
-  uint64_t args, state;
-  int count;
-} p;
+layout(push_constant) uniform P { AGPC_OPTIM_SUMSQ(AGPC_FIELD) } p;
 shared float red[LOCAL];
 
 void main() {

@@ -10,18 +10,13 @@
 // capacity and the rows.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
-layout(push_constant) uniform P {
-  uint64_t table, size_dev, pos_dev, idx, ret, discount, last;
-  int64_t rows, capacity, idx_stride, B, stride;
-  int rew_row, term_row, trunc_row;
-  float scale, gamma;
-  int n, dtype, idx_dtype;
-} p;
+layout(push_constant) uniform P { AGPC_RANDOM_NSTEP(AGPC_FIELD) } p;
 
 uint word_at(uint64_t byte) { return U32(byte & ~3ul).v; }
 

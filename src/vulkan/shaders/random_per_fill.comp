@@ -12,16 +12,12 @@
 // of pow), which the test's tolerance for the tree (1e-12) covers.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "random_f64.glsl"
 #include "random_per.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform P {
-  uint64_t tree, state, mask;
-  int64_t pos, k;
-  float alpha;
-  int depth, s_begin, s_end;
-} p;
+layout(push_constant) uniform P { AGPC_RANDOM_PER_FILL(AGPC_FIELD) } p;
 
 void main() {
   const int64_t first = int64_t(gl_GlobalInvocationID.x), stride = int64_t(gl_NumWorkGroups.x) * 256;

@@ -10,6 +10,7 @@
 //   2: one group: the largest weight of phase 1's, the division, the counter.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "random_philox.glsl"
 #include "random_f64.glsl"
@@ -18,12 +19,7 @@ layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer U64 { uint64_t v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
-layout(push_constant) uniform P {
-  uint64_t tree, counter, size_dev, idx, w, beta_dev, seed;
-  int64_t B;
-  float beta;
-  int depth, phase, has_beta_dev;
-} p;
+layout(push_constant) uniform P { AGPC_RANDOM_PER_SAMPLE(AGPC_FIELD) } p;
 
 shared float red[256];
 

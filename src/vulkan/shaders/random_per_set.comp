@@ -23,6 +23,7 @@
 // one of a single step may have many (the barrier between dispatches).
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "random_f64.glsl"
 #include "random_per.glsl"
@@ -30,12 +31,7 @@ layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer StateI32 { int v; };
-layout(push_constant) uniform P {
-  uint64_t tree, state, idx, prio, mask;
-  int64_t n, prio_stride, limit;
-  float alpha;
-  int depth, idx_dtype, s_begin, s_end;
-} p;
+layout(push_constant) uniform P { AGPC_RANDOM_PER_SET(AGPC_FIELD) } p;
 
 // the leaf of entry j, -1 when it is skipped (ag__per_takes)
 int64_t leaf_of(int64_t j) {

@@ -5,17 +5,14 @@
 // += n once every invocation has read it; else random_advance follows.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "random_philox.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64 { int64_t v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer U64 { uint64_t v; };
-layout(push_constant) uniform P {
-  uint64_t seed, counter, bound_dev, out_p;
-  int64_t bound_const, n;
-  int out_dtype, advance;
-} p;
+layout(push_constant) uniform P { AGPC_RANDOM_RANDINT(AGPC_FIELD) } p;
 void main() {
   const uint64_t base = U64(p.counter).v;
   const int64_t bound = p.bound_dev != 0ul ? I64(p.bound_dev).v : p.bound_const;

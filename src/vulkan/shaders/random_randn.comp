@@ -5,16 +5,13 @@
 // follows.
 #version 460
 #extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 #include "common.glsl"
 #include "random_philox.glsl"
 #include "random_f64.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer U64 { uint64_t v; };
-layout(push_constant) uniform P {
-  uint64_t seed, counter, out_p;
-  int64_t n;
-  int advance;
-} p;
+layout(push_constant) uniform P { AGPC_RANDOM_RANDN(AGPC_FIELD) } p;
 void main() {
   const uint64_t base = U64(p.counter).v;
   const int64_t stride = int64_t(gl_NumWorkGroups.x) * 256;

@@ -4,11 +4,11 @@
 #version 460
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_GOOGLE_include_directive : require
+#include "push.glsl"
 layout(local_size_x = 256) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v; };
-layout(push_constant) uniform P {
-  uint64_t first_word, start, end;
-} p;
+layout(push_constant) uniform P { AGPC_ZERO(AGPC_FIELD) } p;
 void main() {
   const uint64_t words = (p.end + 3ul) / 4ul;
   const uint64_t stride = uint64_t(gl_NumWorkGroups.x) * 256ul;
