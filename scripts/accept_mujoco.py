@@ -8,7 +8,7 @@ the device. Prints per row and seed the final deterministic evaluation, the
 curve file (eval.csv) and the wall time, then each row's mean and range.
 
 usage: PYTHONPATH=BUILD/pyt python3 scripts/accept_mujoco.py --out DIR [--seeds 1,2,3] [--steps 1000000]
-           [--parallel 4] [--device cuda] [--rows sac-halfcheetah,sac-hopper,sac-walker2d,td3-halfcheetah]
+           [--parallel 1] [--device cuda] [--rows sac-halfcheetah,sac-hopper,sac-walker2d,td3-halfcheetah]
            [--n-envs 1] [--eval-every 10000] [--resume]
 
 Each run's directory is DIR/ROW-sSEED (eval.csv, agent.agrl, summary.json,
@@ -39,7 +39,9 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--steps", type=int, default=1_000_000)
-    ap.add_argument("--parallel", type=int, default=4, help="runs at once (processes sharing the device)")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="runs at once (processes sharing the device; on one GPU they are time-sliced, and one run "
+                         "alone was faster than 4 or 8 side by side in all: bench/NOTES.md, MuJoCo)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--n-envs", type=int, default=1)
