@@ -202,10 +202,14 @@ def test_bad_sizes_and_bounds_are_refused(cls):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("cls", ALGOS)
 def test_fused_where_it_pays(cls, device, rng):
-    """One fused call an update on the GPU, the composed ops on the CPU or when asked; the same losses."""
+    """One fused call an update on CUDA, and on the CPU from 32 hidden units (SMALL's); the composed
+    ops when asked, on Vulkan (no fused actor-critic kernel) and, on the CPU, for narrower networks; the
+    same losses."""
     a = cls(device, 4, 3, LOW, HIGH, learning_starts=0, **SMALL)
     b = cls(device, 4, 3, LOW, HIGH, learning_starts=0, fused=False, **SMALL)
-    assert a.fused is (device == "cuda") and b.fused is False
+    assert a.fused is (device != "vulkan") and b.fused is False
+    narrow = cls(device, 4, 3, LOW, HIGH, **dict(SMALL, hidden=[31, 16]))
+    assert narrow.fused is (device == "cuda")
     for x in (a, b):
         fill(x, np.random.default_rng(3), 300)
     la, lb = np.array(a.train(4)), np.array(b.train(4))
