@@ -39,8 +39,8 @@ int ag__vk_pipe(vk_state *s, ag__vk_pipe_id id);
 
 /* Queues (or, while recording, records) a dispatch of pipeline pipe over
  * gx * gy * gz work groups with `bytes` of push constants: the pipeline's
- * layout's struct (ag__vk_pc_NAME, vk_push.h), refused at any other size. Every dispatch comes after a barrier: it sees all the
- * transfers and dispatches queued before it, in full. */
+ * layout's struct (ag__vk_pc_NAME, vk_push.h), refused at any other size. Every dispatch comes after a
+ * barrier: it sees all the transfers and dispatches queued before it, in full. */
 ag_status ag__vk_dispatch(vk_state *s, int pipe, const void *push, size_t bytes, uint32_t gx, uint32_t gy,
                           uint32_t gz);
 
