@@ -11,12 +11,31 @@
 #define AGRL_BASE_AC_LAYOUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base/kernels.h"
 
 #define AG__AC_TILE 8
 #define AG__AC_PARTS 8
+
+/* A sum over the batch in groups of AG__AC_TILE transitions, the groups'
+ * sums added in order: the CUDA kernels' partial sums, which the CPU's
+ * reference and fast path add up the same way. */
+typedef struct ag__tiled {
+  float total, part;
+} ag__tiled;
+
+static inline void ag__tiled_add(ag__tiled *t, int64_t b, int64_t B, float v) {
+  t->part += v;
+  if (b % AG__AC_TILE == AG__AC_TILE - 1 || b == B - 1) t->total += t->part, t->part = 0.0f;
+}
+
+static inline float ag__tiled_sum(const float *v, int64_t B) {
+  ag__tiled t = {0.0f, 0.0f};
+  for (int64_t b = 0; b < B; b++) ag__tiled_add(&t, b, B, v[b]);
+  return t.total;
+}
 
 typedef struct ag__ac_layout {
   float *x0, *xn, *xp; /* [s; a], [s'; a'], [s; a~]: [S + A, B] each */

@@ -136,23 +136,6 @@ static void actions(const ag__acgrad_args *a, const float *o, uint64_t base, int
   }
 }
 
-/* A sum over the batch in groups of AG__AC_TILE transitions, the groups'
- * sums added in order (the CUDA kernels' partial sums). */
-typedef struct tiled {
-  float total, part;
-} tiled;
-
-static void tiled_add(tiled *t, int64_t b, int64_t B, float v) {
-  t->part += v;
-  if (b % AG__AC_TILE == AG__AC_TILE - 1 || b == B - 1) t->total += t->part, t->part = 0.0f;
-}
-
-static float tiled_sum(const float *v, int64_t B) {
-  tiled t = {0.0f, 0.0f};
-  for (int64_t b = 0; b < B; b++) tiled_add(&t, b, B, v[b]);
-  return t.total;
-}
-
 ag_status ag__cpu_acgrad(const void *args) {
   const ag__acgrad_args *a = args;
   const int L = a->L, H = L - 1, td3 = a->td3;
@@ -205,7 +188,7 @@ ag_status ag__cpu_acgrad(const void *args) {
     dense(a->qt[k].w[H], a->qt[k].b[H], y.h[4 + k][H - 1], K, y.dq[k][0], 1, K, B, 0); /* Q'_k, for now */
   }
   /* the critics' loss and its way back */
-  tiled sq[2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+  ag__tiled sq[2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
   for (int64_t b = 0; b < B; b++) {
     const float t0 = y.dq[0][0][b], t1 = y.dq[1][0][b];
     float v = ag__min_takes_a(t0, t1) ? t0 : t1;
@@ -214,7 +197,7 @@ ag_status ag__cpu_acgrad(const void *args) {
     const float target = a->src.ret ? r + d * v : r + a->gamma * (1.0f - d) * v;
     for (int k = 0; k < 2; k++) {
       const float diff = y.p[k + 2 * b] - target;
-      tiled_add(&sq[k], b, B, ag__loss_f(0, diff, 0.0f));
+      ag__tiled_add(&sq[k], b, B, ag__loss_f(0, diff, 0.0f));
       y.dch[k][b] = ag__loss_df(0, diff, 0.0f) * inv_b;
     }
   }
@@ -246,16 +229,16 @@ ag_status ag__cpu_acgrad(const void *args) {
     hidden_pass(a, &a->q[k], y.xp, X, X, y.h[6 + k]);
     dense(a->q[k].w[H], a->q[k].b[H], y.h[6 + k][H - 1], K, y.dch[k], 1, K, B, 0); /* Q_k(s, a~), for now */
   }
-  tiled al = {0.0f, 0.0f};
+  ag__tiled al = {0.0f, 0.0f};
   for (int64_t b = 0; b < B; b++) {
     float g0, g1 = 0.0f;
     if (td3) {
-      tiled_add(&al, b, B, y.dch[0][b]);
+      ag__tiled_add(&al, b, B, y.dch[0][b]);
       g0 = -inv_b;
     } else {
       const float q0 = y.dch[0][b], q1 = y.dch[1][b];
       const int first = ag__min_takes_a(q0, q1);
-      tiled_add(&al, b, B, alpha * y.lp[b] - (first ? q0 : q1));
+      ag__tiled_add(&al, b, B, alpha * y.lp[b] - (first ? q0 : q1));
       g0 = first ? -inv_b : 0.0f, g1 = first ? 0.0f : -inv_b;
     }
     for (int k = 0; k < nq; k++)
@@ -305,7 +288,7 @@ ag_status ag__cpu_acgrad(const void *args) {
     gradient(a, &a->pi, td3 ? &a->pi_t : NULL, y.da, y.dah, x, ld, in, nA, &a->opt_actor, 0, pv + 4);
   }
   if (!td3 && a->autotune) { /* d/d log alpha of -log alpha (mean log pi + target entropy) */
-    const float gl = -1.0f * (tiled_sum(y.lp, B) * inv_b) + -a->target_entropy;
+    const float gl = -1.0f * (ag__tiled_sum(y.lp, B) * inv_b) + -a->target_entropy;
     *a->log_alpha_grad = gl;
     step(&a->opt_alpha, pv + 8, gl, a->log_alpha, a->opt_alpha.m[0], a->opt_alpha.v[0], NULL, 0.0f);
   }

@@ -29,16 +29,6 @@
 #include "cpu/cpu_fast.h"
 #include "cpu/cpu_internal.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-static unsigned fp_mode(void) { return _mm_getcsr(); }
-static void fp_set(unsigned m) { _mm_setcsr(m); }
-#else
-#include <fenv.h>
-static unsigned fp_mode(void) { return (unsigned)fegetround(); }
-static void fp_set(unsigned m) { fesetround((int)m); }
-#endif
-
 #define LOG_STD_MIN (-5.0f)
 #define LOG_STD_MAX 2.0f
 #define LOG_2PI 1.8378770664093453f
@@ -180,23 +170,6 @@ static void actions(const ag__acgrad_args *a, float *o, uint64_t base, int noise
   }
 }
 
-/* A sum over the batch in groups of AG__AC_TILE transitions, the groups'
- * sums added in order (the reference's). */
-typedef struct tiled {
-  float total, part;
-} tiled;
-
-static void tiled_add(tiled *t, int64_t b, int64_t B, float v) {
-  t->part += v;
-  if (b % AG__AC_TILE == AG__AC_TILE - 1 || b == B - 1) t->total += t->part, t->part = 0.0f;
-}
-
-static float tiled_sum(const float *v, int64_t B) {
-  tiled t = {0.0f, 0.0f};
-  for (int64_t b = 0; b < B; b++) tiled_add(&t, b, B, v[b]);
-  return t.total;
-}
-
 /* ---- the call's parts, as tasks of the helper threads ---- */
 
 typedef struct job {
@@ -233,10 +206,10 @@ static void part(const job *jb, int i);
  * values do not depend on the thread that takes it. */
 static void task(void *arg, int i) {
   const job *jb = arg;
-  const unsigned mine = fp_mode();
-  if (mine != jb->fp) fp_set(jb->fp);
+  const unsigned mine = ag__cpu_fp_mode();
+  if (mine != jb->fp) ag__cpu_fp_set(jb->fp);
   part(jb, i);
-  if (mine != jb->fp) fp_set(mine);
+  if (mine != jb->fp) ag__cpu_fp_set(mine);
 }
 
 static void part(const job *jb, int i) {
@@ -296,7 +269,7 @@ static ag_status fast_acgrad(const void *args) {
   if (L < 2 || L > AG__AC_MAX_LAYERS || A < 1 || A > 64 || B < 1)
     return ag__fail(AG_ERR_UNSUPPORTED,
                     "cpu: %d layers and %lld actions are outside the fused SAC/TD3 update", L, (long long)A);
-  job jb = {a, ag__ac_layout_of(a), 0, 0, NULL, fp_mode()};
+  job jb = {a, ag__ac_layout_of(a), 0, 0, NULL, ag__cpu_fp_mode()};
   const ag__ac_layout y = jb.y;
   const uint64_t counter = *a->src.counter;
   jb.normals = counter + (a->src.idx ? 0 : (uint64_t)B);
@@ -333,7 +306,7 @@ static ag_status fast_acgrad(const void *args) {
   run_phase(&jb, PH_TARGETS, 2);
   for (int64_t b = 0; b < B; b++) y.p[2 * b] = y.dch[0][b], y.p[1 + 2 * b] = y.dch[1][b];
   /* the critics' loss and its way back */
-  tiled sq[2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+  ag__tiled sq[2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
   for (int64_t b = 0; b < B; b++) {
     const float t0 = y.dq[0][0][b], t1 = y.dq[1][0][b];
     float v = ag__min_takes_a(t0, t1) ? t0 : t1;
@@ -342,7 +315,7 @@ static ag_status fast_acgrad(const void *args) {
     const float target = a->src.ret ? r + d * v : r + a->gamma * (1.0f - d) * v;
     for (int k = 0; k < 2; k++) {
       const float diff = y.p[k + 2 * b] - target;
-      tiled_add(&sq[k], b, B, ag__loss_f(0, diff, 0.0f));
+      ag__tiled_add(&sq[k], b, B, ag__loss_f(0, diff, 0.0f));
       y.dch[k][b] = ag__loss_df(0, diff, 0.0f) * inv_b;
     }
   }
@@ -355,15 +328,15 @@ static ag_status fast_acgrad(const void *args) {
   /* the actor's loss on the updated critics, and its way back */
   const int nq = td3 ? 1 : 2;
   run_phase(&jb, PH_ON_NEW, nq);
-  tiled al = {0.0f, 0.0f};
+  ag__tiled al = {0.0f, 0.0f};
   for (int64_t b = 0; b < B; b++) {
     if (td3) {
-      tiled_add(&al, b, B, y.dch[0][b]);
+      ag__tiled_add(&al, b, B, y.dch[0][b]);
       y.dch[0][b] = -inv_b;
     } else {
       const float q0 = y.dch[0][b], q1 = y.dch[1][b];
       const int first = ag__min_takes_a(q0, q1);
-      tiled_add(&al, b, B, alpha * y.lp[b] - (first ? q0 : q1));
+      ag__tiled_add(&al, b, B, alpha * y.lp[b] - (first ? q0 : q1));
       y.dch[0][b] = first ? -inv_b : 0.0f, y.dch[1][b] = first ? 0.0f : -inv_b;
     }
   }
@@ -404,7 +377,7 @@ static ag_status fast_acgrad(const void *args) {
     gradient(a, &a->pi, td3 ? &a->pi_t : NULL, y.da, y.dah, x, ld, in, nA, &a->opt_actor, 0, pv + 4);
   }
   if (!td3 && a->autotune) { /* d/d log alpha of -log alpha (mean log pi + target entropy) */
-    const float gl = -1.0f * (tiled_sum(y.lp, B) * inv_b) + -a->target_entropy;
+    const float gl = -1.0f * (ag__tiled_sum(y.lp, B) * inv_b) + -a->target_entropy;
     *a->log_alpha_grad = gl;
     const int sgd = a->opt_alpha.sgd;
     float la = *a->log_alpha, m = sgd ? 0.0f : a->opt_alpha.m[0][0], v = sgd ? 0.0f : a->opt_alpha.v[0][0];

@@ -649,14 +649,6 @@ typedef struct frames_job {
   unsigned fp; /* the caller's floating-point mode */
 } frames_job;
 
-#if defined(__x86_64__) || defined(__i386__)
-static unsigned fp_mode(void) { return _mm_getcsr(); }
-static void fp_set(unsigned m) { _mm_setcsr(m); }
-#else
-static unsigned fp_mode(void) { return (unsigned)fegetround(); }
-static void fp_set(unsigned m) { fesetround((int)m); }
-#endif
-
 /* One slot of a stack, at out, from frame f (h*w*c bytes, c fastest). */
 static void frame_slot(const ag__frame_stack_args *a, const uint8_t *restrict f, void *out) {
   const int64_t hw = a->h * a->w, c = a->c;
@@ -696,15 +688,15 @@ static void frame_stacks(const frames_job *jb, int64_t s0, int64_t s1) {
 static void frames_task(void *arg, int i) {
   const frames_job *jb = arg;
   const int64_t s0 = (int64_t)i * jb->per, n = 2 * jb->a->B, s1 = s0 + jb->per < n ? s0 + jb->per : n;
-  const unsigned mine = fp_mode();
-  if (mine != jb->fp) fp_set(jb->fp);
+  const unsigned mine = ag__cpu_fp_mode();
+  if (mine != jb->fp) ag__cpu_fp_set(jb->fp);
   if (s0 < s1) frame_stacks(jb, s0, s1);
-  if (mine != jb->fp) fp_set(mine);
+  if (mine != jb->fp) ag__cpu_fp_set(mine);
 }
 
 static ag_status fast_frame_stack(const void *args) {
   const ag__frame_stack_args *a = args;
-  frames_job jb = {a, {0}, 0, fp_mode()};
+  frames_job jb = {a, {0}, 0, ag__cpu_fp_mode()};
   ag__frames_ring_of(a, &jb.g);
   ag__cpu_frame_columns(a, &jb.g);
   const int64_t n = 2 * a->B;

@@ -80,4 +80,18 @@ size_t ag__cpu_conv2d_scratch(const void *args);
 struct ag__frames_ring;
 void ag__cpu_frame_columns(const ag__frame_stack_args *a, const struct ag__frames_ring *g);
 
+/* The calling thread's floating-point mode (on x86 the MXCSR: rounding,
+ * flush-to-zero and denormals-are-zero; elsewhere the rounding mode), and
+ * setting it: what a task run on a helper thread takes from its caller, so
+ * that its results are those of the caller's thread. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+static inline unsigned ag__cpu_fp_mode(void) { return _mm_getcsr(); }
+static inline void ag__cpu_fp_set(unsigned m) { _mm_setcsr(m); }
+#else
+#include <fenv.h>
+static inline unsigned ag__cpu_fp_mode(void) { return (unsigned)fegetround(); }
+static inline void ag__cpu_fp_set(unsigned m) { fesetround((int)m); }
+#endif
+
 #endif /* AGRL_CPU_INTERNAL_H */
