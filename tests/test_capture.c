@@ -7,7 +7,9 @@
 #include <math.h>
 
 #include "agt.h"
+#include "base/backend.h" /* ag__vulkan_encodes */
 #include "base/philox.h"
+#include "core/internal.h"    /* the context's backend state */
 #include "cpu/cpu_internal.h" /* ag__cpu_vector_paths: both CPU paths */
 
 enum { ROWS = 6, CAP = 5000, B = 64 };
@@ -170,6 +172,68 @@ static void replay_allocates_nothing_and_moves_no_bytes(void **state) {
   assert_int_equal(s1.replays - s0.replays, 100);
   ag_capture_free(cap);
   world_free(&w);
+}
+
+/* On Vulkan a recording is a command buffer encoded once: a replay encodes
+ * no command on the host, whether the indices come from an input written
+ * before it or are drawn on the device, with eager work queued between
+ * replays and replays queued behind replays still running. The replayed
+ * steps still give the parameters of as many eager steps. */
+static void vulkan_replay_encodes_nothing(void **state) {
+  (void)state;
+  if (agt_kind != AG_DEVICE_VULKAN) {
+    printf("  (Vulkan only)\n");
+    return;
+  }
+  for (int use_rng = 0; use_rng < 2; use_rng++) {
+    world e, r;
+    world_new(&e, agt_kind, use_rng);
+    world_new(&r, agt_kind, use_rng);
+    ag_capture *cap;
+    const uint64_t before = ag__vulkan_encodes(r.ctx->st);
+    agt_ok(ag_capture_create(r.ctx, step, &r, &cap));
+    ag_capture_info info;
+    agt_ok(ag_capture_get_info(cap, &info));
+    const uint64_t recorded = ag__vulkan_encodes(r.ctx->st);
+    assert_true(info.nodes > 0);
+    /* each recorded command encoded at the record (besides the eager work the record queues first) */
+    assert_true(recorded - before >= (uint64_t)info.nodes);
+    step_both(&e, &r, cap, 0);
+    uint64_t replay_encodes = 0;
+    for (int it = 1; it < 40; it++) {
+      int32_t idx[B];
+      host_indices(it, idx);
+      agt_ok(ag_tensor_write(e.idx, idx, sizeof idx));
+      agt_ok(step(e.ctx, &e));
+      ag_ctx_reset(e.ctx);
+      agt_ok(ag_capture_set_input(cap, "idx", idx, sizeof idx));
+      const uint64_t w = ag__vulkan_encodes(r.ctx->st); /* the write's copy, if queued */
+      agt_ok(ag_capture_replay(cap));
+      agt_ok(ag_capture_replay(cap)); /* the same indices again, behind the last replay */
+      replay_encodes += ag__vulkan_encodes(r.ctx->st) - w;
+      agt_ok(ag_tensor_write(e.idx, idx, sizeof idx));
+      agt_ok(step(e.ctx, &e));
+      ag_ctx_reset(e.ctx);
+      if (it % 8 == 0) { /* eager work on the replaying context between replays: a read */
+        static float p[8192];
+        int n;
+        read_params(&r, p, &n);
+      }
+    }
+    assert_int_equal(replay_encodes, 0);
+    compare_params(&e, &r, 1e-5);
+    int64_t steps;
+    agt_ok(ag_optim_steps(r.opt, &steps));
+    assert_int_equal(steps, 1 + 2 * 39);
+    agt_ok(ag_capture_get_info(cap, &info));
+    assert_int_equal(info.records, 1);
+    assert_int_equal(info.replays, 1 + 2 * 39);
+    printf("  %s indices: %d commands encoded once; %llu encoded by %d replays after the first\n",
+           use_rng ? "device" : "input", info.nodes, (unsigned long long)replay_encodes, 2 * 39);
+    ag_capture_free(cap);
+    world_free(&e);
+    world_free(&r);
+  }
 }
 
 /* S15: freeing a buffer or a parameter that a recording reads invalidates
@@ -364,6 +428,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(randint_portable_path_draws_the_same_stream),
       cmocka_unit_test(replay_equals_eager_steps),
       cmocka_unit_test(replay_allocates_nothing_and_moves_no_bytes),
+      cmocka_unit_test(vulkan_replay_encodes_nothing),
       cmocka_unit_test(freeing_what_a_recording_reads_invalidates_it),
       cmocka_unit_test(host_transfers_inside_a_recording_are_refused),
   };

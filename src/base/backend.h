@@ -185,6 +185,10 @@ int ag__vulkan_validation_total(int *states, char *last, size_t last_len);
  * limit > 0 it may hold at most limit from now on (never more than the
  * device's maxMemoryAllocationCount). 0 without Vulkan. */
 uint32_t ag__vulkan_memory_objects(void *st, uint32_t limit);
+/* Commands the Vulkan backend state `state` (an ag_ctx's st) has encoded
+ * into command buffers on the host so far (0 without Vulkan): a replay
+ * adds none. */
+uint64_t ag__vulkan_encodes(const void *state);
 
 /* ---- memory handed to other frameworks (agrl/export.h) ----
  * Calls that need no open backend state, so that they work from any thread

@@ -51,10 +51,17 @@
  * constants (addresses and sizes) and, when larger, in an argument block
  * of host-visible memory (ag__vk_args).
  *
- * Recordings are command lists: between record_begin and record_end the
+ * Recordings are command buffers: between record_begin and record_end the
  * dispatches, zeroings and copies are kept (their argument blocks with
- * them), and a replay queues them again, as if issued then. A recording
- * holds addresses: it reads and writes the same memory on every replay.
+ * them), and record_end encodes them, once, into a command buffer of their
+ * own that begins with a barrier from every compute and transfer command
+ * before it. A replay submits that command buffer as it is (behind what the
+ * current slot holds, in the same submission, under the slot's fence and
+ * ticket): the host encodes nothing. It may be submitted again while an
+ * earlier replay of it still runs (simultaneous use). A recording holds
+ * addresses: it reads and writes the same memory on every replay, and what
+ * changes between replays (indices, counters, steps) the kernels read
+ * from that memory.
  *
  * Releases are deferred: memory released (or a recording's argument
  * blocks) is freed once the tickets queued before the release have run.
@@ -149,13 +156,17 @@ typedef struct vk_cmd {
   unsigned char push[AG__VK_PUSH_BYTES];
 } vk_cmd;
 
-/* A recording: its commands, encoded again at every replay, and the
- * argument blocks they read. */
+/* A recording: its commands (kept until record_end encodes them), the
+ * command buffer that holds them encoded, and the argument blocks they
+ * read. */
 typedef struct vk_rec {
   vk_cmd *cmds;
   int n, cap;
   vk_chunk *chunks;
   int n_chunks;
+  VkCommandBuffer cmd; /* the commands, encoded; VK_NULL_HANDLE while none */
+  int last;            /* the stage of its last command (ST_*) */
+  uint64_t ticket;     /* the last submission that runs it (0: none) */
 } vk_rec;
 
 /* An allocation: a range of a block. */
@@ -216,6 +227,7 @@ typedef struct vk_state {
   double spin_s;                 /* how long a fence is polled before sleeping */
   vk_rec *rec;                   /* the recording in progress, or NULL */
   int f64;                       /* shaderFloat64 enabled */
+  uint64_t encodes;              /* commands encoded into command buffers so far */
 } vk_state;
 
 static ag_status vk_fail(VkResult r, const char *what) {
@@ -1014,16 +1026,28 @@ static uint64_t open_ticket(const vk_state *s) {
   return s->slots[s->cur].open ? s->submitted + 1 : s->submitted;
 }
 
-/* Submits the current slot's commands (not waiting) and moves to the next slot. */
-static ag_status flush(vk_state *s) {
+/* Submits the current slot's commands followed by command buffer `then`
+ * (VK_NULL_HANDLE: none), not waiting, under the slot's fence and the next
+ * ticket, and moves to the next slot. Nothing to submit: nothing done. */
+static ag_status submit(vk_state *s, VkCommandBuffer then) {
   vk_slot *k = &s->slots[s->cur];
-  if (!k->open) return AG_OK;
-  k->open = 0;
+  if (!k->open && !then) return AG_OK;
+  VkCommandBuffer cmds[2];
+  uint32_t n = 0;
+  VkResult r = VK_SUCCESS;
+  if (k->open) {
+    k->open = 0;
+    r = vkEndCommandBuffer(k->cmd);
+    cmds[n++] = k->cmd;
+  } else {
+    ag_status st = settle(s, k); /* its fence is taken again */
+    if (st) return st;
+  }
+  if (then) cmds[n++] = then;
   s->cur = (s->cur + 1) % VK_SLOTS;
-  VkResult r = vkEndCommandBuffer(k->cmd);
   VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &k->cmd;
+  si.commandBufferCount = n;
+  si.pCommandBuffers = cmds;
   if (r == VK_SUCCESS) r = vkQueueSubmit(s->queue, 1, &si, k->fence);
   if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
   k->busy = 1;
@@ -1031,11 +1055,16 @@ static ag_status flush(vk_state *s) {
   return AG_OK;
 }
 
-/* Encodes command x into c, after the barrier it needs. */
-static void encode(vk_state *s, VkCommandBuffer c, const vk_cmd *x) {
+/* Submits the current slot's commands (not waiting) and moves to the next slot. */
+static ag_status flush(vk_state *s) { return submit(s, VK_NULL_HANDLE); }
+
+/* Encodes command x into c, after the barrier it needs behind a command
+ * of stage *last (which becomes x's). */
+static void encode(vk_state *s, VkCommandBuffer c, const vk_cmd *x, int *last) {
   const int stage = x->op == OP_DISPATCH ? ST_COMPUTE : ST_TRANSFER;
-  barrier(c, s->last, stage);
-  s->last = stage;
+  barrier(c, *last, stage);
+  *last = stage;
+  s->encodes++;
   switch (x->op) {
     case OP_DISPATCH:
       vkCmdBindPipeline(c, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipes[x->pipe]);
@@ -1056,7 +1085,7 @@ static ag_status queue_cmd(vk_state *s, const vk_cmd *x) {
   vk_slot *k = NULL; /* set by slot_open on success (gcc 12 cannot see it through vk_fail) */
   ag_status st = slot_open(s, &k);
   if (st) return st;
-  encode(s, k->cmd, x);
+  encode(s, k->cmd, x, &s->last);
   return ++k->n >= VK_SLOT_DISPATCHES ? flush(s) : AG_OK;
 }
 
@@ -1343,12 +1372,16 @@ static size_t vk_scratch(void *p, ag__kernel_id id, const void *args, size_t siz
   return k && k->scratch ? k->scratch(args) : 0;
 }
 
-/* ---- recording: a command list, encoded again at every replay ---- */
+/* ---- recording: a command buffer, encoded once, submitted at every replay ---- */
 
-/* Frees a recording (its argument chunks kept until the replays queued so
- * far have run). */
+/* Frees a recording (its command buffer once the replays queued so far
+ * have run, its argument chunks kept until then). */
 static void free_rec(vk_state *s, vk_rec *r) {
   if (!r) return;
+  if (r->cmd) {
+    if (await(s, r->ticket)) vkQueueWaitIdle(s->queue); /* a device error: wait it out */
+    vkFreeCommandBuffers(s->dev, s->pool, 1, &r->cmd);
+  }
   for (int i = 0; i < r->n_chunks; i++) {
     vk_chunk *c = &r->chunks[i];
     entomb(s, c->blk, c->off, c->size);
@@ -1367,30 +1400,69 @@ static ag_status vk_record_begin(void *p) {
   return AG_OK;
 }
 
+/* Encodes recording r's commands into a command buffer of its own, after a
+ * barrier from every compute and transfer command submitted before it
+ * (each replay is submitted behind other work). */
+static ag_status encode_rec(vk_state *s, vk_rec *r) {
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = s->pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkResult res = vkAllocateCommandBuffers(s->dev, &ai, &r->cmd);
+  if (res != VK_SUCCESS) {
+    r->cmd = VK_NULL_HANDLE;
+    return vk_fail(res, "vkAllocateCommandBuffers (a recording)");
+  }
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT; /* replayed again while a replay runs */
+  if ((res = vkBeginCommandBuffer(r->cmd, &bi)) != VK_SUCCESS) return vk_fail(res, "vkBeginCommandBuffer");
+  VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags both = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vkCmdPipelineBarrier(r->cmd, both, both, 0, 1, &mb, 0, NULL, 0, NULL);
+  int last = ST_NONE; /* the first command needs no other barrier */
+  for (int i = 0; i < r->n; i++) encode(s, r->cmd, &r->cmds[i], &last);
+  if ((res = vkEndCommandBuffer(r->cmd)) != VK_SUCCESS)
+    return vk_fail(res, "vkEndCommandBuffer (a recording)");
+  r->last = last;
+  free(r->cmds); /* encoded: no longer needed */
+  r->cmds = NULL;
+  r->cap = 0;
+  return AG_OK;
+}
+
 static ag_status vk_record_end(void *p, int ok, void **rec, int *n_nodes) {
   vk_state *s = p;
   vk_rec *r = s->rec;
   if (!r) return ag__fail(AG_ERR_STATE, "vulkan: no recording in progress");
   s->rec = NULL;
-  if (!ok) {
+  ag_status st = AG_OK;
+  if (ok && r->n > 0) st = encode_rec(s, r);
+  if (!ok || st) {
     free_rec(s, r);
-    return AG_OK;
+    return st;
   }
   *rec = r;
   if (n_nodes) *n_nodes = r->n;
   return AG_OK;
 }
 
-/* A replay queues the recorded commands as if they were issued now: each
- * after the barrier its predecessor in the queue calls for. */
+/* A replay submits the recorded command buffer behind what the current
+ * slot holds, in one submission: nothing is encoded. The next command
+ * queued takes the barrier that the recording's last command calls for. */
 static ag_status vk_replay(void *p, void *rec) {
   vk_state *s = p;
   vk_rec *r = rec;
   if (!r) return ag__fail(AG_ERR_INVALID_ARG, "vulkan: no recording to replay");
   if (s->rec) return ag__fail(AG_ERR_STATE, "vulkan: a replay while recording");
-  ag_status st = AG_OK;
-  for (int i = 0; i < r->n && !st; i++) st = queue_cmd(s, &r->cmds[i]);
-  return st;
+  if (!r->cmd) return AG_OK; /* a step of no command */
+  ag_status st = submit(s, r->cmd);
+  if (st) return st;
+  r->ticket = s->submitted;
+  s->last = r->last;
+  return AG_OK;
 }
 
 static void vk_record_free(void *p, void *rec) {
@@ -1425,6 +1497,8 @@ static const ag__backend vk_backend = {
 };
 
 const ag__backend *ag__vulkan_backend(void) { return &vk_backend; }
+
+uint64_t ag__vulkan_encodes(const void *state) { return state ? ((const vk_state *)state)->encodes : 0; }
 
 int ag__vulkan_validation_total(int *states, char *last, size_t last_len) {
   *states = __atomic_load_n(&total_states_validated, __ATOMIC_RELAXED);
