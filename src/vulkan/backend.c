@@ -42,9 +42,12 @@
  * VK_PIECE pieces through a staging ring of 2 * AG_TRANSFER_PART_BYTES
  * (cached host memory where the device has it), each piece submitted as
  * soon as it is filled and reused once its ticket has run. No upload waits
- * for its copy. A download waits for the queue, then copies parts of
- * AG_TRANSFER_PART_BYTES into the ring's two halves, the next part copying
- * while the host drains the last.
+ * for its copy. A download of such mapped memory, small (VK_INLINE_UPLOAD)
+ * or host-cached, is read by the host in place after one wait (for a
+ * submission ending in a barrier to the host): no copy is queued. Another
+ * download waits for the queue, then copies parts of AG_TRANSFER_PART_BYTES
+ * into the ring's two halves, the next part copying while the host drains
+ * the last.
  *
  * Kernels are compute pipelines of the shaders in src/vulkan/shaders
  * (compiled to SPIR-V at build time and embedded), their arguments in push
@@ -202,6 +205,8 @@ typedef struct vk_state {
   uint32_t mem_device, mem_host;
   uint32_t heap_device;
   int device_type_visible; /* a host-visible memory type of the device-local heap, or -1 */
+  int visible_cached;      /* that type is host-cached: the host reads it at memory speed */
+  int copy_reads;          /* downloads always copied through staging (AGRL_VK_COPY_READS=1, for tests) */
   int has_budget;
   VkBuffer staging;
   VkDeviceMemory staging_mem;
@@ -745,6 +750,10 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
     /* AGRL_VK_NO_F64=1: as a device without 64-bit floats (the refusals' tests) */
     const char *no = getenv("AGRL_VK_NO_F64");
     s->f64 = have.shaderFloat64 == VK_TRUE && !(no && *no && strcmp(no, "0") != 0);
+    /* AGRL_VK_COPY_READS=1: every download copied through staging (that path's tests, on a device
+     * whose memory the host reads in place) */
+    const char *copy = getenv("AGRL_VK_COPY_READS");
+    s->copy_reads = copy && *copy && strcmp(copy, "0") != 0;
     f2.features.shaderFloat64 = s->f64 ? VK_TRUE : VK_FALSE;
   }
   VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
@@ -801,7 +810,8 @@ static ag_status vk_open(int index, void **out, char *desc, size_t desc_len) {
                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     for (uint32_t i = 0; i < mp.memoryTypeCount && s->device_type_visible < 0; i++)
       if ((mp.memoryTypes[i].propertyFlags & want) == want && mp.memoryTypes[i].heapIndex == s->heap_device)
-        s->device_type_visible = (int)i;
+        s->device_type_visible = (int)i,
+        s->visible_cached = (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0;
   }
   /* blocks: up to an eighth of the heap (device memory), or of the 256 MiB a
    * host-visible device-local heap may be (argument memory) */
@@ -1228,13 +1238,29 @@ static ag_status vk_upload(void *p, void *dst, size_t bytes, ag__fill_fn fill, v
   return AG_OK;
 }
 
-/* Downloads wait for the queue, then copy in parts of AG_TRANSFER_PART_BYTES
- * into the two halves of the staging ring, the next part copying while the
- * host drains the last. */
+/* Downloads of mapped memory (a device whose device-local memory the host
+ * sees) that is small, or cached for the host, are read by the host in
+ * place: the queue is submitted behind a barrier that makes the device's
+ * writes visible to the host, and its fence is the one wait. Others wait
+ * for the queue, then copy in parts of AG_TRANSFER_PART_BYTES into the two
+ * halves of the staging ring, the next part copying while the host drains
+ * the last. */
 static ag_status vk_download(void *p, const void *src, size_t bytes, ag__drain_fn drain, void *user) {
   vk_state *s = p;
   vk_cmd x = {.op = OP_COPY, .dst = s->staging};
-  ag_status st = locate(s, (uint64_t)(uintptr_t)src, bytes, &x.src, &x.src_off);
+  const vk_alloc *a;
+  ag_status st = locate_in(s, (uint64_t)(uintptr_t)src, bytes, &a, &x.src, &x.src_off);
+  if (!st && bytes && a->map && !s->copy_reads && (bytes <= VK_INLINE_UPLOAD || s->visible_cached)) {
+    vk_slot *k;
+    if ((st = slot_open(s, &k))) return st;
+    barrier(k->cmd, s->last, ST_HOST); /* the next command still waits for the last: last stays */
+    const uint64_t t = open_ticket(s);
+    if ((st = flush(s)) || (st = await(s, t))) return st;
+    const unsigned char *m = a->map + x.src_off;
+    for (size_t off = 0; off < bytes; off += AG_TRANSFER_PART_BYTES)
+      drain(m + off, off, bytes - off < AG_TRANSFER_PART_BYTES ? bytes - off : AG_TRANSFER_PART_BYTES, user);
+    return AG_OK;
+  }
   if (!st) st = drain_all(s); /* also frees every staging piece */
   if (st || !bytes) return st;
   const size_t part = AG_TRANSFER_PART_BYTES;
