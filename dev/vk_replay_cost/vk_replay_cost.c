@@ -11,13 +11,13 @@
 
 #include "agrl/agrl.h"
 
-#define CK(x)                                                   \
-  do {                                                          \
-    ag_status s_ = (x);                                         \
-    if (s_) {                                                   \
-      fprintf(stderr, "%s: %s\n", #x, ag_last_error());         \
-      exit(1);                                                  \
-    }                                                           \
+#define CK(x)                                           \
+  do {                                                  \
+    ag_status s_ = (x);                                 \
+    if (s_) {                                           \
+      fprintf(stderr, "%s: %s\n", #x, ag_last_error()); \
+      exit(1);                                          \
+    }                                                   \
   } while (0)
 
 typedef struct job {
